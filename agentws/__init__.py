@@ -1,0 +1,3 @@
+"""agentws: a self-hostable agent workspace service."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,98 @@
+"""The QuartTrio application: its lifespan runs the Service; doors are blueprints.
+
+:func:`create_app` is the ASGI entry point (``hypercorn 'agentws.app:create_app()'``
+works as well as ``agentws serve``). The app's nursery, opened by
+quart-trio for the life of the server, is where the service runs; HTTP
+handlers reach it as ``current_app.service``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import cast
+
+from quart import Response, current_app, jsonify
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from agentws import __version__
+from agentws.config import Settings
+from agentws.service import Service, run_service
+
+__all__ = ["AgentwsApp", "create_app", "error_response"]
+
+
+class AgentwsApp(QuartTrio):
+    """QuartTrio with the running :class:`Service` attached."""
+
+    service: Service
+
+
+def error_response(status: int, code: str, message: str, **headers: str) -> Response:
+    """The JSON error body every door uses: ``{"error": {"code", "message"}}``."""
+    response = jsonify({"error": {"code": code, "message": message}})
+    response.status_code = status
+    response.headers.update(headers)
+    return response
+
+
+def _service() -> Service:
+    return cast(AgentwsApp, current_app).service
+
+
+async def healthz() -> Response:
+    """Liveness: the process is up and serving requests."""
+    return jsonify({"status": "ok", "version": __version__})
+
+
+async def readyz() -> Response | tuple[Response, int, dict[str, str]]:
+    """Readiness: the store answers; 503 with ``Retry-After`` otherwise."""
+    readiness = await _service().readiness()
+    if readiness.ready:
+        return jsonify({"status": "ready"})
+    body = jsonify({"status": "unavailable", "detail": readiness.detail})
+    return body, 503, {"Retry-After": "5"}
+
+
+async def _http_error(error: HTTPException) -> Response:
+    code = (error.name or "error").lower().replace(" ", "_")
+    return error_response(error.code or 500, code, error.description or error.name)
+
+
+def create_app(settings: Settings | None = None, *, service: Service | None = None) -> AgentwsApp:
+    """Build the application for ``settings`` (from the environment if omitted).
+
+    Args:
+        settings: the service's settings; read from ``AGENTWS_*`` if omitted.
+        service: an already running service to serve (``agentws serve`` opens
+            it before binding, so a store that cannot be opened fails before
+            the port is taken). Without one, the app's lifespan runs its own
+            in the app's nursery, which is what a bare
+            ``hypercorn 'agentws.app:create_app()'`` gets.
+
+    Error handling:
+        :class:`~agentws.errors.ConfigError` if the environment is malformed;
+        store errors at startup abort the server's lifespan.
+    """
+    settings = settings or Settings.from_env(os.environ)
+    app = AgentwsApp(__name__)
+    app.config["BACKGROUND_TASK_SHUTDOWN_TIMEOUT"] = settings.shutdown_grace_s
+    # Bodies are limited per door (webhooks have their own per-hook limit).
+    app.config["MAX_CONTENT_LENGTH"] = None
+    app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
+    app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
+    app.register_error_handler(HTTPException, _http_error)
+
+    if service is not None:
+        app.service = service
+        return app
+
+    @app.before_serving
+    async def start_service() -> None:
+        app.service = cast(Service, await app.nursery.start(run_service, settings))
+
+    @app.after_serving
+    async def stop_service() -> None:
+        await app.service.stop()
+
+    return app

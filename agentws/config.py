@@ -1,0 +1,208 @@
+"""Settings: every knob of the service, read once from ``AGENTWS_*`` variables.
+
+:meth:`Settings.from_env` is the only constructor the program uses. Each
+variable is parsed and checked here, at start, so a bad value stops the
+process with a message that names the variable instead of failing later in
+some request. Durations end in ``_s`` (seconds), sizes in ``_bytes``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from agentws.errors import ConfigError
+
+__all__ = ["DEFAULT_BIND", "DEFAULT_DATABASE_URL", "Settings", "parse_bind", "parse_database_url"]
+
+DEFAULT_BIND = "127.0.0.1:8080"
+DEFAULT_DATABASE_URL = "sqlite:///./agentws.db"
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """Split ``HOST:PORT`` (``[::1]:PORT`` for IPv6) into host and port.
+
+    Raises:
+        ValueError: the value is not a host and a port in 0..65535.
+    """
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be 0..65535, got {value!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port
+
+
+def parse_database_url(value: str) -> str:
+    """Check that ``value`` names a store agentws can open; return it unchanged.
+
+    Accepted: ``sqlite:///relative/or/absolute/path.db``, ``sqlite:///:memory:``
+    and ``postgresql://`` (or ``postgres://``) URLs.
+
+    Raises:
+        ValueError: with a message saying what a valid URL looks like.
+    """
+    parts = urlsplit(value)
+    if parts.scheme == "sqlite":
+        if parts.netloc or not parts.path.startswith("/") or parts.path == "/":
+            raise ValueError(
+                f"a SQLite URL is sqlite:///PATH (three slashes), e.g. "
+                f"{DEFAULT_DATABASE_URL}; got {value!r}"
+            )
+        return value
+    if parts.scheme in ("postgresql", "postgres"):
+        if not parts.hostname and "host=" not in parts.query:
+            raise ValueError(
+                f"a PostgreSQL URL needs a host, e.g. postgresql://user@host/db; got {value!r}"
+            )
+        return value
+    raise ValueError(
+        f"unsupported database URL {value!r}: use sqlite:///PATH or postgresql://USER@HOST/DB"
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise ValueError(f"expected a finite number of seconds >= 0, got {value!r}")
+    return number
+
+
+def _positive_int(value: str) -> int:
+    number = int(value) if value.isdigit() else 0
+    if number < 1:
+        raise ValueError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
+def _base_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"expected an http(s) URL such as https://agents.example.com, got {value!r}"
+        )
+    return value.rstrip("/")
+
+
+def _log_level(value: str) -> str:
+    level = value.upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ValueError(f"expected DEBUG, INFO, WARNING or ERROR, got {value!r}")
+    return level
+
+
+def _instance_id(value: str) -> str:
+    if not value or not all(c.isalnum() or c == "-" for c in value):
+        raise ValueError(f"expected letters, digits and '-', got {value!r}")
+    return value
+
+
+def _default_instance_id() -> str:
+    host = "".join(c for c in socket.gethostname() if c.isalnum() or c == "-")[:24] or "host"
+    return f"{host}-{os.getpid()}"
+
+
+# (field, variable, parser, default). The default is a string so that it goes
+# through the same parser as a value an operator sets.
+_VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
+    ("bind", "AGENTWS_BIND", lambda v: (parse_bind(v), v)[1], DEFAULT_BIND),
+    ("database_url", "AGENTWS_DATABASE_URL", parse_database_url, DEFAULT_DATABASE_URL),
+    ("base_url", "AGENTWS_BASE_URL", _base_url, None),
+    ("data_dir", "AGENTWS_DATA_DIR", Path, "."),
+    ("instance_id", "AGENTWS_INSTANCE_ID", _instance_id, None),
+    ("log_level", "AGENTWS_LOG_LEVEL", _log_level, "INFO"),
+    ("shutdown_grace_s", "AGENTWS_SHUTDOWN_GRACE_S", _seconds, "10"),
+    ("run_timeout_s", "AGENTWS_RUN_TIMEOUT_S", _seconds, "120"),
+    ("store_timeout_s", "AGENTWS_STORE_TIMEOUT_S", _seconds, "5"),
+    ("store_pool_size", "AGENTWS_STORE_POOL_SIZE", _positive_int, "10"),
+    ("sse_stall_s", "AGENTWS_SSE_STALL_S", _seconds, "30"),
+    ("sse_keepalive_s", "AGENTWS_SSE_KEEPALIVE_S", _seconds, "15"),
+    ("mcp_idle_s", "AGENTWS_MCP_IDLE_S", _seconds, "1800"),
+    ("max_body_bytes", "AGENTWS_MAX_BODY_BYTES", _positive_int, str(1024 * 1024)),
+)
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """Everything the service can be told, with units in the names.
+
+    Build it with :meth:`from_env`; the defaults suit ``scripts/serve`` on a
+    laptop: SQLite next to the working directory, loopback only.
+    """
+
+    bind: str = DEFAULT_BIND
+    database_url: str = DEFAULT_DATABASE_URL
+    #: Public URL printed in endpoint and webhook URLs; derived from ``bind``
+    #: when unset (see :attr:`public_base_url`).
+    base_url: str | None = None
+    data_dir: Path = Path()
+    instance_id: str = attrs.field(factory=_default_instance_id)
+    log_level: str = "INFO"
+    #: From SIGTERM to exit: draining requests and runs, then cancelling the rest.
+    shutdown_grace_s: float = 10.0
+    #: Deadline of one webhook agent run.
+    run_timeout_s: float = 120.0
+    #: Deadline of one store operation seen from a request (readiness, ingest).
+    store_timeout_s: float = 5.0
+    #: PostgreSQL connections per process.
+    store_pool_size: int = 10
+    #: A stream whose client has not read for this long is closed.
+    sse_stall_s: float = 30.0
+    #: Interval of ``: ping`` comment lines on idle SSE streams.
+    sse_keepalive_s: float = 15.0
+    #: An MCP session with no request for this long expires.
+    mcp_idle_s: float = 1800.0
+    #: Default size limit of an incoming webhook body.
+    max_body_bytes: int = 1024 * 1024
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Read every ``AGENTWS_*`` variable from ``environ``.
+
+        Empty variables count as unset.
+
+        Raises:
+            ConfigError: naming the first variable whose value is malformed.
+        """
+        values: dict[str, Any] = {}
+        for field, variable, parse, default in _VARIABLES:
+            raw = environ.get(variable) or default
+            if raw is None:
+                continue
+            try:
+                values[field] = parse(raw.strip())
+            except ValueError as exc:
+                raise ConfigError(f"{variable}: {exc}") from None
+        return cls(**values)
+
+    @property
+    def bind_host(self) -> str:
+        return parse_bind(self.bind)[0]
+
+    @property
+    def bind_port(self) -> int:
+        return parse_bind(self.bind)[1]
+
+    @property
+    def public_base_url(self) -> str:
+        """``base_url`` if set, else ``http://`` + the bind address."""
+        if self.base_url:
+            return self.base_url
+        host, port = parse_bind(self.bind)
+        if host in ("0.0.0.0", "::", ""):  # noqa: S104 - naming the wildcard, not binding it
+            host = "localhost"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{port}"

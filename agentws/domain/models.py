@@ -1,0 +1,420 @@
+"""The records agentws keeps, as frozen attrs classes, and the rules on them.
+
+Each record is one row of the store; changing one means
+``attrs.evolve(record, ...)`` and ``store.update(record)``. Field types are
+kept to what both stores represent the same way (str, int, bool, datetime,
+bytes, enums, JSON objects, tuples of small value classes): the store maps
+them by type, so a new field needs a migration and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import attrs
+
+from agentws.domain.rules import check_identifier, check_slug, new_id, utcnow
+
+__all__ = [
+    "Admin",
+    "Approval",
+    "ApprovalStatus",
+    "AuditEntry",
+    "CachedTool",
+    "Capability",
+    "ChatMessage",
+    "Connector",
+    "ConnectorKind",
+    "ContextDocument",
+    "DocumentPolicy",
+    "Event",
+    "EventStatus",
+    "Group",
+    "GroupConnector",
+    "GroupLibrary",
+    "Library",
+    "McpToken",
+    "Permission",
+    "Record",
+    "Skill",
+    "SkillAsset",
+    "VerificationScheme",
+    "Webhook",
+    "Workspace",
+    "arguments_hash",
+    "default_permission",
+]
+
+
+class Capability(StrEnum):
+    """What a tool can do to the world, in rising order of risk."""
+
+    READ = "read"
+    WRITE = "write"
+    DESTRUCTIVE = "destructive"
+
+    @property
+    def rank(self) -> int:
+        return _CAPABILITY_RANK[self]
+
+    def within(self, scope: Capability) -> bool:
+        """Whether a caller whose scope is ``scope`` may use a tool of this capability."""
+        return self.rank <= scope.rank
+
+
+_CAPABILITY_RANK = {Capability.READ: 0, Capability.WRITE: 1, Capability.DESTRUCTIVE: 2}
+
+
+class Permission(StrEnum):
+    """What happens when a non-system caller calls a tool."""
+
+    ALLOW = "allow"
+    REQUIRES_APPROVAL = "requires_approval"
+    REQUIRES_CONFIRMATION = "requires_confirmation"
+    DENY = "deny"
+
+
+def default_permission(capability: Capability) -> Permission:
+    """The permission a tool gets from its capability until an admin says otherwise."""
+    return {
+        Capability.READ: Permission.ALLOW,
+        Capability.WRITE: Permission.REQUIRES_APPROVAL,
+        Capability.DESTRUCTIVE: Permission.REQUIRES_CONFIRMATION,
+    }[capability]
+
+
+def arguments_hash(tool_name: str, arguments: dict[str, Any]) -> str:
+    """SHA-256 binding an approval or confirmation to one exact call."""
+    canonical = json.dumps([tool_name, arguments], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class DocumentPolicy(StrEnum):
+    """How a context document reaches the agent and MCP clients."""
+
+    SPINE = "spine"  # always in the agent's context; an MCP resource
+    ON_DEMAND = "on_demand"  # read when needed; an MCP resource
+    NEVER = "never"  # kept, but never shown to the agent or MCP clients
+
+    @property
+    def exposed(self) -> bool:
+        return self is not DocumentPolicy.NEVER
+
+
+class ConnectorKind(StrEnum):
+    REMOTE_MCP = "remote_mcp"
+    GITHUB = "github"
+    SLACK = "slack"
+    STRIPE = "stripe"
+
+
+class VerificationScheme(StrEnum):
+    """How an incoming webhook proves who sent it; exactly one per webhook."""
+
+    NONE = "none"
+    SHARED_SECRET = "shared_secret"  # noqa: S105 - a scheme name
+    GITHUB = "github"
+    STRIPE = "stripe"
+    STANDARD_WEBHOOKS = "standard_webhooks"
+    SLACK = "slack"
+
+
+class EventStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self in (EventStatus.DONE, EventStatus.FAILED)
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+
+    @property
+    def decided(self) -> bool:
+        return self is not ApprovalStatus.PENDING
+
+
+def _slug(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_slug(value, what=attribute.name)
+
+
+def _identifier(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_identifier(value, what=attribute.name)
+
+
+def _id(kind: str) -> Any:
+    return attrs.field(factory=lambda: new_id(kind))
+
+
+def _now() -> Any:
+    return attrs.field(factory=utcnow)
+
+
+@attrs.frozen(kw_only=True)
+class Workspace:
+    id: str = _id("ws")
+    slug: str = attrs.field(validator=_slug)
+    name: str
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class Group:
+    """A set of connectors and libraries behind one MCP endpoint."""
+
+    id: str = _id("grp")
+    workspace_id: str
+    slug: str = attrs.field(validator=_slug)
+    name: str
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class McpToken:
+    """A bearer token for one group endpoint; only its SHA-256 is kept."""
+
+    id: str = _id("tok")
+    group_id: str
+    name: str
+    token_hash: str = attrs.field(repr=False)
+    #: The last characters of the token, so people can tell tokens apart.
+    hint: str
+    #: The highest capability this token may use.
+    scope: Capability = Capability.WRITE
+    created_at: datetime = _now()
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+
+@attrs.frozen(kw_only=True)
+class Connector:
+    """A connected third-party tool (remote MCP server or native integration)."""
+
+    id: str = _id("con")
+    workspace_id: str
+    name: str = attrs.field(validator=_identifier)
+    kind: ConnectorKind
+    url: str | None = None
+    #: Non-secret headers; secrets live encrypted in ``secret``.
+    headers: dict[str, str] = attrs.field(factory=dict)
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    active: bool = True
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class GroupConnector:
+    id: str = _id("gcn")
+    group_id: str
+    connector_id: str
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class CachedTool:
+    """One tool of a connector as last fetched: the source of ``tools/list``."""
+
+    id: str = _id("tool")
+    connector_id: str
+    #: The connector's own name for it (``<action>``); exposed as ``<connector>_<action>``.
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = attrs.field(factory=lambda: {"type": "object"})
+    #: The remote's annotations, kept as a suggestion only.
+    annotations: dict[str, Any] = attrs.field(factory=dict)
+    #: SHA-256 of name, description and schema: a change resets admin labels.
+    definition_hash: str
+    #: Set by an admin (or fixed for native actions); None means unlabeled.
+    label: Capability | None = None
+    suggested_label: Capability | None = None
+    fetched_at: datetime = _now()
+
+    @property
+    def capability(self) -> Capability:
+        """Unlabeled tools are ``write``, whatever the remote suggests."""
+        return self.label or Capability.WRITE
+
+
+@attrs.frozen(kw_only=True)
+class Library:
+    """A collection of context documents and skills, attached to groups."""
+
+    id: str = _id("lib")
+    workspace_id: str
+    slug: str = attrs.field(validator=_slug)
+    name: str
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class GroupLibrary:
+    id: str = _id("glb")
+    group_id: str
+    library_id: str
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class ContextDocument:
+    id: str = _id("doc")
+    library_id: str
+    slug: str = attrs.field(validator=_slug)
+    title: str
+    body: str
+    mime_type: str = "text/markdown"
+    policy: DocumentPolicy = DocumentPolicy.ON_DEMAND
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class SkillAsset:
+    """A file bundled with a skill, returned with its prompt."""
+
+    name: str
+    mime_type: str = "text/plain"
+    text: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Skill:
+    id: str = _id("skl")
+    library_id: str
+    slug: str = attrs.field(validator=_slug)
+    description: str = ""
+    prompt: str
+    assets: tuple[SkillAsset, ...] = ()
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class Webhook:
+    """An incoming webhook: a secret URL whose events the agent turns into a message."""
+
+    id: str = _id("wh")
+    workspace_id: str
+    group_id: str | None = None
+    name: str
+    channel: str
+    prompt: str
+    active: bool = True
+    token_hash: str = attrs.field(repr=False)
+    verification: VerificationScheme = VerificationScheme.NONE
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    rate_per_min: int = 60
+    burst: int = 30
+    max_body_bytes: int = 1024 * 1024
+    concurrency: int = 1
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """One accepted webhook delivery and what became of it."""
+
+    id: str = _id("evt")
+    webhook_id: str
+    status: EventStatus = EventStatus.QUEUED
+    body: bytes = attrs.field(repr=False)
+    #: Allow-listed request headers.
+    headers: dict[str, str] = attrs.field(factory=dict)
+    dedup_key: str | None = None
+    attempts: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    error: str | None = None
+    message_id: str | None = None
+    received_at: datetime = _now()
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatMessage:
+    id: str = _id("msg")
+    channel: str
+    text: str
+    event_id: str | None = None
+    thread: str | None = None
+    #: The chat service's id for the posted message, once posted.
+    external_id: str | None = None
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class Approval:
+    """A write call waiting for (or decided by) an admin; runs once if approved."""
+
+    id: str = _id("apr")
+    group_id: str
+    token_id: str | None = None
+    tool_name: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments_hash: str
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    reason: str | None = None
+    decided_by: str | None = None
+    result: dict[str, Any] | None = None
+    created_at: datetime = _now()
+    decided_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AuditEntry:
+    """One line of the append-only audit log."""
+
+    id: str = _id("aud")
+    workspace_id: str | None = None
+    actor: str
+    action: str
+    target: str
+    detail: dict[str, Any] = attrs.field(factory=dict)
+    created_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class Admin:
+    """A dashboard administrator; the password is kept as an argon2 hash."""
+
+    id: str = _id("adm")
+    username: str
+    password_hash: str = attrs.field(repr=False)
+    created_at: datetime = _now()
+
+
+#: Every record type the store keeps.
+Record = (
+    Workspace
+    | Group
+    | McpToken
+    | Connector
+    | GroupConnector
+    | CachedTool
+    | Library
+    | GroupLibrary
+    | ContextDocument
+    | Skill
+    | Webhook
+    | Event
+    | ChatMessage
+    | Approval
+    | AuditEntry
+    | Admin
+)

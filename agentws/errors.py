@@ -1,0 +1,93 @@
+"""The agentws error tree.
+
+Every error agentws raises on purpose derives from :class:`AgentwsError`.
+Foreign errors (sqlite3, asyncpg, OSError from sockets) are converted at the
+one adapter that touches them — the store drivers convert database errors —
+and chained with ``raise Ours(...) from exc``, so callers never need to know
+which driver or library sits underneath::
+
+    AgentwsError
+    ├── ConfigError            a setting is missing or malformed (names the variable)
+    ├── ValidationError        input that breaks a domain rule (bad slug, bad policy...)
+    ├── NotFoundError          the addressed object does not exist
+    ├── ConflictError          a uniqueness rule would be broken (duplicate slug...)
+    ├── ListenError            the server cannot listen on its address (port in use...)
+    └── StoreError             the store failed
+        ├── StoreUnavailableError  cannot reach the database (callers may retry: 503)
+        └── MigrationError         the schema cannot be brought up to date
+
+Each error carries a stable machine-readable ``code`` used by the HTTP doors
+(``{"error": {"code": ..., "message": ...}}``) and the CLI's ``--json`` output.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentwsError",
+    "ConfigError",
+    "ConflictError",
+    "ListenError",
+    "MigrationError",
+    "NotFoundError",
+    "StoreError",
+    "StoreUnavailableError",
+    "ValidationError",
+]
+
+
+class AgentwsError(Exception):
+    """Base of every error agentws raises on purpose."""
+
+    code = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(AgentwsError):
+    """A setting is missing or malformed; the message names the variable."""
+
+    code = "config_error"
+
+
+class ValidationError(AgentwsError):
+    """Input breaks a domain rule."""
+
+    code = "invalid"
+
+
+class NotFoundError(AgentwsError):
+    """The addressed object does not exist."""
+
+    code = "not_found"
+
+
+class ConflictError(AgentwsError):
+    """Creating or changing the object would break a uniqueness rule."""
+
+    code = "conflict"
+
+
+class ListenError(AgentwsError):
+    """The server cannot listen on the address it was given."""
+
+    code = "listen_error"
+
+
+class StoreError(AgentwsError):
+    """The store failed in a way callers cannot fix by changing their input."""
+
+    code = "store_error"
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached; retrying later may succeed."""
+
+    code = "store_unavailable"
+
+
+class MigrationError(StoreError):
+    """The schema cannot be brought to the version this code needs."""
+
+    code = "migration_error"

@@ -1,0 +1,156 @@
+"""Workspaces, groups and MCP tokens: creating, listing and revoking them.
+
+The one place these operations live; the CLI (and later the dashboard and
+the admin API) call these functions. Each change is recorded in the audit
+log with the acting operator. Token secrets are returned once, from
+:func:`create_token`, and only their SHA-256 is stored.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from agentws.domain.models import AuditEntry, Capability, Group, McpToken, Workspace
+from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret
+from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.store import Store
+
+__all__ = [
+    "IssuedToken",
+    "create_group",
+    "create_token",
+    "create_workspace",
+    "endpoint_url",
+    "list_groups",
+    "list_tokens",
+    "list_workspaces",
+    "revoke_token",
+]
+
+# Long enough for "Cursor on Ada's laptop", short enough for a table column.
+_MAX_NAME = 100
+# Characters of the secret kept in clear so people can tell tokens apart.
+_HINT_CHARS = 4
+
+
+@attrs.frozen
+class IssuedToken:
+    """A newly created token: the record, and the secret shown this once."""
+
+    token: McpToken
+    secret: str = attrs.field(repr=False)
+
+
+def endpoint_url(base_url: str, workspace_slug: str, group_slug: str) -> str:
+    """The MCP endpoint URL of a group."""
+    return f"{base_url.rstrip('/')}/mcp/g/{workspace_slug}/{group_slug}"
+
+
+def _check_name(name: str, what: str) -> str:
+    name = name.strip()
+    if not name or len(name) > _MAX_NAME:
+        raise ValidationError(f"{what} name must be 1 to {_MAX_NAME} characters")
+    return name
+
+
+async def _audit(store: Store, workspace_id: str, actor: str, action: str, target: str) -> None:
+    await store.insert(
+        AuditEntry(workspace_id=workspace_id, actor=actor, action=action, target=target)
+    )
+
+
+async def create_workspace(store: Store, slug: str, *, name: str | None, actor: str) -> Workspace:
+    """Create a workspace addressed by ``slug``; ConflictError if it exists."""
+    workspace = Workspace(
+        slug=check_slug(slug, what="workspace slug"),
+        name=_check_name(name or slug, "workspace"),
+    )
+    await store.insert(workspace)
+    await _audit(store, workspace.id, actor, "workspace.create", workspace.slug)
+    return workspace
+
+
+async def list_workspaces(store: Store) -> list[Workspace]:
+    return await store.select(Workspace)
+
+
+async def create_group(
+    store: Store, workspace_slug: str, slug: str, *, name: str | None, actor: str
+) -> Group:
+    """Create a group in a workspace; ConflictError if the slug is taken there."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    group = Group(
+        workspace_id=workspace.id,
+        slug=check_slug(slug, what="group slug"),
+        name=_check_name(name or slug, "group"),
+    )
+    try:
+        await store.insert(group)
+    except ConflictError:
+        raise ConflictError(
+            f"group {group.slug!r} already exists in workspace {workspace.slug!r}"
+        ) from None
+    await _audit(store, workspace.id, actor, "group.create", f"{workspace.slug}/{group.slug}")
+    return group
+
+
+async def list_groups(store: Store, workspace_slug: str) -> list[Group]:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    return await store.select(Group, workspace_id=workspace.id)
+
+
+async def create_token(
+    store: Store,
+    workspace_slug: str,
+    group_slug: str,
+    *,
+    name: str,
+    scope: Capability = Capability.WRITE,
+    actor: str,
+) -> IssuedToken:
+    """Issue a bearer token for one group endpoint.
+
+    Returns:
+        The stored record and the secret (``agws_…``), which is not kept.
+    """
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    secret = new_secret(MCP_TOKEN_PREFIX)
+    token = McpToken(
+        group_id=group.id,
+        name=_check_name(name, "token"),
+        token_hash=hash_secret(secret),
+        hint=secret[-_HINT_CHARS:],
+        scope=scope,
+    )
+    await store.insert(token)
+    await _audit(store, group.workspace_id, actor, "token.create", token.id)
+    return IssuedToken(token, secret)
+
+
+async def list_tokens(store: Store, workspace_slug: str, group_slug: str) -> list[McpToken]:
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    return await store.select(McpToken, group_id=group.id)
+
+
+async def revoke_token(
+    store: Store, workspace_slug: str, group_slug: str, token_ref: str, *, actor: str
+) -> McpToken:
+    """Revoke a group's token, named by id or by name.
+
+    Error handling:
+        NotFoundError if the group has no such token; ValidationError if a
+        name matches several tokens (use the id).
+    """
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    by_id = await store.find(McpToken, id=token_ref, group_id=group.id)
+    matches = [by_id] if by_id else await store.select(McpToken, group_id=group.id, name=token_ref)
+    if not matches:
+        raise NotFoundError(
+            f"no token {token_ref!r} in {workspace_slug}/{group_slug} "
+            f"(see `agentws token list {workspace_slug} {group_slug}`)"
+        )
+    if len(matches) > 1:
+        raise ValidationError(f"{len(matches)} tokens are named {token_ref!r}: revoke by id")
+    revoked = await store.revoke_token(matches[0].id)
+    await _audit(store, group.workspace_id, actor, "token.revoke", revoked.id)
+    return revoked

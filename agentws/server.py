@@ -1,0 +1,133 @@
+"""Serving the app with Hypercorn's trio worker, and shutting down on signals.
+
+Shutdown is one deadline: on the first SIGTERM or SIGINT Hypercorn stops
+accepting and drains open requests, the service gives its running work the
+rest of the grace period, and whatever is still running when
+``shutdown_grace_s`` has passed is cancelled. A second signal cancels at
+once. The process then closes the store and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from agentws.app import create_app
+from agentws.config import Settings
+from agentws.errors import ListenError
+from agentws.service import Service, run_service
+
+__all__ = ["hypercorn_config", "serve", "serve_until_signalled"]
+
+log = logging.getLogger("agentws.server")
+
+# Added to the grace period before the hard stop, for closing the store.
+_CLOSE_MARGIN_S = 0.5
+
+
+def hypercorn_config(settings: Settings) -> Config:
+    """Hypercorn settings derived from ours."""
+    config = Config()
+    config.bind = [settings.bind]
+    config.graceful_timeout = settings.shutdown_grace_s
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    # Long-lived SSE streams manage their own liveness (keep-alives, stall cut-off).
+    config.keep_alive_timeout = 75
+    return config
+
+
+async def serve(
+    settings: Settings,
+    *,
+    shutdown_trigger: Callable[[], Awaitable[None]],
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until ``shutdown_trigger`` returns, then shut down within the grace period.
+
+    The service (and its store) is opened first and the port bound next, so
+    a database that cannot be reached or a port in use fails here, before
+    anything is announced.
+
+    Args:
+        settings: what to serve and where.
+        shutdown_trigger: returns when a graceful shutdown should begin.
+        task_status: receives the list of bound URLs (real ports when bound to 0).
+
+    Error handling:
+        :class:`~agentws.errors.StoreError` if the store cannot be opened,
+        :class:`~agentws.errors.ListenError` if the address cannot be bound.
+    """
+    config = hypercorn_config(settings)
+    with trio.CancelScope() as hard_stop:
+        async with trio.open_nursery() as nursery:
+            service: Service = await nursery.start(run_service, settings)
+            try:
+                try:
+                    sockets = config.create_sockets()
+                    for sock in sockets.insecure_sockets + sockets.secure_sockets:
+                        sock.listen(config.backlog)
+                except OSError as exc:
+                    raise ListenError(
+                        f"cannot listen on {settings.bind}: {exc.strerror or exc}"
+                    ) from None
+
+                async def trigger() -> None:
+                    await shutdown_trigger()
+                    log.info("shutting down: grace period %g s", settings.shutdown_grace_s)
+                    hard_stop.deadline = (
+                        trio.current_time() + settings.shutdown_grace_s + _CLOSE_MARGIN_S
+                    )
+
+                app = wrap_app(
+                    create_app(settings, service=service), config.wsgi_max_body_size, "asgi"
+                )
+                await worker_serve(
+                    app, config, sockets=sockets, shutdown_trigger=trigger, task_status=task_status
+                )
+            finally:
+                # Requests have drained; the service's own work gets what is
+                # left of the grace period before the hard stop cancels it.
+                await service.stop()
+    if hard_stop.cancelled_caught:
+        log.warning("grace period over: cancelled what was still running")
+
+
+def serve_until_signalled(settings: Settings, *, on_started: Callable[[list[str]], None]) -> None:
+    """Run the server until SIGTERM or SIGINT; a second signal cancels at once.
+
+    Args:
+        on_started: called with the bound URLs once the server accepts requests.
+    """
+
+    async def main() -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            first_signal = trio.Event()
+            async with trio.open_nursery() as nursery:
+
+                async def watch_signals() -> None:
+                    async for signum in signals:
+                        name = signal.Signals(signum).name
+                        if not first_signal.is_set():
+                            log.info("received %s", name)
+                            first_signal.set()
+                        else:
+                            log.warning("received %s again: stopping now", name)
+                            nursery.cancel_scope.cancel()
+
+                async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
+                    await serve(
+                        settings, shutdown_trigger=first_signal.wait, task_status=task_status
+                    )
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(watch_signals)
+                on_started(await nursery.start(run_server))
+
+    trio.run(main)

@@ -1,0 +1,99 @@
+"""The Service: owner of the root nursery and of every long-lived task.
+
+Doors (HTTP blueprints, the CLI) never start background work themselves;
+they hand it to the service, whose nursery owns it. The nursery is opened by
+:meth:`Service.serve` and ends on :meth:`Service.stop`: running work gets the
+shutdown grace period, then whatever is left is cancelled. Nothing the
+service started outlives ``serve``.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from agentws.config import Settings
+from agentws.errors import StoreError
+from agentws.store import Store, open_store
+
+__all__ = ["Readiness", "Service", "run_service"]
+
+
+@attrs.frozen
+class Readiness:
+    ready: bool
+    #: What is not ready, for operators; never a secret.
+    detail: str = ""
+
+
+@attrs.define(eq=False)
+class Service:
+    """The running service: settings, store, and the nursery of its tasks."""
+
+    settings: Settings
+    store: Store
+    _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run the service's tasks until :meth:`stop`; never returns before then.
+
+        Resource handling:
+            Opens the root nursery. After :meth:`stop`, its tasks have
+            ``shutdown_grace_s`` to finish before they are cancelled.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started(self)
+                await self._stopping.wait()
+                nursery.cancel_scope.deadline = trio.current_time() + self.settings.shutdown_grace_s
+        finally:
+            self._nursery = None
+            self._stopped.set()
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The root nursery, for components that start their own long-lived tasks."""
+        if self._nursery is None:
+            raise RuntimeError("the service is not running")
+        return self._nursery
+
+    async def stop(self) -> None:
+        """Begin shutdown and wait until every task of the service has ended."""
+        self._stopping.set()
+        await self._stopped.wait()
+
+    async def readiness(self) -> Readiness:
+        """Whether the service can do its work now: the store answers in time."""
+        if self._stopping.is_set():
+            return Readiness(False, "shutting down")
+        with trio.move_on_after(self.settings.store_timeout_s):
+            try:
+                await self.store.ping()
+            except StoreError as exc:
+                return Readiness(False, f"store: {exc.message}")
+            return Readiness(True)
+        return Readiness(False, f"store: no answer within {self.settings.store_timeout_s:g} s")
+
+
+async def run_service(
+    settings: Settings, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Open the store and serve a :class:`Service` on it until the service is stopped.
+
+    Started with ``await nursery.start(run_service, settings)``, which hands
+    back the running service once its store is open and migrated.
+
+    Resource handling:
+        The store is closed after the service's tasks have ended.
+
+    Error handling:
+        Store errors at start (unreachable, migration) propagate from
+        ``nursery.start``, so a service that cannot work never reports started.
+    """
+    async with open_store(settings.database_url, pool_size=settings.store_pool_size) as store:
+        await Service(settings, store).serve(task_status=task_status)

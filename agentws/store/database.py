@@ -1,0 +1,52 @@
+"""The driver seam: what :class:`~agentws.store.sql.SqlStore` needs of a database.
+
+Two drivers implement it, :mod:`~agentws.store.sqlite` and
+:mod:`~agentws.store.postgres`. SQL is written once, with PostgreSQL's
+``$1`` placeholders; the SQLite driver rewrites them to its ``?1``. Drivers
+convert their library's errors to :mod:`agentws.errors` — unique violations
+to :class:`~agentws.errors.ConflictError`, foreign-key violations to
+:class:`~agentws.errors.NotFoundError`, lost connections to
+:class:`~agentws.errors.StoreUnavailableError` — so nothing above this seam
+sees sqlite3 or asyncpg.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from agentws.store.tables import Dialect
+
+__all__ = ["Database", "Row", "Transaction"]
+
+Row = dict[str, Any]
+
+
+class Transaction(Protocol):
+    """Statements run inside one database transaction."""
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        """Run a query and return every row as a dict keyed by column."""
+        ...
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        """Run a statement and return how many rows it changed."""
+        ...
+
+
+class Database(Protocol):
+    """A pool of connections to one database."""
+
+    dialect: Dialect
+
+    def transaction(self, *, write: bool = True) -> AbstractAsyncContextManager[Transaction]:
+        """Open a transaction: committed when the block ends, rolled back if it raises.
+
+        ``write=False`` promises the block only reads, which lets SQLite run it
+        without taking the write lock.
+        """
+        ...
+
+    async def ping(self) -> None:
+        """Round-trip to the database; raises StoreUnavailableError if it cannot."""
+        ...

@@ -1,0 +1,158 @@
+"""The PostgreSQL driver: an asyncpg pool run on trio through trio-asyncio.
+
+asyncpg is asyncio-only. :func:`open_postgres` opens a trio-asyncio loop for
+the life of the pool and every call goes through that loop explicitly
+(``loop.run_aio_coroutine``): the loop is otherwise found through a context
+variable that request handlers, started outside this block, do not see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from agentws.errors import (
+    ConflictError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from agentws.store.database import Row
+from agentws.store.tables import Dialect
+
+__all__ = ["PostgresDatabase", "open_postgres", "redact_url"]
+
+T = TypeVar("T")
+
+# Rollback, release and close must finish, but not hang shutdown.
+_CLEANUP_S = 5.0
+# Establishing one connection; a database that does not answer by then is down.
+_CONNECT_TIMEOUT_S = 10.0
+
+_UNAVAILABLE = (
+    OSError,
+    TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.InsufficientResourcesError,
+)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced, fit for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _convert(exc: BaseException) -> Exception:
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        return ConflictError(exc.detail or str(exc))
+    if isinstance(exc, asyncpg.ForeignKeyViolationError):
+        return NotFoundError("the record refers to another that does not exist")
+    if isinstance(exc, asyncpg.IntegrityConstraintViolationError):
+        return ValidationError(str(exc))
+    if isinstance(exc, _UNAVAILABLE):
+        return StoreUnavailableError(f"PostgreSQL: {exc}")
+    return StoreError(f"PostgreSQL: {exc}")
+
+
+class _PostgresTransaction:
+    def __init__(self, db: PostgresDatabase, conn: asyncpg.Connection) -> None:
+        self._db = db
+        self._conn = conn
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        rows = await self._db.aio(self._conn.fetch(sql, *args))
+        return [dict(r) for r in rows]
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        status: str = await self._db.aio(self._conn.execute(sql, *args))
+        # "INSERT 0 1", "UPDATE 3", "DELETE 0", "SELECT 1": the count is last.
+        last = status.rsplit(" ", 1)[-1]
+        return int(last) if last.isdigit() else 0
+
+
+class PostgresDatabase:
+    """A :class:`~agentws.store.database.Database` over an asyncpg pool."""
+
+    dialect: Dialect = "postgres"
+
+    def __init__(self, loop: Any, pool: asyncpg.Pool) -> None:
+        self._loop = loop
+        self._pool = pool
+
+    async def aio(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await an asyncpg coroutine on our loop, converting its errors."""
+        try:
+            result: T = await self._loop.run_aio_coroutine(coro)
+        except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
+            raise _convert(exc) from exc
+        return result
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[_PostgresTransaction]:
+        conn = await self.aio(self._pool.acquire(timeout=_CONNECT_TIMEOUT_S))
+        try:
+            tx = conn.transaction(readonly=not write)
+            await self.aio(tx.start())
+            try:
+                yield _PostgresTransaction(self, conn)
+            except BaseException:
+                with trio.move_on_after(_CLEANUP_S, shield=True):
+                    # If the connection is gone, release() below discards it.
+                    with contextlib.suppress(StoreError):
+                        await self.aio(tx.rollback())
+                raise
+            else:
+                await self.aio(tx.commit())
+        finally:
+            with trio.move_on_after(_CLEANUP_S, shield=True):
+                await self._loop.run_aio_coroutine(self._pool.release(conn))
+
+    async def ping(self) -> None:
+        async with self.transaction(write=False) as tx:
+            await tx.fetch("SELECT 1")
+
+
+@asynccontextmanager
+async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDatabase]:
+    """Open a connection pool to the PostgreSQL database named by ``url``.
+
+    Query parameters of the URL that asyncpg does not know become server
+    settings, so ``?search_path=myschema`` selects a schema.
+
+    Resource handling:
+        The pool and its asyncio loop are closed when the block exits.
+
+    Error handling:
+        Raises :class:`~agentws.errors.StoreUnavailableError` naming the
+        (redacted) URL if no connection can be made.
+    """
+    async with trio_asyncio.open_loop() as loop:
+        try:
+            pool = await loop.run_aio_coroutine(
+                asyncpg.create_pool(url, min_size=1, max_size=pool_size, timeout=_CONNECT_TIMEOUT_S)
+            )
+        except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
+            raise StoreUnavailableError(
+                f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"
+            ) from exc
+        try:
+            yield PostgresDatabase(loop, pool)
+        finally:
+            with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
+                await loop.run_aio_coroutine(pool.close())
+            if scope.cancelled_caught:
+                pool.terminate()

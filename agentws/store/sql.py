@@ -1,0 +1,165 @@
+"""SqlStore: the :class:`~agentws.store.base.Store` on either SQL driver.
+
+SQL is written once here; the driver (:mod:`~agentws.store.sqlite`,
+:mod:`~agentws.store.postgres`) supplies connections, the dialect and error
+conversion. Column names in generated SQL come only from :class:`Table`
+specs, never from callers, which is what makes building them safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from agentws.domain.models import Group, McpToken, Workspace
+from agentws.domain.rules import utcnow
+from agentws.errors import ConflictError, NotFoundError
+from agentws.store.database import Database
+from agentws.store.tables import Dialect, Table, table_for
+
+__all__ = ["SqlStore"]
+
+R = TypeVar("R")
+
+
+class SqlStore:
+    """The store over a :class:`~agentws.store.database.Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    async def ping(self) -> None:
+        await self._db.ping()
+
+    def _where(self, table: Table, where: dict[str, Any], start: int = 1) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        for column, value in where.items():
+            table.check_column(column)
+            if value is None:
+                clauses.append(f"{column} IS NULL")
+            else:
+                args.append(table.encode_value(column, value, self.dialect))
+                clauses.append(f"{column} = ${start + len(args) - 1}")
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+    async def insert(self, record: R) -> R:
+        table = table_for(type(record))
+        placeholders = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+        sql = f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES ({placeholders})"
+        try:
+            async with self._db.transaction() as tx:
+                await tx.execute(sql, *table.encode(record, self.dialect))
+        except ConflictError:
+            raise ConflictError(f"{table.describe(record)} already exists") from None
+        except NotFoundError:
+            raise NotFoundError(
+                f"cannot save {table.describe(record)}: it refers to a record that does not exist"
+            ) from None
+        return record
+
+    async def get(self, kind: type[R], record_id: str) -> R:
+        found = await self.find(kind, id=record_id)
+        if found is None:
+            raise NotFoundError(f"no {table_for(kind).noun} with id {record_id!r}")
+        return found
+
+    async def find(self, kind: type[R], **where: Any) -> R | None:
+        found = await self.select(kind, limit=1, **where)
+        return found[0] if found else None
+
+    async def select(
+        self, kind: type[R], *, limit: int | None = None, offset: int = 0, **where: Any
+    ) -> list[R]:
+        table = table_for(kind)
+        condition, args = self._where(table, where)
+        columns = ", ".join(table.columns)
+        sql = f"SELECT {columns} FROM {table.name}{condition} ORDER BY {table.order_by}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        elif offset:
+            sql += (
+                f" LIMIT -1 OFFSET {int(offset)}"
+                if self.dialect == "sqlite"
+                else f" OFFSET {int(offset)}"
+            )
+        async with self._db.transaction(write=False) as tx:
+            rows = await tx.fetch(sql, *args)
+        decoded: list[R] = [table.decode(row, self.dialect) for row in rows]
+        return decoded
+
+    async def count(self, kind: type[Any], **where: Any) -> int:
+        table = table_for(kind)
+        condition, args = self._where(table, where)
+        async with self._db.transaction(write=False) as tx:
+            rows = await tx.fetch(f"SELECT COUNT(*) AS n FROM {table.name}{condition}", *args)
+        return int(rows[0]["n"])
+
+    async def update(self, record: R) -> R:
+        table = table_for(type(record))
+        values = table.encode(record, self.dialect)
+        columns = [c for c in table.columns if c != "id"]
+        assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=2))
+        by_column = dict(zip(table.columns, values, strict=True))
+        sql = f"UPDATE {table.name} SET {assignments} WHERE id = $1"
+        try:
+            async with self._db.transaction() as tx:
+                changed = await tx.execute(sql, by_column["id"], *(by_column[c] for c in columns))
+        except ConflictError:
+            raise ConflictError(f"{table.describe(record)} already exists") from None
+        except NotFoundError:
+            raise NotFoundError(
+                f"cannot save {table.describe(record)}: it refers to a record that does not exist"
+            ) from None
+        if not changed:
+            raise NotFoundError(f"no {table.noun} with id {getattr(record, 'id', None)!r}")
+        return record
+
+    async def delete(self, kind: type[Any], record_id: str) -> None:
+        table = table_for(kind)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(f"DELETE FROM {table.name} WHERE id = $1", record_id)
+        if not changed:
+            raise NotFoundError(f"no {table.noun} with id {record_id!r}")
+
+    async def workspace_by_slug(self, slug: str) -> Workspace:
+        found = await self.find(Workspace, slug=slug)
+        if found is None:
+            raise NotFoundError(f"no workspace {slug!r} (see `agentws workspace list`)")
+        return found
+
+    async def group_by_slug(self, workspace_slug: str, group_slug: str) -> Group:
+        workspace = await self.workspace_by_slug(workspace_slug)
+        found = await self.find(Group, workspace_id=workspace.id, slug=group_slug)
+        if found is None:
+            raise NotFoundError(
+                f"no group {group_slug!r} in workspace {workspace_slug!r} "
+                f"(see `agentws group list {workspace_slug}`)"
+            )
+        return found
+
+    async def token_by_hash(self, token_hash: str) -> McpToken | None:
+        return await self.find(McpToken, token_hash=token_hash)
+
+    async def revoke_token(self, token_id: str) -> McpToken:
+        table = table_for(McpToken)
+        now = table.encode_value("revoked_at", utcnow(), self.dialect)
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE mcp_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+                token_id,
+                now,
+            )
+        return await self.get(McpToken, token_id)
+
+    async def touch_token(self, token_id: str) -> None:
+        now = table_for(McpToken).encode_value("last_used_at", utcnow(), self.dialect)
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE mcp_tokens SET last_used_at = $2 WHERE id = $1", token_id, now)

@@ -1,0 +1,171 @@
+"""The SQLite driver: one WAL-mode connection, driven from trio through worker threads.
+
+sqlite3 blocks, so every statement runs in ``trio.to_thread.run_sync``; the
+event loop never waits on disk. One connection serves the process and a
+``trio.Lock`` gives each transaction the connection to itself: SQLite admits
+one writer at a time anyway, and this keeps a transaction's statements
+together without a pool. Other processes (the CLI while the server runs)
+wait for the write lock up to ``busy_timeout``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import trio
+
+from agentws.errors import (
+    ConflictError,
+    NotFoundError,
+    StoreError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from agentws.store.database import Row
+from agentws.store.tables import Dialect
+
+__all__ = ["SqliteDatabase", "open_sqlite", "sqlite_path"]
+
+T = TypeVar("T")
+
+# How long a statement waits for another process's write lock before failing.
+_BUSY_TIMEOUT_MS = 5000
+# Rollback after a failure or cancellation must finish, but not hang shutdown.
+_CLEANUP_S = 5.0
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+def sqlite_path(url: str) -> str:
+    """The file path (or ``:memory:``) named by a ``sqlite:///PATH`` URL."""
+    path = unquote(urlsplit(url).path)
+    return path[1:] if path.startswith("/") else path
+
+
+@functools.lru_cache(maxsize=512)
+def _to_sqlite(sql: str) -> str:
+    return _PLACEHOLDER.sub(r"?\1", sql)
+
+
+def _convert(exc: sqlite3.Error) -> StoreError | ConflictError | NotFoundError | ValidationError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.IntegrityError):
+        if text.startswith("UNIQUE"):
+            return ConflictError(text)
+        if text.startswith("FOREIGN KEY"):
+            return NotFoundError("the record refers to another that does not exist")
+        return ValidationError(text)
+    if isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in text or "unable to open" in text or "disk I/O" in text
+    ):
+        return StoreUnavailableError(f"SQLite: {text}")
+    return StoreError(f"SQLite: {text}")
+
+
+class _SqliteTransaction:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._db = db
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        def run(conn: sqlite3.Connection) -> list[Row]:
+            cursor = conn.execute(_to_sqlite(sql), args)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+        return await self._db.run(run)
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        return await self._db.run(lambda conn: conn.execute(_to_sqlite(sql), args).rowcount)
+
+
+class SqliteDatabase:
+    """A :class:`~agentws.store.database.Database` over one SQLite file."""
+
+    dialect: Dialect = "sqlite"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = trio.Lock()
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(connection)`` in a worker thread, converting sqlite3 errors."""
+        try:
+            return await trio.to_thread.run_sync(fn, self._conn)
+        except sqlite3.Error as exc:
+            raise _convert(exc) from exc
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[_SqliteTransaction]:
+        async with self._lock:
+            # IMMEDIATE takes the write lock up front, so two writers queue
+            # instead of one failing when it upgrades a read lock.
+            await self.run(lambda c: c.execute("BEGIN IMMEDIATE" if write else "BEGIN"))
+            try:
+                yield _SqliteTransaction(self)
+            except BaseException:
+                with trio.move_on_after(_CLEANUP_S, shield=True):
+                    await self.run(lambda c: c.execute("ROLLBACK"))
+                raise
+            else:
+                try:
+                    await self.run(lambda c: c.execute("COMMIT"))
+                except BaseException:
+                    with trio.move_on_after(_CLEANUP_S, shield=True):
+                        await self.run(lambda c: c.in_transaction and c.execute("ROLLBACK"))
+                    raise
+
+    async def ping(self) -> None:
+        async with self._lock:
+            await self.run(lambda c: c.execute("SELECT 1").fetchall())
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    if path != ":memory:":
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise StoreUnavailableError(
+                f"cannot open SQLite database {path!r}: directory {str(parent)!r} does not exist"
+            )
+    # isolation_level=None: we issue BEGIN/COMMIT ourselves.
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
+    )
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        # FULL: a commit is on disk before we acknowledge what it stored.
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+@asynccontextmanager
+async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
+    """Open the SQLite database named by ``url``, creating the file if absent.
+
+    Resource handling:
+        The connection is closed when the block exits.
+
+    Error handling:
+        Raises :class:`~agentws.errors.StoreUnavailableError` if the file
+        cannot be opened (missing directory, permissions, not a database).
+    """
+    path = sqlite_path(url)
+    try:
+        conn = await trio.to_thread.run_sync(_connect, path)
+    except sqlite3.Error as exc:
+        raise StoreUnavailableError(f"cannot open SQLite database {path!r}: {exc}") from exc
+    try:
+        yield SqliteDatabase(conn)
+    finally:
+        with trio.move_on_after(_CLEANUP_S, shield=True):
+            await trio.to_thread.run_sync(conn.close)

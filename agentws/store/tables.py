@@ -1,0 +1,165 @@
+"""How records map to rows: one :class:`Table` per record type.
+
+Columns are the record's attrs fields, same names, same order; how a value
+is written and read follows from the field's type. The two SQL dialects
+differ only in how they keep datetimes and booleans (SQLite has neither), so
+:class:`Table` takes the dialect when it encodes or decodes.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import attrs
+
+from agentws.domain import models as m
+
+__all__ = ["TABLES", "Dialect", "Table", "table_for"]
+
+Dialect = Literal["sqlite", "postgres"]
+
+_Encode = Callable[[Any, Dialect], Any]
+_Decode = Callable[[Any, Dialect], Any]
+
+
+def _encode_datetime(value: datetime, dialect: Dialect) -> Any:
+    value = value.astimezone(UTC)
+    # A fixed-width ISO string sorts as the instant it names.
+    return value.isoformat(timespec="microseconds") if dialect == "sqlite" else value
+
+
+def _decode_datetime(value: Any, dialect: Dialect) -> datetime:
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return typing.cast(datetime, value).astimezone(UTC)
+
+
+def _encode_json(value: Any, dialect: Dialect) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _decode_json(value: Any, dialect: Dialect) -> Any:
+    return json.loads(value)
+
+
+def _converters(annotation: Any) -> tuple[_Encode, _Decode]:
+    """Encoder and decoder for one field type (``None`` passes through both)."""
+    if isinstance(annotation, types.UnionType):
+        (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _converters(inner)
+    origin = typing.get_origin(annotation)
+    if annotation is datetime:
+        return _encode_datetime, _decode_datetime
+    if annotation is bool:
+        return (lambda v, d: int(v) if d == "sqlite" else v), (lambda v, d: bool(v))
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        enum_type = annotation
+        return (lambda v, d: v.value), (lambda v, d: enum_type(v))
+    if origin is tuple:
+        item_type = typing.get_args(annotation)[0]
+        if attrs.has(item_type):
+            return (
+                lambda v, d: _encode_json([attrs.asdict(i) for i in v], d),
+                lambda v, d: tuple(item_type(**i) for i in _decode_json(v, d)),
+            )
+    if origin is dict or annotation is dict:
+        return _encode_json, _decode_json
+    if annotation in (str, int, float, bytes):
+        return (lambda v, d: v), (lambda v, d: bytes(v) if isinstance(v, memoryview) else v)
+    raise TypeError(f"no column mapping for field type {annotation!r}")
+
+
+@attrs.frozen
+class Table:
+    """The mapping of one record type to one table."""
+
+    record: type[Any]
+    name: str
+    #: What a person calls one row, for error messages ("group").
+    noun: str
+    #: Fields that name the row to a person, for conflict messages.
+    natural_key: tuple[str, ...]
+    #: ``ORDER BY`` of lists.
+    order_by: str
+    columns: tuple[str, ...] = attrs.field(init=False)
+    _codecs: Mapping[str, tuple[_Encode, _Decode]] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        hints = typing.get_type_hints(self.record)
+        fields = attrs.fields(self.record)
+        object.__setattr__(self, "columns", tuple(f.name for f in fields))
+        object.__setattr__(self, "_codecs", {f.name: _converters(hints[f.name]) for f in fields})
+
+    def check_column(self, column: str) -> str:
+        if column not in self._codecs:
+            raise ValueError(f"{self.noun} has no field {column!r}")
+        return column
+
+    def encode_value(self, column: str, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return self._codecs[self.check_column(column)][0](value, dialect)
+
+    def encode(self, record: Any, dialect: Dialect) -> list[Any]:
+        """The row's values in column order."""
+        return [self.encode_value(c, getattr(record, c), dialect) for c in self.columns]
+
+    def decode(self, row: Mapping[str, Any], dialect: Dialect) -> Any:
+        values = {}
+        for column in self.columns:
+            raw = row[column]
+            values[column] = None if raw is None else self._codecs[column][1](raw, dialect)
+        return self.record(**values)
+
+    def describe(self, record: Any) -> str:
+        """``group 'ops'``: how a conflict message names the row."""
+        key = ", ".join(repr(getattr(record, f)) for f in self.natural_key)
+        return f"{self.noun} {key}"
+
+
+TABLES: Mapping[type[Any], Table] = {
+    t.record: t
+    for t in (
+        Table(m.Workspace, "workspaces", "workspace", ("slug",), "created_at, id"),
+        Table(m.Group, "workspace_groups", "group", ("slug",), "created_at, id"),
+        Table(m.McpToken, "mcp_tokens", "MCP token", ("name",), "created_at, id"),
+        Table(m.Connector, "connectors", "connector", ("name",), "created_at, id"),
+        Table(
+            m.GroupConnector,
+            "group_connectors",
+            "connector attachment",
+            ("connector_id",),
+            "created_at, id",
+        ),
+        Table(m.CachedTool, "cached_tools", "tool", ("name",), "name, id"),
+        Table(m.Library, "libraries", "library", ("slug",), "created_at, id"),
+        Table(
+            m.GroupLibrary,
+            "group_libraries",
+            "library attachment",
+            ("library_id",),
+            "created_at, id",
+        ),
+        Table(m.ContextDocument, "context_documents", "document", ("slug",), "created_at, id"),
+        Table(m.Skill, "skills", "skill", ("slug",), "created_at, id"),
+        Table(m.Webhook, "webhooks", "webhook", ("name",), "created_at, id"),
+        Table(m.Event, "events", "event", ("id",), "received_at, id"),
+        Table(m.ChatMessage, "chat_messages", "chat message", ("id",), "created_at, id"),
+        Table(m.Approval, "approvals", "approval", ("id",), "created_at, id"),
+        Table(m.AuditEntry, "audit_log", "audit entry", ("id",), "created_at, id"),
+        Table(m.Admin, "admins", "admin", ("username",), "created_at, id"),
+    )
+}
+
+
+def table_for(record_type: type[Any]) -> Table:
+    try:
+        return TABLES[record_type]
+    except KeyError:
+        raise TypeError(f"{record_type.__name__} is not a stored record type") from None

@@ -1,0 +1,110 @@
+"""Settings: defaults, parsing, and errors that name the variable."""
+
+from pathlib import Path
+
+import pytest
+
+from agentws.config import Settings, parse_bind, parse_database_url
+from agentws.errors import ConfigError
+
+
+def test_defaults_suit_a_laptop():
+    settings = Settings.from_env({})
+    assert settings.bind == "127.0.0.1:8080"
+    assert settings.database_url == "sqlite:///./agentws.db"
+    assert settings.public_base_url == "http://127.0.0.1:8080"
+    assert settings.shutdown_grace_s == 10.0
+    assert settings.max_body_bytes == 1024 * 1024
+    assert settings.data_dir == Path()
+
+
+def test_every_variable_is_read():
+    settings = Settings.from_env(
+        {
+            "AGENTWS_BIND": "0.0.0.0:9000",
+            "AGENTWS_DATABASE_URL": "postgresql://agentws@db/agentws",
+            "AGENTWS_BASE_URL": "https://agents.example.com/",
+            "AGENTWS_DATA_DIR": "/var/lib/agentws",
+            "AGENTWS_INSTANCE_ID": "web-1",
+            "AGENTWS_LOG_LEVEL": "debug",
+            "AGENTWS_SHUTDOWN_GRACE_S": "2.5",
+            "AGENTWS_RUN_TIMEOUT_S": "60",
+            "AGENTWS_STORE_TIMEOUT_S": "1",
+            "AGENTWS_STORE_POOL_SIZE": "4",
+            "AGENTWS_SSE_STALL_S": "7",
+            "AGENTWS_SSE_KEEPALIVE_S": "3",
+            "AGENTWS_MCP_IDLE_S": "600",
+            "AGENTWS_MAX_BODY_BYTES": "2048",
+        }
+    )
+    assert settings.bind_host == "0.0.0.0"
+    assert settings.bind_port == 9000
+    assert settings.database_url == "postgresql://agentws@db/agentws"
+    assert settings.public_base_url == "https://agents.example.com"
+    assert settings.data_dir == Path("/var/lib/agentws")
+    assert settings.instance_id == "web-1"
+    assert settings.log_level == "DEBUG"
+    assert settings.shutdown_grace_s == 2.5
+    assert settings.run_timeout_s == 60
+    assert settings.store_timeout_s == 1
+    assert settings.store_pool_size == 4
+    assert settings.sse_stall_s == 7
+    assert settings.sse_keepalive_s == 3
+    assert settings.mcp_idle_s == 600
+    assert settings.max_body_bytes == 2048
+
+
+def test_base_url_follows_a_wildcard_bind():
+    assert (
+        Settings.from_env({"AGENTWS_BIND": "0.0.0.0:80"}).public_base_url == "http://localhost:80"
+    )
+    assert Settings.from_env({"AGENTWS_BIND": "[::1]:81"}).public_base_url == "http://[::1]:81"
+
+
+def test_empty_variables_count_as_unset():
+    assert Settings.from_env({"AGENTWS_BIND": ""}).bind == "127.0.0.1:8080"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("AGENTWS_BIND", "8080", "HOST:PORT"),
+        ("AGENTWS_BIND", "localhost:99999", "port"),
+        ("AGENTWS_DATABASE_URL", "mysql://db/x", "sqlite:///PATH"),
+        ("AGENTWS_DATABASE_URL", "sqlite://agentws.db", "three slashes"),
+        ("AGENTWS_DATABASE_URL", "postgresql:///nohost", "needs a host"),
+        ("AGENTWS_BASE_URL", "agents.example.com", "http(s) URL"),
+        ("AGENTWS_SHUTDOWN_GRACE_S", "abc", "seconds"),
+        ("AGENTWS_SHUTDOWN_GRACE_S", "-1", "seconds"),
+        ("AGENTWS_RUN_TIMEOUT_S", "inf", "seconds"),
+        ("AGENTWS_SSE_STALL_S", "nan", "seconds"),
+        ("AGENTWS_STORE_POOL_SIZE", "0", "whole number"),
+        ("AGENTWS_MAX_BODY_BYTES", "1MB", "whole number"),
+        ("AGENTWS_LOG_LEVEL", "LOUD", "DEBUG"),
+        ("AGENTWS_INSTANCE_ID", "a b", "letters"),
+    ],
+)
+def test_a_bad_value_names_the_variable(variable, value, says):
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({variable: value})
+    assert caught.value.message.startswith(f"{variable}: ")
+    assert says in caught.value.message
+    assert repr(value) in caught.value.message
+
+
+def test_parse_bind_accepts_ipv6():
+    assert parse_bind("[::1]:8080") == ("::1", 8080)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///./agentws.db",
+        "sqlite:////var/lib/agentws/agentws.db",
+        "sqlite:///:memory:",
+        "postgresql://postgres@127.0.0.1:5432/test",
+        "postgres://u:p@db/x?search_path=s",
+    ],
+)
+def test_database_urls_that_work(url):
+    assert parse_database_url(url) == url
