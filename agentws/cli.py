@@ -318,13 +318,17 @@ def _fail(error: BaseException, as_json: bool) -> int:
 def _settings(args: argparse.Namespace) -> Settings:
     flags = {"AGENTWS_DATABASE_URL": ("--database", args.database)}
     flags["AGENTWS_BIND"] = ("--bind", getattr(args, "bind", None))
-    overrides = {variable: value for variable, (_, value) in flags.items() if value}
+    for flag, value in flags.values():
+        # An empty environment variable means "unset"; an empty flag is a mistake.
+        if value is not None and not value.strip():
+            raise ConfigError(f"{flag}: must not be empty")
+    overrides = {variable: value for variable, (_, value) in flags.items() if value is not None}
     try:
         return Settings.from_env({**os.environ, **overrides})
     except ConfigError as exc:
         # Name the flag the person typed rather than the variable it stands for.
         for variable, (flag, value) in flags.items():
-            if value and exc.message.startswith(f"{variable}:"):
+            if value is not None and exc.message.startswith(f"{variable}:"):
                 raise ConfigError(flag + exc.message[len(variable) :]) from None
         raise
 

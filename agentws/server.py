@@ -1,8 +1,8 @@
 """Serving the app with Hypercorn's trio worker, and shutting down on signals.
 
 Shutdown is one deadline: on the first SIGTERM or SIGINT Hypercorn stops
-accepting and drains open requests, the service gives its running work the
-rest of the grace period, and whatever is still running when
+accepting and drains open requests while the service lets its running work
+finish, both within the same grace period; whatever is still running when
 ``shutdown_grace_s`` has passed is cancelled. A second signal cancels at
 once. The process then closes the store and exits 0.
 """
@@ -81,6 +81,10 @@ async def serve(
                 async def trigger() -> None:
                     await shutdown_trigger()
                     log.info("shutting down: grace period %g s", settings.shutdown_grace_s)
+                    # The service's work and the open requests share one grace
+                    # period, so a slow (or idle keep-alive) connection does not
+                    # eat the time runs have to finish.
+                    service.request_stop()
                     hard_stop.deadline = (
                         trio.current_time() + settings.shutdown_grace_s + _CLOSE_MARGIN_S
                     )
@@ -92,8 +96,8 @@ async def serve(
                     app, config, sockets=sockets, shutdown_trigger=trigger, task_status=task_status
                 )
             finally:
-                # Requests have drained; the service's own work gets what is
-                # left of the grace period before the hard stop cancels it.
+                # Requests have drained; the service's own work has had the
+                # same grace period, and is cancelled when it runs out.
                 await service.stop()
     if hard_stop.cancelled_caught:
         log.warning("grace period over: cancelled what was still running")

@@ -35,6 +35,7 @@ class Service:
     _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
@@ -50,7 +51,7 @@ class Service:
                 self._nursery = nursery
                 task_status.started(self)
                 await self._stopping.wait()
-                nursery.cancel_scope.deadline = trio.current_time() + self.settings.shutdown_grace_s
+                nursery.cancel_scope.deadline = self._stop_deadline
         finally:
             self._nursery = None
             self._stopped.set()
@@ -62,9 +63,18 @@ class Service:
             raise RuntimeError("the service is not running")
         return self._nursery
 
+    def request_stop(self) -> None:
+        """Begin shutdown: running tasks have ``shutdown_grace_s`` from now to finish.
+
+        Idempotent; the first call sets the deadline.
+        """
+        if not self._stopping.is_set():
+            self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
+            self._stopping.set()
+
     async def stop(self) -> None:
-        """Begin shutdown and wait until every task of the service has ended."""
-        self._stopping.set()
+        """Begin shutdown (if not yet begun) and wait until every task has ended."""
+        self.request_stop()
         await self._stopped.wait()
 
     async def readiness(self) -> Readiness:

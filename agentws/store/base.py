@@ -38,21 +38,21 @@ class Store(Protocol):
         """Store a new record; ConflictError if it breaks a uniqueness rule."""
         ...
 
-    async def get(self, kind: type[R], record_id: str) -> R:
+    async def get(self, kind: type[R], record_id: str, /) -> R:
         """The record of type ``kind`` with ``record_id``; NotFoundError if none."""
         ...
 
-    async def find(self, kind: type[R], **where: Any) -> R | None:
+    async def find(self, kind: type[R], /, **where: Any) -> R | None:
         """The first record whose fields equal ``where``, or None."""
         ...
 
     async def select(
-        self, kind: type[R], *, limit: int | None = None, offset: int = 0, **where: Any
+        self, kind: type[R], /, *, limit: int | None = None, offset: int = 0, **where: Any
     ) -> list[R]:
         """Records whose fields equal ``where`` (None matches NULL), oldest first."""
         ...
 
-    async def count(self, kind: type[Any], **where: Any) -> int:
+    async def count(self, kind: type[Any], /, **where: Any) -> int:
         """How many records of ``kind`` match ``where``."""
         ...
 
@@ -60,7 +60,7 @@ class Store(Protocol):
         """Replace the stored record with the same id; NotFoundError if none."""
         ...
 
-    async def delete(self, kind: type[Any], record_id: str) -> None:
+    async def delete(self, kind: type[Any], record_id: str, /) -> None:
         """Delete a record and what belongs to it; NotFoundError if none."""
         ...
 

@@ -140,19 +140,39 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
         Raises :class:`~agentws.errors.StoreUnavailableError` naming the
         (redacted) URL if no connection can be made.
     """
-    async with trio_asyncio.open_loop() as loop:
-        try:
-            pool = await loop.run_aio_coroutine(
-                asyncpg.create_pool(url, min_size=1, max_size=pool_size, timeout=_CONNECT_TIMEOUT_S)
-            )
-        except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
-            raise StoreUnavailableError(
-                f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"
-            ) from exc
-        try:
-            yield PostgresDatabase(loop, pool)
-        finally:
-            with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
-                await loop.run_aio_coroutine(pool.close())
-            if scope.cancelled_caught:
-                pool.terminate()
+    try:
+        async with trio_asyncio.open_loop() as loop:
+            try:
+                pool = await loop.run_aio_coroutine(
+                    asyncpg.create_pool(
+                        url, min_size=1, max_size=pool_size, timeout=_CONNECT_TIMEOUT_S
+                    )
+                )
+            except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
+                raise StoreUnavailableError(
+                    f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"
+                ) from exc
+            try:
+                yield PostgresDatabase(loop, pool)
+            finally:
+                with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
+                    await loop.run_aio_coroutine(pool.close())
+                if scope.cancelled_caught:
+                    pool.terminate()
+    except BaseExceptionGroup as group:
+        # trio-asyncio runs its loop in a nursery, which wraps whatever
+        # leaves this block (ours or the caller's) in exception groups.
+        leaf = _lone_leaf(group)
+        if leaf is None:
+            raise
+        raise leaf from leaf.__cause__
+
+
+def _lone_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The single exception inside nested one-member groups, else None."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc

@@ -65,18 +65,18 @@ class SqlStore:
             ) from None
         return record
 
-    async def get(self, kind: type[R], record_id: str) -> R:
+    async def get(self, kind: type[R], record_id: str, /) -> R:
         found = await self.find(kind, id=record_id)
         if found is None:
             raise NotFoundError(f"no {table_for(kind).noun} with id {record_id!r}")
         return found
 
-    async def find(self, kind: type[R], **where: Any) -> R | None:
+    async def find(self, kind: type[R], /, **where: Any) -> R | None:
         found = await self.select(kind, limit=1, **where)
         return found[0] if found else None
 
     async def select(
-        self, kind: type[R], *, limit: int | None = None, offset: int = 0, **where: Any
+        self, kind: type[R], /, *, limit: int | None = None, offset: int = 0, **where: Any
     ) -> list[R]:
         table = table_for(kind)
         condition, args = self._where(table, where)
@@ -95,7 +95,7 @@ class SqlStore:
         decoded: list[R] = [table.decode(row, self.dialect) for row in rows]
         return decoded
 
-    async def count(self, kind: type[Any], **where: Any) -> int:
+    async def count(self, kind: type[Any], /, **where: Any) -> int:
         table = table_for(kind)
         condition, args = self._where(table, where)
         async with self._db.transaction(write=False) as tx:
@@ -122,7 +122,7 @@ class SqlStore:
             raise NotFoundError(f"no {table.noun} with id {getattr(record, 'id', None)!r}")
         return record
 
-    async def delete(self, kind: type[Any], record_id: str) -> None:
+    async def delete(self, kind: type[Any], record_id: str, /) -> None:
         table = table_for(kind)
         async with self._db.transaction() as tx:
             changed = await tx.execute(f"DELETE FROM {table.name} WHERE id = $1", record_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -125,6 +126,22 @@ class SqliteDatabase:
             await self.run(lambda c: c.execute("SELECT 1").fetchall())
 
 
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    # Switching a new file to WAL needs an exclusive lock, and SQLite reports
+    # "database is locked" at once rather than waiting out the busy timeout,
+    # so two processes creating the same database retry here.
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)  # a worker thread, not the event loop
+        else:
+            return
+
+
 def _connect(path: str) -> sqlite3.Connection:
     if path != ":memory:":
         parent = Path(path).parent
@@ -137,7 +154,7 @@ def _connect(path: str) -> sqlite3.Connection:
         path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
     )
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(conn)
         # FULL: a commit is on disk before we acknowledge what it stored.
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")

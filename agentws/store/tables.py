@@ -137,7 +137,7 @@ TABLES: Mapping[type[Any], Table] = {
             ("connector_id",),
             "created_at, id",
         ),
-        Table(m.CachedTool, "cached_tools", "tool", ("name",), "name, id"),
+        Table(m.CachedTool, "cached_tools", "tool", ("name",), "fetched_at, id"),
         Table(m.Library, "libraries", "library", ("slug",), "created_at, id"),
         Table(
             m.GroupLibrary,

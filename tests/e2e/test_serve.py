@@ -1,0 +1,212 @@
+"""``agentws serve`` as a process: it announces itself, answers health and
+readiness, exits 0 on SIGTERM or SIGINT within the grace period, and fails
+with one clear line (exit 1, no traceback) when it cannot start."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx2
+import pytest
+import trio
+
+from tests.support import clean_env
+
+GRACE_S = 3.0
+# Exit must come within the grace period; this much slack covers interpreter teardown.
+EXIT_SLACK_S = 1.0
+# From exec to the announcement: imports, opening and migrating the store, binding.
+STARTUP_S = 30.0
+# Every request here is answered at once; this bounds a hang.
+REQUEST_S = 10.0
+# Killing and reaping a process left running by a failed test.
+_CLEANUP_S = 5.0
+UNREACHABLE_POSTGRES = "postgresql://postgres@127.0.0.1:1/x"
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "agentws", *args]
+
+
+def _env() -> dict[str, str]:
+    return clean_env(AGENTWS_SHUTDOWN_GRACE_S=str(GRACE_S))
+
+
+@attrs.define
+class Server:
+    process: trio.Process
+    announcement: dict[str, Any]
+    stderr_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return str(self.announcement["base_url"])
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    async def stop(self, signum: signal.Signals) -> int:
+        """Send ``signum`` and wait for the exit status, within the grace period."""
+        self.process.send_signal(signum)
+        with trio.fail_after(GRACE_S + EXIT_SLACK_S):
+            return await self.process.wait()
+
+
+async def _read_line(process: trio.Process) -> bytes:
+    assert process.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = await process.stdout.receive_some()
+        if not chunk:
+            break
+        line += chunk
+    return line
+
+
+@asynccontextmanager
+async def running_serve(tmp_path: Path, database_url: str) -> AsyncIterator[Server]:
+    """``agentws serve --json`` on a free port, once it has announced itself.
+
+    Resource handling:
+        A process still running when the block exits is killed and reaped.
+    """
+    stderr_path = tmp_path / "serve.stderr"
+    with stderr_path.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(
+            _command("serve", "--bind", "127.0.0.1:0", "--database", database_url, "--json"),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=tmp_path,
+            env=_env(),
+        )
+    try:
+        with trio.fail_after(STARTUP_S):
+            line = await _read_line(process)
+        assert line, f"serve exited before announcing itself:\n{stderr_path.read_text()}"
+        yield Server(process, json.loads(line), stderr_path)
+    finally:
+        with trio.move_on_after(_CLEANUP_S, shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+            assert process.stdout is not None
+            await process.stdout.aclose()
+
+
+async def _wait_healthy(base_url: str) -> None:
+    """Poll ``/healthz`` until it answers 200."""
+    async with httpx2.AsyncClient() as client:
+        with trio.fail_after(STARTUP_S):
+            while True:
+                try:
+                    response = await client.get(f"{base_url}/healthz")
+                except httpx2.TransportError:
+                    pass
+                else:
+                    if response.status_code == 200:
+                        assert response.json()["status"] == "ok"
+                        return
+                await trio.sleep(0.05)
+
+
+async def _get(url: str) -> httpx2.Response:
+    with trio.fail_after(REQUEST_S):
+        async with httpx2.AsyncClient() as client:
+            return await client.get(url)
+
+
+async def _run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(STARTUP_S):
+        return await trio.run_process(
+            _command(*args), capture_stdout=True, capture_stderr=True, check=False, env=_env()
+        )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_serve_answers_then_exits_0_on_signal(
+    tmp_path: Path, sqlite_url: str, signum: signal.Signals
+) -> None:
+    async with running_serve(tmp_path, sqlite_url) as server:
+        base = server.base_url
+        assert base.startswith("http://127.0.0.1:")
+        assert not base.endswith(":0")
+        assert server.announcement["binds"] == [base]
+        assert server.announcement["health"] == f"{base}/healthz"
+        assert server.announcement["readiness"] == f"{base}/readyz"
+        assert server.announcement["database"] == sqlite_url
+
+        await _wait_healthy(base)
+        ready = await _get(f"{base}/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "ready"}
+
+        assert await server.stop(signum) == 0
+        stderr = server.stderr()
+    assert "Traceback" not in stderr
+    assert f"received {signum.name}" in stderr
+    # The store file was created and migrated where the URL says.
+    assert (tmp_path / "agentws.db").is_file()
+    # Nothing listens there any more.
+    with pytest.raises(httpx2.ConnectError):
+        await _get(f"{base}/healthz")
+
+
+async def test_second_serve_on_the_same_port_exits_1(tmp_path: Path, sqlite_url: str) -> None:
+    async with running_serve(tmp_path, sqlite_url) as server:
+        await _wait_healthy(server.base_url)
+        bind = server.base_url.removeprefix("http://")
+        second = await _run(
+            "serve", "--bind", bind, "--database", f"sqlite:///{tmp_path / 'other.db'}"
+        )
+        # The first server is unaffected.
+        assert (await _get(f"{server.base_url}/healthz")).status_code == 200
+        assert await server.stop(signal.SIGTERM) == 0
+
+    stderr = second.stderr.decode()
+    assert second.returncode == 1
+    assert f"cannot listen on {bind}" in stderr
+    assert "Traceback" not in stderr
+    assert second.stdout == b""
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+async def test_serve_on_unreachable_postgres_exits_1(as_json: bool) -> None:
+    args = ["serve", "--bind", "127.0.0.1:0", "--database", UNREACHABLE_POSTGRES]
+    result = await _run(*args, *(["--json"] if as_json else []))
+
+    stderr = result.stderr.decode()
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    if as_json:
+        error = json.loads(lines[0])["error"]
+        assert error["code"] == "store_unavailable"
+        message = error["message"]
+    else:
+        assert lines[0].startswith("agentws: error: ")
+        message = lines[0]
+    assert f"cannot connect to PostgreSQL at {UNREACHABLE_POSTGRES}" in message
+
+
+@pytest.mark.postgres
+async def test_serve_on_postgres_is_ready_and_exits_0(tmp_path: Path, postgres_url: str) -> None:
+    async with running_serve(tmp_path, postgres_url) as server:
+        assert server.announcement["database"] == postgres_url
+        await _wait_healthy(server.base_url)
+        ready = await _get(f"{server.base_url}/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "ready"}
+        assert await server.stop(signal.SIGTERM) == 0
+        stderr = server.stderr()
+    assert "Traceback" not in stderr
+    assert "received SIGTERM" in stderr

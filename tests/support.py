@@ -1,0 +1,107 @@
+"""Helpers shared by the test packages: a clean environment for programs under
+test, and fresh PostgreSQL schemas.
+
+A PostgreSQL schema ``t_<hex>`` is created per test in the database named by
+``AGENTWS_TEST_DATABASE_URL`` (default: the local test server) and dropped
+afterwards. If PostgreSQL cannot be reached, its tests fail with a message
+saying how to start it or leave them out (``pytest -m "not postgres"``): a
+missing database must never pass quietly.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+
+from agentws.errors import StoreUnavailableError
+from agentws.store import redact_url
+from agentws.store.postgres import open_postgres
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+# Creating or dropping a test schema must not hang the suite, even when cancelled.
+_ADMIN_SQL_S = 15.0
+
+# Base URL -> why PostgreSQL is unreachable, so that only the first test waits to learn it.
+_postgres_down: dict[str, str] = {}
+
+
+def clean_env(**overrides: str) -> dict[str, str]:
+    """This process's environment without any ``AGENTWS_*`` variable, plus ``overrides``.
+
+    The developer's own settings must not leak into the program under test.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTWS_")}
+    env.update(overrides)
+    return env
+
+
+def postgres_base_url() -> str:
+    return os.environ.get("AGENTWS_TEST_DATABASE_URL") or DEFAULT_POSTGRES_URL
+
+
+def with_search_path(base_url: str, schema: str) -> str:
+    separator = "&" if urlsplit(base_url).query else "?"
+    return f"{base_url}{separator}search_path={schema}"
+
+
+def _fail_unreachable(base_url: str) -> None:
+    pytest.fail(
+        f"PostgreSQL at {redact_url(base_url)} is unreachable ({_postgres_down[base_url]}); "
+        "start it (scripts/test does), point AGENTWS_TEST_DATABASE_URL at one, "
+        "or leave its tests out with -m 'not postgres'",
+        pytrace=False,
+    )
+
+
+async def _admin_sql(base_url: str, sql: str) -> None:
+    with trio.move_on_after(_ADMIN_SQL_S, shield=True) as scope:
+        async with open_postgres(base_url, pool_size=1) as db, db.transaction() as tx:
+            await tx.execute(sql)
+    if scope.cancelled_caught:
+        raise TimeoutError(f"PostgreSQL did not run {sql!r} within {_ADMIN_SQL_S} s")
+
+
+async def create_schema() -> str:
+    """Create a new, empty PostgreSQL schema; the URL that selects it."""
+    base_url = postgres_base_url()
+    if base_url in _postgres_down:
+        _fail_unreachable(base_url)
+    schema = f"t_{secrets.token_hex(8)}"
+    try:
+        await _admin_sql(base_url, f'CREATE SCHEMA "{schema}"')
+    except StoreUnavailableError as exc:
+        _postgres_down[base_url] = exc.message
+        _fail_unreachable(base_url)
+    return with_search_path(base_url, schema)
+
+
+async def drop_schema(url: str) -> None:
+    """Drop the schema of a URL made by :func:`create_schema`."""
+    schema = url.rpartition("search_path=")[2]
+    await _admin_sql(postgres_base_url(), f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@asynccontextmanager
+async def fresh_schema() -> AsyncIterator[str]:
+    """The URL of a new, empty PostgreSQL schema, dropped on exit."""
+    url = await create_schema()
+    try:
+        yield url
+    finally:
+        await drop_schema(url)
+
+
+@contextmanager
+def fresh_schema_sync() -> Iterator[str]:
+    """:func:`fresh_schema` for code outside ``trio.run`` (sync tests and fixtures)."""
+    url = trio.run(create_schema)
+    try:
+        yield url
+    finally:
+        trio.run(drop_schema, url)
