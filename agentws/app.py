@@ -9,7 +9,7 @@ handlers reach it as ``current_app.service``.
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import Any, cast
 
 from quart import Response, current_app, jsonify
 from quart_trio import QuartTrio
@@ -17,6 +17,9 @@ from werkzeug.exceptions import HTTPException
 
 from agentws import __version__
 from agentws.config import Settings
+from agentws.mcp.auth import Authenticator
+from agentws.mcp.endpoint import McpDoor
+from agentws.mcp.sessions import SessionSupervisor
 from agentws.service import Service, run_service
 
 __all__ = ["AgentwsApp", "create_app", "error_response"]
@@ -82,6 +85,13 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
     app.register_error_handler(HTTPException, _http_error)
+
+    def mcp_components() -> tuple[Authenticator, SessionSupervisor]:
+        return app.service.authenticator, app.service.sessions
+
+    # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
+    door = McpDoor(cast(Any, app.asgi_app), settings, mcp_components)
+    app.asgi_app = cast(Any, door)  # type: ignore[method-assign]
 
     if service is not None:
         app.service = service

@@ -288,6 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     t_revoke.add_argument("group", metavar="GROUP", help="group slug")
     t_revoke.add_argument("token", metavar="TOKEN", help="token id (tok_…) or name")
     t_revoke.set_defaults(handler=_token_revoke)
+
+    # Imported here, not at the top: that module builds on this one's Output and Context.
+    from agentws.cli_libraries import add_library_commands
+
+    add_library_commands(commands, common)
     return parser
 
 

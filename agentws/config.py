@@ -109,6 +109,13 @@ def _instance_id(value: str) -> str:
     return value
 
 
+def _patterns(value: str) -> tuple[str, ...]:
+    items = tuple(item.strip().lower() for item in value.split(",") if item.strip())
+    if not items or any(" " in item for item in items):
+        raise ValueError(f"expected a comma-separated list without spaces, got {value!r}")
+    return items
+
+
 def _default_instance_id() -> str:
     host = "".join(c for c in socket.gethostname() if c.isalnum() or c == "-")[:24] or "host"
     return f"{host}-{os.getpid()}"
@@ -131,6 +138,11 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("sse_keepalive_s", "AGENTWS_SSE_KEEPALIVE_S", _seconds, "15"),
     ("mcp_idle_s", "AGENTWS_MCP_IDLE_S", _seconds, "1800"),
     ("max_body_bytes", "AGENTWS_MAX_BODY_BYTES", _positive_int, str(1024 * 1024)),
+    ("allowed_hosts", "AGENTWS_ALLOWED_HOSTS", _patterns, None),
+    ("allowed_origins", "AGENTWS_ALLOWED_ORIGINS", _patterns, None),
+    ("mcp_max_sessions", "AGENTWS_MCP_MAX_SESSIONS", _positive_int, "10000"),
+    ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
+    ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
 )
 
 
@@ -166,6 +178,18 @@ class Settings:
     mcp_idle_s: float = 1800.0
     #: Default size limit of an incoming webhook body.
     max_body_bytes: int = 1024 * 1024
+    #: ``Host`` values the MCP door answers (``host:*`` for any port, ``*`` for
+    #: any host); None derives them from the public URL and the bind address.
+    allowed_hosts: tuple[str, ...] | None = None
+    #: Browser ``Origin`` values the MCP door answers, same patterns; None
+    #: derives them like ``allowed_hosts``. Requests without ``Origin`` pass.
+    allowed_origins: tuple[str, ...] | None = None
+    #: Open MCP sessions per process; one more is refused with 503.
+    mcp_max_sessions: int = 10000
+    #: Open MCP sessions per token; one more is refused with 503.
+    mcp_max_sessions_per_token: int = 100
+    #: Size limit of one JSON-RPC message posted to the MCP door.
+    mcp_max_body_bytes: int = 4 * 1024 * 1024
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -11,6 +11,8 @@ which driver or library sits underneath::
     ├── ValidationError        input that breaks a domain rule (bad slug, bad policy...)
     ├── NotFoundError          the addressed object does not exist
     ├── ConflictError          a uniqueness rule would be broken (duplicate slug...)
+    ├── UnauthorizedError      no valid credential for what was asked (HTTP 401)
+    ├── OverCapacityError      a limit on open sessions or work is reached (HTTP 503)
     ├── ListenError            the server cannot listen on its address (port in use...)
     └── StoreError             the store failed
         ├── StoreUnavailableError  cannot reach the database (callers may retry: 503)
@@ -29,8 +31,10 @@ __all__ = [
     "ListenError",
     "MigrationError",
     "NotFoundError",
+    "OverCapacityError",
     "StoreError",
     "StoreUnavailableError",
+    "UnauthorizedError",
     "ValidationError",
 ]
 
@@ -67,6 +71,22 @@ class ConflictError(AgentwsError):
     """Creating or changing the object would break a uniqueness rule."""
 
     code = "conflict"
+
+
+class UnauthorizedError(AgentwsError):
+    """The request carries no valid credential for what it asks."""
+
+    code = "unauthorized"
+
+
+class OverCapacityError(AgentwsError):
+    """A limit is reached; retrying after ``retry_after_s`` may succeed."""
+
+    code = "over_capacity"
+
+    def __init__(self, message: str, *, retry_after_s: int = 5) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class ListenError(AgentwsError):

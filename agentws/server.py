@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import trio
 from hypercorn.config import Config
@@ -31,6 +33,20 @@ log = logging.getLogger("agentws.server")
 _CLOSE_MARGIN_S = 0.5
 
 
+def _cut_off_stalled_peers(sock: socket.socket, stall_s: float) -> None:
+    """Have the kernel drop a connection whose peer has not taken our data for ``stall_s``.
+
+    Hypercorn writes to the socket shielded from cancellation, so a client that
+    stops reading would hold its connection (and its buffers) for as long as
+    it stays connected. ``TCP_USER_TIMEOUT`` (Linux) bounds how long sent data
+    may stay unacknowledged, a zero receive window included; accepted
+    connections inherit it from the listening socket.
+    """
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if option is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, option, max(1, int(stall_s * 1000)))
+
+
 def hypercorn_config(settings: Settings) -> Config:
     """Hypercorn settings derived from ours."""
     config = Config()
@@ -47,6 +63,7 @@ async def serve(
     settings: Settings,
     *,
     shutdown_trigger: Callable[[], Awaitable[None]],
+    service: Service | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until ``shutdown_trigger`` returns, then shut down within the grace period.
@@ -58,6 +75,8 @@ async def serve(
     Args:
         settings: what to serve and where.
         shutdown_trigger: returns when a graceful shutdown should begin.
+        service: a running service to serve (and stop on shutdown) instead
+            of opening one; tests use it to look inside.
         task_status: receives the list of bound URLs (real ports when bound to 0).
 
     Error handling:
@@ -67,11 +86,13 @@ async def serve(
     config = hypercorn_config(settings)
     with trio.CancelScope() as hard_stop:
         async with trio.open_nursery() as nursery:
-            service: Service = await nursery.start(run_service, settings)
+            if service is None:
+                service = cast(Service, await nursery.start(run_service, settings))
             try:
                 try:
                     sockets = config.create_sockets()
                     for sock in sockets.insecure_sockets + sockets.secure_sockets:
+                        _cut_off_stalled_peers(sock, settings.sse_stall_s)
                         sock.listen(config.backlog)
                 except OSError as exc:
                     raise ListenError(

@@ -14,6 +14,9 @@ import trio
 
 from agentws.config import Settings
 from agentws.errors import StoreError
+from agentws.mcp.auth import Authenticator
+from agentws.mcp.handlers import build_server
+from agentws.mcp.sessions import SessionSupervisor
 from agentws.store import Store, open_store
 
 __all__ = ["Readiness", "Service", "run_service"]
@@ -35,6 +38,8 @@ class Service:
     _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
+    authenticator: Authenticator = attrs.field(init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
@@ -43,12 +48,19 @@ class Service:
         """Run the service's tasks until :meth:`stop`; never returns before then.
 
         Resource handling:
-            Opens the root nursery. After :meth:`stop`, its tasks have
-            ``shutdown_grace_s`` to finish before they are cancelled.
+            Opens the root nursery, which owns the MCP session supervisor.
+            After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
+            before they are cancelled.
         """
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self.authenticator = Authenticator(self.store)
+                server = build_server(self.store)
+                supervisor = SessionSupervisor(
+                    self.settings, self.store, server, server.create_initialization_options()
+                )
+                self._sessions = await nursery.start(supervisor.serve)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
@@ -63,11 +75,22 @@ class Service:
             raise RuntimeError("the service is not running")
         return self._nursery
 
+    @property
+    def sessions(self) -> SessionSupervisor:
+        """The supervisor of this process's MCP sessions."""
+        if self._sessions is None:
+            raise RuntimeError("the service is not running")
+        return self._sessions
+
     def request_stop(self) -> None:
         """Begin shutdown: running tasks have ``shutdown_grace_s`` from now to finish.
 
-        Idempotent; the first call sets the deadline.
+        MCP sessions are closed at once, so their streams end cleanly and
+        the server's drain is not held up by them. Idempotent; the first
+        call sets the deadline.
         """
+        if self._sessions is not None:
+            self._sessions.close_all()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()

@@ -30,6 +30,7 @@ __all__ = [
     "Connector",
     "ConnectorKind",
     "ContextDocument",
+    "DocumentHit",
     "DocumentPolicy",
     "Event",
     "EventStatus",
@@ -280,6 +281,23 @@ class ContextDocument:
     policy: DocumentPolicy = DocumentPolicy.ON_DEMAND
     created_at: datetime = _now()
     updated_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class DocumentHit:
+    """One result of a full-text search over a group's documents (not a stored record)."""
+
+    document_id: str
+    library_id: str
+    #: The library's slug, for the document's ``agentws://<library>/<document>`` URI.
+    library_slug: str
+    slug: str
+    title: str
+    mime_type: str
+    #: A short passage of the body around the matches, matched words in ``**``.
+    snippet: str
+    #: Higher is better; comparable only between hits of the same search.
+    score: float
 
 
 @attrs.frozen(kw_only=True)

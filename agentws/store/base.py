@@ -5,6 +5,12 @@ generic operations take the record type (``await store.get(Group, id)``)
 and return records of that type. Operations that need more than one
 statement, or a query the generic ones cannot say, are methods of their own.
 
+What a group exposes (``group_*`` and :meth:`Store.search_documents`) is
+decided here, in one place: libraries and connectors reach a group only by
+being attached to it (and belonging to its workspace), documents whose policy
+is ``never`` are not there at all, and connectors that are not active offer
+no tools.
+
 Every implementation passes ``tests/contract``; both stores raise only
 :mod:`agentws.errors`: :class:`~agentws.errors.NotFoundError` for a missing
 record, :class:`~agentws.errors.ConflictError` for a broken uniqueness rule,
@@ -16,7 +22,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from agentws.domain.models import Group, McpToken, Workspace
+from agentws.domain.models import (
+    CachedTool,
+    Connector,
+    ContextDocument,
+    DocumentHit,
+    Group,
+    Library,
+    McpToken,
+    Skill,
+    Workspace,
+)
 from agentws.store.tables import Dialect
 
 __all__ = ["R", "Store"]
@@ -82,4 +98,39 @@ class Store(Protocol):
 
     async def touch_token(self, token_id: str) -> None:
         """Record that a token was just used."""
+        ...
+
+    async def group_libraries(self, group_id: str) -> list[Library]:
+        """Libraries attached to the group, in the order they were attached."""
+        ...
+
+    async def group_documents(self, group_id: str) -> list[ContextDocument]:
+        """Documents the group exposes (policy ``spine`` or ``on_demand``).
+
+        Ordered by when their library was attached, then by creation.
+        """
+        ...
+
+    async def group_document(self, group_id: str, document_id: str) -> ContextDocument | None:
+        """That document if the group exposes it; None otherwise, as if it did not exist."""
+        ...
+
+    async def group_skills(self, group_id: str) -> list[Skill]:
+        """Skills of the group's libraries, by attach order, then creation."""
+        ...
+
+    async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:
+        """Cached tools of the group's active connectors, by connector name, then tool name."""
+        ...
+
+    async def search_documents(self, group_id: str, query: str, *, limit: int) -> list[DocumentHit]:
+        """Full-text search over the documents :meth:`group_documents` returns, best first.
+
+        ``query`` is free text from a person or a model: it is split into
+        words (letters and digits) and any of them matches; a document with
+        more of the words ranks above one with fewer, and a document whose
+        title is the query (ignoring case) ranks first. Nothing in ``query``
+        is syntax, so no text raises; text without words finds nothing.
+        ``limit`` is clamped to 1..50.
+        """
         ...

@@ -47,6 +47,14 @@ class Database(Protocol):
         """
         ...
 
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        """Run one query on its own, outside any transaction: the hot path for reads.
+
+        A single statement reads one consistent snapshot, so a read that needs
+        nothing more skips ``BEGIN``/``COMMIT`` (and, on SQLite, the writer's lock).
+        """
+        ...
+
     async def ping(self) -> None:
         """Round-trip to the database; raises StoreUnavailableError if it cannot."""
         ...

@@ -121,6 +121,10 @@ class PostgresDatabase:
             with trio.move_on_after(_CLEANUP_S, shield=True):
                 await self._loop.run_aio_coroutine(self._pool.release(conn))
 
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        rows = await self.aio(self._pool.fetch(sql, *args, timeout=_CONNECT_TIMEOUT_S))
+        return [dict(r) for r in rows]
+
     async def ping(self) -> None:
         async with self.transaction(write=False) as tx:
             await tx.fetch("SELECT 1")

@@ -40,6 +40,8 @@ T = TypeVar("T")
 _BUSY_TIMEOUT_MS = 5000
 # Rollback after a failure or cancellation must finish, but not hang shutdown.
 _CLEANUP_S = 5.0
+# Read-only connections for single reads; WAL lets them read beside the writer.
+_READERS = 4
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 
 
@@ -74,32 +76,55 @@ class _SqliteTransaction:
         self._db = db
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        def run(conn: sqlite3.Connection) -> list[Row]:
-            cursor = conn.execute(_to_sqlite(sql), args)
-            names = [d[0] for d in cursor.description or ()]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-        return await self._db.run(run)
+        return await self._db.run(lambda conn: _fetch_rows(conn, sql, args))
 
     async def execute(self, sql: str, *args: Any) -> int:
         return await self._db.run(lambda conn: conn.execute(_to_sqlite(sql), args).rowcount)
 
 
+def _fetch_rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[Row]:
+    cursor = conn.execute(_to_sqlite(sql), args)
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 class SqliteDatabase:
-    """A :class:`~agentws.store.database.Database` over one SQLite file."""
+    """A :class:`~agentws.store.database.Database` over one SQLite file.
+
+    Transactions run on the one writer connection, one at a time; single
+    reads (:meth:`fetch`) run on a few read-only connections beside it,
+    which WAL lets read while the writer writes.
+    """
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
         self._conn = conn
         self._lock = trio.Lock()
+        self._idle_send, self._idle = trio.open_memory_channel[sqlite3.Connection](len(readers))
+        for reader in readers:
+            self._idle_send.send_nowait(reader)
+        self._has_readers = bool(readers)
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(connection)`` in a worker thread, converting sqlite3 errors."""
+        return await self._run_on(self._conn, fn)
+
+    async def _run_on(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
-            return await trio.to_thread.run_sync(fn, self._conn)
+            return await trio.to_thread.run_sync(fn, conn)
         except sqlite3.Error as exc:
             raise _convert(exc) from exc
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        if not self._has_readers:  # an in-memory database exists on one connection only
+            async with self._lock:
+                return await self.run(lambda c: _fetch_rows(c, sql, args))
+        reader = await self._idle.receive()
+        try:
+            return await self._run_on(reader, lambda c: _fetch_rows(c, sql, args))
+        finally:
+            self._idle_send.send_nowait(reader)
 
     @asynccontextmanager
     async def transaction(self, *, write: bool = True) -> AsyncIterator[_SqliteTransaction]:
@@ -165,6 +190,14 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _connect_reader(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
 @asynccontextmanager
 async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
     """Open the SQLite database named by ``url``, creating the file if absent.
@@ -181,8 +214,14 @@ async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
         conn = await trio.to_thread.run_sync(_connect, path)
     except sqlite3.Error as exc:
         raise StoreUnavailableError(f"cannot open SQLite database {path!r}: {exc}") from exc
+    readers: list[sqlite3.Connection] = []
     try:
-        yield SqliteDatabase(conn)
+        if path != ":memory:":
+            for _ in range(_READERS):
+                readers.append(await trio.to_thread.run_sync(_connect_reader, path))
+        yield SqliteDatabase(conn, readers)
     finally:
         with trio.move_on_after(_CLEANUP_S, shield=True):
+            for reader in readers:
+                await trio.to_thread.run_sync(reader.close)
             await trio.to_thread.run_sync(conn.close)

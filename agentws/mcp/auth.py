@@ -1,0 +1,93 @@
+"""Bearer-token authentication of MCP requests.
+
+Every request to a group endpoint is authenticated afresh: the token's
+SHA-256 is looked up in the store (so a revocation made by any process
+applies to the very next request), then the token's group must be the one
+in the URL. The path's workspace and group are never looked up on their
+own, so an unauthenticated caller learns nothing about which exist.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from agentws.domain.models import Group, McpToken, Workspace
+from agentws.domain.rules import MCP_TOKEN_PREFIX, hash_secret
+from agentws.errors import UnauthorizedError
+from agentws.store import Store
+
+__all__ = ["Authenticator", "Caller"]
+
+# Recording last use is a write; once a minute per token is precise enough.
+_TOUCH_INTERVAL_S = 60.0
+
+
+@attrs.frozen
+class Caller:
+    """Who is calling: a live token and the group it opens."""
+
+    token: McpToken
+    group: Group
+    workspace: Workspace
+
+    @property
+    def token_id(self) -> str:
+        return self.token.id
+
+
+@attrs.define(eq=False)
+class Authenticator:
+    """Resolves ``Authorization`` headers to callers, for one store.
+
+    Groups and workspaces are cached by id: their slugs never change, and a
+    deleted one leaves its tokens unusable anyway (the token lookup fails).
+    """
+
+    store: Store
+    _groups: dict[str, tuple[Group, Workspace]] = attrs.field(factory=dict, init=False)
+    _touched: dict[str, float] = attrs.field(factory=dict, init=False)
+
+    async def authenticate(
+        self, authorization: str | None, workspace_slug: str, group_slug: str
+    ) -> Caller:
+        """The caller presenting ``authorization`` to ``/mcp/g/<workspace>/<group>``.
+
+        Error handling:
+            :class:`~agentws.errors.UnauthorizedError` when the header is
+            missing or malformed, or the token is unknown, revoked or for
+            another group. Store errors propagate (the door answers 503).
+        """
+        scheme, _, secret = (authorization or "").strip().partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret:
+            raise UnauthorizedError(
+                "this endpoint needs an 'Authorization: Bearer <token>' header "
+                "(create a token with `agentws token create`)"
+            )
+        if not secret.startswith(MCP_TOKEN_PREFIX):
+            raise UnauthorizedError("invalid token")
+        token = await self.store.token_by_hash(hash_secret(secret))
+        if token is None:
+            raise UnauthorizedError("invalid token")
+        if token.revoked:
+            raise UnauthorizedError("this token has been revoked")
+        group, workspace = await self._group(token.group_id)
+        if group.slug != group_slug or workspace.slug != workspace_slug:
+            raise UnauthorizedError("this token is not valid for this endpoint")
+        await self._touch(token)
+        return Caller(token, group, workspace)
+
+    async def _group(self, group_id: str) -> tuple[Group, Workspace]:
+        found = self._groups.get(group_id)
+        if found is None:
+            group = await self.store.get(Group, group_id)
+            found = (group, await self.store.get(Workspace, group.workspace_id))
+            self._groups[group_id] = found
+        return found
+
+    async def _touch(self, token: McpToken) -> None:
+        now = trio.current_time()
+        if now - self._touched.get(token.id, -_TOUCH_INTERVAL_S) >= _TOUCH_INTERVAL_S:
+            self._touched[token.id] = now
+            await self.store.touch_token(token.id)

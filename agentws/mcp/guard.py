@@ -1,0 +1,109 @@
+"""DNS-rebinding protection for the MCP door: which ``Host`` and ``Origin`` it answers.
+
+A web page an operator visits could make their browser send requests to a
+server on their own machine (DNS rebinding) or to an intranet one; the MCP
+transport specification therefore requires servers to check ``Origin``, and
+binding to loopback is not enough on its own. Requests with a ``Host`` or
+an ``Origin`` outside the configured sets are refused with 403 before
+anything else happens. Requests with no ``Origin`` (every non-browser MCP
+client) pass that half of the check.
+
+Patterns are ``host``, ``host:port``, ``host:*`` (any port) and ``*`` (any)
+for hosts, and ``scheme://host[:port]`` or ``scheme://host:*`` for origins.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import attrs
+
+from agentws.config import Settings
+
+__all__ = ["HostOriginGuard"]
+
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def _host_port(value: str) -> tuple[str, str]:
+    """Split ``host[:port]`` (``[v6]:port`` too); the port is "" when absent."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1], value[end + 2 :] if end >= 0 else ""
+    host, _, port = value.partition(":")
+    return host, port
+
+
+def _matches(pattern: str, value: str) -> bool:
+    if pattern == "*":
+        return True
+    pattern_host, pattern_port = _host_port(pattern)
+    host, port = _host_port(value)
+    if pattern_host != host:
+        return False
+    return pattern_port in ("*", port) or (not pattern_port and not port)
+
+
+def _origin_matches(pattern: str, origin: str) -> bool:
+    if pattern == "*":
+        return True
+    scheme, _, rest = pattern.partition("://")
+    origin_scheme, _, origin_rest = origin.lower().partition("://")
+    return scheme == origin_scheme and _matches(rest, origin_rest)
+
+
+@attrs.frozen
+class HostOriginGuard:
+    """The ``Host`` and ``Origin`` values the MCP door answers."""
+
+    hosts: tuple[str, ...]
+    origins: tuple[str, ...]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HostOriginGuard:
+        """Configured patterns, or defaults from the public URL and bind address.
+
+        By default the door answers its public URL's host, the bind address
+        (what a reverse proxy sends unless told otherwise) and, when bound
+        ``localhost``/``127.0.0.1``/``[::1]`` on the bound port; browser
+        origins are the public URL's and, when bound to loopback, local
+        pages on any port (the MCP Inspector).
+        """
+        base = urlsplit(settings.public_base_url)
+        bind_host = settings.bind_host
+        # Port 0 means "any free port", known only once bound: accept any.
+        bind_port = str(settings.bind_port or "*")
+        base_netloc = base.netloc.lower().removesuffix(":0") + (":*" if base.port == 0 else "")
+        loopback = bind_host in ("127.0.0.1", "::1", "localhost") or base.hostname in (
+            "127.0.0.1",
+            "::1",
+            "localhost",
+        )
+        hosts = [base_netloc]
+        bind_netloc = (
+            f"[{bind_host}]:{bind_port}" if ":" in bind_host else f"{bind_host}:{bind_port}"
+        )
+        if bind_host not in ("", "0.0.0.0", "::"):  # noqa: S104 - naming the wildcard
+            hosts.append(bind_netloc)
+        # A rebinding attack arrives with the attacker's host name, never a
+        # loopback literal, so those are safe to accept (local tools, proxies).
+        hosts += [f"{h}:{bind_port}" for h in _LOOPBACK_HOSTS]
+        origins = [f"{base.scheme}://{base_netloc}"]
+        if loopback:
+            origins += [f"http://{h}:*" for h in _LOOPBACK_HOSTS]
+        return cls(
+            hosts=settings.allowed_hosts or tuple(dict.fromkeys(hosts)),
+            origins=settings.allowed_origins or tuple(dict.fromkeys(origins)),
+        )
+
+    def refusal(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused, or None if it may proceed."""
+        if not host or not any(_matches(p, host) for p in self.hosts):
+            return (
+                f"Host {host!r} is not allowed here; set AGENTWS_BASE_URL to the public URL "
+                "or add it to AGENTWS_ALLOWED_HOSTS"
+            )
+        if origin and not any(_origin_matches(p, origin) for p in self.origins):
+            return f"Origin {origin!r} is not allowed here; add it to AGENTWS_ALLOWED_ORIGINS"
+        return None

@@ -1,0 +1,284 @@
+"""What a group endpoint answers: the SDK's lowlevel ``Server`` with our handlers.
+
+One :class:`~mcp.server.lowlevel.server.Server` serves every session of the
+process; the session (and so the caller, its group and token) reaches each
+handler as ``ctx.lifespan_context``. The SDK does the protocol —
+negotiation, JSON-RPC, error replies —; these handlers only answer:
+
+- ``tools/list`` / ``tools/call``: the group's catalog; arguments are checked
+  against the tool's JSON schema first, and a bad call is an MCP error a
+  client can show, never a 500;
+- ``resources/list`` / ``resources/read``: the group's exposed documents;
+- ``prompts/list`` / ``prompts/get``: the group's skills, with their assets
+  as embedded resources.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import jsonschema
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from agentws import __version__
+from agentws.domain.models import Library, Skill
+from agentws.errors import StoreError
+from agentws.mcp.sessions import McpSession
+from agentws.store import Store
+from agentws.tools.builtins import (
+    BUILTINS,
+    document_uri,
+    error_result,
+    find_document,
+    group_libraries,
+)
+from agentws.tools.catalog import group_tool, group_tools
+from agentws.tools.spec import ToolSpec
+
+__all__ = ["RESOURCE_NOT_FOUND", "build_server"]
+
+#: The MCP specification's error code for an unknown resource.
+RESOURCE_NOT_FOUND = -32002
+
+_INSTRUCTIONS = (
+    "This server is one agentws group: its tools, its context documents (as resources; "
+    "search them with search_context) and its skills (as prompts)."
+)
+
+log = logging.getLogger("agentws.mcp")
+
+Context = ServerRequestContext[McpSession]
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+def _guarded(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
+    """Turn our failures into MCP errors that say what to do and leak nothing internal."""
+
+    @functools.wraps(handler)
+    async def run(ctx: Context, params: P) -> R:
+        try:
+            return await handler(ctx, params)
+        except MCPError:
+            raise
+        except StoreError as exc:
+            log.error("%s: store error: %s", ctx.method, exc.message)
+            raise MCPError(types.INTERNAL_ERROR, "the store is unavailable; retry shortly") from exc
+        except Exception as exc:
+            log.exception("%s failed in session %s", ctx.method, ctx.lifespan_context.id)
+            raise MCPError(
+                types.INTERNAL_ERROR, "internal error; the server log has details"
+            ) from exc
+
+    return run
+
+
+# Compiled validators by schema text; connector schemas change rarely.
+_validators: dict[str, jsonschema.protocols.Validator] = {}
+_MAX_VALIDATORS = 1000
+
+
+def _compile(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+# The built-ins' schemas are module constants: compiled once, found by identity.
+_BUILTIN_VALIDATORS = {
+    id(b.spec.input_schema): _compile(b.spec.input_schema) for b in BUILTINS.values()
+}
+
+
+def _argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    validator = _BUILTIN_VALIDATORS.get(id(schema))
+    if validator is None:
+        validator = _cached_validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _cached_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    key = json.dumps(schema, sort_keys=True)
+    validator = _validators.get(key)
+    if validator is None:
+        if len(_validators) >= _MAX_VALIDATORS:
+            _validators.clear()
+        validator = _validators[key] = _compile(schema)
+    return validator
+
+
+def _mcp_tool(tool: ToolSpec) -> types.Tool:
+    hints = tool.annotations
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.tagged_description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            title=hints["title"],
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
+    )
+
+
+async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, Skill]]:
+    """The group's skills by prompt name: the slug, qualified by library on a clash."""
+    group = ctx.lifespan_context.caller.group
+    libraries = {library.id: library for library in await store.group_libraries(group.id)}
+    named: dict[str, tuple[Library, Skill]] = {}
+    for skill in await store.group_skills(group.id):
+        library = libraries.get(skill.library_id)
+        if library is None:
+            continue
+        name = skill.slug if skill.slug not in named else f"{library.slug}.{skill.slug}"
+        named[name] = (library, skill)
+    return named
+
+
+def build_server(store: Store) -> Server[McpSession]:
+    """The MCP server every group endpoint session of this process runs."""
+
+    async def list_tools(
+        ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools = await group_tools(store, ctx.lifespan_context.caller.group)
+        return types.ListToolsResult(tools=[_mcp_tool(tool) for tool in tools])
+
+    def unknown_tool(name: str) -> MCPError:
+        return MCPError(
+            types.INVALID_PARAMS, f"Unknown tool {name!r}: tools/list shows this group's tools"
+        )
+
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+        group = ctx.lifespan_context.caller.group
+        arguments = params.arguments or {}
+        builtin = BUILTINS.get(params.name)
+        if builtin is None:
+            tool = await group_tool(store, group, params.name)
+            if tool is None:
+                raise unknown_tool(params.name)
+            problem = _argument_error(tool.input_schema, arguments)
+            if problem is not None:
+                return error_result(f"Invalid arguments for {tool.name}: {problem}")
+            return error_result(f"{tool.name}: connector tools cannot be called on this server yet")
+        # Built-ins exist where the group has a library. A search that finds
+        # something proves it, which spares the hot path a query.
+        problem = _argument_error(builtin.spec.input_schema, arguments)
+        if builtin.optimistic and problem is None:
+            result = await builtin.run(store, group, None, arguments)
+            if (result.structured_content or {}).get("results"):
+                return result
+            if await group_libraries(store, group):
+                return result
+            raise unknown_tool(params.name)
+        libraries = await group_libraries(store, group)
+        if not libraries:
+            raise unknown_tool(params.name)
+        if problem is not None:
+            return error_result(f"Invalid arguments for {params.name}: {problem}")
+        return await builtin.run(store, group, libraries, arguments)
+
+    async def list_resources(
+        ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        group = ctx.lifespan_context.caller.group
+        libraries = {library.id: library for library in await store.group_libraries(group.id)}
+        resources = [
+            types.Resource(
+                uri=document_uri(libraries[doc.library_id], doc),
+                name=doc.slug,
+                title=doc.title,
+                description=f"{doc.title} (library {libraries[doc.library_id].name}, {doc.policy})",
+                mime_type=doc.mime_type,
+                size=len(doc.body.encode("utf-8")),
+            )
+            for doc in await store.group_documents(group.id)
+            if doc.library_id in libraries
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def read_resource(
+        ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        group = ctx.lifespan_context.caller.group
+        found = await find_document(store, group, uri=str(params.uri))
+        if found is None:
+            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": str(params.uri)})
+        library, document = found
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=document_uri(library, document),
+                    mime_type=document.mime_type,
+                    text=document.body,
+                )
+            ]
+        )
+
+    async def list_prompts(
+        ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        prompts = [
+            types.Prompt(name=name, title=skill.slug, description=skill.description, arguments=[])
+            for name, (_, skill) in (await _named_skills(store, ctx)).items()
+        ]
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        found = (await _named_skills(store, ctx)).get(params.name)
+        if found is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown prompt {params.name!r}: prompts/list shows this group's skills",
+            )
+        library, skill = found
+        messages = [
+            types.PromptMessage(
+                role="user", content=types.TextContent(type="text", text=skill.prompt)
+            )
+        ]
+        for asset in skill.assets:
+            messages.append(
+                types.PromptMessage(
+                    role="user",
+                    content=types.EmbeddedResource(
+                        type="resource",
+                        resource=types.TextResourceContents(
+                            uri=f"agentws://{library.slug}/skills/{skill.slug}/{asset.name}",
+                            mime_type=asset.mime_type,
+                            text=asset.text,
+                        ),
+                    ),
+                )
+            )
+        return types.GetPromptResult(description=skill.description, messages=messages)
+
+    server: Server[McpSession] = Server(
+        "agentws",
+        version=__version__,
+        instructions=_INSTRUCTIONS,
+        on_list_tools=_guarded(list_tools),
+        on_call_tool=_guarded(call_tool),
+        on_list_resources=_guarded(list_resources),
+        on_read_resource=_guarded(read_resource),
+        on_list_prompts=_guarded(list_prompts),
+        on_get_prompt=_guarded(get_prompt),
+    )
+    # No tracing exporter is configured; the per-message span would be pure cost.
+    server.middleware = []
+    return server

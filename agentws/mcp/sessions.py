@@ -1,0 +1,356 @@
+"""MCP sessions and the supervisor that owns them.
+
+Every session (legacy SSE or Streamable HTTP) runs the SDK's server loop in
+a nursery of its own, under a cancel scope that the :class:`SessionSupervisor`
+holds by session id and by token id. The supervisor runs in the service's
+root nursery, so no session outlives the service. Closing a session —
+revocation, idle expiry, a stalled reader, ``DELETE``, shutdown — is one
+``scope.cancel()``; the session's ``finally`` then closes every channel its
+HTTP streams read from, which ends those responses.
+
+Messages from the server to the client go through one router per session:
+a response (or a message tied to a request) goes to the HTTP request that
+is waiting for it; anything else goes to the session's open SSE stream, if
+there is one. Every such channel is bounded: a client that does not read
+for ``sse_stall_s`` has its session closed instead of making it buffer.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from typing import Any, Literal
+
+import anyio
+import attrs
+import trio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.lowlevel.server import Server
+from mcp.server.models import InitializationOptions
+from mcp.server.runner import serve_dual_era_loop
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types import JSONRPCError, JSONRPCResponse
+
+from agentws.config import Settings
+from agentws.domain.models import McpToken
+from agentws.errors import OverCapacityError
+from agentws.mcp.auth import Caller
+from agentws.store import Store
+
+__all__ = ["McpSession", "SessionSupervisor", "Transport"]
+
+log = logging.getLogger("agentws.mcp")
+
+Transport = Literal["sse", "streamable"]
+
+# Client messages queued for the server loop: a POST waits when it is full.
+_INBOUND_BUFFER = 16
+# Server messages queued for the router.
+_OUTBOUND_BUFFER = 16
+# Messages queued for one HTTP stream before its reader counts as slow.
+STREAM_BUFFER = 32
+# Revocations made by another process (the CLI) reach open sessions this fast.
+_REVOCATION_POLL_S = 0.25
+
+#: What a waiting POST receives: (is it the final response, the JSON text).
+Reply = tuple[bool, str]
+
+
+@attrs.define(eq=False)
+class McpSession:
+    """One MCP session: its caller, its server loop's streams, its HTTP streams."""
+
+    id: str
+    caller: Caller
+    transport: Transport
+    stall_s: float
+    inbound: MemoryObjectSendStream[SessionMessage | Exception]
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    last_active: float = attrs.field(factory=trio.current_time)
+    #: The open SSE stream: the legacy stream, or the Streamable HTTP ``GET`` stream.
+    stream: trio.MemorySendChannel[str] | None = None
+    _pending: dict[str, trio.MemorySendChannel[Reply]] = attrs.field(factory=dict)
+    ended: trio.Event = attrs.field(factory=trio.Event)
+
+    @property
+    def token_id(self) -> str:
+        return self.caller.token_id
+
+    @property
+    def busy(self) -> bool:
+        """Whether a stream is open or a request is in flight (not idle)."""
+        return self.stream is not None or bool(self._pending)
+
+    def close(self) -> None:
+        """End the session now; its streams finish and its requests fail."""
+        self.scope.cancel()
+
+    def open_stream(self) -> trio.MemoryReceiveChannel[str] | None:
+        """Attach an SSE stream; None if the session has one already or has ended."""
+        if self.stream is not None or self.ended.is_set():
+            return None
+        self.stream, receive = trio.open_memory_channel[str](STREAM_BUFFER)
+        return receive
+
+    def detach_stream(self, receive: trio.MemoryReceiveChannel[str]) -> None:
+        """The client closed the SSE stream it read from ``receive``."""
+        receive.close()
+        self.stream = None
+        self.last_active = trio.current_time()
+
+    async def submit(self, message: SessionMessage) -> None:
+        """Hand a client message to the server loop (waits while it is busy)."""
+        self.last_active = trio.current_time()
+        await self.inbound.send(message)
+
+    async def request(
+        self, message: SessionMessage, request_id: str
+    ) -> trio.MemoryReceiveChannel[Reply]:
+        """Submit a request and return the channel its replies arrive on.
+
+        The channel yields messages tied to the request and ends after the
+        response; it ends without one if the session closes first.
+
+        Raises:
+            ValueError: a request with this id is already waiting (JSON-RPC
+                ids must be unique among a session's requests in flight).
+        """
+        if request_id in self._pending:
+            raise ValueError(f"request id {request_id} is already in flight in this session")
+        send, receive = trio.open_memory_channel[Reply](STREAM_BUFFER)
+        if self.ended.is_set():
+            send.close()
+            return receive
+        self._pending[request_id] = send
+        try:
+            await self.submit(message)
+        except BaseException:
+            self._pending.pop(request_id, None)
+            send.close()
+            raise
+        return receive
+
+    def forget(self, request_id: str) -> None:
+        """The HTTP request waiting for ``request_id`` is gone."""
+        send = self._pending.pop(request_id, None)
+        if send is not None:
+            send.close()
+        self.last_active = trio.current_time()
+
+    async def route(self, outbound: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        """Deliver the server loop's messages to the HTTP side until it stops."""
+        async with outbound:
+            async for item in outbound:
+                message = item.message
+                data = message.model_dump_json(by_alias=True, exclude_unset=True)
+                key: str | None = None
+                final = False
+                if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+                    key, final = str(message.id), True
+                elif (
+                    isinstance(item.metadata, ServerMessageMetadata)
+                    and item.metadata.related_request_id is not None
+                ):
+                    key = str(item.metadata.related_request_id)
+                waiter = self._pending.get(key) if key is not None else None
+                if waiter is not None:
+                    if final:
+                        del self._pending[key]  # type: ignore[arg-type]
+                    await self._push(waiter, (final, data))
+                    if final:
+                        waiter.close()
+                elif self.stream is not None:
+                    await self._push(self.stream, data)
+                else:
+                    log.debug("session %s: no stream for a %s message", self.id, type(message))
+
+    async def _push(self, channel: trio.MemorySendChannel[Any], item: Any) -> None:
+        with trio.move_on_after(self.stall_s) as waited:
+            try:
+                await channel.send(item)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # that reader is gone; the message has nowhere to go
+        if waited.cancelled_caught:
+            log.warning(
+                "session %s: client read nothing for %g s; closing it", self.id, self.stall_s
+            )
+            self.close()
+
+    def end(self) -> None:
+        """Close every channel of the session (called once, when its task ends)."""
+        self.inbound.close()
+        if self.stream is not None:
+            self.stream.close()
+        for send in self._pending.values():
+            send.close()
+        self._pending.clear()
+        self.ended.set()
+
+
+def new_session_id(instance_id: str) -> str:
+    """``<instance>.<random>``: the owning instance can be read off the id."""
+    return f"{instance_id}.{secrets.token_urlsafe(18)}"
+
+
+@attrs.define(eq=False)
+class SessionSupervisor:
+    """Owner of every MCP session of this process.
+
+    Resource handling:
+        :meth:`serve` runs in the service's nursery and holds the nursery the
+        sessions run in; when it is cancelled, every session is cancelled
+        with it. :meth:`close_all` ends every session at once (shutdown).
+    """
+
+    settings: Settings
+    store: Store
+    server: Server[McpSession]
+    init_options: InitializationOptions
+    _sessions: dict[str, McpSession] = attrs.field(factory=dict, init=False)
+    _by_token: defaultdict[str, set[str]] = attrs.field(
+        factory=lambda: defaultdict(set), init=False
+    )
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[SessionSupervisor] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run sessions and watch for revoked tokens until :meth:`close_all` (or cancelled)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._watch_revocations)
+            task_status.started(self)
+            await self._closing.wait()
+            nursery.cancel_scope.cancel()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: str) -> McpSession | None:
+        return self._sessions.get(session_id)
+
+    def sessions_of(self, token_id: str) -> list[McpSession]:
+        return [self._sessions[s] for s in self._by_token.get(token_id, ())]
+
+    async def open(self, caller: Caller, transport: Transport) -> McpSession:
+        """Start a session for ``caller`` and return it, running.
+
+        Error handling:
+            :class:`~agentws.errors.OverCapacityError` when the process or the
+            token is at its session limit, or the service is shutting down.
+        """
+        if self._nursery is None or self._closing.is_set():
+            raise OverCapacityError("the server is shutting down", retry_after_s=5)
+        if len(self._sessions) >= self.settings.mcp_max_sessions:
+            raise OverCapacityError(
+                f"this server has {len(self._sessions)} open MCP sessions, its limit "
+                "(AGENTWS_MCP_MAX_SESSIONS); close idle clients or retry later",
+                retry_after_s=10,
+            )
+        if len(self._by_token.get(caller.token_id, ())) >= self.settings.mcp_max_sessions_per_token:
+            raise OverCapacityError(
+                f"this token has {self.settings.mcp_max_sessions_per_token} open sessions, its "
+                "limit (AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN); close unused sessions or retry later",
+                retry_after_s=10,
+            )
+        inbound_send, inbound_receive = anyio.create_memory_object_stream[
+            SessionMessage | Exception
+        ](_INBOUND_BUFFER)
+        outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](
+            _OUTBOUND_BUFFER
+        )
+        session = McpSession(
+            id=new_session_id(self.settings.instance_id),
+            caller=caller,
+            transport=transport,
+            stall_s=self.settings.sse_stall_s,
+            inbound=inbound_send,
+        )
+        await self._nursery.start(
+            self._run, session, inbound_receive, outbound_send, outbound_receive
+        )
+        return session
+
+    def revoke(self, token_id: str) -> int:
+        """Close every session of a token; how many there were."""
+        sessions = self.sessions_of(token_id)
+        for session in sessions:
+            session.close()
+        if sessions:
+            log.info("token %s revoked: closed %d session(s)", token_id, len(sessions))
+        return len(sessions)
+
+    def close_all(self) -> None:
+        """Refuse new sessions and close every open one (shutdown)."""
+        self._closing.set()
+        for session in list(self._sessions.values()):
+            session.close()
+
+    async def _run(
+        self,
+        session: McpSession,
+        inbound: MemoryObjectReceiveStream[SessionMessage | Exception],
+        outbound_send: MemoryObjectSendStream[SessionMessage],
+        outbound: MemoryObjectReceiveStream[SessionMessage],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        self._sessions[session.id] = session
+        self._by_token[session.token_id].add(session.id)
+        log.info(
+            "session %s opened (%s) for token %s", session.id, session.transport, session.token_id
+        )
+        try:
+            with session.scope:
+                task_status.started()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(session.route, outbound)
+                    nursery.start_soon(self._expire_when_idle, session)
+                    await serve_dual_era_loop(
+                        self.server,
+                        inbound,
+                        outbound_send,
+                        lifespan_state=session,
+                        session_id=session.id,
+                        init_options=self.init_options,
+                    )
+                    nursery.cancel_scope.cancel()
+        except Exception:
+            # One broken session must not take the others down with it.
+            log.exception("session %s failed", session.id)
+        finally:
+            del self._sessions[session.id]
+            token_sessions = self._by_token[session.token_id]
+            token_sessions.discard(session.id)
+            if not token_sessions:
+                del self._by_token[session.token_id]
+            session.end()
+            log.info("session %s closed", session.id)
+
+    async def _expire_when_idle(self, session: McpSession) -> None:
+        idle_s = self.settings.mcp_idle_s
+        while True:
+            now = trio.current_time()
+            if session.busy:
+                session.last_active = now
+            remaining = session.last_active + idle_s - now
+            if remaining <= 0:
+                log.info("session %s expired after %g s idle", session.id, idle_s)
+                session.close()
+                return
+            await trio.sleep(remaining)
+
+    async def _watch_revocations(self) -> None:
+        while True:
+            await trio.sleep(_REVOCATION_POLL_S)
+            if not self._by_token:
+                continue
+            try:
+                live = {t.id for t in await self.store.select(McpToken, revoked_at=None)}
+            except Exception:
+                log.exception("cannot check for revoked tokens; retrying")
+                continue
+            for token_id in [t for t in self._by_token if t not in live]:
+                self.revoke(token_id)

@@ -1,0 +1,247 @@
+"""The context built-ins: ``search_context`` and ``read_context_document``.
+
+Both read the documents a group exposes (policy ``spine`` or ``on_demand``
+in its attached libraries); a ``never`` document does not exist for them.
+Documents are addressed by a stable URI, ``agentws://<library>/<document>``,
+the same URI MCP ``resources/*`` uses, or by their id. Results are text for
+every client plus ``structuredContent`` for clients that read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from agentws.domain.models import Capability, ContextDocument, Group, Library
+from agentws.store import Store
+from agentws.tools.spec import ToolSpec
+
+__all__ = [
+    "BUILTINS",
+    "DOCUMENT_URI_SCHEME",
+    "Builtin",
+    "document_uri",
+    "error_result",
+    "find_document",
+    "group_libraries",
+    "parse_document_uri",
+]
+
+DOCUMENT_URI_SCHEME = "agentws"
+# One read returns at most this many characters; a model asks for the next range.
+_DEFAULT_LENGTH = 20_000
+_MAX_LENGTH = 100_000
+_MAX_RESULTS = 20
+
+
+def document_uri(library: Library, document: ContextDocument) -> str:
+    return f"{DOCUMENT_URI_SCHEME}://{library.slug}/{document.slug}"
+
+
+def parse_document_uri(uri: str) -> tuple[str, str] | None:
+    """``(library slug, document slug)`` of a document URI, or None if it is not one."""
+    prefix = f"{DOCUMENT_URI_SCHEME}://"
+    if not uri.startswith(prefix):
+        return None
+    library, _, document = uri[len(prefix) :].partition("/")
+    if not library or not document or "/" in document:
+        return None
+    return library, document
+
+
+async def group_libraries(store: Store, group: Group) -> dict[str, Library]:
+    """The group's libraries by id."""
+    return {library.id: library for library in await store.group_libraries(group.id)}
+
+
+async def find_document(
+    store: Store,
+    group: Group,
+    *,
+    uri: str | None = None,
+    document_id: str | None = None,
+    libraries: dict[str, Library] | None = None,
+) -> tuple[Library, ContextDocument] | None:
+    """A document the group exposes, by URI or id; None if there is no such document."""
+    if libraries is None:
+        libraries = await group_libraries(store, group)
+    if document_id is not None:
+        document = await store.group_document(group.id, document_id)
+        if document is None or document.library_id not in libraries:
+            return None
+        return libraries[document.library_id], document
+    parsed = parse_document_uri(uri or "")
+    if parsed is None:
+        return None
+    library = next((lib for lib in libraries.values() if lib.slug == parsed[0]), None)
+    if library is None:
+        return None
+    for document in await store.group_documents(group.id):
+        if document.library_id == library.id and document.slug == parsed[1]:
+            return library, document
+    return None
+
+
+def _text(text: str, structured: dict[str, Any] | None = None) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def error_result(message: str) -> types.CallToolResult:
+    """A tool error the model (and the person) can read and act on."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+async def _search_context(
+    store: Store, group: Group, libraries: dict[str, Library] | None, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    query = arguments["query"]
+    limit = arguments.get("limit", 5)
+    hits = await store.search_documents(group.id, query, limit=limit)
+    results = [
+        {
+            "uri": f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",
+            "id": hit.document_id,
+            "title": hit.title,
+            # One line per hit: a snippet's newlines would break the listing apart.
+            "snippet": " ".join(hit.snippet.split()),
+            "score": round(hit.score, 6),
+        }
+        for hit in hits
+    ]
+    if not results:
+        return _text(f"No documents match {query!r}.", {"results": []})
+    lines = [f"{len(results)} result(s) for {query!r}:"]
+    for n, result in enumerate(results, start=1):
+        lines.append(f"{n}. {result['title']} — {result['uri']}")
+        lines.append(f"   {result['snippet']}")
+    lines.append("Read one in full with read_context_document(uri=...).")
+    return _text("\n".join(lines), {"results": results})
+
+
+async def _read_context_document(
+    store: Store, group: Group, libraries: dict[str, Library] | None, arguments: dict[str, Any]
+) -> types.CallToolResult:
+    uri, document_id = arguments.get("uri"), arguments.get("id")
+    if (uri is None) == (document_id is None):
+        return error_result("Give exactly one of 'uri' or 'id'.")
+    found = await find_document(store, group, uri=uri, document_id=document_id, libraries=libraries)
+    if found is None:
+        return error_result(
+            f"No document {uri or document_id!r} in this group; search_context lists what exists."
+        )
+    library, document = found
+    offset = arguments.get("offset", 0)
+    length = arguments.get("length", _DEFAULT_LENGTH)
+    total = len(document.body)
+    part = document.body[offset : offset + length]
+    end = offset + len(part)
+    header = f"# {document.title}\nURI: {document_uri(library, document)}\n"
+    if offset or end < total:
+        header += f"Characters {offset} to {end} of {total}."
+        if end < total:
+            header += f" Call again with offset={end} for the rest."
+        header += "\n"
+    return _text(
+        f"{header}\n{part}",
+        {
+            "uri": document_uri(library, document),
+            "id": document.id,
+            "title": document.title,
+            "mimeType": document.mime_type,
+            "offset": offset,
+            "end": end,
+            "total": total,
+            "text": part,
+        },
+    )
+
+
+@attrs.frozen
+class Builtin:
+    spec: ToolSpec
+    #: ``run(store, group, the group's libraries by id if known, arguments)``
+    run: Callable[
+        [Store, Group, dict[str, Library] | None, dict[str, Any]],
+        Awaitable[types.CallToolResult],
+    ]
+    #: Whether a call can run before knowing the group has a library (an empty
+    #: answer then checks): saves the search hot path a query.
+    optimistic: bool = False
+
+
+BUILTINS: dict[str, Builtin] = {
+    "search_context": Builtin(
+        ToolSpec(
+            name="search_context",
+            title="Search context documents",
+            description=(
+                "Full-text search over this group's context documents. Returns the best "
+                "matches, each with its URI, title and a snippet; read one in full with "
+                "read_context_document."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 1000,
+                        "description": "Words to look for.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": _MAX_RESULTS,
+                        "default": 5,
+                        "description": "How many results to return.",
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+            capability=Capability.READ,
+        ),
+        _search_context,
+        optimistic=True,
+    ),
+    "read_context_document": Builtin(
+        ToolSpec(
+            name="read_context_document",
+            title="Read a context document",
+            description=(
+                "Read one of this group's context documents by its URI (agentws://...) or id. "
+                "Long documents are returned in ranges: pass offset (and length) to continue."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string", "description": "The document's agentws:// URI."},
+                    "id": {"type": "string", "description": "The document's id."},
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "default": 0,
+                        "description": "First character to return.",
+                    },
+                    "length": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": _MAX_LENGTH,
+                        "default": _DEFAULT_LENGTH,
+                        "description": "How many characters to return.",
+                    },
+                },
+                "additionalProperties": False,
+            },
+            capability=Capability.READ,
+        ),
+        _read_context_document,
+    ),
+}

@@ -1,0 +1,594 @@
+"""``scripts/bench mcp``: the MCP group endpoint against the ``mcp`` SDK's reference server.
+
+One run measures, on loopback, in a temp directory of its own:
+
+1. ``tools/call`` of ``search_context`` on agentws (``agentws serve``):
+   throughput and p50/p99 latency under a fixed closed-loop load;
+2. the same load on the reference: the SDK's ``MCPServer`` serving an
+   equivalent ``search_context`` (same documents, same FTS5 index, same
+   search SQL less agentws's group-visibility joins, same result) with its
+   ``streamable_http_app(json_response=True)`` (``--reference-response sse``
+   for the SDK default) on uvicorn, with no auth and no audit; agentws
+   additionally authenticates the bearer token, checks the session and
+   the group's tools and validates the arguments on every call (the run
+   also counts the audit-log rows agentws wrote);
+3. the resident memory of 1,000 idle legacy (2024-11-05) SSE sessions on a
+   fresh agentws process.
+
+The servers run one after the other, each in its own process; the load
+comes from a third process. Results are printed as Markdown and written as
+JSON (``--json-out``). Targets: agentws throughput at least 1.0x the
+reference; under 100 KB of RSS per idle SSE session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import math
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib.agentws_setup import AgentwsSite, agentws_bin, agentws_env, set_up_agentws
+from benchlib.corpus import SEED, make_corpus, write_corpus
+from benchlib.machine import describe_machine
+from benchlib.procs import (
+    BenchError,
+    Child,
+    Processes,
+    raise_nofile_limit,
+    read_json,
+    terminate_on_signals,
+)
+from benchlib.report import fmt, markdown_table, verdict, write_json
+
+SCRIPTS = Path(__file__).resolve().parent
+REPO = SCRIPTS.parent
+DEFAULT_JSON_OUT = REPO / "bench-results" / "mcp.json"
+
+THROUGHPUT_TARGET = 1.0  # agentws / reference, tools/call per second
+SSE_TARGET_KB = 100.0  # resident memory per idle legacy SSE session
+# Other processes' CPU (in cores) above which a run is flagged as noisy.
+_QUIET_CORES = 0.15
+# Seconds a server gets to start listening.
+_START_TIMEOUT_S = 30.0
+_PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "anyio", "starlette", "httpx2"]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench mcp",
+        description=(
+            "Benchmark the MCP group endpoint: tools/call search_context throughput and "
+            "latency, agentws against the mcp SDK's MCPServer on uvicorn under the same "
+            "load, and resident memory of idle legacy SSE sessions."
+        ),
+        epilog=(
+            "Targets: agentws throughput >= 1.0x the reference; < 100 KB RSS per idle "
+            "SSE session. Exit status 0 when the run completed (see --check), 1 when "
+            "it failed (including any failed call)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per server")
+    parser.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds per server")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="client workers, one MCP session each"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help=(
+            "runs per server, in ABBA order (agentws, reference, reference, agentws, ...); "
+            "the best run of each is reported"
+        ),
+    )
+    parser.add_argument("--limit", type=int, default=5, help="search_context 'limit' argument")
+    parser.add_argument("--documents", type=int, default=200, help="context documents to index")
+    parser.add_argument(
+        "--sessions", type=int, default=1000, help="idle legacy SSE sessions (0 skips the measure)"
+    )
+    parser.add_argument(
+        "--reference-response",
+        choices=["json", "sse"],
+        default="json",
+        help=(
+            "how the reference answers POSTs: 'json' is streamable_http_app(json_response=True), "
+            "the format agentws answers in and the reference's faster setting; 'sse' is the "
+            "SDK's default, an SSE stream per POST"
+        ),
+    )
+    parser.add_argument(
+        "--only",
+        choices=["throughput", "sessions"],
+        help="run one measure only (default: both)",
+    )
+    parser.add_argument(
+        "--json-out",
+        type=Path,
+        default=DEFAULT_JSON_OUT,
+        help="where to write the results as JSON",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit with status 2 when a target is missed"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temp directory (databases, server logs)"
+    )
+    args = parser.parse_args(argv)
+    if min(args.seconds, args.concurrency, args.documents, args.rounds) <= 0 or args.warmup < 0:
+        parser.error("--seconds, --concurrency, --documents and --rounds must be positive")
+    return args
+
+
+@contextlib.contextmanager
+def _workdir(keep: bool) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="agentws-bench-mcp-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"kept {path}", file=sys.stderr)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _say(text: str) -> None:
+    print(f"[bench mcp] {text}", file=sys.stderr, flush=True)
+
+
+def _wait_until_answering(child: Child, url: str) -> None:
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while True:
+        try:
+            httpx2.get(url, timeout=2.0)
+            return
+        except httpx2.TransportError:
+            if child.process.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(
+                    f"{child.name} does not answer at {url}\n{child.log_tail()}"
+                ) from None
+            time.sleep(0.1)
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of the agentws database, in rollback-journal mode (opened read-only)."""
+    with (
+        contextlib.closing(sqlite3.connect(source)) as src,
+        contextlib.closing(sqlite3.connect(target)) as dst,
+    ):
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode=DELETE")
+
+
+def _audit_rows(database: Path) -> int:
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        return int(conn.execute("SELECT count(*) FROM audit_log").fetchone()[0])
+
+
+def _start_agentws(procs: Processes, site: AgentwsSite, name: str, sessions: int) -> Child:
+    cap = str(max(1000, sessions * 2))
+    env = agentws_env(
+        site.database_url,
+        AGENTWS_BIND="127.0.0.1:0",
+        AGENTWS_MCP_MAX_SESSIONS=cap,
+        AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN=cap,
+    )
+    child = procs.start(name, [str(agentws_bin()), "serve", "--json"], env=env)
+    return child
+
+
+def _start_reference(
+    procs: Processes, database: Path, library: str, response: str, n: int
+) -> Child:
+    argv = [
+        sys.executable,
+        str(SCRIPTS / "benchlib" / "reference_server.py"),
+        "--database",
+        str(database),
+        "--library",
+        library,
+    ]
+    if response == "json":
+        argv.append("--json-response")
+    return procs.start(f"reference-{n}", argv)
+
+
+def _run_load(procs: Processes, job: dict[str, Any]) -> dict[str, Any]:
+    child = procs.start(
+        "load", [sys.executable, str(SCRIPTS / "benchlib" / "load.py")], stdin=subprocess.PIPE
+    )
+    timeout = job["warmup_s"] + job["seconds"] + 120
+    try:
+        out, _ = child.process.communicate(json.dumps(job).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"the load client did not finish in {timeout:g} s") from None
+    finally:
+        procs.stop(child)
+    if child.process.returncode != 0:
+        raise BenchError(f"the load client failed\n{child.log_tail()}")
+    return read_json(out, "the load client's output")
+
+
+def _job(
+    args: argparse.Namespace, url: str, token: str | None, pid: int, queries: list[str]
+) -> dict[str, Any]:
+    return {
+        "url": url,
+        "token": token,
+        "tool": "search_context",
+        "queries": queries,
+        "limit": args.limit,
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.seconds,
+        "server_pid": pid,
+    }
+
+
+def _measure_agentws(
+    args: argparse.Namespace, procs: Processes, site: AgentwsSite, queries: list[str], n: int
+) -> dict[str, Any]:
+    _say(f"agentws, round {n}: serving")
+    audit_before = _audit_rows(site.database_path)
+    server = _start_agentws(procs, site, f"agentws-{n}", args.sessions)
+    base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
+    _wait_until_answering(server, base_url + "/healthz")
+    _say(f"agentws, round {n}: load for {args.warmup:g}+{args.seconds:g} s")
+    result = _run_load(procs, _job(args, base_url + site.path, site.token, server.pid, queries))
+    status = procs.stop(server)
+    result["server_exit_status"] = status
+    result["audit_rows_written"] = _audit_rows(site.database_path) - audit_before
+    if status != 0:
+        _say(f"agentws exited with status {status}\n{server.log_tail()}")
+    return result
+
+
+def _measure_reference(
+    args: argparse.Namespace,
+    procs: Processes,
+    database: Path,
+    library: str,
+    queries: list[str],
+    n: int,
+) -> dict[str, Any]:
+    _say(
+        f"reference, round {n}: serving (MCPServer on uvicorn, {args.reference_response} responses)"
+    )
+    server = _start_reference(procs, database, library, args.reference_response, n)
+    url = server.read_json_line(_START_TIMEOUT_S)["url"]
+    _wait_until_answering(server, url)
+    _say(f"reference, round {n}: load for {args.warmup:g}+{args.seconds:g} s")
+    result = _run_load(procs, _job(args, url, None, server.pid, queries))
+    result["server_exit_status"] = procs.stop(server)
+    return result
+
+
+def _measure_sessions(
+    args: argparse.Namespace, procs: Processes, site: AgentwsSite
+) -> dict[str, Any]:
+    import trio
+    from benchlib.sse_idle import measure_idle_sessions
+
+    _say(f"agentws: {args.sessions} idle legacy SSE sessions")
+    server = _start_agentws(procs, site, "agentws-sessions", args.sessions)
+    base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
+    _wait_until_answering(server, base_url + "/healthz")
+    result: dict[str, Any] = trio.run(
+        measure_idle_sessions, base_url + site.path, site.token, server.pid, args.sessions
+    )
+    result["server_exit_status"] = procs.stop(server)
+    return result
+
+
+def _parity(agentws: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    ours, theirs = agentws.get("answers", {}), reference.get("answers", {})
+    common = sorted(set(ours) & set(theirs))
+    differing = [q for q in common if ours[q] != theirs[q]]
+    return {"queries_compared": len(common), "queries_differing": differing}
+
+
+def _note_noise(result: dict[str, Any]) -> None:
+    """How much CPU other processes took during the measured window, in cores."""
+    ours = result["client_cpu_s"] + (result.get("server_cpu_s") or 0.0)
+    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - ours) / result["seconds"]
+    result["client_cpu_cores"] = result["client_cpu_s"] / result["seconds"]
+    _say(
+        f"  {result['throughput_rps']:.1f} calls/s, p50 {result['p50_ms']:.1f} ms, "
+        f"p99 {result['p99_ms']:.1f} ms, {result['errors']} failed, "
+        f"other processes {result['other_cpu_cores']:.2f} cores"
+    )
+
+
+def _summarise_throughput(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The best run of each server (the one least disturbed), with every run kept."""
+    summary: dict[str, Any] = {"parity": _parity(runs["agentws"][0], runs["reference"][0])}
+    for name, results in runs.items():
+        for result in results:
+            result.pop("answers", None)
+        best = dict(max(results, key=lambda r: r["throughput_rps"]))
+        best["errors_all_rounds"] = sum(r["errors"] for r in results)
+        best["throughput_all_rounds"] = [r["throughput_rps"] for r in results]
+        best["other_cpu_cores_max"] = max(r["other_cpu_cores"] for r in results)
+        best["client_cpu_cores_max"] = max(r["client_cpu_cores"] for r in results)
+        summary[name] = best
+        summary[f"{name}_rounds"] = results
+    reference_rps = summary["reference"]["throughput_rps"]
+    summary["throughput_ratio"] = (
+        summary["agentws"]["throughput_rps"] / reference_rps if reference_rps else math.nan
+    )
+    return summary
+
+
+def _throughput_rows(results: dict[str, Any]) -> list[list[str]]:
+    ours, ref = results["agentws"], results["reference"]
+    ratio = results["throughput_ratio"]
+    rows = [
+        [
+            "tools/call search_context throughput (calls/s)",
+            fmt(ours["throughput_rps"]),
+            fmt(ref["throughput_rps"]),
+            f">= {THROUGHPUT_TARGET:.1f}x reference",
+            f"{verdict(ratio >= THROUGHPUT_TARGET)} ({ratio:.2f}x)",
+        ],
+        ["latency p50 (ms)", fmt(ours["p50_ms"]), fmt(ref["p50_ms"]), "— (reported)", "—"],
+        ["latency p99 (ms)", fmt(ours["p99_ms"]), fmt(ref["p99_ms"]), "— (reported)", "—"],
+        [
+            "failed calls (all rounds)",
+            str(ours["errors_all_rounds"]),
+            str(ref["errors_all_rounds"]),
+            "0",
+            verdict(ours["errors_all_rounds"] == 0 and ref["errors_all_rounds"] == 0),
+        ],
+    ]
+    if ours.get("server_cpu_s") is not None and ref.get("server_cpu_s") is not None:
+        per_call = [
+            1000 * r["server_cpu_s"] / r["calls"] if r["calls"] else math.nan for r in (ours, ref)
+        ]
+        rows.append(
+            [
+                "server CPU per call (ms, all threads)",
+                fmt(per_call[0], 2),
+                fmt(per_call[1], 2),
+                "— (reported)",
+                "—",
+            ]
+        )
+    return rows
+
+
+def _sessions_row(sessions: dict[str, Any]) -> list[str]:
+    per = sessions.get("per_session_kb", math.nan)
+    complete = sessions.get("opened") == sessions["count"] and not sessions.get("failed")
+    passed = complete and not math.isnan(per) and per < SSE_TARGET_KB
+    return [
+        f"RSS per idle legacy SSE session (KB, {sessions.get('opened', 0)} of "
+        f"{sessions['count']} open)",
+        fmt(per),
+        "n/a",
+        f"< {SSE_TARGET_KB:g} KB",
+        verdict(passed),
+    ]
+
+
+def render(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    config = results["config"]
+    rows: list[list[str]] = []
+    if "agentws" in results:
+        rows += _throughput_rows(results)
+    if "idle_sse" in results:
+        rows.append(_sessions_row(results["idle_sse"]))
+    packages = machine["packages"]
+    lines = [
+        f"## scripts/bench mcp — {results['date']}",
+        "",
+        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
+        "",
+        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
+        + (
+            f" ({machine['usable_cores']} usable)"
+            if machine["usable_cores"] != machine["cores"]
+            else ""
+        )
+        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
+        + f", {machine['os']}, {machine['python']}.",
+        f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
+        f"trio {packages['trio']}, SQLite store): on every call the bearer token is looked "
+        "up, the session checked against it, the tool looked up among the group's and its "
+        "arguments validated, and the search limited to the group's libraries"
+        + _audit_note(results)
+        + ".",
+        f"- Reference: mcp {packages['mcp']} `MCPServer` + `streamable_http_app("
+        + ("json_response=True" if config["reference_response"] == "json" else "")
+        + f")` on uvicorn {packages['uvicorn']} (asyncio loop, "
+        f"{results.get('uvicorn_http', 'h11')}), tool `search_context(query, limit)` running "
+        "agentws's FTS5 query (same index: a copy of the same database; no group joins) in "
+        "the SDK's worker threads; no auth, no audit.",
+        f"- Load: one client process, {config['concurrency']} workers, each with its own "
+        f"initialized Streamable HTTP session calling tools/call back to back; "
+        f"{config['warmup_s']:g} s warm-up, then {config['seconds']:g} s measured; servers "
+        f"one after the other, {config['rounds']} round(s) each in ABBA order, best round "
+        "shown (all rounds in the JSON).",
+        f"- Corpus: {config['documents']} Markdown documents ({config['corpus_kb']:,.0f} KB, "
+        f"seed {config['seed']}), {config['queries']} queries in a fixed order, "
+        f"limit={config['limit']}.",
+    ]
+    if "parity" in results:
+        parity = results["parity"]
+        differing = len(parity["queries_differing"])
+        same = parity["queries_compared"] - differing
+        lines.append(
+            f"- Same answers (ranked URIs) from both servers for {same} of "
+            f"{parity['queries_compared']} queries"
+            + (
+                f"; differing: {', '.join(map(repr, parity['queries_differing'][:5]))}"
+                if differing
+                else "."
+            )
+        )
+    if "agentws" in results:
+        rounds = ", ".join(
+            f"{name} " + " / ".join(fmt(v) for v in results[name]["throughput_all_rounds"])
+            for name in ("agentws", "reference")
+        )
+        noise = max(results[n]["other_cpu_cores_max"] for n in ("agentws", "reference"))
+        client = max(results[n]["client_cpu_cores_max"] for n in ("agentws", "reference"))
+        lines.append(
+            f"- Calls/s in each round: {rounds}. The load client used up to {client:.2f} cores"
+            + (
+                " (near saturation: the client, not the server, may be the limit)"
+                if client > 0.8
+                else ""
+            )
+            + f"; other processes up to {noise:.2f} cores during the measured windows"
+            + (
+                f": the machine was not quiet (more than {_QUIET_CORES} cores), so expect noise."
+                if noise > _QUIET_CORES
+                else "."
+            )
+        )
+    if "idle_sse" in results:
+        s = results["idle_sse"]
+        if "rss_before_kb" in s:
+            lines.append(
+                f"- Idle sessions: agentws VmRSS {s['rss_before_kb'] / 1024:,.1f} MB before, "
+                f"{s['rss_open_kb'] / 1024:,.1f} MB with {s['opened']} open (initialized, "
+                f"opened in {s['open_s']:.1f} s), {s['rss_after_close_kb'] / 1024:,.1f} MB "
+                "after closing them (freed memory stays with the allocator and is reused)."
+            )
+        for error in s.get("errors", [])[:3]:
+            lines.append(f"- Session error: {error}")
+    for name in ("agentws", "reference"):
+        for error in results.get(name, {}).get("error_samples", [])[:3]:
+            lines.append(f"- {name} error: {error}")
+    return "\n".join(lines)
+
+
+def _audit_note(results: dict[str, Any]) -> str:
+    rounds = results.get("agentws_rounds")
+    if not rounds:
+        return ""
+    rows = sum(r.get("audit_rows_written", 0) for r in rounds)
+    calls = sum(r.get("calls_total", 0) for r in rounds)
+    per_call = rows / calls if calls else 0.0
+    return f"; audit-log rows written: {rows:,} for {calls:,} calls ({per_call:.2f} a call)"
+
+
+def _uvicorn_http() -> str:
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    nofile = raise_nofile_limit(max(4096, args.sessions * 3 + 512))
+    if args.sessions and nofile < args.sessions * 2 + 256:
+        raise BenchError(
+            f"the open-files limit is {nofile}: too low for {args.sessions} sessions "
+            "(raise the hard limit, or pass a smaller --sessions)"
+        )
+    corpus = make_corpus(documents=args.documents, seed=SEED)
+    queries = list(corpus.queries)
+    results: dict[str, Any] = {
+        "mode": "mcp",
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": describe_machine(_PACKAGES),
+        "config": {
+            "seconds": args.seconds,
+            "warmup_s": args.warmup,
+            "concurrency": args.concurrency,
+            "limit": args.limit,
+            "rounds": args.rounds,
+            "documents": args.documents,
+            "corpus_kb": corpus.total_bytes / 1024,
+            "seed": SEED,
+            "queries": len(queries),
+            "sessions": args.sessions,
+            "reference_response": args.reference_response,
+            "nofile_limit": nofile,
+        },
+        "targets": {
+            "throughput_ratio": THROUGHPUT_TARGET,
+            "idle_sse_kb_per_session": SSE_TARGET_KB,
+        },
+        "uvicorn_http": _uvicorn_http(),
+    }
+    with _workdir(args.keep) as work, Processes(work) as procs:
+        _say(f"setting up agentws in {work}")
+        paths = write_corpus(corpus, work / "corpus")
+        site = set_up_agentws(work, paths)
+        if args.only in (None, "throughput"):
+            reference_db = work / "reference.db"
+            _copy_database(site.database_path, reference_db)
+            runs: dict[str, list[dict[str, Any]]] = {"agentws": [], "reference": []}
+            for n in range(1, args.rounds + 1):
+                order = ["agentws", "reference"] if n % 2 else ["reference", "agentws"]
+                for name in order:
+                    if name == "agentws":
+                        result = _measure_agentws(args, procs, site, queries, n)
+                    else:
+                        result = _measure_reference(
+                            args, procs, reference_db, site.library, queries, n
+                        )
+                    _note_noise(result)
+                    runs[name].append(result)
+            results.update(_summarise_throughput(runs))
+        if args.only in (None, "sessions") and args.sessions:
+            results["idle_sse"] = _measure_sessions(args, procs, site)
+    return results
+
+
+def _passed(results: dict[str, Any]) -> bool:
+    ok = True
+    if "throughput_ratio" in results:
+        ok &= results["throughput_ratio"] >= THROUGHPUT_TARGET
+    if "idle_sse" in results:
+        ok &= _sessions_row(results["idle_sse"])[-1] == "PASS"
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        with terminate_on_signals():
+            results = run(args)
+    except BenchError as exc:
+        print(f"scripts/bench mcp: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "scripts/bench mcp: interrupted; every process it started is stopped", file=sys.stderr
+        )
+        return 130
+    write_json(args.json_out, results)
+    print(render(results))
+    print(f"\n(JSON: {args.json_out})")
+    failed_calls = sum(
+        results.get(n, {}).get("errors_all_rounds", 0) for n in ("agentws", "reference")
+    )
+    if failed_calls:
+        return 1
+    if args.check and not _passed(results):
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

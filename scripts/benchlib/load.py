@@ -1,0 +1,173 @@
+"""Closed-loop load on one MCP server's ``tools/call``, run in a process of its own.
+
+Reads a JSON job on stdin::
+
+    {"url": ..., "token": ... or null, "tool": "search_context",
+     "queries": [...], "limit": 5, "concurrency": 16,
+     "warmup_s": 3, "seconds": 15, "server_pid": 1234 or null}
+
+and prints one JSON document of results on stdout. Each of ``concurrency``
+workers opens its own Streamable HTTP session (initialize, initialized),
+then calls the tool in a loop, cycling through the queries from its own
+offset, until the run ends. Only calls that start after the warm-up and
+finish before the end are measured; every failed call, warm-up included,
+is an error. The first answer to each query is kept (URIs of the hits) so
+the caller can check both servers found the same documents. The CPU time
+of this process, of the server (``server_pid``) and of the whole machine
+(/proc/stat) is taken at both ends of the measured window, so the caller
+can tell how much CPU other processes took meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import trio
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchlib.mcp_client import CallError, StreamableSession
+from benchlib.procs import cpu_seconds, machine_busy_seconds
+
+# Errors kept verbatim in the result, to say what went wrong without a flood.
+_MAX_ERROR_SAMPLES = 5
+# A call slower than this is an error: the server is stuck, not slow.
+_CALL_TIMEOUT_S = 30.0
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending list (0.0 if it is empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, round(fraction * len(sorted_values) + 0.5))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+class _Run:
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.latencies: list[float] = []
+        self.errors = 0
+        self.error_samples: list[str] = []
+        self.calls = 0
+        self.hits = 0
+        self.checked = 0
+        self.answers: dict[str, list[str]] = {}
+        self.measure_from = 0.0
+        self.measure_until = 0.0
+
+    def error(self, text: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < _MAX_ERROR_SAMPLES:
+            self.error_samples.append(text)
+
+    def check(self, query: str, result: dict[str, Any]) -> None:
+        if result.get("isError"):
+            content = result.get("content") or [{}]
+            raise CallError(f"tool error: {str(content[0].get('text'))[:200]}")
+        structured = result.get("structuredContent") or {}
+        hits = structured.get("results")
+        if not isinstance(hits, list) or not result.get("content"):
+            raise CallError("the result has no content or no structuredContent.results")
+        self.hits += len(hits)
+        self.checked += 1
+        if query not in self.answers:
+            self.answers[query] = [str(hit.get("uri")) for hit in hits]
+
+
+async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
+    job = run.job
+    queries: list[str] = job["queries"]
+    session = StreamableSession(client, job["url"], job.get("token"))
+    try:
+        with trio.fail_after(_CALL_TIMEOUT_S):
+            await session.initialize()
+    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
+        run.error(f"initialize: {exc!r}")
+        return
+    n = index * 7
+    perf_counter = time.perf_counter
+    try:
+        while perf_counter() < stop_at:
+            query = queries[n % len(queries)]
+            n += 1
+            params = {"name": job["tool"], "arguments": {"query": query, "limit": job["limit"]}}
+            started = perf_counter()
+            try:
+                with trio.fail_after(_CALL_TIMEOUT_S):
+                    result = await session.call("tools/call", params)
+                run.check(query, result)
+            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
+                run.error(f"tools/call {query!r}: {exc!r}")
+                continue
+            ended = perf_counter()
+            if started >= run.measure_from and ended <= run.measure_until:
+                run.latencies.append(ended - started)
+                run.calls += 1
+    finally:
+        with trio.move_on_after(5, shield=True):
+            await session.aclose()
+
+
+async def run_load(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the job described in the module docstring; the results as a JSON-able dict."""
+    run = _Run(job)
+    concurrency = int(job["concurrency"])
+    limits = httpx2.Limits(
+        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+    )
+    async with httpx2.AsyncClient(limits=limits, timeout=_CALL_TIMEOUT_S) as client:
+        start = time.perf_counter()
+        run.measure_from = start + float(job["warmup_s"])
+        run.measure_until = run.measure_from + float(job["seconds"])
+        cpu: dict[str, float] = {}
+        server_pid = job.get("server_pid")
+
+        async def sample_cpu(at: float, name: str) -> None:
+            await trio.sleep(max(0.0, at - time.perf_counter()))
+            cpu[f"client_{name}"] = time.process_time()
+            cpu[f"machine_{name}"] = machine_busy_seconds()
+            if server_pid:
+                cpu[f"server_{name}"] = cpu_seconds(int(server_pid))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sample_cpu, run.measure_from, "from")
+            nursery.start_soon(sample_cpu, run.measure_until, "until")
+            for index in range(concurrency):
+                nursery.start_soon(_worker, run, client, index, run.measure_until)
+    latencies = sorted(run.latencies)
+    seconds = float(job["seconds"])
+    return {
+        "calls": run.calls,
+        "calls_total": run.checked,
+        "seconds": seconds,
+        "throughput_rps": run.calls / seconds,
+        "p50_ms": percentile(latencies, 0.50) * 1000,
+        "p90_ms": percentile(latencies, 0.90) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "max_ms": (latencies[-1] * 1000) if latencies else 0.0,
+        "errors": run.errors,
+        "error_samples": run.error_samples,
+        "mean_hits": run.hits / max(1, run.checked),
+        "client_cpu_s": cpu["client_until"] - cpu["client_from"],
+        "server_cpu_s": (cpu["server_until"] - cpu["server_from"]) if server_pid else None,
+        "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
+        "answers": run.answers,
+    }
+
+
+def main() -> None:
+    job = json.load(sys.stdin)
+    result = trio.run(run_load, job)
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
