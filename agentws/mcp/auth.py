@@ -3,8 +3,13 @@
 Every request to a group endpoint is authenticated afresh: the token's
 SHA-256 is looked up in the store (so a revocation made by any process
 applies to the very next request), then the token's group must be the one
-in the URL. The path's workspace and group are never looked up on their
-own, so an unauthenticated caller learns nothing about which exist.
+in the URL. A lookup is answered from memory only while the store's data
+version is unchanged since it was made, that is, while nobody has
+committed anything at all (SQLite's ``PRAGMA data_version``); any commit,
+a revocation included, sends the next request to the store again.
+
+The path's workspace and group are never looked up on their own, so an
+unauthenticated caller learns nothing about which exist.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ __all__ = ["Authenticator", "Caller"]
 
 # Recording last use is a write; once a minute per token is precise enough.
 _TOUCH_INTERVAL_S = 60.0
+# Tokens remembered between commits; more than this many starts afresh.
+_MAX_CACHED_TOKENS = 10_000
 
 
 @attrs.frozen
@@ -47,6 +54,8 @@ class Authenticator:
     store: Store
     _groups: dict[str, tuple[Group, Workspace]] = attrs.field(factory=dict, init=False)
     _touched: dict[str, float] = attrs.field(factory=dict, init=False)
+    # token hash -> (token, the store's data version when it was read)
+    _tokens: dict[str, tuple[McpToken, int]] = attrs.field(factory=dict, init=False)
 
     async def authenticate(
         self, authorization: str | None, workspace_slug: str, group_slug: str
@@ -67,7 +76,7 @@ class Authenticator:
             )
         if not secret.startswith(MCP_TOKEN_PREFIX):
             raise UnauthorizedError("invalid token")
-        token = await self.store.token_by_hash(hash_secret(secret))
+        token = await self._token(hash_secret(secret))
         if token is None:
             raise UnauthorizedError("invalid token")
         if token.revoked:
@@ -77,6 +86,20 @@ class Authenticator:
             raise UnauthorizedError("this token is not valid for this endpoint")
         await self._touch(token)
         return Caller(token, group, workspace)
+
+    async def _token(self, token_hash: str) -> McpToken | None:
+        version = self.store.data_version()
+        cached = self._tokens.get(token_hash)
+        if version is not None and cached is not None and cached[1] == version:
+            return cached[0]
+        token = await self.store.token_by_hash(token_hash)
+        if version is not None and token is not None and not token.revoked:
+            if len(self._tokens) >= _MAX_CACHED_TOKENS:
+                self._tokens.clear()
+            # Stamped with the version read *before* the lookup: a commit in
+            # between makes the entry stale at once, never wrongly fresh.
+            self._tokens[token_hash] = (token, version)
+        return token
 
     async def _group(self, group_id: str) -> tuple[Group, Workspace]:
         found = self._groups.get(group_id)

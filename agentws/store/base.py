@@ -50,6 +50,10 @@ class Store(Protocol):
         """Round-trip to the database (readiness)."""
         ...
 
+    def data_version(self) -> int | None:
+        """Changes whenever anyone commits; None when unknown (then assume a change)."""
+        ...
+
     async def insert(self, record: R) -> R:
         """Store a new record; ConflictError if it breaks a uniqueness rule."""
         ...

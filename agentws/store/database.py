@@ -55,6 +55,14 @@ class Database(Protocol):
         """
         ...
 
+    def data_version(self) -> int | None:
+        """A number that changes whenever anyone commits a change; None if unknown.
+
+        Cheap and synchronous, so callers may use it to validate a cache on
+        every request. None (PostgreSQL, or SQLite busy) means "assume changed".
+        """
+        ...
+
     async def ping(self) -> None:
         """Round-trip to the database; raises StoreUnavailableError if it cannot."""
         ...

@@ -121,6 +121,9 @@ class PostgresDatabase:
             with trio.move_on_after(_CLEANUP_S, shield=True):
                 await self._loop.run_aio_coroutine(self._pool.release(conn))
 
+    def data_version(self) -> int | None:
+        return None  # no cheap change counter; caches ask the database every time
+
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         rows = await self.aio(self._pool.fetch(sql, *args, timeout=_CONNECT_TIMEOUT_S))
         return [dict(r) for r in rows]

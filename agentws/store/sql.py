@@ -114,6 +114,9 @@ class SqlStore:
     async def ping(self) -> None:
         await self._db.ping()
 
+    def data_version(self) -> int | None:
+        return self._db.data_version()
+
     def _where(self, table: Table, where: dict[str, Any], start: int = 1) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         args: list[Any] = []

@@ -98,8 +98,14 @@ class SqliteDatabase:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, conn: sqlite3.Connection, readers: list[sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        readers: list[sqlite3.Connection],
+        version_conn: sqlite3.Connection | None = None,
+    ) -> None:
         self._conn = conn
+        self._version_conn = version_conn
         self._lock = trio.Lock()
         self._idle_send, self._idle = trio.open_memory_channel[sqlite3.Connection](len(readers))
         for reader in readers:
@@ -115,6 +121,18 @@ class SqliteDatabase:
             return await trio.to_thread.run_sync(fn, conn)
         except sqlite3.Error as exc:
             raise _convert(exc) from exc
+
+    def data_version(self) -> int | None:
+        # PRAGMA data_version reads the WAL index in shared memory, no disk:
+        # a few microseconds, so it runs right here. The connection has no
+        # busy timeout, so in the rare moment it would wait it says "unknown".
+        if self._version_conn is None:
+            return None
+        try:
+            row = self._version_conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0])
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         if not self._has_readers:  # an in-memory database exists on one connection only
@@ -190,9 +208,9 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _connect_reader(path: str) -> sqlite3.Connection:
+def _connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
+        path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
     )
     conn.execute("PRAGMA query_only=ON")
     return conn
@@ -215,13 +233,15 @@ async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
     except sqlite3.Error as exc:
         raise StoreUnavailableError(f"cannot open SQLite database {path!r}: {exc}") from exc
     readers: list[sqlite3.Connection] = []
+    version_conn: sqlite3.Connection | None = None
     try:
         if path != ":memory:":
             for _ in range(_READERS):
                 readers.append(await trio.to_thread.run_sync(_connect_reader, path))
-        yield SqliteDatabase(conn, readers)
+            version_conn = await trio.to_thread.run_sync(_connect_reader, path, 0)
+        yield SqliteDatabase(conn, readers, version_conn)
     finally:
         with trio.move_on_after(_CLEANUP_S, shield=True):
-            for reader in readers:
+            for reader in [*readers, *([version_conn] if version_conn else [])]:
                 await trio.to_thread.run_sync(reader.close)
             await trio.to_thread.run_sync(conn.close)
