@@ -17,6 +17,13 @@ import trio
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from agentws.domain.models import (
+    CachedTool,
+    Capability,
+    Connector,
+    ConnectorKind,
+    GroupConnector,
+)
 from tests.e2e.mcp_support import (
     HANDBOOK_DOCS,
     REQUEST_S,
@@ -207,3 +214,63 @@ async def test_a_group_without_libraries_or_connectors_offers_nothing(tmp_path: 
                     assert (await session.list_tools()).tools == []
                     assert (await session.list_resources()).resources == []
                     assert (await session.list_prompts()).prompts == []
+
+
+async def test_connector_tools_come_from_the_cache_with_their_capability(tmp_path: Path) -> None:
+    async with running(tmp_path, with_library=False) as server:
+        store = server.store
+        group = await store.group_by_slug("acme", "ops")
+        github = Connector(
+            workspace_id=group.workspace_id, name="github", kind=ConnectorKind.GITHUB
+        )
+        retired = Connector(
+            workspace_id=group.workspace_id, name="old", kind=ConnectorKind.GITHUB, active=False
+        )
+        for connector in (github, retired):
+            await store.insert(connector)
+            await store.insert(GroupConnector(group_id=group.id, connector_id=connector.id))
+        schema = {
+            "type": "object",
+            "properties": {"repo": {"type": "string"}},
+            "required": ["repo"],
+        }
+        for connector, name, label in (
+            (github, "search_issues", Capability.READ),
+            (github, "delete_branch", Capability.DESTRUCTIVE),
+            (github, "create_issue", None),
+            (retired, "anything", Capability.READ),
+        ):
+            await store.insert(
+                CachedTool(
+                    connector_id=connector.id,
+                    name=name,
+                    description=f"{name} on GitHub",
+                    input_schema=schema,
+                    definition_hash=name,
+                    label=label,
+                )
+            )
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(REQUEST_S):
+                tools = {t.name: t for t in (await session.list_tools()).tools}
+                assert set(tools) == {
+                    "github_create_issue",
+                    "github_delete_branch",
+                    "github_search_issues",
+                }
+                for name, capability in (
+                    ("github_search_issues", "read"),
+                    ("github_delete_branch", "destructive"),
+                    ("github_create_issue", "write"),  # unlabeled: write, whatever the remote says
+                ):
+                    tool = tools[name]
+                    assert tool.description is not None
+                    assert tool.description.startswith(f"[capability: {capability}]")
+                    assert tool.annotations is not None
+                    assert tool.annotations.read_only_hint is (capability == "read")
+                    assert tool.annotations.destructive_hint is (capability == "destructive")
+                bad = await session.call_tool("github_search_issues", {"repo": 1})
+                assert bad.is_error
+                assert "1 is not of type 'string'" in _text(bad)
+                with pytest.raises(MCPError):
+                    await session.call_tool("old_anything", {})

@@ -445,3 +445,19 @@ async def test_agentws_token_revoke_in_another_process_closes_the_stream(tmp_pat
             await stream.read_to_end()
         assert trio.current_time() - revoked_at < REVOCATION_S
         assert server.service.sessions.get(session_id) is None
+
+
+async def test_idle_streams_get_keep_alive_comments(tmp_path: Path) -> None:
+    env = {"AGENTWS_SSE_KEEPALIVE_S": "0.2"}
+    async with (
+        running(tmp_path, with_library=False, **env) as server,
+        legacy_stream(server) as (
+            _,
+            stream,
+        ),
+    ):
+        with trio.fail_after(REQUEST_S):
+            # A comment line, never a named event (named keep-alives break clients).
+            assert await stream.read_line() == ": ping"
+            assert await stream.read_line() == ""
+            assert await stream.read_line() == ": ping"
