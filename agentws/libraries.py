@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import attrs
 import trio
@@ -632,23 +632,9 @@ async def remove_document(
     Error handling:
         NotFoundError naming the workspace, library or document that does not exist.
     """
-    library = await _library(store, workspace_slug, library_slug)
-    document = await store.find(ContextDocument, library_id=library.id, slug=document_slug)
-    if document is None:
-        raise NotFoundError(
-            f"no document {document_slug!r} in library {library.slug!r} "
-            f"(see `agentws doc list {workspace_slug} {library.slug}`)"
-        )
-    await store.delete(ContextDocument, document.id)
-    await _audit(
-        store,
-        library.workspace_id,
-        actor,
-        "document.remove",
-        f"{workspace_slug}/{library.slug}/{document.slug}",
-        id=document.id,
+    return await _remove(
+        store, ContextDocument, "document", workspace_slug, library_slug, document_slug, actor
     )
-    return document
 
 
 async def add_skill(
@@ -749,20 +735,36 @@ async def remove_skill(
     Error handling:
         NotFoundError naming the workspace, library or skill that does not exist.
     """
+    return await _remove(store, Skill, "skill", workspace_slug, library_slug, skill_slug, actor)
+
+
+_Item = TypeVar("_Item", ContextDocument, Skill)
+
+
+async def _remove(
+    store: Store,
+    kind: type[_Item],
+    noun: str,
+    workspace_slug: str,
+    library_slug: str,
+    slug: str,
+    actor: str,
+) -> _Item:
     library = await _library(store, workspace_slug, library_slug)
-    skill = await store.find(Skill, library_id=library.id, slug=skill_slug)
-    if skill is None:
+    item = await store.find(kind, library_id=library.id, slug=slug)
+    if item is None:
+        command = "doc" if noun == "document" else noun
         raise NotFoundError(
-            f"no skill {skill_slug!r} in library {library.slug!r} "
-            f"(see `agentws skill list {workspace_slug} {library.slug}`)"
+            f"no {noun} {slug!r} in library {library.slug!r} "
+            f"(see `agentws {command} list {workspace_slug} {library.slug}`)"
         )
-    await store.delete(Skill, skill.id)
+    await store.delete(kind, item.id)
     await _audit(
         store,
         library.workspace_id,
         actor,
-        "skill.remove",
-        f"{workspace_slug}/{library.slug}/{skill.slug}",
-        id=skill.id,
+        f"{noun}.remove",
+        f"{workspace_slug}/{library.slug}/{item.slug}",
+        id=item.id,
     )
-    return skill
+    return item
