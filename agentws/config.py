@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from agentws.connectors.url_guard import Allowlist
 from agentws.errors import ConfigError
 
 __all__ = ["DEFAULT_BIND", "DEFAULT_DATABASE_URL", "Settings", "parse_bind", "parse_database_url"]
@@ -116,6 +117,10 @@ def _patterns(value: str) -> tuple[str, ...]:
     return items
 
 
+def _allowlist(value: str) -> Allowlist:
+    return Allowlist.parse(value)
+
+
 def _default_instance_id() -> str:
     host = "".join(c for c in socket.gethostname() if c.isalnum() or c == "-")[:24] or "host"
     return f"{host}-{os.getpid()}"
@@ -143,6 +148,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_sessions", "AGENTWS_MCP_MAX_SESSIONS", _positive_int, "10000"),
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
+    ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
 )
 
 
@@ -190,6 +196,9 @@ class Settings:
     mcp_max_sessions_per_token: int = 100
     #: Size limit of one JSON-RPC message posted to the MCP door.
     mcp_max_body_bytes: int = 4 * 1024 * 1024
+    #: Hosts and networks connectors may use although they are not public
+    #: (and, when set, the only hosts a connector may be saved with).
+    connector_allowlist: Allowlist = attrs.field(factory=Allowlist)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -9,6 +9,7 @@ which driver or library sits underneath::
     AgentwsError
     ├── ConfigError            a setting is missing or malformed (names the variable)
     ├── ValidationError        input that breaks a domain rule (bad slug, bad policy...)
+    │   └── UnsafeUrlError     an outbound URL or address connectors may not reach
     ├── NotFoundError          the addressed object does not exist
     ├── ConflictError          a uniqueness rule would be broken (duplicate slug...)
     ├── UnauthorizedError      no valid credential for what was asked (HTTP 401)
@@ -35,6 +36,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "UnauthorizedError",
+    "UnsafeUrlError",
     "ValidationError",
 ]
 
@@ -59,6 +61,12 @@ class ValidationError(AgentwsError):
     """Input breaks a domain rule."""
 
     code = "invalid"
+
+
+class UnsafeUrlError(ValidationError):
+    """An outbound URL (or the address it resolves to) connectors may not reach."""
+
+    code = "unsafe_url"
 
 
 class NotFoundError(AgentwsError):

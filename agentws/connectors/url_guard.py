@@ -1,0 +1,182 @@
+"""Outbound URL safety: where connectors may connect, checked when saved and on every connection.
+
+A connector URL is attacker-influenced input (an admin pastes it, a remote
+server redirects), and the service runs inside the operator's network, so
+every outbound request of a connector is checked twice:
+
+- **When a connector is saved**, :func:`check_url` wants an ``http(s)`` URL
+  without credentials and, if ``AGENTWS_CONNECTOR_ALLOWLIST`` is set, a host
+  it names.
+- **On every connection**, :class:`GuardedTransport` (an httpx2 transport,
+  so it also serves the ``mcp`` SDK's client) resolves the host once,
+  refuses it if any address is not a public one — private, loopback,
+  link-local (cloud metadata lives there), CGNAT, multicast, reserved —
+  unless the allowlist names the host or the address, then connects to the
+  address it checked, keeping the ``Host`` header and TLS SNI of the name.
+  A second DNS answer (rebinding) is never asked for. Redirects are new
+  requests through the same transport, so each hop is checked again.
+
+The allowlist is comma-separated host patterns (``api.example.com``,
+``*.corp.example``) and CIDRs (``10.20.0.0/16``, ``fd00::/8``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
+from fnmatch import fnmatchcase
+from urllib.parse import urlsplit
+
+import anyio
+import attrs
+import httpx2
+
+from agentws.errors import UnsafeUrlError
+
+__all__ = ["Allowlist", "GuardedTransport", "Resolver", "check_url", "is_public", "system_resolver"]
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: ``resolve(host, port)`` → the addresses the host has.
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+# 100.64.0.0/10 (carrier-grade NAT) is not "private" to the ipaddress module
+# but is no more public than 10/8; is_global already excludes it.
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+def is_public(address: Address) -> bool:
+    """Whether ``address`` is a globally routable unicast address."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast and address not in _CGNAT
+
+
+@attrs.frozen
+class Allowlist:
+    """Hosts and networks connectors may reach even though they are not public."""
+
+    hosts: tuple[str, ...] = ()
+    networks: tuple[Network, ...] = ()
+
+    @classmethod
+    def parse(cls, value: str) -> Allowlist:
+        """Parse ``AGENTWS_CONNECTOR_ALLOWLIST``.
+
+        Raises:
+            ValueError: naming the entry that is neither a host pattern nor a CIDR.
+        """
+        hosts: list[str] = []
+        networks: list[Network] = []
+        for entry in (item.strip().lower() for item in value.split(",")):
+            if not entry:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+                continue
+            except ValueError:
+                pass
+            label = entry.removeprefix("*.")
+            if not label or not all(c.isalnum() or c in "-." for c in label):
+                raise ValueError(f"{entry!r} is neither a host name pattern nor a CIDR")
+            hosts.append(entry)
+        return cls(tuple(hosts), tuple(networks))
+
+    def __bool__(self) -> bool:
+        return bool(self.hosts or self.networks)
+
+    def names_host(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return any(fnmatchcase(host, pattern) for pattern in self.hosts)
+
+    def names_address(self, address: Address) -> bool:
+        return any(address in network for network in self.networks)
+
+
+def _literal(host: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def check_url(url: str, allowlist: Allowlist) -> str:
+    """Check a connector URL when it is saved; return it unchanged.
+
+    Raises:
+        UnsafeUrlError: the URL is not ``http(s)``, carries credentials, or
+            names a host the allowlist (when set) does not.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UnsafeUrlError(f"a connector URL must be http(s)://HOST/...; got {url!r}")
+    if parts.username or parts.password:
+        raise UnsafeUrlError("put credentials in a header or secret, not in the URL")
+    if allowlist:
+        literal = _literal(parts.hostname)
+        named = (
+            allowlist.names_address(literal) if literal else allowlist.names_host(parts.hostname)
+        )
+        if not named:
+            raise UnsafeUrlError(
+                f"{parts.hostname!r} is not in AGENTWS_CONNECTOR_ALLOWLIST; "
+                "ask the operator to add it"
+            )
+    return url
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The host's addresses from the system resolver (in a worker thread)."""
+    try:
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise httpx2.ConnectError(f"cannot resolve {host!r}: {exc}") from exc
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@attrs.define(eq=False)
+class GuardedTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that connects only to addresses it has checked.
+
+    Args:
+        allowlist: hosts and networks exempt from the public-address rule.
+        resolve: the resolver (tests give their own); the system's by default.
+        inner: the transport that does the HTTP; a pooled one by default.
+
+    Error handling:
+        :class:`~agentws.errors.UnsafeUrlError` for a refused address;
+        ``httpx2.ConnectError`` if the host does not resolve.
+    """
+
+    allowlist: Allowlist = attrs.field(factory=Allowlist)
+    resolve: Resolver = system_resolver
+    inner: httpx2.AsyncBaseTransport = attrs.field(factory=httpx2.AsyncHTTPTransport)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        host = url.host
+        if url.scheme not in ("http", "https"):
+            raise UnsafeUrlError(f"connectors speak http(s) only, not {url.scheme!r}")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        literal = _literal(host)
+        candidates = [host] if literal else await self.resolve(host, port)
+        if not candidates:
+            raise httpx2.ConnectError(f"{host!r} has no addresses")
+        named_host = literal is None and self.allowlist.names_host(host)
+        for candidate in candidates:
+            address = ipaddress.ip_address(candidate)
+            if not (is_public(address) or named_host or self.allowlist.names_address(address)):
+                raise UnsafeUrlError(
+                    f"{host!r} resolves to {address}, which is not a public address; "
+                    "connectors may reach it only if AGENTWS_CONNECTOR_ALLOWLIST names it"
+                )
+        if literal is None:
+            # Connect to the checked address; Host and SNI keep the name.
+            if url.scheme == "https":
+                request.extensions = {**request.extensions, "sni_hostname": host}
+            request.url = url.copy_with(host=candidates[0])
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
