@@ -35,6 +35,7 @@ from agentws.registry import (
     list_workspaces,
     revoke_token,
 )
+from agentws.secret_box import ensure_key_file
 from agentws.store import Store, open_store, redact_url
 
 __all__ = ["build_parser", "main"]
@@ -110,15 +111,23 @@ async def _init(args: argparse.Namespace, ctx: Context) -> Output:
         "created": result.created,
         "admin": {"id": result.admin.id, "username": result.admin.username},
     }
+    key_note = ""
+    if ctx.settings.secret_key is None:
+        key_file, made = ensure_key_file(ctx.settings.data_dir)
+        data["secret_key_file"] = str(key_file)
+        if made:
+            key_note = (
+                f"\nCreated {key_file}: it encrypts stored secrets. Back it up with the database."
+            )
     if not result.created:
         text = f"{where} is already initialised (admin {result.admin.username!r} exists)."
-        return Output(data, text)
+        return Output(data, text + key_note)
     data["admin"]["password"] = result.password
     text = (
         f"Initialised {where}.\n"
         f"Admin username: {result.admin.username}\n"
         f"Admin password: {result.password}\n"
-        "Keep the password now: it is stored only as a hash and will not be shown again."
+        "Keep the password now: it is stored only as a hash and will not be shown again." + key_note
     )
     return Output(data, text)
 
@@ -290,9 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
     t_revoke.set_defaults(handler=_token_revoke)
 
     # Imported here, not at the top: that module builds on this one's Output and Context.
+    from agentws.cli_connectors import add_connector_commands
     from agentws.cli_libraries import add_library_commands
 
     add_library_commands(commands, common)
+    add_connector_commands(commands, common)
     return parser
 
 

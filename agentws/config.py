@@ -149,6 +149,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
+    ("secret_key", "AGENTWS_SECRET_KEY", str, None),
 )
 
 
@@ -199,6 +200,8 @@ class Settings:
     #: Hosts and networks connectors may use although they are not public
     #: (and, when set, the only hosts a connector may be saved with).
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)
+    #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
+    secret_key: str | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

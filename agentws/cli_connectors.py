@@ -1,0 +1,183 @@
+"""The ``agentws connector`` commands: add, list, remove, attach, detach.
+
+Secrets come from an environment variable (``--secret-env VAR``) or stdin
+(``--secret-stdin``), never from the command line, where they would land
+in shell history and process listings; they are never printed. The work is
+done by :mod:`agentws.connectors.registry`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from agentws.cli import Context, Output, _iso, _table
+from agentws.connectors.registry import (
+    ConnectorSecret,
+    add_connector,
+    attach_connector,
+    detach_connector,
+    list_connectors,
+    parse_header,
+    remove_connector,
+)
+from agentws.domain.models import Connector, ConnectorKind
+from agentws.errors import ValidationError
+from agentws.secret_box import SecretBox
+
+__all__ = ["add_connector_commands"]
+
+
+def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
+    headers = {k: v for k, v in c.headers.items() if k != "x-agentws-secret-header"}
+    return {
+        "id": c.id,
+        "workspace": workspace,
+        "name": c.name,
+        "kind": c.kind.value,
+        "url": c.url,
+        "headers": headers,
+        # Whether there is a secret, and in which header; never the secret.
+        "secret": c.headers.get("x-agentws-secret-header") if c.secret else None,
+        "active": c.active,
+        "created_at": _iso(c.created_at),
+    }
+
+
+def _secret(args: argparse.Namespace) -> ConnectorSecret | None:
+    if args.secret_env and args.secret_stdin:
+        raise ValidationError("give the secret once: --secret-env or --secret-stdin")
+    if args.secret_env:
+        value = os.environ.get(args.secret_env)
+        if not value:
+            raise ValidationError(f"environment variable {args.secret_env} is not set or empty")
+    elif args.secret_stdin:
+        value = sys.stdin.readline().rstrip("\r\n")
+    else:
+        if args.secret_header:
+            raise ValidationError("--secret-header needs --secret-env or --secret-stdin")
+        return None
+    return ConnectorSecret(value, args.secret_header or "Authorization")
+
+
+async def _add(args: argparse.Namespace, ctx: Context) -> Output:
+    secret = _secret(args)
+    headers = dict(parse_header(h) for h in args.header)
+    connector = await add_connector(
+        ctx.store,
+        args.workspace,
+        args.name,
+        kind=ConnectorKind(args.kind),
+        url=args.url,
+        headers=headers,
+        secret=secret,
+        box=SecretBox.from_settings(ctx.settings) if secret else None,
+        allowlist=ctx.settings.connector_allowlist,
+        actor=ctx.actor,
+    )
+    data = _connector_json(connector, args.workspace)
+    note = " Its secret is stored encrypted." if connector.secret else ""
+    text = (
+        f"Added {connector.kind.value} connector {connector.name!r} ({connector.id}) "
+        f"at {connector.url}.{note}\n"
+        f"Attach it to a group: agentws connector attach {args.workspace} GROUP {connector.name}"
+    )
+    return Output(data, text)
+
+
+async def _list(args: argparse.Namespace, ctx: Context) -> Output:
+    rows = [
+        _connector_json(c, args.workspace) for c in await list_connectors(ctx.store, args.workspace)
+    ]
+    empty = (
+        f"No connectors yet: add one with `agentws connector add {args.workspace} NAME --kind ...`."
+    )
+    return Output(rows, _table(rows, ("name", "kind", "url", "secret", "active", "id"), empty))
+
+
+async def _remove(args: argparse.Namespace, ctx: Context) -> Output:
+    c = await remove_connector(ctx.store, args.workspace, args.name, actor=ctx.actor)
+    return Output(_connector_json(c, args.workspace), f"Removed connector {c.name!r} ({c.id}).")
+
+
+async def _attach(args: argparse.Namespace, ctx: Context) -> Output:
+    link = await attach_connector(ctx.store, args.workspace, args.group, args.name, actor=ctx.actor)
+    data = {"id": link.id, "workspace": args.workspace, "group": args.group, "connector": args.name}
+    return Output(data, f"Connector {args.name!r} is attached to {args.workspace}/{args.group}.")
+
+
+async def _detach(args: argparse.Namespace, ctx: Context) -> Output:
+    link = await detach_connector(ctx.store, args.workspace, args.group, args.name, actor=ctx.actor)
+    data = {"detached": link is not None, "workspace": args.workspace, "group": args.group}
+    text = (
+        f"Connector {args.name!r} is detached from {args.workspace}/{args.group}."
+        if link
+        else f"Connector {args.name!r} was not attached to {args.workspace}/{args.group}."
+    )
+    return Output(data, text)
+
+
+def add_connector_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add ``connector`` to the ``agentws`` command line."""
+    connector = commands.add_parser(
+        "connector",
+        help="add third-party tools (remote MCP servers, GitHub, Slack, Stripe) to a workspace",
+        description="A connector is a third-party tool source. Its tools are offered as "
+        "<connector>_<action> at the endpoints of the groups it is attached to.",
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    add = connector.add_parser(
+        "add",
+        parents=[common],
+        help="add a connector",
+        description="Add a connector. Its URL must be http(s) and, when "
+        "AGENTWS_CONNECTOR_ALLOWLIST is set, name a host it lists. A secret (bearer token, "
+        "API key) comes from --secret-env VAR or --secret-stdin and is stored encrypted.",
+    )
+    add.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    add.add_argument("name", metavar="NAME", help="connector name: [a-z][a-z0-9_]*")
+    add.add_argument("--kind", required=True, choices=[k.value for k in ConnectorKind])
+    add.add_argument(
+        "--url", help="remote MCP endpoint (required for remote_mcp), or a native API's base URL"
+    )
+    add.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a non-secret header to send (repeatable)",
+    )
+    add.add_argument("--secret-env", metavar="VAR", help="read the secret from this variable")
+    add.add_argument("--secret-stdin", action="store_true", help="read the secret from stdin")
+    add.add_argument(
+        "--secret-header",
+        metavar="NAME",
+        help="header that carries the secret (default: Authorization: Bearer <secret>)",
+    )
+    add.set_defaults(handler=_add)
+
+    listing = connector.add_parser("list", parents=[common], help="list a workspace's connectors")
+    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    listing.set_defaults(handler=_list)
+
+    remove = connector.add_parser(
+        "remove", parents=[common], help="delete a connector, its cached tools and attachments"
+    )
+    remove.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    remove.add_argument("name", metavar="NAME", help="connector name")
+    remove.set_defaults(handler=_remove)
+
+    for action, handler, text in (
+        ("attach", _attach, "offer a connector's tools at a group's endpoint (no-op if attached)"),
+        ("detach", _detach, "stop offering a connector at a group (no-op if not attached)"),
+    ):
+        sub = connector.add_parser(action, parents=[common], help=text)
+        sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+        sub.add_argument("group", metavar="GROUP", help="group slug")
+        sub.add_argument("name", metavar="CONNECTOR", help="connector name")
+        sub.set_defaults(handler=handler)

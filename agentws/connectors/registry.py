@@ -1,0 +1,197 @@
+"""Connectors of a workspace: adding, listing, removing, attaching them to groups.
+
+The one place these operations live (the CLI now, the dashboard and admin
+API later). A connector's URL passes :func:`~agentws.connectors.url_guard.check_url`
+when it is saved; its secret is sealed with the service key before it is
+stored and is never returned. Non-secret headers are stored as given;
+headers that usually carry credentials must come as the secret instead.
+Every change goes to the audit log with the acting operator.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from agentws.connectors.url_guard import Allowlist, check_url
+from agentws.domain.models import AuditEntry, Connector, ConnectorKind, GroupConnector
+from agentws.domain.rules import check_identifier
+from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+
+__all__ = [
+    "DEFAULT_URLS",
+    "ConnectorSecret",
+    "add_connector",
+    "attach_connector",
+    "detach_connector",
+    "list_connectors",
+    "parse_header",
+    "remove_connector",
+]
+
+#: Where native connectors talk to unless a URL is given (GitHub Enterprise,
+#: test servers); a remote MCP connector must have one.
+DEFAULT_URLS = {
+    ConnectorKind.GITHUB: "https://api.github.com",
+    ConnectorKind.SLACK: "https://slack.com/api",
+    ConnectorKind.STRIPE: "https://api.stripe.com",
+}
+# Header names whose values are credentials: they must come as the secret.
+_SENSITIVE = re.compile(r"authorization|cookie|token|secret|key|password|auth", re.IGNORECASE)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+@attrs.frozen
+class ConnectorSecret:
+    """A secret for a connector, and the header that carries it."""
+
+    value: str = attrs.field(repr=False)
+    #: ``Authorization`` sends ``Bearer <value>``; any other header sends the value.
+    header: str = "Authorization"
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``'Name: value'`` → ``(name, value)``; ValidationError if malformed or a credential."""
+    name, sep, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not sep or not _HEADER_NAME.fullmatch(name) or not value or "\n" in value:
+        raise ValidationError(f"a header is 'Name: value'; got {text!r}")
+    if _SENSITIVE.search(name):
+        raise ValidationError(
+            f"header {name!r} carries a credential: pass it with --secret-env VAR or "
+            f"--secret-stdin (and --secret-header {name} unless it is Authorization)"
+        )
+    return name, value
+
+
+async def _audit(store: Store, workspace_id: str, actor: str, action: str, target: str) -> None:
+    await store.insert(
+        AuditEntry(workspace_id=workspace_id, actor=actor, action=action, target=target)
+    )
+
+
+async def _connector(store: Store, workspace_slug: str, name: str) -> Connector:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    found = await store.find(Connector, workspace_id=workspace.id, name=name)
+    if found is None:
+        raise NotFoundError(
+            f"no connector {name!r} in workspace {workspace_slug!r} "
+            f"(see `agentws connector list {workspace_slug}`)"
+        )
+    return found
+
+
+async def add_connector(
+    store: Store,
+    workspace_slug: str,
+    name: str,
+    *,
+    kind: ConnectorKind,
+    url: str | None,
+    headers: dict[str, str],
+    secret: ConnectorSecret | None,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    actor: str,
+) -> Connector:
+    """Save a new connector.
+
+    Error handling:
+        ValidationError for a bad name, a missing URL (remote MCP), a
+        credential in a plain header; UnsafeUrlError for a URL connectors
+        may not use; ConflictError if the name is taken in the workspace.
+    """
+    workspace = await store.workspace_by_slug(workspace_slug)
+    check_identifier(name, what="connector name")
+    url = url or DEFAULT_URLS.get(kind)
+    if url is None:
+        raise ValidationError("a remote MCP connector needs --url (its MCP endpoint)")
+    check_url(url, allowlist)
+    sealed: bytes | None = None
+    stored_headers = dict(headers)
+    if secret is not None:
+        if box is None:
+            raise ValidationError("no secret key is configured to store the secret with")
+        if not secret.value.strip():
+            raise ValidationError("the secret is empty")
+        if not _HEADER_NAME.fullmatch(secret.header):
+            raise ValidationError(f"{secret.header!r} is not a header name")
+        sealed = box.seal(secret.value.strip())
+        # Which header carries the secret is not itself secret.
+        stored_headers["x-agentws-secret-header"] = secret.header
+    connector = Connector(
+        workspace_id=workspace.id,
+        name=name,
+        kind=kind,
+        url=url,
+        headers=stored_headers,
+        secret=sealed,
+    )
+    try:
+        await store.insert(connector)
+    except ConflictError:
+        raise ConflictError(
+            f"connector {name!r} already exists in workspace {workspace_slug!r}"
+        ) from None
+    await _audit(store, workspace.id, actor, "connector.add", f"{workspace_slug}/{name}")
+    return connector
+
+
+async def list_connectors(store: Store, workspace_slug: str) -> list[Connector]:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    return await store.select(Connector, workspace_id=workspace.id)
+
+
+async def remove_connector(
+    store: Store, workspace_slug: str, name: str, *, actor: str
+) -> Connector:
+    """Delete a connector, its cached tools and its attachments."""
+    connector = await _connector(store, workspace_slug, name)
+    await store.delete(Connector, connector.id)
+    await _audit(
+        store, connector.workspace_id, actor, "connector.remove", f"{workspace_slug}/{name}"
+    )
+    return connector
+
+
+async def attach_connector(
+    store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
+) -> GroupConnector:
+    """Offer a connector's tools at a group's endpoint; attaching twice is a no-op."""
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    connector = await _connector(store, workspace_slug, name)
+    existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
+    if existing is not None:
+        return existing
+    link = await store.insert(GroupConnector(group_id=group.id, connector_id=connector.id))
+    await _audit(
+        store,
+        group.workspace_id,
+        actor,
+        "connector.attach",
+        f"{workspace_slug}/{group_slug}/{name}",
+    )
+    return link
+
+
+async def detach_connector(
+    store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
+) -> GroupConnector | None:
+    """Stop offering a connector at a group; None if it was not attached."""
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    connector = await _connector(store, workspace_slug, name)
+    existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
+    if existing is None:
+        return None
+    await store.delete(GroupConnector, existing.id)
+    await _audit(
+        store,
+        group.workspace_id,
+        actor,
+        "connector.detach",
+        f"{workspace_slug}/{group_slug}/{name}",
+    )
+    return existing

@@ -1,0 +1,191 @@
+"""``agentws connector``: adding, listing, removing, attaching, and keeping secrets secret.
+
+A secret given to a connector must appear in no CLI output, no log line and
+no database column in plain text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+from tests.cli.conftest import Cli
+
+SECRET = "ghp_S3cretValue_that_must_never_show_1234567890"
+
+
+def _setup(cli: Cli) -> None:
+    cli.ok("init")
+    cli.ok("workspace", "create", "acme")
+    cli.ok("group", "create", "acme", "ops")
+
+
+def _all_text_in_sqlite(path: Path) -> str:
+    """Every value of every row of every table, as text."""
+    conn = sqlite3.connect(path)
+    try:
+        chunks = []
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                chunks += [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in row]
+        return "\n".join(chunks)
+    finally:
+        conn.close()
+
+
+def test_init_creates_the_secret_key_file_once(cli: Cli, tmp_path: Path) -> None:
+    first = cli.json("init")
+    key_file = Path(first["secret_key_file"])
+    assert key_file == Path("secret.key") or key_file.resolve() == tmp_path / "secret.key"
+    path = tmp_path / "secret.key"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    key = path.read_text()
+    cli.ok("init")
+    assert path.read_text() == key
+
+
+def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _setup(cli)
+    outputs = []
+    result = cli.run(
+        "connector",
+        "add",
+        "acme",
+        "github",
+        "--kind",
+        "github",
+        "--secret-env",
+        "GH_TOKEN",
+        env={"GH_TOKEN": SECRET},
+    )
+    assert result.returncode == 0, result.stderr
+    outputs += [result.stdout, result.stderr]
+    added = cli.json(
+        "connector",
+        "add",
+        "acme",
+        "docs",
+        "--kind",
+        "remote_mcp",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--header",
+        "X-Team: support",
+        "--secret-stdin",
+        "--secret-header",
+        "X-Api-Key",
+        input=SECRET + "\n",
+    )
+    outputs.append(str(added))
+    assert added["id"].startswith("con_")
+    assert added["url"] == "https://mcp.example.com/mcp"
+    assert added["headers"] == {"X-Team": "support"}
+    assert added["secret"] == "X-Api-Key"
+
+    listed = cli.json("connector", "list", "acme")
+    outputs += [str(listed), cli.ok("connector", "list", "acme")]
+    assert [(c["name"], c["kind"], c["url"]) for c in listed] == [
+        ("github", "github", "https://api.github.com"),
+        ("docs", "remote_mcp", "https://mcp.example.com/mcp"),
+    ]
+    assert listed[0]["secret"] == "Authorization"
+
+    outputs.append(cli.ok("connector", "attach", "acme", "ops", "docs"))
+    outputs.append(cli.ok("connector", "attach", "acme", "ops", "docs"))  # no-op
+    detached = cli.json("connector", "detach", "acme", "ops", "docs")
+    assert detached["detached"] is True
+    assert cli.json("connector", "detach", "acme", "ops", "docs")["detached"] is False
+    outputs.append(cli.ok("connector", "remove", "acme", "github"))
+    assert [c["name"] for c in cli.json("connector", "list", "acme")] == ["docs"]
+
+    for text in outputs:
+        assert SECRET not in text
+    stored = _all_text_in_sqlite(tmp_path / "a.db")
+    assert SECRET not in stored
+    assert "X-Team" in stored  # the scan does see the connector rows
+
+
+def test_bad_connector_input_is_refused_clearly(cli: Cli) -> None:
+    _setup(cli)
+    cases = [
+        (["--kind", "remote_mcp"], "needs --url"),
+        (["--kind", "remote_mcp", "--url", "ftp://x.example/"], "must be http(s)"),
+        (["--kind", "remote_mcp", "--url", "https://u:p@x.example/"], "credentials"),
+        (["--kind", "github", "--header", f"Authorization: Bearer {SECRET}"], "--secret-env"),
+        (["--kind", "github", "--header", "no colon"], "'Name: value'"),
+        (["--kind", "github", "--secret-env", "UNSET_VARIABLE"], "UNSET_VARIABLE is not set"),
+        (["--kind", "github", "--secret-header", "X-Key"], "--secret-header needs"),
+    ]
+    for extra, message in cases:
+        stderr = cli.fails("connector", "add", "acme", "gh", *extra)
+        assert message in stderr, (extra, stderr)
+        assert SECRET not in stderr
+    assert "invalid connector name" in cli.fails(
+        "connector", "add", "acme", "Bad-Name", "--kind", "github"
+    )
+    assert "no workspace 'nope'" in cli.fails("connector", "list", "nope")
+    assert "no connector 'ghost'" in cli.fails("connector", "attach", "acme", "ops", "ghost")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
+    assert "already exists" in cli.fails("connector", "add", "acme", "gh", "--kind", "github")
+
+
+def test_the_allowlist_limits_connector_hosts(cli: Cli) -> None:
+    _setup(cli)
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "*.corp.example"}
+    stderr = cli.fails(
+        "connector",
+        "add",
+        "acme",
+        "x",
+        "--kind",
+        "remote_mcp",
+        "--url",
+        "https://evil.example/",
+        env=env,
+    )
+    assert "AGENTWS_CONNECTOR_ALLOWLIST" in stderr
+    cli.ok(
+        "connector",
+        "add",
+        "acme",
+        "x",
+        "--kind",
+        "remote_mcp",
+        "--url",
+        "https://mcp.corp.example/mcp",
+        env=env,
+    )
+
+
+def test_a_secret_needs_a_key(cli: Cli, tmp_path: Path) -> None:
+    _setup(cli)
+    (tmp_path / "secret.key").unlink()
+    stderr = cli.fails(
+        "connector",
+        "add",
+        "acme",
+        "gh",
+        "--kind",
+        "github",
+        "--secret-env",
+        "T",
+        env={"T": SECRET},
+    )
+    assert "agentws init" in stderr
+    bad = cli.fails(
+        "connector",
+        "add",
+        "acme",
+        "gh",
+        "--kind",
+        "github",
+        "--secret-env",
+        "T",
+        env={"T": SECRET, "AGENTWS_SECRET_KEY": "short"},
+    )
+    assert "AGENTWS_SECRET_KEY: not a valid key" in bad
+    assert SECRET not in stderr + bad
