@@ -35,8 +35,8 @@ import attrs
 import trio
 import yaml
 
+from agentws.audit import record
 from agentws.domain.models import (
-    AuditEntry,
     ContextDocument,
     DocumentPolicy,
     Group,
@@ -406,21 +406,6 @@ def _check_policy(policy: DocumentPolicy | str) -> DocumentPolicy:
 # -- the store -----------------------------------------------------------------------------
 
 
-async def _audit(
-    store: Store,
-    workspace_id: str,
-    actor: str,
-    action: str,
-    target: str,
-    **detail: Any,
-) -> None:
-    await store.insert(
-        AuditEntry(
-            workspace_id=workspace_id, actor=actor, action=action, target=target, detail=detail
-        )
-    )
-
-
 async def _library(store: Store, workspace_slug: str, library_slug: str) -> Library:
     workspace = await store.workspace_by_slug(workspace_slug)
     found = await store.find(Library, workspace_id=workspace.id, slug=library_slug)
@@ -448,7 +433,7 @@ async def create_library(
         raise ConflictError(
             f"library {library.slug!r} already exists in workspace {workspace.slug!r}"
         ) from None
-    await _audit(store, workspace.id, actor, "library.create", f"{workspace.slug}/{library.slug}")
+    await record(store, workspace.id, actor, "library.create", f"{workspace.slug}/{library.slug}")
     return library
 
 
@@ -492,7 +477,7 @@ async def attach_library(
         if raced is None:
             raise
         return raced
-    await _audit(
+    await record(
         store,
         group.workspace_id,
         actor,
@@ -523,7 +508,7 @@ async def detach_library(
         await store.delete(GroupLibrary, existing.id)
     except NotFoundError:
         return None  # detached by someone else since we looked
-    await _audit(
+    await record(
         store,
         group.workspace_id,
         actor,
@@ -603,7 +588,7 @@ async def add_document(
         )
         await store.update(document)
         action = "document.replace"
-    await _audit(
+    await record(
         store,
         library.workspace_id,
         actor,
@@ -709,7 +694,7 @@ async def add_skill(
         )
         await store.update(skill)
         action = "skill.replace"
-    await _audit(
+    await record(
         store,
         library.workspace_id,
         actor,
@@ -759,7 +744,7 @@ async def _remove(
             f"(see `agentws {command} list {workspace_slug} {library.slug}`)"
         )
     await store.delete(kind, item.id)
-    await _audit(
+    await record(
         store,
         library.workspace_id,
         actor,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import attrs
 
-from agentws.domain.models import AuditEntry, Capability, Group, McpToken, Workspace
+from agentws.audit import record
+from agentws.domain.models import Capability, Group, McpToken, Workspace
 from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret
 from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.store import Store
@@ -53,12 +54,6 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
-async def _audit(store: Store, workspace_id: str, actor: str, action: str, target: str) -> None:
-    await store.insert(
-        AuditEntry(workspace_id=workspace_id, actor=actor, action=action, target=target)
-    )
-
-
 async def create_workspace(store: Store, slug: str, *, name: str | None, actor: str) -> Workspace:
     """Create a workspace addressed by ``slug``; ConflictError if it exists."""
     workspace = Workspace(
@@ -66,7 +61,7 @@ async def create_workspace(store: Store, slug: str, *, name: str | None, actor: 
         name=_check_name(name or slug, "workspace"),
     )
     await store.insert(workspace)
-    await _audit(store, workspace.id, actor, "workspace.create", workspace.slug)
+    await record(store, workspace.id, actor, "workspace.create", workspace.slug)
     return workspace
 
 
@@ -90,7 +85,7 @@ async def create_group(
         raise ConflictError(
             f"group {group.slug!r} already exists in workspace {workspace.slug!r}"
         ) from None
-    await _audit(store, workspace.id, actor, "group.create", f"{workspace.slug}/{group.slug}")
+    await record(store, workspace.id, actor, "group.create", f"{workspace.slug}/{group.slug}")
     return group
 
 
@@ -123,7 +118,7 @@ async def create_token(
         scope=scope,
     )
     await store.insert(token)
-    await _audit(store, group.workspace_id, actor, "token.create", token.id)
+    await record(store, group.workspace_id, actor, "token.create", token.id)
     return IssuedToken(token, secret)
 
 
@@ -152,5 +147,5 @@ async def revoke_token(
     if len(matches) > 1:
         raise ValidationError(f"{len(matches)} tokens are named {token_ref!r}: revoke by id")
     revoked = await store.revoke_token(matches[0].id)
-    await _audit(store, group.workspace_id, actor, "token.revoke", revoked.id)
+    await record(store, group.workspace_id, actor, "token.revoke", revoked.id)
     return revoked

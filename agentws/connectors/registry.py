@@ -14,8 +14,9 @@ import re
 
 import attrs
 
+from agentws.audit import record
 from agentws.connectors.url_guard import Allowlist, check_url
-from agentws.domain.models import AuditEntry, Connector, ConnectorKind, GroupConnector
+from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import check_identifier
 from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.secret_box import SecretBox
@@ -65,12 +66,6 @@ def parse_header(text: str) -> tuple[str, str]:
             f"--secret-stdin (and --secret-header {name} unless it is Authorization)"
         )
     return name, value
-
-
-async def _audit(store: Store, workspace_id: str, actor: str, action: str, target: str) -> None:
-    await store.insert(
-        AuditEntry(workspace_id=workspace_id, actor=actor, action=action, target=target)
-    )
 
 
 async def _connector(store: Store, workspace_slug: str, name: str) -> Connector:
@@ -136,7 +131,7 @@ async def add_connector(
         raise ConflictError(
             f"connector {name!r} already exists in workspace {workspace_slug!r}"
         ) from None
-    await _audit(store, workspace.id, actor, "connector.add", f"{workspace_slug}/{name}")
+    await record(store, workspace.id, actor, "connector.add", f"{workspace_slug}/{name}")
     return connector
 
 
@@ -151,7 +146,7 @@ async def remove_connector(
     """Delete a connector, its cached tools and its attachments."""
     connector = await _connector(store, workspace_slug, name)
     await store.delete(Connector, connector.id)
-    await _audit(
+    await record(
         store, connector.workspace_id, actor, "connector.remove", f"{workspace_slug}/{name}"
     )
     return connector
@@ -167,7 +162,7 @@ async def attach_connector(
     if existing is not None:
         return existing
     link = await store.insert(GroupConnector(group_id=group.id, connector_id=connector.id))
-    await _audit(
+    await record(
         store,
         group.workspace_id,
         actor,
@@ -187,7 +182,7 @@ async def detach_connector(
     if existing is None:
         return None
     await store.delete(GroupConnector, existing.id)
-    await _audit(
+    await record(
         store,
         group.workspace_id,
         actor,
