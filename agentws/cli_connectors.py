@@ -1,4 +1,4 @@
-"""The ``agentws connector`` commands: add, list, remove, attach, detach.
+"""The ``agentws connector`` commands: add, list, refresh, remove, attach, detach.
 
 Secrets come from an environment variable (``--secret-env VAR``) or stdin
 (``--secret-stdin``), never from the command line, where they would land
@@ -15,23 +15,29 @@ from typing import Any
 
 from agentws.cli import Context, Output, _iso, _table
 from agentws.connectors.registry import (
+    SECRET_HEADER_FIELD,
     ConnectorSecret,
     add_connector,
     attach_connector,
     detach_connector,
+    find_connector,
     list_connectors,
     parse_header,
     remove_connector,
 )
+from agentws.connectors.remote_mcp import RemoteError, SyncReport, fetch_tools, sync_tool_cache
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import ValidationError
+from agentws.errors import UnsafeUrlError, ValidationError
 from agentws.secret_box import SecretBox
 
 __all__ = ["add_connector_commands"]
 
+# How long `connector add` and `connector refresh` wait for a remote.
+_REFRESH_TIMEOUT_S = 20.0
+
 
 def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
-    headers = {k: v for k, v in c.headers.items() if k != "x-agentws-secret-header"}
+    headers = {k: v for k, v in c.headers.items() if k != SECRET_HEADER_FIELD}
     return {
         "id": c.id,
         "workspace": workspace,
@@ -40,7 +46,7 @@ def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         "url": c.url,
         "headers": headers,
         # Whether there is a secret, and in which header; never the secret.
-        "secret": c.headers.get("x-agentws-secret-header") if c.secret else None,
+        "secret": c.headers.get(SECRET_HEADER_FIELD) if c.secret else None,
         "active": c.active,
         "created_at": _iso(c.created_at),
     }
@@ -79,12 +85,62 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
     )
     data = _connector_json(connector, args.workspace)
     note = " Its secret is stored encrypted." if connector.secret else ""
+    if connector.kind is ConnectorKind.REMOTE_MCP:
+        # Saved either way: a remote that is down now can be refreshed later.
+        try:
+            report = await _refresh_now(ctx, connector)
+        except (RemoteError, UnsafeUrlError) as exc:
+            data["refresh"] = {"error": exc.message}
+            note += (
+                f"\nWarning: {exc.message}\n"
+                f"Retry with: agentws connector refresh {args.workspace} {connector.name}"
+            )
+        else:
+            data["refresh"] = _report_json(report)
+            note += "\n" + _report_text(connector.name, report)
     text = (
         f"Added {connector.kind.value} connector {connector.name!r} ({connector.id}) "
         f"at {connector.url}.{note}\n"
         f"Attach it to a group: agentws connector attach {args.workspace} GROUP {connector.name}"
     )
     return Output(data, text)
+
+
+async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
+    box = SecretBox.from_settings(ctx.settings) if connector.secret else None
+    tools = await fetch_tools(
+        connector,
+        box=box,
+        allowlist=ctx.settings.connector_allowlist,
+        timeout_s=_REFRESH_TIMEOUT_S,
+    )
+    return await sync_tool_cache(ctx.store, connector, tools, actor=ctx.actor)
+
+
+def _report_text(name: str, report: SyncReport) -> str:
+    parts = [f"{len(report.added)} new", f"{len(report.changed)} changed"]
+    parts += [f"{len(report.removed)} removed", f"{report.unchanged} unchanged"]
+    text = f"Tools of {name!r}: {', '.join(parts)}."
+    if report.changed:
+        text += f"\nChanged definitions lost their labels (now write): {', '.join(report.changed)}."
+    return text
+
+
+def _report_json(report: SyncReport) -> dict[str, Any]:
+    return {
+        "added": list(report.added),
+        "changed": list(report.changed),
+        "removed": list(report.removed),
+        "unchanged": report.unchanged,
+    }
+
+
+async def _refresh(args: argparse.Namespace, ctx: Context) -> Output:
+    connector = await find_connector(ctx.store, args.workspace, args.name)
+    if connector.kind is not ConnectorKind.REMOTE_MCP:
+        raise ValidationError(f"{connector.name!r} is a native connector: its tools are fixed")
+    report = await _refresh_now(ctx, connector)
+    return Output(_report_json(report), _report_text(connector.name, report))
 
 
 async def _list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -164,6 +220,17 @@ def add_connector_commands(
     listing = connector.add_parser("list", parents=[common], help="list a workspace's connectors")
     listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     listing.set_defaults(handler=_list)
+
+    refresh = connector.add_parser(
+        "refresh",
+        parents=[common],
+        help="fetch a remote MCP connector's tools into the tool cache now",
+        description="Fetch the remote's tool list and update the cache. A tool whose "
+        "definition changed loses its admin label (back to write) and the change is audited.",
+    )
+    refresh.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    refresh.add_argument("name", metavar="NAME", help="connector name")
+    refresh.set_defaults(handler=_refresh)
 
     remove = connector.add_parser(
         "remove", parents=[common], help="delete a connector, its cached tools and attachments"

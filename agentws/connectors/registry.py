@@ -24,10 +24,12 @@ from agentws.store import Store
 
 __all__ = [
     "DEFAULT_URLS",
+    "SECRET_HEADER_FIELD",
     "ConnectorSecret",
     "add_connector",
     "attach_connector",
     "detach_connector",
+    "find_connector",
     "list_connectors",
     "parse_header",
     "remove_connector",
@@ -40,6 +42,8 @@ DEFAULT_URLS = {
     ConnectorKind.SLACK: "https://slack.com/api",
     ConnectorKind.STRIPE: "https://api.stripe.com",
 }
+#: Key of ``Connector.headers`` naming the header that carries the secret (not itself secret).
+SECRET_HEADER_FIELD = "x-agentws-secret-header"  # noqa: S105 - a field name
 # Header names whose values are credentials: they must come as the secret.
 _SENSITIVE = re.compile(r"authorization|cookie|token|secret|key|password|auth", re.IGNORECASE)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -68,7 +72,8 @@ def parse_header(text: str) -> tuple[str, str]:
     return name, value
 
 
-async def _connector(store: Store, workspace_slug: str, name: str) -> Connector:
+async def find_connector(store: Store, workspace_slug: str, name: str) -> Connector:
+    """The workspace's connector called ``name``; NotFoundError naming it otherwise."""
     workspace = await store.workspace_by_slug(workspace_slug)
     found = await store.find(Connector, workspace_id=workspace.id, name=name)
     if found is None:
@@ -116,7 +121,7 @@ async def add_connector(
             raise ValidationError(f"{secret.header!r} is not a header name")
         sealed = box.seal(secret.value.strip())
         # Which header carries the secret is not itself secret.
-        stored_headers["x-agentws-secret-header"] = secret.header
+        stored_headers[SECRET_HEADER_FIELD] = secret.header
     connector = Connector(
         workspace_id=workspace.id,
         name=name,
@@ -144,7 +149,7 @@ async def remove_connector(
     store: Store, workspace_slug: str, name: str, *, actor: str
 ) -> Connector:
     """Delete a connector, its cached tools and its attachments."""
-    connector = await _connector(store, workspace_slug, name)
+    connector = await find_connector(store, workspace_slug, name)
     await store.delete(Connector, connector.id)
     await record(
         store, connector.workspace_id, actor, "connector.remove", f"{workspace_slug}/{name}"
@@ -157,7 +162,7 @@ async def attach_connector(
 ) -> GroupConnector:
     """Offer a connector's tools at a group's endpoint; attaching twice is a no-op."""
     group = await store.group_by_slug(workspace_slug, group_slug)
-    connector = await _connector(store, workspace_slug, name)
+    connector = await find_connector(store, workspace_slug, name)
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
     if existing is not None:
         return existing
@@ -177,7 +182,7 @@ async def detach_connector(
 ) -> GroupConnector | None:
     """Stop offering a connector at a group; None if it was not attached."""
     group = await store.group_by_slug(workspace_slug, group_slug)
-    connector = await _connector(store, workspace_slug, name)
+    connector = await find_connector(store, workspace_slug, name)
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
     if existing is None:
         return None
