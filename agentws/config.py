@@ -150,6 +150,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", str, None),
+    ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
 )
 
 
@@ -200,6 +201,8 @@ class Settings:
     #: Hosts and networks connectors may use although they are not public
     #: (and, when set, the only hosts a connector may be saved with).
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)
+    #: Deadline of one call forwarded to a connector.
+    tool_timeout_s: float = 30.0
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)
 

@@ -56,7 +56,7 @@ class Service:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
-                server = build_server(self.store)
+                server = build_server(self.store, self.settings)
                 supervisor = SessionSupervisor(
                     self.settings, self.store, server, server.create_initialization_options()
                 )

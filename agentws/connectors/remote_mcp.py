@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import attrs
 import httpx2
@@ -37,6 +38,7 @@ from agentws.store import Store
 __all__ = [
     "RemoteError",
     "SyncReport",
+    "call_tool",
     "connector_headers",
     "definition_hash",
     "fetch_tools",
@@ -87,7 +89,6 @@ def suggested_label(tool: types.Tool) -> Capability:
 
 
 async def _list_all(session: ClientSession) -> list[types.Tool]:
-    await session.initialize()
     tools: list[types.Tool] = []
     cursor: str | None = None
     while True:
@@ -99,20 +100,32 @@ async def _list_all(session: ClientSession) -> list[types.Tool]:
             return tools
 
 
-async def _list_streamable(
-    url: str, headers: dict[str, str], transport: httpx2.AsyncBaseTransport, timeout_s: float
-) -> list[types.Tool]:
+T = TypeVar("T")
+Work = Callable[[ClientSession], Awaitable[T]]
+
+
+async def _over_streamable(
+    url: str,
+    headers: dict[str, str],
+    transport: httpx2.AsyncBaseTransport,
+    timeout_s: float,
+    work: Work[T],
+) -> T:
     async with (
         httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout_s) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
-        return await _list_all(session)
+        return await work(session)
 
 
-async def _list_sse(
-    url: str, headers: dict[str, str], transport: httpx2.AsyncBaseTransport, timeout_s: float
-) -> list[types.Tool]:
+async def _over_sse(
+    url: str,
+    headers: dict[str, str],
+    transport: httpx2.AsyncBaseTransport,
+    timeout_s: float,
+    work: Work[T],
+) -> T:
     def factory(
         headers: dict[str, str] | None = None,
         timeout: httpx2.Timeout | None = None,
@@ -127,7 +140,68 @@ async def _list_sse(
         ),
         ClientSession(read, write) as session,
     ):
-        return await _list_all(session)
+        return await work(session)
+
+
+async def _with_remote(
+    connector: Connector,
+    *,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver,
+    what: str,
+    work: Work[T],
+) -> T:
+    """Run ``work`` in an initialized session with the remote, within ``timeout_s``.
+
+    Streamable HTTP is tried first; legacy SSE only if the first attempt
+    failed before the session was initialized, so ``work`` never runs twice.
+    """
+    if connector.url is None:
+        raise RemoteError(f"connector {connector.name!r} has no URL")
+    url = connector.url
+    headers = connector_headers(connector, box)
+    guard = GuardedTransport(allowlist, resolve=resolve)
+    initialized = False
+
+    async def initialized_work(session: ClientSession) -> T:
+        nonlocal initialized
+        await session.initialize()
+        initialized = True
+        return await work(session)
+
+    try:
+        with trio.fail_after(timeout_s):
+            try:
+                return await _over_streamable(url, headers, guard, timeout_s, initialized_work)
+            except Exception as streamable_error:
+                leaf = _first_leaf(streamable_error)
+                if isinstance(leaf, AgentwsError):
+                    raise leaf from None
+                if initialized:
+                    raise RemoteError(
+                        f"connector {connector.name!r}: cannot {what} at {url}: "
+                        f"{type(leaf).__name__}: {leaf}"
+                    ) from None
+                log.info("%s: no Streamable HTTP (%s); trying legacy SSE", url, leaf)
+            try:
+                return await _over_sse(url, headers, guard, timeout_s, initialized_work)
+            except Exception as sse_error:
+                leaf = _first_leaf(sse_error)
+                if isinstance(leaf, AgentwsError):
+                    raise leaf from None
+                raise RemoteError(
+                    f"connector {connector.name!r}: cannot {what} at {url}: "
+                    f"{type(leaf).__name__}: {leaf}"
+                ) from None
+    except trio.TooSlowError:
+        raise RemoteError(
+            f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
+        ) from None
+    finally:
+        with trio.move_on_after(5, shield=True):
+            await guard.aclose()
 
 
 def _first_leaf(error: BaseException) -> BaseException:
@@ -151,37 +225,46 @@ async def fetch_tools(
         refuses us, times out or does not speak MCP; UnsafeUrlError if its
         address may not be reached.
     """
-    if connector.url is None:
-        raise RemoteError(f"connector {connector.name!r} has no URL")
-    headers = connector_headers(connector, box)
-    guard = GuardedTransport(allowlist, resolve=resolve)
-    url = connector.url
-    try:
-        with trio.fail_after(timeout_s):
-            try:
-                return await _list_streamable(url, headers, guard, timeout_s)
-            except Exception as streamable_error:
-                leaf = _first_leaf(streamable_error)
-                if isinstance(leaf, AgentwsError):
-                    raise leaf from None
-                log.info("%s: no Streamable HTTP (%s); trying legacy SSE", url, leaf)
-            try:
-                return await _list_sse(url, headers, guard, timeout_s)
-            except Exception as sse_error:
-                leaf = _first_leaf(sse_error)
-                if isinstance(leaf, AgentwsError):
-                    raise leaf from None
-                raise RemoteError(
-                    f"connector {connector.name!r}: cannot list tools at {url}: "
-                    f"{type(leaf).__name__}: {leaf}"
-                ) from None
-    except trio.TooSlowError:
-        raise RemoteError(
-            f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
-        ) from None
-    finally:
-        with trio.move_on_after(5, shield=True):
-            await guard.aclose()
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        timeout_s=timeout_s,
+        resolve=resolve,
+        what="list tools",
+        work=_list_all,
+    )
+
+
+async def call_tool(
+    connector: Connector,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver = system_resolver,
+) -> types.CallToolResult:
+    """Call the remote's tool ``name`` (its own name, without our prefix).
+
+    Error handling:
+        As :func:`fetch_tools`; a tool that fails on the remote is a normal
+        result with ``isError``.
+    """
+
+    async def call(session: ClientSession) -> types.CallToolResult:
+        return await session.call_tool(name, arguments)
+
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        timeout_s=timeout_s,
+        resolve=resolve,
+        what=f"call {name}",
+        work=call,
+    )
 
 
 @attrs.frozen

@@ -28,9 +28,13 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from agentws import __version__
-from agentws.domain.models import Library, Skill
-from agentws.errors import StoreError
+from agentws.config import Settings
+from agentws.connectors.remote_mcp import RemoteError
+from agentws.connectors.remote_mcp import call_tool as remote_call_tool
+from agentws.domain.models import Capability, Connector, ConnectorKind, Library, Skill
+from agentws.errors import StoreError, UnsafeUrlError
 from agentws.mcp.sessions import McpSession
+from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.tools.builtins import (
     BUILTINS,
@@ -42,10 +46,12 @@ from agentws.tools.builtins import (
 from agentws.tools.catalog import group_tool, group_tools
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["RESOURCE_NOT_FOUND", "build_server"]
+__all__ = ["PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
 
 #: The MCP specification's error code for an unknown resource.
 RESOURCE_NOT_FOUND = -32002
+#: Ours, in JSON-RPC's server range: the caller may not run this tool.
+PERMISSION_DENIED = -32003
 
 _INSTRUCTIONS = (
     "This server is one agentws group: its tools, its context documents (as resources; "
@@ -148,8 +154,42 @@ async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, 
     return named
 
 
-def build_server(store: Store) -> Server[McpSession]:
+def build_server(store: Store, settings: Settings) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs."""
+
+    async def call_connector_tool(
+        session: McpSession, tool: ToolSpec, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        # Until approvals exist, only read tools run: a write or destructive
+        # call must never run without the gate that asks a person first.
+        if tool.capability is not Capability.READ:
+            raise MCPError(
+                PERMISSION_DENIED,
+                f"permission denied: {tool.name} is a {tool.capability.value} tool, and "
+                "write and destructive tools need an admin's approval, which this server "
+                "cannot ask for yet",
+            )
+        if not tool.capability.within(session.caller.token.scope):
+            raise MCPError(
+                PERMISSION_DENIED, f"permission denied: {tool.name} is beyond this token's scope"
+            )
+        connector = await store.get(Connector, tool.connector_id or "")
+        if connector.kind is not ConnectorKind.REMOTE_MCP:
+            return error_result(
+                f"{tool.name}: {connector.kind.value} connectors cannot run tools yet"
+            )
+        box = SecretBox.from_settings(settings) if connector.secret else None
+        try:
+            return await remote_call_tool(
+                connector,
+                tool.remote_name or "",
+                arguments,
+                box=box,
+                allowlist=settings.connector_allowlist,
+                timeout_s=settings.tool_timeout_s,
+            )
+        except (RemoteError, UnsafeUrlError) as exc:
+            return error_result(f"{tool.name} failed: {exc.message}")
 
     async def list_tools(
         ctx: Context, params: types.PaginatedRequestParams | None
@@ -173,7 +213,7 @@ def build_server(store: Store) -> Server[McpSession]:
             problem = _argument_error(tool.input_schema, arguments)
             if problem is not None:
                 return error_result(f"Invalid arguments for {tool.name}: {problem}")
-            return error_result(f"{tool.name}: connector tools cannot be called on this server yet")
+            return await call_connector_tool(ctx.lifespan_context, tool, arguments)
         # Built-ins exist where the group has a library. A search that finds
         # something proves it, which spares the hot path a query.
         problem = _argument_error(builtin.spec.input_schema, arguments)

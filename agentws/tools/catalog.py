@@ -34,6 +34,8 @@ async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
                 capability=cached.capability,
                 title=cached.annotations.get("title"),
                 source=connector.name,
+                connector_id=connector.id,
+                remote_name=cached.name,
             )
         )
     return tools

@@ -22,6 +22,9 @@ class ToolSpec:
     title: str | None = None
     #: ``builtin`` or the connector's name.
     source: str = "builtin"
+    #: For connector tools: the connector's id and the tool's name at the connector.
+    connector_id: str | None = None
+    remote_name: str | None = None
 
     @property
     def tagged_description(self) -> str:

@@ -21,16 +21,19 @@ import pytest
 import trio
 from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
-from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
 from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability, ConnectorKind
 from agentws.errors import UnsafeUrlError
+from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.registry import create_workspace
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store, open_store
+from tests.e2e.mcp_support import running, sdk_session
 from tests.support import clean_env
 
 # The SDK's Streamable HTTP client leaves its GET-stream generator to the
@@ -52,6 +55,7 @@ class ThirdParty:
 
     tools: list[types.Tool]
     authorizations: list[str | None] = attrs.field(factory=list)
+    calls: list[str] = attrs.field(factory=list)
 
 
 def _tool(name: str, description: str, **hints: bool) -> types.Tool:
@@ -70,7 +74,14 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         state.authorizations.append(request.headers.get("authorization") if request else None)
         return types.ListToolsResult(tools=state.tools)
 
-    server: Server[Any] = Server("third-party", on_list_tools=list_tools)
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        state.calls.append(params.name)
+        query = (params.arguments or {}).get("q")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"third-party found: {query}")]
+        )
+
+    server: Server[Any] = Server("third-party", on_list_tools=list_tools, on_call_tool=call_tool)
     app = server.streamable_http_app(streamable_http_path="/mcp")
     config = Config()
     config.bind = ["127.0.0.1:0"]
@@ -243,3 +254,49 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     assert code == 0, err
     assert "Warning: connector 'later': cannot list tools" in out
     assert "agentws connector refresh acme later" in out
+
+
+async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_path: Path) -> None:
+    state = ThirdParty([_tool("search", "Search", read_only_hint=True), _tool("send", "Send")])
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
+    async with running(tmp_path, with_library=False, **env) as server:
+        store = server.store
+        async with third_party_server(state) as url:
+            connector = await add_connector(
+                store,
+                "acme",
+                "third",
+                kind=ConnectorKind.REMOTE_MCP,
+                url=url,
+                headers={},
+                secret=None,
+                box=None,
+                allowlist=LOOPBACK,
+                actor="t",
+            )
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+            await sync_tool_cache(store, connector, tools, actor="t")
+            await attach_connector(store, "acme", "ops", "third", actor="t")
+            search = await store.find(CachedTool, connector_id=connector.id, name="search")
+            assert search is not None
+            await store.update(attrs.evolve(search, label=Capability.READ))  # an admin's label
+
+            async with sdk_session(server, "streamable") as session:
+                with trio.fail_after(TIMEOUT_S):
+                    listed = {t.name for t in (await session.list_tools()).tools}
+                    assert listed == {"third_search", "third_send"}
+                    result = await session.call_tool("third_search", {"q": "refunds"})
+                    assert not result.is_error
+                    assert result.content[0].text == "third-party found: refunds"  # type: ignore[union-attr]
+                    with pytest.raises(MCPError) as denied:
+                        await session.call_tool("third_send", {"q": "hi"})
+                    assert denied.value.code == PERMISSION_DENIED
+                    assert "permission denied" in denied.value.message
+                    assert state.calls == ["search"]  # `send` never reached the remote
+        # The remote is down: a clear tool error, in time, and tools/list still answers.
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(TIMEOUT_S):
+                down = await session.call_tool("third_search", {"q": "x"})
+                assert down.is_error
+                assert "third_search failed" in down.content[0].text  # type: ignore[union-attr]
+                assert len((await session.list_tools()).tools) == 2
