@@ -15,6 +15,7 @@ import re
 import attrs
 
 from agentws.audit import record
+from agentws.connectors.native import cache_native_tools
 from agentws.connectors.url_guard import Allowlist, check_url
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import check_identifier
@@ -136,6 +137,8 @@ async def add_connector(
         raise ConflictError(
             f"connector {name!r} already exists in workspace {workspace_slug!r}"
         ) from None
+    if kind is not ConnectorKind.REMOTE_MCP:
+        await cache_native_tools(store, connector)
     await record(store, workspace.id, actor, "connector.add", f"{workspace_slug}/{name}")
     return connector
 

@@ -29,7 +29,8 @@ from mcp.shared.exceptions import MCPError
 
 from agentws import __version__
 from agentws.config import Settings
-from agentws.connectors.remote_mcp import RemoteError
+from agentws.connectors.native import ACTIONS, run_action
+from agentws.connectors.remote_mcp import RemoteError, connector_headers
 from agentws.connectors.remote_mcp import call_tool as remote_call_tool
 from agentws.domain.models import Capability, Connector, ConnectorKind, Library, Skill
 from agentws.errors import StoreError, UnsafeUrlError
@@ -174,11 +175,19 @@ def build_server(store: Store, settings: Settings) -> Server[McpSession]:
                 PERMISSION_DENIED, f"permission denied: {tool.name} is beyond this token's scope"
             )
         connector = await store.get(Connector, tool.connector_id or "")
-        if connector.kind is not ConnectorKind.REMOTE_MCP:
-            return error_result(
-                f"{tool.name}: {connector.kind.value} connectors cannot run tools yet"
-            )
         box = SecretBox.from_settings(settings) if connector.secret else None
+        if connector.kind is not ConnectorKind.REMOTE_MCP:
+            action = ACTIONS[connector.kind].get(tool.remote_name or "")
+            if action is None:
+                raise MCPError(types.INVALID_PARAMS, f"Unknown tool {tool.name!r}")
+            return await run_action(
+                connector,
+                action,
+                arguments,
+                headers=connector_headers(connector, box),
+                allowlist=settings.connector_allowlist,
+                timeout_s=settings.tool_timeout_s,
+            )
         try:
             return await remote_call_tool(
                 connector,

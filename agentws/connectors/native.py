@@ -1,0 +1,274 @@
+"""Native connectors: GitHub, Slack and Stripe actions over their HTTP APIs.
+
+Each action has a fixed capability label, a real JSON Schema and a function
+that calls the upstream with httpx2 (through the URL guard, at the
+connector's base URL, so GitHub Enterprise or a test server works). Upstream
+errors come back as readable tool errors naming the upstream status; a
+result carries the upstream's JSON as ``structuredContent`` and a text
+rendering for every client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import httpx2
+import mcp_types as types
+import trio
+
+from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
+from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
+from agentws.store import Store
+
+__all__ = ["ACTIONS", "Action", "cache_native_tools", "run_action"]
+
+# Text returned to the model is cut here; the full JSON is in structuredContent.
+_TEXT_CHARS = 20_000
+
+Run = Callable[[httpx2.AsyncClient, dict[str, Any]], Awaitable[httpx2.Response]]
+
+
+@attrs.frozen
+class Action:
+    name: str
+    description: str
+    capability: Capability
+    input_schema: dict[str, Any]
+    run: Run = attrs.field(repr=False)
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+_STR = {"type": "string", "minLength": 1}
+_OWNER = {**_STR, "description": "Repository owner (user or organisation)."}
+_REPO = {**_STR, "description": "Repository name."}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}
+
+
+async def _github_search_issues(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    return await http.get(
+        "/search/issues", params={"q": a["query"], "per_page": a.get("limit", 20)}
+    )
+
+
+async def _github_list_repos(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    path = f"/orgs/{a['org']}/repos" if a.get("org") else "/user/repos"
+    return await http.get(path, params={"per_page": a.get("limit", 20)})
+
+
+async def _github_create_issue(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    body = {"title": a["title"], "body": a.get("body", "")}
+    return await http.post(f"/repos/{a['owner']}/{a['repo']}/issues", json=body)
+
+
+async def _github_delete_branch(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    return await http.delete(f"/repos/{a['owner']}/{a['repo']}/git/refs/heads/{a['branch']}")
+
+
+async def _slack_post_message(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    body = {"channel": a["channel"], "text": a["text"], "mrkdwn": True}
+    if a.get("thread_ts"):
+        body["thread_ts"] = a["thread_ts"]
+    return await http.post("/chat.postMessage", json=body)
+
+
+async def _slack_list_channels(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    return await http.get("/conversations.list", params={"limit": a.get("limit", 100)})
+
+
+async def _stripe_get_customer(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    return await http.get(f"/v1/customers/{a['customer_id']}")
+
+
+async def _stripe_list_charges(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+    params: dict[str, Any] = {"limit": a.get("limit", 10)}
+    if a.get("customer_id"):
+        params["customer"] = a["customer_id"]
+    return await http.get("/v1/charges", params=params)
+
+
+ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
+    ConnectorKind.GITHUB: {
+        a.name: a
+        for a in (
+            Action(
+                "search_issues",
+                "Search GitHub issues and pull requests with GitHub's search syntax.",
+                Capability.READ,
+                _schema(
+                    {
+                        "query": {**_STR, "description": "e.g. 'repo:o/r is:open bug'"},
+                        "limit": _LIMIT,
+                    },
+                    ["query"],
+                ),
+                _github_search_issues,
+            ),
+            Action(
+                "list_repos",
+                "List repositories of an organisation, or of the token's user.",
+                Capability.READ,
+                _schema({"org": _STR, "limit": _LIMIT}, []),
+                _github_list_repos,
+            ),
+            Action(
+                "create_issue",
+                "Open an issue in a repository.",
+                Capability.WRITE,
+                _schema(
+                    {"owner": _OWNER, "repo": _REPO, "title": _STR, "body": {"type": "string"}},
+                    ["owner", "repo", "title"],
+                ),
+                _github_create_issue,
+            ),
+            Action(
+                "delete_branch",
+                "Delete a branch of a repository. This cannot be undone.",
+                Capability.DESTRUCTIVE,
+                _schema(
+                    {"owner": _OWNER, "repo": _REPO, "branch": _STR}, ["owner", "repo", "branch"]
+                ),
+                _github_delete_branch,
+            ),
+        )
+    },
+    ConnectorKind.SLACK: {
+        a.name: a
+        for a in (
+            Action(
+                "post_message",
+                "Post a message (Slack mrkdwn) to a channel, optionally in a thread.",
+                Capability.WRITE,
+                _schema({"channel": _STR, "text": _STR, "thread_ts": _STR}, ["channel", "text"]),
+                _slack_post_message,
+            ),
+            Action(
+                "list_channels",
+                "List the workspace's channels.",
+                Capability.READ,
+                _schema({"limit": {**_LIMIT, "maximum": 1000}}, []),
+                _slack_list_channels,
+            ),
+        )
+    },
+    ConnectorKind.STRIPE: {
+        a.name: a
+        for a in (
+            Action(
+                "get_customer",
+                "Get a Stripe customer by id (cus_...).",
+                Capability.READ,
+                _schema({"customer_id": _STR}, ["customer_id"]),
+                _stripe_get_customer,
+            ),
+            Action(
+                "list_charges",
+                "List recent charges, optionally of one customer.",
+                Capability.READ,
+                _schema({"customer_id": _STR, "limit": _LIMIT}, []),
+                _stripe_list_charges,
+            ),
+        )
+    },
+}
+
+
+async def cache_native_tools(store: Store, connector: Connector) -> list[CachedTool]:
+    """Write a native connector's fixed actions into the tool cache, labels included."""
+    from agentws.connectors.remote_mcp import definition_hash
+
+    cached = []
+    for action in ACTIONS[connector.kind].values():
+        tool = types.Tool(
+            name=action.name, description=action.description, input_schema=action.input_schema
+        )
+        cached.append(
+            await store.insert(
+                CachedTool(
+                    connector_id=connector.id,
+                    name=action.name,
+                    description=action.description,
+                    input_schema=action.input_schema,
+                    definition_hash=definition_hash(tool),
+                    label=action.capability,
+                )
+            )
+        )
+    return cached
+
+
+def _upstream_error(kind: ConnectorKind, response: httpx2.Response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if kind is ConnectorKind.SLACK and isinstance(body, dict) and body.get("ok") is False:
+        return f"Slack error {body.get('error', 'unknown')!r} (HTTP {response.status_code})"
+    if response.is_success:
+        return None
+    detail = ""
+    if isinstance(body, dict):
+        error = body.get("error")
+        detail = (
+            (error.get("message") if isinstance(error, dict) else error)
+            or body.get("message")
+            or ""
+        )
+    name = {"github": "GitHub", "slack": "Slack", "stripe": "Stripe"}[kind.value]
+    return f"{name} answered HTTP {response.status_code}" + (f": {detail}" if detail else "")
+
+
+async def run_action(
+    connector: Connector,
+    action: Action,
+    arguments: dict[str, Any],
+    *,
+    headers: dict[str, str],
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver = system_resolver,
+) -> types.CallToolResult:
+    """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions."""
+    base = (connector.url or "").rstrip("/")
+    request_headers = {"User-Agent": "agentws", **headers}
+    if connector.kind is ConnectorKind.GITHUB:
+        request_headers |= {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+    guard = GuardedTransport(allowlist, resolve=resolve)
+    try:
+        with trio.fail_after(timeout_s):
+            async with httpx2.AsyncClient(
+                base_url=base, transport=guard, headers=request_headers, timeout=timeout_s
+            ) as http:
+                response = await action.run(http, arguments)
+    except trio.TooSlowError:
+        return _error(f"{connector.name}_{action.name}: no answer within {timeout_s:g} s")
+    except httpx2.HTTPError as exc:
+        return _error(f"{connector.name}_{action.name}: cannot reach {base}: {exc}")
+    problem = _upstream_error(connector.kind, response)
+    if problem is not None:
+        return _error(f"{connector.name}_{action.name} failed: {problem}")
+    data: Any = response.json() if response.content else {"status": response.status_code}
+    structured = data if isinstance(data, dict) else {"items": data}
+    text = json.dumps(data, indent=1, ensure_ascii=False)[:_TEXT_CHARS]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
