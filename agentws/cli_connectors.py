@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentws.cli import Context, Output, _iso, _table
 from agentws.connectors.registry import (
@@ -25,9 +25,11 @@ from agentws.connectors.registry import (
     parse_header,
     remove_connector,
 )
-from agentws.connectors.remote_mcp import RemoteError, SyncReport, fetch_tools, sync_tool_cache
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import UnsafeUrlError, ValidationError
+
+if TYPE_CHECKING:
+    from agentws.connectors.remote_mcp import SyncReport
 from agentws.secret_box import SecretBox
 
 __all__ = ["add_connector_commands"]
@@ -86,6 +88,8 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
     data = _connector_json(connector, args.workspace)
     note = " Its secret is stored encrypted." if connector.secret else ""
     if connector.kind is ConnectorKind.REMOTE_MCP:
+        from agentws.connectors.remote_mcp import RemoteError
+
         # Saved either way: a remote that is down now can be refreshed later.
         try:
             report = await _refresh_now(ctx, connector)
@@ -107,6 +111,9 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
+    # Imported when used: the MCP client takes most of a second to load.
+    from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
+
     box = SecretBox.from_settings(ctx.settings) if connector.secret else None
     tools = await fetch_tools(
         connector,

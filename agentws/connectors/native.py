@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import httpx2
-import mcp_types as types
 import trio
 
+from agentws.connectors.definitions import definition_hash
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.store import Store
+
+if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
+    import mcp_types as types
 
 __all__ = ["ACTIONS", "Action", "cache_native_tools", "run_action"]
 
@@ -185,13 +188,8 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
 
 async def cache_native_tools(store: Store, connector: Connector) -> list[CachedTool]:
     """Write a native connector's fixed actions into the tool cache, labels included."""
-    from agentws.connectors.remote_mcp import definition_hash
-
     cached = []
     for action in ACTIONS[connector.kind].values():
-        tool = types.Tool(
-            name=action.name, description=action.description, input_schema=action.input_schema
-        )
         cached.append(
             await store.insert(
                 CachedTool(
@@ -199,7 +197,9 @@ async def cache_native_tools(store: Store, connector: Connector) -> list[CachedT
                     name=action.name,
                     description=action.description,
                     input_schema=action.input_schema,
-                    definition_hash=definition_hash(tool),
+                    definition_hash=definition_hash(
+                        action.name, action.description, action.input_schema
+                    ),
                     label=action.capability,
                 )
             )
@@ -239,6 +239,8 @@ async def run_action(
     resolve: Resolver = system_resolver,
 ) -> types.CallToolResult:
     """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions."""
+    import mcp_types as types
+
     base = (connector.url or "").rstrip("/")
     request_headers = {"User-Agent": "agentws", **headers}
     if connector.kind is ConnectorKind.GITHUB:
@@ -269,6 +271,8 @@ async def run_action(
 
 
 def _error(message: str) -> types.CallToolResult:
+    import mcp_types as types
+
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
     )

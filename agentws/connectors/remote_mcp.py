@@ -12,8 +12,6 @@ become a *suggested* label only.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -27,6 +25,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from agentws.audit import record
+from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.registry import SECRET_HEADER_FIELD
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector
@@ -69,13 +68,7 @@ def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, 
 
 def definition_hash(tool: types.Tool) -> str:
     """SHA-256 of what a caller relies on: name, description and input schema."""
-    definition = {
-        "name": tool.name,
-        "description": tool.description or "",
-        "inputSchema": tool.input_schema,
-    }
-    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hash_definition(tool.name, tool.description, dict(tool.input_schema))
 
 
 def suggested_label(tool: types.Tool) -> Capability:
