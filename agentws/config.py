@@ -151,6 +151,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", str, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
+    ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
 )
 
 
@@ -203,6 +204,8 @@ class Settings:
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)
     #: Deadline of one call forwarded to a connector.
     tool_timeout_s: float = 30.0
+    #: How often remote MCP connectors' tool lists are fetched again (0: never).
+    connector_refresh_s: float = 900.0
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)
 

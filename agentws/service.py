@@ -13,6 +13,7 @@ import attrs
 import trio
 
 from agentws.config import Settings
+from agentws.connectors.refresher import refresh_forever
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.handlers import build_server
@@ -40,6 +41,7 @@ class Service:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
     authenticator: Authenticator = attrs.field(init=False)
+    _background: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
@@ -61,6 +63,7 @@ class Service:
                     self.settings, self.store, server, server.create_initialization_options()
                 )
                 self._sessions = await nursery.start(supervisor.serve)
+                nursery.start_soon(self._run_background)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
@@ -74,6 +77,11 @@ class Service:
         if self._nursery is None:
             raise RuntimeError("the service is not running")
         return self._nursery
+
+    async def _run_background(self) -> None:
+        # Periodic work that has nothing to finish on shutdown: cancelled at once.
+        with self._background:
+            await refresh_forever(self.store, self.settings)
 
     @property
     def sessions(self) -> SessionSupervisor:
@@ -91,6 +99,7 @@ class Service:
         """
         if self._sessions is not None:
             self._sessions.close_all()
+        self._background.cancel()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()

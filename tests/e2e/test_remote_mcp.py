@@ -300,3 +300,44 @@ async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_pa
                 assert down.is_error
                 assert "third_search failed" in down.content[0].text  # type: ignore[union-attr]
                 assert len((await session.list_tools()).tools) == 2
+
+
+async def test_the_refresher_keeps_the_cache_current_and_survives_a_down_remote(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = ThirdParty([_tool("search", "Search", read_only_hint=True)])
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0.2"}
+
+    async def cached_names(connector_id: str) -> set[str]:
+        return {t.name for t in await store.select(CachedTool, connector_id=connector_id)}
+
+    async def until(connector_id: str, names: set[str]) -> None:
+        with trio.fail_after(TIMEOUT_S):
+            while await cached_names(connector_id) != names:  # noqa: ASYNC110 - state is in the store
+                await trio.sleep(0.05)
+
+    async with running(tmp_path, with_library=False, **env) as server:
+        store = server.store
+        async with third_party_server(state) as url:
+            connector = await add_connector(
+                store,
+                "acme",
+                "third",
+                kind=ConnectorKind.REMOTE_MCP,
+                url=url,
+                headers={},
+                secret=None,
+                box=None,
+                allowlist=LOOPBACK,
+                actor="t",
+            )
+            await until(connector.id, {"search"})
+            state.tools = [*state.tools, _tool("fetch", "Fetch", read_only_hint=True)]
+            await until(connector.id, {"search", "fetch"})
+        # Down: the refresher logs and tries again next round; the cache keeps what it had.
+        with trio.fail_after(TIMEOUT_S):
+            while not any("cannot list tools" in r.getMessage() for r in caplog.records):  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        assert await cached_names(connector.id) == {"search", "fetch"}
+        audit = await store.select(AuditEntry, action="tool.definition_changed")
+        assert audit == []
