@@ -1,4 +1,4 @@
-"""The ``agentws connector`` commands: add, list, refresh, remove, attach, detach.
+"""The ``agentws connector`` commands: add, list, show, test, refresh, remove, attach, detach.
 
 Secrets come from an environment variable (``--secret-env VAR``) or stdin
 (``--secret-stdin``), never from the command line, where they would land
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from agentws.cli import Context, Output, _iso, _table
@@ -19,13 +20,14 @@ from agentws.connectors.registry import (
     ConnectorSecret,
     add_connector,
     attach_connector,
+    connector_headers,
     detach_connector,
     find_connector,
     list_connectors,
     parse_header,
     remove_connector,
 )
-from agentws.domain.models import Connector, ConnectorKind
+from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import UnsafeUrlError, ValidationError
 
 if TYPE_CHECKING:
@@ -36,6 +38,16 @@ __all__ = ["add_connector_commands"]
 
 # How long `connector add` and `connector refresh` wait for a remote.
 _REFRESH_TIMEOUT_S = 20.0
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+    return value
 
 
 def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
@@ -160,6 +172,103 @@ async def _list(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(rows, _table(rows, ("name", "kind", "url", "secret", "active", "id"), empty))
 
 
+def _tool_json(connector: Connector, tool: CachedTool) -> dict[str, Any]:
+    return {
+        "name": f"{connector.name}_{tool.name}",
+        "remote_name": tool.name,
+        # What callers get: the label, or write while nobody has labeled it.
+        "capability": tool.capability.value,
+        "label": tool.label.value if tool.label else None,
+        # What the remote's annotations claim; applied only by an admin.
+        "suggested": tool.suggested_label.value if tool.suggested_label else None,
+        "annotations": tool.annotations,
+        "description": tool.description,
+        "definition_hash": tool.definition_hash,
+        "fetched_at": _iso(tool.fetched_at),
+    }
+
+
+async def _show(args: argparse.Namespace, ctx: Context) -> Output:
+    connector = await find_connector(ctx.store, args.workspace, args.name)
+    links = await ctx.store.select(GroupConnector, connector_id=connector.id)
+    groups = sorted([(await ctx.store.get(Group, link.group_id)).slug for link in links])
+    cached = sorted(
+        await ctx.store.select(CachedTool, connector_id=connector.id), key=lambda t: t.name
+    )
+    tools = [_tool_json(connector, tool) for tool in cached]
+    data = {**_connector_json(connector, args.workspace), "groups": groups, "tools": tools}
+    secret = data["secret"]
+    lines = [
+        f"Connector {connector.name!r} ({connector.kind.value}, {connector.id})",
+        f"  url:      {connector.url}",
+        f"  secret:   {f'in header {secret}, stored encrypted' if secret else 'none'}",
+        f"  headers:  {', '.join(data['headers']) or 'none'}",
+        f"  groups:   {', '.join(groups) or 'none (attach with `agentws connector attach`)'}",
+        "",
+    ]
+    if tools:
+        unlabeled = sum(1 for t in cached if t.label is None)
+        lines.append(f"Tools ({len(tools)}, from the cache; {unlabeled} unlabeled, so write):")
+        columns = ("name", "capability", "label", "suggested", "fetched_at")
+        lines.append(_table(tools, columns, ""))
+    elif connector.kind is ConnectorKind.REMOTE_MCP:
+        lines.append(
+            f"No tools cached yet: agentws connector refresh {args.workspace} {connector.name}"
+        )
+    return Output(data, "\n".join(lines))
+
+
+async def _test(args: argparse.Namespace, ctx: Context) -> Output:
+    connector = await find_connector(ctx.store, args.workspace, args.name)
+    box = SecretBox.from_settings(ctx.settings) if connector.secret else None
+    data: dict[str, Any] = {
+        "ok": True,
+        "workspace": args.workspace,
+        "connector": connector.name,
+        "kind": connector.kind.value,
+        "url": connector.url,
+    }
+    started = time.monotonic()
+    if connector.kind is ConnectorKind.REMOTE_MCP:
+        from agentws.connectors.remote_mcp import probe
+
+        found = await probe(
+            connector,
+            box=box,
+            allowlist=ctx.settings.connector_allowlist,
+            timeout_s=args.timeout,
+        )
+        data |= {
+            "transport": found.transport,
+            "server": {"name": found.server_name, "version": found.server_version},
+            "protocol_version": found.protocol_version,
+            "tools": found.tools,
+            "announces_changes": found.announces_changes,
+        }
+        changes = "announces" if found.announces_changes else "does not announce"
+        detail = (
+            f"{found.server_name} {found.server_version} over {found.transport} "
+            f"(protocol {found.protocol_version}), {found.tools} tools; it {changes} "
+            "changes to its tool list"
+        )
+    else:
+        from agentws.connectors.native import check_connector
+
+        detail = await check_connector(
+            connector,
+            headers=connector_headers(connector, box),
+            allowlist=ctx.settings.connector_allowlist,
+            timeout_s=args.timeout,
+        )
+        data["detail"] = detail
+    data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
+    text = (
+        f"Connector {connector.name!r} works: {detail} "
+        f"({data['elapsed_ms']} ms, at {connector.url}). Nothing was changed."
+    )
+    return Output(data, text)
+
+
 async def _remove(args: argparse.Namespace, ctx: Context) -> Output:
     c = await remove_connector(ctx.store, args.workspace, args.name, actor=ctx.actor)
     return Output(_connector_json(c, args.workspace), f"Removed connector {c.name!r} ({c.id}).")
@@ -227,6 +336,38 @@ def add_connector_commands(
     listing = connector.add_parser("list", parents=[common], help="list a workspace's connectors")
     listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     listing.set_defaults(handler=_list)
+
+    show = connector.add_parser(
+        "show",
+        parents=[common],
+        help="a connector, its groups and its cached tools with their labels",
+        description="Show a connector and every tool in its cache: the capability callers "
+        "get (the admin's label, or write while unlabeled), the label, and the label the "
+        "remote's annotations suggest (never applied by itself).",
+    )
+    show.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    show.add_argument("name", metavar="NAME", help="connector name")
+    show.set_defaults(handler=_show)
+
+    test = connector.add_parser(
+        "test",
+        parents=[common],
+        help="check that a connector's upstream answers and accepts its credential",
+        description="Connect once and change nothing: a remote MCP server is asked for "
+        "the handshake and its tool list; a native connector makes one harmless "
+        "authenticated read (GitHub /user, Slack auth.test, Stripe /v1/balance). Exit "
+        "status 1, with the reason, when it does not work.",
+    )
+    test.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    test.add_argument("name", metavar="NAME", help="connector name")
+    test.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=_REFRESH_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long to wait for the upstream (default: %(default)g)",
+    )
+    test.set_defaults(handler=_test)
 
     refresh = connector.add_parser(
         "refresh",

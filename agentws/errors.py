@@ -15,6 +15,8 @@ which driver or library sits underneath::
     ├── UnauthorizedError      no valid credential for what was asked (HTTP 401)
     ├── OverCapacityError      a limit on open sessions or work is reached (HTTP 503)
     ├── ListenError            the server cannot listen on its address (port in use...)
+    ├── UpstreamError          a connector's third party is down, refuses us or fails
+    │   └── RemoteError        ... a remote MCP server (agentws.connectors.remote_mcp)
     └── StoreError             the store failed
         ├── StoreUnavailableError  cannot reach the database (callers may retry: 503)
         └── MigrationError         the schema cannot be brought up to date
@@ -37,6 +39,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnauthorizedError",
     "UnsafeUrlError",
+    "UpstreamError",
     "ValidationError",
 ]
 
@@ -101,6 +104,12 @@ class ListenError(AgentwsError):
     """The server cannot listen on the address it was given."""
 
     code = "listen_error"
+
+
+class UpstreamError(AgentwsError):
+    """A connector's third party cannot be reached, refuses us, or answers with an error."""
+
+    code = "upstream_error"
 
 
 class StoreError(AgentwsError):

@@ -13,6 +13,7 @@ import attrs
 import trio
 
 from agentws.config import Settings
+from agentws.connectors.links import RemoteLinks
 from agentws.connectors.refresher import refresh_forever
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
@@ -40,6 +41,7 @@ class Service:
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
+    links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
     _background: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
@@ -50,7 +52,8 @@ class Service:
         """Run the service's tasks until :meth:`stop`; never returns before then.
 
         Resource handling:
-            Opens the root nursery, which owns the MCP session supervisor.
+            Opens the root nursery, which owns the MCP session supervisor,
+            the links to remote MCP connectors and the connector refresher.
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
             before they are cancelled.
         """
@@ -58,11 +61,13 @@ class Service:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
-                server = build_server(self.store, self.settings)
+                self.links = RemoteLinks(self.store, self.settings)
+                server = build_server(self.store, self.settings, self.links)
                 supervisor = SessionSupervisor(
                     self.settings, self.store, server, server.create_initialization_options()
                 )
                 self._sessions = await nursery.start(supervisor.serve)
+                await nursery.start(self.links.serve)
                 nursery.start_soon(self._run_background)
                 task_status.started(self)
                 await self._stopping.wait()
@@ -81,7 +86,7 @@ class Service:
     async def _run_background(self) -> None:
         # Periodic work that has nothing to finish on shutdown: cancelled at once.
         with self._background:
-            await refresh_forever(self.store, self.settings)
+            await refresh_forever(self.links, self.settings)
 
     @property
     def sessions(self) -> SessionSupervisor:
@@ -100,6 +105,8 @@ class Service:
         if self._sessions is not None:
             self._sessions.close_all()
         self._background.cancel()
+        if self._nursery is not None:
+            self.links.close()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()

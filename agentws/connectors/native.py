@@ -21,12 +21,13 @@ import trio
 from agentws.connectors.definitions import definition_hash
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
+from agentws.errors import UpstreamError
 from agentws.store import Store
 
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
     import mcp_types as types
 
-__all__ = ["ACTIONS", "Action", "cache_native_tools", "run_action"]
+__all__ = ["ACTIONS", "Action", "cache_native_tools", "check_connector", "run_action"]
 
 # Text returned to the model is cut here; the full JSON is in structuredContent.
 _TEXT_CHARS = 20_000
@@ -242,12 +243,7 @@ async def run_action(
     import mcp_types as types
 
     base = (connector.url or "").rstrip("/")
-    request_headers = {"User-Agent": "agentws", **headers}
-    if connector.kind is ConnectorKind.GITHUB:
-        request_headers |= {
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-        }
+    request_headers = _request_headers(connector, headers)
     guard = GuardedTransport(allowlist, resolve=resolve)
     try:
         with trio.fail_after(timeout_s):
@@ -268,6 +264,91 @@ async def run_action(
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
+
+
+async def _github_whoami(http: httpx2.AsyncClient, headers: dict[str, str]) -> httpx2.Response:
+    # /user needs a token; the API root answers anyone, which proves the address only.
+    return await http.get("/user" if "Authorization" in headers else "/")
+
+
+async def _slack_whoami(http: httpx2.AsyncClient, headers: dict[str, str]) -> httpx2.Response:
+    return await http.post("/auth.test")
+
+
+async def _stripe_whoami(http: httpx2.AsyncClient, headers: dict[str, str]) -> httpx2.Response:
+    return await http.get("/v1/balance")
+
+
+# One harmless read per kind that needs the connector's credential when it has one.
+_CHECKS = {
+    ConnectorKind.GITHUB: _github_whoami,
+    ConnectorKind.SLACK: _slack_whoami,
+    ConnectorKind.STRIPE: _stripe_whoami,
+}
+
+
+def _check_detail(kind: ConnectorKind, body: Any) -> str:
+    if not isinstance(body, dict):
+        return "the API answered"
+    if kind is ConnectorKind.GITHUB:
+        login = body.get("login")
+        return f"authenticated as {login}" if login else "the API answered (no credential)"
+    if kind is ConnectorKind.SLACK:
+        return f"authenticated as {body.get('user', '?')} in team {body.get('team', '?')}"
+    livemode = body.get("livemode")
+    return "authenticated (live mode)" if livemode else "authenticated (test mode)"
+
+
+async def check_connector(
+    connector: Connector,
+    *,
+    headers: dict[str, str],
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver = system_resolver,
+) -> str:
+    """Make one harmless authenticated read at the upstream; what it proved.
+
+    Error handling:
+        :class:`~agentws.errors.UpstreamError` naming the connector and the
+        upstream's status or the connection failure; UnsafeUrlError if the
+        address may not be reached.
+    """
+    base = (connector.url or "").rstrip("/")
+    guard = GuardedTransport(allowlist, resolve=resolve)
+    try:
+        with trio.fail_after(timeout_s):
+            async with httpx2.AsyncClient(
+                base_url=base,
+                transport=guard,
+                headers=_request_headers(connector, headers),
+                timeout=timeout_s,
+            ) as http:
+                response = await _CHECKS[connector.kind](http, headers)
+    except trio.TooSlowError:
+        raise UpstreamError(
+            f"connector {connector.name!r}: {base} did not answer within {timeout_s:g} s"
+        ) from None
+    except httpx2.HTTPError as exc:
+        raise UpstreamError(f"connector {connector.name!r}: cannot reach {base}: {exc}") from None
+    problem = _upstream_error(connector.kind, response)
+    if problem is not None:
+        raise UpstreamError(f"connector {connector.name!r}: {problem}")
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return _check_detail(connector.kind, body)
+
+
+def _request_headers(connector: Connector, headers: dict[str, str]) -> dict[str, str]:
+    request_headers = {"User-Agent": "agentws", **headers}
+    if connector.kind is ConnectorKind.GITHUB:
+        request_headers |= {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+    return request_headers
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -1,10 +1,13 @@
 """The connector refresher: keeps remote MCP connectors' tool caches current.
 
-Runs in the service's nursery. Every ``AGENTWS_CONNECTOR_REFRESH_S`` it
-fetches the tool list of each active remote MCP connector and syncs the
-cache, one connector at a time, each within ``AGENTWS_TOOL_TIMEOUT_S``; a
-remote that is down is logged and tried again next round, and its cached
-tools stay as they were, so ``tools/list`` keeps answering.
+Runs in the service's nursery. Every ``AGENTWS_CONNECTOR_REFRESH_S`` it asks
+the connector links (:mod:`agentws.connectors.links`) to link any connector
+added since, and every link to fetch its remote's tool list again and sync
+the cache. Each link does that in its own task, within
+``AGENTWS_TOOL_TIMEOUT_S``; a remote that is down is retried by its link,
+and its cached tools stay as they were, so ``tools/list`` keeps answering.
+Links also refresh when they connect and when a remote announces
+``notifications/tools/list_changed``; ``0`` turns off only the periodic round.
 """
 
 from __future__ import annotations
@@ -14,47 +17,16 @@ import logging
 import trio
 
 from agentws.config import Settings
-from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
-from agentws.domain.models import Connector, ConnectorKind
+from agentws.connectors.links import RemoteLinks
 from agentws.errors import AgentwsError
-from agentws.secret_box import SecretBox
-from agentws.store import Store
 
-__all__ = ["refresh_all", "refresh_forever"]
+__all__ = ["refresh_forever"]
 
 log = logging.getLogger("agentws.connectors")
 
-ACTOR = "system:refresher"
-
-
-async def refresh_all(store: Store, settings: Settings) -> int:
-    """Refresh every active remote MCP connector once; how many succeeded."""
-    connectors = await store.select(Connector, kind=ConnectorKind.REMOTE_MCP, active=True)
-    done = 0
-    for connector in connectors:
-        try:
-            box = SecretBox.from_settings(settings) if connector.secret else None
-            tools = await fetch_tools(
-                connector,
-                box=box,
-                allowlist=settings.connector_allowlist,
-                timeout_s=settings.tool_timeout_s,
-            )
-            await sync_tool_cache(store, connector, tools, actor=ACTOR)
-        except RemoteError as exc:
-            log.warning("refresh: %s", exc.message)
-        except AgentwsError as exc:
-            log.warning("refresh of connector %s failed: %s", connector.name, exc.message)
-        except Exception:
-            # One broken remote must not stop the others or the refresher.
-            log.exception("refresh of connector %s failed", connector.name)
-        else:
-            done += 1
-    return done
-
 
 async def refresh_forever(
-    store: Store,
+    links: RemoteLinks,
     settings: Settings,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -65,4 +37,10 @@ async def refresh_forever(
         return
     while True:
         await trio.sleep(settings.connector_refresh_s)
-        await refresh_all(store, settings)
+        try:
+            await links.refresh_all()
+        except AgentwsError as exc:
+            log.warning("connector refresh: cannot read connectors: %s", exc.message)
+        except Exception:
+            # The next round may fare better; the service must not go down with this one.
+            log.exception("connector refresh failed")

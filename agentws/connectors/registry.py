@@ -19,7 +19,7 @@ from agentws.connectors.native import cache_native_tools
 from agentws.connectors.url_guard import Allowlist, check_url
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import check_identifier
-from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.errors import ConfigError, ConflictError, NotFoundError, ValidationError
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -29,6 +29,7 @@ __all__ = [
     "ConnectorSecret",
     "add_connector",
     "attach_connector",
+    "connector_headers",
     "detach_connector",
     "find_connector",
     "list_connectors",
@@ -71,6 +72,21 @@ def parse_header(text: str) -> tuple[str, str]:
             f"--secret-stdin (and --secret-header {name} unless it is Authorization)"
         )
     return name, value
+
+
+def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, str]:
+    """The headers to send: the plain ones plus the secret, opened for this use only."""
+    headers = {k: v for k, v in connector.headers.items() if k != SECRET_HEADER_FIELD}
+    if connector.secret is not None:
+        if box is None:
+            raise ConfigError(
+                f"connector {connector.name!r} has a secret but no secret key is configured "
+                "(AGENTWS_SECRET_KEY, or secret.key in the data directory)"
+            )
+        name = connector.headers.get(SECRET_HEADER_FIELD, "Authorization")
+        value = box.open(connector.secret)
+        headers[name] = f"Bearer {value}" if name.lower() == "authorization" else value
+    return headers
 
 
 async def find_connector(store: Store, workspace_slug: str, name: str) -> Connector:

@@ -13,57 +13,56 @@ become a *suggested* label only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import attrs
 import httpx2
 import mcp_types as types
 import trio
+from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from agentws.audit import record
 from agentws.connectors.definitions import definition_hash as hash_definition
-from agentws.connectors.registry import SECRET_HEADER_FIELD
+from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
-from agentws.errors import AgentwsError
+from agentws.errors import AgentwsError, ConflictError, UpstreamError
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
 __all__ = [
+    "TRANSPORTS",
+    "Probe",
     "RemoteError",
     "SyncReport",
     "call_tool",
-    "connector_headers",
     "definition_hash",
+    "describe",
     "fetch_tools",
+    "first_leaf",
+    "list_all_tools",
+    "open_transport",
+    "probe",
     "suggested_label",
     "sync_tool_cache",
 ]
 
 log = logging.getLogger("agentws.connectors")
 
+# A remote whose tools/list keeps handing out cursors is broken or hostile.
+_MAX_PAGES = 100
 
-class RemoteError(AgentwsError):
+
+class RemoteError(UpstreamError):
     """The remote MCP server could not be reached or did not answer as MCP."""
 
     code = "remote_error"
-
-
-def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, str]:
-    """The headers to send: the plain ones plus the secret, opened for this use only."""
-    headers = {k: v for k, v in connector.headers.items() if k != SECRET_HEADER_FIELD}
-    if connector.secret is not None:
-        if box is None:
-            raise RemoteError("the connector has a secret but no secret key is configured")
-        name = connector.headers.get(SECRET_HEADER_FIELD, "Authorization")
-        value = box.open(connector.secret)
-        headers[name] = f"Bearer {value}" if name.lower() == "authorization" else value
-    return headers
 
 
 def definition_hash(tool: types.Tool) -> str:
@@ -81,44 +80,59 @@ def suggested_label(tool: types.Tool) -> Capability:
     return Capability.WRITE
 
 
-async def _list_all(session: ClientSession) -> list[types.Tool]:
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool the remote lists, following ``nextCursor`` through all pages."""
     tools: list[types.Tool] = []
     cursor: str | None = None
-    while True:
+    for _ in range(_MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
         tools += page.tools
         cursor = page.next_cursor
         if not cursor:
             return tools
+    raise RemoteError(f"the remote's tool list goes on for more than {_MAX_PAGES} pages")
 
 
 T = TypeVar("T")
-Work = Callable[[ClientSession], Awaitable[T]]
+#: What runs in a one-off session: given the session and the transport it uses.
+Work = Callable[[ClientSession, str], Awaitable[T]]
+
+#: The transports a remote may speak, in the order they are tried.
+TRANSPORTS = ("streamable_http", "sse")
 
 
-async def _over_streamable(
+@asynccontextmanager
+async def open_transport(
+    kind: str,
     url: str,
     headers: dict[str, str],
     transport: httpx2.AsyncBaseTransport,
+    *,
     timeout_s: float,
-    work: Work[T],
-) -> T:
-    async with (
-        httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout_s) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        return await work(session)
+    stream_read_timeout_s: float | None,
+) -> AsyncIterator[TransportStreams]:
+    """The read and write streams of an MCP client connection to ``url``.
 
+    Args:
+        kind: ``streamable_http`` or ``sse`` (legacy HTTP+SSE).
+        transport: the httpx2 transport every request goes through (the URL guard).
+        timeout_s: connect, write and read timeout of each request.
+        stream_read_timeout_s: how long a server-sent event stream may stay
+            silent; None for streams kept open for notifications.
 
-async def _over_sse(
-    url: str,
-    headers: dict[str, str],
-    transport: httpx2.AsyncBaseTransport,
-    timeout_s: float,
-    work: Work[T],
-) -> T:
+    Resource handling:
+        The HTTP client and its connections are closed when the block ends.
+    """
+    if kind == "streamable_http":
+        timeout = httpx2.Timeout(timeout_s, read=stream_read_timeout_s)
+        async with (
+            httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout) as http,
+            streamable_http_client(url, http_client=http) as streams,
+        ):
+            yield streams
+        return
+
     def factory(
         headers: dict[str, str] | None = None,
         timeout: httpx2.Timeout | None = None,
@@ -126,14 +140,18 @@ async def _over_sse(
     ) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout, auth=auth)
 
-    async with (
-        sse_client(url, headers=headers, timeout=timeout_s, httpx_client_factory=factory) as (
-            read,
-            write,
-        ),
-        ClientSession(read, write) as session,
-    ):
-        return await work(session)
+    async with sse_client(
+        url,
+        headers=headers,
+        timeout=timeout_s,
+        sse_read_timeout=stream_read_timeout_s or _FOREVER_S,
+        httpx_client_factory=factory,
+    ) as streams:
+        yield streams
+
+
+# httpx2 wants a number for the SSE read timeout; a link's stream may idle this long.
+_FOREVER_S = 365 * 24 * 3600.0
 
 
 async def _with_remote(
@@ -155,52 +173,63 @@ async def _with_remote(
         raise RemoteError(f"connector {connector.name!r} has no URL")
     url = connector.url
     headers = connector_headers(connector, box)
-    guard = GuardedTransport(allowlist, resolve=resolve)
     initialized = False
 
-    async def initialized_work(session: ClientSession) -> T:
+    async def attempt(kind: str) -> T:
         nonlocal initialized
-        await session.initialize()
-        initialized = True
-        return await work(session)
+        # A guard per attempt: its connection pool closes with the attempt's client.
+        guard = GuardedTransport(allowlist, resolve=resolve)
+        async with (
+            open_transport(
+                kind, url, headers, guard, timeout_s=timeout_s, stream_read_timeout_s=timeout_s
+            ) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            initialized = True
+            return await work(session, kind)
 
     try:
         with trio.fail_after(timeout_s):
             try:
-                return await _over_streamable(url, headers, guard, timeout_s, initialized_work)
+                return await attempt("streamable_http")
             except Exception as streamable_error:
-                leaf = _first_leaf(streamable_error)
+                leaf = first_leaf(streamable_error)
                 if isinstance(leaf, AgentwsError):
                     raise leaf from None
                 if initialized:
                     raise RemoteError(
-                        f"connector {connector.name!r}: cannot {what} at {url}: "
-                        f"{type(leaf).__name__}: {leaf}"
+                        f"connector {connector.name!r}: cannot {what} at {url}: {describe(leaf)}"
                     ) from None
-                log.info("%s: no Streamable HTTP (%s); trying legacy SSE", url, leaf)
+                log.info("%s: no Streamable HTTP (%s); trying legacy SSE", url, describe(leaf))
             try:
-                return await _over_sse(url, headers, guard, timeout_s, initialized_work)
+                return await attempt("sse")
             except Exception as sse_error:
-                leaf = _first_leaf(sse_error)
+                leaf = first_leaf(sse_error)
                 if isinstance(leaf, AgentwsError):
                     raise leaf from None
                 raise RemoteError(
-                    f"connector {connector.name!r}: cannot {what} at {url}: "
-                    f"{type(leaf).__name__}: {leaf}"
+                    f"connector {connector.name!r}: cannot {what} at {url}: {describe(leaf)}"
                 ) from None
     except trio.TooSlowError:
         raise RemoteError(
             f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
         ) from None
-    finally:
-        with trio.move_on_after(5, shield=True):
-            await guard.aclose()
 
 
-def _first_leaf(error: BaseException) -> BaseException:
+def first_leaf(error: BaseException) -> BaseException:
+    """The first non-group exception of an exception group (transports raise groups)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     return error
+
+
+def describe(error: BaseException) -> str:
+    """A one-line description of a transport failure, for operators and callers."""
+    if isinstance(error, httpx2.HTTPStatusError):
+        return f"HTTP {error.response.status_code} from {error.request.url}"
+    text = str(error) or "(no detail)"
+    return f"{type(error).__name__}: {text}"
 
 
 async def fetch_tools(
@@ -225,7 +254,7 @@ async def fetch_tools(
         timeout_s=timeout_s,
         resolve=resolve,
         what="list tools",
-        work=_list_all,
+        work=lambda session, _: list_all_tools(session),
     )
 
 
@@ -246,7 +275,7 @@ async def call_tool(
         result with ``isError``.
     """
 
-    async def call(session: ClientSession) -> types.CallToolResult:
+    async def call(session: ClientSession, kind: str) -> types.CallToolResult:
         return await session.call_tool(name, arguments)
 
     return await _with_remote(
@@ -257,6 +286,59 @@ async def call_tool(
         resolve=resolve,
         what=f"call {name}",
         work=call,
+    )
+
+
+@attrs.frozen
+class Probe:
+    """What a remote MCP server said when asked: who it is and what it offers."""
+
+    transport: str
+    server_name: str
+    server_version: str
+    protocol_version: str
+    tools: int
+    #: Whether it announces changes of its tool list (``tools.listChanged``).
+    announces_changes: bool
+
+
+async def probe(
+    connector: Connector,
+    *,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver = system_resolver,
+) -> Probe:
+    """Connect, shake hands and list the tools, changing nothing (``agentws connector test``).
+
+    Error handling:
+        As :func:`fetch_tools`.
+    """
+
+    async def ask(session: ClientSession, kind: str) -> Probe:
+        tools = await list_all_tools(session)
+        info = session.server_info
+        capabilities = session.server_capabilities
+        return Probe(
+            transport=kind,
+            server_name=info.name if info else "?",
+            server_version=info.version if info else "?",
+            protocol_version=session.protocol_version or "?",
+            tools=len(tools),
+            announces_changes=bool(
+                capabilities and capabilities.tools and capabilities.tools.list_changed
+            ),
+        )
+
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        timeout_s=timeout_s,
+        resolve=resolve,
+        what="connect",
+        work=ask,
     )
 
 
@@ -281,6 +363,7 @@ async def sync_tool_cache(
     """
     cached = {t.name: t for t in await store.select(CachedTool, connector_id=connector.id)}
     added, changed = [], []
+    seen: set[str] = set()
     now = utcnow()
     for tool in tools:
         digest = definition_hash(tool)
@@ -297,9 +380,17 @@ async def sync_tool_cache(
             "suggested_label": suggested_label(tool),
             "fetched_at": now,
         }
+        if tool.name in seen:
+            log.warning("connector %s lists %r twice; the first is kept", connector.name, tool.name)
+            continue
+        seen.add(tool.name)
         old = cached.pop(tool.name, None)
         if old is None:
-            await store.insert(CachedTool(connector_id=connector.id, name=tool.name, **fields))
+            try:
+                await store.insert(CachedTool(connector_id=connector.id, name=tool.name, **fields))
+            except ConflictError:
+                # Another refresh (the CLI, another instance) cached it meanwhile.
+                continue
             added.append(tool.name)
         elif old.definition_hash != digest:
             await store.update(attrs.evolve(old, label=None, **fields))
@@ -318,7 +409,7 @@ async def sync_tool_cache(
     for gone in cached.values():
         await store.delete(CachedTool, gone.id)
     report = SyncReport(
-        tuple(added), tuple(changed), tuple(cached), len(tools) - len(added) - len(changed)
+        tuple(added), tuple(changed), tuple(cached), len(seen) - len(added) - len(changed)
     )
     log.info(
         "connector %s: %d tools (%d new, %d changed, %d removed)",

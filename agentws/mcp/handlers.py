@@ -29,9 +29,10 @@ from mcp.shared.exceptions import MCPError
 
 from agentws import __version__
 from agentws.config import Settings
+from agentws.connectors.links import RemoteLinks
 from agentws.connectors.native import ACTIONS, run_action
-from agentws.connectors.remote_mcp import RemoteError, connector_headers
-from agentws.connectors.remote_mcp import call_tool as remote_call_tool
+from agentws.connectors.registry import connector_headers
+from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Capability, Connector, ConnectorKind, Library, Skill
 from agentws.errors import StoreError, UnsafeUrlError
 from agentws.mcp.sessions import McpSession
@@ -155,8 +156,12 @@ async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, 
     return named
 
 
-def build_server(store: Store, settings: Settings) -> Server[McpSession]:
-    """The MCP server every group endpoint session of this process runs."""
+def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server[McpSession]:
+    """The MCP server every group endpoint session of this process runs.
+
+    Calls to remote MCP connectors go over ``links``, the process's shared
+    sessions with them.
+    """
 
     async def call_connector_tool(
         session: McpSession, tool: ToolSpec, arguments: dict[str, Any]
@@ -175,8 +180,8 @@ def build_server(store: Store, settings: Settings) -> Server[McpSession]:
                 PERMISSION_DENIED, f"permission denied: {tool.name} is beyond this token's scope"
             )
         connector = await store.get(Connector, tool.connector_id or "")
-        box = SecretBox.from_settings(settings) if connector.secret else None
         if connector.kind is not ConnectorKind.REMOTE_MCP:
+            box = SecretBox.from_settings(settings) if connector.secret else None
             action = ACTIONS[connector.kind].get(tool.remote_name or "")
             if action is None:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown tool {tool.name!r}")
@@ -189,13 +194,11 @@ def build_server(store: Store, settings: Settings) -> Server[McpSession]:
                 timeout_s=settings.tool_timeout_s,
             )
         try:
-            return await remote_call_tool(
+            return await links.call_tool(
                 connector,
                 tool.remote_name or "",
                 arguments,
-                box=box,
-                allowlist=settings.connector_allowlist,
-                timeout_s=settings.tool_timeout_s,
+                retry_safe=tool.capability is Capability.READ,
             )
         except (RemoteError, UnsafeUrlError) as exc:
             return error_result(f"{tool.name} failed: {exc.message}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,13 +24,18 @@ from hypercorn.config import Config
 from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.native import ACTIONS, run_action
-from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
-from agentws.connectors.remote_mcp import connector_headers
+from agentws.connectors.registry import (
+    ConnectorSecret,
+    add_connector,
+    attach_connector,
+    connector_headers,
+)
 from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.secret_box import SecretBox, ensure_key_file
 from tests.e2e.mcp_support import running, sdk_session
+from tests.support import clean_env
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 TIMEOUT_S = 10.0
@@ -45,7 +51,23 @@ class Upstream:
     )
 
 
-def _route(method: str, path: str, query: dict[str, list[str]], body: Any) -> tuple[int, Any]:
+def _route(
+    method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], body: Any
+) -> tuple[int, Any]:
+    authorization = headers.get("authorization")
+    if path == "/github/user" and method == "GET":
+        if authorization != f"Bearer {TOKEN}":
+            return 401, {"message": "Bad credentials", "status": "401"}
+        return 200, {"login": "ada", "id": 1, "type": "User"}
+    if path == "/slack/api/auth.test" and method == "POST":
+        if authorization != f"Bearer {TOKEN}":
+            return 200, {"ok": False, "error": "invalid_auth"}
+        return 200, {"ok": True, "team": "Acme", "user": "agentws-bot", "team_id": "T1"}
+    if path == "/stripe/v1/balance" and method == "GET":
+        if authorization != f"Bearer {TOKEN}":
+            message = "Invalid API Key provided: sk_test_****"
+            return 401, {"error": {"type": "invalid_request_error", "message": message}}
+        return 200, {"object": "balance", "livemode": False, "available": []}
     if path == "/github/search/issues" and method == "GET":
         items = [
             {
@@ -119,7 +141,7 @@ async def fake_upstreams() -> AsyncIterator[tuple[str, Upstream]]:
         query = parse_qs(scope["query_string"].decode())
         parsed = json.loads(body) if body else None
         upstream.seen.append((scope["method"], scope["path"], query, headers, parsed))
-        status, payload = _route(scope["method"], scope["path"], query, parsed)
+        status, payload = _route(scope["method"], scope["path"], query, headers, parsed)
         data = b"" if payload is None else json.dumps(payload).encode()
         await send(
             {
@@ -298,3 +320,76 @@ async def test_native_tools_on_the_endpoint_read_runs_write_is_denied(tmp_path: 
                     assert denied.value.code == PERMISSION_DENIED
         assert [(m, p) for m, p, *_ in upstream.seen] == [("GET", "/github/search/issues")]
         assert upstream.seen[0][3]["authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "works"),
+    [
+        ("github", "/github", "authenticated as ada"),
+        ("slack", "/slack/api", "authenticated as agentws-bot in team Acme"),
+        ("stripe", "/stripe", "authenticated (test mode)"),
+    ],
+)
+async def test_connector_test_proves_the_credential_and_changes_nothing(
+    tmp_path: Path, kind: str, path: str, works: str
+) -> None:
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+    async with fake_upstreams() as (base, upstream):
+        for command in (["init"], ["workspace", "create", "acme"]):
+            assert (await _cli(tmp_path, *command, **env))[0] == 0
+        for name, token in (("good", TOKEN), ("bad", "wrong-token")):
+            code, _, err = await _cli(
+                tmp_path,
+                *("connector", "add", "acme", name, "--kind", kind, "--url", base + path),
+                "--secret-env",
+                "TOKEN",
+                TOKEN=token,
+                **env,
+            )
+            assert code == 0, err
+        seen_after_add = len(upstream.seen)
+        code, out, err = await _cli(tmp_path, "connector", "test", "acme", "good", **env)
+        assert code == 0, err
+        assert out.startswith(f"Connector 'good' works: {works} (")
+        assert "Nothing was changed." in out
+        code, out, err = await _cli(tmp_path, "connector", "test", "acme", "bad", "--json", **env)
+        assert code == 1
+        assert out == ""
+        error = json.loads(err)["error"]
+        assert error["code"] == "upstream_error"
+        assert error["message"].startswith("connector 'bad': ")
+        assert {"github": "HTTP 401: Bad credentials", "slack": "'invalid_auth'"}.get(
+            kind, "HTTP 401: Invalid API Key"
+        ) in error["message"]
+        # One read each, nothing else, and never a secret in what was printed.
+        assert len(upstream.seen) == seen_after_add + 2
+        assert "wrong-token" not in out + err
+
+
+async def test_connector_test_names_an_unreachable_upstream(tmp_path: Path) -> None:
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+    for command in (["init"], ["workspace", "create", "acme"]):
+        assert (await _cli(tmp_path, *command, **env))[0] == 0
+    url = "http://127.0.0.1:9/github"
+    code, _, err = await _cli(
+        tmp_path, "connector", "add", "acme", "gh", "--kind", "github", "--url", url, **env
+    )
+    assert code == 0, err
+    with trio.fail_after(TIMEOUT_S * 3):
+        code, _, err = await _cli(tmp_path, "connector", "test", "acme", "gh", **env)
+    assert code == 1
+    assert f"agentws: error: connector 'gh': cannot reach {url}" in err
+
+
+async def _cli(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    result = await trio.run_process(
+        [sys.executable, "-m", "agentws", *args, "--database", f"sqlite:///{tmp_path / 'cli.db'}"],
+        cwd=tmp_path,
+        env=clean_env(**env),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert "Traceback" not in stdout + stderr, stderr
+    return result.returncode, stdout, stderr

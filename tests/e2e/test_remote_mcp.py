@@ -1,107 +1,42 @@
 """Remote MCP connectors against a real third-party MCP server on loopback.
 
-The third party is the ``mcp`` SDK's own server (``streamable_http_app``)
-served by Hypercorn; agentws fetches its tools through the URL guard and
-keeps them in the tool cache.
+The third party is the ``mcp`` SDK's own server (see
+:mod:`tests.e2e.remote_support`); agentws fetches its tools through the URL
+guard, keeps them in the tool cache and forwards calls to it.
 """
 
 from __future__ import annotations
 
-import functools
+import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import attrs
-import hypercorn.trio
-import mcp_types as types
 import pytest
 import trio
-from hypercorn.config import Config
-from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
 from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability, ConnectorKind
 from agentws.errors import UnsafeUrlError
 from agentws.mcp.handlers import PERMISSION_DENIED
-from agentws.registry import create_workspace
-from agentws.secret_box import SecretBox, ensure_key_file
-from agentws.store import Store, open_store
 from tests.e2e.mcp_support import running, sdk_session
+from tests.e2e.remote_support import (
+    LOOPBACK,
+    SDK_CLIENT_WARNINGS,
+    TIMEOUT_S,
+    ThirdParty,
+    store_and_box,
+    third_party_server,
+    tool,
+)
 from tests.support import clean_env
 
-# The SDK's Streamable HTTP client leaves its GET-stream generator to the
-# garbage collector when it is closed while the remote still holds the stream;
-# trio then warns. That is the SDK client's own cleanup, not ours.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpx2.*was garbage collected:ResourceWarning",
-    "ignore:Async generator 'httpcore2.*was garbage collected:ResourceWarning",
-)
+pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
-LOOPBACK = Allowlist.parse("127.0.0.1/32")
-TIMEOUT_S = 10.0
 SECRET = "remote-bearer-token-123"
-
-
-@attrs.define
-class ThirdParty:
-    """The remote's tools (tests change them) and the Authorization headers it saw."""
-
-    tools: list[types.Tool]
-    authorizations: list[str | None] = attrs.field(factory=list)
-    calls: list[str] = attrs.field(factory=list)
-
-
-def _tool(name: str, description: str, **hints: bool) -> types.Tool:
-    return types.Tool(
-        name=name,
-        description=description,
-        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
-        annotations=types.ToolAnnotations(**hints) if hints else None,
-    )
-
-
-@asynccontextmanager
-async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        request = ctx.request
-        state.authorizations.append(request.headers.get("authorization") if request else None)
-        return types.ListToolsResult(tools=state.tools)
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        state.calls.append(params.name)
-        query = (params.arguments or {}).get("q")
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"third-party found: {query}")]
-        )
-
-    server: Server[Any] = Server("third-party", on_list_tools=list_tools, on_call_tool=call_tool)
-    app = server.streamable_http_app(streamable_http_path="/mcp")
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        yield f"{binds[0]}/mcp"
-        stop.set()
-
-
-@asynccontextmanager
-async def store_and_box(tmp_path: Path) -> AsyncIterator[tuple[Store, SecretBox]]:
-    ensure_key_file(tmp_path)
-    box = SecretBox.from_settings(Settings.from_env({"AGENTWS_DATA_DIR": str(tmp_path)}))
-    async with open_store(f"sqlite:///{tmp_path / 'remote.db'}") as store:
-        await create_workspace(store, "acme", name=None, actor="t")
-        yield store, box
 
 
 async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
@@ -109,9 +44,9 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
 ) -> None:
     state = ThirdParty(
         [
-            _tool("search", "Search things", read_only_hint=True),
-            _tool("drop", "Drop everything", destructive_hint=True),
-            _tool("send", "Send a message"),
+            tool("search", "Search things", read_only_hint=True),
+            tool("drop", "Drop everything", destructive_hint=True),
+            tool("send", "Send a message"),
         ]
     )
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
@@ -145,7 +80,7 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
         # An admin labels `search` read; then the remote changes what `search` is.
         await store.update(attrs.evolve(cached["search"], label=Capability.READ))
         state.tools = [
-            _tool("search", "Search and DELETE things", read_only_hint=True),
+            tool("search", "Search and DELETE things", read_only_hint=True),
             state.tools[1],
         ]
         with trio.fail_after(TIMEOUT_S):
@@ -163,7 +98,7 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
 
 
 async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
-    state = ThirdParty([_tool("search", "Search")])
+    state = ThirdParty([tool("search", "Search")])
     async with store_and_box(tmp_path) as (store, box):
         async with third_party_server(state) as url:
             connector = await add_connector(
@@ -184,7 +119,7 @@ async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path)
 
 
 async def test_a_loopback_remote_needs_the_allowlist(tmp_path: Path) -> None:
-    state = ThirdParty([_tool("search", "Search")])
+    state = ThirdParty([tool("search", "Search")])
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
         connector = await add_connector(
             store,
@@ -218,7 +153,7 @@ async def _cli(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str]:
 
 
 async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path: Path) -> None:
-    state = ThirdParty([_tool("search", "Search", read_only_hint=True), _tool("send", "Send")])
+    state = ThirdParty([tool("search", "Search", read_only_hint=True), tool("send", "Send")])
     for command in (["init"], ["workspace", "create", "acme"]):
         assert (await _cli(tmp_path, *command))[0] == 0
     async with third_party_server(state) as url:
@@ -239,15 +174,40 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
         assert code == 0, err
         assert "Tools of 'third': 2 new" in out
         assert state.authorizations == [f"Bearer {SECRET}"]
-        state.tools = [_tool("search", "Search, differently", read_only_hint=True)]
+        # show: every cached tool is write, the remote's read-only claim a suggestion.
+        code, out, err = await _cli(tmp_path, "connector", "show", "acme", "third", "--json")
+        assert code == 0, err
+        shown = json.loads(out)
+        assert shown["secret"] == "Authorization"
+        rows = [(t["name"], t["capability"], t["label"], t["suggested"]) for t in shown["tools"]]
+        assert rows == [
+            ("third_search", "write", None, "read"),
+            ("third_send", "write", None, "write"),
+        ]
+        code, out, err = await _cli(tmp_path, "connector", "show", "acme", "third")
+        assert code == 0, err
+        assert "in header Authorization, stored encrypted" in out
+        assert "Tools (2, from the cache; 2 unlabeled, so write):" in out
+        # test: the handshake and the list, with the credential; the cache is untouched.
+        listed = len(state.authorizations)
+        code, out, err = await _cli(tmp_path, "connector", "test", "acme", "third", "--json")
+        assert code == 0, err
+        probe = json.loads(out)
+        assert (probe["ok"], probe["transport"], probe["tools"]) == (True, "streamable_http", 2)
+        assert probe["server"]["name"] == "third-party"
+        assert state.authorizations[listed:] == [f"Bearer {SECRET}"]
+        state.tools = [tool("search", "Search, differently", read_only_hint=True)]
         code, out, err = await _cli(tmp_path, "connector", "refresh", "acme", "third")
         assert code == 0, err
         assert "1 changed, 1 removed" in out
         assert SECRET not in out + err
-    # The remote is down: refresh fails clearly; add still saves the connector.
+    # The remote is down: refresh and test fail clearly; add still saves the connector.
     code, _, err = await _cli(tmp_path, "connector", "refresh", "acme", "third")
     assert code == 1
     assert "cannot list tools" in err
+    code, out, err = await _cli(tmp_path, "connector", "test", "acme", "third")
+    assert (code, out) == (1, "")
+    assert f"agentws: error: connector 'third': cannot connect at {url}" in err
     code, out, err = await _cli(
         tmp_path, "connector", "add", "acme", "later", "--kind", "remote_mcp", "--url", url
     )
@@ -257,7 +217,7 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
 
 
 async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_path: Path) -> None:
-    state = ThirdParty([_tool("search", "Search", read_only_hint=True), _tool("send", "Send")])
+    state = ThirdParty([tool("search", "Search", read_only_hint=True), tool("send", "Send")])
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
     async with running(tmp_path, with_library=False, **env) as server:
         store = server.store
@@ -300,44 +260,3 @@ async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_pa
                 assert down.is_error
                 assert "third_search failed" in down.content[0].text  # type: ignore[union-attr]
                 assert len((await session.list_tools()).tools) == 2
-
-
-async def test_the_refresher_keeps_the_cache_current_and_survives_a_down_remote(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    state = ThirdParty([_tool("search", "Search", read_only_hint=True)])
-    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0.2"}
-
-    async def cached_names(connector_id: str) -> set[str]:
-        return {t.name for t in await store.select(CachedTool, connector_id=connector_id)}
-
-    async def until(connector_id: str, names: set[str]) -> None:
-        with trio.fail_after(TIMEOUT_S):
-            while await cached_names(connector_id) != names:  # noqa: ASYNC110 - state is in the store
-                await trio.sleep(0.05)
-
-    async with running(tmp_path, with_library=False, **env) as server:
-        store = server.store
-        async with third_party_server(state) as url:
-            connector = await add_connector(
-                store,
-                "acme",
-                "third",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=url,
-                headers={},
-                secret=None,
-                box=None,
-                allowlist=LOOPBACK,
-                actor="t",
-            )
-            await until(connector.id, {"search"})
-            state.tools = [*state.tools, _tool("fetch", "Fetch", read_only_hint=True)]
-            await until(connector.id, {"search", "fetch"})
-        # Down: the refresher logs and tries again next round; the cache keeps what it had.
-        with trio.fail_after(TIMEOUT_S):
-            while not any("cannot list tools" in r.getMessage() for r in caplog.records):  # noqa: ASYNC110
-                await trio.sleep(0.05)
-        assert await cached_names(connector.id) == {"search", "fetch"}
-        audit = await store.select(AuditEntry, action="tool.definition_changed")
-        assert audit == []

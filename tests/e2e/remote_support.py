@@ -1,0 +1,141 @@
+"""A third-party MCP server on loopback, for remote MCP connector tests.
+
+The third party is the ``mcp`` SDK's own lowlevel server
+(``streamable_http_app``) served by Hypercorn on a real port. Tests change
+its tools, make it announce ``notifications/tools/list_changed``, stop it and
+start it again on the same port, and look at what it saw: the credentials,
+the calls, the MCP sessions agentws opened and the requests still open.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import hypercorn.trio
+import mcp_types as types
+import trio
+from hypercorn.config import Config
+from mcp.server.lowlevel.server import Server
+from mcp.server.session import ServerSession
+
+from agentws.config import Settings
+from agentws.connectors.url_guard import Allowlist
+from agentws.registry import create_workspace
+from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.store import Store, open_store
+
+LOOPBACK = Allowlist.parse("127.0.0.1/32")
+TIMEOUT_S = 10.0
+
+# The SDK's Streamable HTTP client leaves its GET-stream generator to the
+# garbage collector when it is closed while the remote still holds the stream;
+# trio then warns. That is the SDK client's own cleanup, not ours.
+SDK_CLIENT_WARNINGS = (
+    "ignore:Async generator 'httpx2.*was garbage collected:ResourceWarning",
+    "ignore:Async generator 'httpcore2.*was garbage collected:ResourceWarning",
+)
+
+
+@attrs.define
+class ThirdParty:
+    """The remote's tools (tests change them) and what it saw."""
+
+    tools: list[types.Tool]
+    authorizations: list[str | None] = attrs.field(factory=list)
+    calls: list[str] = attrs.field(factory=list)
+    #: Every MCP session that listed tools or called one, in order.
+    sessions: list[ServerSession] = attrs.field(factory=list)
+    #: The ``Mcp-Session-Id`` of each request that listed tools or called one.
+    session_ids: list[str | None] = attrs.field(factory=list)
+    #: HTTP requests in progress (GET streams included), by method.
+    open_requests: dict[str, int] = attrs.field(factory=dict)
+    #: The port it last listened on; a restart reuses it.
+    port: int = 0
+
+    def saw(self, ctx: Any) -> None:
+        if not self.sessions or self.sessions[-1] is not ctx.session:
+            self.sessions.append(ctx.session)
+        self.session_ids.append(ctx.request.headers.get("mcp-session-id") if ctx.request else None)
+
+    @property
+    def distinct_sessions(self) -> int:
+        """How many MCP sessions with the remote listed tools or called one."""
+        return len(set(self.session_ids))
+
+    async def announce_list_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` on the newest session."""
+        await self.sessions[-1].send_tool_list_changed()
+
+
+def tool(name: str, description: str, **hints: bool) -> types.Tool:
+    return types.Tool(
+        name=name,
+        description=description,
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        annotations=types.ToolAnnotations(**hints) if hints else None,
+    )
+
+
+def _counting(app: Any, state: ThirdParty) -> Any:
+    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        method = scope["method"]
+        state.open_requests[method] = state.open_requests.get(method, 0) + 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            state.open_requests[method] -= 1
+
+    return asgi
+
+
+@asynccontextmanager
+async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
+    """Serve ``state``'s tools at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        request = ctx.request
+        state.authorizations.append(request.headers.get("authorization") if request else None)
+        state.saw(ctx)
+        return types.ListToolsResult(tools=state.tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        state.calls.append(params.name)
+        state.saw(ctx)
+        query = (params.arguments or {}).get("q")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"third-party found: {query}")]
+        )
+
+    server: Server[Any] = Server("third-party", on_list_tools=list_tools, on_call_tool=call_tool)
+    app = _counting(server.streamable_http_app(streamable_http_path="/mcp"), state)
+    config = Config()
+    config.bind = [f"127.0.0.1:{state.port}"]
+    config.accesslog = None
+    # Our links hold a stream open: do not wait long for it when stopping.
+    config.graceful_timeout = 0.2
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
+        )
+        state.port = int(binds[0].rsplit(":", 1)[1])
+        yield f"{binds[0]}/mcp"
+        stop.set()
+
+
+@asynccontextmanager
+async def store_and_box(tmp_path: Path) -> AsyncIterator[tuple[Store, SecretBox]]:
+    """A SQLite store with workspace ``acme`` and a secret box with a fresh key."""
+    ensure_key_file(tmp_path)
+    box = SecretBox.from_settings(Settings.from_env({"AGENTWS_DATA_DIR": str(tmp_path)}))
+    async with open_store(f"sqlite:///{tmp_path / 'remote.db'}") as store:
+        await create_workspace(store, "acme", name=None, actor="t")
+        yield store, box
