@@ -20,6 +20,7 @@ from agentws.mcp.auth import Authenticator
 from agentws.mcp.handlers import build_server
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.store import Store, open_store
+from agentws.tools.catalog import Catalog
 
 __all__ = ["Readiness", "Service", "run_service"]
 
@@ -62,7 +63,7 @@ class Service:
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
                 self.links = RemoteLinks(self.store, self.settings)
-                server = build_server(self.store, self.settings, self.links)
+                server = build_server(self.store, self.settings, self.links, Catalog(self.store))
                 supervisor = SessionSupervisor(
                     self.settings, self.store, server, server.create_initialization_options()
                 )

@@ -404,10 +404,11 @@ async def sync_tool_cache(
                 previous_label=old.label.value if old.label else None,
                 label="unset (write)",
             )
-        else:
-            await store.update(attrs.evolve(old, fetched_at=now))
     for gone in cached.values():
         await store.delete(CachedTool, gone.id)
+    # Unchanged tools only get the time: writing their rows back whole would
+    # undo a label an admin set while this refresh ran.
+    await store.mark_tools_fetched(connector.id, now)
     report = SyncReport(
         tuple(added), tuple(changed), tuple(cached), len(seen) - len(added) - len(changed)
     )

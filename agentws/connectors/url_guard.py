@@ -22,8 +22,10 @@ The allowlist is comma-separated host patterns (``api.example.com``,
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
@@ -34,7 +36,15 @@ import httpx2
 
 from agentws.errors import UnsafeUrlError
 
-__all__ = ["Allowlist", "GuardedTransport", "Resolver", "check_url", "is_public", "system_resolver"]
+__all__ = [
+    "Allowlist",
+    "GuardedTransport",
+    "Resolver",
+    "check_url",
+    "is_public",
+    "shared_ssl_context",
+    "system_resolver",
+]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -151,7 +161,7 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
 
     allowlist: Allowlist = attrs.field(factory=Allowlist)
     resolve: Resolver = system_resolver
-    inner: httpx2.AsyncBaseTransport = attrs.field(factory=httpx2.AsyncHTTPTransport)
+    inner: httpx2.AsyncBaseTransport | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -176,7 +186,22 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             if url.scheme == "https":
                 request.extensions = {**request.extensions, "sni_hostname": host}
             request.url = url.copy_with(host=candidates[0])
+        if self.inner is None:
+            # Made on first use: a refused request needs no connection pool.
+            self.inner = httpx2.AsyncHTTPTransport(verify=shared_ssl_context())
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self.inner is not None:
+            await self.inner.aclose()
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """The TLS client context of every connector connection, made once per process.
+
+    Loading the CA bundle takes milliseconds of CPU on the event loop; one
+    context serves any number of connections. ``SSL_CERT_FILE`` and
+    ``SSL_CERT_DIR`` are honoured, as httpx2 does by default.
+    """
+    return httpx2.create_ssl_context()

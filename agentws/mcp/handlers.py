@@ -19,11 +19,12 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+import attrs
 import jsonschema
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
@@ -45,7 +46,7 @@ from agentws.tools.builtins import (
     find_document,
     group_libraries,
 )
-from agentws.tools.catalog import group_tool, group_tools
+from agentws.tools.catalog import Catalog
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
@@ -156,11 +157,13 @@ async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, 
     return named
 
 
-def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server[McpSession]:
+def build_server(
+    store: Store, settings: Settings, links: RemoteLinks, catalog: Catalog
+) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
-    Calls to remote MCP connectors go over ``links``, the process's shared
-    sessions with them.
+    Tool lists come from ``catalog``; calls to remote MCP connectors go over
+    ``links``, the process's shared sessions with them.
     """
 
     async def call_connector_tool(
@@ -205,9 +208,18 @@ def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server
 
     async def list_tools(
         ctx: Context, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        tools = await group_tools(store, ctx.lifespan_context.caller.group)
-        return types.ListToolsResult(tools=[_mcp_tool(tool) for tool in tools])
+    ) -> dict[str, Any]:
+        listing = await catalog.tools(ctx.lifespan_context.caller.group)
+        rendered: dict[str, Any] | None = listing.renderings.get("mcp")
+        if rendered is None:
+            # Rendered once per catalog version, not once per call: a group
+            # with hundreds of tools would otherwise pay for it on every listing.
+            dumps = [
+                _mcp_tool(tool).model_dump(by_alias=True, mode="json", exclude_none=True)
+                for tool in listing.tools
+            ]
+            rendered = listing.renderings["mcp"] = {"tools": dumps}
+        return rendered
 
     def unknown_tool(name: str) -> MCPError:
         return MCPError(
@@ -219,7 +231,7 @@ def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server
         arguments = params.arguments or {}
         builtin = BUILTINS.get(params.name)
         if builtin is None:
-            tool = await group_tool(store, group, params.name)
+            tool = await catalog.tool(group, params.name)
             if tool is None:
                 raise unknown_tool(params.name)
             problem = _argument_error(tool.input_schema, arguments)
@@ -324,7 +336,9 @@ def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server
         "agentws",
         version=__version__,
         instructions=_INSTRUCTIONS,
-        on_list_tools=_guarded(list_tools),
+        # The runner accepts a result as a dict (``HandlerResult``) and shapes it
+        # for the session's protocol version; the parameter's type says the model.
+        on_list_tools=cast(Any, _guarded(list_tools)),
         on_call_tool=_guarded(call_tool),
         on_list_resources=_guarded(list_resources),
         on_read_resource=_guarded(read_resource),
@@ -332,5 +346,39 @@ def build_server(store: Store, settings: Settings, links: RemoteLinks) -> Server
         on_get_prompt=_guarded(get_prompt),
     )
     # No tracing exporter is configured; the per-message span would be pure cost.
-    server.middleware = []
+    server.middleware = [_ListingReuse(catalog)]
     return server
+
+
+@attrs.define(eq=False)
+class _ListingReuse:
+    """Answers ``tools/list`` with the wire form the SDK made for the same list before.
+
+    The SDK validates and shapes every result for the session's protocol
+    version; for a group with hundreds of tools that costs more than all the
+    rest of a listing. The first listing of a catalog version, per protocol
+    version, runs the whole chain (handler, validation, shaping) and its
+    result is kept with the list; later ones, in any session of the group,
+    get that result while the catalog version stands still. Anything unusual
+    (a session before its handshake, parameters beyond ``_meta``) takes the
+    whole chain.
+    """
+
+    catalog: Catalog
+
+    async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        if (
+            ctx.method != "tools/list"
+            or ctx.session.client_params is None
+            or (ctx.params and set(ctx.params) - {"_meta"})
+        ):
+            return await call_next(ctx)
+        try:
+            listing = await self.catalog.tools(ctx.lifespan_context.caller.group)
+        except StoreError:
+            return await call_next(ctx)  # the handler says what failed
+        key = f"wire:{ctx.protocol_version}"
+        wire: HandlerResult = listing.renderings.get(key)
+        if wire is None:
+            wire = listing.renderings[key] = await call_next(ctx)
+        return wire

@@ -20,6 +20,7 @@ reached.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from agentws.domain.models import (
@@ -104,6 +105,14 @@ class Store(Protocol):
         """Record that a token was just used."""
         ...
 
+    async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:
+        """Set ``fetched_at`` of every cached tool of the connector, and nothing else.
+
+        A refresh that found a tool unchanged must not write the rest of its
+        row back: an admin's label set meanwhile would be lost.
+        """
+        ...
+
     async def group_libraries(self, group_id: str) -> list[Library]:
         """Libraries attached to the group, in the order they were attached."""
         ...
@@ -121,6 +130,10 @@ class Store(Protocol):
 
     async def group_skills(self, group_id: str) -> list[Skill]:
         """Skills of the group's libraries, by attach order, then creation."""
+        ...
+
+    async def catalog_version(self) -> int:
+        """A counter that moves with every change to what groups' tool lists are made of."""
         ...
 
     async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:

@@ -25,6 +25,7 @@ PostgreSQL, which also drops stop words such as "the").
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, TypeVar
 
 from agentws.domain.models import (
@@ -241,6 +242,12 @@ class SqlStore:
         async with self._db.transaction() as tx:
             await tx.execute("UPDATE mcp_tokens SET last_used_at = $2 WHERE id = $1", token_id, now)
 
+    async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:
+        when = table_for(CachedTool).encode_value("fetched_at", fetched_at, self.dialect)
+        async with self._db.transaction() as tx:
+            sql = "UPDATE cached_tools SET fetched_at = $2 WHERE connector_id = $1"
+            await tx.execute(sql, connector_id, when)
+
     async def _fetch(self, sql: str, *args: Any) -> list[Row]:
         return await self._db.fetch(sql, *args)
 
@@ -280,6 +287,10 @@ class SqlStore:
             group_id,
         )
         return [table.decode(row, self.dialect) for row in rows]
+
+    async def catalog_version(self) -> int:
+        rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
+        return int(rows[0]["version"])
 
     async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:
         connectors, tools = table_for(Connector), table_for(CachedTool)

@@ -961,6 +961,64 @@ async def test_touch_token_sets_last_used(store: SqlStore) -> None:
     assert last >= touched.last_used_at
 
 
+async def test_mark_tools_fetched_sets_only_the_time_of_one_connectors_tools(
+    store: SqlStore,
+) -> None:
+    t = await seed(store, ["connectors"])
+    tools = [await store.insert(_cached_tool(t, i)) for i in range(4)]  # two per connector
+    # An admin labels a tool while a refresh of its connector is under way.
+    labeled = await store.update(attrs.evolve(tools[0], label=Capability.READ))
+    later = T0 + timedelta(hours=1)
+    await store.mark_tools_fetched(tools[0].connector_id, later)
+    for tool in tools:
+        got = await store.get(CachedTool, tool.id)
+        if tool.connector_id == tools[0].connector_id:
+            base = labeled if tool.id == labeled.id else tool
+            assert_same(got, attrs.evolve(base, fetched_at=later))
+        else:
+            assert_same(got, tool)
+
+
+async def test_the_catalog_version_moves_with_what_tool_lists_are_made_of(
+    store: SqlStore,
+) -> None:
+    t = await seed(store, ["groups", "token", "connectors", "libraries"])
+    assert t.token is not None
+    versions = [await store.catalog_version()]
+
+    async def moved() -> bool:
+        versions.append(await store.catalog_version())
+        return versions[-1] != versions[-2]
+
+    tool = await store.insert(_cached_tool(t, 0))
+    assert await moved()
+    await store.update(attrs.evolve(tool, label=Capability.READ))
+    assert await moved()
+    link = await store.insert(
+        GroupConnector(group_id=t.groups[0].id, connector_id=tool.connector_id)
+    )
+    assert await moved()
+    await store.delete(GroupConnector, link.id)
+    assert await moved()
+    attached = await store.insert(
+        GroupLibrary(group_id=t.groups[0].id, library_id=t.libraries[0].id)
+    )
+    assert await moved()
+    await store.update(attrs.evolve(t.connectors[0], active=False))
+    assert await moved()
+    # Writes that no tool list is made of leave it alone.
+    await store.touch_token(t.token.id)
+    await store.insert(AuditEntry(workspace_id=t.ws.id, actor="a", action="x", target="y"))
+    assert not await moved()
+    # Cascades count: deleting the library detaches it; deleting the connector drops its tools.
+    await store.delete(Library, t.libraries[0].id)
+    assert await store.find(GroupLibrary, id=attached.id) is None
+    assert await moved()
+    await store.delete(Connector, t.connectors[0].id)
+    assert await moved()
+    assert versions == sorted(versions)
+
+
 async def test_a_field_named_kind_can_be_filtered_by(store: SqlStore) -> None:
     # Connector.kind shares its name with the record-type parameter of select/find/count.
     t = await seed(store, ["connectors"])

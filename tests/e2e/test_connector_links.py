@@ -10,14 +10,16 @@ every connection.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import attrs
 import pytest
 import trio
 
-from agentws.connectors.registry import add_connector, attach_connector
+from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector, ConnectorKind
+from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store
 from tests.e2e.mcp_support import Running, running, sdk_session, wait_for
 from tests.e2e.remote_support import (
@@ -223,3 +225,41 @@ async def test_a_link_refuses_an_address_the_guard_refuses(tmp_path: Path) -> No
             with trio.fail_after(TIMEOUT_S), pytest.raises(Exception, match="not a public address"):
                 await server.service.links.call_tool(connector, "search", {}, retry_safe=True)
         assert state.sessions == []  # nothing reached the remote
+
+
+async def test_a_links_secret_reaches_the_remote_and_no_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the SDK's and httpx2's own debug lines too
+    secret = "remote-secret-never-logged-4242"
+    state = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    ensure_key_file(tmp_path)
+    env = {**ENV, "AGENTWS_DATA_DIR": str(tmp_path)}
+    async with running(tmp_path, with_library=False, **env) as server:
+        box = SecretBox.from_settings(server.service.settings)
+        async with third_party_server(state) as url:
+            connector = await add_connector(
+                server.store,
+                "acme",
+                "third",
+                kind=ConnectorKind.REMOTE_MCP,
+                url=url,
+                headers={},
+                secret=ConnectorSecret(secret),
+                box=box,
+                allowlist=LOOPBACK,
+                actor="t",
+            )
+            await attach_connector(server.store, "acme", "ops", "third", actor="t")
+            await server.service.links.refresh(connector)
+            await _label(server.store, connector, "search", Capability.READ)
+            async with sdk_session(server, "streamable") as session:
+                with trio.fail_after(TIMEOUT_S):
+                    assert not (await session.call_tool("third_search", {"q": "x"})).is_error
+        # ... and once more with the remote gone, so the failure paths log too.
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(TIMEOUT_S):
+                assert (await session.call_tool("third_search", {"q": "x"})).is_error
+    assert set(state.authorizations) == {f"Bearer {secret}"}
+    assert caplog.records
+    assert not [r for r in caplog.records if secret in r.getMessage()]
