@@ -13,12 +13,16 @@ One run measures, on loopback, in a temp directory of its own:
    the group's tools and validates the arguments on every call (the run
    also counts the audit-log rows agentws wrote);
 3. the resident memory of 1,000 idle legacy (2024-11-05) SSE sessions on a
-   fresh agentws process.
+   fresh agentws process;
+4. ``tools/list`` latency on agentws for a group with 5 remote MCP
+   connectors and 200 cached tools (plus the 2 built-ins of its library),
+   under the same closed-loop load (agentws only: the cache is agentws's).
 
 The servers run one after the other, each in its own process; the load
 comes from a third process. Results are printed as Markdown and written as
 JSON (``--json-out``). Targets: agentws throughput at least 1.0x the
-reference; under 100 KB of RSS per idle SSE session.
+reference; under 100 KB of RSS per idle SSE session; tools/list p99 under
+20 ms.
 """
 
 from __future__ import annotations
@@ -42,7 +46,13 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib.agentws_setup import AgentwsSite, agentws_bin, agentws_env, set_up_agentws
+from benchlib.agentws_setup import (
+    AgentwsSite,
+    add_connectors,
+    agentws_bin,
+    agentws_env,
+    set_up_agentws,
+)
 from benchlib.corpus import SEED, make_corpus, write_corpus
 from benchlib.machine import describe_machine
 from benchlib.procs import (
@@ -61,6 +71,11 @@ DEFAULT_JSON_OUT = REPO / "bench-results" / "mcp.json"
 
 THROUGHPUT_TARGET = 1.0  # agentws / reference, tools/call per second
 SSE_TARGET_KB = 100.0  # resident memory per idle legacy SSE session
+TOOLSLIST_TARGET_P99_MS = 20.0  # tools/list p99 latency, 5 connectors / 200 cached tools
+TOOLSLIST_CONNECTORS = 5
+TOOLSLIST_TOOLS_EACH = 40
+# The context built-ins the group offers because it has a library.
+_BUILTIN_TOOLS = 2
 # Other processes' CPU (in cores) above which a run is flagged as noisy.
 _QUIET_CORES = 0.15
 # Seconds a server gets to start listening.
@@ -74,12 +89,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=(
             "Benchmark the MCP group endpoint: tools/call search_context throughput and "
             "latency, agentws against the mcp SDK's MCPServer on uvicorn under the same "
-            "load, and resident memory of idle legacy SSE sessions."
+            "load, resident memory of idle legacy SSE sessions, and tools/list latency "
+            "for a group with 5 connectors and 200 cached tools."
         ),
         epilog=(
             "Targets: agentws throughput >= 1.0x the reference; < 100 KB RSS per idle "
-            "SSE session. Exit status 0 when the run completed (see --check), 1 when "
-            "it failed (including any failed call)."
+            "SSE session; tools/list p99 < 20 ms. Exit status 0 when the run completed "
+            "(see --check), 1 when it failed (including any failed call)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -113,9 +129,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ),
     )
     parser.add_argument(
+        "--list-rate",
+        type=float,
+        default=5.0,
+        help=(
+            "tools/list calls per second of each client in the paced tools/list run "
+            "(the target's run); a second run calls back to back"
+        ),
+    )
+    parser.add_argument(
         "--only",
-        choices=["throughput", "sessions"],
-        help="run one measure only (default: both)",
+        choices=["throughput", "sessions", "toolslist"],
+        help="run one measure only (default: all three)",
     )
     parser.add_argument(
         "--json-out",
@@ -295,6 +320,52 @@ def _measure_sessions(
     return result
 
 
+def _measure_toolslist(
+    args: argparse.Namespace, procs: Processes, site: AgentwsSite
+) -> dict[str, Any]:
+    _say(
+        f"agentws: {TOOLSLIST_CONNECTORS} connectors with {TOOLSLIST_TOOLS_EACH} cached "
+        "tools each, attached to the group"
+    )
+    added = add_connectors(site, TOOLSLIST_CONNECTORS, TOOLSLIST_TOOLS_EACH)
+    expected = added["tools"] + _BUILTIN_TOOLS
+    server = _start_agentws(procs, site, "agentws-toolslist", args.sessions)
+    base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
+    _wait_until_answering(server, base_url + "/healthz")
+    job = {
+        "url": base_url + site.path,
+        "token": site.token,
+        "method": "tools/list",
+        "expect_tools": expected,
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.seconds,
+        "server_pid": server.pid,
+    }
+    result: dict[str, Any] = {
+        "connectors": added["connectors"],
+        "cached_tools": added["tools"],
+        "tools_listed": expected,
+    }
+    runs = [("paced", args.list_rate), ("saturated", None)]
+    for name, rate in runs:
+        pace = f"{rate:g} calls/s each" if rate else "back to back"
+        _say(
+            f"agentws: tools/list ({expected} tools), {args.concurrency} clients {pace}, "
+            f"load for {args.warmup:g}+{args.seconds:g} s"
+        )
+        run = _run_load(procs, {**job, "rate_per_client": rate})
+        run.pop("answers", None)
+        _note_noise(run)
+        result[name] = run
+    status = procs.stop(server)
+    result["server_exit_status"] = status
+    if status != 0:
+        _say(f"agentws exited with status {status}\n{server.log_tail()}")
+    result["errors"] = sum(result[name]["errors"] for name, _ in runs)
+    return result
+
+
 def _parity(agentws: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
     ours, theirs = agentws.get("answers", {}), reference.get("answers", {})
     common = sorted(set(ours) & set(theirs))
@@ -385,34 +456,67 @@ def _sessions_row(sessions: dict[str, Any]) -> list[str]:
     ]
 
 
-def render(results: dict[str, Any]) -> str:
-    machine = results["machine"]
-    config = results["config"]
-    rows: list[list[str]] = []
-    if "agentws" in results:
-        rows += _throughput_rows(results)
-    if "idle_sse" in results:
-        rows.append(_sessions_row(results["idle_sse"]))
-    packages = machine["packages"]
+def _toolslist_rows(toolslist: dict[str, Any]) -> list[list[str]]:
+    paced, saturated = toolslist["paced"], toolslist["saturated"]
+    p99 = paced["p99_ms"]
+    passed = paced["calls"] > 0 and toolslist["errors"] == 0 and p99 < TOOLSLIST_TARGET_P99_MS
+    what = f"{toolslist['connectors']} connectors / {toolslist['cached_tools']} cached tools"
+    return [
+        [
+            f"tools/list p99, {what}, {paced['concurrency']} clients at "
+            f"{paced['rate_per_client']:g}/s each (ms)",
+            fmt(p99),
+            "n/a",
+            f"< {TOOLSLIST_TARGET_P99_MS:g} ms",
+            verdict(passed),
+        ],
+        [
+            f"tools/list calls/s, {what}, {saturated['concurrency']} clients back to back (p99 ms)",
+            f"{fmt(saturated['throughput_rps'])} ({fmt(saturated['p99_ms'])})",
+            "n/a",
+            "—",
+            verdict(None),
+        ],
+    ]
+
+
+def _toolslist_notes(t: dict[str, Any], config: dict[str, Any]) -> list[str]:
     lines = [
-        f"## scripts/bench mcp — {results['date']}",
-        "",
-        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
-        "",
-        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
-        + (
-            f" ({machine['usable_cores']} usable)"
-            if machine["usable_cores"] != machine["cores"]
+        f"- tools/list: {t['tools_listed']} tools listed ({t['cached_tools']} cached tools of "
+        f"{t['connectors']} remote MCP connectors attached to the group, plus "
+        f"{t['tools_listed'] - t['cached_tools']} built-ins, about "
+        f"{t['paced'].get('response_kb', 0):,.0f} KB per answer), one agentws process, "
+        f"{config['concurrency']} clients with a Streamable HTTP session each, "
+        f"{config['warmup_s']:g} s warm-up, {config['seconds']:g} s measured per run."
+    ]
+    for name, how in (
+        (
+            "paced",
+            "each calling at random (Poisson) times, latency counted from when a call was "
+            "due (a call that waits behind a slow one is charged for the wait)",
+        ),
+        ("saturated", "each calling back to back: the most the machine serves"),
+    ):
+        r = t[name]
+        rate = f" at {r['rate_per_client']:g}/s" if r.get("rate_per_client") else ""
+        cpu = (
+            f"{fmt(1000 * r['server_cpu_s'] / r['calls'], 2)} ms of agentws CPU per call, "
+            if r.get("server_cpu_s") is not None and r["calls"]
             else ""
         )
-        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
-        + f", {machine['os']}, {machine['python']}.",
-        f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
-        f"trio {packages['trio']}, SQLite store): on every call the bearer token is looked "
-        "up, the session checked against it, the tool looked up among the group's and its "
-        "arguments validated, and the search limited to the group's libraries"
-        + _audit_note(results)
-        + ".",
+        lines.append(
+            f"- tools/list, {name} ({how}){rate}: {fmt(r['throughput_rps'])} calls/s, "
+            f"p50 {fmt(r['p50_ms'])} ms, p90 {fmt(r['p90_ms'])} ms, p99 {fmt(r['p99_ms'])} ms, "
+            f"max {fmt(r['max_ms'])} ms, {r['errors']} failed calls; {cpu}the load client "
+            f"{r['client_cpu_cores']:.2f} cores, other processes {r['other_cpu_cores']:.2f} cores."
+        )
+    return lines
+
+
+def _throughput_setup_notes(results: dict[str, Any]) -> list[str]:
+    packages = results["machine"]["packages"]
+    config = results["config"]
+    return [
         f"- Reference: mcp {packages['mcp']} `MCPServer` + `streamable_http_app("
         + ("json_response=True" if config["reference_response"] == "json" else "")
         + f")` on uvicorn {packages['uvicorn']} (asyncio loop, "
@@ -428,6 +532,51 @@ def render(results: dict[str, Any]) -> str:
         f"seed {config['seed']}), {config['queries']} queries in a fixed order, "
         f"limit={config['limit']}.",
     ]
+
+
+def render(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    config = results["config"]
+    rows: list[list[str]] = []
+    if "agentws" in results:
+        rows += _throughput_rows(results)
+    if "idle_sse" in results:
+        rows.append(_sessions_row(results["idle_sse"]))
+    if "toolslist" in results:
+        rows += _toolslist_rows(results["toolslist"])
+    packages = machine["packages"]
+    lines = [
+        f"## scripts/bench mcp — {results['date']}",
+        "",
+        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
+        "",
+        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
+        + (
+            f" ({machine['usable_cores']} usable)"
+            if machine["usable_cores"] != machine["cores"]
+            else ""
+        )
+        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
+        + f", {machine['os']}, {machine['python']}.",
+        f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
+        f"trio {packages['trio']}, SQLite store): on every request the bearer token is "
+        "looked up and the session checked against it"
+        + (
+            "; on every tools/call the tool is looked up among the group's, its arguments "
+            "validated, and the search limited to the group's libraries" + _audit_note(results)
+            if "agentws" in results
+            else ""
+        )
+        + (
+            "; on every tools/list the catalog version is read and the group's list is "
+            "reused while it stands still"
+            if "toolslist" in results
+            else ""
+        )
+        + ".",
+    ]
+    if "agentws" in results:
+        lines += _throughput_setup_notes(results)
     if "parity" in results:
         parity = results["parity"]
         differing = len(parity["queries_differing"])
@@ -473,9 +622,14 @@ def render(results: dict[str, Any]) -> str:
             )
         for error in s.get("errors", [])[:3]:
             lines.append(f"- Session error: {error}")
+    if "toolslist" in results:
+        lines += _toolslist_notes(results["toolslist"], config)
     for name in ("agentws", "reference"):
         for error in results.get(name, {}).get("error_samples", [])[:3]:
             lines.append(f"- {name} error: {error}")
+    for name in ("paced", "saturated"):
+        for error in results.get("toolslist", {}).get(name, {}).get("error_samples", [])[:3]:
+            lines.append(f"- tools/list ({name}) error: {error}")
     return "\n".join(lines)
 
 
@@ -527,6 +681,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "targets": {
             "throughput_ratio": THROUGHPUT_TARGET,
             "idle_sse_kb_per_session": SSE_TARGET_KB,
+            "toolslist_p99_ms": TOOLSLIST_TARGET_P99_MS,
         },
         "uvicorn_http": _uvicorn_http(),
     }
@@ -552,6 +707,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results.update(_summarise_throughput(runs))
         if args.only in (None, "sessions") and args.sessions:
             results["idle_sse"] = _measure_sessions(args, procs, site)
+        if args.only in (None, "toolslist"):
+            # Last: the connectors it attaches would otherwise change the other measures.
+            results["toolslist"] = _measure_toolslist(args, procs, site)
     return results
 
 
@@ -561,6 +719,8 @@ def _passed(results: dict[str, Any]) -> bool:
         ok &= results["throughput_ratio"] >= THROUGHPUT_TARGET
     if "idle_sse" in results:
         ok &= _sessions_row(results["idle_sse"])[-1] == "PASS"
+    if "toolslist" in results:
+        ok &= _toolslist_rows(results["toolslist"])[0][-1] == "PASS"
     return ok
 
 
@@ -582,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n(JSON: {args.json_out})")
     failed_calls = sum(
         results.get(n, {}).get("errors_all_rounds", 0) for n in ("agentws", "reference")
-    )
+    ) + results.get("toolslist", {}).get("errors", 0)
     if failed_calls:
         return 1
     if args.check and not _passed(results):

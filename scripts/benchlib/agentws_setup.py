@@ -3,7 +3,9 @@
 Everything goes through the ``agentws`` CLI as an operator would do it,
 into a fresh SQLite database in the run's temp directory, except the
 documents: those go through the library functions the CLI's ``doc add``
-calls, all in one process (see :mod:`benchlib.add_documents`).
+calls, all in one process (see :mod:`benchlib.add_documents`), and the
+connectors of the tools/list measure, whose tools go straight into the
+tool cache (see :mod:`benchlib.add_connectors`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import attrs
 
 from benchlib.procs import BenchError, read_json
 
-__all__ = ["AgentwsSite", "agentws_env", "set_up_agentws"]
+__all__ = ["AgentwsSite", "add_connectors", "agentws_env", "set_up_agentws"]
 
 WORKSPACE = "acme"
 GROUP = "ops"
@@ -88,3 +90,23 @@ def set_up_agentws(directory: Path, documents: Sequence[Path]) -> AgentwsSite:
     _cli(env, "library", "attach", WORKSPACE, GROUP, LIBRARY)
     _add_documents(env, database_url, documents)
     return AgentwsSite(database_url=database_url, database_path=database_path, token=token)
+
+
+def add_connectors(site: AgentwsSite, connectors: int, tools_each: int) -> dict[str, int]:
+    """Attach ``connectors`` remote MCP connectors with ``tools_each`` cached tools to the group."""
+    script = Path(__file__).with_name("add_connectors.py")
+    argv = [
+        sys.executable,
+        str(script),
+        site.database_url,
+        site.workspace,
+        site.group,
+        str(connectors),
+        str(tools_each),
+    ]
+    env = agentws_env(site.database_url)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"adding the connectors failed:\n{done.stderr.strip()[-3000:]}")
+    added: dict[str, int] = read_json(done.stdout, "add_connectors.py output")
+    return added

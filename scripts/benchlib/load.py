@@ -1,4 +1,4 @@
-"""Closed-loop load on one MCP server's ``tools/call``, run in a process of its own.
+"""Load on one MCP server's ``tools/call`` or ``tools/list``, in a process of its own.
 
 Reads a JSON job on stdin::
 
@@ -6,21 +6,31 @@ Reads a JSON job on stdin::
      "queries": [...], "limit": 5, "concurrency": 16,
      "warmup_s": 3, "seconds": 15, "server_pid": 1234 or null}
 
-and prints one JSON document of results on stdout. Each of ``concurrency``
+(or ``{"method": "tools/list", "expect_tools": 202, "rate_per_client": 5 or
+null, ...}`` for ``tools/list`` instead, no tool or queries needed) and
+prints one JSON document of results on stdout. Each of ``concurrency``
 workers opens its own Streamable HTTP session (initialize, initialized),
 then calls the tool in a loop, cycling through the queries from its own
-offset, until the run ends. Only calls that start after the warm-up and
-finish before the end are measured; every failed call, warm-up included,
-is an error. The first answer to each query is kept (URIs of the hits) so
-the caller can check both servers found the same documents. The CPU time
-of this process, of the server (``server_pid``) and of the whole machine
-(/proc/stat) is taken at both ends of the measured window, so the caller
-can tell how much CPU other processes took meanwhile.
+offset (or lists the tools, checking that exactly ``expect_tools`` come
+back, each with a name and an input schema; an answer byte-identical to
+one checked before, id aside, is not parsed again), until the run ends.
+``tools/list`` workers with a ``rate_per_client`` are paced instead of
+back to back: each calls at random (Poisson) times, that many a second on
+average, and a call's latency counts from when it was due, so a call held
+up behind a slow one is charged for the wait. Only calls that start after
+the warm-up and finish before the end are measured; every failed call,
+warm-up included, is an error. The first answer to each query is kept
+(URIs of the hits) so the caller can check both servers found the same
+documents. The CPU time of this process, of the server (``server_pid``)
+and of the whole machine (/proc/stat) is taken at both ends of the
+measured window, so the caller can tell how much CPU other processes took
+meanwhile.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -32,11 +42,13 @@ import trio
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchlib.mcp_client import CallError, StreamableSession
+from benchlib.mcp_client import CallError, StreamableSession, parse_result
 from benchlib.procs import cpu_seconds, machine_busy_seconds
 
 # Errors kept verbatim in the result, to say what went wrong without a flood.
 _MAX_ERROR_SAMPLES = 5
+# Distinct tools/list answers remembered as checked (they change only with the catalog).
+_MAX_CHECKED_ANSWERS = 8
 # A call slower than this is an error: the server is stuck, not slow.
 _CALL_TIMEOUT_S = 30.0
 
@@ -61,6 +73,10 @@ class _Run:
         self.answers: dict[str, list[str]] = {}
         self.measure_from = 0.0
         self.measure_until = 0.0
+        self.response_bytes = 0
+        # tools/list answers checked in full, from their "result" on (the id
+        # before it differs per call) -> how many tools they listed.
+        self.checked_answers: dict[bytes, int] = {}
 
     def error(self, text: str) -> None:
         self.errors += 1
@@ -80,9 +96,43 @@ class _Run:
         if query not in self.answers:
             self.answers[query] = [str(hit.get("uri")) for hit in hits]
 
+    def check_list_answer(self, request_id: int, content_type: str, content: bytes) -> None:
+        """Check a tools/list answer; one identical to an answer checked before is not parsed.
+
+        Parsing 150 KB of JSON costs the client more than the server spends
+        answering; on two cores the load generator would measure itself.
+        """
+        start = content.find(b'"result":')
+        key = content[start:] if start >= 0 and content_type.startswith("application/json") else b""
+        if key and key in self.checked_answers:
+            self.hits += self.checked_answers[key]
+            self.checked += 1
+            return
+        result = parse_result("tools/list", request_id, content_type, content)
+        self.check_list(result)
+        if key and len(self.checked_answers) < _MAX_CHECKED_ANSWERS:
+            self.checked_answers[key] = len(result["tools"])
+
+    def check_list(self, result: dict[str, Any]) -> None:
+        tools = result.get("tools")
+        expected = self.job.get("expect_tools")
+        if not isinstance(tools, list):
+            raise CallError("the result has no tools list")
+        if expected is not None and len(tools) != expected:
+            raise CallError(f"{len(tools)} tools listed, expected {expected}")
+        if not all(isinstance(t, dict) and t.get("name") and t.get("inputSchema") for t in tools):
+            raise CallError("a listed tool has no name or no inputSchema")
+        self.hits += len(tools)
+        self.checked += 1
+        if not self.response_bytes:
+            self.response_bytes = len(json.dumps(result, separators=(",", ":")))
+
 
 async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
     job = run.job
+    if job.get("method", "tools/call") == "tools/list":
+        await _list_worker(run, client, index, stop_at)
+        return
     queries: list[str] = job["queries"]
     session = StreamableSession(client, job["url"], job.get("token"))
     try:
@@ -109,6 +159,43 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: fl
             ended = perf_counter()
             if started >= run.measure_from and ended <= run.measure_until:
                 run.latencies.append(ended - started)
+                run.calls += 1
+    finally:
+        with trio.move_on_after(5, shield=True):
+            await session.aclose()
+
+
+async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
+    session = StreamableSession(client, run.job["url"], run.job.get("token"))
+    try:
+        with trio.fail_after(_CALL_TIMEOUT_S):
+            await session.initialize()
+    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
+        run.error(f"initialize: {exc!r}")
+        return
+    rate = run.job.get("rate_per_client")
+    # Seeded per worker: the same arrival times on every run.
+    arrivals = random.Random(f"tools/list worker {index}")  # noqa: S311 - not a secret
+    perf_counter = time.perf_counter
+    due = perf_counter()
+    try:
+        while perf_counter() < stop_at:
+            if rate:
+                due += arrivals.expovariate(rate)
+                await trio.sleep_until(trio.current_time() + max(0.0, due - perf_counter()))
+            started = perf_counter()
+            try:
+                with trio.fail_after(_CALL_TIMEOUT_S):
+                    answer = await session.call_raw("tools/list", {})
+                run.check_list_answer(*answer)
+            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
+                run.error(f"tools/list: {exc!r}")
+                continue
+            ended = perf_counter()
+            # Paced: from when the call was due, so waiting behind a slow call counts.
+            begun = min(due, started) if rate else started
+            if begun >= run.measure_from and ended <= run.measure_until:
+                run.latencies.append(ended - begun)
                 run.calls += 1
     finally:
         with trio.move_on_after(5, shield=True):
@@ -155,6 +242,10 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
         "errors": run.errors,
         "error_samples": run.error_samples,
         "mean_hits": run.hits / max(1, run.checked),
+        "method": job.get("method", "tools/call"),
+        "rate_per_client": job.get("rate_per_client"),
+        "concurrency": concurrency,
+        "response_kb": run.response_bytes / 1024,
         "client_cpu_s": cpu["client_until"] - cpu["client_from"],
         "server_cpu_s": (cpu["server_until"] - cpu["server_from"]) if server_pid else None,
         "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],

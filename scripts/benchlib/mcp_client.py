@@ -20,6 +20,7 @@ __all__ = [
     "CallError",
     "StreamableSession",
     "initialize_params",
+    "parse_result",
     "parse_sse_response",
 ]
 
@@ -91,7 +92,8 @@ class StreamableSession:
         if response.status_code not in (200, 202):
             raise CallError(f"{method}: HTTP {response.status_code}: {response.text[:200]}")
 
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def call_raw(self, method: str, params: dict[str, Any]) -> tuple[int, str, bytes]:
+        """Post a request; its id, the answer's content type and its body, unparsed."""
         self._next_id += 1
         request_id = self._next_id
         body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
@@ -102,15 +104,11 @@ class StreamableSession:
         if session_id and self.session_id is None:
             self.session_id = session_id
             self._headers["mcp-session-id"] = session_id
-        content_type = response.headers.get("content-type", "")
-        if content_type.startswith("text/event-stream"):
-            message = parse_sse_response(response.text, request_id)
-        else:
-            message = json.loads(response.content)
-        if "error" in message:
-            raise CallError(f"{method}: JSON-RPC error {message['error']}")
-        result: dict[str, Any] = message["result"]
-        return result
+        return request_id, response.headers.get("content-type", ""), response.content
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id, content_type, content = await self.call_raw(method, params)
+        return parse_result(method, request_id, content_type, content)
 
     async def aclose(self) -> None:
         """End the session (DELETE); errors are ignored, the server may have ended it."""
@@ -118,3 +116,15 @@ class StreamableSession:
             return
         with contextlib.suppress(httpx2.HTTPError):
             await self._client.delete(self._url, headers=self._headers)
+
+
+def parse_result(method: str, request_id: int, content_type: str, content: bytes) -> dict[str, Any]:
+    """The result of a JSON-RPC answer (JSON or an event stream); CallError for an error."""
+    if content_type.startswith("text/event-stream"):
+        message = parse_sse_response(content.decode(), request_id)
+    else:
+        message = json.loads(content)
+    if "error" in message:
+        raise CallError(f"{method}: JSON-RPC error {message['error']}")
+    result: dict[str, Any] = message["result"]
+    return result
