@@ -350,25 +350,33 @@ class RemoteLinks:
         """Keep ``link`` connected until it is unlinked or the pool closes."""
         name = link.connector.name
         backoff = _BACKOFF_MIN_S
-        with link.scope:
-            while True:
-                link.wake = trio.Event()
-                try:
-                    await self._connect_and_serve(link)
-                except RemoteError as exc:
-                    self._failed(link, exc.message)
-                except AgentwsError as exc:  # UnsafeUrlError, a missing secret key
-                    self._failed(link, f"connector {name!r}: {exc.message}")
-                except Exception as exc:
-                    # A transport failure we did not foresee must not end the link.
-                    log.exception("connector link %s failed", name)
-                    self._failed(link, f"connector {name!r}: {describe(first_leaf(exc))}")
-                else:
-                    backoff = _BACKOFF_MIN_S
-                    link.last_error = f"connector {name!r}: the connection to the remote was lost"
-                with trio.move_on_after(backoff):
-                    await link.wake.wait()
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        try:
+            with link.scope:
+                while True:
+                    link.wake = trio.Event()
+                    try:
+                        await self._connect_and_serve(link)
+                    except RemoteError as exc:
+                        self._failed(link, exc.message)
+                    except AgentwsError as exc:  # UnsafeUrlError, a missing secret key
+                        self._failed(link, f"connector {name!r}: {exc.message}")
+                    except Exception as exc:
+                        # A transport failure we did not foresee must not end the link.
+                        log.exception("connector link %s failed", name)
+                        self._failed(link, f"connector {name!r}: {describe(first_leaf(exc))}")
+                    else:
+                        log.info("connector %s: the connection ended; connecting again", name)
+                        backoff = _BACKOFF_MIN_S
+                        link.last_error = f"connector {name!r}: the connection ended"
+                    with trio.move_on_after(backoff):
+                        await link.wake.wait()
+                    backoff = min(backoff * 2, _BACKOFF_MAX_S)
+        finally:
+            # Callers still waiting for this link learn at once that it is gone.
+            link.connection = None
+            link.last_error = f"connector {name!r}: its link was closed"
+            link.failures += 1
+            link.notify()
 
     def _failed(self, link: _Link, message: str) -> None:
         # One warning when a remote goes down (or fails differently); retries are quieter.

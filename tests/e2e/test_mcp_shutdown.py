@@ -1,4 +1,5 @@
-"""``agentws serve`` with MCP sessions open: SIGTERM ends every stream and exits 0 in time."""
+"""``agentws serve`` with MCP sessions and connector links open: SIGTERM ends every stream,
+closes every outbound connection, and exits 0 in time."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from pathlib import Path
 import httpx2
 import trio
 
+from agentws.connectors.registry import add_connector
+from agentws.domain.models import ConnectorKind
 from agentws.registry import create_group, create_token, create_workspace
 from agentws.store import open_store
+from tests.e2e.mcp_support import wait_for
+from tests.e2e.remote_support import LOOPBACK, ThirdParty, third_party_server, tool
 from tests.e2e.test_serve import EXIT_SLACK_S, GRACE_S, REQUEST_S, running_serve
 
 ACCEPT = "application/json, text/event-stream"
@@ -71,3 +76,40 @@ async def test_sigterm_with_open_sessions_ends_their_streams_and_exits_0(
         assert trio.current_time() - sent_at < GRACE_S + EXIT_SLACK_S
         assert "event: endpoint" in "".join(lines)
         assert "Traceback" not in server.stderr()
+
+
+async def test_sigterm_closes_the_links_to_remote_mcp_servers(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    state = ThirdParty([tool("search", "Search")])
+    await _token(sqlite_url)
+    async with third_party_server(state) as remote_url:
+        async with open_store(sqlite_url) as store:
+            await add_connector(
+                store,
+                "acme",
+                "third",
+                kind=ConnectorKind.REMOTE_MCP,
+                url=remote_url,
+                headers={},
+                secret=None,
+                box=None,
+                allowlist=LOOPBACK,
+                actor="t",
+            )
+        env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+        async with running_serve(tmp_path, sqlite_url, **env) as server:
+            # The service links the connector as it starts and holds its GET stream.
+            await wait_for(
+                lambda: state.open_requests.get("GET") == 1, timeout_s=REQUEST_S, what="the link"
+            )
+            sent_at = trio.current_time()
+            code = await server.stop(signal.SIGTERM)
+            assert code == 0
+            assert trio.current_time() - sent_at < GRACE_S + EXIT_SLACK_S
+            await wait_for(
+                lambda: state.open_requests.get("GET") == 0,
+                timeout_s=REQUEST_S,
+                what="the remote to see the link closed",
+            )
+            assert "Traceback" not in server.stderr()

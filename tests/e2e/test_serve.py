@@ -36,8 +36,8 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "agentws", *args]
 
 
-def _env() -> dict[str, str]:
-    return clean_env(AGENTWS_SHUTDOWN_GRACE_S=str(GRACE_S))
+def _env(**extra: str) -> dict[str, str]:
+    return clean_env(AGENTWS_SHUTDOWN_GRACE_S=str(GRACE_S), **extra)
 
 
 @attrs.define
@@ -72,8 +72,8 @@ async def _read_line(process: trio.Process) -> bytes:
 
 
 @asynccontextmanager
-async def running_serve(tmp_path: Path, database_url: str) -> AsyncIterator[Server]:
-    """``agentws serve --json`` on a free port, once it has announced itself.
+async def running_serve(tmp_path: Path, database_url: str, **env: str) -> AsyncIterator[Server]:
+    """``agentws serve --json`` on a free port (``env`` added), once it has announced itself.
 
     Resource handling:
         A process still running when the block exits is killed and reaped.
@@ -85,7 +85,7 @@ async def running_serve(tmp_path: Path, database_url: str) -> AsyncIterator[Serv
             stdout=subprocess.PIPE,
             stderr=stderr,
             cwd=tmp_path,
-            env=_env(),
+            env=_env(**env),
         )
     try:
         with trio.fail_after(STARTUP_S):
