@@ -18,6 +18,7 @@ from agentws.connectors.refresher import refresh_forever
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.handlers import build_server
+from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
@@ -63,9 +64,16 @@ class Service:
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
                 self.links = RemoteLinks(self.store, self.settings)
-                server = build_server(self.store, self.settings, self.links, Catalog(self.store))
+                rendered = RenderedResults()
+                server = build_server(
+                    self.store, self.settings, self.links, Catalog(self.store), rendered
+                )
                 supervisor = SessionSupervisor(
-                    self.settings, self.store, server, server.create_initialization_options()
+                    self.settings,
+                    self.store,
+                    server,
+                    server.create_initialization_options(),
+                    rendered=rendered,
                 )
                 self._sessions = await nursery.start(supervisor.serve)
                 await nursery.start(self.links.serve)

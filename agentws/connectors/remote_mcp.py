@@ -8,6 +8,10 @@ never waits on a remote: each tool's full definition is kept with a SHA-256
 of it; a tool whose definition changed loses its admin label (back to the
 safe default, ``write``) and the change is audited; the remote's annotations
 become a *suggested* label only.
+
+This module also opens the transports (:func:`open_transport`) and runs
+one-off sessions (:func:`fetch_tools`, :func:`probe`: the CLI); the running
+service keeps long-lived ones in :mod:`agentws.connectors.links`.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ __all__ = [
     "Probe",
     "RemoteError",
     "SyncReport",
-    "call_tool",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -255,37 +258,6 @@ async def fetch_tools(
         resolve=resolve,
         what="list tools",
         work=lambda session, _: list_all_tools(session),
-    )
-
-
-async def call_tool(
-    connector: Connector,
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    box: SecretBox | None,
-    allowlist: Allowlist,
-    timeout_s: float,
-    resolve: Resolver = system_resolver,
-) -> types.CallToolResult:
-    """Call the remote's tool ``name`` (its own name, without our prefix).
-
-    Error handling:
-        As :func:`fetch_tools`; a tool that fails on the remote is a normal
-        result with ``isError``.
-    """
-
-    async def call(session: ClientSession, kind: str) -> types.CallToolResult:
-        return await session.call_tool(name, arguments)
-
-    return await _with_remote(
-        connector,
-        box=box,
-        allowlist=allowlist,
-        timeout_s=timeout_s,
-        resolve=resolve,
-        what=f"call {name}",
-        work=call,
     )
 
 

@@ -36,6 +36,7 @@ from agentws.connectors.registry import connector_headers
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Capability, Connector, ConnectorKind, Library, Skill
 from agentws.errors import StoreError, UnsafeUrlError
+from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import McpSession
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -158,12 +159,18 @@ async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, 
 
 
 def build_server(
-    store: Store, settings: Settings, links: RemoteLinks, catalog: Catalog
+    store: Store,
+    settings: Settings,
+    links: RemoteLinks,
+    catalog: Catalog,
+    rendered: RenderedResults,
 ) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
     Tool lists come from ``catalog``; calls to remote MCP connectors go over
-    ``links``, the process's shared sessions with them.
+    ``links``, the process's shared sessions with them; ``tools/list``
+    answers, reused while the catalog stands still, are put in ``rendered``
+    so sessions send their JSON without making it again.
     """
 
     async def call_connector_tool(
@@ -346,7 +353,7 @@ def build_server(
         on_get_prompt=_guarded(get_prompt),
     )
     # No tracing exporter is configured; the per-message span would be pure cost.
-    server.middleware = [_ListingReuse(catalog)]
+    server.middleware = [_ListingReuse(catalog, rendered)]
     return server
 
 
@@ -365,6 +372,7 @@ class _ListingReuse:
     """
 
     catalog: Catalog
+    rendered: RenderedResults
 
     async def __call__(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         if (
@@ -381,4 +389,6 @@ class _ListingReuse:
         wire: HandlerResult = listing.renderings.get(key)
         if wire is None:
             wire = listing.renderings[key] = await call_next(ctx)
+        if isinstance(wire, dict):
+            self.rendered.remember(wire)
         return wire

@@ -36,6 +36,7 @@ from agentws.config import Settings
 from agentws.domain.models import McpToken
 from agentws.errors import OverCapacityError
 from agentws.mcp.auth import Caller
+from agentws.mcp.rendered import RenderedResults
 from agentws.store import Store
 
 __all__ = ["McpSession", "SessionSupervisor", "Transport"]
@@ -70,6 +71,8 @@ class McpSession:
     last_active: float = attrs.field(factory=trio.current_time)
     #: The open SSE stream: the legacy stream, or the Streamable HTTP ``GET`` stream.
     stream: trio.MemorySendChannel[str] | None = None
+    #: JSON of results sent verbatim again and again (tools/list), made once.
+    rendered: RenderedResults = attrs.field(factory=RenderedResults)
     _pending: dict[str, trio.MemorySendChannel[Reply]] = attrs.field(factory=dict)
     ended: trio.Event = attrs.field(factory=trio.Event)
 
@@ -143,7 +146,11 @@ class McpSession:
         async with outbound:
             async for item in outbound:
                 message = item.message
-                data = message.model_dump_json(by_alias=True, exclude_unset=True)
+                data = (
+                    self.rendered.response_json(message)
+                    if isinstance(message, JSONRPCResponse)
+                    else None
+                ) or message.model_dump_json(by_alias=True, exclude_unset=True)
                 key: str | None = None
                 final = False
                 if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
@@ -207,6 +214,7 @@ class SessionSupervisor:
     store: Store
     server: Server[McpSession]
     init_options: InitializationOptions
+    rendered: RenderedResults = attrs.field(factory=RenderedResults)
     _sessions: dict[str, McpSession] = attrs.field(factory=dict, init=False)
     _by_token: defaultdict[str, set[str]] = attrs.field(
         factory=lambda: defaultdict(set), init=False
@@ -267,6 +275,7 @@ class SessionSupervisor:
             transport=transport,
             stall_s=self.settings.sse_stall_s,
             inbound=inbound_send,
+            rendered=self.rendered,
         )
         await self._nursery.start(
             self._run, session, inbound_receive, outbound_send, outbound_receive

@@ -52,6 +52,9 @@ class Catalog:
 
     store: Store
     _groups: dict[str, GroupTools] = attrs.field(factory=dict, init=False)
+    # The last catalog version read, and the store's data version just before.
+    _version_seen: int = attrs.field(default=-1, init=False)
+    _version_seen_at: int | None = attrs.field(default=None, init=False)
 
     async def tools(self, group: Group) -> GroupTools:
         """The group's tools as of now.
@@ -61,7 +64,7 @@ class Catalog:
         """
         # Read before the list: a change committed in between makes the entry
         # stale at the next call, never wrongly fresh.
-        version = await self.store.catalog_version()
+        version = await self._version()
         cached = self._groups.get(group.id)
         if cached is not None and cached.version == version:
             return cached
@@ -72,6 +75,16 @@ class Catalog:
             del self._groups[next(iter(self._groups))]
         self._groups[group.id] = built
         return built
+
+    async def _version(self) -> int:
+        # Where the store has a cheap "anything committed?" counter (SQLite),
+        # the catalog version cannot have moved while that one stood still.
+        committed = self.store.data_version()
+        if committed is not None and committed == self._version_seen_at:
+            return self._version_seen
+        version = await self.store.catalog_version()
+        self._version_seen, self._version_seen_at = version, committed
+        return version
 
     async def tool(self, group: Group, name: str) -> ToolSpec | None:
         """The group's tool called ``name``, or None."""
