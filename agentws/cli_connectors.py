@@ -291,6 +291,11 @@ async def _detach(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, text)
 
 
+def _connector_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    parser.add_argument("name", metavar="NAME", help="connector name")
+
+
 def add_connector_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
@@ -345,8 +350,7 @@ def add_connector_commands(
         "get (the admin's label, or write while unlabeled), the label, and the label the "
         "remote's annotations suggest (never applied by itself).",
     )
-    show.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    show.add_argument("name", metavar="NAME", help="connector name")
+    _connector_arguments(show)
     show.set_defaults(handler=_show)
 
     test = connector.add_parser(
@@ -358,8 +362,7 @@ def add_connector_commands(
         "authenticated read (GitHub /user, Slack auth.test, Stripe /v1/balance). Exit "
         "status 1, with the reason, when it does not work.",
     )
-    test.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    test.add_argument("name", metavar="NAME", help="connector name")
+    _connector_arguments(test)
     test.add_argument(
         "--timeout",
         type=_positive_seconds,
@@ -376,15 +379,13 @@ def add_connector_commands(
         description="Fetch the remote's tool list and update the cache. A tool whose "
         "definition changed loses its admin label (back to write) and the change is audited.",
     )
-    refresh.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    refresh.add_argument("name", metavar="NAME", help="connector name")
+    _connector_arguments(refresh)
     refresh.set_defaults(handler=_refresh)
 
     remove = connector.add_parser(
         "remove", parents=[common], help="delete a connector, its cached tools and attachments"
     )
-    remove.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    remove.add_argument("name", metavar="NAME", help="connector name")
+    _connector_arguments(remove)
     remove.set_defaults(handler=_remove)
 
     for action, handler, text in (

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,6 +31,26 @@ _ADMIN_SQL_S = 15.0
 
 # Base URL -> why PostgreSQL is unreachable, so that only the first test waits to learn it.
 _postgres_down: dict[str, str] = {}
+
+
+async def run_agentws(
+    tmp_path: Path, database_url: str, *args: str, **env: str
+) -> tuple[int, str, str]:
+    """Run ``agentws ARGS --database URL`` in ``tmp_path``; exit status, stdout, stderr.
+
+    The environment is :func:`clean_env` plus ``env``. No run may print a traceback.
+    """
+    result = await trio.run_process(
+        [sys.executable, "-m", "agentws", *args, "--database", database_url],
+        cwd=tmp_path,
+        env=clean_env(**env),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert "Traceback" not in stdout + stderr, stderr
+    return result.returncode, stdout, stderr
 
 
 def clean_env(**overrides: str) -> dict[str, str]:

@@ -129,18 +129,26 @@ class _Run:
             self.response_bytes = len(json.dumps(result, separators=(",", ":")))
 
 
+async def _open_session(run: _Run, client: httpx2.AsyncClient) -> StreamableSession | None:
+    """An initialized session of the job's server, or None (counted as an error)."""
+    session = StreamableSession(client, run.job["url"], run.job.get("token"))
+    try:
+        with trio.fail_after(_CALL_TIMEOUT_S):
+            await session.initialize()
+    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
+        run.error(f"initialize: {exc!r}")
+        return None
+    return session
+
+
 async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
     job = run.job
     if job.get("method", "tools/call") == "tools/list":
         await _list_worker(run, client, index, stop_at)
         return
     queries: list[str] = job["queries"]
-    session = StreamableSession(client, job["url"], job.get("token"))
-    try:
-        with trio.fail_after(_CALL_TIMEOUT_S):
-            await session.initialize()
-    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
-        run.error(f"initialize: {exc!r}")
+    session = await _open_session(run, client)
+    if session is None:
         return
     n = index * 7
     perf_counter = time.perf_counter
@@ -167,12 +175,8 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: fl
 
 
 async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
-    session = StreamableSession(client, run.job["url"], run.job.get("token"))
-    try:
-        with trio.fail_after(_CALL_TIMEOUT_S):
-            await session.initialize()
-    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
-        run.error(f"initialize: {exc!r}")
+    session = await _open_session(run, client)
+    if session is None:
         return
     rate = run.job.get("rate_per_client")
     # Seeded per worker: the same arrival times on every run.

@@ -24,7 +24,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 
 from agentws.config import Settings
+from agentws.connectors.registry import ConnectorSecret, add_connector
 from agentws.connectors.url_guard import Allowlist
+from agentws.domain.models import Connector, ConnectorKind
 from agentws.registry import create_workspace
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store, open_store
@@ -129,6 +131,30 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         state.port = int(binds[0].rsplit(":", 1)[1])
         yield f"{binds[0]}/mcp"
         stop.set()
+
+
+async def add_remote(
+    store: Store,
+    url: str,
+    *,
+    name: str = "third",
+    secret: str | None = None,
+    box: SecretBox | None = None,
+    allowlist: Allowlist = LOOPBACK,
+) -> Connector:
+    """Save remote MCP connector ``name`` of workspace ``acme`` at ``url``, as an admin would."""
+    return await add_connector(
+        store,
+        "acme",
+        name,
+        kind=ConnectorKind.REMOTE_MCP,
+        url=url,
+        headers={},
+        secret=ConnectorSecret(secret) if secret else None,
+        box=box,
+        allowlist=allowlist,
+        actor="t",
+    )
 
 
 @asynccontextmanager

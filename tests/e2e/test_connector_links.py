@@ -17,16 +17,16 @@ import attrs
 import pytest
 import trio
 
-from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
-from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector, ConnectorKind
+from agentws.connectors.registry import attach_connector
+from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store
 from tests.e2e.mcp_support import Running, running, sdk_session, wait_for
 from tests.e2e.remote_support import (
-    LOOPBACK,
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
     ThirdParty,
+    add_remote,
     third_party_server,
     tool,
 )
@@ -43,18 +43,7 @@ ENV = {
 
 
 async def _connect(store: Store, url: str) -> Connector:
-    connector = await add_connector(
-        store,
-        "acme",
-        "third",
-        kind=ConnectorKind.REMOTE_MCP,
-        url=url,
-        headers={},
-        secret=None,
-        box=None,
-        allowlist=LOOPBACK,
-        actor="t",
-    )
+    connector = await add_remote(store, url)
     await attach_connector(store, "acme", "ops", "third", actor="t")
     return connector
 
@@ -238,18 +227,7 @@ async def test_a_links_secret_reaches_the_remote_and_no_log_line(
     async with running(tmp_path, with_library=False, **env) as server:
         box = SecretBox.from_settings(server.service.settings)
         async with third_party_server(state) as url:
-            connector = await add_connector(
-                server.store,
-                "acme",
-                "third",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=url,
-                headers={},
-                secret=ConnectorSecret(secret),
-                box=box,
-                allowlist=LOOPBACK,
-                actor="t",
-            )
+            connector = await add_remote(server.store, url, secret=secret, box=box)
             await attach_connector(server.store, "acme", "ops", "third", actor="t")
             await server.service.links.refresh(connector)
             await _label(server.store, connector, "search", Capability.READ)

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import select
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,9 +27,9 @@ import attrs
 import httpx2
 import pytest
 
+from tests.e2e.node_support import NODE_DIR, free_port, require_node
 from tests.support import clean_env
 
-NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 INTEROP = NODE_DIR / "interop.mjs"
 SDK = "@modelcontextprotocol/sdk"
 AGENTWS = (sys.executable, "-m", "agentws")
@@ -79,36 +77,6 @@ CHECKLIST_MD = """\
 - Is a customer blocked? Severity 1.
 - Is money involved? Severity 2.
 """
-
-
-def _require_node() -> str:
-    """The ``node`` executable, with the locked SDK installed; fails the test otherwise."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is not on PATH: install Node.js 20 or newer", pytrace=False)
-    installed = NODE_DIR / "node_modules" / SDK / "package.json"
-    if not installed.is_file():
-        pytest.fail(
-            f"{SDK} is not installed in {NODE_DIR}: run scripts/test "
-            "(it runs `npm ci` there), or `npm ci` in tests/node",
-            pytrace=False,
-        )
-    lock = json.loads((NODE_DIR / "package-lock.json").read_text())
-    locked = lock["packages"][f"node_modules/{SDK}"]["version"]
-    version = json.loads(installed.read_text())["version"]
-    if version != locked:
-        pytest.fail(
-            f"{NODE_DIR / 'node_modules'} holds {SDK} {version}, the lock file says {locked}: "
-            "run scripts/test (or `npm ci` in tests/node)",
-            pytrace=False,
-        )
-    return node
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @attrs.frozen
@@ -211,7 +179,7 @@ def _announcement(process: subprocess.Popen[bytes]) -> bytes:
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     """``agentws serve`` on a free port with a group set up; stopped with SIGTERM (exit 0)."""
     tmp = tmp_path_factory.mktemp("mcp-node")
-    port = _free_port()
+    port = free_port()
     bind = f"127.0.0.1:{port}"
     database = f"sqlite:///{tmp / 'agentws.db'}"
     # The CLI derives endpoint URLs from the bind address, as the server does.
@@ -255,7 +223,7 @@ def _interop(url: str, token: str, transport: str, *args: str) -> subprocess.Com
         env.pop(name, None)
     return subprocess.run(
         [
-            *(_require_node(), str(INTEROP), "--transport", transport, "--url", url),
+            *(require_node(SDK), str(INTEROP), "--transport", transport, "--url", url),
             *("--timeout-ms", str(NODE_LIMIT_MS), *args),
         ],
         cwd=NODE_DIR,

@@ -9,12 +9,10 @@ from pathlib import Path
 import httpx2
 import trio
 
-from agentws.connectors.registry import add_connector
-from agentws.domain.models import ConnectorKind
 from agentws.registry import create_group, create_token, create_workspace
 from agentws.store import open_store
 from tests.e2e.mcp_support import wait_for
-from tests.e2e.remote_support import LOOPBACK, ThirdParty, third_party_server, tool
+from tests.e2e.remote_support import ThirdParty, add_remote, third_party_server, tool
 from tests.e2e.test_serve import EXIT_SLACK_S, GRACE_S, REQUEST_S, running_serve
 
 ACCEPT = "application/json, text/event-stream"
@@ -85,18 +83,7 @@ async def test_sigterm_closes_the_links_to_remote_mcp_servers(
     await _token(sqlite_url)
     async with third_party_server(state) as remote_url:
         async with open_store(sqlite_url) as store:
-            await add_connector(
-                store,
-                "acme",
-                "third",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=remote_url,
-                headers={},
-                secret=None,
-                box=None,
-                allowlist=LOOPBACK,
-                actor="t",
-            )
+            await add_remote(store, remote_url)
         env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
         async with running_serve(tmp_path, sqlite_url, **env) as server:
             # The service links the connector as it starts and holds its GET stream.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,7 +34,7 @@ from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKi
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.secret_box import SecretBox, ensure_key_file
 from tests.e2e.mcp_support import running, sdk_session
-from tests.support import clean_env
+from tests.support import run_agentws
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 TIMEOUT_S = 10.0
@@ -382,14 +381,4 @@ async def test_connector_test_names_an_unreachable_upstream(tmp_path: Path) -> N
 
 
 async def _cli(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str]:
-    result = await trio.run_process(
-        [sys.executable, "-m", "agentws", *args, "--database", f"sqlite:///{tmp_path / 'cli.db'}"],
-        cwd=tmp_path,
-        env=clean_env(**env),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    stdout, stderr = result.stdout.decode(), result.stderr.decode()
-    assert "Traceback" not in stdout + stderr, stderr
-    return result.returncode, stdout, stderr
+    return await run_agentws(tmp_path, f"sqlite:///{tmp_path / 'cli.db'}", *args, **env)

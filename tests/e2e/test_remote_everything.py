@@ -19,9 +19,6 @@ quietly does not run is worse than none.
 from __future__ import annotations
 
 import functools
-import json
-import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,17 +28,17 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from agentws.connectors.registry import add_connector, attach_connector
+from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
-from agentws.domain.models import CachedTool, Capability, ConnectorKind
+from agentws.domain.models import CachedTool, Capability
 from agentws.mcp.handlers import PERMISSION_DENIED
 from tests.e2e.mcp_support import running, sdk_session, wait_for
-from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS
+from tests.e2e.node_support import NODE_DIR, free_port, require_node
+from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, add_remote
 from tests.support import clean_env
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
-NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 PACKAGE = "@modelcontextprotocol/server-everything"
 ENTRY = NODE_DIR / "node_modules" / PACKAGE / "dist" / "index.js"
 
@@ -87,40 +84,6 @@ READ_ONLY_TOOLS = {
     "get-tiny-image",
     "trigger-long-running-operation",
 }
-
-
-def _require_node() -> str:
-    """The ``node`` executable, with the locked package installed; fails the test otherwise."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail(
-            "node is not on PATH: install Node.js 20 or newer, then run scripts/test "
-            "(it installs tests/node with `npm ci`)",
-            pytrace=False,
-        )
-    installed = NODE_DIR / "node_modules" / PACKAGE / "package.json"
-    if not installed.is_file() or not ENTRY.is_file():
-        pytest.fail(
-            f"{PACKAGE} is not installed in {NODE_DIR}: run scripts/test "
-            "(it runs `npm ci` there), or `npm ci` in tests/node",
-            pytrace=False,
-        )
-    lock = json.loads((NODE_DIR / "package-lock.json").read_text())
-    locked = lock["packages"][f"node_modules/{PACKAGE}"]["version"]
-    version = json.loads(installed.read_text())["version"]
-    if version != locked:
-        pytest.fail(
-            f"{NODE_DIR / 'node_modules'} holds {PACKAGE} {version}, the lock file says "
-            f"{locked}: run scripts/test (or `npm ci` in tests/node)",
-            pytrace=False,
-        )
-    return node
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @attrs.define
@@ -172,7 +135,7 @@ async def _wait_listening(server: Everything, port: int) -> None:
 def node() -> str:
     # A sync fixture, so a missing install fails with its message alone, not
     # wrapped in the exception group of the async fixture's nursery.
-    return _require_node()
+    return require_node(PACKAGE)
 
 
 @pytest.fixture(params=sorted(MODES))
@@ -181,7 +144,7 @@ async def everything(
 ) -> AsyncIterator[Everything]:
     """server-everything in the requested mode on a free loopback port; killed afterwards."""
     mode: str = request.param
-    port = _free_port()
+    port = free_port()
     log = tmp_path / f"everything-{mode}.log"
     async with trio.open_nursery() as nursery:
         with log.open("wb") as out:
@@ -216,18 +179,7 @@ async def test_everything_as_a_remote_connector(tmp_path: Path, everything: Ever
     async with running(tmp_path, with_library=False, **env) as server:
         store = server.store
         # What `agentws connector add` does: save, fetch the tools, cache them.
-        connector = await add_connector(
-            store,
-            "acme",
-            "everything",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=everything.url,
-            headers={},
-            secret=None,
-            box=None,
-            allowlist=LOOPBACK,
-            actor="t",
-        )
+        connector = await add_remote(store, everything.url, name="everything")
         with trio.fail_after(TIMEOUT_S):
             tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
         report = await sync_tool_cache(store, connector, tools, actor="t")

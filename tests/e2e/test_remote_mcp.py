@@ -8,7 +8,6 @@ guard, keeps them in the tool cache and forwards calls to it.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import attrs
@@ -16,10 +15,10 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
+from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
 from agentws.connectors.url_guard import Allowlist
-from agentws.domain.models import AuditEntry, CachedTool, Capability, ConnectorKind
+from agentws.domain.models import AuditEntry, CachedTool, Capability
 from agentws.errors import UnsafeUrlError
 from agentws.mcp.handlers import PERMISSION_DENIED
 from tests.e2e.mcp_support import running, sdk_session
@@ -28,11 +27,12 @@ from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
     ThirdParty,
+    add_remote,
     store_and_box,
     third_party_server,
     tool,
 )
-from tests.support import clean_env
+from tests.support import run_agentws
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -50,18 +50,7 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
         ]
     )
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
-        connector = await add_connector(
-            store,
-            "acme",
-            "third",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=url,
-            headers={},
-            secret=ConnectorSecret(SECRET),
-            box=box,
-            allowlist=LOOPBACK,
-            actor="t",
-        )
+        connector = await add_remote(store, url, secret=SECRET, box=box)
         with trio.fail_after(TIMEOUT_S):
             tools = await fetch_tools(connector, box=box, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
         report = await sync_tool_cache(store, connector, tools, actor="t")
@@ -101,18 +90,7 @@ async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path)
     state = ThirdParty([tool("search", "Search")])
     async with store_and_box(tmp_path) as (store, box):
         async with third_party_server(state) as url:
-            connector = await add_connector(
-                store,
-                "acme",
-                "third",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=url,
-                headers={},
-                secret=None,
-                box=None,
-                allowlist=LOOPBACK,
-                actor="t",
-            )
+            connector = await add_remote(store, url)
         # The server is gone now.
         with trio.fail_after(TIMEOUT_S), pytest.raises(RemoteError, match="cannot list tools"):
             await fetch_tools(connector, box=box, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
@@ -121,35 +99,17 @@ async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path)
 async def test_a_loopback_remote_needs_the_allowlist(tmp_path: Path) -> None:
     state = ThirdParty([tool("search", "Search")])
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
-        connector = await add_connector(
-            store,
-            "acme",
-            "third",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=url,
-            headers={},
-            secret=None,
-            box=None,
-            allowlist=Allowlist(),
-            actor="t",
-        )
+        connector = await add_remote(store, url, allowlist=Allowlist())
         with trio.fail_after(TIMEOUT_S), pytest.raises(UnsafeUrlError, match="not a public"):
             await fetch_tools(connector, box=box, allowlist=Allowlist(), timeout_s=TIMEOUT_S)
         assert state.authorizations == []  # nothing reached the server
 
 
 async def _cli(tmp_path: Path, *args: str, **env: str) -> tuple[int, str, str]:
-    result = await trio.run_process(
-        [sys.executable, "-m", "agentws", *args, "--database", f"sqlite:///{tmp_path / 'cli.db'}"],
-        cwd=tmp_path,
-        env=clean_env(AGENTWS_CONNECTOR_ALLOWLIST="127.0.0.1/32", **env),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
+    database = f"sqlite:///{tmp_path / 'cli.db'}"
+    return await run_agentws(
+        tmp_path, database, *args, AGENTWS_CONNECTOR_ALLOWLIST="127.0.0.1/32", **env
     )
-    stdout, stderr = result.stdout.decode(), result.stderr.decode()
-    assert "Traceback" not in stdout + stderr, stderr
-    return result.returncode, stdout, stderr
 
 
 async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path: Path) -> None:
@@ -222,18 +182,7 @@ async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_pa
     async with running(tmp_path, with_library=False, **env) as server:
         store = server.store
         async with third_party_server(state) as url:
-            connector = await add_connector(
-                store,
-                "acme",
-                "third",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=url,
-                headers={},
-                secret=None,
-                box=None,
-                allowlist=LOOPBACK,
-                actor="t",
-            )
+            connector = await add_remote(store, url)
             tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
             await sync_tool_cache(store, connector, tools, actor="t")
             await attach_connector(store, "acme", "ops", "third", actor="t")

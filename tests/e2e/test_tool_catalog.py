@@ -9,7 +9,6 @@ every listing must show the change at once.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +18,8 @@ import trio
 from mcp.client.session import ClientSession
 
 from agentws.domain.models import CachedTool, Capability
-from tests.e2e.mcp_support import REQUEST_S, Running, running, sdk_session
-from tests.support import clean_env, fresh_schema_sync
+from tests.e2e.mcp_support import REQUEST_S, running, sdk_session
+from tests.support import fresh_schema_sync, run_agentws
 
 GITHUB_TOOLS = {"gh_search_issues", "gh_list_repos", "gh_create_issue", "gh_delete_branch"}
 BUILTINS = {"search_context", "read_context_document"}
@@ -35,15 +34,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
             yield url
 
 
-async def _cli(server: Running, database_url: str, *args: str) -> None:
-    result = await trio.run_process(
-        [sys.executable, "-m", "agentws", *args, "--database", database_url],
-        env=clean_env(),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr.decode()
+async def _cli(tmp_path: Path, database_url: str, *args: str) -> None:
+    code, _, err = await run_agentws(tmp_path, database_url, *args)
+    assert code == 0, err
 
 
 async def _listed(*sessions: ClientSession) -> dict[str, str]:
@@ -67,16 +60,25 @@ async def test_listings_show_every_change_at_once(tmp_path: Path, database_url: 
         assert await _listed(legacy, current) == {}
         url = "https://github.example.com/api/v3"
         await _cli(
-            server, database_url, "connector", "add", "acme", "gh", "--kind", "github", "--url", url
+            tmp_path,
+            database_url,
+            "connector",
+            "add",
+            "acme",
+            "gh",
+            "--kind",
+            "github",
+            "--url",
+            url,
         )
         assert await _listed(legacy, current) == {}  # added, not attached
-        await _cli(server, database_url, "connector", "attach", "acme", "ops", "gh")
+        await _cli(tmp_path, database_url, "connector", "attach", "acme", "ops", "gh")
         listed = await _listed(legacy, current)
         assert set(listed) == GITHUB_TOOLS
         assert listed["gh_create_issue"].startswith("[capability: write]")
 
-        await _cli(server, database_url, "library", "create", "acme", "handbook")
-        await _cli(server, database_url, "library", "attach", "acme", "ops", "handbook")
+        await _cli(tmp_path, database_url, "library", "create", "acme", "handbook")
+        await _cli(tmp_path, database_url, "library", "attach", "acme", "ops", "handbook")
         assert set(await _listed(legacy, current)) == GITHUB_TOOLS | BUILTINS
 
         # An admin's label (in this process) shows in the very next listing.
@@ -86,10 +88,10 @@ async def test_listings_show_every_change_at_once(tmp_path: Path, database_url: 
         await store.update(attrs.evolve(cached, label=Capability.READ))
         assert (await _listed(legacy, current))["gh_create_issue"].startswith("[capability: read]")
 
-        await _cli(server, database_url, "connector", "detach", "acme", "ops", "gh")
+        await _cli(tmp_path, database_url, "connector", "detach", "acme", "ops", "gh")
         assert set(await _listed(legacy, current)) == BUILTINS
-        await _cli(server, database_url, "connector", "attach", "acme", "ops", "gh")
-        await _cli(server, database_url, "connector", "remove", "acme", "gh")
+        await _cli(tmp_path, database_url, "connector", "attach", "acme", "ops", "gh")
+        await _cli(tmp_path, database_url, "connector", "remove", "acme", "gh")
         assert set(await _listed(legacy, current)) == BUILTINS
-        await _cli(server, database_url, "library", "detach", "acme", "ops", "handbook")
+        await _cli(tmp_path, database_url, "library", "detach", "acme", "ops", "handbook")
         assert await _listed(legacy, current) == {}
