@@ -208,7 +208,8 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
     ]
     if tools:
         unlabeled = sum(1 for t in cached if t.label is None)
-        lines.append(f"Tools ({len(tools)}, from the cache; {unlabeled} unlabeled, so write):")
+        note = f"; {unlabeled} unlabeled, so write until an admin labels them" if unlabeled else ""
+        lines.append(f"Tools ({len(tools)}, from the cache{note}):")
         columns = ("name", "capability", "label", "suggested", "fetched_at")
         lines.append(_table(tools, columns, ""))
     elif connector.kind is ConnectorKind.REMOTE_MCP:

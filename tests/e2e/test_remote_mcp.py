@@ -147,7 +147,7 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
         code, out, err = await _cli(tmp_path, "connector", "show", "acme", "third")
         assert code == 0, err
         assert "in header Authorization, stored encrypted" in out
-        assert "Tools (2, from the cache; 2 unlabeled, so write):" in out
+        assert "Tools (2, from the cache; 2 unlabeled, so write until an admin labels them):" in out
         # test: the handshake and the list, with the credential; the cache is untouched.
         listed = len(state.authorizations)
         code, out, err = await _cli(tmp_path, "connector", "test", "acme", "third", "--json")
