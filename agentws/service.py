@@ -14,7 +14,6 @@ import trio
 
 from agentws.config import Settings
 from agentws.connectors.links import RemoteLinks
-from agentws.connectors.refresher import refresh_forever
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.handlers import build_server
@@ -45,7 +44,6 @@ class Service:
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
     links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
-    _background: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
@@ -55,7 +53,8 @@ class Service:
 
         Resource handling:
             Opens the root nursery, which owns the MCP session supervisor,
-            the links to remote MCP connectors and the connector refresher.
+            and the links to remote MCP connectors (which keep their tool
+            caches current).
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
             before they are cancelled.
         """
@@ -77,7 +76,6 @@ class Service:
                 )
                 self._sessions = await nursery.start(supervisor.serve)
                 await nursery.start(self.links.serve)
-                nursery.start_soon(self._run_background)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
@@ -91,11 +89,6 @@ class Service:
         if self._nursery is None:
             raise RuntimeError("the service is not running")
         return self._nursery
-
-    async def _run_background(self) -> None:
-        # Periodic work that has nothing to finish on shutdown: cancelled at once.
-        with self._background:
-            await refresh_forever(self.links, self.settings)
 
     @property
     def sessions(self) -> SessionSupervisor:
@@ -113,7 +106,6 @@ class Service:
         """
         if self._sessions is not None:
             self._sessions.close_all()
-        self._background.cancel()
         if self._nursery is not None:
             self.links.close()
         if not self._stopping.is_set():

@@ -9,9 +9,12 @@ every caller in the process:
 - a link connects when the service starts (or when its connector first
   appears), refreshes the connector's tool cache, then stays open; an idle
   link pings the remote so a dead connection is noticed;
-- ``notifications/tools/list_changed`` from the remote, a refresh round
-  (:meth:`RemoteLinks.refresh_all`) or :meth:`RemoteLinks.refresh` fetch
-  the tool list again over the link and sync the cache;
+- ``notifications/tools/list_changed`` from the remote, the periodic
+  round (every ``AGENTWS_CONNECTOR_REFRESH_S``; ``0`` turns only it off) or
+  :meth:`RemoteLinks.refresh` fetch the tool list again over the link and
+  sync the cache;
+- connectors added or removed by another process (the CLI) are found
+  every 30 s, or when a call first needs one;
 - a lost connection is re-established with capped exponential back-off; a
   call that arrives meanwhile asks for an attempt at once and fails with a
   clear :class:`~agentws.connectors.remote_mcp.RemoteError` if it fails,
@@ -70,8 +73,6 @@ _BACKOFF_MIN_S = 1.0
 _BACKOFF_MAX_S = 60.0
 # How often the pool looks for connectors added or removed by another process.
 _DISCOVER_S = 30.0
-# The JSON-RPC code the SDK's client gives a request whose connection closed.
-_CONNECTION_CLOSED = -32000
 
 
 def _fingerprint(connector: Connector) -> tuple[Any, ...]:
@@ -180,7 +181,7 @@ class RemoteLinks:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._discover_forever)
+                nursery.start_soon(self._maintain)
                 task_status.started(self)
                 await self._closing.wait()
                 nursery.cancel_scope.cancel()
@@ -326,7 +327,7 @@ class RemoteLinks:
         """A RemoteError if ``exc`` means the connection is gone (and drop it); None otherwise."""
         if connection.forgotten:
             reason = "the remote no longer knows our session"
-        elif exc.error.code == _CONNECTION_CLOSED:
+        elif exc.error.code == types.CONNECTION_CLOSED:
             reason = "the connection was lost"
         else:
             return None
@@ -335,16 +336,22 @@ class RemoteLinks:
             f"connector {link.connector.name!r}: cannot {what} at {link.connector.url}: {reason}"
         )
 
-    async def _discover_forever(self) -> None:
+    async def _maintain(self) -> None:
+        """Reconcile every ``_DISCOVER_S``; every ``connector_refresh_s``, refresh every link."""
+        refresh_s = self.settings.connector_refresh_s
+        next_refresh = trio.current_time() + refresh_s if refresh_s > 0 else math.inf
         while True:
+            refresh = trio.current_time() >= next_refresh
+            if refresh:
+                next_refresh = trio.current_time() + refresh_s
             try:
-                await self.reconcile()
+                await (self.refresh_all() if refresh else self.reconcile())
             except AgentwsError as exc:
                 log.warning("connector links: cannot read connectors: %s", exc.message)
             except Exception:
                 # Looking again later beats taking the service down with us.
                 log.exception("connector links: cannot read connectors")
-            await trio.sleep(_DISCOVER_S)
+            await trio.sleep_until(min(trio.current_time() + _DISCOVER_S, next_refresh))
 
     async def _run(self, link: _Link) -> None:
         """Keep ``link`` connected until it is unlinked or the pool closes."""

@@ -242,19 +242,17 @@ async def run_action(
     """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions."""
     import mcp_types as types
 
-    base = (connector.url or "").rstrip("/")
-    request_headers = _request_headers(connector, headers)
-    guard = GuardedTransport(allowlist, resolve=resolve)
     try:
-        with trio.fail_after(timeout_s):
-            async with httpx2.AsyncClient(
-                base_url=base, transport=guard, headers=request_headers, timeout=timeout_s
-            ) as http:
-                response = await action.run(http, arguments)
-    except trio.TooSlowError:
-        return _error(f"{connector.name}_{action.name}: no answer within {timeout_s:g} s")
-    except httpx2.HTTPError as exc:
-        return _error(f"{connector.name}_{action.name}: cannot reach {base}: {exc}")
+        response = await _send(
+            connector,
+            lambda http: action.run(http, arguments),
+            headers=headers,
+            allowlist=allowlist,
+            timeout_s=timeout_s,
+            resolve=resolve,
+        )
+    except UpstreamError as exc:
+        return _error(f"{connector.name}_{action.name}: {exc.message}")
     problem = _upstream_error(connector.kind, response)
     if problem is not None:
         return _error(f"{connector.name}_{action.name} failed: {problem}")
@@ -314,23 +312,17 @@ async def check_connector(
         upstream's status or the connection failure; UnsafeUrlError if the
         address may not be reached.
     """
-    base = (connector.url or "").rstrip("/")
-    guard = GuardedTransport(allowlist, resolve=resolve)
     try:
-        with trio.fail_after(timeout_s):
-            async with httpx2.AsyncClient(
-                base_url=base,
-                transport=guard,
-                headers=_request_headers(connector, headers),
-                timeout=timeout_s,
-            ) as http:
-                response = await _CHECKS[connector.kind](http, headers)
-    except trio.TooSlowError:
-        raise UpstreamError(
-            f"connector {connector.name!r}: {base} did not answer within {timeout_s:g} s"
-        ) from None
-    except httpx2.HTTPError as exc:
-        raise UpstreamError(f"connector {connector.name!r}: cannot reach {base}: {exc}") from None
+        response = await _send(
+            connector,
+            lambda http: _CHECKS[connector.kind](http, headers),
+            headers=headers,
+            allowlist=allowlist,
+            timeout_s=timeout_s,
+            resolve=resolve,
+        )
+    except UpstreamError as exc:
+        raise UpstreamError(f"connector {connector.name!r}: {exc.message}") from None
     problem = _upstream_error(connector.kind, response)
     if problem is not None:
         raise UpstreamError(f"connector {connector.name!r}: {problem}")
@@ -341,14 +333,40 @@ async def check_connector(
     return _check_detail(connector.kind, body)
 
 
-def _request_headers(connector: Connector, headers: dict[str, str]) -> dict[str, str]:
+async def _send(
+    connector: Connector,
+    request: Callable[[httpx2.AsyncClient], Awaitable[httpx2.Response]],
+    *,
+    headers: dict[str, str],
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver,
+) -> httpx2.Response:
+    """Make ``request`` at the connector's base URL through the URL guard, within ``timeout_s``.
+
+    Error handling:
+        UpstreamError when the upstream cannot be reached or does not
+        answer in time (any HTTP answer is returned); UnsafeUrlError from
+        the guard.
+    """
+    base = (connector.url or "").rstrip("/")
     request_headers = {"User-Agent": "agentws", **headers}
     if connector.kind is ConnectorKind.GITHUB:
         request_headers |= {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
         }
-    return request_headers
+    guard = GuardedTransport(allowlist, resolve=resolve)
+    try:
+        with trio.fail_after(timeout_s):
+            async with httpx2.AsyncClient(
+                base_url=base, transport=guard, headers=request_headers, timeout=timeout_s
+            ) as http:
+                return await request(http)
+    except trio.TooSlowError:
+        raise UpstreamError(f"{base} did not answer within {timeout_s:g} s") from None
+    except httpx2.HTTPError as exc:
+        raise UpstreamError(f"cannot reach {base}: {exc}") from None
 
 
 def _error(message: str) -> types.CallToolResult:

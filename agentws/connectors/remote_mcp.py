@@ -194,30 +194,24 @@ async def _with_remote(
 
     try:
         with trio.fail_after(timeout_s):
-            try:
-                return await attempt("streamable_http")
-            except Exception as streamable_error:
-                leaf = first_leaf(streamable_error)
-                if isinstance(leaf, AgentwsError):
-                    raise leaf from None
-                if initialized:
-                    raise RemoteError(
-                        f"connector {connector.name!r}: cannot {what} at {url}: {describe(leaf)}"
-                    ) from None
-                log.info("%s: no Streamable HTTP (%s); trying legacy SSE", url, describe(leaf))
-            try:
-                return await attempt("sse")
-            except Exception as sse_error:
-                leaf = first_leaf(sse_error)
-                if isinstance(leaf, AgentwsError):
-                    raise leaf from None
-                raise RemoteError(
-                    f"connector {connector.name!r}: cannot {what} at {url}: {describe(leaf)}"
-                ) from None
+            for kind in TRANSPORTS:
+                try:
+                    return await attempt(kind)
+                except Exception as error:
+                    leaf = first_leaf(error)
+                    if isinstance(leaf, AgentwsError):
+                        raise leaf from None
+                    if initialized or kind == TRANSPORTS[-1]:
+                        raise RemoteError(
+                            f"connector {connector.name!r}: cannot {what} at {url}: "
+                            f"{describe(leaf)}"
+                        ) from None
+                    log.info("%s: no %s (%s); trying the next transport", url, kind, describe(leaf))
     except trio.TooSlowError:
         raise RemoteError(
             f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
         ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def first_leaf(error: BaseException) -> BaseException:
@@ -338,6 +332,10 @@ async def sync_tool_cache(
     seen: set[str] = set()
     now = utcnow()
     for tool in tools:
+        if tool.name in seen:
+            log.warning("connector %s lists %r twice; the first is kept", connector.name, tool.name)
+            continue
+        seen.add(tool.name)
         digest = definition_hash(tool)
         annotations: dict[str, Any] = (
             tool.annotations.model_dump(by_alias=True, exclude_none=True)
@@ -352,10 +350,6 @@ async def sync_tool_cache(
             "suggested_label": suggested_label(tool),
             "fetched_at": now,
         }
-        if tool.name in seen:
-            log.warning("connector %s lists %r twice; the first is kept", connector.name, tool.name)
-            continue
-        seen.add(tool.name)
         old = cached.pop(tool.name, None)
         if old is None:
             try:

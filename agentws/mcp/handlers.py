@@ -19,7 +19,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import attrs
 import jsonschema
@@ -215,18 +215,10 @@ def build_server(
 
     async def list_tools(
         ctx: Context, params: types.PaginatedRequestParams | None
-    ) -> dict[str, Any]:
+    ) -> types.ListToolsResult:
+        # Runs once per catalog version and protocol version; _ListingReuse answers the rest.
         listing = await catalog.tools(ctx.lifespan_context.caller.group)
-        rendered: dict[str, Any] | None = listing.renderings.get("mcp")
-        if rendered is None:
-            # Rendered once per catalog version, not once per call: a group
-            # with hundreds of tools would otherwise pay for it on every listing.
-            dumps = [
-                _mcp_tool(tool).model_dump(by_alias=True, mode="json", exclude_none=True)
-                for tool in listing.tools
-            ]
-            rendered = listing.renderings["mcp"] = {"tools": dumps}
-        return rendered
+        return types.ListToolsResult(tools=[_mcp_tool(tool) for tool in listing.tools])
 
     def unknown_tool(name: str) -> MCPError:
         return MCPError(
@@ -343,9 +335,7 @@ def build_server(
         "agentws",
         version=__version__,
         instructions=_INSTRUCTIONS,
-        # The runner accepts a result as a dict (``HandlerResult``) and shapes it
-        # for the session's protocol version; the parameter's type says the model.
-        on_list_tools=cast(Any, _guarded(list_tools)),
+        on_list_tools=_guarded(list_tools),
         on_call_tool=_guarded(call_tool),
         on_list_resources=_guarded(list_resources),
         on_read_resource=_guarded(read_resource),

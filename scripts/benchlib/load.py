@@ -79,6 +79,12 @@ class _Run:
         # before it differs per call) -> how many tools they listed.
         self.checked_answers: dict[bytes, int] = {}
 
+    def record(self, begun: float, ended: float) -> None:
+        """Count a call that succeeded, if it lies inside the measured window."""
+        if begun >= self.measure_from and ended <= self.measure_until:
+            self.latencies.append(ended - begun)
+            self.calls += 1
+
     def error(self, text: str) -> None:
         self.errors += 1
         if len(self.error_samples) < _MAX_ERROR_SAMPLES:
@@ -165,10 +171,7 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: fl
             except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
                 run.error(f"tools/call {query!r}: {exc!r}")
                 continue
-            ended = perf_counter()
-            if started >= run.measure_from and ended <= run.measure_until:
-                run.latencies.append(ended - started)
-                run.calls += 1
+            run.record(started, perf_counter())
     finally:
         with trio.move_on_after(5, shield=True):
             await session.aclose()
@@ -196,12 +199,8 @@ async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_a
             except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
                 run.error(f"tools/list: {exc!r}")
                 continue
-            ended = perf_counter()
             # Paced: from when the call was due, so waiting behind a slow call counts.
-            begun = min(due, started) if rate else started
-            if begun >= run.measure_from and ended <= run.measure_until:
-                run.latencies.append(ended - begun)
-                run.calls += 1
+            run.record(min(due, started) if rate else started, perf_counter())
     finally:
         with trio.move_on_after(5, shield=True):
             await session.aclose()
