@@ -1,13 +1,47 @@
-"""The audit log: one append-only record per change an operator or caller makes."""
+"""The audit log: one append-only record per change an operator makes and per tool call.
+
+Two ways in:
+
+- :func:`record` appends one entry now, in its own transaction. Changes
+  (tokens, labels, permissions, approvals and their decisions) use it, so
+  the entry is stored before the change is reported done.
+- :class:`AuditWriter` batches the entries of tool calls, which can come
+  hundreds a second: callers hand entries over a bounded channel (a full
+  channel makes them wait, it never drops or grows) and one task writes
+  whatever has gathered in one transaction, at least every
+  ``_FLUSH_S``. Writing each call's entry on its own would cost a commit
+  per call and, on SQLite, make every cache keyed on the data version
+  (tokens, tool catalog) miss on every call. At shutdown it writes what is
+  left before it stops.
+
+Entries never hold secrets: arguments are represented by their hash and,
+where kept, with values the tool's schema marks secret redacted.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Protocol
+
+import attrs
+import trio
 
 from agentws.domain.models import AuditEntry
+from agentws.errors import StoreError
 from agentws.store import Store
 
-__all__ = ["record"]
+__all__ = ["AuditSink", "AuditWriter", "DirectAudit", "record"]
+
+log = logging.getLogger("agentws.audit")
+
+# Entries waiting to be written; a caller waits when this many are.
+_BUFFER = 1024
+# A batch is written at least this often while entries arrive.
+_FLUSH_S = 0.1
+# Entries written in one transaction at most.
+_BATCH = 500
+# Writing what is left at shutdown may take this long at most.
+_CLOSE_S = 5.0
 
 
 async def record(
@@ -19,3 +53,86 @@ async def record(
             workspace_id=workspace_id, actor=actor, action=action, target=target, detail=detail
         )
     )
+
+
+class AuditSink(Protocol):
+    """Where tool-call entries go."""
+
+    async def append(self, entry: AuditEntry) -> None: ...
+
+
+@attrs.define(eq=False)
+class DirectAudit:
+    """Writes each entry at once (one-off processes such as the CLI)."""
+
+    store: Store
+
+    async def append(self, entry: AuditEntry) -> None:
+        await self.store.insert(entry)
+
+
+@attrs.define(eq=False)
+class AuditWriter:
+    """Writes tool-call entries in batches; :meth:`serve` runs in the service's nursery."""
+
+    store: Store
+    _send: trio.MemorySendChannel[AuditEntry] = attrs.field(init=False)
+    _receive: trio.MemoryReceiveChannel[AuditEntry] = attrs.field(init=False)
+    written: int = attrs.field(default=0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[AuditEntry](_BUFFER)
+
+    async def append(self, entry: AuditEntry) -> None:
+        """Queue ``entry``; waits while the writer is ``_BUFFER`` entries behind."""
+        try:
+            await self._send.send(entry)
+        except trio.ClosedResourceError:
+            # Closed for shutdown while this call was finishing: write it now.
+            await self.store.insert(entry)
+
+    def close(self) -> None:
+        """No more entries: :meth:`serve` writes what is queued and returns."""
+        self._send.close()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write batches until :meth:`close` (or cancelled); what is left is written at the end.
+
+        Resource handling:
+            The final write is shielded and bounded by ``_CLOSE_S``.
+        """
+        task_status.started()
+        batch: list[AuditEntry] = []
+        try:
+            while True:
+                try:
+                    batch.append(await self._receive.receive())
+                    # Whatever else arrives within the flush interval joins the batch.
+                    with trio.move_on_after(_FLUSH_S):
+                        while len(batch) < _BATCH:
+                            batch.append(await self._receive.receive())
+                except trio.EndOfChannel:
+                    return
+                await self._write(batch)
+                batch = []
+        finally:
+            with trio.move_on_after(_CLOSE_S, shield=True) as scope:
+                while True:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                if batch:
+                    await self._write(batch)
+            if scope.cancelled_caught:
+                log.error("audit: %d entries could not be written before shutdown", len(batch))
+
+    async def _write(self, batch: list[AuditEntry]) -> None:
+        try:
+            await self.store.insert_many(batch)
+        except StoreError as exc:
+            # The calls have happened; losing their record is bad, crashing the
+            # service over it is worse. Operators see this in the log.
+            log.error("audit: cannot write %d entries: %s", len(batch), exc.message)
+            return
+        self.written += len(batch)

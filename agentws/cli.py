@@ -301,9 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: that module builds on this one's Output and Context.
     from agentws.cli_connectors import add_connector_commands
     from agentws.cli_libraries import add_library_commands
+    from agentws.cli_tools import add_tool_commands
 
     add_library_commands(commands, common)
     add_connector_commands(commands, common)
+    add_tool_commands(commands, common)
     return parser
 
 

@@ -212,6 +212,11 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
         lines.append(f"Tools ({len(tools)}, from the cache{note}):")
         columns = ("name", "capability", "label", "suggested", "fetched_at")
         lines.append(_table(tools, columns, ""))
+        if unlabeled:
+            lines.append(
+                f"Label one with: agentws tool label {args.workspace} "
+                f"{connector.name}_<name> read|write|destructive"
+            )
     elif connector.kind is ConnectorKind.REMOTE_MCP:
         lines.append(
             f"No tools cached yet: agentws connector refresh {args.workspace} {connector.name}"

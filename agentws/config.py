@@ -152,6 +152,8 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("secret_key", "AGENTWS_SECRET_KEY", str, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
+    ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
+    ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _seconds, "300"),
 )
 
 
@@ -206,6 +208,11 @@ class Settings:
     tool_timeout_s: float = 30.0
     #: How often remote MCP connectors' tool lists are fetched again (0: never).
     connector_refresh_s: float = 900.0
+    #: A queued call not decided within this long expires (and never runs).
+    approval_ttl_s: float = 7 * 24 * 3600.0
+    #: How long a caller has to confirm a destructive call (elicitation answer
+    #: or confirm token).
+    confirm_ttl_s: float = 300.0
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)
 

@@ -13,6 +13,7 @@ which driver or library sits underneath::
     ├── NotFoundError          the addressed object does not exist
     ├── ConflictError          a uniqueness rule would be broken (duplicate slug...)
     ├── UnauthorizedError      no valid credential for what was asked (HTTP 401)
+    ├── PermissionDeniedError  a tool call its caller may not make ("permission denied")
     ├── OverCapacityError      a limit on open sessions or work is reached (HTTP 503)
     ├── ListenError            the server cannot listen on its address (port in use...)
     ├── UpstreamError          a connector's third party is down, refuses us or fails
@@ -35,6 +36,7 @@ __all__ = [
     "MigrationError",
     "NotFoundError",
     "OverCapacityError",
+    "PermissionDeniedError",
     "StoreError",
     "StoreUnavailableError",
     "UnauthorizedError",
@@ -88,6 +90,12 @@ class UnauthorizedError(AgentwsError):
     """The request carries no valid credential for what it asks."""
 
     code = "unauthorized"
+
+
+class PermissionDeniedError(AgentwsError):
+    """The caller may not make this call: the tool is denied, or beyond the token's scope."""
+
+    code = "permission_denied"
 
 
 class OverCapacityError(AgentwsError):

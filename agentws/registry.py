@@ -118,7 +118,16 @@ async def create_token(
         scope=scope,
     )
     await store.insert(token)
-    await record(store, group.workspace_id, actor, "token.create", token.id)
+    await record(
+        store,
+        group.workspace_id,
+        actor,
+        "token.create",
+        token.id,
+        group=f"{workspace_slug}/{group_slug}",
+        name=token.name,
+        scope=token.scope.value,
+    )
     return IssuedToken(token, secret)
 
 
@@ -147,5 +156,13 @@ async def revoke_token(
     if len(matches) > 1:
         raise ValidationError(f"{len(matches)} tokens are named {token_ref!r}: revoke by id")
     revoked = await store.revoke_token(matches[0].id)
-    await record(store, group.workspace_id, actor, "token.revoke", revoked.id)
+    await record(
+        store,
+        group.workspace_id,
+        actor,
+        "token.revoke",
+        revoked.id,
+        group=f"{workspace_slug}/{group_slug}",
+        name=revoked.name,
+    )
     return revoked

@@ -12,6 +12,8 @@ from __future__ import annotations
 import attrs
 import trio
 
+from agentws.approvals.notifier import ApprovalWatch
+from agentws.audit import AuditWriter
 from agentws.config import Settings
 from agentws.connectors.links import RemoteLinks
 from agentws.errors import StoreError
@@ -21,6 +23,8 @@ from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
+from agentws.tools.execution import ToolRunner
+from agentws.tools.gate import ToolGate
 
 __all__ = ["Readiness", "Service", "run_service"]
 
@@ -42,8 +46,12 @@ class Service:
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
+    _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
     links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
+    audit: AuditWriter = attrs.field(init=False)
+    #: Runs the group's tools (for the permission gate, and for approved calls).
+    runner: ToolRunner = attrs.field(init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
@@ -53,20 +61,35 @@ class Service:
 
         Resource handling:
             Opens the root nursery, which owns the MCP session supervisor,
-            and the links to remote MCP connectors (which keep their tool
-            caches current).
+            the approval watch (outcomes to sessions, expiry) and the links
+            to remote MCP connectors (which keep their tool caches current).
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
-            before they are cancelled.
+            before they are cancelled. The audit writer runs around that
+            nursery and is closed after it: what the others audited on their
+            way out is written too.
         """
+        self.audit = AuditWriter(self.store)
+        try:
+            async with trio.open_nursery() as outer:
+                await outer.start(self.audit.serve)
+                try:
+                    await self._serve_tasks(task_status)
+                finally:
+                    self.audit.close()
+        finally:
+            self._stopped.set()
+
+    async def _serve_tasks(self, task_status: trio.TaskStatus[Service]) -> None:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
                 self.links = RemoteLinks(self.store, self.settings)
+                self.runner = ToolRunner(self.store, self.settings, self.links.call_tool)
+                gate = ToolGate(self.store, self.settings, self.runner, self.audit)
                 rendered = RenderedResults()
-                server = build_server(
-                    self.store, self.settings, self.links, Catalog(self.store), rendered
-                )
+                catalog = Catalog(self.store)
+                server = build_server(self.store, self.settings, gate, catalog, rendered)
                 supervisor = SessionSupervisor(
                     self.settings,
                     self.store,
@@ -75,13 +98,14 @@ class Service:
                     rendered=rendered,
                 )
                 self._sessions = await nursery.start(supervisor.serve)
+                self._watch = ApprovalWatch(self.store, supervisor)
+                await nursery.start(self._watch.serve)
                 await nursery.start(self.links.serve)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
         finally:
             self._nursery = None
-            self._stopped.set()
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -108,6 +132,8 @@ class Service:
             self._sessions.close_all()
         if self._nursery is not None:
             self.links.close()
+        if self._watch is not None:
+            self._watch.close()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()

@@ -15,7 +15,8 @@ One run measures, on loopback, in a temp directory of its own:
 3. the resident memory of 1,000 idle legacy (2024-11-05) SSE sessions on a
    fresh agentws process;
 4. ``tools/list`` latency on agentws for a group with 5 remote MCP
-   connectors and 200 cached tools (plus the 2 built-ins of its library),
+   connectors and 200 cached tools (plus 3 built-ins: the 2 context tools
+   and get_approval),
    under the same closed-loop load (agentws only: the cache is agentws's).
 
 The servers run one after the other, each in its own process; the load
@@ -74,8 +75,9 @@ SSE_TARGET_KB = 100.0  # resident memory per idle legacy SSE session
 TOOLSLIST_TARGET_P99_MS = 20.0  # tools/list p99 latency, 5 connectors / 200 cached tools
 TOOLSLIST_CONNECTORS = 5
 TOOLSLIST_TOOLS_EACH = 40
-# The context built-ins the group offers because it has a library.
-_BUILTIN_TOOLS = 2
+# The built-ins the group offers: the two context tools (it has a library) and
+# get_approval (it has connector tools).
+_BUILTIN_TOOLS = 3
 # Other processes' CPU (in cores) above which a run is flagged as noisy.
 _QUIET_CORES = 0.15
 # Seconds a server gets to start listening.

@@ -29,12 +29,21 @@ from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from agentws.audit import record
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
-from agentws.domain.models import CachedTool, Capability, Connector
+from agentws.domain.models import (
+    CachedTool,
+    Capability,
+    Connector,
+    Permission,
+    ToolPermission,
+    default_permission,
+)
+from agentws.domain.permissions import looser_than
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, ConflictError, UpstreamError
 from agentws.secret_box import SecretBox
@@ -45,6 +54,7 @@ __all__ = [
     "Probe",
     "RemoteError",
     "SyncReport",
+    "call_once",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -255,6 +265,53 @@ async def fetch_tools(
     )
 
 
+async def call_once(
+    connector: Connector,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    timeout_s: float,
+    resolve: Resolver = system_resolver,
+) -> types.CallToolResult:
+    """Call the remote's tool ``name`` in a session of its own (processes without links: the CLI).
+
+    The call is sent at most once: a second transport is tried only when the
+    first failed before the session was initialized.
+
+    Returns:
+        The remote's result; a JSON-RPC error from the remote becomes a
+        result with ``isError``.
+
+    Error handling:
+        As :func:`fetch_tools`.
+    """
+
+    async def call(session: ClientSession, _: str) -> types.CallToolResult:
+        try:
+            return await session.call_tool(name, arguments)
+        except MCPError as exc:
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(
+                        type="text", text=f"{connector.name} answered: {exc.error.message}"
+                    )
+                ],
+                is_error=True,
+            )
+
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        timeout_s=timeout_s,
+        resolve=resolve,
+        what=f"call {name}",
+        work=call,
+    )
+
+
 @attrs.frozen
 class Probe:
     """What a remote MCP server said when asked: who it is and what it offers."""
@@ -308,6 +365,29 @@ async def probe(
     )
 
 
+async def _reset_loosened_permissions(
+    store: Store, connector: Connector, action: str, *, actor: str
+) -> None:
+    name = f"{connector.name}_{action}"
+    safe: Permission = default_permission(Capability.WRITE)
+    for row in await store.select(
+        ToolPermission, workspace_id=connector.workspace_id, tool_name=name
+    ):
+        if looser_than(row.permission, safe):
+            await store.delete(ToolPermission, row.id)
+            await record(
+                store,
+                connector.workspace_id,
+                actor,
+                "tool.permission_reset",
+                name,
+                group_id=row.group_id,
+                previous_permission=row.permission.value,
+                permission=f"default ({safe.value})",
+                why="the tool's definition changed",
+            )
+
+
 @attrs.frozen
 class SyncReport:
     """What a refresh changed in the tool cache."""
@@ -324,8 +404,9 @@ async def sync_tool_cache(
     """Make the cache hold exactly ``tools`` for ``connector``.
 
     A tool whose definition hash changed keeps no admin label: it is
-    ``write`` (so ``requires_approval``) until an admin labels it again;
-    the reset is audited.
+    ``write`` (so ``requires_approval``) until an admin labels it again,
+    and permissions looser than that default are removed; the resets are
+    audited.
     """
     cached = {t.name: t for t in await store.select(CachedTool, connector_id=connector.id)}
     added, changed = [], []
@@ -370,6 +451,7 @@ async def sync_tool_cache(
                 previous_label=old.label.value if old.label else None,
                 label="unset (write)",
             )
+            await _reset_loosened_permissions(store, connector, tool.name, actor=actor)
     for gone in cached.values():
         await store.delete(CachedTool, gone.id)
     # Unchanged tools only get the time: writing their rows back whole would

@@ -43,6 +43,7 @@ __all__ = [
     "Record",
     "Skill",
     "SkillAsset",
+    "ToolPermission",
     "VerificationScheme",
     "Webhook",
     "Workspace",
@@ -136,13 +137,28 @@ class EventStatus(StrEnum):
 
 
 class ApprovalStatus(StrEnum):
+    """Where a queued call stands::
+
+    pending --approve--> approved (running) --> executed | failed
+    pending --deny-----> denied
+    pending --TTL------> expired
+    """
+
     PENDING = "pending"
-    APPROVED = "approved"
+    APPROVED = "approved"  # an admin approved it; it is running (or the process stopped mid-run)
+    EXECUTED = "executed"  # it ran and the tool returned a result
+    FAILED = "failed"  # it ran and failed, or could not be run
     DENIED = "denied"
+    EXPIRED = "expired"
 
     @property
     def decided(self) -> bool:
         return self is not ApprovalStatus.PENDING
+
+    @property
+    def finished(self) -> bool:
+        """Whether nothing more will happen to it."""
+        return self not in (ApprovalStatus.PENDING, ApprovalStatus.APPROVED)
 
 
 def _slug(_: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -378,20 +394,57 @@ class ChatMessage:
 
 @attrs.frozen(kw_only=True)
 class Approval:
-    """A write call waiting for (or decided by) an admin; runs once if approved."""
+    """A call waiting for (or decided by) an admin; runs at most once, if approved."""
 
     id: str = _id("apr")
     group_id: str
+    #: The MCP token that asked (None once the token is deleted, or for other callers).
     token_id: str | None = None
+    #: The MCP session that asked, told of the outcome while it is open.
+    session_id: str | None = None
+    #: Who asked, as the audit log names them (``mcp:tok_…``).
+    requested_by: str
     tool_name: str
+    capability: Capability
+    #: The tool's definition when the call was queued: a changed tool does not run.
+    definition_hash: str
+    #: The arguments as an admin reads them: values the tool's schema marks secret redacted.
     arguments: dict[str, Any] = attrs.field(factory=dict)
+    #: The whole arguments, sealed with the service key, when some are secret.
+    sealed_arguments: bytes | None = attrs.field(default=None, repr=False)
+    #: SHA-256 of the tool name and the whole arguments: what was approved.
     arguments_hash: str
     status: ApprovalStatus = ApprovalStatus.PENDING
+    #: The approver's or denier's reason.
     reason: str | None = None
     decided_by: str | None = None
+    #: The tool's result (an MCP ``CallToolResult`` as JSON) once it ran.
     result: dict[str, Any] | None = None
+    #: Why it failed, when it did.
+    error: str | None = None
     created_at: datetime = _now()
+    expires_at: datetime
     decided_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolPermission:
+    """An admin's permission for one tool: for a group, or (no group) for the whole workspace."""
+
+    id: str = _id("tpm")
+    workspace_id: str
+    #: None: every group of the workspace that has no permission of its own for the tool.
+    group_id: str | None = None
+    #: The tool's name as callers see it (``<connector>_<action>`` or a built-in).
+    tool_name: str
+    permission: Permission
+    #: The tool's definition when the admin decided; a looser permission
+    #: stops applying when the definition changes.
+    definition_hash: str
+    set_by: str
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
 
 
 @attrs.frozen(kw_only=True)
@@ -433,6 +486,7 @@ Record = (
     | Event
     | ChatMessage
     | Approval
+    | ToolPermission
     | AuditEntry
     | Admin
 )

@@ -5,9 +5,12 @@ process; the session (and so the caller, its group and token) reaches each
 handler as ``ctx.lifespan_context``. The SDK does the protocol —
 negotiation, JSON-RPC, error replies —; these handlers only answer:
 
-- ``tools/list`` / ``tools/call``: the group's catalog; arguments are checked
-  against the tool's JSON schema first, and a bad call is an MCP error a
-  client can show, never a 500;
+- ``tools/list`` / ``tools/call``: the group's catalog; every call goes
+  through the permission gate (:mod:`agentws.tools.gate`), which checks the
+  arguments against the tool's schema, runs reads, queues writes for an
+  admin, asks for confirmation of destructive calls (:mod:`agentws.mcp.confirm`)
+  and refuses what the caller may not do ("permission denied", an MCP
+  error); a bad call is an error a client can show, never a 500;
 - ``resources/list`` / ``resources/read``: the group's exposed documents;
 - ``prompts/list`` / ``prompts/get``: the group's skills, with their assets
   as embedded resources.
@@ -16,13 +19,11 @@ negotiation, JSON-RPC, error replies —; these handlers only answer:
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
-import jsonschema
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
@@ -30,24 +31,16 @@ from mcp.shared.exceptions import MCPError
 
 from agentws import __version__
 from agentws.config import Settings
-from agentws.connectors.links import RemoteLinks
-from agentws.connectors.native import ACTIONS, run_action
-from agentws.connectors.registry import connector_headers
-from agentws.connectors.remote_mcp import RemoteError
-from agentws.domain.models import Capability, Connector, ConnectorKind, Library, Skill
-from agentws.errors import StoreError, UnsafeUrlError
+from agentws.domain.models import Library, Skill
+from agentws.errors import PermissionDeniedError, StoreError
+from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import McpSession
-from agentws.secret_box import SecretBox
 from agentws.store import Store
-from agentws.tools.builtins import (
-    BUILTINS,
-    document_uri,
-    error_result,
-    find_document,
-    group_libraries,
-)
+from agentws.tools.builtins import document_uri, find_document
+from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import Catalog
+from agentws.tools.gate import ToolGate
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
@@ -90,50 +83,17 @@ def _guarded(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context
     return run
 
 
-# Compiled validators by schema text; connector schemas change rarely.
-_validators: dict[str, jsonschema.protocols.Validator] = {}
-_MAX_VALIDATORS = 1000
-
-
-def _compile(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
-
-
-# The built-ins' schemas are module constants: compiled once, found by identity.
-_BUILTIN_VALIDATORS = {
-    id(b.spec.input_schema): _compile(b.spec.input_schema) for b in BUILTINS.values()
-}
-
-
-def _argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
-    validator = _BUILTIN_VALIDATORS.get(id(schema))
-    if validator is None:
-        validator = _cached_validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
-
-
-def _cached_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
-    key = json.dumps(schema, sort_keys=True)
-    validator = _validators.get(key)
-    if validator is None:
-        if len(_validators) >= _MAX_VALIDATORS:
-            _validators.clear()
-        validator = _validators[key] = _compile(schema)
-    return validator
-
-
 def _mcp_tool(tool: ToolSpec) -> types.Tool:
     hints = tool.annotations
     return types.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.tagged_description,
-        input_schema=tool.input_schema,
+        input_schema=(
+            with_confirm_argument(tool.input_schema)
+            if tool.asks_confirmation
+            else tool.input_schema
+        ),
         annotations=types.ToolAnnotations(
             title=hints["title"],
             read_only_hint=hints["readOnlyHint"],
@@ -161,57 +121,18 @@ async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, 
 def build_server(
     store: Store,
     settings: Settings,
-    links: RemoteLinks,
+    gate: ToolGate,
     catalog: Catalog,
     rendered: RenderedResults,
 ) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
-    Tool lists come from ``catalog``; calls to remote MCP connectors go over
-    ``links``, the process's shared sessions with them; ``tools/list``
-    answers, reused while the catalog stands still, are put in ``rendered``
-    so sessions send their JSON without making it again.
+    Tool lists come from ``catalog``; every call goes through ``gate`` (the
+    permission gate, which runs, queues or asks for confirmation, and
+    audits); ``tools/list`` answers, reused while the catalog stands still,
+    are put in ``rendered`` so sessions send their JSON without making it
+    again.
     """
-
-    async def call_connector_tool(
-        session: McpSession, tool: ToolSpec, arguments: dict[str, Any]
-    ) -> types.CallToolResult:
-        # Until approvals exist, only read tools run: a write or destructive
-        # call must never run without the gate that asks a person first.
-        if tool.capability is not Capability.READ:
-            raise MCPError(
-                PERMISSION_DENIED,
-                f"permission denied: {tool.name} is a {tool.capability.value} tool, and "
-                "write and destructive tools need an admin's approval, which this server "
-                "cannot ask for yet",
-            )
-        if not tool.capability.within(session.caller.token.scope):
-            raise MCPError(
-                PERMISSION_DENIED, f"permission denied: {tool.name} is beyond this token's scope"
-            )
-        connector = await store.get(Connector, tool.connector_id or "")
-        if connector.kind is not ConnectorKind.REMOTE_MCP:
-            box = SecretBox.from_settings(settings) if connector.secret else None
-            action = ACTIONS[connector.kind].get(tool.remote_name or "")
-            if action is None:
-                raise MCPError(types.INVALID_PARAMS, f"Unknown tool {tool.name!r}")
-            return await run_action(
-                connector,
-                action,
-                arguments,
-                headers=connector_headers(connector, box),
-                allowlist=settings.connector_allowlist,
-                timeout_s=settings.tool_timeout_s,
-            )
-        try:
-            return await links.call_tool(
-                connector,
-                tool.remote_name or "",
-                arguments,
-                retry_safe=tool.capability is Capability.READ,
-            )
-        except (RemoteError, UnsafeUrlError) as exc:
-            return error_result(f"{tool.name} failed: {exc.message}")
 
     async def list_tools(
         ctx: Context, params: types.PaginatedRequestParams | None
@@ -226,33 +147,32 @@ def build_server(
         )
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
-        group = ctx.lifespan_context.caller.group
-        arguments = params.arguments or {}
-        builtin = BUILTINS.get(params.name)
-        if builtin is None:
-            tool = await catalog.tool(group, params.name)
-            if tool is None:
-                raise unknown_tool(params.name)
-            problem = _argument_error(tool.input_schema, arguments)
-            if problem is not None:
-                return error_result(f"Invalid arguments for {tool.name}: {problem}")
-            return await call_connector_tool(ctx.lifespan_context, tool, arguments)
-        # Built-ins exist where the group has a library. A search that finds
-        # something proves it, which spares the hot path a query.
-        problem = _argument_error(builtin.spec.input_schema, arguments)
-        if builtin.optimistic and problem is None:
-            result = await builtin.run(store, group, None, arguments)
-            if (result.structured_content or {}).get("results"):
-                return result
-            if await group_libraries(store, group):
-                return result
+        session = ctx.lifespan_context
+        # Kept for telling this session, later, what became of a queued call.
+        session.server_session = ctx.session
+        group = session.caller.group
+        arguments = dict(params.arguments or {})
+        tool = await catalog.tool(group, params.name)
+        if tool is None:
             raise unknown_tool(params.name)
-        libraries = await group_libraries(store, group)
-        if not libraries:
-            raise unknown_tool(params.name)
-        if problem is not None:
-            return error_result(f"Invalid arguments for {params.name}: {problem}")
-        return await builtin.run(store, group, libraries, arguments)
+        # The confirm token travels as an argument (models can only set arguments);
+        # it is the door's, never the tool's, unless the tool has one of that name.
+        presented = None
+        if tool.asks_confirmation and CONFIRM_ARGUMENT not in tool.input_schema.get(
+            "properties", {}
+        ):
+            presented = arguments.pop(CONFIRM_ARGUMENT, None)
+        caller = ToolCaller.mcp(
+            session.caller.token_id, session.caller.token.scope, group, session.id
+        )
+        confirmer = McpConfirmer(ctx, presented, settings.confirm_ttl_s)
+        try:
+            outcome = await gate.call(caller, tool, arguments, confirmer=confirmer)
+        except PermissionDeniedError as exc:
+            raise MCPError(PERMISSION_DENIED, exc.message) from None
+        if outcome.approval is not None:
+            session.awaiting.add(outcome.approval.id)
+        return outcome.result
 
     async def list_resources(
         ctx: Context, params: types.PaginatedRequestParams | None

@@ -29,17 +29,18 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.lowlevel.server import Server
 from mcp.server.models import InitializationOptions
 from mcp.server.runner import serve_dual_era_loop
+from mcp.server.session import ServerSession
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
 from agentws.config import Settings
-from agentws.domain.models import McpToken
+from agentws.domain.models import Approval, McpToken
 from agentws.errors import OverCapacityError
 from agentws.mcp.auth import Caller
 from agentws.mcp.rendered import RenderedResults
 from agentws.store import Store
 
-__all__ = ["McpSession", "SessionSupervisor", "Transport"]
+__all__ = ["McpSession", "PendingConfirmation", "SessionSupervisor", "Transport"]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -54,8 +55,23 @@ STREAM_BUFFER = 32
 # Revocations made by another process (the CLI) reach open sessions this fast.
 _REVOCATION_POLL_S = 0.25
 
+# Confirm tokens a session holds at once; asking for more forgets the oldest.
+_MAX_CONFIRMATIONS = 16
+# Sending one approval outcome to a session may take this long at most.
+_NOTIFY_S = 5.0
+
 #: What a waiting POST receives: (is it the final response, the JSON text).
 Reply = tuple[bool, str]
+
+
+@attrs.frozen
+class PendingConfirmation:
+    """A destructive call this session was asked to confirm, by a one-time token."""
+
+    tool_name: str
+    arguments_hash: str
+    #: trio clock time after which the token is refused.
+    expires_at: float
 
 
 @attrs.define(eq=False)
@@ -75,6 +91,51 @@ class McpSession:
     rendered: RenderedResults = attrs.field(factory=RenderedResults)
     _pending: dict[str, trio.MemorySendChannel[Reply]] = attrs.field(factory=dict)
     ended: trio.Event = attrs.field(factory=trio.Event)
+    #: The SDK's session toward the client, for notifications outside a request.
+    server_session: ServerSession | None = None
+    #: Confirm tokens handed out, by their SHA-256.
+    confirmations: dict[str, PendingConfirmation] = attrs.field(factory=dict)
+    #: Approval requests this session queued whose outcome it has not been told.
+    awaiting: set[str] = attrs.field(factory=set)
+
+    def remember_confirmation(self, token_hash: str, pending: PendingConfirmation) -> None:
+        """Keep a confirm token (its hash); the oldest goes when there are too many."""
+        now = trio.current_time()
+        for key in [k for k, p in self.confirmations.items() if p.expires_at <= now]:
+            del self.confirmations[key]
+        while len(self.confirmations) >= _MAX_CONFIRMATIONS:
+            del self.confirmations[next(iter(self.confirmations))]
+        self.confirmations[token_hash] = pending
+
+    def take_confirmation(self, token_hash: str) -> PendingConfirmation | None:
+        """The confirmation for this token, removed: a token works once, right or wrong."""
+        return self.confirmations.pop(token_hash, None)
+
+    async def tell_outcome(self, approval: Approval, data: dict[str, Any]) -> bool:
+        """Send a queued call's outcome as a ``notifications/message``; whether it went out."""
+        import mcp_types as types
+
+        self.awaiting.discard(approval.id)
+        if self.server_session is None or self.ended.is_set():
+            return False
+        level: types.LoggingLevel = "warning"
+        if data["status"] == "executed":
+            level = "notice"
+        elif data["status"] == "failed":
+            level = "error"
+        notification = types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(
+                level=level, logger="agentws.approvals", data=data
+            )
+        )
+        with trio.move_on_after(_NOTIFY_S):
+            try:
+                await self.server_session.send_notification(notification)
+            except Exception as exc:  # the session ended while we sent
+                log.debug("session %s: approval outcome not sent: %r", self.id, exc)
+                return False
+            return True
+        return False
 
     @property
     def token_id(self) -> str:
@@ -238,6 +299,18 @@ class SessionSupervisor:
 
     def get(self, session_id: str) -> McpSession | None:
         return self._sessions.get(session_id)
+
+    def awaited(self) -> set[str]:
+        """Approval requests some open session waits to hear about."""
+        return {a for session in self._sessions.values() for a in session.awaiting}
+
+    async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
+        """Tell every open session waiting for ``approval`` its outcome; how many were told."""
+        told = 0
+        for session in list(self._sessions.values()):
+            if approval.id in session.awaiting and await session.tell_outcome(approval, data):
+                told += 1
+        return told
 
     def sessions_of(self, token_id: str) -> list[McpSession]:
         return [self._sessions[s] for s in self._by_token.get(token_id, ())]

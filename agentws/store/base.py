@@ -24,6 +24,9 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from agentws.domain.models import (
+    Approval,
+    ApprovalStatus,
+    AuditEntry,
     CachedTool,
     Connector,
     ContextDocument,
@@ -32,6 +35,7 @@ from agentws.domain.models import (
     Library,
     McpToken,
     Skill,
+    ToolPermission,
     Workspace,
 )
 from agentws.store.tables import Dialect
@@ -57,6 +61,10 @@ class Store(Protocol):
 
     async def insert(self, record: R) -> R:
         """Store a new record; ConflictError if it breaks a uniqueness rule."""
+        ...
+
+    async def insert_many(self, records: list[Any]) -> None:
+        """Store new records of one type, all in one transaction."""
         ...
 
     async def get(self, kind: type[R], record_id: str, /) -> R:
@@ -110,6 +118,56 @@ class Store(Protocol):
 
         A refresh that found a tool unchanged must not write the rest of its
         row back: an admin's label set meanwhile would be lost.
+        """
+        ...
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        decided_by: str,
+        reason: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        """Move a pending, unexpired approval to ``status`` (approved or denied).
+
+        One statement decides it, so of concurrent deciders exactly one gets
+        the approval back; the others get None (it was decided, or expired).
+        """
+        ...
+
+    async def finish_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        result: dict[str, Any] | None,
+        error: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        """Record the outcome of an approved call (executed or failed); None if not approved."""
+        ...
+
+    async def expire_approvals(self, now: datetime) -> list[Approval]:
+        """Mark pending approvals whose time is up as expired; the ones this call expired."""
+        ...
+
+    async def tool_permissions(self, workspace_id: str, group_id: str) -> list[ToolPermission]:
+        """Permissions that may apply in a group: its own and the workspace's."""
+        ...
+
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
+
+        ``action_prefix`` keeps entries whose action starts with it (``approval.``).
         """
         ...
 

@@ -29,6 +29,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from agentws.domain.models import (
+    Approval,
+    ApprovalStatus,
+    AuditEntry,
     CachedTool,
     Connector,
     ContextDocument,
@@ -38,6 +41,7 @@ from agentws.domain.models import (
     Library,
     McpToken,
     Skill,
+    ToolPermission,
     Workspace,
 )
 from agentws.domain.rules import utcnow
@@ -49,6 +53,8 @@ __all__ = ["SqlStore"]
 
 R = TypeVar("R")
 
+# Rows per multi-row INSERT: far below either database's limit on parameters.
+_INSERT_CHUNK = 200
 # Search hits returned at most; more is noise to a reader and work for the database.
 _MAX_HITS = 50
 # Words of a query used at most: each one is a lookup of its own (words matched).
@@ -144,6 +150,23 @@ class SqlStore:
                 f"cannot save {table.describe(record)}: it refers to a record that does not exist"
             ) from None
         return record
+
+    async def insert_many(self, records: list[Any]) -> None:
+        if not records:
+            return
+        table = table_for(type(records[0]))
+        width = len(table.columns)
+        async with self._db.transaction() as tx:
+            for start in range(0, len(records), _INSERT_CHUNK):
+                chunk = records[start : start + _INSERT_CHUNK]
+                rows = ", ".join(
+                    "(" + ", ".join(f"${i * width + j + 1}" for j in range(width)) + ")"
+                    for i in range(len(chunk))
+                )
+                args = [v for record in chunk for v in table.encode(record, self.dialect)]
+                await tx.execute(
+                    f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES {rows}", *args
+                )
 
     async def get(self, kind: type[R], record_id: str, /) -> R:
         found = await self.find(kind, id=record_id)
@@ -247,6 +270,116 @@ class SqlStore:
         async with self._db.transaction() as tx:
             sql = "UPDATE cached_tools SET fetched_at = $2 WHERE connector_id = $1"
             await tx.execute(sql, connector_id, when)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        decided_by: str,
+        reason: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        table = table_for(Approval)
+        when = table.encode_value("decided_at", now, self.dialect)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET status = $2, decided_by = $3, reason = $4, decided_at = $5,"
+                " finished_at = CASE WHEN $2 = 'approved' THEN NULL ELSE $5 END"
+                " WHERE id = $1 AND status = 'pending' AND expires_at > $5",
+                approval_id,
+                status.value,
+                decided_by,
+                reason,
+                when,
+            )
+        return await self.get(Approval, approval_id) if changed else None
+
+    async def finish_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        result: dict[str, Any] | None,
+        error: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        table = table_for(Approval)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5"
+                " WHERE id = $1 AND status = 'approved'",
+                approval_id,
+                status.value,
+                table.encode_value("result", result, self.dialect),
+                error,
+                table.encode_value("finished_at", now, self.dialect),
+            )
+        return await self.get(Approval, approval_id) if changed else None
+
+    async def expire_approvals(self, now: datetime) -> list[Approval]:
+        table = table_for(Approval)
+        when = table.encode_value("expires_at", now, self.dialect)
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM approvals"
+            " WHERE status = 'pending' AND expires_at <= $1 ORDER BY created_at, id",
+            when,
+        )
+        expired: list[Approval] = []
+        for row in rows:
+            async with self._db.transaction() as tx:
+                changed = await tx.execute(
+                    "UPDATE approvals SET status = 'expired', finished_at = $2"
+                    " WHERE id = $1 AND status = 'pending'",
+                    row["id"],
+                    when,
+                )
+            if changed:
+                expired.append(await self.get(Approval, row["id"]))
+        return expired
+
+    async def tool_permissions(self, workspace_id: str, group_id: str) -> list[ToolPermission]:
+        table = table_for(ToolPermission)
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM tool_permissions"
+            " WHERE workspace_id = $1 AND (group_id IS NULL OR group_id = $2)"
+            " ORDER BY created_at, id",
+            workspace_id,
+            group_id,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        table = table_for(AuditEntry)
+        clauses: list[str] = []
+        args: list[Any] = []
+        if workspace_id is not None:
+            args.append(workspace_id)
+            clauses.append(f"workspace_id = ${len(args)}")
+        if action_prefix is not None:
+            # Matched as a prefix without LIKE, whose wildcards the prefix may contain.
+            args.append(action_prefix)
+            prefix = f"CAST(${len(args)} AS TEXT)"
+            clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
+        if after is not None:
+            args.append(table.encode_value("created_at", after, self.dialect))
+            clauses.append(f"created_at > ${len(args)}")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "ASC" if after is not None else "DESC"
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM audit_log{where}"
+            f" ORDER BY created_at {order}, id {order} LIMIT {max(1, int(limit))}",
+            *args,
+        )
+        entries: list[AuditEntry] = [table.decode(row, self.dialect) for row in rows]
+        return entries if after is not None else entries[::-1]
 
     async def _fetch(self, sql: str, *args: Any) -> list[Row]:
         return await self._db.fetch(sql, *args)

@@ -152,6 +152,13 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.Event, "events", "event", ("id",), "received_at, id"),
         Table(m.ChatMessage, "chat_messages", "chat message", ("id",), "created_at, id"),
         Table(m.Approval, "approvals", "approval", ("id",), "created_at, id"),
+        Table(
+            m.ToolPermission,
+            "tool_permissions",
+            "tool permission",
+            ("tool_name",),
+            "created_at, id",
+        ),
         Table(m.AuditEntry, "audit_log", "audit entry", ("id",), "created_at, id"),
         Table(m.Admin, "admins", "admin", ("username",), "created_at, id"),
     )

@@ -22,6 +22,7 @@ from agentws.tools.spec import ToolSpec
 __all__ = [
     "BUILTINS",
     "DOCUMENT_URI_SCHEME",
+    "GET_APPROVAL",
     "Builtin",
     "document_uri",
     "error_result",
@@ -207,6 +208,7 @@ BUILTINS: dict[str, Builtin] = {
                 "additionalProperties": False,
             },
             capability=Capability.READ,
+            definition_hash="builtin:search_context",
         ),
         _search_context,
         optimistic=True,
@@ -241,7 +243,36 @@ BUILTINS: dict[str, Builtin] = {
                 "additionalProperties": False,
             },
             capability=Capability.READ,
+            definition_hash="builtin:read_context_document",
         ),
         _read_context_document,
     ),
 }
+
+#: The outcome of a call queued for approval, for the caller that queued it.
+#: Offered where calls can be queued (a group with connector tools); it runs
+#: with the caller's identity, so it lives in :mod:`agentws.approvals.queue`.
+GET_APPROVAL = ToolSpec(
+    name="get_approval",
+    title="Outcome of a queued call",
+    description=(
+        "The status of a tool call that was queued for an admin's approval: pending, "
+        "approved, executed (with the tool's result), failed, denied (with the reason) or "
+        "expired. Pass the approval id the queued call returned."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "approval_id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "description": "The id (apr_...) of the queued call.",
+            }
+        },
+        "required": ["approval_id"],
+        "additionalProperties": False,
+    },
+    capability=Capability.READ,
+    definition_hash="builtin:get_approval",
+)

@@ -3,13 +3,18 @@
 ``tools/list`` is answered from here and never waits on a remote server:
 connector tools come from the cache table (filled by connector refreshes),
 named ``<connector>_<action>``; the context built-ins are offered when the
-group has a library. Each tool states its capability twice: as MCP
+group has a library, and ``get_approval`` (the outcome of a queued call)
+when it has connector tools. Each tool states its capability twice: as MCP
 annotations for clients that read them, and as a tag at the start of its
-description for 2024-11-05 clients, which have no annotations.
+description for 2024-11-05 clients, which have no annotations. Each carries
+its permission: an admin's for the group, else the workspace's, else the
+capability's default (see :mod:`agentws.domain.permissions`); a looser one
+set for an older definition of the tool no longer applies.
 
 :class:`Catalog` keeps each group's built list in memory and reuses it while
 the store's catalog version (a counter its triggers move with every change
-to connectors, their tools and attachments, and library attachments) stands
+to connectors, their tools and attachments, library attachments and tool
+permissions) stands
 still: a listing then costs one small read instead of a join and a rebuild,
 and a change made by any process is seen on the next listing.
 """
@@ -20,9 +25,10 @@ from typing import Any
 
 import attrs
 
-from agentws.domain.models import Group
+from agentws.domain.models import Group, ToolPermission
+from agentws.domain.permissions import effective_permission, permission_allowed
 from agentws.store import Store
-from agentws.tools.builtins import BUILTINS
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["Catalog", "GroupTools", "ToolSpec", "group_tool", "group_tools"]
@@ -91,17 +97,64 @@ class Catalog:
         return (await self.tools(group)).by_name.get(name)
 
 
+def _with_permission(tool: ToolSpec, rows: list[ToolPermission]) -> ToolSpec:
+    """``tool`` with the first admin's permission that applies to it (group's, then workspace's).
+
+    A permission does not apply when it is looser than the default and was
+    set for an earlier definition of the tool, or when it is ``allow`` on a
+    destructive tool; the next one (or the default) does, and the tool says
+    why in ``permission_note``.
+    """
+    notes: list[str] = []
+    for row in rows:
+        source = "group" if row.group_id else "workspace"
+        current = row.definition_hash == tool.definition_hash
+        permission = effective_permission(
+            tool.capability, row.permission, configured_for_this_definition=current
+        )
+        if not permission_allowed(tool.capability, permission):
+            notes.append(
+                f"the {source}'s {permission.value} does not apply to a destructive tool, "
+                "which always needs confirmation or approval"
+            )
+        elif permission is not row.permission:
+            notes.append(
+                f"the {source}'s {row.permission.value} was set for an earlier definition of "
+                "this tool; an admin must set it again"
+            )
+        else:
+            return attrs.evolve(
+                tool,
+                permission=permission,
+                permission_source=source,
+                permission_note="; ".join(notes) or None,
+            )
+    return attrs.evolve(tool, permission_note="; ".join(notes) or None)
+
+
+async def _permissions(store: Store, group: Group) -> dict[str, list[ToolPermission]]:
+    """Permissions that may apply in ``group`` by tool name: its own first, then the workspace's."""
+    found: dict[str, list[ToolPermission]] = {}
+    for row in await store.tool_permissions(group.workspace_id, group.id):
+        found.setdefault(row.tool_name, []).append(row)
+    for rows in found.values():
+        rows.sort(key=lambda row: row.group_id is None)
+    return found
+
+
 async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
     """Every tool the group offers, built-ins first, then connector tools by name."""
     tools: list[ToolSpec] = []
     if await store.group_libraries(group.id):
         tools += [builtin.spec for builtin in BUILTINS.values()]
+    connector_tools: list[ToolSpec] = []
     for connector, cached in await store.group_tools(group.id):
-        if f"{connector.name}_{cached.name}" in BUILTINS:
+        name = f"{connector.name}_{cached.name}"
+        if name in BUILTINS or name == GET_APPROVAL.name:
             continue  # a connector "search" with an action "context" must not shadow a built-in
-        tools.append(
+        connector_tools.append(
             ToolSpec(
-                name=f"{connector.name}_{cached.name}",
+                name=name,
                 description=cached.description,
                 input_schema=cached.input_schema,
                 capability=cached.capability,
@@ -109,17 +162,18 @@ async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
                 source=connector.name,
                 connector_id=connector.id,
                 remote_name=cached.name,
+                definition_hash=cached.definition_hash,
             )
         )
-    return tools
+    if connector_tools:
+        tools.append(GET_APPROVAL)
+    tools += connector_tools
+    permissions = await _permissions(store, group)
+    return [_with_permission(tool, permissions.get(tool.name, [])) for tool in tools]
 
 
 async def group_tool(store: Store, group: Group, name: str) -> ToolSpec | None:
     """The group's tool called ``name``, or None."""
-    builtin = BUILTINS.get(name)
-    if builtin is not None:
-        # Built-ins win a clash; group_tools never offers a connector tool under their names.
-        return builtin.spec if await store.group_libraries(group.id) else None
     for tool in await group_tools(store, group):
         if tool.name == name:
             return tool

@@ -1,4 +1,4 @@
-"""ToolSpec: a tool as offered to MCP callers and the agent."""
+"""ToolSpec: a tool as offered to MCP callers and the agent, with its permission."""
 
 from __future__ import annotations
 
@@ -6,9 +6,18 @@ from typing import Any
 
 import attrs
 
-from agentws.domain.models import Capability
+from agentws.domain.models import Capability, Permission, default_permission
+from agentws.domain.permissions import Decision, decide
 
-__all__ = ["ToolSpec"]
+__all__ = ["PermissionSource", "ToolSpec"]
+
+#: Where a tool's permission comes from: the capability's default, or an admin's
+#: setting for the group or for the workspace.
+PermissionSource = str
+
+
+def _default(spec: ToolSpec) -> Permission:
+    return default_permission(spec.capability)
 
 
 @attrs.frozen
@@ -25,10 +34,23 @@ class ToolSpec:
     #: For connector tools: the connector's id and the tool's name at the connector.
     connector_id: str | None = None
     remote_name: str | None = None
+    #: What non-system callers get (the capability's default unless an admin set one).
+    permission: Permission = attrs.field(default=attrs.Factory(_default, takes_self=True))
+    #: ``default``, ``group`` or ``workspace``.
+    permission_source: PermissionSource = "default"
+    #: The tool's definition, which permissions are bound to (``builtin:<name>`` for built-ins).
+    definition_hash: str = ""
+    #: Why an admin's permission does not apply any more, if it does not.
+    permission_note: str | None = None
 
     @property
     def tagged_description(self) -> str:
         return f"[capability: {self.capability.value}] {self.description}".rstrip()
+
+    @property
+    def asks_confirmation(self) -> bool:
+        """Whether a caller allowed to use it must confirm each call."""
+        return decide(self.capability, self.permission, Capability.DESTRUCTIVE) is Decision.CONFIRM
 
     @property
     def annotations(self) -> dict[str, Any]:

@@ -42,8 +42,10 @@ from agentws.domain.models import (
     GroupLibrary,
     Library,
     McpToken,
+    Permission,
     Skill,
     SkillAsset,
+    ToolPermission,
     VerificationScheme,
     Webhook,
     Workspace,
@@ -361,17 +363,25 @@ def _approval(t: Tree, i: int) -> Approval:
     return Approval(
         group_id=t.groups[i % 2].id,
         token_id=t.token.id if i % 2 else None,
+        session_id=f"test-1.session{i}" if i % 2 else None,
+        requested_by=f"mcp:{t.token.id}",
         tool_name=tool,
+        capability=list(Capability)[i % 3],
+        definition_hash=f"def-{i}",
         arguments=arguments,
+        sealed_arguments=b"sealed\x00bytes" if i % 2 else None,
         arguments_hash=arguments_hash(tool, arguments),
-        status=list(ApprovalStatus)[i % 3],
+        status=list(ApprovalStatus)[i % len(ApprovalStatus)],
+        error=f"failed {i}" if i % 3 == 0 else None,
         reason="needs a human" if i % 2 else None,
         decided_by="alice" if i % 2 else None,
         result={"content": [{"type": "text", "text": f"done {i}"}], "isError": False}
         if i % 2
         else None,
         created_at=_at(i),
+        expires_at=_at(i, later_s=3600),
         decided_at=_at(i, later_s=10) if i % 2 else None,
+        finished_at=_at(i, later_s=20) if i % 2 else None,
     )
 
 
@@ -828,7 +838,22 @@ def _orphans() -> list[Any]:
         Webhook(workspace_id="ws_missing", name="gh", channel="#c", prompt="p", token_hash="h"),
         Event(webhook_id="wh_missing", body=b"{}"),
         ChatMessage(channel="#c", text="t", event_id="evt_missing"),
-        Approval(group_id="grp_missing", tool_name="x", arguments_hash="h"),
+        Approval(
+            group_id="grp_missing",
+            requested_by="mcp:tok_x",
+            tool_name="x",
+            capability=Capability.WRITE,
+            definition_hash="d",
+            arguments_hash="h",
+            expires_at=T0,
+        ),
+        ToolPermission(
+            workspace_id="ws_missing",
+            tool_name="x",
+            permission=Permission.DENY,
+            definition_hash="d",
+            set_by="a",
+        ),
         AuditEntry(workspace_id="ws_missing", actor="a", action="b", target="c"),
     ]
 

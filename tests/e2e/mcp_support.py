@@ -146,14 +146,17 @@ async def running(
 
 @asynccontextmanager
 async def sdk_session(
-    server: Running, transport: str, *, token: str | None = None
+    server: Running, transport: str, *, token: str | None = None, **client: Any
 ) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session over ``sse`` or ``streamable`` HTTP."""
+    """An initialized SDK client session over ``sse`` or ``streamable`` HTTP.
+
+    ``client`` goes to :class:`ClientSession` (callbacks for elicitation, logging...).
+    """
     headers = server.headers(token)
     if transport == "sse":
         async with (
             sse_client(server.url, headers=headers) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, **client) as session,
         ):
             with trio.fail_after(REQUEST_S):
                 await session.initialize()
@@ -162,7 +165,7 @@ async def sdk_session(
         async with (
             httpx2.AsyncClient(headers=headers, timeout=REQUEST_S) as http,
             streamable_http_client(server.url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
+            ClientSession(read, write, **client) as session,
         ):
             with trio.fail_after(REQUEST_S):
                 await session.initialize()

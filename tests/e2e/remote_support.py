@@ -50,6 +50,8 @@ class ThirdParty:
     tools: list[types.Tool]
     authorizations: list[str | None] = attrs.field(factory=list)
     calls: list[str] = attrs.field(factory=list)
+    #: The arguments of each call, in the order of ``calls``.
+    arguments: list[dict[str, Any]] = attrs.field(factory=list)
     #: Every MCP session that listed tools or called one, in order.
     sessions: list[ServerSession] = attrs.field(factory=list)
     #: The ``Mcp-Session-Id`` of each request that listed tools or called one.
@@ -110,6 +112,7 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         state.calls.append(params.name)
+        state.arguments.append(dict(params.arguments or {}))
         state.saw(ctx)
         query = (params.arguments or {}).get("q")
         return types.CallToolResult(

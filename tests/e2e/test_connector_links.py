@@ -93,7 +93,7 @@ async def test_a_link_fills_the_cache_and_follows_list_changed(tmp_path: Path) -
             async with sdk_session(server, "streamable") as session:
                 with trio.fail_after(TIMEOUT_S):
                     listed = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(listed) == {"third_search", "third_fetch"}
+            assert set(listed) == {"third_search", "third_fetch", "get_approval"}
             assert listed["third_fetch"].description.startswith("[capability: write]")
         assert await server.store.select(AuditEntry, action="tool.definition_changed") == []
 
@@ -133,7 +133,7 @@ async def test_calls_share_one_session_and_outlive_a_remote_restart(tmp_path: Pa
                 assert text.startswith("third_search failed: connector 'third'")
                 assert url.removesuffix("/mcp") in text
                 # tools/list never asks the remote.
-                assert len((await session.list_tools()).tools) == 1
+                assert len((await session.list_tools()).tools) == 2  # with get_approval
 
             # It comes back on the same address, knowing nothing of our session.
             async with third_party_server(state):

@@ -7,6 +7,7 @@ import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import hypercorn.trio
@@ -171,6 +172,16 @@ class _FailingStore:
         if self.hang:
             await trio.sleep_forever()
         raise StoreUnavailableError("cannot connect to PostgreSQL at postgresql://db/x")
+
+    def data_version(self) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        # Every other store call fails as the drivers fail when the database is gone.
+        async def unavailable(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailableError("cannot connect to PostgreSQL at postgresql://db/x")
+
+        return unavailable
 
 
 @pytest.mark.parametrize(

@@ -253,11 +253,18 @@ async def test_connector_tools_come_from_the_cache_with_their_capability(tmp_pat
         async with sdk_session(server, "streamable") as session:
             with trio.fail_after(REQUEST_S):
                 tools = {t.name: t for t in (await session.list_tools()).tools}
+                # Where calls can be queued for approval, their outcome can be read.
                 assert set(tools) == {
+                    "get_approval",
                     "github_create_issue",
                     "github_delete_branch",
                     "github_search_issues",
                 }
+                # Destructive tools take the confirm token of the 2024-11-05 round trip.
+                assert "_confirm_token" in tools["github_delete_branch"].input_schema["properties"]
+                assert (
+                    "_confirm_token" not in tools["github_create_issue"].input_schema["properties"]
+                )
                 for name, capability in (
                     ("github_search_issues", "read"),
                     ("github_delete_branch", "destructive"),

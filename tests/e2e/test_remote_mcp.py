@@ -13,14 +13,12 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
 from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability
 from agentws.errors import UnsafeUrlError
-from agentws.mcp.handlers import PERMISSION_DENIED
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.remote_support import (
     LOOPBACK,
@@ -176,7 +174,7 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     assert "agentws connector refresh acme later" in out
 
 
-async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_path: Path) -> None:
+async def test_read_tools_of_a_remote_are_forwarded_and_writes_are_queued(tmp_path: Path) -> None:
     state = ThirdParty([tool("search", "Search", read_only_hint=True), tool("send", "Send")])
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
     async with running(tmp_path, with_library=False, **env) as server:
@@ -193,14 +191,14 @@ async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_pa
             async with sdk_session(server, "streamable") as session:
                 with trio.fail_after(TIMEOUT_S):
                     listed = {t.name for t in (await session.list_tools()).tools}
-                    assert listed == {"third_search", "third_send"}
+                    assert listed == {"third_search", "third_send", "get_approval"}
                     result = await session.call_tool("third_search", {"q": "refunds"})
                     assert not result.is_error
                     assert result.content[0].text == "third-party found: refunds"  # type: ignore[union-attr]
-                    with pytest.raises(MCPError) as denied:
-                        await session.call_tool("third_send", {"q": "hi"})
-                    assert denied.value.code == PERMISSION_DENIED
-                    assert "permission denied" in denied.value.message
+                    # Unlabeled, so write: queued for an admin, not run.
+                    queued = await session.call_tool("third_send", {"q": "hi"})
+                    assert not queued.is_error
+                    assert (queued.structured_content or {})["status"] == "queued"
                     assert state.calls == ["search"]  # `send` never reached the remote
         # The remote is down: a clear tool error, in time, and tools/list still answers.
         async with sdk_session(server, "streamable") as session:
@@ -208,4 +206,4 @@ async def test_read_tools_of_a_remote_are_forwarded_and_others_are_denied(tmp_pa
                 down = await session.call_tool("third_search", {"q": "x"})
                 assert down.is_error
                 assert "third_search failed" in down.content[0].text  # type: ignore[union-attr]
-                assert len((await session.list_tools()).tools) == 2
+                assert len((await session.list_tools()).tools) == 3

@@ -21,7 +21,14 @@ from agentws.domain.models import CachedTool, Capability
 from tests.e2e.mcp_support import REQUEST_S, running, sdk_session
 from tests.support import fresh_schema_sync, run_agentws
 
-GITHUB_TOOLS = {"gh_search_issues", "gh_list_repos", "gh_create_issue", "gh_delete_branch"}
+# With connector tools comes get_approval, for the outcome of queued calls.
+GITHUB_TOOLS = {
+    "gh_search_issues",
+    "gh_list_repos",
+    "gh_create_issue",
+    "gh_delete_branch",
+    "get_approval",
+}
 BUILTINS = {"search_context", "read_context_document"}
 
 

@@ -1,0 +1,9 @@
+"""The approval queue: calls waiting for an admin, the admin's decisions, and telling callers.
+
+- :mod:`~agentws.approvals.queue` puts a call in the queue and reads it back
+  (``get_approval``, ``agentws approval list|show``);
+- :mod:`~agentws.approvals.decisions` approves (running the call exactly
+  once), denies and expires;
+- :mod:`~agentws.approvals.notifier` tells a caller's open MCP session the
+  outcome, and expires requests whose time is up.
+"""

@@ -1,0 +1,88 @@
+"""Telling callers what became of their queued calls, and expiring requests whose time is up.
+
+:class:`ApprovalWatch` runs in the service's nursery. A decision may be made
+by any process (the CLI, another instance, the dashboard), so the watch
+reads the store: every ``_POLL_S`` it looks at the requests some open
+session of this process is waiting on, and hands each finished one to the
+:class:`OutcomeListener` (the MCP session supervisor), which sends the
+outcome to the sessions that asked. Every ``_EXPIRE_S`` it expires pending
+requests past their time, which are then reported like any other outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from agentws.approvals.decisions import expire_due
+from agentws.approvals.queue import outcome_data
+from agentws.domain.models import Approval, ApprovalStatus
+from agentws.errors import StoreError
+from agentws.store import Store
+
+__all__ = ["ACTOR", "ApprovalWatch", "OutcomeListener"]
+
+log = logging.getLogger("agentws.approvals")
+
+#: Who the audit log says expired a request.
+ACTOR = "system:approvals"
+
+# A decision made anywhere reaches the caller's open session this fast.
+_POLL_S = 0.25
+# Pending requests past their time are marked expired this often.
+_EXPIRE_S = 5.0
+
+
+class OutcomeListener(Protocol):
+    def awaited(self) -> set[str]:
+        """Ids of requests someone here waits to hear about."""
+        ...
+
+    async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
+        """Tell whoever waits for ``approval`` its outcome."""
+        ...
+
+
+@attrs.define(eq=False)
+class ApprovalWatch:
+    store: Store
+    listener: OutcomeListener
+    _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def close(self) -> None:
+        """Stop watching (shutdown): :meth:`serve` returns after the round in progress."""
+        self._closed.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Poll until :meth:`close` (or cancelled); a store that fails is logged and retried."""
+        task_status.started()
+        next_expiry = trio.current_time()
+        while not self._closed.is_set():
+            try:
+                if trio.current_time() >= next_expiry:
+                    next_expiry = trio.current_time() + _EXPIRE_S
+                    await expire_due(self.store, actor=ACTOR)
+                await self._report()
+            except StoreError as exc:
+                log.warning("approvals: cannot read the queue (%s); retrying", exc.message)
+            except Exception:
+                # One bad round must not end the watch: sessions would never hear again.
+                log.exception("approvals: watching the queue failed; retrying")
+            with trio.move_on_after(_POLL_S):
+                await self._closed.wait()
+
+    async def _report(self) -> None:
+        for approval_id in sorted(self.listener.awaited()):
+            approval = await self.store.find(Approval, id=approval_id)
+            if approval is None:
+                continue
+            data = outcome_data(approval)
+            if data["status"] in ("pending", "approved"):
+                continue
+            if approval.status is ApprovalStatus.PENDING:
+                # Past its time but not yet swept: expire it (recorded) before saying so.
+                await expire_due(self.store, actor=ACTOR)
+            await self.listener.deliver(approval, data)

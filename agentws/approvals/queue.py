@@ -1,0 +1,224 @@
+"""Queueing a call for an admin's approval, and reading where it stands.
+
+A queued call keeps what an admin needs to decide and what running it
+needs: the tool, the arguments as an admin may read them (values the
+tool's schema marks secret are redacted), the whole arguments sealed with
+the service key when some are secret, their SHA-256 (what is approved is
+exactly that call), who asked, from which session, and when it expires.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import mcp_types as types
+
+from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
+from agentws.domain.rules import utcnow
+from agentws.domain.secrets_in_arguments import has_secrets, redact
+from agentws.errors import ConfigError, NotFoundError, ValidationError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+from agentws.tools.builtins import error_result
+from agentws.tools.caller import ToolCaller
+from agentws.tools.spec import ToolSpec
+
+__all__ = [
+    "approval_outcome",
+    "current_status",
+    "find_approval",
+    "list_approvals",
+    "outcome_data",
+    "outcome_text",
+    "queue_call",
+    "queued_result",
+    "stored_arguments",
+]
+
+
+async def queue_call(
+    store: Store,
+    caller: ToolCaller,
+    tool: ToolSpec,
+    arguments: dict[str, Any],
+    arguments_hash: str,
+    *,
+    box: SecretBox | None,
+    ttl_s: float,
+) -> Approval:
+    """Store a pending approval for this exact call.
+
+    Error handling:
+        :class:`~agentws.errors.ConfigError` when some arguments are secret
+        and there is no service key to seal them with (they are never
+        stored in clear).
+    """
+    sealed: bytes | None = None
+    if has_secrets(arguments, tool.input_schema):
+        if box is None:
+            raise ConfigError(
+                "this call has secret arguments and no secret key is configured to keep them "
+                "encrypted until an admin decides: set AGENTWS_SECRET_KEY or run `agentws init`"
+            )
+        sealed = box.seal(json.dumps(arguments, separators=(",", ":")))
+    now = utcnow()
+    return await store.insert(
+        Approval(
+            group_id=caller.group.id,
+            token_id=caller.token_id,
+            session_id=caller.session_id,
+            requested_by=caller.actor,
+            tool_name=tool.name,
+            capability=tool.capability,
+            definition_hash=tool.definition_hash,
+            arguments=redact(arguments, tool.input_schema),
+            sealed_arguments=sealed,
+            arguments_hash=arguments_hash,
+            created_at=now,
+            expires_at=now + timedelta(seconds=ttl_s),
+        )
+    )
+
+
+def stored_arguments(approval: Approval, box: SecretBox | None) -> dict[str, Any]:
+    """The whole arguments of a queued call, unsealed when they were sealed.
+
+    Error handling:
+        :class:`~agentws.errors.ConfigError` if they are sealed and there is
+        no key; :class:`~agentws.errors.StoreError` if the key changed.
+    """
+    if approval.sealed_arguments is None:
+        return approval.arguments
+    if box is None:
+        raise ConfigError("this call's arguments are encrypted and no secret key is configured")
+    arguments: dict[str, Any] = json.loads(box.open(approval.sealed_arguments))
+    return arguments
+
+
+def queued_result(approval: Approval) -> types.CallToolResult:
+    """What the caller gets back for a queued call: not an error, with the approval id."""
+    text = (
+        f"Queued for admin approval: {approval.tool_name} has not run yet. It runs once, with "
+        f"these exact arguments, when an admin approves it. Approval id: {approval.id} "
+        f"(expires {approval.expires_at.isoformat(timespec='seconds')}). This session is told "
+        f"the outcome if it is still open; get_approval(approval_id={approval.id!r}) reads it "
+        "at any time."
+    )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content={
+            "status": "queued",
+            "approval_id": approval.id,
+            "tool": approval.tool_name,
+            "expires_at": approval.expires_at.isoformat(),
+        },
+    )
+
+
+def current_status(approval: Approval) -> ApprovalStatus:
+    """Its status, counting a pending approval past its expiry as expired (before the sweep)."""
+    if approval.status is ApprovalStatus.PENDING and approval.expires_at <= utcnow():
+        return ApprovalStatus.EXPIRED
+    return approval.status
+
+
+def outcome_data(approval: Approval) -> dict[str, Any]:
+    """Where a queued call stands, as JSON: for ``get_approval`` and session notifications."""
+    data: dict[str, Any] = {
+        "approval_id": approval.id,
+        "tool": approval.tool_name,
+        "status": current_status(approval).value,
+        "requested_at": approval.created_at.isoformat(),
+        "expires_at": approval.expires_at.isoformat(),
+    }
+    if approval.decided_at is not None:
+        data["decided_at"] = approval.decided_at.isoformat()
+    if approval.reason:
+        data["reason"] = approval.reason
+    if approval.result is not None:
+        data["result"] = approval.result
+    if approval.error:
+        data["error"] = approval.error
+    return data
+
+
+_STATUS_TEXT = {
+    ApprovalStatus.PENDING: "is waiting for an admin's decision",
+    ApprovalStatus.APPROVED: "was approved and is running",
+    ApprovalStatus.EXECUTED: "was approved and ran",
+    ApprovalStatus.FAILED: "was approved but failed",
+    ApprovalStatus.DENIED: "was denied by an admin; it did not run",
+    ApprovalStatus.EXPIRED: "expired before an admin decided; it did not run",
+}
+
+
+def outcome_text(approval: Approval) -> str:
+    """One paragraph a person or a model can read."""
+    text = f"{approval.tool_name} ({approval.id}) {_STATUS_TEXT[current_status(approval)]}."
+    if approval.reason:
+        text += f" Reason: {approval.reason}"
+    if approval.error:
+        text += f" Error: {approval.error}"
+    if approval.result is not None:
+        parts = [
+            c.get("text", "") for c in approval.result.get("content", []) if c.get("type") == "text"
+        ]
+        if parts:
+            text += "\nResult:\n" + "\n".join(parts)
+    return text
+
+
+async def approval_outcome(
+    store: Store, token_id: str | None, approval_id: str
+) -> types.CallToolResult:
+    """``get_approval``: the outcome of a call this token queued; others' do not exist for it."""
+    approval = await store.find(Approval, id=approval_id)
+    if approval is None or token_id is None or approval.token_id != token_id:
+        return error_result(
+            f"No approval {approval_id!r} for this caller: use the id a queued call returned."
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=outcome_text(approval))],
+        structured_content=outcome_data(approval),
+    )
+
+
+async def find_approval(store: Store, approval_id: str) -> Approval:
+    """The approval with this id; NotFoundError saying where to look."""
+    approval = await store.find(Approval, id=approval_id)
+    if approval is None:
+        raise NotFoundError(f"no approval {approval_id!r} (see `agentws approval list`)")
+    return approval
+
+
+async def list_approvals(
+    store: Store, *, workspace_slug: str | None, status: ApprovalStatus | None, limit: int
+) -> list[tuple[Approval, Group, Workspace]]:
+    """Approvals, oldest first, with their group and workspace; at most ``limit``."""
+    if limit < 1:
+        raise ValidationError("--limit must be at least 1")
+    # Filtered by the status a person sees: a pending request past its time is expired.
+    stored = (
+        {ApprovalStatus.EXPIRED: ApprovalStatus.PENDING}.get(status, status) if status else None
+    )
+    where: dict[str, Any] = {} if stored is None else {"status": stored}
+    workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None
+    found: list[tuple[Approval, Group, Workspace]] = []
+    groups: dict[str, tuple[Group, Workspace]] = {}
+    candidates = await store.select(Approval, **where)
+    if status is ApprovalStatus.EXPIRED:
+        candidates += await store.select(Approval, status=ApprovalStatus.EXPIRED)
+        candidates.sort(key=lambda a: (a.created_at, a.id))
+    for approval in candidates:
+        if status is not None and current_status(approval) is not status:
+            continue
+        pair = groups.get(approval.group_id)
+        if pair is None:
+            group = await store.get(Group, approval.group_id)
+            pair = groups[group.id] = (group, await store.get(Workspace, group.workspace_id))
+        if workspace is not None and pair[1].id != workspace.id:
+            continue
+        found.append((approval, *pair))
+    return found[-limit:]

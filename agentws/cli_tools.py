@@ -1,0 +1,459 @@
+"""The ``agentws tool``, ``approval`` and ``audit`` commands: permissions, approvals, the log.
+
+- ``tool list|label|permission``: what each tool of a group is (capability),
+  what callers get (permission) and where both come from;
+- ``approval list|show|approve|deny``: the queue of calls waiting for an
+  admin; approving runs the call, once, from this process (remote MCP
+  servers are reached in a session of its own, through the URL guard);
+- ``audit tail``: the newest entries of the audit log, or follow it.
+
+The work is done by :mod:`agentws.tools.admin`, :mod:`agentws.approvals`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+import trio
+
+from agentws.cli import Context, Output, _iso, _table
+from agentws.domain.models import (
+    Approval,
+    ApprovalStatus,
+    AuditEntry,
+    Capability,
+    Group,
+    Permission,
+    Workspace,
+)
+
+__all__ = ["add_tool_commands"]
+
+# How often `audit tail --follow` looks for new entries.
+_FOLLOW_POLL_S = 0.5
+
+
+def _bounded_count(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 10000, got {text!r}")
+    return value
+
+
+# --- tool ---------------------------------------------------------------------------------
+
+
+async def _tool_list(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.tools.admin import group_tool_list
+
+    rows = []
+    for row in await group_tool_list(ctx.store, args.workspace, args.group):
+        tool = row.tool
+        rows.append(
+            {
+                "name": tool.name,
+                "source": tool.source,
+                "capability": tool.capability.value,
+                "label": row.label_source,
+                "suggested": row.suggested.value if row.suggested else None,
+                "permission": tool.permission.value,
+                "permission_source": tool.permission_source,
+                "note": tool.permission_note,
+            }
+        )
+    empty = (
+        f"{args.workspace}/{args.group} offers no tools: attach a connector "
+        f"(`agentws connector attach`) or a library (`agentws library attach`)."
+    )
+    columns = ("name", "source", "capability", "label", "suggested", "permission")
+    text = _table(
+        [{**r, "permission": f"{r['permission']} ({r['permission_source']})"} for r in rows],
+        columns,
+        empty,
+    )
+    notes = [f"{r['name']}: {r['note']}" for r in rows if r["note"]]
+    if notes:
+        text += "\n\nNot applied:\n" + "\n".join(notes)
+    return Output(rows, text)
+
+
+async def _tool_label(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.tools.admin import set_label
+
+    label = None if args.capability == "unset" else Capability(args.capability)
+    connector, cached = await set_label(
+        ctx.store, args.workspace, args.tool, label, actor=ctx.actor
+    )
+    data = {
+        "workspace": args.workspace,
+        "tool": args.tool,
+        "connector": connector.name,
+        "label": cached.label.value if cached.label else None,
+        "capability": cached.capability.value,
+        "suggested": cached.suggested_label.value if cached.suggested_label else None,
+    }
+    if label is None:
+        text = f"{args.tool} is unlabeled again: callers get it as write."
+    else:
+        text = f"Labeled {args.tool} {label.value}."
+    return Output(data, text)
+
+
+async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.tools.admin import clear_permission, set_permission
+
+    where = f"group {args.workspace}/{args.group}" if args.group else f"workspace {args.workspace}"
+    data: dict[str, Any] = {
+        "workspace": args.workspace,
+        "group": args.group,
+        "tool": args.tool,
+    }
+    if args.permission == "default":
+        removed = await clear_permission(
+            ctx.store, args.workspace, args.tool, group_slug=args.group, actor=ctx.actor
+        )
+        data["permission"] = None
+        if removed is None:
+            return Output(data, f"{args.tool} had no permission of its own in {where}.")
+        fallback = "the workspace's, if set, else" if args.group else ""
+        text = f"Removed {args.tool}'s permission in {where}: {fallback} its capability's default "
+        return Output(data, text.replace("  ", " ") + "applies.")
+    saved = await set_permission(
+        ctx.store,
+        args.workspace,
+        args.tool,
+        Permission(args.permission),
+        group_slug=args.group,
+        actor=ctx.actor,
+    )
+    data["permission"] = saved.permission.value
+    data["id"] = saved.id
+    return Output(data, f"{args.tool} is {saved.permission.value} in {where}.")
+
+
+# --- approval -----------------------------------------------------------------------------
+
+
+def _approval_json(a: Approval, group: Group | None, workspace: Workspace | None) -> dict[str, Any]:
+    from agentws.approvals.queue import current_status
+
+    return {
+        "id": a.id,
+        "workspace": workspace.slug if workspace else None,
+        "group": group.slug if group else None,
+        "tool": a.tool_name,
+        "capability": a.capability.value,
+        "status": current_status(a).value,
+        "requested_by": a.requested_by,
+        "token_id": a.token_id,
+        "session_id": a.session_id,
+        "arguments": a.arguments,
+        "arguments_hash": a.arguments_hash,
+        "secret_arguments_sealed": a.sealed_arguments is not None,
+        "reason": a.reason,
+        "decided_by": a.decided_by,
+        "result": a.result,
+        "error": a.error,
+        "created_at": _iso(a.created_at),
+        "expires_at": _iso(a.expires_at),
+        "decided_at": _iso(a.decided_at),
+        "finished_at": _iso(a.finished_at),
+    }
+
+
+def _age(when: datetime) -> str:
+    from agentws.domain.rules import utcnow
+
+    seconds = int((utcnow() - when).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+async def _approval_list(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.approvals.queue import list_approvals
+
+    status = None if args.status == "all" else ApprovalStatus(args.status)
+    found = await list_approvals(
+        ctx.store, workspace_slug=args.workspace, status=status, limit=args.limit
+    )
+    rows = [_approval_json(a, g, w) for a, g, w in found]
+    table_rows = [
+        {
+            **row,
+            "where": f"{row['workspace']}/{row['group']}",
+            "age": _age(a.created_at),
+            "arguments": _short(json.dumps(row["arguments"], ensure_ascii=False)),
+        }
+        for row, (a, _, _) in zip(rows, found, strict=True)
+    ]
+    what = "pending calls" if args.status == "pending" else f"{args.status} approvals"
+    empty = f"No {what}." if args.status != "all" else "No approvals yet."
+    columns = ("id", "where", "tool", "status", "requested_by", "age", "arguments")
+    return Output(rows, _table(table_rows, columns, empty))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def _approval_show(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.approvals.queue import find_approval
+
+    approval = await find_approval(ctx.store, args.id)
+    group = await ctx.store.find(Group, id=approval.group_id)
+    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
+    data = _approval_json(approval, group, workspace)
+    return Output(data, _approval_text(data))
+
+
+def _approval_text(data: dict[str, Any]) -> str:
+    lines = [
+        f"Approval {data['id']}: {data['tool']} ({data['capability']}) in "
+        f"{data['workspace']}/{data['group']}",
+        f"  status:       {data['status']}",
+        f"  requested by: {data['requested_by']} at {data['created_at']}",
+        f"  expires:      {data['expires_at']}",
+        "  arguments:    "
+        + json.dumps(data["arguments"], indent=2, ensure_ascii=False).replace("\n", "\n  "),
+        f"  arguments hash (SHA-256 of tool and arguments): {data['arguments_hash']}",
+    ]
+    if data["secret_arguments_sealed"]:
+        lines.append("  (values the tool marks secret are shown redacted; they are kept encrypted)")
+    if data["decided_by"]:
+        lines.append(f"  decided by:   {data['decided_by']} at {data['decided_at']}")
+    if data["reason"]:
+        lines.append(f"  reason:       {data['reason']}")
+    if data["error"]:
+        lines.append(f"  error:        {data['error']}")
+    if data["result"] is not None:
+        texts = [c.get("text", "") for c in data["result"].get("content", [])]
+        lines.append("  result:       " + "\n  ".join(t for t in texts if t))
+    return "\n".join(lines)
+
+
+async def _approval_approve(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.approvals.decisions import approve
+    from agentws.errors import ConfigError
+    from agentws.secret_box import SecretBox
+    from agentws.tools.execution import ToolRunner, one_off_remote_call
+
+    try:
+        box: SecretBox | None = SecretBox.from_settings(ctx.settings)
+    except ConfigError:
+        box = None
+    runner = ToolRunner(ctx.store, ctx.settings, one_off_remote_call(ctx.settings))
+    outcome = await approve(
+        ctx.store, args.id, actor=ctx.actor, reason=args.reason, runner=runner, box=box
+    )
+    group = await ctx.store.find(Group, id=outcome.group_id)
+    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
+    data = _approval_json(outcome, group, workspace)
+    if outcome.status is ApprovalStatus.EXECUTED:
+        head = f"Approved {outcome.id}: {outcome.tool_name} ran."
+    else:
+        head = f"Approved {outcome.id}, but {outcome.tool_name} failed: {outcome.error}"
+    return Output(data, head + "\n" + _approval_text(data))
+
+
+async def _approval_deny(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.approvals.decisions import deny
+
+    denied = await deny(ctx.store, args.id, actor=ctx.actor, reason=args.reason)
+    group = await ctx.store.find(Group, id=denied.group_id)
+    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
+    return Output(
+        _approval_json(denied, group, workspace),
+        f"Denied {denied.id}: {denied.tool_name} will not run.",
+    )
+
+
+# --- audit --------------------------------------------------------------------------------
+
+
+def _audit_json(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "at": _iso(entry.created_at),
+        "workspace_id": entry.workspace_id,
+        "actor": entry.actor,
+        "action": entry.action,
+        "target": entry.target,
+        "detail": entry.detail,
+    }
+
+
+def _audit_line(entry: AuditEntry) -> str:
+    detail = entry.detail
+    keys = (
+        "group",
+        "decision",
+        "outcome",
+        "previous_label",
+        "label",
+        "previous_permission",
+        "permission",
+        "reason",
+        "error",
+    )
+    # A key that is there with no value says something too (a label or permission removed).
+    shown = [f"{k}={'-' if detail[k] is None else detail[k]}" for k in keys if k in detail]
+    if "arguments_hash" in detail:
+        shown.append(f"args={str(detail['arguments_hash'])[:12]}")
+    return (
+        f"{entry.created_at.isoformat(timespec='seconds')}  {entry.actor}  {entry.action}  "
+        f"{entry.target}  {' '.join(shown)}".rstrip()
+    )
+
+
+async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
+    workspace_id = None
+    if args.workspace:
+        workspace_id = (await ctx.store.workspace_by_slug(args.workspace)).id
+    entries = await ctx.store.audit_log(
+        limit=args.lines, workspace_id=workspace_id, action_prefix=args.action
+    )
+    if not args.follow:
+        rows = [_audit_json(e) for e in entries]
+        text = "\n".join(_audit_line(e) for e in entries) or "The audit log is empty."
+        return Output(rows, text)
+
+    # --follow prints as it goes (JSON lines with --json) until interrupted.
+    def emit(batch: list[AuditEntry]) -> None:
+        for entry in batch:
+            print(json.dumps(_audit_json(entry)) if args.json else _audit_line(entry))
+        sys.stdout.flush()
+
+    emit(entries)
+    last = entries[-1].created_at if entries else None
+    seen = {e.id for e in entries}
+    while True:
+        await trio.sleep(_FOLLOW_POLL_S)
+        batch = await ctx.store.audit_log(
+            limit=1000, workspace_id=workspace_id, action_prefix=args.action, after=last
+        )
+        fresh = [e for e in batch if e.id not in seen]
+        emit(fresh)
+        if batch:
+            last = batch[-1].created_at
+            seen = {e.id for e in batch if e.created_at == last}
+
+
+def add_tool_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add ``tool``, ``approval`` and ``audit`` to the ``agentws`` command line."""
+    tool = commands.add_parser(
+        "tool",
+        help="tools' capabilities (labels) and permissions",
+        description="Each tool has a capability (read, write, destructive) and a permission "
+        "saying what MCP callers get: allow (runs), requires_approval (queued for an admin), "
+        "requires_confirmation (the caller confirms each call) or deny. Without an admin's "
+        "setting, read is allow, write requires_approval, destructive requires_confirmation.",
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = tool.add_parser(
+        "list",
+        parents=[common],
+        help="a group's tools: capability, label, permission and where each comes from",
+    )
+    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    listing.add_argument("group", metavar="GROUP", help="group slug")
+    listing.set_defaults(handler=_tool_list)
+
+    label = tool.add_parser(
+        "label",
+        parents=[common],
+        help="set a remote MCP tool's capability",
+        description="Label a remote MCP connector's tool. Unlabeled tools are write, whatever "
+        "the remote claims; a tool whose definition changes loses its label. Built-ins and "
+        "native actions have fixed labels. Applies in every group the connector is attached to.",
+    )
+    label.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    label.add_argument("tool", metavar="TOOL", help="tool name, <connector>_<action>")
+    label.add_argument(
+        "capability",
+        metavar="CAPABILITY",
+        choices=[*(c.value for c in Capability), "unset"],
+        help="read, write, destructive, or unset (back to unlabeled: write)",
+    )
+    label.set_defaults(handler=_tool_label)
+
+    permission = tool.add_parser(
+        "permission",
+        parents=[common],
+        help="set what callers get for a tool, in a group or the whole workspace",
+        description="Set a tool's permission for one group (--group) or for every group of "
+        "the workspace; a group's own wins. 'default' removes the setting. A destructive tool "
+        "cannot be 'allow'. A permission looser than the default stops applying when a remote "
+        "tool's definition changes.",
+    )
+    permission.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    permission.add_argument("tool", metavar="TOOL", help="tool name")
+    permission.add_argument(
+        "permission",
+        metavar="PERMISSION",
+        choices=[*(p.value for p in Permission), "default"],
+        help="allow, requires_approval, requires_confirmation, deny, or default",
+    )
+    permission.add_argument("--group", metavar="GROUP", help="only in this group")
+    permission.set_defaults(handler=_tool_permission)
+
+    approval = commands.add_parser(
+        "approval",
+        help="the queue of tool calls waiting for an admin",
+        description="Write calls from MCP callers wait here. Approving runs the call once, "
+        "with the exact arguments it was queued with, from this process; the caller's open "
+        "session is told the outcome, which get_approval reads too.",
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    a_list = approval.add_parser("list", parents=[common], help="list queued calls")
+    a_list.add_argument("--workspace", metavar="WORKSPACE", help="only this workspace's")
+    a_list.add_argument(
+        "--status",
+        choices=[*(s.value for s in ApprovalStatus), "all"],
+        default="pending",
+        help="which to list (default: pending)",
+    )
+    a_list.add_argument(
+        "--limit", type=_bounded_count, default=100, metavar="N", help="newest N (default 100)"
+    )
+    a_list.set_defaults(handler=_approval_list)
+    a_show = approval.add_parser("show", parents=[common], help="one queued call, in full")
+    a_show.add_argument("id", metavar="ID", help="approval id (apr_…)")
+    a_show.set_defaults(handler=_approval_show)
+    a_approve = approval.add_parser(
+        "approve", parents=[common], help="approve a queued call and run it (once)"
+    )
+    a_approve.add_argument("id", metavar="ID", help="approval id (apr_…)")
+    a_approve.add_argument("--reason", help="why (recorded and told to the caller)")
+    a_approve.set_defaults(handler=_approval_approve)
+    a_deny = approval.add_parser("deny", parents=[common], help="deny a queued call")
+    a_deny.add_argument("id", metavar="ID", help="approval id (apr_…)")
+    a_deny.add_argument("--reason", help="why (recorded and told to the caller)")
+    a_deny.set_defaults(handler=_approval_deny)
+
+    audit = commands.add_parser("audit", help="read the audit log").add_subparsers(
+        dest="action", metavar="ACTION", required=True
+    )
+    tail = audit.add_parser(
+        "tail",
+        parents=[common],
+        help="the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
+    )
+    tail.add_argument(
+        "-n", "--lines", type=_bounded_count, default=20, metavar="N", help="how many (default 20)"
+    )
+    tail.add_argument("--workspace", metavar="WORKSPACE", help="only this workspace's")
+    tail.add_argument(
+        "--action", metavar="PREFIX", help="only actions starting with this (tool., approval.)"
+    )
+    tail.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
+    )
+    tail.set_defaults(handler=_audit_tail)

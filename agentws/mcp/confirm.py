@@ -1,0 +1,204 @@
+"""Explicit confirmation of destructive calls, synchronously, as MCP clients can give it.
+
+- A client that declared the ``elicitation`` capability (protocol
+  2025-06-18 and later) is asked within the call: an ``elicitation/create``
+  request shows the tool and its arguments (secrets redacted) and the call
+  runs only if the person accepts *and* ticks "confirm". Declining,
+  cancelling or not answering within ``AGENTWS_CONFIRM_TTL_S`` runs nothing.
+- Any other client (2024-11-05 has no elicitation) gets a result carrying a
+  one-time confirm token. Calling the same tool again with the same
+  arguments plus ``"_confirm_token": "<token>"`` runs it. The token is bound
+  to the session (so to its bearer token), the tool and the SHA-256 of the
+  arguments; it works once, right or wrong, and only within the TTL. Only
+  its hash is kept, in the session's memory: sessions are process-local,
+  and so are their confirmations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import attrs
+import mcp_types as types
+import trio
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+
+from agentws.domain.rules import hash_secret, new_secret
+from agentws.domain.secrets_in_arguments import redact
+from agentws.mcp.sessions import McpSession, PendingConfirmation
+from agentws.tools.builtins import error_result
+from agentws.tools.gate import ConfirmAnswer
+from agentws.tools.spec import ToolSpec
+
+__all__ = ["CONFIRM_ARGUMENT", "CONFIRM_TOKEN_PREFIX", "McpConfirmer", "with_confirm_argument"]
+
+log = logging.getLogger("agentws.mcp")
+
+#: The argument a confirm token comes back in (taken out before anything else sees the call).
+CONFIRM_ARGUMENT = "_confirm_token"
+CONFIRM_TOKEN_PREFIX = "agwc_"  # noqa: S105 - a prefix, not a secret
+
+# Elicitation exists from this protocol version on.
+_ELICITATION_SINCE = "2025-06-18"
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Run it",
+            "description": "Tick to run this destructive action now.",
+        }
+    },
+    "required": ["confirm"],
+}
+
+
+def with_confirm_argument(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with the optional confirm-token argument, for tools that ask for confirmation."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and CONFIRM_ARGUMENT in properties:
+        return schema
+    return {
+        **schema,
+        "properties": {
+            **(properties if isinstance(properties, dict) else {}),
+            CONFIRM_ARGUMENT: {
+                "type": "string",
+                "description": "Leave out. When this destructive tool answers that it needs "
+                "confirmation, call it again with the same arguments and the token it gave.",
+            },
+        },
+    }
+
+
+def _supports_elicitation(ctx: ServerRequestContext[McpSession]) -> bool:
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.elicitation is None:
+        return False
+    version = ctx.protocol_version
+    if version not in KNOWN_PROTOCOL_VERSIONS or _ELICITATION_SINCE not in KNOWN_PROTOCOL_VERSIONS:
+        return False
+    return KNOWN_PROTOCOL_VERSIONS.index(version) >= KNOWN_PROTOCOL_VERSIONS.index(
+        _ELICITATION_SINCE
+    )
+
+
+def _shown(tool: ToolSpec, arguments: dict[str, Any]) -> str:
+    text = json.dumps(redact(arguments, tool.input_schema), indent=1, ensure_ascii=False)
+    return text if len(text) <= 2000 else text[:2000] + "…"
+
+
+@attrs.define(eq=False)
+class McpConfirmer:
+    """Asks one MCP caller, in one request, to confirm a destructive call."""
+
+    ctx: ServerRequestContext[McpSession]
+    #: The confirm token the call came with, if any (not necessarily a string).
+    presented: Any
+    ttl_s: float
+
+    @property
+    def session(self) -> McpSession:
+        return self.ctx.lifespan_context
+
+    async def confirm(
+        self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
+    ) -> ConfirmAnswer:
+        if self.presented is not None:
+            return self._check_token(tool, arguments_hash)
+        if _supports_elicitation(self.ctx):
+            return await self._elicit(tool, arguments)
+        return self._issue_token(tool, arguments, arguments_hash)
+
+    def _check_token(self, tool: ToolSpec, arguments_hash: str) -> ConfirmAnswer:
+        pending = None
+        if isinstance(self.presented, str) and self.presented.startswith(CONFIRM_TOKEN_PREFIX):
+            pending = self.session.take_confirmation(hash_secret(self.presented))
+        if pending is None:
+            why = "it is unknown in this session, or was used already"
+        elif pending.expires_at <= trio.current_time():
+            why = f"it expired ({self.ttl_s:g} s after it was given)"
+        elif pending.tool_name != tool.name or pending.arguments_hash != arguments_hash:
+            why = "it was given for another call: the tool or the arguments differ"
+        else:
+            return ConfirmAnswer(True, outcome="confirmed_by_token")
+        return ConfirmAnswer(
+            False,
+            error_result(
+                f"Confirmation refused for {tool.name}: {why}. Nothing ran. Call the tool again "
+                f"without {CONFIRM_ARGUMENT} to be asked for a new confirmation."
+            ),
+            outcome="confirmation_refused",
+        )
+
+    def _issue_token(
+        self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
+    ) -> ConfirmAnswer:
+        secret = new_secret(CONFIRM_TOKEN_PREFIX)
+        self.session.remember_confirmation(
+            hash_secret(secret),
+            PendingConfirmation(tool.name, arguments_hash, trio.current_time() + self.ttl_s),
+        )
+        text = (
+            f"Confirmation required: {tool.name} is destructive and has NOT run. Show the person "
+            f"what it will do and ask them. To run it, call {tool.name} again with exactly the "
+            f'same arguments plus "{CONFIRM_ARGUMENT}": "{secret}". The token works once, '
+            f"for this call only, within {self.ttl_s:g} seconds.\nArguments:\n"
+            f"{_shown(tool, arguments)}"
+        )
+        return ConfirmAnswer(
+            False,
+            types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)],
+                structured_content={
+                    "status": "confirmation_required",
+                    "tool": tool.name,
+                    "confirm_argument": CONFIRM_ARGUMENT,
+                    "confirm_token": secret,
+                    "expires_in_s": self.ttl_s,
+                },
+            ),
+            outcome="confirmation_requested",
+        )
+
+    async def _elicit(self, tool: ToolSpec, arguments: dict[str, Any]) -> ConfirmAnswer:
+        message = (
+            f"Run the destructive action {tool.name}?\n{tool.description}\n\n"
+            f"Arguments:\n{_shown(tool, arguments)}"
+        )
+        answer: types.ElicitResult | None = None
+        with trio.move_on_after(self.ttl_s):
+            try:
+                answer = await self.ctx.session.elicit_form(
+                    message, _CONFIRM_SCHEMA, related_request_id=self.ctx.request_id
+                )
+            except MCPError as exc:
+                log.info("session %s: elicitation failed: %s", self.session.id, exc.error.message)
+                return self._not_run(tool, f"the confirmation request failed ({exc.error.message})")
+        if answer is None:
+            return self._not_run(tool, f"no answer within {self.ttl_s:g} s", "no_answer")
+        if answer.action == "accept" and (answer.content or {}).get("confirm") is True:
+            return ConfirmAnswer(True, outcome="confirmed_by_elicitation")
+        if answer.action == "accept":
+            return self._not_run(tool, "the person did not tick 'Run it'", "declined")
+        return self._not_run(tool, f"the person chose {answer.action}", "declined")
+
+    def _not_run(
+        self, tool: ToolSpec, why: str, outcome: str = "confirmation_failed"
+    ) -> ConfirmAnswer:
+        return ConfirmAnswer(
+            False,
+            types.CallToolResult(
+                content=[
+                    types.TextContent(
+                        type="text", text=f"{tool.name} did not run: {why}. Nothing was changed."
+                    )
+                ],
+                structured_content={"status": "not_confirmed", "tool": tool.name, "reason": why},
+            ),
+            outcome=outcome,
+        )

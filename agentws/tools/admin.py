@@ -1,0 +1,296 @@
+"""An admin's say over tools: labels (capabilities) and permissions, audited.
+
+- A **label** is a connector tool's capability. Remote MCP tools start
+  unlabeled (``write``) and an admin labels them; native actions and the
+  built-ins have fixed labels. A label belongs to the connector, so to the
+  workspace: every group the connector is attached to sees it.
+- A **permission** says what non-system callers get for a tool: for one
+  group, or for the whole workspace (a group's own wins). It is bound to
+  the tool's definition: when a remote tool changes, a permission looser
+  than the safe default stops applying.
+
+The CLI (and later the dashboard and admin API) call these functions.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from agentws.audit import record
+from agentws.domain.models import (
+    CachedTool,
+    Capability,
+    Connector,
+    ConnectorKind,
+    Group,
+    Permission,
+    ToolPermission,
+    default_permission,
+)
+from agentws.domain.permissions import looser_than, permission_allowed
+from agentws.domain.rules import utcnow
+from agentws.errors import NotFoundError, ValidationError
+from agentws.store import Store
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL
+from agentws.tools.catalog import group_tools
+from agentws.tools.spec import ToolSpec
+
+__all__ = [
+    "ToolRow",
+    "clear_permission",
+    "find_connector_tool",
+    "group_tool_list",
+    "set_label",
+    "set_permission",
+]
+
+_BUILTIN_NAMES = {*BUILTINS, GET_APPROVAL.name}
+
+
+async def find_connector_tool(
+    store: Store, workspace_slug: str, tool_name: str
+) -> tuple[Connector, CachedTool]:
+    """The connector tool a workspace offers as ``tool_name`` (``<connector>_<action>``).
+
+    Error handling:
+        NotFoundError naming what to list when there is no such tool.
+    """
+    workspace = await store.workspace_by_slug(workspace_slug)
+    for connector in await store.select(Connector, workspace_id=workspace.id):
+        prefix = f"{connector.name}_"
+        if tool_name.startswith(prefix):
+            cached = await store.find(
+                CachedTool, connector_id=connector.id, name=tool_name[len(prefix) :]
+            )
+            if cached is not None:
+                return connector, cached
+    raise NotFoundError(
+        f"no tool {tool_name!r} in workspace {workspace_slug!r} "
+        f"(see `agentws tool list {workspace_slug} GROUP` or "
+        f"`agentws connector show {workspace_slug} CONNECTOR`)"
+    )
+
+
+async def set_label(
+    store: Store, workspace_slug: str, tool_name: str, label: Capability | None, *, actor: str
+) -> tuple[Connector, CachedTool]:
+    """Label a remote MCP tool (``None``: unlabeled, so ``write``); audited.
+
+    Error handling:
+        NotFoundError for an unknown tool; ValidationError for a built-in or
+        a native action, whose labels are fixed.
+    """
+    if tool_name in _BUILTIN_NAMES:
+        raise ValidationError(f"{tool_name} is a built-in; its label is fixed (read)")
+    connector, cached = await find_connector_tool(store, workspace_slug, tool_name)
+    if connector.kind is not ConnectorKind.REMOTE_MCP:
+        raise ValidationError(
+            f"{tool_name} is a native {connector.kind.value} action; its label is fixed "
+            f"({cached.capability.value}). Change what callers get with `agentws tool permission`"
+        )
+    previous = cached.label
+    updated = await store.update(attrs.evolve(cached, label=label))
+    await record(
+        store,
+        connector.workspace_id,
+        actor,
+        "tool.label",
+        tool_name,
+        previous_label=previous.value if previous else None,
+        label=label.value if label else None,
+        definition_hash=cached.definition_hash,
+    )
+    if updated.capability is not cached.capability:
+        await _reset_loosened(store, connector.workspace_id, tool_name, updated.capability, actor)
+    return connector, updated
+
+
+async def _reset_loosened(
+    store: Store, workspace_id: str, tool_name: str, capability: Capability, actor: str
+) -> None:
+    """Remove permissions looser than a relabeled tool's new default.
+
+    A permission was decided for what the tool could do then: an ``allow``
+    given to a read tool must not let the same tool run freely once it is
+    labeled write.
+    """
+    safe = default_permission(capability)
+    rows = await store.select(ToolPermission, workspace_id=workspace_id, tool_name=tool_name)
+    for row in rows:
+        if looser_than(row.permission, safe) or not permission_allowed(capability, row.permission):
+            await store.delete(ToolPermission, row.id)
+            await record(
+                store,
+                workspace_id,
+                actor,
+                "tool.permission_reset",
+                tool_name,
+                group_id=row.group_id,
+                previous_permission=row.permission.value,
+                permission=f"default ({safe.value})",
+                why=f"the tool is now labeled {capability.value}",
+            )
+
+
+async def _tool_in(store: Store, group: Group, tool_name: str) -> ToolSpec | None:
+    for tool in await group_tools(store, group):
+        if tool.name == tool_name:
+            return tool
+    return None
+
+
+async def _workspace_tool(store: Store, workspace_slug: str, tool_name: str) -> ToolSpec:
+    """The tool as it would be in any group of the workspace (built-in or connector tool)."""
+    if tool_name in BUILTINS:
+        return BUILTINS[tool_name].spec
+    if tool_name == GET_APPROVAL.name:
+        return GET_APPROVAL
+    connector, cached = await find_connector_tool(store, workspace_slug, tool_name)
+    return ToolSpec(
+        name=tool_name,
+        description=cached.description,
+        input_schema=cached.input_schema,
+        capability=cached.capability,
+        source=connector.name,
+        connector_id=connector.id,
+        remote_name=cached.name,
+        definition_hash=cached.definition_hash,
+    )
+
+
+async def _target(
+    store: Store, workspace_slug: str, group_slug: str | None, tool_name: str
+) -> tuple[str, Group | None, ToolSpec]:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    if group_slug is None:
+        return workspace.id, None, await _workspace_tool(store, workspace_slug, tool_name)
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    tool = await _tool_in(store, group, tool_name)
+    if tool is None:
+        raise NotFoundError(
+            f"group {workspace_slug}/{group_slug} has no tool {tool_name!r} "
+            f"(see `agentws tool list {workspace_slug} {group_slug}`)"
+        )
+    return workspace.id, group, tool
+
+
+async def set_permission(
+    store: Store,
+    workspace_slug: str,
+    tool_name: str,
+    permission: Permission,
+    *,
+    group_slug: str | None,
+    actor: str,
+) -> ToolPermission:
+    """Set what non-system callers get for a tool, in one group or (no group) the workspace.
+
+    Error handling:
+        NotFoundError for an unknown workspace, group or tool;
+        ValidationError for ``allow`` on a destructive tool.
+    """
+    workspace_id, group, tool = await _target(store, workspace_slug, group_slug, tool_name)
+    if not permission_allowed(tool.capability, permission):
+        raise ValidationError(
+            f"{tool_name} is destructive: it always needs the caller's confirmation "
+            "(requires_confirmation) or an admin's approval (requires_approval); it cannot be "
+            "allowed outright"
+        )
+    group_id = group.id if group else None
+    existing = await store.find(
+        ToolPermission, workspace_id=workspace_id, group_id=group_id, tool_name=tool_name
+    )
+    now = utcnow()
+    if existing is None:
+        saved = await store.insert(
+            ToolPermission(
+                workspace_id=workspace_id,
+                group_id=group_id,
+                tool_name=tool_name,
+                permission=permission,
+                definition_hash=tool.definition_hash,
+                set_by=actor,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    else:
+        saved = await store.update(
+            attrs.evolve(
+                existing,
+                permission=permission,
+                definition_hash=tool.definition_hash,
+                set_by=actor,
+                updated_at=now,
+            )
+        )
+    await record(
+        store,
+        workspace_id,
+        actor,
+        "tool.permission",
+        tool_name,
+        group=group_slug,
+        group_id=group_id,
+        previous_permission=existing.permission.value if existing else None,
+        permission=permission.value,
+        capability=tool.capability.value,
+        definition_hash=tool.definition_hash,
+    )
+    return saved
+
+
+async def clear_permission(
+    store: Store, workspace_slug: str, tool_name: str, *, group_slug: str | None, actor: str
+) -> ToolPermission | None:
+    """Remove an admin's permission (the workspace's, or the capability's default, applies)."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    group = await store.group_by_slug(workspace_slug, group_slug) if group_slug else None
+    group_id = group.id if group else None
+    existing = await store.find(
+        ToolPermission, workspace_id=workspace.id, group_id=group_id, tool_name=tool_name
+    )
+    if existing is None:
+        await _target(store, workspace_slug, group_slug, tool_name)  # an unknown tool is an error
+        return None
+    await store.delete(ToolPermission, existing.id)
+    await record(
+        store,
+        workspace.id,
+        actor,
+        "tool.permission",
+        tool_name,
+        group=group_slug,
+        group_id=group_id,
+        previous_permission=existing.permission.value,
+        permission=None,
+    )
+    return existing
+
+
+@attrs.frozen
+class ToolRow:
+    """One line of ``agentws tool list``."""
+
+    tool: ToolSpec
+    #: ``fixed`` (built-ins, native actions), ``admin`` or ``unlabeled``.
+    label_source: str
+    suggested: Capability | None
+
+
+async def group_tool_list(store: Store, workspace_slug: str, group_slug: str) -> list[ToolRow]:
+    """Every tool of a group with its capability, permission and where each comes from."""
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    cached: dict[str, tuple[Connector, CachedTool]] = {
+        f"{connector.name}_{tool.name}": (connector, tool)
+        for connector, tool in await store.group_tools(group.id)
+    }
+    rows: list[ToolRow] = []
+    for tool in await group_tools(store, group):
+        found = cached.get(tool.name)
+        if found is None or found[0].kind is not ConnectorKind.REMOTE_MCP:
+            rows.append(ToolRow(tool, "fixed", None))
+        else:
+            label = "admin" if found[1].label is not None else "unlabeled"
+            rows.append(ToolRow(tool, label, found[1].suggested_label))
+    return rows

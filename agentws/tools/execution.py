@@ -1,0 +1,100 @@
+"""Running a tool call that the gate has let through: built-ins, native actions, remote tools.
+
+Nothing here decides whether a call may run; :mod:`agentws.tools.gate`
+does, and is the only caller. Remote MCP calls go through whatever the
+process has: the service's shared links (:class:`~agentws.connectors.links.RemoteLinks`),
+or a session of their own in a one-off process such as the CLI
+(:func:`~agentws.connectors.remote_mcp.call_once`). Every failure comes back
+as a tool error result the caller can read; nothing here raises for an
+upstream's sake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from agentws.config import Settings
+from agentws.connectors.native import ACTIONS, run_action
+from agentws.connectors.registry import connector_headers
+from agentws.domain.models import Capability, Connector, ConnectorKind, Group
+from agentws.errors import NotFoundError, UpstreamError, ValidationError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
+from agentws.tools.spec import ToolSpec
+
+__all__ = ["RemoteCall", "ToolRunner", "one_off_remote_call"]
+
+#: ``call(connector, remote tool name, arguments, retry_safe=...)``: a remote MCP tool call.
+RemoteCall = Callable[..., Awaitable[types.CallToolResult]]
+
+
+def one_off_remote_call(settings: Settings) -> RemoteCall:
+    """Remote calls in a session of their own each (for processes without links)."""
+    from agentws.connectors.remote_mcp import call_once
+
+    async def call(
+        connector: Connector, name: str, arguments: dict[str, Any], *, retry_safe: bool
+    ) -> types.CallToolResult:
+        box = SecretBox.from_settings(settings) if connector.secret else None
+        return await call_once(
+            connector,
+            name,
+            arguments,
+            box=box,
+            allowlist=settings.connector_allowlist,
+            timeout_s=settings.tool_timeout_s,
+        )
+
+    return call
+
+
+@attrs.define(eq=False)
+class ToolRunner:
+    """Runs calls of a group's tools."""
+
+    store: Store
+    settings: Settings
+    remote_call: RemoteCall
+
+    async def run(
+        self, tool: ToolSpec, arguments: dict[str, Any], *, group: Group, token_id: str | None
+    ) -> types.CallToolResult:
+        """Run ``tool`` with ``arguments`` (already checked against its schema) for a caller."""
+        builtin = BUILTINS.get(tool.name)
+        if builtin is not None and tool.source == "builtin":
+            return await builtin.run(self.store, group, None, arguments)
+        if tool.name == GET_APPROVAL.name and tool.source == "builtin":
+            from agentws.approvals.queue import approval_outcome
+
+            return await approval_outcome(self.store, token_id, arguments["approval_id"])
+        try:
+            connector = await self.store.get(Connector, tool.connector_id or "")
+        except NotFoundError:
+            return error_result(f"{tool.name} is gone: its connector was removed")
+        if connector.kind is ConnectorKind.REMOTE_MCP:
+            try:
+                return await self.remote_call(
+                    connector,
+                    tool.remote_name or "",
+                    arguments,
+                    retry_safe=tool.capability is Capability.READ,
+                )
+            except (UpstreamError, ValidationError) as exc:
+                return error_result(f"{tool.name} failed: {exc.message}")
+        action = ACTIONS[connector.kind].get(tool.remote_name or "")
+        if action is None:
+            return error_result(f"{tool.name} is not an action of {connector.kind.value}")
+        box = SecretBox.from_settings(self.settings) if connector.secret else None
+        return await run_action(
+            connector,
+            action,
+            arguments,
+            headers=connector_headers(connector, box),
+            allowlist=self.settings.connector_allowlist,
+            timeout_s=self.settings.tool_timeout_s,
+        )

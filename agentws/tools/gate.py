@@ -1,0 +1,215 @@
+"""The permission gate: the one way a non-system caller's tool call runs.
+
+Every caller path (the MCP endpoint now, the webhook agent later) hands its
+calls to :meth:`ToolGate.call`; nothing else runs a tool for them. The gate
+decides with :func:`agentws.domain.permissions.decide` from the tool's
+capability and permission and the caller's scope, then:
+
+- **run**: checks the arguments against the tool's schema and runs it;
+- **queue**: stores an approval request bound to the SHA-256 of the tool
+  name and the exact arguments, and answers (not as an error) that the
+  call waits for an admin, with the approval id;
+- **confirm**: asks the door's :class:`Confirmer` (MCP: elicitation, or a
+  one-time confirm token) and runs only on an explicit yes;
+- **deny**: raises :class:`~agentws.errors.PermissionDeniedError`.
+
+Each call leaves one audit entry: who, which tool, the arguments' hash (and
+the arguments with values the schema marks secret redacted, when short),
+the decision and the outcome. There is no bypass for MCP callers: the
+scheduled-task pre-authorization an admin can give automations is not a
+thing a token can carry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Protocol
+
+import attrs
+import mcp_types as types
+
+from agentws.approvals.queue import queue_call, queued_result
+from agentws.audit import AuditSink
+from agentws.config import Settings
+from agentws.domain.models import Approval, AuditEntry, arguments_hash
+from agentws.domain.permissions import Decision, decide
+from agentws.domain.secrets_in_arguments import redact
+from agentws.errors import ConfigError, PermissionDeniedError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+from agentws.tools.builtins import error_result
+from agentws.tools.caller import ToolCaller
+from agentws.tools.execution import ToolRunner
+from agentws.tools.spec import ToolSpec
+from agentws.tools.validation import argument_error
+
+__all__ = ["ConfirmAnswer", "Confirmer", "GateResult", "ToolGate"]
+
+log = logging.getLogger("agentws.tools")
+
+# Redacted arguments longer than this (as JSON) are audited by hash and size only.
+_MAX_AUDITED_ARGUMENTS = 4096
+
+
+@attrs.frozen
+class ConfirmAnswer:
+    """What a caller said to "run this destructive call?"."""
+
+    confirmed: bool
+    #: When not confirmed: what the caller gets instead (a question, a refusal).
+    result: types.CallToolResult | None = None
+    #: For the audit log: ``confirmed``, ``asked``, ``declined``, ``refused``...
+    outcome: str = "confirmed"
+
+
+class Confirmer(Protocol):
+    """How a door asks its caller to confirm a call, synchronously."""
+
+    async def confirm(
+        self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
+    ) -> ConfirmAnswer: ...
+
+
+@attrs.frozen
+class GateResult:
+    """The call's result, and the approval request if it was queued."""
+
+    result: types.CallToolResult
+    approval: Approval | None = None
+
+
+@attrs.define(eq=False)
+class ToolGate:
+    """Decides, runs, queues or asks, and audits every call."""
+
+    store: Store
+    settings: Settings
+    runner: ToolRunner
+    audit: AuditSink
+    _box: SecretBox | None = attrs.field(default=None, init=False)
+    _box_checked: bool = attrs.field(default=False, init=False)
+
+    async def call(
+        self,
+        caller: ToolCaller,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        *,
+        confirmer: Confirmer,
+    ) -> GateResult:
+        """Pass one call through the gate.
+
+        Args:
+            caller: who calls; never a system actor.
+            tool: the tool, as the group's catalog has it (with its permission).
+            arguments: the call's arguments, nothing of the door's mixed in.
+            confirmer: how to ask this caller for a confirmation.
+
+        Returns:
+            The tool's result, or the queued or confirmation result.
+
+        Error handling:
+            :class:`~agentws.errors.PermissionDeniedError` for a denied call
+            (audited; nothing runs). Invalid arguments and upstream failures
+            are tool error results, not exceptions.
+        """
+        digest = arguments_hash(tool.name, arguments)
+        decision = decide(tool.capability, tool.permission, caller.scope)
+        if decision is Decision.DENY:
+            await self._audit(caller, tool, arguments, digest, decision, "denied")
+            raise PermissionDeniedError(_denied_message(tool, caller))
+        problem = argument_error(tool.input_schema, arguments)
+        if problem is not None:
+            await self._audit(caller, tool, arguments, digest, decision, "invalid_arguments")
+            return GateResult(error_result(f"Invalid arguments for {tool.name}: {problem}"))
+        if decision is Decision.QUEUE:
+            try:
+                approval = await queue_call(
+                    self.store,
+                    caller,
+                    tool,
+                    arguments,
+                    digest,
+                    box=self._secret_box(),
+                    ttl_s=self.settings.approval_ttl_s,
+                )
+            except ConfigError as exc:
+                await self._audit(caller, tool, arguments, digest, decision, "not_queued")
+                return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
+            await self._audit(
+                caller, tool, arguments, digest, decision, "queued", approval_id=approval.id
+            )
+            return GateResult(queued_result(approval), approval)
+        outcome = "ran"
+        if decision is Decision.CONFIRM:
+            answer = await confirmer.confirm(tool, arguments, digest)
+            if not answer.confirmed:
+                await self._audit(caller, tool, arguments, digest, decision, answer.outcome)
+                return GateResult(
+                    answer.result or error_result(f"{tool.name} did not run: not confirmed")
+                )
+            outcome = "confirmed_and_ran"
+        result = await self.runner.run(
+            tool, arguments, group=caller.group, token_id=caller.token_id
+        )
+        await self._audit(
+            caller, tool, arguments, digest, decision, outcome, error=bool(result.is_error)
+        )
+        return GateResult(result)
+
+    def _secret_box(self) -> SecretBox | None:
+        if not self._box_checked:
+            try:
+                self._box = SecretBox.from_settings(self.settings)
+            except ConfigError:
+                self._box = None
+            self._box_checked = True
+        return self._box
+
+    async def _audit(
+        self,
+        caller: ToolCaller,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        digest: str,
+        decision: Decision,
+        outcome: str,
+        **extra: Any,
+    ) -> None:
+        detail: dict[str, Any] = {
+            "group_id": caller.group.id,
+            "capability": tool.capability.value,
+            "permission": tool.permission.value,
+            "scope": caller.scope.value,
+            "decision": decision.value,
+            "outcome": outcome,
+            "arguments_hash": digest,
+            **extra,
+        }
+        if caller.session_id is not None:
+            detail["session_id"] = caller.session_id
+        shown = redact(arguments, tool.input_schema)
+        size = len(json.dumps(shown, separators=(",", ":"), default=str))
+        if size <= _MAX_AUDITED_ARGUMENTS:
+            detail["arguments"] = shown
+        else:
+            detail["arguments_bytes"] = size
+        await self.audit.append(
+            AuditEntry(
+                workspace_id=caller.group.workspace_id,
+                actor=caller.actor,
+                action="tool.call",
+                target=tool.name,
+                detail=detail,
+            )
+        )
+
+
+def _denied_message(tool: ToolSpec, caller: ToolCaller) -> str:
+    if not tool.capability.within(caller.scope):
+        return (
+            f"permission denied: {tool.name} is a {tool.capability.value} tool and this "
+            f"token's scope is {caller.scope.value}"
+        )
+    return f"permission denied: an admin has set {tool.name} to deny for this group"
