@@ -9,7 +9,7 @@ Two ways in:
   hundreds a second: callers hand entries over a bounded channel (a full
   channel makes them wait, it never drops or grows) and one task writes
   whatever has gathered in one transaction, at least every
-  ``_FLUSH_S``. Writing each call's entry on its own would cost a commit
+  ``_FLUSH_S`` (half a second). Writing each call's entry on its own would cost a commit
   per call and, on SQLite, make every cache keyed on the data version
   (tokens, tool catalog) miss on every call. At shutdown it writes what is
   left before it stops.
@@ -36,8 +36,10 @@ log = logging.getLogger("agentws.audit")
 
 # Entries waiting to be written; a caller waits when this many are.
 _BUFFER = 1024
-# A batch is written at least this often while entries arrive.
-_FLUSH_S = 0.1
+# A batch is written at least this often while entries arrive. Each commit
+# makes the caches keyed on the store's data version (tokens, the tool
+# catalog) check the store again, so commits are kept few.
+_FLUSH_S = 0.5
 # Entries written in one transaction at most.
 _BATCH = 500
 # Writing what is left at shutdown may take this long at most.

@@ -202,13 +202,17 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+async def _approval_data(ctx: Context, approval: Approval) -> dict[str, Any]:
+    """The approval as JSON, with the slugs of its group and workspace."""
+    group = await ctx.store.find(Group, id=approval.group_id)
+    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
+    return _approval_json(approval, group, workspace)
+
+
 async def _approval_show(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.approvals.queue import find_approval
 
-    approval = await find_approval(ctx.store, args.id)
-    group = await ctx.store.find(Group, id=approval.group_id)
-    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
-    data = _approval_json(approval, group, workspace)
+    data = await _approval_data(ctx, await find_approval(ctx.store, args.id))
     return Output(data, _approval_text(data))
 
 
@@ -251,9 +255,7 @@ async def _approval_approve(args: argparse.Namespace, ctx: Context) -> Output:
     outcome = await approve(
         ctx.store, args.id, actor=ctx.actor, reason=args.reason, runner=runner, box=box
     )
-    group = await ctx.store.find(Group, id=outcome.group_id)
-    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
-    data = _approval_json(outcome, group, workspace)
+    data = await _approval_data(ctx, outcome)
     if outcome.status is ApprovalStatus.EXECUTED:
         head = f"Approved {outcome.id}: {outcome.tool_name} ran."
     else:
@@ -265,11 +267,8 @@ async def _approval_deny(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.approvals.decisions import deny
 
     denied = await deny(ctx.store, args.id, actor=ctx.actor, reason=args.reason)
-    group = await ctx.store.find(Group, id=denied.group_id)
-    workspace = await ctx.store.find(Workspace, id=group.workspace_id) if group else None
     return Output(
-        _approval_json(denied, group, workspace),
-        f"Denied {denied.id}: {denied.tool_name} will not run.",
+        await _approval_data(ctx, denied), f"Denied {denied.id}: {denied.tool_name} will not run."
     )
 
 
@@ -391,8 +390,8 @@ def add_tool_commands(
         help="set what callers get for a tool, in a group or the whole workspace",
         description="Set a tool's permission for one group (--group) or for every group of "
         "the workspace; a group's own wins. 'default' removes the setting. A destructive tool "
-        "cannot be 'allow'. A permission looser than the default stops applying when a remote "
-        "tool's definition changes.",
+        "cannot be 'allow'. A permission looser than the default is removed when a remote "
+        "tool's definition changes or the tool is labeled again.",
     )
     permission.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     permission.add_argument("tool", metavar="TOOL", help="tool name")

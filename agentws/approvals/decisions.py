@@ -83,18 +83,24 @@ async def deny(store: Store, approval_id: str, *, actor: str, reason: str | None
     """
     denied = await _claim(store, approval_id, ApprovalStatus.DENIED, actor, reason)
     group = await store.get(Group, denied.group_id)
+    await _audit(store, group, actor, "approval.deny", denied, reason=denied.reason)
+    return denied
+
+
+async def _audit(
+    store: Store, group: Group | None, actor: str, action: str, approval: Approval, **detail: Any
+) -> None:
     await record(
         store,
-        group.workspace_id,
+        group.workspace_id if group else None,
         actor,
-        "approval.deny",
-        denied.id,
-        tool=denied.tool_name,
-        requested_by=denied.requested_by,
-        arguments_hash=denied.arguments_hash,
-        reason=denied.reason,
+        action,
+        approval.id,
+        tool=approval.tool_name,
+        requested_by=approval.requested_by,
+        arguments_hash=approval.arguments_hash,
+        **detail,
     )
-    return denied
 
 
 async def approve(
@@ -120,17 +126,7 @@ async def approve(
     """
     approved = await _claim(store, approval_id, ApprovalStatus.APPROVED, actor, reason)
     group = await store.get(Group, approved.group_id)
-    await record(
-        store,
-        group.workspace_id,
-        actor,
-        "approval.approve",
-        approved.id,
-        tool=approved.tool_name,
-        requested_by=approved.requested_by,
-        arguments_hash=approved.arguments_hash,
-        reason=approved.reason,
-    )
+    await _audit(store, group, actor, "approval.approve", approved, reason=approved.reason)
     result: types.CallToolResult | None = None
     try:
         problem, tool, arguments = await _why_not(store, approved, group, box)
@@ -152,16 +148,8 @@ async def approve(
         now=utcnow(),
     )
     outcome = finished or await find_approval(store, approved.id)
-    await record(
-        store,
-        group.workspace_id,
-        actor,
-        "approval.execute",
-        approved.id,
-        tool=approved.tool_name,
-        arguments_hash=approved.arguments_hash,
-        outcome=status.value,
-        error=problem,
+    await _audit(
+        store, group, actor, "approval.execute", approved, outcome=status.value, error=problem
     )
     return outcome
 
@@ -207,14 +195,5 @@ async def expire_due(store: Store, *, actor: str) -> list[Approval]:
     expired = await store.expire_approvals(utcnow())
     for approval in expired:
         group = await store.find(Group, id=approval.group_id)
-        await record(
-            store,
-            group.workspace_id if group else None,
-            actor,
-            "approval.expire",
-            approval.id,
-            tool=approval.tool_name,
-            requested_by=approval.requested_by,
-            arguments_hash=approval.arguments_hash,
-        )
+        await _audit(store, group, actor, "approval.expire", approval)
     return expired

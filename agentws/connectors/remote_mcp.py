@@ -35,19 +35,12 @@ from agentws.audit import record
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
-from agentws.domain.models import (
-    CachedTool,
-    Capability,
-    Connector,
-    Permission,
-    ToolPermission,
-    default_permission,
-)
-from agentws.domain.permissions import looser_than
+from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, ConflictError, UpstreamError
 from agentws.secret_box import SecretBox
 from agentws.store import Store
+from agentws.tools.admin import reset_loosened_permissions
 
 __all__ = [
     "TRANSPORTS",
@@ -365,29 +358,6 @@ async def probe(
     )
 
 
-async def _reset_loosened_permissions(
-    store: Store, connector: Connector, action: str, *, actor: str
-) -> None:
-    name = f"{connector.name}_{action}"
-    safe: Permission = default_permission(Capability.WRITE)
-    for row in await store.select(
-        ToolPermission, workspace_id=connector.workspace_id, tool_name=name
-    ):
-        if looser_than(row.permission, safe):
-            await store.delete(ToolPermission, row.id)
-            await record(
-                store,
-                connector.workspace_id,
-                actor,
-                "tool.permission_reset",
-                name,
-                group_id=row.group_id,
-                previous_permission=row.permission.value,
-                permission=f"default ({safe.value})",
-                why="the tool's definition changed",
-            )
-
-
 @attrs.frozen
 class SyncReport:
     """What a refresh changed in the tool cache."""
@@ -451,7 +421,14 @@ async def sync_tool_cache(
                 previous_label=old.label.value if old.label else None,
                 label="unset (write)",
             )
-            await _reset_loosened_permissions(store, connector, tool.name, actor=actor)
+            await reset_loosened_permissions(
+                store,
+                connector.workspace_id,
+                f"{connector.name}_{tool.name}",
+                Capability.WRITE,
+                actor=actor,
+                why="the tool's definition changed",
+            )
     for gone in cached.values():
         await store.delete(CachedTool, gone.id)
     # Unchanged tools only get the time: writing their rows back whole would

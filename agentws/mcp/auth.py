@@ -56,6 +56,8 @@ class Authenticator:
     _touched: dict[str, float] = attrs.field(factory=dict, init=False)
     # token hash -> (token, the store's data version when it was read)
     _tokens: dict[str, tuple[McpToken, int]] = attrs.field(factory=dict, init=False)
+    # token hash -> (data version it was started at, set when done): lookups in flight
+    _lookups: dict[str, tuple[int, trio.Event]] = attrs.field(factory=dict, init=False)
 
     async def authenticate(
         self, authorization: str | None, workspace_slug: str, group_slug: str
@@ -92,13 +94,29 @@ class Authenticator:
         cached = self._tokens.get(token_hash)
         if version is not None and cached is not None and cached[1] == version:
             return cached[0]
-        token = await self.store.token_by_hash(token_hash)
-        if version is not None and token is not None and not token.revoked:
-            if len(self._tokens) >= _MAX_CACHED_TOKENS:
-                self._tokens.clear()
-            # Stamped with the version read *before* the lookup: a commit in
-            # between makes the entry stale at once, never wrongly fresh.
-            self._tokens[token_hash] = (token, version)
+        # After a commit, the concurrent requests of one token wait for one
+        # lookup made since that commit instead of each making their own.
+        in_flight = self._lookups.get(token_hash)
+        if version is not None and in_flight is not None and in_flight[0] == version:
+            await in_flight[1].wait()
+            cached = self._tokens.get(token_hash)
+            if cached is not None and cached[1] == version:
+                return cached[0]
+        done = trio.Event()
+        if version is not None:
+            self._lookups[token_hash] = (version, done)
+        try:
+            token = await self.store.token_by_hash(token_hash)
+            if version is not None and token is not None and not token.revoked:
+                if len(self._tokens) >= _MAX_CACHED_TOKENS:
+                    self._tokens.clear()
+                # Stamped with the version read *before* the lookup: a commit in
+                # between makes the entry stale at once, never wrongly fresh.
+                self._tokens[token_hash] = (token, version)
+        finally:
+            done.set()
+            if self._lookups.get(token_hash, (None, None))[1] is done:
+                del self._lookups[token_hash]
         return token
 
     async def _group(self, group_id: str) -> tuple[Group, Workspace]:

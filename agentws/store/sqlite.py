@@ -42,6 +42,9 @@ _BUSY_TIMEOUT_MS = 5000
 _CLEANUP_S = 5.0
 # Read-only connections for single reads; WAL lets them read beside the writer.
 _READERS = 4
+# How long a data version read is reused. Another process's commit is seen
+# this much later at most; this process's own commits are seen at once.
+_DATA_VERSION_REUSE_S = 0.005
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 
 
@@ -106,6 +109,8 @@ class SqliteDatabase:
     ) -> None:
         self._conn = conn
         self._version_conn = version_conn
+        self._version = 0
+        self._version_until = 0.0
         self._lock = trio.Lock()
         self._idle_send, self._idle = trio.open_memory_channel[sqlite3.Connection](len(readers))
         for reader in readers:
@@ -126,13 +131,21 @@ class SqliteDatabase:
         # PRAGMA data_version reads the WAL index in shared memory, no disk:
         # a few microseconds, so it runs right here. The connection has no
         # busy timeout, so in the rare moment it would wait it says "unknown".
+        # But the sqlite3 module lets go of the GIL for it, and while worker
+        # threads run queries, getting it back can take a switch interval
+        # (5 ms): a value read is reused for _DATA_VERSION_REUSE_S, and
+        # forgotten at once when this process commits.
         if self._version_conn is None:
             return None
+        now = time.monotonic()
+        if now < self._version_until:
+            return self._version
         try:
             row = self._version_conn.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error:
             return None
-        return int(row[0])
+        self._version, self._version_until = int(row[0]), now + _DATA_VERSION_REUSE_S
+        return self._version
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         if not self._has_readers:  # an in-memory database exists on one connection only
@@ -159,6 +172,7 @@ class SqliteDatabase:
             else:
                 try:
                     await self.run(lambda c: c.execute("COMMIT"))
+                    self._version_until = 0.0  # our own commit is seen at once
                 except BaseException:
                     with trio.move_on_after(_CLEANUP_S, shield=True):
                         await self.run(lambda c: c.in_transaction and c.execute("ROLLBACK"))

@@ -40,6 +40,7 @@ __all__ = [
     "clear_permission",
     "find_connector_tool",
     "group_tool_list",
+    "reset_loosened_permissions",
     "set_label",
     "set_permission",
 ]
@@ -101,18 +102,31 @@ async def set_label(
         definition_hash=cached.definition_hash,
     )
     if updated.capability is not cached.capability:
-        await _reset_loosened(store, connector.workspace_id, tool_name, updated.capability, actor)
+        await reset_loosened_permissions(
+            store,
+            connector.workspace_id,
+            tool_name,
+            updated.capability,
+            actor=actor,
+            why=f"the tool is now labeled {updated.capability.value}",
+        )
     return connector, updated
 
 
-async def _reset_loosened(
-    store: Store, workspace_id: str, tool_name: str, capability: Capability, actor: str
+async def reset_loosened_permissions(
+    store: Store,
+    workspace_id: str,
+    tool_name: str,
+    capability: Capability,
+    *,
+    actor: str,
+    why: str,
 ) -> None:
-    """Remove permissions looser than a relabeled tool's new default.
+    """Remove a tool's permissions that are looser than its capability's default; audited.
 
-    A permission was decided for what the tool could do then: an ``allow``
-    given to a read tool must not let the same tool run freely once it is
-    labeled write.
+    A permission was decided for what the tool was then: an ``allow`` given
+    to a read tool must not let it run freely once it is labeled write, or
+    once a remote server has changed what it does.
     """
     safe = default_permission(capability)
     rows = await store.select(ToolPermission, workspace_id=workspace_id, tool_name=tool_name)
@@ -128,7 +142,7 @@ async def _reset_loosened(
                 group_id=row.group_id,
                 previous_permission=row.permission.value,
                 permission=f"default ({safe.value})",
-                why=f"the tool is now labeled {capability.value}",
+                why=why,
             )
 
 

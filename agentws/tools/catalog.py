@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import trio
 
 from agentws.domain.models import Group, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
@@ -61,6 +62,9 @@ class Catalog:
     # The last catalog version read, and the store's data version just before.
     _version_seen: int = attrs.field(default=-1, init=False)
     _version_seen_at: int | None = attrs.field(default=None, init=False)
+    # The version read in flight, if any: concurrent listings wait for it
+    # instead of each asking the store after every commit.
+    _reading: trio.Event | None = attrs.field(default=None, init=False)
 
     async def tools(self, group: Group) -> GroupTools:
         """The group's tools as of now.
@@ -88,8 +92,19 @@ class Catalog:
         committed = self.store.data_version()
         if committed is not None and committed == self._version_seen_at:
             return self._version_seen
-        version = await self.store.catalog_version()
-        self._version_seen, self._version_seen_at = version, committed
+        if committed is not None and self._reading is not None:
+            reading = self._reading
+            await reading.wait()
+            if self._version_seen_at == committed:
+                return self._version_seen
+        self._reading = reading = trio.Event()
+        try:
+            version = await self.store.catalog_version()
+            self._version_seen, self._version_seen_at = version, committed
+        finally:
+            reading.set()
+            if self._reading is reading:
+                self._reading = None
         return version
 
     async def tool(self, group: Group, name: str) -> ToolSpec | None:

@@ -1,5 +1,5 @@
--- Permissions and approvals: the approval queue's table, per-tool permissions,
--- and the catalog version moving with permissions (tool lists carry them).
+-- Permissions and approvals: the approval queue's table and per-tool
+-- permissions (0005 makes the catalog version move with permissions).
 
 -- Nothing wrote approvals before this version, so the table is made anew
 -- with the columns the approval queue needs.
@@ -52,6 +52,3 @@ CREATE UNIQUE INDEX tool_permissions_group
     ON tool_permissions (group_id, tool_name) WHERE group_id IS NOT NULL;
 
 CREATE INDEX audit_log_action ON audit_log (action, created_at);
-
-CREATE TRIGGER tool_permissions_catalog AFTER INSERT OR UPDATE OR DELETE ON tool_permissions
-    FOR EACH STATEMENT EXECUTE FUNCTION bump_catalog_version();
