@@ -45,6 +45,10 @@ class OutcomeListener(Protocol):
         """Tell whoever waits for ``approval`` its outcome."""
         ...
 
+    def forget(self, approval_id: str) -> None:
+        """Stop waiting for a request that no longer exists."""
+        ...
+
 
 @attrs.define(eq=False)
 class ApprovalWatch:
@@ -75,10 +79,13 @@ class ApprovalWatch:
                 await self._closed.wait()
 
     async def _report(self) -> None:
-        for approval_id in sorted(self.listener.awaited()):
-            approval = await self.store.find(Approval, id=approval_id)
-            if approval is None:
-                continue
+        awaited = self.listener.awaited()
+        if not awaited:
+            return
+        found = await self.store.approvals(sorted(awaited))
+        for gone in awaited - {a.id for a in found}:
+            self.listener.forget(gone)  # deleted with its group: nothing will come
+        for approval in sorted(found, key=lambda a: a.created_at):
             data = outcome_data(approval)
             if data["status"] in ("pending", "approved"):
                 continue

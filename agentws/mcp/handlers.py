@@ -171,7 +171,7 @@ def build_server(
         except PermissionDeniedError as exc:
             raise MCPError(PERMISSION_DENIED, exc.message) from None
         if outcome.approval is not None:
-            session.awaiting.add(outcome.approval.id)
+            session.await_outcome(outcome.approval.id)
         return outcome.result
 
     async def list_resources(

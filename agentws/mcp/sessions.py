@@ -57,6 +57,8 @@ _REVOCATION_POLL_S = 0.25
 
 # Confirm tokens a session holds at once; asking for more forgets the oldest.
 _MAX_CONFIRMATIONS = 16
+# Queued calls a session is told the outcome of, at most (the newest).
+_MAX_AWAITING = 1000
 # Sending one approval outcome to a session may take this long at most.
 _NOTIFY_S = 5.0
 
@@ -95,8 +97,15 @@ class McpSession:
     server_session: ServerSession | None = None
     #: Confirm tokens handed out, by their SHA-256.
     confirmations: dict[str, PendingConfirmation] = attrs.field(factory=dict)
-    #: Approval requests this session queued whose outcome it has not been told.
-    awaiting: set[str] = attrs.field(factory=set)
+    #: Approval requests this session queued whose outcome it has not been told
+    #: (the newest ``_MAX_AWAITING``; older ones are read with ``get_approval``).
+    awaiting: dict[str, None] = attrs.field(factory=dict)
+
+    def await_outcome(self, approval_id: str) -> None:
+        """Tell this session the outcome of ``approval_id`` when there is one."""
+        if len(self.awaiting) >= _MAX_AWAITING:
+            del self.awaiting[next(iter(self.awaiting))]
+        self.awaiting[approval_id] = None
 
     def remember_confirmation(self, token_hash: str, pending: PendingConfirmation) -> None:
         """Keep a confirm token (its hash); the oldest goes when there are too many."""
@@ -115,7 +124,7 @@ class McpSession:
         """Send a queued call's outcome as a ``notifications/message``; whether it went out."""
         import mcp_types as types
 
-        self.awaiting.discard(approval.id)
+        self.awaiting.pop(approval.id, None)
         if self.server_session is None or self.ended.is_set():
             return False
         level: types.LoggingLevel = "warning"
@@ -303,6 +312,11 @@ class SessionSupervisor:
     def awaited(self) -> set[str]:
         """Approval requests some open session waits to hear about."""
         return {a for session in self._sessions.values() for a in session.awaiting}
+
+    def forget(self, approval_id: str) -> None:
+        """No session waits for ``approval_id`` any more (it no longer exists)."""
+        for session in self._sessions.values():
+            session.awaiting.pop(approval_id, None)
 
     async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
         """Tell every open session waiting for ``approval`` its outcome; how many were told."""

@@ -149,6 +149,10 @@ class Store(Protocol):
         """Record the outcome of an approved call (executed or failed); None if not approved."""
         ...
 
+    async def approvals(self, ids: list[str]) -> list[Approval]:
+        """The approvals with these ids (those that exist), in no particular order."""
+        ...
+
     async def expire_approvals(self, now: datetime) -> list[Approval]:
         """Mark pending approvals whose time is up as expired; the ones this call expired."""
         ...

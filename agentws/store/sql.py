@@ -317,6 +317,18 @@ class SqlStore:
             )
         return await self.get(Approval, approval_id) if changed else None
 
+    async def approvals(self, ids: list[str]) -> list[Approval]:
+        table = table_for(Approval)
+        found: list[Approval] = []
+        for start in range(0, len(ids), _INSERT_CHUNK):
+            chunk = ids[start : start + _INSERT_CHUNK]
+            marks = ", ".join(f"${i}" for i in range(1, len(chunk) + 1))
+            rows = await self._fetch(
+                f"SELECT {', '.join(table.columns)} FROM approvals WHERE id IN ({marks})", *chunk
+            )
+            found += [table.decode(row, self.dialect) for row in rows]
+        return found
+
     async def expire_approvals(self, now: datetime) -> list[Approval]:
         table = table_for(Approval)
         when = table.encode_value("expires_at", now, self.dialect)

@@ -720,3 +720,13 @@ async def test_audit_log_of_an_empty_store_is_empty(store: SqlStore) -> None:
     await world(store)
     assert await store.audit_log(limit=10) == []
     assert await store.audit_log(limit=10, after=utcnow()) == []
+
+
+async def test_approvals_by_ids_returns_those_that_exist(store: SqlStore) -> None:
+    w = await world(store)
+    stored = [await store.insert(_approval(w, n)) for n in range(250)]  # more than one chunk
+    wanted = [a.id for a in stored[::2]] + ["apr_missing"]
+    found = await store.approvals(wanted)
+    assert sorted(a.id for a in found) == sorted(a.id for a in stored[::2])
+    assert {a.id: a for a in found}[stored[0].id] == stored[0]
+    assert await store.approvals([]) == []

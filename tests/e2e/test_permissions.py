@@ -42,6 +42,7 @@ from agentws.domain.models import Approval, AuditEntry, Capability, McpToken
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.registry import create_token
 from agentws.secret_box import ensure_key_file
+from agentws.store import open_store
 from agentws.tools.admin import set_label
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
@@ -519,3 +520,18 @@ async def test_the_audit_log_holds_every_decision_and_no_secret(tmp_path: Path) 
             [json.loads(json.dumps(e.detail)) for e in await server.store.select(AuditEntry)]
         )
         assert SECRET_PASSWORD not in everything
+
+
+async def test_calls_audited_just_before_shutdown_are_written(tmp_path: Path) -> None:
+    async with (
+        _served(tmp_path) as (server, state),
+        sdk_session(server, "streamable") as session,
+    ):
+        with trio.fail_after(TIMEOUT_S):
+            for n in range(25):
+                await session.call_tool("third_search", {"q": f"q{n}"})
+        # The server stops at once: the writer's last batch has not been written yet.
+    assert len(state.calls) == 25
+    async with open_store(f"sqlite:///{tmp_path / 'mcp.db'}") as store:
+        calls = await store.select(AuditEntry, action="tool.call")
+    assert sorted(e.detail["arguments"]["q"] for e in calls) == sorted(f"q{n}" for n in range(25))
