@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ import attrs
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import Server
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentws import __version__
 from agentws.config import Settings
@@ -251,17 +252,28 @@ def build_server(
             )
         return types.GetPromptResult(description=skill.description, messages=messages)
 
-    server: Server[McpSession] = Server(
-        "agentws",
-        version=__version__,
-        instructions=_INSTRUCTIONS,
-        on_list_tools=_guarded(list_tools),
-        on_call_tool=_guarded(call_tool),
-        on_list_resources=_guarded(list_resources),
-        on_read_resource=_guarded(read_resource),
-        on_list_prompts=_guarded(list_prompts),
-        on_get_prompt=_guarded(get_prompt),
-    )
+    async def set_logging_level(
+        ctx: Context, params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        ctx.lifespan_context.log_level = params.level
+        return types.EmptyResult()
+
+    with warnings.catch_warnings():
+        # Deprecated from 2026-07-28 on; the handshake versions served here have
+        # it, and outcomes of queued calls are sent as log messages.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[McpSession] = Server(
+            "agentws",
+            version=__version__,
+            instructions=_INSTRUCTIONS,
+            on_list_tools=_guarded(list_tools),
+            on_call_tool=_guarded(call_tool),
+            on_list_resources=_guarded(list_resources),
+            on_read_resource=_guarded(read_resource),
+            on_list_prompts=_guarded(list_prompts),
+            on_get_prompt=_guarded(get_prompt),
+            on_set_logging_level=set_logging_level,
+        )
     # No tracing exporter is configured; the per-message span would be pure cost.
     server.middleware = [_ListingReuse(catalog, rendered)]
     return server

@@ -57,6 +57,8 @@ _REVOCATION_POLL_S = 0.25
 
 # Confirm tokens a session holds at once; asking for more forgets the oldest.
 _MAX_CONFIRMATIONS = 16
+# MCP log levels, lowest first (RFC 5424 severities).
+_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 # Queued calls a session is told the outcome of, at most (the newest).
 _MAX_AWAITING = 1000
 # Sending one approval outcome to a session may take this long at most.
@@ -95,6 +97,8 @@ class McpSession:
     ended: trio.Event = attrs.field(factory=trio.Event)
     #: The SDK's session toward the client, for notifications outside a request.
     server_session: ServerSession | None = None
+    #: The lowest log level the client wants (``logging/setLevel``); None: all.
+    log_level: str | None = None
     #: Confirm tokens handed out, by their SHA-256.
     confirmations: dict[str, PendingConfirmation] = attrs.field(factory=dict)
     #: Approval requests this session queued whose outcome it has not been told
@@ -132,6 +136,10 @@ class McpSession:
             level = "notice"
         elif data["status"] == "failed":
             level = "error"
+        if self.log_level in _LOG_LEVELS and _LOG_LEVELS.index(level) < _LOG_LEVELS.index(
+            self.log_level
+        ):
+            return False  # the client asked not to hear this level
         notification = types.LoggingMessageNotification(
             params=types.LoggingMessageNotificationParams(
                 level=level, logger="agentws.approvals", data=data

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,7 +34,7 @@ import mcp.client.session
 import mcp_types as types
 import pytest
 import trio
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from agentws.connectors.registry import attach_connector
@@ -535,3 +536,28 @@ async def test_calls_audited_just_before_shutdown_are_written(tmp_path: Path) ->
     async with open_store(f"sqlite:///{tmp_path / 'mcp.db'}") as store:
         calls = await store.select(AuditEntry, action="tool.call")
     assert sorted(e.detail["arguments"]["q"] for e in calls) == sorted(f"q{n}" for n in range(25))
+
+
+async def test_outcomes_respect_the_clients_log_level(tmp_path: Path) -> None:
+    async with _served(tmp_path) as (server, state):
+        outcomes = Outcomes()
+        async with sdk_session(server, "streamable", logging_callback=outcomes) as session:
+            capabilities = session.server_capabilities
+            assert capabilities is not None
+            assert capabilities.logging is not None  # it sends log messages, so it says so
+            with trio.fail_after(TIMEOUT_S):
+                with warnings.catch_warnings():
+                    # Deprecated from 2026-07-28; this session speaks an older version.
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await session.set_logging_level("warning")
+                ran = await session.call_tool("third_send", {"q": "ran"})
+                refused = await session.call_tool("third_send", {"q": "refused"})
+            ran_id = (ran.structured_content or {})["approval_id"]
+            refused_id = (refused.structured_content or {})["approval_id"]
+            assert (await _admin(server, tmp_path, "approval", "approve", ran_id))[0] == 0
+            assert (await _admin(server, tmp_path, "approval", "deny", refused_id))[0] == 0
+            # Outcomes are sent in the order the calls were queued: by the time the
+            # denial (warning) arrives, the execution (notice) would have.
+            assert (await outcomes.wait(refused_id))["status"] == "denied"
+            assert [data["approval_id"] for data in outcomes.seen] == [refused_id]
+        assert state.calls == ["send"]
