@@ -291,6 +291,8 @@ def _audit_line(entry: AuditEntry) -> str:
     detail = entry.detail
     keys = (
         "group",
+        "tool",
+        "scope",
         "decision",
         "outcome",
         "previous_label",
