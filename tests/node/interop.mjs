@@ -25,8 +25,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { makeTransport } from './transport.mjs';
 
 const TRANSPORTS = ['sse', 'streamable'];
 // One request never waits longer than this (the SDK's own default is 60 s).
@@ -81,30 +81,6 @@ function options() {
         usage(`--url is not a URL: ${opts.url}`);
     }
     return opts;
-}
-
-function makeTransport(kind, url, token) {
-    const authorization = `Bearer ${token}`;
-    if (kind === 'sse') {
-        // requestInit.headers go on the POSTs and (since SDK 1.10) on the GET
-        // that opens the stream too; the eventSourceInit fetch sets the header on
-        // that GET explicitly, which is what older SDKs need. The SDK passes a
-        // Headers object, so copy it rather than spreading it (a spread Headers
-        // object is empty and would drop Accept: text/event-stream).
-        return new SSEClientTransport(url, {
-            requestInit: { headers: { Authorization: authorization } },
-            eventSourceInit: {
-                fetch: (input, init) => {
-                    const headers = new Headers(init?.headers);
-                    headers.set('Authorization', authorization);
-                    return fetch(input, { ...init, headers });
-                }
-            }
-        });
-    }
-    return new StreamableHTTPClientTransport(url, {
-        requestInit: { headers: { Authorization: authorization } }
-    });
 }
 
 function describe(error) {

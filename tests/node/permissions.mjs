@@ -31,8 +31,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { makeTransport } from './transport.mjs';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const TRANSPORTS = ['sse', 'streamable'];
@@ -85,26 +85,6 @@ function options() {
         usage(`--url is not a URL: ${opts.url}`);
     }
     return opts;
-}
-
-function makeTransport(kind, url, token) {
-    const authorization = `Bearer ${token}`;
-    if (kind === 'sse') {
-        // As in interop.mjs: the header on the POSTs and on the GET of the stream.
-        return new SSEClientTransport(url, {
-            requestInit: { headers: { Authorization: authorization } },
-            eventSourceInit: {
-                fetch: (input, init) => {
-                    const headers = new Headers(init?.headers);
-                    headers.set('Authorization', authorization);
-                    return fetch(input, { ...init, headers });
-                }
-            }
-        });
-    }
-    return new StreamableHTTPClientTransport(url, {
-        requestInit: { headers: { Authorization: authorization } }
-    });
 }
 
 function describe(error) {
