@@ -119,9 +119,9 @@ async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
         data["permission"] = None
         if removed is None:
             return Output(data, f"{args.tool} had no permission of its own in {where}.")
-        fallback = "the workspace's, if set, else" if args.group else ""
-        text = f"Removed {args.tool}'s permission in {where}: {fallback} its capability's default "
-        return Output(data, text.replace("  ", " ") + "applies.")
+        fallback = "the workspace's, if set, else " if args.group else ""
+        text = f"Removed {args.tool}'s permission in {where}: {fallback}its capability's default"
+        return Output(data, text + " applies.")
     saved = await set_permission(
         ctx.store,
         args.workspace,

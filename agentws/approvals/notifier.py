@@ -85,11 +85,13 @@ class ApprovalWatch:
         found = await self.store.approvals(sorted(awaited))
         for gone in awaited - {a.id for a in found}:
             self.listener.forget(gone)  # deleted with its group: nothing will come
-        for approval in sorted(found, key=lambda a: a.created_at):
-            data = outcome_data(approval)
-            if data["status"] in ("pending", "approved"):
-                continue
-            if approval.status is ApprovalStatus.PENDING:
-                # Past its time but not yet swept: expire it (recorded) before saying so.
-                await expire_due(self.store, actor=ACTOR)
+        finished = [
+            (approval, data)
+            for approval in sorted(found, key=lambda a: a.created_at)
+            if (data := outcome_data(approval))["status"] not in ("pending", "approved")
+        ]
+        if any(approval.status is ApprovalStatus.PENDING for approval, _ in finished):
+            # Past their time but not yet swept: expire them (recorded) before saying so.
+            await expire_due(self.store, actor=ACTOR)
+        for approval, data in finished:
             await self.listener.deliver(approval, data)

@@ -141,7 +141,7 @@ class _Walk:
             redacted[key] = item
         for key, sub in dependent.items():
             if key in value and isinstance(sub, dict):
-                redacted = self.redact(redacted, {k: v for k, v in sub.items()}, depth + 1)
+                redacted = self.redact(redacted, sub, depth + 1)
         return redacted
 
     def _array(self, value: list[Any], schema: dict[str, Any], depth: int) -> Any:

@@ -31,7 +31,13 @@ from mcp.server.models import InitializationOptions
 from mcp.server.runner import serve_dual_era_loop
 from mcp.server.session import ServerSession
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
-from mcp_types import JSONRPCError, JSONRPCResponse
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCResponse,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+)
 
 from agentws.config import Settings
 from agentws.domain.models import Approval, McpToken
@@ -126,12 +132,10 @@ class McpSession:
 
     async def tell_outcome(self, approval: Approval, data: dict[str, Any]) -> bool:
         """Send a queued call's outcome as a ``notifications/message``; whether it went out."""
-        import mcp_types as types
-
         self.awaiting.pop(approval.id, None)
         if self.server_session is None or self.ended.is_set():
             return False
-        level: types.LoggingLevel = "warning"
+        level: LoggingLevel = "warning"
         if data["status"] == "executed":
             level = "notice"
         elif data["status"] == "failed":
@@ -140,8 +144,8 @@ class McpSession:
             self.log_level
         ):
             return False  # the client asked not to hear this level
-        notification = types.LoggingMessageNotification(
-            params=types.LoggingMessageNotificationParams(
+        notification = LoggingMessageNotification(
+            params=LoggingMessageNotificationParams(
                 level=level, logger="agentws.approvals", data=data
             )
         )

@@ -53,8 +53,9 @@ __all__ = ["SqlStore"]
 
 R = TypeVar("R")
 
-# Rows per multi-row INSERT: far below either database's limit on parameters.
-_INSERT_CHUNK = 200
+# Rows per multi-row INSERT, ids per IN list: far below either database's limit
+# on parameters.
+_ROWS_PER_STATEMENT = 200
 # Search hits returned at most; more is noise to a reader and work for the database.
 _MAX_HITS = 50
 # Words of a query used at most: each one is a lookup of its own (words matched).
@@ -157,8 +158,8 @@ class SqlStore:
         table = table_for(type(records[0]))
         width = len(table.columns)
         async with self._db.transaction() as tx:
-            for start in range(0, len(records), _INSERT_CHUNK):
-                chunk = records[start : start + _INSERT_CHUNK]
+            for start in range(0, len(records), _ROWS_PER_STATEMENT):
+                chunk = records[start : start + _ROWS_PER_STATEMENT]
                 rows = ", ".join(
                     "(" + ", ".join(f"${i * width + j + 1}" for j in range(width)) + ")"
                     for i in range(len(chunk))
@@ -320,8 +321,8 @@ class SqlStore:
     async def approvals(self, ids: list[str]) -> list[Approval]:
         table = table_for(Approval)
         found: list[Approval] = []
-        for start in range(0, len(ids), _INSERT_CHUNK):
-            chunk = ids[start : start + _INSERT_CHUNK]
+        for start in range(0, len(ids), _ROWS_PER_STATEMENT):
+            chunk = ids[start : start + _ROWS_PER_STATEMENT]
             marks = ", ".join(f"${i}" for i in range(1, len(chunk) + 1))
             rows = await self._fetch(
                 f"SELECT {', '.join(table.columns)} FROM approvals WHERE id IN ({marks})", *chunk

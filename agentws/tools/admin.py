@@ -32,7 +32,7 @@ from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
 from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
-from agentws.tools.catalog import group_tools
+from agentws.tools.catalog import connector_tool, group_tool, group_tools
 from agentws.tools.spec import ToolSpec
 
 __all__ = [
@@ -146,30 +146,13 @@ async def reset_loosened_permissions(
             )
 
 
-async def _tool_in(store: Store, group: Group, tool_name: str) -> ToolSpec | None:
-    for tool in await group_tools(store, group):
-        if tool.name == tool_name:
-            return tool
-    return None
-
-
 async def _workspace_tool(store: Store, workspace_slug: str, tool_name: str) -> ToolSpec:
     """The tool as it would be in any group of the workspace (built-in or connector tool)."""
     if tool_name in BUILTINS:
         return BUILTINS[tool_name].spec
     if tool_name == GET_APPROVAL.name:
         return GET_APPROVAL
-    connector, cached = await find_connector_tool(store, workspace_slug, tool_name)
-    return ToolSpec(
-        name=tool_name,
-        description=cached.description,
-        input_schema=cached.input_schema,
-        capability=cached.capability,
-        source=connector.name,
-        connector_id=connector.id,
-        remote_name=cached.name,
-        definition_hash=cached.definition_hash,
-    )
+    return connector_tool(*await find_connector_tool(store, workspace_slug, tool_name))
 
 
 async def _target(
@@ -179,7 +162,7 @@ async def _target(
     if group_slug is None:
         return workspace.id, None, await _workspace_tool(store, workspace_slug, tool_name)
     group = await store.group_by_slug(workspace_slug, group_slug)
-    tool = await _tool_in(store, group, tool_name)
+    tool = await group_tool(store, group, tool_name)
     if tool is None:
         raise NotFoundError(
             f"group {workspace_slug}/{group_slug} has no tool {tool_name!r} "

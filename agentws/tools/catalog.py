@@ -26,13 +26,13 @@ from typing import Any
 import attrs
 import trio
 
-from agentws.domain.models import Group, ToolPermission
+from agentws.domain.models import CachedTool, Connector, Group, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
 from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["Catalog", "GroupTools", "ToolSpec", "group_tool", "group_tools"]
+__all__ = ["Catalog", "GroupTools", "ToolSpec", "connector_tool", "group_tool", "group_tools"]
 
 # Groups whose lists are kept; beyond it the least recently built is dropped.
 _MAX_GROUPS = 1000
@@ -157,6 +157,21 @@ async def _permissions(store: Store, group: Group) -> dict[str, list[ToolPermiss
     return found
 
 
+def connector_tool(connector: Connector, cached: CachedTool) -> ToolSpec:
+    """A cached tool of a connector as callers see it, ``<connector>_<action>`` (no permission)."""
+    return ToolSpec(
+        name=f"{connector.name}_{cached.name}",
+        description=cached.description,
+        input_schema=cached.input_schema,
+        capability=cached.capability,
+        title=cached.annotations.get("title"),
+        source=connector.name,
+        connector_id=connector.id,
+        remote_name=cached.name,
+        definition_hash=cached.definition_hash,
+    )
+
+
 async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
     """Every tool the group offers, built-ins first, then connector tools by name."""
     tools: list[ToolSpec] = []
@@ -167,19 +182,7 @@ async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
         name = f"{connector.name}_{cached.name}"
         if name in BUILTINS or name == GET_APPROVAL.name:
             continue  # a connector "search" with an action "context" must not shadow a built-in
-        connector_tools.append(
-            ToolSpec(
-                name=name,
-                description=cached.description,
-                input_schema=cached.input_schema,
-                capability=cached.capability,
-                title=cached.annotations.get("title"),
-                source=connector.name,
-                connector_id=connector.id,
-                remote_name=cached.name,
-                definition_hash=cached.definition_hash,
-            )
-        )
+        connector_tools.append(connector_tool(connector, cached))
     if connector_tools:
         tools.append(GET_APPROVAL)
     tools += connector_tools

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import mcp_types as types
 
+from agentws.approvals.queue import approval_outcome
 from agentws.config import Settings
 from agentws.connectors.native import ACTIONS, run_action
 from agentws.connectors.registry import connector_headers
@@ -69,8 +70,6 @@ class ToolRunner:
         if builtin is not None and tool.source == "builtin":
             return await builtin.run(self.store, group, None, arguments)
         if tool.name == GET_APPROVAL.name and tool.source == "builtin":
-            from agentws.approvals.queue import approval_outcome
-
             return await approval_outcome(self.store, token_id, arguments["approval_id"])
         try:
             connector = await self.store.get(Connector, tool.connector_id or "")

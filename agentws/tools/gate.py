@@ -87,8 +87,14 @@ class ToolGate:
     settings: Settings
     runner: ToolRunner
     audit: AuditSink
-    _box: SecretBox | None = attrs.field(default=None, init=False)
-    _box_checked: bool = attrs.field(default=False, init=False)
+    #: Seals queued calls' secret arguments; None without a service key.
+    _box: SecretBox | None = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            self._box = SecretBox.from_settings(self.settings)
+        except ConfigError:
+            self._box = None
 
     async def call(
         self,
@@ -131,7 +137,7 @@ class ToolGate:
                     tool,
                     arguments,
                     digest,
-                    box=self._secret_box(),
+                    box=self._box,
                     ttl_s=self.settings.approval_ttl_s,
                 )
             except ConfigError as exc:
@@ -157,15 +163,6 @@ class ToolGate:
             caller, tool, arguments, digest, decision, outcome, error=bool(result.is_error)
         )
         return GateResult(result)
-
-    def _secret_box(self) -> SecretBox | None:
-        if not self._box_checked:
-            try:
-                self._box = SecretBox.from_settings(self.settings)
-            except ConfigError:
-                self._box = None
-            self._box_checked = True
-        return self._box
 
     async def _audit(
         self,

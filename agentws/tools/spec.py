@@ -9,11 +9,7 @@ import attrs
 from agentws.domain.models import Capability, Permission, default_permission
 from agentws.domain.permissions import Decision, decide
 
-__all__ = ["PermissionSource", "ToolSpec"]
-
-#: Where a tool's permission comes from: the capability's default, or an admin's
-#: setting for the group or for the workspace.
-PermissionSource = str
+__all__ = ["ToolSpec"]
 
 
 def _default(spec: ToolSpec) -> Permission:
@@ -37,7 +33,7 @@ class ToolSpec:
     #: What non-system callers get (the capability's default unless an admin set one).
     permission: Permission = attrs.field(default=attrs.Factory(_default, takes_self=True))
     #: ``default``, ``group`` or ``workspace``.
-    permission_source: PermissionSource = "default"
+    permission_source: str = "default"
     #: The tool's definition, which permissions are bound to (``builtin:<name>`` for built-ins).
     definition_hash: str = ""
     #: Why an admin's permission does not apply any more, if it does not.

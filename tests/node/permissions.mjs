@@ -27,22 +27,15 @@
 // ("permissions: <transport>/<mode>: <step>: <error>") on any failure; 2 for
 // bad usage. The process never outlives --timeout-ms.
 
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { makeTransport } from './transport.mjs';
+import { REQUEST_TIMEOUT_MS, SDK_VERSION, TRANSPORTS, makeTransport } from './transport.mjs';
 import { ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const TRANSPORTS = ['sse', 'streamable'];
 const MODES = ['elicit', 'token'];
 const APPROVALS_LOGGER = 'agentws.approvals';
-// One request never waits longer than this (the SDK's own default is 60 s).
-const REQUEST_TIMEOUT_MS = 10_000;
-const SDK_VERSION = JSON.parse(
-    readFileSync(new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url), 'utf8')
-).version;
 
 function usage(message) {
     process.stderr.write(`permissions: ${message}\n`);

@@ -1,6 +1,16 @@
-// The client transports of the Node tests, with the bearer token on every request.
+// What the Node tests share: the SDK's version, the per-request timeout, and
+// the client transports, with the bearer token on every request.
+import { readFileSync } from 'node:fs';
+
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export const TRANSPORTS = ['sse', 'streamable'];
+// One request never waits longer than this (the SDK's own default is 60 s).
+export const REQUEST_TIMEOUT_MS = 10_000;
+export const SDK_VERSION = JSON.parse(
+    readFileSync(new URL('./node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url), 'utf8')
+).version;
 
 export function makeTransport(kind, url, token) {
     const authorization = `Bearer ${token}`;
