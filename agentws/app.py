@@ -21,6 +21,7 @@ from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.service import Service, run_service
+from agentws.webhooks.ingest import HookDoor, Intake
 
 __all__ = ["AgentwsApp", "create_app", "error_response"]
 
@@ -91,7 +92,13 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
 
     # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
     door = McpDoor(cast(Any, app.asgi_app), settings, mcp_components)
-    app.asgi_app = cast(Any, door)  # type: ignore[method-assign]
+
+    def intake() -> Intake:
+        return app.service.intake
+
+    # So is the webhook door (see agentws.webhooks.ingest).
+    hooks = HookDoor(cast(Any, door), settings, intake)
+    app.asgi_app = cast(Any, hooks)  # type: ignore[method-assign]
 
     if service is not None:
         app.service = service

@@ -302,10 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
     from agentws.cli_connectors import add_connector_commands
     from agentws.cli_libraries import add_library_commands
     from agentws.cli_tools import add_tool_commands
+    from agentws.cli_webhooks import add_webhook_commands
 
     add_library_commands(commands, common)
     add_connector_commands(commands, common)
     add_tool_commands(commands, common)
+    add_webhook_commands(commands, common)
     return parser
 
 

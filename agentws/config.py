@@ -137,6 +137,8 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("log_level", "AGENTWS_LOG_LEVEL", _log_level, "INFO"),
     ("shutdown_grace_s", "AGENTWS_SHUTDOWN_GRACE_S", _seconds, "10"),
     ("run_timeout_s", "AGENTWS_RUN_TIMEOUT_S", _seconds, "120"),
+    ("worker_concurrency", "AGENTWS_WORKER_CONCURRENCY", _positive_int, "16"),
+    ("retry_base_s", "AGENTWS_RETRY_BASE_S", _seconds, "2"),
     ("store_timeout_s", "AGENTWS_STORE_TIMEOUT_S", _seconds, "5"),
     ("store_pool_size", "AGENTWS_STORE_POOL_SIZE", _positive_int, "10"),
     ("sse_stall_s", "AGENTWS_SSE_STALL_S", _seconds, "30"),
@@ -177,6 +179,10 @@ class Settings:
     shutdown_grace_s: float = 10.0
     #: Deadline of one webhook agent run.
     run_timeout_s: float = 120.0
+    #: Webhook agent runs at once in this process.
+    worker_concurrency: int = 16
+    #: A failed run is retried after a random delay below this, doubled per attempt.
+    retry_base_s: float = 2.0
     #: Deadline of one store operation seen from a request (readiness, ingest).
     store_timeout_s: float = 5.0
     #: PostgreSQL connections per process.

@@ -12,8 +12,13 @@ from __future__ import annotations
 import attrs
 import trio
 
+from agentws.agent.model import ModelClient
+from agentws.agent.offline import OfflineModel
+from agentws.agent.runner import AgentRunner
 from agentws.approvals.notifier import ApprovalWatch
 from agentws.audit import AuditWriter
+from agentws.chat.channels import ChannelRef
+from agentws.chat.sinks import ChatSink, LocalSink
 from agentws.config import Settings
 from agentws.connectors.links import RemoteLinks
 from agentws.errors import StoreError
@@ -25,6 +30,10 @@ from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
+from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.ingest import Intake
+from agentws.webhooks.processing import EventProcessor
+from agentws.webhooks.worker import EventWorker
 
 __all__ = ["Readiness", "Service", "run_service"]
 
@@ -42,11 +51,15 @@ class Service:
 
     settings: Settings
     store: Store
+    #: The agent's model; None: the offline model.
+    model: ModelClient | None = None
     _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
     _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
+    _worker: EventWorker | None = attrs.field(default=None, init=False)
+    _intake: Intake | None = attrs.field(default=None, init=False)
     links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
     audit: AuditWriter = attrs.field(init=False)
@@ -61,8 +74,10 @@ class Service:
 
         Resource handling:
             Opens the root nursery, which owns the MCP session supervisor,
-            the approval watch (outcomes to sessions, expiry) and the links
-            to remote MCP connectors (which keep their tool caches current).
+            the approval watch (outcomes to sessions, expiry), the links
+            to remote MCP connectors (which keep their tool caches current),
+            the webhook ingest batcher (group commit) and the event worker
+            pool (agent runs).
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
             before they are cancelled. The audit writer runs around that
             nursery and is closed after it: what the others audited on their
@@ -101,6 +116,18 @@ class Service:
                 self._watch = ApprovalWatch(self.store, supervisor)
                 await nursery.start(self._watch.serve)
                 await nursery.start(self.links.serve)
+                agent = AgentRunner(catalog, gate, self.model or OfflineModel())
+                local = LocalSink(self.store)
+
+                def sinks(channel: ChannelRef) -> ChatSink:
+                    return local
+
+                processor = EventProcessor(self.store, agent, sinks)
+                self._worker = EventWorker(self.store, self.settings, processor)
+                await nursery.start(self._worker.serve)
+                batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
+                await nursery.start(batcher.serve)
+                self._intake = Intake(self.store, self.settings, batcher)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
@@ -113,6 +140,20 @@ class Service:
         if self._nursery is None:
             raise RuntimeError("the service is not running")
         return self._nursery
+
+    @property
+    def intake(self) -> Intake:
+        """What the webhook door hands deliveries to."""
+        if self._intake is None:
+            raise RuntimeError("the service is not running")
+        return self._intake
+
+    @property
+    def worker(self) -> EventWorker:
+        """The pool running webhook events."""
+        if self._worker is None:
+            raise RuntimeError("the service is not running")
+        return self._worker
 
     @property
     def sessions(self) -> SessionSupervisor:
@@ -134,6 +175,8 @@ class Service:
             self.links.close()
         if self._watch is not None:
             self._watch.close()
+        if self._worker is not None:
+            self._worker.close()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()
@@ -157,12 +200,16 @@ class Service:
 
 
 async def run_service(
-    settings: Settings, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+    settings: Settings,
+    *,
+    model: ModelClient | None = None,
+    task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open the store and serve a :class:`Service` on it until the service is stopped.
 
     Started with ``await nursery.start(run_service, settings)``, which hands
-    back the running service once its store is open and migrated.
+    back the running service once its store is open and migrated. ``model``
+    is the agent's model (default: the offline model).
 
     Resource handling:
         The store is closed after the service's tasks have ended.
@@ -172,4 +219,4 @@ async def run_service(
         ``nursery.start``, so a service that cannot work never reports started.
     """
     async with open_store(settings.database_url, pool_size=settings.store_pool_size) as store:
-        await Service(settings, store).serve(task_status=task_status)
+        await Service(settings, store, model).serve(task_status=task_status)

@@ -19,13 +19,22 @@ autojump clock) and can be kept anywhere (memory now, a shared store later).
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-__all__ = ["MAX_DEDUP_KEY_CHARS", "TokenBucket", "dedup_key"]
+__all__ = [
+    "ALLOWED_HEADERS",
+    "MAX_DEDUP_KEY_CHARS",
+    "IngestOutcome",
+    "Ingested",
+    "TokenBucket",
+    "allowed_headers",
+    "dedup_key",
+]
 
 _EPSILON = 1e-9
 #: Longer ids are not ids a sender made up; they are refused as keys (and cut in errors).
@@ -39,6 +48,42 @@ _DEDUP_HEADERS = (
     ("x-github-delivery", "github"),
     ("x-shopify-webhook-id", "shopify"),
 )
+
+# Request headers kept with an event, for its timeline and for the agent: what
+# says what the delivery is. Never credentials, cookies or signatures.
+ALLOWED_HEADERS = frozenset(
+    {
+        "content-type",
+        "user-agent",
+        "idempotency-key",
+        "webhook-id",
+        "webhook-timestamp",
+        "svix-id",
+        "svix-timestamp",
+        "x-github-event",
+        "x-github-delivery",
+        "x-github-hook-id",
+        "x-github-hook-installation-target-type",
+        "x-github-hook-installation-target-id",
+        "x-shopify-topic",
+        "x-shopify-webhook-id",
+        "x-shopify-shop-domain",
+        "x-gitlab-event",
+        "x-request-id",
+        "x-event-type",
+    }
+)
+# Longer header values are cut when kept: they are for people to read.
+_MAX_KEPT_HEADER_CHARS = 500
+
+
+def allowed_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of ``headers`` (names in lower case) an event keeps."""
+    return {
+        name: value[:_MAX_KEPT_HEADER_CHARS]
+        for name, value in sorted(headers.items())
+        if name in ALLOWED_HEADERS
+    }
 
 
 def dedup_key(headers: Mapping[str, str], body: Any) -> str | None:
@@ -109,3 +154,21 @@ class TokenBucket:
             self._tokens = min(float(self.burst), self._tokens + added)
         if self._at is None or now > self._at:
             self._at = now
+
+
+class IngestOutcome(enum.StrEnum):
+    """What became of one delivery handed to the store."""
+
+    ACCEPTED = "accepted"  # stored as a new event
+    DUPLICATE = "duplicate"  # its key and body were seen: the first event stands
+    CONFLICT = "conflict"  # its key was seen with another body
+    GONE = "gone"  # the webhook was deleted meanwhile
+
+
+@attrs.frozen
+class Ingested:
+    """The store's answer for one delivery: what became of it, and which event is it."""
+
+    outcome: IngestOutcome
+    #: The new event (accepted), or the first one with that key (duplicate, conflict).
+    event_id: str | None = None

@@ -33,6 +33,7 @@ __all__ = [
     "DocumentHit",
     "DocumentPolicy",
     "Event",
+    "EventAttempt",
     "EventStatus",
     "Group",
     "GroupConnector",
@@ -343,18 +344,23 @@ class Webhook:
 
     id: str = _id("wh")
     workspace_id: str
+    #: The group whose tools the agent may use for this webhook's events.
     group_id: str | None = None
     name: str
+    #: Where the message goes: ``<sink>:<name>`` (``local:ops``).
     channel: str
     prompt: str
+    #: False: a draft, which refuses deliveries with 403.
     active: bool = True
     token_hash: str = attrs.field(repr=False)
     verification: VerificationScheme = VerificationScheme.NONE
+    #: The verification secret, sealed with the service key.
     secret: bytes | None = attrs.field(default=None, repr=False)
     rate_per_min: int = 60
     burst: int = 30
     max_body_bytes: int = 1024 * 1024
-    concurrency: int = 1
+    #: Events of this webhook run at once at most (1: strictly in arrival order).
+    concurrency: int = 4
     created_at: datetime = _now()
     updated_at: datetime = _now()
 
@@ -366,23 +372,61 @@ class Event:
     id: str = _id("evt")
     webhook_id: str
     status: EventStatus = EventStatus.QUEUED
+    #: The body exactly as received (signatures are over these bytes).
     body: bytes = attrs.field(repr=False)
+    #: SHA-256 of ``body``: a redelivery with the same key must carry the same body.
+    body_hash: str = attrs.field()
     #: Allow-listed request headers.
     headers: dict[str, str] = attrs.field(factory=dict)
     dedup_key: str | None = None
+    #: Attempts begun so far (a run cut short by shutdown gives its attempt back).
     attempts: int = 0
+    #: Not run before this (retry backoff).
+    available_at: datetime = _now()
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     error: str | None = None
+    #: The posted chat message, recorded before the event is marked done.
     message_id: str | None = None
+    #: A replay's prompt (the one its original ran with); None: the webhook's current one.
+    prompt: str | None = None
+    replay_of: str | None = None
     received_at: datetime = _now()
     started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @body_hash.default
+    def _hash_body(self) -> str:
+        return hashlib.sha256(self.body).hexdigest()
+
+
+@attrs.frozen(kw_only=True)
+class EventAttempt:
+    """One run of an event: the agent's transcript, its tool calls and how it ended."""
+
+    id: str = _id("att")
+    event_id: str
+    number: int
+    instance_id: str
+    #: ``running``, then ``done``, ``retry``, ``failed`` or ``interrupted``.
+    outcome: str = "running"
+    error: str | None = None
+    #: The model's conversation: system prompt, user turn, replies, tool results.
+    transcript: dict[str, Any] = attrs.field(factory=dict)
+    tool_calls: dict[str, Any] = attrs.field(factory=dict)
+    #: Tokens used, per the model (empty for the offline model).
+    usage: dict[str, Any] = attrs.field(factory=dict)
+    started_at: datetime = _now()
     finished_at: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
 class ChatMessage:
+    """A message the agent posted; local channels keep it here, other sinks record its id."""
+
     id: str = _id("msg")
+    workspace_id: str
+    #: The channel reference, ``<sink>:<name>``.
     channel: str
     text: str
     event_id: str | None = None
@@ -484,6 +528,7 @@ Record = (
     | Skill
     | Webhook
     | Event
+    | EventAttempt
     | ChatMessage
     | Approval
     | ToolPermission

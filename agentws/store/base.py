@@ -23,14 +23,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from agentws.domain.deliveries import Ingested
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
     AuditEntry,
     CachedTool,
+    ChatMessage,
     Connector,
     ContextDocument,
     DocumentHit,
+    Event,
+    EventStatus,
     Group,
     Library,
     McpToken,
@@ -212,4 +216,67 @@ class Store(Protocol):
         is syntax, so no text raises; text without words finds nothing.
         ``limit`` is clamped to 1..50.
         """
+        ...
+
+    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
+        """Store deliveries in one transaction (one commit for many requests).
+
+        An event whose ``dedup_key`` an event of the same webhook received
+        since ``dedup_since`` already has is not stored: it is a duplicate
+        (same body hash) or a conflict (another body), answered with the
+        first event's id. An older holder of the key lets go of it. An event
+        of a webhook that no longer exists is ``gone``. One answer per event,
+        in order.
+        """
+        ...
+
+    async def claim_events(
+        self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
+    ) -> list[Event]:
+        """Lease up to ``limit`` runnable events to ``owner``, fairly between webhooks.
+
+        Runnable: queued and available by ``now``, or running on a lease that
+        has expired. Each webhook gets at most its concurrency minus its
+        events on live leases; with concurrency 1 only its oldest unfinished
+        event. Each claimed event is ``running`` with ``attempts`` one higher.
+        """
+        ...
+
+    async def next_event_due(self, now: datetime) -> datetime | None:
+        """When the next waiting event becomes available or the next lease expires."""
+        ...
+
+    async def finish_event(
+        self,
+        event_id: str,
+        *,
+        owner: str,
+        status: EventStatus,
+        now: datetime,
+        error: str | None = None,
+        message_id: str | None = None,
+        available_at: datetime | None = None,
+        give_back_attempt: bool = False,
+    ) -> bool:
+        """End ``owner``'s lease: done, failed, or queued again (from ``available_at``).
+
+        False, and nothing changed, if ``owner`` no longer holds the lease.
+        """
+        ...
+
+    async def recent_events(
+        self,
+        workspace_id: str,
+        *,
+        limit: int,
+        webhook_id: str | None = None,
+        status: EventStatus | None = None,
+    ) -> list[Event]:
+        """A workspace's newest events first, optionally of one webhook or status."""
+        ...
+
+    async def channel_messages(
+        self, workspace_id: str, channel: str, *, limit: int, after: ChatMessage | None = None
+    ) -> list[ChatMessage]:
+        """A channel's messages, oldest first: the newest ``limit``, or those after ``after``."""
         ...

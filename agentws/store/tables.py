@@ -106,6 +106,11 @@ class Table:
             return None
         return self._codecs[self.check_column(column)][0](value, dialect)
 
+    def decode_value(self, column: str, raw: Any, dialect: Dialect) -> Any:
+        if raw is None:
+            return None
+        return self._codecs[self.check_column(column)][1](raw, dialect)
+
     def encode(self, record: Any, dialect: Dialect) -> list[Any]:
         """The row's values in column order."""
         return [self.encode_value(c, getattr(record, c), dialect) for c in self.columns]
@@ -150,6 +155,7 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.Skill, "skills", "skill", ("slug",), "created_at, id"),
         Table(m.Webhook, "webhooks", "webhook", ("name",), "created_at, id"),
         Table(m.Event, "events", "event", ("id",), "received_at, id"),
+        Table(m.EventAttempt, "event_attempts", "event attempt", ("id",), "started_at, id"),
         Table(m.ChatMessage, "chat_messages", "chat message", ("id",), "created_at, id"),
         Table(m.Approval, "approvals", "approval", ("id",), "created_at, id"),
         Table(

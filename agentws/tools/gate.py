@@ -205,8 +205,9 @@ class ToolGate:
 
 def _denied_message(tool: ToolSpec, caller: ToolCaller) -> str:
     if not tool.capability.within(caller.scope):
+        whose = "this token's" if caller.token_id is not None else "an automated run's"
         return (
-            f"permission denied: {tool.name} is a {tool.capability.value} tool and this "
-            f"token's scope is {caller.scope.value}"
+            f"permission denied: {tool.name} is a {tool.capability.value} tool and "
+            f"{whose} scope is {caller.scope.value}"
         )
     return f"permission denied: an admin has set {tool.name} to deny for this group"

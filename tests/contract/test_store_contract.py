@@ -36,6 +36,7 @@ from agentws.domain.models import (
     ContextDocument,
     DocumentPolicy,
     Event,
+    EventAttempt,
     EventStatus,
     Group,
     GroupConnector,
@@ -341,9 +342,26 @@ def _event(t: Tree, i: int) -> Event:
     )
 
 
+def _attempt(t: Tree, i: int) -> EventAttempt:
+    odd = i % 2 == 1
+    return EventAttempt(
+        event_id=t.events[i % 2].id,
+        number=i + 1,
+        instance_id=f"host-{i % 2}",
+        outcome="retry" if odd else "running",
+        error="model: overloaded ✗" if odd else None,
+        transcript={"model": "offline", "messages": [{"role": "user", "content": [i]}]},
+        tool_calls={"calls": [{"name": "github_search", "outcome": "ran"}] if odd else []},
+        usage={"input_tokens": i} if odd else {},
+        started_at=_at(i),
+        finished_at=_at(i, later_s=3) if odd else None,
+    )
+
+
 def _message(t: Tree, i: int) -> ChatMessage:
     return ChatMessage(
-        channel=f"#chan-{i % 2}",
+        workspace_id=t.ws.id,
+        channel=f"local:chan-{i % 2}",
         text=f"Deploy {i} finished ✓",
         event_id=t.events[i].id if i % 2 else None,
         thread=f"thread-{i}" if i % 2 else None,
@@ -525,6 +543,15 @@ KINDS = [
             finished_at=_at(9),
         ),
         ("webhook_id", "status", "dedup_key", "attempts", "lease_owner", "finished_at"),
+        ("events",),
+    ),
+    Kind(
+        EventAttempt,
+        _attempt,
+        lambda t, r: attrs.evolve(
+            r, outcome="done", error=None, usage={"output_tokens": 7}, finished_at=_at(9)
+        ),
+        ("event_id", "number", "instance_id", "outcome", "error"),
         ("events",),
     ),
     Kind(
@@ -837,7 +864,7 @@ def _orphans() -> list[Any]:
         Skill(library_id="lib_missing", slug="deploy", prompt="p"),
         Webhook(workspace_id="ws_missing", name="gh", channel="#c", prompt="p", token_hash="h"),
         Event(webhook_id="wh_missing", body=b"{}"),
-        ChatMessage(channel="#c", text="t", event_id="evt_missing"),
+        ChatMessage(workspace_id="ws_missing", channel="local:c", text="t"),
         Approval(
             group_id="grp_missing",
             requested_by="mcp:tok_x",
@@ -913,9 +940,12 @@ async def test_deleting_a_group_detaches_webhooks_and_cascades_tokens(store: Sql
 
 async def test_deleting_an_event_keeps_its_chat_message(store: SqlStore) -> None:
     t = await seed(store, ["events"])
-    message = await store.insert(ChatMessage(channel="#c", text="t", event_id=t.events[0].id))
+    message = await store.insert(
+        ChatMessage(workspace_id=t.ws.id, channel="local:c", text="t", event_id=t.events[0].id)
+    )
     await store.delete(Event, t.events[0].id)
-    assert await store.get(ChatMessage, message.id) == attrs.evolve(message, event_id=None)
+    # The message is the channel's: it stays, still saying which event made it.
+    assert await store.get(ChatMessage, message.id) == message
 
 
 async def test_lookups_by_slug(store: SqlStore) -> None:

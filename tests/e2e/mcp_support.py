@@ -127,13 +127,18 @@ async def seed(store: Store, tmp_path: Path, *, with_library: bool = True) -> tu
 
 @asynccontextmanager
 async def running(
-    tmp_path: Path, *, with_library: bool = True, **env: str
+    tmp_path: Path, *, with_library: bool = True, model: Any = None, **env: str
 ) -> AsyncIterator[Running]:
-    """Serve agentws on a free loopback port until the block ends, then shut it down."""
+    """Serve agentws on a free loopback port until the block ends, then shut it down.
+
+    ``model`` is the agent's model for webhook runs (default: the offline model).
+    """
     settings = settings_for(tmp_path, **env)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        service: Service = await nursery.start(run_service, settings)
+        service: Service = await nursery.start(
+            functools.partial(run_service, settings, model=model)
+        )
         token, other = await seed(service.store, tmp_path, with_library=with_library)
         binds = await nursery.start(
             functools.partial(serve, settings, shutdown_trigger=stop.wait, service=service)

@@ -1,0 +1,254 @@
+"""OfflineModel: a deterministic digest of the event, written without a language model.
+
+It is the default when no model is configured, so that a fresh install turns
+every event into a useful message: what happened (the sender's event type,
+action and outcome), the fields that usually matter (ids, names, statuses,
+amounts, links), and the fields the webhook's prompt asks about, found by
+name. It calls no tools and says plainly that no model wrote it. Values
+under keys that look like credentials are never repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import attrs
+
+from agentws.agent.model import EventBrief, ModelReply, ModelRequest
+
+__all__ = ["OFFLINE_NOTE", "OfflineModel", "digest"]
+
+OFFLINE_NOTE = (
+    "_Digest written without a language model (offline mode): set ANTHROPIC_API_KEY "
+    "for the agent's own answer._"
+)
+# The offline model reads the payload as data, so it has no context to fill;
+# still, a payload this large is cut as it would be for a model.
+_PAYLOAD_BYTES = 256 * 1024
+# Fields listed at most, in each part of the digest.
+_MAX_KEY_FIELDS = 10
+_MAX_ASKED = 8
+# How deep into the payload fields are looked for.
+_MAX_DEPTH = 5
+# A value longer than this is cut in the message.
+_MAX_VALUE_CHARS = 160
+
+# Key names that say what happened, in order of preference.
+_EVENT_KEYS = ("event", "type", "event_type", "eventType", "kind", "topic", "hook_event_name")
+# Key names whose value says how it turned out.
+_OUTCOME_KEYS = ("conclusion", "status", "state", "result", "outcome", "severity", "level")
+# Key names worth showing whatever the event, best first.
+_KEY_FIELDS = (
+    "full_name",
+    "name",
+    "title",
+    "summary",
+    "id",
+    "number",
+    "conclusion",
+    "status",
+    "state",
+    "action",
+    "head_branch",
+    "branch",
+    "ref",
+    "head_sha",
+    "environment",
+    "customer",
+    "customer_email",
+    "email",
+    "login",
+    "amount",
+    "amount_due",
+    "amount_paid",
+    "currency",
+    "attempt_count",
+    "reason",
+    "error",
+    "message",
+    "html_url",
+    "hosted_invoice_url",
+    "url",
+)
+_SECRET_KEY = re.compile(r"secret|token|password|passwd|api[_-]?key|signature|credential", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+# Words of a prompt that are not about a field.
+_STOPWORD_TEXT = """
+about above after again against all also and any are as because been before being
+below between both but can could did does doing down during each event events few for
+from further had has have having here how into its itself just like more most must not
+now off once only other our out over own post posts same say should some such than
+that the their them then there these they this those through too under until very was
+were what when where which while who whom why will with would you your message
+messages channel summary summarise summarize report tell write short brief please
+include mention include list field fields payload webhook agent give keep what
+happened anything something
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@attrs.frozen
+class OfflineModel:
+    """The stand-in model: one turn, a digest, no tool calls, no network."""
+
+    name: str = "offline"
+    max_payload_bytes: int = _PAYLOAD_BYTES
+
+    async def reply(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(text=digest(request.brief))
+
+
+def digest(brief: EventBrief) -> str:
+    """The message for ``brief``: what happened, key fields, what the prompt asks about."""
+    payload = brief.payload
+    leaves = list(_leaves(payload))
+    lines = [f"*{brief.webhook_name}*: {_what_happened(payload, brief.headers)}"]
+    key_fields = _key_fields(leaves)
+    if key_fields:
+        lines += ["", "Key fields:"]
+        lines += [f"• {path}: {_show(value)}" for path, value in key_fields]
+    shown = {path for path, _ in key_fields}
+    asked = _asked_about(brief.prompt, leaves)
+    if asked:
+        lines += ["", "Asked about in the prompt:"]
+        for word, path, value in asked:
+            if path in shown:
+                lines.append(f"• {word}: {path} (above)")
+            else:
+                lines.append(f"• {word}: {path} = {_show(value)}")
+    if brief.truncated:
+        lines += [
+            "",
+            f"The payload was {brief.original_bytes} bytes; only part of it was read.",
+        ]
+    lines += ["", OFFLINE_NOTE]
+    return "\n".join(lines)
+
+
+def _leaves(value: Any, path: str = "", depth: int = 0) -> Any:
+    """``(path, key, value)`` of every scalar in ``value``, shallow ones first."""
+    queue: list[tuple[str, str, Any, int]] = [(path, "", value, depth)]
+    while queue:
+        prefix, key, item, level = queue.pop(0)
+        if isinstance(item, dict):
+            if level >= _MAX_DEPTH:
+                continue
+            for name, child in item.items():
+                if _SECRET_KEY.search(str(name)):
+                    continue
+                child_path = f"{prefix}.{name}" if prefix else str(name)
+                queue.append((child_path, str(name), child, level + 1))
+        elif isinstance(item, list):
+            # The first item stands for a list: a digest does not enumerate.
+            if item and level < _MAX_DEPTH:
+                queue.append((f"{prefix}[0]", key, item[0], level + 1))
+        elif item is not None and item != "":
+            yield prefix, key, item
+
+
+def _show(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    text = " ".join(str(text).split())
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 1] + "…"
+    return text
+
+
+def _first(payload: Any, keys: tuple[str, ...]) -> Any:
+    if not isinstance(payload, dict):
+        return None
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str | int | float) and not isinstance(value, bool) and value != "":
+            return value
+    return None
+
+
+def _what_happened(payload: Any, headers: dict[str, str]) -> str:
+    kind = headers.get("x-github-event") or headers.get("x-gitlab-event")
+    kind = kind or headers.get("x-shopify-topic") or headers.get("x-event-type")
+    kind = kind or _first(payload, _EVENT_KEYS)
+    action = _first(payload, ("action",))
+    # The object the event is about: GitHub names it after the event, Stripe
+    # puts it in data.object, others nest it under a key of their own.
+    subject: Any = None
+    if isinstance(payload, dict):
+        if isinstance(kind, str) and isinstance(payload.get(kind), dict):
+            subject = payload[kind]
+        elif isinstance(payload.get("data"), dict):
+            data = payload["data"]
+            subject = data.get("object") if isinstance(data.get("object"), dict) else data
+    outcome = _first(subject, _OUTCOME_KEYS) or _first(payload, _OUTCOME_KEYS)
+    name = _first(subject, ("name", "title", "display_title", "description"))
+    where = None
+    if isinstance(payload, dict) and isinstance(payload.get("repository"), dict):
+        where = _first(payload["repository"], ("full_name", "name"))
+    parts = [str(kind) if kind is not None else "an event"]
+    if action is not None and action != kind:
+        parts.append(str(action))
+    text = " ".join(parts)
+    if name is not None:
+        text += f" — {_show(name)}"
+    if where is not None:
+        text += f" in {where}"
+    if outcome is not None and outcome != action:
+        text += f": {_show(outcome)}"
+    return text
+
+
+def _key_fields(leaves: list[tuple[str, str, Any]]) -> list[tuple[str, Any]]:
+    rank = {key: i for i, key in enumerate(_KEY_FIELDS)}
+    found = [
+        (rank[key], i, path, value) for i, (path, key, value) in enumerate(leaves) if key in rank
+    ]
+    picked: list[tuple[str, Any]] = []
+    seen_keys: dict[str, int] = {}
+    for _, _, path, value in sorted(found):
+        key = path.rsplit(".", 1)[-1]
+        # The same key from many nested objects (every "id") is noise after two.
+        if seen_keys.get(key, 0) >= 2:
+            continue
+        seen_keys[key] = seen_keys.get(key, 0) + 1
+        picked.append((path, value))
+        if len(picked) >= _MAX_KEY_FIELDS:
+            break
+    order = {path: i for i, (path, _, _) in enumerate(leaves)}
+    return sorted(picked, key=lambda item: order[item[0]])
+
+
+def _object_named(
+    word: str, terms: tuple[str, ...], leaves: list[tuple[str, str, Any]]
+) -> tuple[str, str, Any] | None:
+    """An object the prompt names (``repository``), shown by its name or id."""
+    for wanted in ("full_name", "name", "title", "id"):
+        for path, key, value in leaves:
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            if key == wanted and parent.rsplit(".", 1)[-1].lower() in terms:
+                return word, path, value
+    return None
+
+
+def _asked_about(prompt: str, leaves: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    asked: list[tuple[str, str, Any]] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(prompt):
+        term = word.lower()
+        if term in _STOPWORDS or term in seen:
+            continue
+        seen.add(term)
+        singular = term[:-1] if term.endswith("s") and len(term) > 3 else term
+        match = None
+        for path, key, value in leaves:
+            parts = key.lower().split("_")
+            if key.lower() in (term, singular) or singular in parts:
+                match = (word, path, value)
+                break
+        if match is None:
+            match = _object_named(word, (term, singular), leaves)
+        if match is not None and all(match[1] != a[1] for a in asked):
+            asked.append(match)
+        if len(asked) >= _MAX_ASKED:
+            break
+    return asked

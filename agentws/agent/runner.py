@@ -1,0 +1,231 @@
+"""AgentRunner: one run of the agent for one event, in a bounded tool loop.
+
+The run builds the system prompt (service rules + the webhook's prompt) and
+the user turn (the event, fenced as untrusted data, cut by structure if it
+is larger than the model takes), then gives the model turns until it answers
+without tool calls. Every tool call goes through the permission gate as a
+non-system caller (``webhook:<id>``, scope ``write``): reads run, writes are
+queued for an admin and the message says so with the approval id,
+destructive calls are refused (nobody is there to confirm them).
+
+What happens is written to a :class:`RunLog` as it happens, so that a run
+cut short (deadline, failure) still leaves its transcript for the timeline.
+The run's deadline is its caller's cancel scope.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
+from agentws.agent.prompt import system_prompt, user_turn
+from agentws.domain.models import Capability, Event, Group, Webhook
+from agentws.domain.payloads import fence_payload
+from agentws.domain.secrets_in_arguments import redact
+from agentws.errors import PermissionDeniedError
+from agentws.tools.builtins import GET_APPROVAL, error_result
+from agentws.tools.caller import ToolCaller
+from agentws.tools.catalog import Catalog
+from agentws.tools.gate import ConfirmAnswer, ToolGate
+from agentws.tools.spec import ToolSpec
+
+__all__ = ["AgentRunner", "RunLog"]
+
+# Model turns in one run at most: a loop of tool calls must end.
+_MAX_TURNS = 8
+# Tool output kept in the timeline, per call.
+_MAX_RESULT_CHARS = 2000
+
+
+@attrs.define
+class RunLog:
+    """What a run did so far: for the event's timeline, even if the run did not finish."""
+
+    model: str = ""
+    #: The webhook's prompt the run followed (a replay may ask for it again).
+    prompt: str = ""
+    system: str = ""
+    messages: list[dict[str, Any]] = attrs.field(factory=list)
+    tool_calls: list[dict[str, Any]] = attrs.field(factory=list)
+    usage: dict[str, int] = attrs.field(factory=dict)
+    text: str = ""
+
+    def transcript(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "prompt": self.prompt,
+            "system": self.system,
+            "messages": self.messages,
+        }
+
+    def add_usage(self, usage: dict[str, int]) -> None:
+        for key, value in usage.items():
+            self.usage[key] = self.usage.get(key, 0) + int(value)
+
+
+@attrs.frozen
+class _NoConfirmation:
+    """Nobody can confirm a destructive call in an automated run: it is refused.
+
+    (With the run's scope, ``write``, the gate denies destructive tools before
+    it would ask; this holds should that scope ever change.)
+    """
+
+    async def confirm(
+        self, tool: ToolSpec, arguments: dict[str, Any], digest: str
+    ) -> ConfirmAnswer:
+        text = (
+            f"{tool.name} is destructive and needs a person's confirmation, which an automated "
+            "run cannot give: it did not run. Ask an admin to do it."
+        )
+        return ConfirmAnswer(False, error_result(text), outcome="refused")
+
+
+@attrs.define(eq=False)
+class AgentRunner:
+    """Runs the agent for events, with the group's tools behind the gate."""
+
+    catalog: Catalog
+    gate: ToolGate
+    model: ModelClient
+
+    async def run(
+        self, *, webhook: Webhook, event: Event, prompt: str, group: Group | None, log: RunLog
+    ) -> str:
+        """Run the agent on ``event``; the message to post (also in ``log.text``).
+
+        Error handling:
+            :class:`~agentws.agent.model.ModelError` from the model; store
+            errors from the catalog. Tool failures are results the model reads.
+        """
+        payload = json.loads(event.body)
+        fenced = fence_payload(payload, max_bytes=self.model.max_payload_bytes)
+        received_at = event.received_at.isoformat(timespec="seconds")
+        log.model = self.model.name
+        log.prompt = prompt
+        log.system = system_prompt(prompt)
+        log.messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": user_turn(
+                            webhook_name=webhook.name,
+                            received_at=received_at,
+                            headers=event.headers,
+                            fenced=fenced,
+                        ),
+                    }
+                ],
+            }
+        )
+        brief = EventBrief(
+            webhook_name=webhook.name,
+            prompt=prompt,
+            payload=payload,
+            headers=event.headers,
+            received_at=received_at,
+            truncated=fenced.truncated,
+            original_bytes=fenced.original_bytes,
+        )
+        tools = await self._tools(group)
+        offered = tuple(ModelTool(t.name, t.tagged_description, t.input_schema) for t in tools)
+        caller = (
+            ToolCaller(actor=f"webhook:{webhook.id}", group=group, scope=Capability.WRITE)
+            if group is not None
+            else None
+        )
+        by_name = {t.name: t for t in tools}
+        queued: list[tuple[str, str]] = []
+        text = ""
+        for _ in range(_MAX_TURNS):
+            request = ModelRequest(log.system, list(log.messages), offered, brief)
+            reply = await self.model.reply(request)
+            log.add_usage(reply.usage)
+            text = reply.text or text
+            content: list[dict[str, Any]] = []
+            if reply.text:
+                content.append({"type": "text", "text": reply.text})
+            content += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in reply.tool_calls
+            ]
+            log.messages.append({"role": "assistant", "content": content})
+            if not reply.tool_calls:
+                break
+            results = []
+            for call in reply.tool_calls:
+                result = await self._call(caller, by_name.get(call.name), call, log, queued)
+                results.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call.id,
+                        "content": _text(result),
+                        "is_error": bool(result.is_error),
+                    }
+                )
+            log.messages.append({"role": "user", "content": results})
+        else:
+            text = (text + "\n\n" if text else "") + (
+                f"(The agent stopped after {_MAX_TURNS} turns without finishing.)"
+            )
+        log.text = _with_approvals(text.strip() or "(The agent wrote nothing.)", queued)
+        return log.text
+
+    async def _tools(self, group: Group | None) -> list[ToolSpec]:
+        if group is None:
+            return []
+        listing = await self.catalog.tools(group)
+        # Reading a queued call's outcome is for MCP sessions; a run ends first.
+        return [t for t in listing.tools if t.name != GET_APPROVAL.name]
+
+    async def _call(
+        self,
+        caller: ToolCaller | None,
+        tool: ToolSpec | None,
+        call: ToolCall,
+        log: RunLog,
+        queued: list[tuple[str, str]],
+    ) -> types.CallToolResult:
+        entry: dict[str, Any] = {"id": call.id, "name": call.name}
+        log.tool_calls.append(entry)
+        if tool is None or caller is None:
+            entry.update(arguments={}, outcome="unknown_tool")
+            return error_result(f"There is no tool called {call.name!r} here.")
+        entry["arguments"] = redact(call.arguments, tool.input_schema)
+        entry["capability"] = tool.capability.value
+        try:
+            outcome = await self.gate.call(
+                caller, tool, call.arguments, confirmer=_NoConfirmation()
+            )
+        except PermissionDeniedError as exc:
+            entry.update(outcome="denied", result=exc.message)
+            return error_result(exc.message)
+        if outcome.approval is not None:
+            entry.update(outcome="queued", approval_id=outcome.approval.id)
+            queued.append((tool.name, outcome.approval.id))
+        else:
+            entry["outcome"] = "error" if outcome.result.is_error else "ran"
+        entry["result"] = _text(outcome.result)[:_MAX_RESULT_CHARS]
+        return outcome.result
+
+
+def _text(result: types.CallToolResult) -> str:
+    parts = [c.text for c in result.content if isinstance(c, types.TextContent)]
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content))
+    return "\n".join(parts)
+
+
+def _with_approvals(text: str, queued: list[tuple[str, str]]) -> str:
+    """``text``, saying which queued calls wait for an admin unless it says so already."""
+    missing = [(tool, approval) for tool, approval in queued if approval not in text]
+    if not missing:
+        return text
+    lines = [f"• {tool} — approval {approval}" for tool, approval in missing]
+    return text + "\n\nWaiting for an admin's approval:\n" + "\n".join(lines)

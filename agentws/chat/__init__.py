@@ -1,0 +1,1 @@
+"""Chat: where the agent's messages go, behind one ``ChatSink`` protocol."""

@@ -1,0 +1,520 @@
+"""The ``agentws webhook``, ``event`` and ``channel`` commands.
+
+- ``webhook create|list|show|activate|deactivate|delete``: incoming webhooks;
+  ``create`` prints the URL once (it holds the token, which is not kept);
+- ``event list|show|replay``: the event log, an event's timeline, replays;
+- ``channel tail``: the local chat channels' messages, or follow them.
+
+The work is done by :mod:`agentws.webhooks.admin` and :mod:`agentws.webhooks.events`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import trio
+
+from agentws.chat.channels import parse_channel
+from agentws.cli import Context, Output, _iso, _table
+from agentws.domain.models import (
+    ChatMessage,
+    EventStatus,
+    Group,
+    VerificationScheme,
+    Webhook,
+    Workspace,
+)
+from agentws.errors import ValidationError
+
+__all__ = ["add_webhook_commands"]
+
+# How often `channel tail --follow` looks for new messages.
+_FOLLOW_POLL_S = 0.25
+# A secret read from stdin may not be longer (it is a key, not a document).
+_MAX_SECRET_CHARS = 4096
+
+
+def _rate(text: str) -> int:
+    """``R``, ``R/min`` or ``R/s`` as events per minute."""
+    number, _, unit = text.strip().partition("/")
+    unit = unit.strip().lower() or "min"
+    factor = {"min": 1, "m": 1, "minute": 1, "s": 60, "sec": 60, "second": 60}.get(unit)
+    if not number.strip().isdigit() or factor is None or int(number) < 1:
+        raise argparse.ArgumentTypeError(f"expected a rate such as 60/min or 2/s, got {text!r}")
+    return int(number) * factor
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
+    workspace = await ctx.store.get(Workspace, webhook.workspace_id)
+    group = await ctx.store.find(Group, id=webhook.group_id) if webhook.group_id else None
+    return workspace.slug, group.slug if group else None
+
+
+def _webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any]:
+    return {
+        "id": w.id,
+        "workspace": workspace,
+        "name": w.name,
+        "channel": w.channel,
+        "group": group,
+        "active": w.active,
+        "status": "active" if w.active else "draft",
+        "verification": w.verification.value,
+        "rate_per_min": w.rate_per_min,
+        "burst": w.burst,
+        "max_body_bytes": w.max_body_bytes,
+        "concurrency": w.concurrency,
+        "prompt": w.prompt,
+        "created_at": _iso(w.created_at),
+        "updated_at": _iso(w.updated_at),
+    }
+
+
+def _read_secret(args: argparse.Namespace) -> str | None:
+    if not args.secret_stdin:
+        return None
+    secret = sys.stdin.read(_MAX_SECRET_CHARS + 1).strip()
+    if len(secret) > _MAX_SECRET_CHARS:
+        raise ValidationError(f"the secret is longer than {_MAX_SECRET_CHARS} characters")
+    return secret
+
+
+# --- webhook --------------------------------------------------------------------------------
+
+
+async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import WebhookOptions, create_webhook
+
+    try:
+        prompt = args.prompt_file.read() if args.prompt_file else None
+    finally:
+        if args.prompt_file and args.prompt_file is not sys.stdin:
+            args.prompt_file.close()
+    if prompt is None:
+        prompt = args.prompt or ""
+    scheme = VerificationScheme(args.verify)
+    secret = _read_secret(args)
+    if scheme is not VerificationScheme.NONE and not args.secret_stdin:
+        raise ValidationError(
+            f"--verify {scheme.value} needs the secret: pipe it to --secret-stdin"
+        )
+    options = WebhookOptions(
+        group=args.group,
+        active=not args.draft,
+        concurrency=args.concurrency,
+        verification=scheme,
+        secret=secret,
+        rate_per_min=args.rate,
+        burst=args.burst,
+        max_body_bytes=args.max_body_bytes,
+    )
+    issued = await create_webhook(
+        ctx.store,
+        ctx.settings,
+        args.workspace,
+        name=args.name,
+        channel=args.channel,
+        prompt=prompt,
+        options=options,
+        actor=ctx.actor,
+    )
+    w = issued.webhook
+    data = {**_webhook_json(w, args.workspace, args.group), "url": issued.url}
+    state = "active" if w.active else "a draft (activate it with `agentws webhook activate`)"
+    text = (
+        f"Created webhook {w.name!r} ({w.id}) in {args.workspace}, {state}.\n"
+        f"Posts to {w.channel}; verification: {w.verification.value}; "
+        f"rate limit {w.rate_per_min}/min (burst {w.burst}).\n\n"
+        f"Endpoint URL (shown once; the token in it is the webhook's credential):\n"
+        f"  {issued.url}\n\n"
+        f"Try it:\n"
+        f"  curl -X POST -H 'Content-Type: application/json' -d '{{\"event\": \"test\"}}' "
+        f"'{issued.url}'"
+    )
+    return Output(data, text)
+
+
+async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import list_webhooks
+
+    rows = []
+    for w in await list_webhooks(ctx.store, args.workspace):
+        rows.append(_webhook_json(w, *await _names(ctx, w)))
+    columns = ("id", "name", "status", "channel", "group", "verification", "rate_per_min")
+    empty = (
+        f"Workspace {args.workspace} has no webhooks: create one with "
+        f"`agentws webhook create {args.workspace} --name NAME --channel CHANNEL --prompt-file F`."
+    )
+    return Output(rows, _table(rows, columns, empty))
+
+
+async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import find_webhook
+    from agentws.webhooks.events import list_events
+
+    w = await find_webhook(ctx.store, args.workspace, args.webhook)
+    data = _webhook_json(w, *await _names(ctx, w))
+    recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
+    data["recent_events"] = [_event_row(e, w) for e in recent]
+    text = "\n".join(
+        f"{key}: {value}"
+        for key, value in data.items()
+        if key not in ("prompt", "recent_events", "active")
+    )
+    text += "\nprompt:\n" + "\n".join("  " + line for line in w.prompt.splitlines())
+    text += "\n\nRecent events:\n" + _table(
+        data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
+    )
+    text += "\n\nThe URL is not kept: to get a new one, delete the webhook and create it again."
+    return Output(data, text)
+
+
+async def _webhook_activate(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import set_active
+
+    w = await set_active(ctx.store, args.workspace, args.webhook, active=True, actor=ctx.actor)
+    data = _webhook_json(w, *await _names(ctx, w))
+    return Output(data, f"Webhook {w.name!r} is active: it accepts events.")
+
+
+async def _webhook_deactivate(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import set_active
+
+    w = await set_active(ctx.store, args.workspace, args.webhook, active=False, actor=ctx.actor)
+    data = _webhook_json(w, *await _names(ctx, w))
+    return Output(data, f"Webhook {w.name!r} is a draft: deliveries get 403 until it is activated.")
+
+
+async def _webhook_delete(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import delete_webhook
+
+    w = await delete_webhook(ctx.store, args.workspace, args.webhook, actor=ctx.actor)
+    data = {"id": w.id, "name": w.name, "deleted": True}
+    return Output(data, f"Deleted webhook {w.name!r} ({w.id}): its URL answers 404 from now on.")
+
+
+# --- event ----------------------------------------------------------------------------------
+
+
+def _event_row(e: Any, w: Webhook) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "webhook": w.name,
+        "status": e.status.value,
+        "attempts": e.attempts,
+        "error": e.error,
+        "message_id": e.message_id,
+        "dedup_key": e.dedup_key,
+        "replay_of": e.replay_of,
+        "received_at": _iso(e.received_at),
+        "finished_at": _iso(e.finished_at),
+    }
+
+
+async def _event_list(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import find_webhook
+    from agentws.webhooks.events import list_events
+
+    webhook = await find_webhook(ctx.store, args.workspace, args.webhook) if args.webhook else None
+    status = EventStatus(args.status) if args.status else None
+    events = await list_events(
+        ctx.store, args.workspace, webhook=webhook, status=status, limit=args.limit
+    )
+    names: dict[str, Webhook] = {}
+    rows = []
+    for e in events:
+        if e.webhook_id not in names:
+            names[e.webhook_id] = await ctx.store.get(Webhook, e.webhook_id)
+        rows.append(_event_row(e, names[e.webhook_id]))
+    columns = ("id", "webhook", "status", "attempts", "received_at", "error")
+    return Output(rows, _table(rows, columns, "No events."))
+
+
+async def _event_show(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.events import event_timeline
+
+    t = await event_timeline(ctx.store, args.event)
+    attempts = [
+        {
+            "number": a.number,
+            "instance_id": a.instance_id,
+            "outcome": a.outcome,
+            "error": a.error,
+            "started_at": _iso(a.started_at),
+            "finished_at": _iso(a.finished_at),
+            "usage": a.usage,
+            "tool_calls": a.tool_calls.get("calls", []),
+            "transcript": a.transcript,
+        }
+        for a in t.attempts
+    ]
+    message = None
+    if t.message is not None:
+        message = {
+            "id": t.message.id,
+            "channel": t.message.channel,
+            "text": t.message.text,
+            "created_at": _iso(t.message.created_at),
+        }
+    data = {
+        "event": _event_row(t.event, t.webhook),
+        "request": {
+            "headers": t.event.headers,
+            "bytes": len(t.event.body),
+            "body": t.request_body(),
+        },
+        "attempts": attempts,
+        "message": message,
+    }
+    return Output(data, _timeline_text(data))
+
+
+def _timeline_text(data: dict[str, Any]) -> str:
+    e = data["event"]
+    lines = [
+        f"Event {e['id']} of webhook {e['webhook']!r}: {e['status']} "
+        f"after {e['attempts']} attempt(s)"
+        + (f" (replay of {e['replay_of']})" if e["replay_of"] else ""),
+        f"{e['received_at']}  received ({data['request']['bytes']} bytes)"
+        + (f", delivery id {e['dedup_key']}" if e["dedup_key"] else ""),
+    ]
+    for name, value in data["request"]["headers"].items():
+        lines.append(f"    {name}: {value}")
+    body = json.dumps(data["request"]["body"], indent=2, ensure_ascii=False)
+    lines += ["    " + line for line in body.splitlines()[:40]]
+    if len(body.splitlines()) > 40:
+        lines.append("    … (see --json for the whole body)")
+    for a in data["attempts"]:
+        lines.append(
+            f"{a['started_at']}  attempt {a['number']} on {a['instance_id']}: {a['outcome']}"
+            + (f" — {a['error']}" if a["error"] else "")
+        )
+        model = a["transcript"].get("model")
+        if model:
+            lines.append(f"    model: {model}")
+        for call in a["tool_calls"]:
+            extra = f" (approval {call['approval_id']})" if call.get("approval_id") else ""
+            lines.append(f"    tool {call['name']}: {call.get('outcome')}{extra}")
+    m = data["message"]
+    if m is not None:
+        lines.append(f"{m['created_at']}  posted to {m['channel']} ({m['id']}):")
+        lines += ["    " + line for line in m["text"].splitlines()]
+    elif e["error"]:
+        lines.append(f"error: {e['error']}")
+    return "\n".join(lines)
+
+
+async def _event_replay(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.events import replay_event
+
+    replay = await replay_event(
+        ctx.store, args.event, current_prompt=args.current_prompt, actor=ctx.actor
+    )
+    prompt = "the webhook's current prompt" if args.current_prompt else "the original prompt"
+    data = {"event_id": replay.id, "replay_of": args.event, "status": replay.status.value}
+    return Output(
+        data,
+        f"Queued {replay.id}, a replay of {args.event} with {prompt}. "
+        f"Follow it with `agentws event show {replay.id}`.",
+    )
+
+
+# --- channel --------------------------------------------------------------------------------
+
+
+def _message_json(m: ChatMessage) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "channel": m.channel,
+        "text": m.text,
+        "event_id": m.event_id,
+        "thread": m.thread,
+        "created_at": _iso(m.created_at),
+    }
+
+
+def _message_text(m: ChatMessage) -> str:
+    head = f"── {m.created_at.isoformat(timespec='seconds')} {m.channel}"
+    if m.event_id:
+        head += f" (event {m.event_id})"
+    return head + "\n" + m.text + "\n"
+
+
+async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
+    workspace = await ctx.store.workspace_by_slug(args.workspace)
+    channel = str(parse_channel(args.channel))
+    messages = await ctx.store.channel_messages(workspace.id, channel, limit=args.limit)
+    if not args.follow:
+        text = "\n".join(_message_text(m) for m in messages) or f"No messages in {channel} yet."
+        return Output([_message_json(m) for m in messages], text.rstrip("\n"))
+
+    # --follow prints as it goes (JSON lines with --json) until interrupted.
+    def emit(batch: list[ChatMessage]) -> None:
+        for m in batch:
+            print(json.dumps(_message_json(m)) if args.json else _message_text(m))
+        sys.stdout.flush()
+
+    emit(messages)
+    last = messages[-1] if messages else None
+    while True:
+        await trio.sleep(_FOLLOW_POLL_S)
+        if last is None:
+            batch = await ctx.store.channel_messages(workspace.id, channel, limit=1000)
+        else:
+            batch = await ctx.store.channel_messages(workspace.id, channel, limit=1000, after=last)
+        if batch:
+            emit(batch)
+            last = batch[-1]
+
+
+# --- parser ---------------------------------------------------------------------------------
+
+
+def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``webhook``, ``event`` and ``channel`` to the ``agentws`` command."""
+    webhook = commands.add_parser(
+        "webhook",
+        help="incoming webhooks: create (URL shown once), list, activate, delete",
+        description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
+        "follows the prompt and posts one message per event to the channel.",
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    create = webhook.add_parser(
+        "create",
+        parents=[common],
+        help="create a webhook and print its URL once",
+        description="Create a webhook. Its URL, printed once, holds the token that is its "
+        "credential; rotate it by deleting the webhook and creating it again.",
+    )
+    create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    create.add_argument("--name", required=True, help="a name people know it by, e.g. 'ci'")
+    create.add_argument(
+        "--channel",
+        required=True,
+        help="where messages go: local:NAME (or just NAME) for the embedded chat",
+    )
+    prompt = create.add_mutually_exclusive_group(required=True)
+    prompt.add_argument(
+        "--prompt-file",
+        type=argparse.FileType("r", encoding="utf-8"),
+        metavar="FILE",
+        help="the instructions: what the events are and what to post ('-' reads stdin)",
+    )
+    prompt.add_argument("--prompt", help="the instructions, inline")
+    create.add_argument(
+        "--group", metavar="GROUP", help="group whose tools the agent may use (default: none)"
+    )
+    create.add_argument(
+        "--draft", action="store_true", help="save as a draft: deliveries get 403 until activated"
+    )
+    create.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=4,
+        metavar="K",
+        help="events run at once at most (default 4; 1 runs them in arrival order)",
+    )
+    create.add_argument(
+        "--verify",
+        choices=[s.value for s in VerificationScheme],
+        default=VerificationScheme.NONE.value,
+        help="how deliveries prove their sender (default: none; the URL is the credential)",
+    )
+    create.add_argument(
+        "--secret-stdin",
+        action="store_true",
+        help="read the verification secret from stdin (never from the command line)",
+    )
+    create.add_argument(
+        "--rate",
+        type=_rate,
+        default=60,
+        metavar="R/min",
+        help="deliveries a minute (default 60/min; also R/s)",
+    )
+    create.add_argument(
+        "--burst",
+        type=_positive,
+        metavar="N",
+        help="deliveries accepted at once before the rate applies (default: min(30, rate))",
+    )
+    create.add_argument(
+        "--max-body-bytes",
+        type=_positive,
+        metavar="B",
+        help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 10 MiB)",
+    )
+    create.set_defaults(handler=_webhook_create)
+
+    listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
+    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    listing.set_defaults(handler=_webhook_list)
+    for name, handler, text in (
+        ("show", _webhook_show, "show a webhook's settings and recent events"),
+        ("activate", _webhook_activate, "accept deliveries"),
+        ("deactivate", _webhook_deactivate, "make it a draft: deliveries get 403"),
+        ("delete", _webhook_delete, "delete it: its URL stops working at once"),
+    ):
+        sub = webhook.add_parser(name, parents=[common], help=text)
+        sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+        sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
+        sub.set_defaults(handler=handler)
+
+    event = commands.add_parser(
+        "event", help="the webhook event log: list, show a timeline, replay"
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    e_list = event.add_parser("list", parents=[common], help="a workspace's events, newest first")
+    e_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    e_list.add_argument("--webhook", metavar="WEBHOOK", help="only this webhook's (id or name)")
+    e_list.add_argument(
+        "--status", choices=[s.value for s in EventStatus], help="only events in this state"
+    )
+    e_list.add_argument(
+        "--limit", type=_positive, default=50, metavar="N", help="how many (default 50)"
+    )
+    e_list.set_defaults(handler=_event_list)
+    e_show = event.add_parser(
+        "show",
+        parents=[common],
+        help="an event's timeline: request, attempts, transcript, tool calls, message",
+    )
+    e_show.add_argument("event", metavar="EVENT", help="event id (evt_…)")
+    e_show.set_defaults(handler=_event_show)
+    e_replay = event.add_parser(
+        "replay", parents=[common], help="queue an event again (a new event, same body)"
+    )
+    e_replay.add_argument("event", metavar="EVENT", help="event id (evt_…)")
+    e_replay.add_argument(
+        "--current-prompt",
+        action="store_true",
+        help="run with the webhook's prompt as it is now (default: the prompt it ran with)",
+    )
+    e_replay.set_defaults(handler=_event_replay)
+
+    channel = commands.add_parser("channel", help="read the local chat channels").add_subparsers(
+        dest="action", metavar="ACTION", required=True
+    )
+    tail = channel.add_parser(
+        "tail", parents=[common], help="a local channel's newest messages, or follow them"
+    )
+    tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
+    tail.add_argument(
+        "--limit", type=_positive, default=20, metavar="N", help="how many (default 20)"
+    )
+    tail.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new messages until interrupted (JSON lines with --json)",
+    )
+    tail.set_defaults(handler=_channel_tail)

@@ -1,0 +1,272 @@
+"""The event queue and the local chat channels, in SQL (a part of :class:`SqlStore`).
+
+The queue is a table: an event is ``queued`` (and available from
+``available_at``), then ``running`` under a lease (an owner and an expiry),
+then ``done`` or ``failed``, or ``queued`` again for a retry. Every change of
+state is one conditional ``UPDATE``, so two claimers never both get an event
+and a worker whose lease was taken over cannot finish it. A lease that
+expires (its process died) makes the event claimable again.
+
+Claims are fair between webhooks: each webhook with work gets its share of
+the free slots in turn, those with the fewest runs under way first, never more than its ``concurrency`` counting the
+events of its that hold a live lease anywhere, and a webhook with
+concurrency 1 runs its events strictly in arrival order (the oldest
+unfinished one blocks the rest, even while it waits for a retry).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import chain, zip_longest
+from typing import TYPE_CHECKING, Any
+
+from agentws.domain.deliveries import Ingested, IngestOutcome
+from agentws.domain.models import ChatMessage, Event, EventStatus
+from agentws.store.tables import table_for
+
+if TYPE_CHECKING:
+    from agentws.store.database import Database, Row
+    from agentws.store.tables import Dialect
+
+__all__ = ["EventQueries"]
+
+_QUEUED, _RUNNING = EventStatus.QUEUED.value, EventStatus.RUNNING.value
+# An event that can be claimed at $1: queued and due, or running on a dead lease.
+_CLAIMABLE = (
+    f"((status = '{_QUEUED}' AND available_at <= $1)"
+    f" OR (status = '{_RUNNING}' AND lease_expires_at <= $1))"
+)
+
+
+class EventQueries:
+    """Queue and channel queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
+
+    _db: Database
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
+
+    def _ts(self, value: datetime) -> Any:
+        return table_for(Event).encode_value("received_at", value, self.dialect)
+
+    def _events(self, rows: list[Row]) -> list[Event]:
+        table = table_for(Event)
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
+        table = table_for(Event)
+        columns = ", ".join(table.columns)
+        marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+        insert = f"INSERT INTO events ({columns}) VALUES ({marks})"
+        insert_new_key = insert + " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+        ids = sorted({e.webhook_id for e in events})
+        in_list = ", ".join(f"${i}" for i in range(1, len(ids) + 1))
+        # On PostgreSQL the webhooks are locked against deletion until the
+        # commit, so that the inserts cannot fail on a vanished webhook.
+        lock = " FOR KEY SHARE" if self.dialect == "postgres" else ""
+        results: list[Ingested] = []
+        async with self._db.transaction() as tx:
+            rows = await tx.fetch(f"SELECT id FROM webhooks WHERE id IN ({in_list}){lock}", *ids)
+            present = {row["id"] for row in rows}
+            for event in events:
+                if event.webhook_id not in present:
+                    results.append(Ingested(IngestOutcome.GONE))
+                    continue
+                values = table.encode(event, self.dialect)
+                if event.dedup_key is None:
+                    await tx.execute(insert, *values)
+                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
+                    continue
+                if await tx.execute(insert_new_key, *values):
+                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
+                    continue
+                (first,) = await tx.fetch(
+                    "SELECT id, body_hash, received_at FROM events"
+                    " WHERE webhook_id = $1 AND dedup_key = $2",
+                    event.webhook_id,
+                    event.dedup_key,
+                )
+                received_at = table.decode_value("received_at", first["received_at"], self.dialect)
+                if received_at < dedup_since:
+                    # The key's window is over: the old event lets go of it.
+                    await tx.execute(
+                        "UPDATE events SET dedup_key = NULL WHERE id = $1", first["id"]
+                    )
+                    await tx.execute(insert, *values)
+                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
+                elif first["body_hash"] == event.body_hash:
+                    results.append(Ingested(IngestOutcome.DUPLICATE, first["id"]))
+                else:
+                    results.append(Ingested(IngestOutcome.CONFLICT, first["id"]))
+        return results
+
+    async def claim_events(
+        self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
+    ) -> list[Event]:
+        if limit < 1:
+            return []
+        at = self._ts(now)
+        rows = await self._db.fetch(
+            "SELECT e.webhook_id, w.concurrency,"
+            f" SUM(CASE WHEN e.status = '{_RUNNING}' AND e.lease_expires_at > $1"
+            " THEN 1 ELSE 0 END) AS busy"
+            " FROM events e JOIN webhooks w ON w.id = e.webhook_id"
+            f" WHERE e.status IN ('{_QUEUED}', '{_RUNNING}')"
+            " GROUP BY e.webhook_id, w.concurrency"
+            # Webhooks with fewer runs under way first: a free slot goes to the
+            # webhook that has least, not to the one with the oldest backlog.
+            " ORDER BY busy, MIN(e.received_at), e.webhook_id",
+            at,
+        )
+        per_webhook: list[list[str]] = []
+        for row in rows:
+            free = int(row["concurrency"]) - int(row["busy"])
+            if free < 1:
+                continue
+            if int(row["concurrency"]) == 1:
+                # Strict order: only the oldest unfinished event may run.
+                head = await self._db.fetch(
+                    f"SELECT id, {_CLAIMABLE.replace('$1', '$2')} AS ready FROM events"
+                    f" WHERE webhook_id = $1 AND status IN ('{_QUEUED}', '{_RUNNING}')"
+                    " ORDER BY received_at, id LIMIT 1",
+                    row["webhook_id"],
+                    at,
+                )
+                ids = [head[0]["id"]] if head and head[0]["ready"] else []
+            else:
+                found = await self._db.fetch(
+                    f"SELECT id FROM events WHERE webhook_id = $2 AND {_CLAIMABLE}"
+                    f" ORDER BY received_at, id LIMIT {min(free, limit)}",
+                    at,
+                    row["webhook_id"],
+                )
+                ids = [r["id"] for r in found]
+            if ids:
+                per_webhook.append(ids)
+        # One from each webhook in turn: a busy webhook cannot take every slot.
+        chosen = [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
+        if not chosen:
+            return []
+        claimed: list[str] = []
+        async with self._db.transaction() as tx:
+            for event_id in chosen:
+                if await tx.execute(
+                    f"UPDATE events SET status = '{_RUNNING}', lease_owner = $2,"
+                    " lease_expires_at = $3, attempts = attempts + 1,"
+                    " started_at = COALESCE(started_at, $1)"
+                    f" WHERE id = $4 AND {_CLAIMABLE}",
+                    at,
+                    owner,
+                    self._ts(lease_expires_at),
+                    event_id,
+                ):
+                    claimed.append(event_id)
+            if not claimed:
+                return []
+            table = table_for(Event)
+            marks = ", ".join(f"${i}" for i in range(1, len(claimed) + 1))
+            found_rows = await tx.fetch(
+                f"SELECT {', '.join(table.columns)} FROM events WHERE id IN ({marks})", *claimed
+            )
+        by_id = {e.id: e for e in self._events(found_rows)}
+        return [by_id[i] for i in claimed if i in by_id]
+
+    async def next_event_due(self, now: datetime) -> datetime | None:
+        at = self._ts(now)
+        rows = await self._db.fetch(
+            "SELECT MIN(due) AS due FROM ("
+            f" SELECT MIN(available_at) AS due FROM events WHERE status = '{_QUEUED}'"
+            " AND available_at > $1"
+            f" UNION ALL SELECT MIN(lease_expires_at) FROM events WHERE status = '{_RUNNING}'"
+            ") AS dues",
+            at,
+        )
+        due: datetime | None = table_for(Event).decode_value(
+            "available_at", rows[0]["due"] if rows else None, self.dialect
+        )
+        return due
+
+    async def finish_event(
+        self,
+        event_id: str,
+        *,
+        owner: str,
+        status: EventStatus,
+        now: datetime,
+        error: str | None = None,
+        message_id: str | None = None,
+        available_at: datetime | None = None,
+        give_back_attempt: bool = False,
+    ) -> bool:
+        finished = self._ts(now) if status.finished else None
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE events SET status = $3, error = $4,"
+                " message_id = COALESCE($5, message_id),"
+                " available_at = COALESCE($6, available_at),"
+                " lease_owner = NULL, lease_expires_at = NULL, finished_at = $7,"
+                " attempts = attempts - $8"
+                f" WHERE id = $1 AND lease_owner = $2 AND status = '{_RUNNING}'",
+                event_id,
+                owner,
+                status.value,
+                error,
+                message_id,
+                self._ts(available_at) if available_at is not None else None,
+                finished,
+                1 if give_back_attempt else 0,
+            )
+        return bool(changed)
+
+    async def recent_events(
+        self,
+        workspace_id: str,
+        *,
+        limit: int,
+        webhook_id: str | None = None,
+        status: EventStatus | None = None,
+    ) -> list[Event]:
+        table = table_for(Event)
+        args: list[Any] = [workspace_id]
+        where = "w.workspace_id = $1"
+        if webhook_id is not None:
+            args.append(webhook_id)
+            where += f" AND e.webhook_id = ${len(args)}"
+        if status is not None:
+            args.append(status.value)
+            where += f" AND e.status = ${len(args)}"
+        columns = ", ".join(f"e.{c}" for c in table.columns)
+        rows = await self._db.fetch(
+            f"SELECT {columns} FROM events e JOIN webhooks w ON w.id = e.webhook_id"
+            f" WHERE {where} ORDER BY e.received_at DESC, e.id DESC LIMIT {max(1, int(limit))}",
+            *args,
+        )
+        return self._events(rows)
+
+    async def channel_messages(
+        self,
+        workspace_id: str,
+        channel: str,
+        *,
+        limit: int,
+        after: ChatMessage | None = None,
+    ) -> list[ChatMessage]:
+        table = table_for(ChatMessage)
+        columns = ", ".join(table.columns)
+        args: list[Any] = [workspace_id, channel]
+        if after is None:
+            sql = (
+                f"SELECT {columns} FROM chat_messages WHERE workspace_id = $1 AND channel = $2"
+                f" ORDER BY created_at DESC, id DESC LIMIT {max(1, int(limit))}"
+            )
+        else:
+            args += [self._ts(after.created_at), after.id]
+            sql = (
+                f"SELECT {columns} FROM chat_messages WHERE workspace_id = $1 AND channel = $2"
+                " AND (created_at > $3 OR (created_at = $3 AND id > $4))"
+                f" ORDER BY created_at, id LIMIT {max(1, int(limit))}"
+            )
+        rows = await self._db.fetch(sql, *args)
+        messages: list[ChatMessage] = [table.decode(row, self.dialect) for row in rows]
+        return messages if after is not None else messages[::-1]

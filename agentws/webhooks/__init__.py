@@ -1,0 +1,1 @@
+"""Incoming webhooks: management, the HTTP door, the queue's worker."""

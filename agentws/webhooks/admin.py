@@ -1,0 +1,206 @@
+"""Webhooks: creating, listing, activating, deactivating and deleting them.
+
+The one place these operations live; the CLI (and later the dashboard and
+the admin API) call these functions, and each change is audited. A
+webhook's URL token is returned once, from :func:`create_webhook`, and only
+its SHA-256 is stored: rotating the URL is deleting the webhook and
+creating it again, after which the old URL answers 404 at once. A
+verification secret is kept sealed with the service key, because checking
+a signature needs the secret itself.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from agentws.audit import record
+from agentws.chat.channels import parse_channel
+from agentws.config import Settings
+from agentws.domain.models import Group, VerificationScheme, Webhook
+from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
+from agentws.domain.signatures import check_secret
+from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+
+__all__ = [
+    "MAX_BODY_LIMIT",
+    "IssuedWebhook",
+    "WebhookOptions",
+    "create_webhook",
+    "delete_webhook",
+    "find_webhook",
+    "hook_url",
+    "list_webhooks",
+    "set_active",
+]
+
+_MAX_NAME = 100
+_MAX_PROMPT_CHARS = 20_000
+#: The largest body limit a webhook may have.
+MAX_BODY_LIMIT = 10 * 1024 * 1024
+_MAX_CONCURRENCY = 64
+_MAX_RATE_PER_MIN = 100_000
+
+
+@attrs.frozen
+class IssuedWebhook:
+    """A new webhook and its URL, which holds the token and is shown this once."""
+
+    webhook: Webhook
+    url: str = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class WebhookOptions:
+    """What a webhook is created with besides its name, channel and prompt."""
+
+    group: str | None = None
+    active: bool = True
+    concurrency: int = 4
+    verification: VerificationScheme = VerificationScheme.NONE
+    secret: str | None = attrs.field(default=None, repr=False)
+    rate_per_min: int = 60
+    #: Deliveries accepted at once before the rate applies; default min(30, rate).
+    burst: int | None = None
+    #: Default: ``AGENTWS_MAX_BODY_BYTES``.
+    max_body_bytes: int | None = None
+
+
+def hook_url(base_url: str, token: str) -> str:
+    """The URL a sender POSTs to."""
+    return f"{base_url.rstrip('/')}/hooks/{token}"
+
+
+def _check_range(value: int, low: int, high: int, what: str) -> int:
+    if not low <= value <= high:
+        raise ValidationError(f"{what} must be {low} to {high}, got {value}")
+    return value
+
+
+async def create_webhook(
+    store: Store,
+    settings: Settings,
+    workspace_slug: str,
+    *,
+    name: str,
+    channel: str,
+    prompt: str,
+    options: WebhookOptions,
+    actor: str,
+) -> IssuedWebhook:
+    """Create a webhook; its URL (with the token) is in the result and nowhere else.
+
+    Error handling:
+        :class:`~agentws.errors.ValidationError` for a bad value (saying
+        which), :class:`~agentws.errors.NotFoundError` for an unknown
+        workspace or group, :class:`~agentws.errors.ConflictError` if the
+        name is taken, :class:`~agentws.errors.ConfigError` when a secret
+        must be kept and there is no service key.
+    """
+    workspace = await store.workspace_by_slug(workspace_slug)
+    name = name.strip()
+    if not name or len(name) > _MAX_NAME:
+        raise ValidationError(f"webhook name must be 1 to {_MAX_NAME} characters")
+    if not prompt.strip():
+        raise ValidationError("the prompt is empty: say what the events are and what to post")
+    if len(prompt) > _MAX_PROMPT_CHARS:
+        raise ValidationError(f"the prompt is longer than {_MAX_PROMPT_CHARS} characters")
+    channel_ref = parse_channel(channel)
+    group: Group | None = None
+    if options.group is not None:
+        group = await store.group_by_slug(workspace_slug, options.group)
+    _check_range(options.concurrency, 1, _MAX_CONCURRENCY, "concurrency")
+    _check_range(options.rate_per_min, 1, _MAX_RATE_PER_MIN, "rate (per minute)")
+    burst = options.burst if options.burst is not None else min(30, options.rate_per_min)
+    _check_range(burst, 1, _MAX_RATE_PER_MIN, "burst")
+    max_body = options.max_body_bytes or settings.max_body_bytes
+    _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
+    check_secret(options.verification, options.secret)
+    sealed = SecretBox.from_settings(settings).seal(options.secret) if options.secret else None
+    token = new_secret(WEBHOOK_TOKEN_PREFIX)
+    webhook = Webhook(
+        workspace_id=workspace.id,
+        group_id=group.id if group else None,
+        name=name,
+        channel=str(channel_ref),
+        prompt=prompt,
+        active=options.active,
+        token_hash=hash_secret(token),
+        verification=options.verification,
+        secret=sealed,
+        rate_per_min=options.rate_per_min,
+        burst=burst,
+        max_body_bytes=max_body,
+        concurrency=options.concurrency,
+    )
+    try:
+        await store.insert(webhook)
+    except ConflictError:
+        raise ConflictError(
+            f"webhook {name!r} already exists in workspace {workspace_slug!r}"
+        ) from None
+    await record(
+        store,
+        workspace.id,
+        actor,
+        "webhook.create",
+        f"{workspace_slug}/{name}",
+        webhook_id=webhook.id,
+        channel=webhook.channel,
+        active=webhook.active,
+        verification=webhook.verification.value,
+    )
+    return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
+
+
+async def list_webhooks(store: Store, workspace_slug: str) -> list[Webhook]:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    return await store.select(Webhook, workspace_id=workspace.id)
+
+
+async def find_webhook(store: Store, workspace_slug: str, ref: str) -> Webhook:
+    """The workspace's webhook with id or name ``ref``; NotFoundError saying where to look."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    found = await store.find(Webhook, workspace_id=workspace.id, id=ref)
+    found = found or await store.find(Webhook, workspace_id=workspace.id, name=ref)
+    if found is None:
+        raise NotFoundError(
+            f"no webhook {ref!r} in workspace {workspace_slug!r} "
+            f"(see `agentws webhook list {workspace_slug}`)"
+        )
+    return found
+
+
+async def set_active(
+    store: Store, workspace_slug: str, ref: str, *, active: bool, actor: str
+) -> Webhook:
+    """Activate a webhook (it accepts deliveries) or make it a draft (403)."""
+    webhook = await find_webhook(store, workspace_slug, ref)
+    if webhook.active != active:
+        webhook = await store.update(attrs.evolve(webhook, active=active, updated_at=utcnow()))
+        action = "webhook.activate" if active else "webhook.deactivate"
+        await record(
+            store,
+            webhook.workspace_id,
+            actor,
+            action,
+            f"{workspace_slug}/{webhook.name}",
+            webhook_id=webhook.id,
+        )
+    return webhook
+
+
+async def delete_webhook(store: Store, workspace_slug: str, ref: str, *, actor: str) -> Webhook:
+    """Delete a webhook: its URL stops working at once; its queued events are dropped."""
+    webhook = await find_webhook(store, workspace_slug, ref)
+    await store.delete(Webhook, webhook.id)
+    await record(
+        store,
+        webhook.workspace_id,
+        actor,
+        "webhook.delete",
+        f"{workspace_slug}/{webhook.name}",
+        webhook_id=webhook.id,
+    )
+    return webhook

@@ -1,0 +1,132 @@
+"""Group commit: concurrent deliveries stored in one transaction.
+
+A delivery is acknowledged only once its event is durably stored, and a
+durable commit (fsync on SQLite, WAL flush on PostgreSQL) costs far more than
+the inserts in it. So requests hand their events to one task, which commits
+whatever has gathered while the previous commit ran: under load, one commit
+carries many events; alone, an event waits for nothing but its own commit.
+
+Each waiting request gets its own answer (accepted, duplicate, conflict,
+gone) or the store's error. If a batch fails for a reason that may be one
+event's (not the store being down), its events are tried one by one, so one
+bad event cannot fail the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import attrs
+import trio
+
+from agentws.domain.deliveries import Ingested
+from agentws.domain.models import Event
+from agentws.domain.rules import utcnow
+from agentws.errors import StoreError, StoreUnavailableError
+from agentws.store import Store
+
+__all__ = ["DEDUP_WINDOW", "IngestBatcher"]
+
+log = logging.getLogger("agentws.webhooks")
+
+#: How long a delivery id is remembered per webhook.
+DEDUP_WINDOW = timedelta(hours=72)
+# Events committed together at most.
+_MAX_BATCH = 256
+
+
+@attrs.define(eq=False)
+class _Pending:
+    event: Event
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: Ingested | None = None
+    error: StoreError | None = None
+
+
+@attrs.define(eq=False)
+class IngestBatcher:
+    """Stores submitted events in shared transactions; runs in the service's nursery."""
+
+    store: Store
+    #: Called after a commit that stored new events (wakes the worker).
+    on_stored: Callable[[], None] | None = None
+    _queue: list[_Pending] = attrs.field(factory=list, init=False)
+    _arrived: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _last_received: datetime | None = attrs.field(default=None, init=False)
+
+    async def submit(self, event: Event) -> Ingested:
+        """Store ``event`` with the next commit; what became of it.
+
+        Error handling:
+            The store's :class:`~agentws.errors.StoreError` if the commit failed.
+            Cancelled while waiting (the request's deadline), the event may
+            still be stored by the commit under way.
+        """
+        pending = _Pending(event)
+        self._queue.append(pending)
+        self._arrived.set()
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        if pending.result is None:  # pragma: no cover - set with done, unless error is
+            raise RuntimeError("the batch ended without an answer")
+        return pending.result
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Commit batches until cancelled (the service's nursery ends)."""
+        task_status.started()
+        while True:
+            await self._arrived.wait()
+            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+            if not self._queue:
+                self._arrived = trio.Event()
+            if batch:
+                await self._commit(batch)
+
+    def _stamped(self, batch: list[_Pending]) -> list[Event]:
+        # Arrival order is commit order: received_at strictly increases, so
+        # ordering by it (as the queue does) keeps senders' order.
+        events = []
+        for pending in batch:
+            now = utcnow()
+            if self._last_received is not None and now <= self._last_received:
+                now = self._last_received + timedelta(microseconds=1)
+            self._last_received = now
+            events.append(attrs.evolve(pending.event, received_at=now, available_at=now))
+        return events
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        events = self._stamped(batch)
+        since = utcnow() - DEDUP_WINDOW
+        try:
+            results = await self.store.ingest_events(events, dedup_since=since)
+        except StoreUnavailableError as exc:
+            for pending in batch:
+                pending.error = exc
+                pending.done.set()
+            return
+        except StoreError as exc:
+            if len(batch) == 1:
+                log.error("could not store a webhook event: %s", exc.message)
+                batch[0].error = exc
+                batch[0].done.set()
+                return
+            for pending, event in zip(batch, events, strict=True):
+                try:
+                    (pending.result,) = await self.store.ingest_events([event], dedup_since=since)
+                except StoreError as one:
+                    log.error("could not store a webhook event: %s", one.message)
+                    pending.error = one
+                pending.done.set()
+            self._stored()
+            return
+        for pending, result in zip(batch, results, strict=True):
+            pending.result = result
+            pending.done.set()
+        self._stored()
+
+    def _stored(self) -> None:
+        if self.on_stored is not None:
+            self.on_stored()

@@ -1,0 +1,284 @@
+"""The webhook door: ``POST /hooks/<token>``, answered 202 once the event is stored.
+
+A plain ASGI handler in front of the Quart app, like the MCP door: it reads
+the body itself, so a body over the limit is refused as soon as the limit is
+passed (a chunked upload is not read to its end) and memory stays bounded
+by the limit.
+
+Checks, in this order, each refusal a JSON body ``{"error": {"code",
+"message"}}``:
+
+==========================  ======  =====================
+method other than POST      405     ``method_not_allowed``
+unknown token               404     ``not_found``
+draft webhook               403     ``webhook_inactive``
+body over the limit         413     ``payload_too_large``
+not ``application/json``    415     ``unsupported_media_type``
+body not JSON               400     ``invalid_json``
+JSON but not an object      422     ``not_an_object``
+bad or missing signature    401     ``invalid_signature``
+over the rate limit         429     ``rate_limited`` + ``Retry-After``
+store unavailable           503     ``store_unavailable`` + ``Retry-After``
+==========================  ======  =====================
+
+Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
+(same delivery id, same body) → 200 with the first ``event_id`` and
+``"status": "duplicate"``; the same id with another body → 409
+``idempotency_conflict``. An id that is not usable as a key (empty, over
+200 characters) → 400 ``invalid_delivery_id``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from agentws.config import Settings
+from agentws.domain.deliveries import IngestOutcome, TokenBucket, allowed_headers, dedup_key
+from agentws.domain.models import Event, Webhook
+from agentws.domain.rules import hash_secret
+from agentws.domain.signatures import SignatureError, verify
+from agentws.errors import ConfigError, StoreError
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+from agentws.webhooks.batcher import IngestBatcher
+
+__all__ = ["HookDoor", "Intake"]
+
+log = logging.getLogger("agentws.webhooks")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_PREFIX = "/hooks/"
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
+# Retry-After for a store that is down: soon, but not in a tight loop.
+_STORE_RETRY_S = 5
+_JSON = [(b"content-type", b"application/json")]
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str, **headers: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").split(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+@attrs.define(eq=False)
+class Intake:
+    """What the door needs of the running service: the store, the batcher, rate buckets."""
+
+    store: Store
+    settings: Settings
+    batcher: IngestBatcher
+    _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
+    _secrets: dict[bytes, str] = attrs.field(factory=dict)
+    _box: SecretBox | None = attrs.field(default=None, init=False)
+
+    async def webhook(self, token: str) -> Webhook | None:
+        return await self.store.find(Webhook, token_hash=hash_secret(token))
+
+    def take(self, webhook: Webhook) -> int | None:
+        """A token from the webhook's bucket: None, or the seconds to wait for one."""
+        shape = (webhook.rate_per_min, webhook.burst)
+        held = self._buckets.get(webhook.id)
+        if held is None or held[0] != shape:
+            held = (shape, TokenBucket(webhook.rate_per_min, webhook.burst))
+            self._buckets[webhook.id] = held
+        return held[1].take(trio.current_time())
+
+    def secret(self, webhook: Webhook) -> str | None:
+        """The webhook's verification secret, unsealed (and kept in memory)."""
+        if webhook.secret is None:
+            return None
+        found = self._secrets.get(webhook.secret)
+        if found is None:
+            if self._box is None:
+                self._box = SecretBox.from_settings(self.settings)
+            found = self._box.open(webhook.secret)
+            if len(self._secrets) > 10_000:
+                self._secrets.clear()
+            self._secrets[webhook.secret] = found
+        return found
+
+
+@attrs.define(eq=False)
+class HookDoor:
+    """The ASGI handler of ``/hooks/...``; everything else goes to ``app``."""
+
+    app: ASGIApp
+    settings: Settings
+    intake: Callable[[], Intake]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        try:
+            status, body = await self._handle(scope, receive)
+            await _respond(send, status, body)
+        except _Refusal as refusal:
+            body = {"error": {"code": refusal.code, "message": refusal.message}}
+            await _respond(send, refusal.status, body, refusal.headers)
+        except Exception:
+            log.exception("webhook delivery to %s failed", _PREFIX + "…")
+            body = {"error": {"code": "internal_error", "message": "see the server log"}}
+            await _respond(send, 500, body)
+
+    async def _handle(self, scope: Scope, receive: Receive) -> tuple[int, dict[str, Any]]:
+        if scope["method"] != "POST":
+            raise _Refusal(
+                405,
+                "method_not_allowed",
+                f"{scope['method']} is not supported here; deliver events with POST",
+                Allow="POST",
+            )
+        token = scope["path"][len(_PREFIX) :]
+        intake = self.intake()
+        webhook = None
+        if _TOKEN.fullmatch(token):
+            webhook = await self._store_call(intake.webhook(token))
+        if webhook is None:
+            raise _Refusal(404, "not_found", "no webhook at this URL (it may have been deleted)")
+        if not webhook.active:
+            raise _Refusal(
+                403, "webhook_inactive", "this webhook is a draft: an admin must activate it"
+            )
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body = await _read_body(receive, headers.get("content-length"), webhook.max_body_bytes)
+        if not _is_json(headers.get("content-type")):
+            raise _Refusal(
+                415, "unsupported_media_type", "send the event as Content-Type: application/json"
+            )
+        try:
+            payload = json.loads(body, parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise _Refusal(400, "invalid_json", "the body is not valid JSON") from None
+        if not isinstance(payload, dict):
+            raise _Refusal(
+                422, "not_an_object", f"the body must be a JSON object, not {_kind(payload)}"
+            )
+        try:
+            secret = intake.secret(webhook)
+            verify(webhook.verification, secret, body, headers, now=time.time())
+        except SignatureError as exc:
+            raise _Refusal(
+                401, "invalid_signature", f"signature check failed: {exc.reason}"
+            ) from None
+        except (ConfigError, StoreError) as exc:
+            log.error("cannot check the signature of webhook %s: %s", webhook.id, exc)
+            raise _Refusal(
+                503,
+                "verification_unavailable",
+                "the webhook's secret cannot be read; retry later",
+                **{"Retry-After": str(_STORE_RETRY_S)},
+            ) from None
+        wait = intake.take(webhook)
+        if wait is not None:
+            raise _Refusal(
+                429,
+                "rate_limited",
+                f"this webhook takes {webhook.rate_per_min} events a minute; retry in {wait} s",
+                **{"Retry-After": str(wait)},
+            )
+        try:
+            key = dedup_key(headers, payload)
+        except ValueError as exc:
+            raise _Refusal(400, "invalid_delivery_id", str(exc)) from None
+        event = Event(
+            webhook_id=webhook.id, body=body, headers=allowed_headers(headers), dedup_key=key
+        )
+        stored = await self._store_call(intake.batcher.submit(event))
+        if stored.outcome is IngestOutcome.ACCEPTED:
+            return 202, {"event_id": stored.event_id, "status": "queued"}
+        if stored.outcome is IngestOutcome.DUPLICATE:
+            return 200, {"event_id": stored.event_id, "status": "duplicate"}
+        if stored.outcome is IngestOutcome.CONFLICT:
+            raise _Refusal(
+                409,
+                "idempotency_conflict",
+                f"delivery id {key!r} was already used for event {stored.event_id} with a "
+                "different body",
+            )
+        raise _Refusal(404, "not_found", "no webhook at this URL (it may have been deleted)")
+
+    async def _store_call(self, work: Awaitable[Any]) -> Any:
+        try:
+            with trio.fail_after(self.settings.store_timeout_s):
+                return await work
+        except (StoreError, trio.TooSlowError) as exc:
+            detail = exc.message if isinstance(exc, StoreError) else "no answer in time"
+            log.error("webhook delivery refused, the store is unavailable: %s", detail)
+            raise _Refusal(
+                503,
+                "store_unavailable",
+                "the event could not be stored; retry later",
+                **{"Retry-After": str(_STORE_RETRY_S)},
+            ) from None
+
+
+async def _read_body(receive: Receive, length: str | None, limit: int) -> bytes:
+    too_large = _Refusal(
+        413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
+    )
+    if length is not None and length.strip().isdigit() and int(length) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Refusal(400, "disconnected", "the client went away before the body ended")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+async def _respond(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    data = json.dumps(body).encode()
+    extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*_JSON, *extra, (b"content-length", str(len(data)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": data, "more_body": False})

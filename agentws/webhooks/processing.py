@@ -1,0 +1,81 @@
+"""EventProcessor: what one attempt at an event does, from the webhook to the posted message.
+
+It finds the webhook and its channel (either gone: the event fails at once,
+there is nothing to retry), returns the message already posted for the
+event if there is one (a run that posted and then lost its lease must not
+post twice), else runs the agent and posts its answer through the channel's
+sink. Failures come out as :class:`RunFailure`, saying whether a retry can
+help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from agentws.agent.model import ModelError
+from agentws.agent.runner import AgentRunner, RunLog
+from agentws.chat.channels import ChannelRef, parse_channel
+from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
+from agentws.domain.models import ChatMessage, Event, Group, Webhook
+from agentws.errors import StoreUnavailableError, ValidationError
+from agentws.store import Store
+
+__all__ = ["EventProcessor", "RunFailure"]
+
+
+class RunFailure(Exception):
+    """An attempt failed; ``retryable`` when trying again later may succeed."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+@attrs.define(eq=False)
+class EventProcessor:
+    store: Store
+    agent: AgentRunner
+    sinks: Callable[[ChannelRef], ChatSink]
+
+    async def process(self, event: Event, log: RunLog) -> ChatMessage:
+        """Run the agent for ``event`` and post its message (once per event).
+
+        Error handling:
+            :class:`RunFailure`; StoreError when the store fails (retryable).
+        """
+        webhook = await self.store.find(Webhook, id=event.webhook_id)
+        if webhook is None:
+            raise RunFailure("the webhook was deleted", retryable=False)
+        try:
+            channel = parse_channel(webhook.channel)
+        except ValidationError as exc:
+            raise RunFailure(
+                f"the channel cannot be used: {exc.message}", retryable=False
+            ) from None
+        sink = self.sinks(channel)
+        existing = await sink.posted(event.id)
+        if existing is not None:
+            log.text = existing.text
+            return existing
+        group = None
+        if webhook.group_id is not None:
+            group = await self.store.find(Group, id=webhook.group_id)
+        prompt = event.prompt if event.prompt is not None else webhook.prompt
+        try:
+            text = await self.agent.run(
+                webhook=webhook, event=event, prompt=prompt, group=group, log=log
+            )
+        except ModelError as exc:
+            raise RunFailure(f"model: {exc.message}", retryable=exc.retryable) from None
+        outgoing = OutgoingMessage(
+            workspace_id=webhook.workspace_id, channel=channel, text=text, event_id=event.id
+        )
+        try:
+            return await sink.post(outgoing)
+        except SinkError as exc:
+            raise RunFailure(f"chat: {exc.message}", retryable=exc.retryable) from None
+        except StoreUnavailableError as exc:
+            raise RunFailure(f"chat: {exc.message}", retryable=True) from None

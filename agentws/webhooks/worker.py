@@ -1,0 +1,238 @@
+"""EventWorker: the pool that runs queued events, in the service's nursery.
+
+A dispatcher claims runnable events (see
+:meth:`~agentws.store.base.Store.claim_events`: leases, fairness, per-webhook
+concurrency) as long as the pool has free slots (``AGENTWS_WORKER_CONCURRENCY``),
+and starts each run in the pool's nursery. It wakes when an event is stored
+by this process, when a run ends, when the next retry or lease expiry is
+due, and at least every half second (for events stored by other processes).
+
+Each run has its own cancel scope with the run deadline
+(``AGENTWS_RUN_TIMEOUT_S``), and a lease that outlasts it by a margin, so
+the lease of a run that is still going never expires. Then:
+
+- posted: the event is ``done`` with the message id (one statement, after
+  the post, so a crash in between re-runs into the idempotent post);
+- failed, retryable (model or chat busy, store down, deadline passed): queued
+  again after a full-jitter backoff, up to 4 attempts in all, then ``failed``;
+- failed, terminal (webhook deleted, channel unusable, model refused): ``failed``
+  at once;
+- cancelled by shutdown: queued again at once, the attempt given back.
+
+A process killed mid-run leaves its lease, which expires; then the event
+runs again here or in another process.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import timedelta
+
+import attrs
+import trio
+
+from agentws.agent.runner import RunLog
+from agentws.config import Settings
+from agentws.domain.models import Event, EventAttempt, EventStatus
+from agentws.domain.rules import utcnow
+from agentws.errors import StoreError
+from agentws.store import Store
+from agentws.webhooks.processing import EventProcessor, RunFailure
+
+__all__ = ["MAX_ATTEMPTS", "EventWorker", "backoff_s"]
+
+log = logging.getLogger("agentws.webhooks")
+
+#: Attempts at one event at most.
+MAX_ATTEMPTS = 4
+# A lease outlasts the run's deadline by this much: time to record the outcome.
+_LEASE_MARGIN_S = 5.0
+# The dispatcher looks for work at least this often.
+_POLL_S = 0.5
+# After a store error, the dispatcher waits this long before claiming again.
+_STORE_PAUSE_S = 1.0
+# Recording an outcome when the run was cancelled must finish, but not hang shutdown.
+_CLEANUP_S = 5.0
+# Backoff never exceeds this.
+_MAX_BACKOFF_S = 300.0
+
+
+def backoff_s(attempt: int, base_s: float) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2^(attempt - 1)))."""
+    ceiling = min(_MAX_BACKOFF_S, base_s * 2 ** max(0, attempt - 1))
+    return random.uniform(0, ceiling)  # noqa: S311 - jitter, not a secret
+
+
+@attrs.define(eq=False)
+class EventWorker:
+    """Claims events and runs them, a bounded number at a time."""
+
+    store: Store
+    settings: Settings
+    processor: EventProcessor
+    _wake: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _limiter: trio.CapacityLimiter = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._limiter = trio.CapacityLimiter(self.settings.worker_concurrency)
+
+    @property
+    def running(self) -> int:
+        """Runs under way in this process."""
+        return int(self._limiter.borrowed_tokens)
+
+    def notify(self) -> None:
+        """Look for work now (an event was stored, a run ended)."""
+        self._wake.set()
+
+    def close(self) -> None:
+        """Claim nothing more; runs under way go on until done or cancelled."""
+        self._closed = True
+        self._wake.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Dispatch until :meth:`close`, then wait for the runs under way."""
+        async with trio.open_nursery() as runs:
+            task_status.started()
+            while not self._closed:
+                self._wake = trio.Event()
+                free = int(self._limiter.total_tokens - self._limiter.borrowed_tokens)
+                try:
+                    claimed = await self._claim(free)
+                    pause = await self._pause(free, claimed)
+                except StoreError as exc:
+                    log.warning("cannot claim webhook events: %s", exc.message)
+                    claimed, pause = [], _STORE_PAUSE_S
+                for event in claimed:
+                    borrower = object()
+                    self._limiter.acquire_on_behalf_of_nowait(borrower)
+                    runs.start_soon(self._run, event, borrower, name=f"event {event.id}")
+                if pause > 0:
+                    with trio.move_on_after(pause):
+                        await self._wake.wait()
+
+    async def _claim(self, free: int) -> list[Event]:
+        if free < 1:
+            return []
+        now = utcnow()
+        lease = timedelta(seconds=self.settings.run_timeout_s + _LEASE_MARGIN_S)
+        return await self.store.claim_events(
+            owner=self.settings.instance_id, now=now, lease_expires_at=now + lease, limit=free
+        )
+
+    async def _pause(self, free: int, claimed: list[Event]) -> float:
+        if free > 0 and len(claimed) == free:
+            return 0.0  # there may be more
+        pause = _POLL_S
+        if len(claimed) < free:
+            now = utcnow()
+            due = await self.store.next_event_due(now)
+            if due is not None:
+                pause = min(pause, max(0.0, (due - now).total_seconds()))
+        return pause
+
+    async def _run(self, event: Event, borrower: object) -> None:
+        try:
+            await self._attempt(event)
+        finally:
+            self._limiter.release_on_behalf_of(borrower)
+            self._wake.set()
+
+    async def _attempt(self, event: Event) -> None:
+        owner = self.settings.instance_id
+        attempt = EventAttempt(event_id=event.id, number=event.attempts, instance_id=owner)
+        run_log = RunLog()
+        try:
+            await self.store.insert(attempt)
+            if event.attempts > MAX_ATTEMPTS:
+                # Earlier attempts never finished (their process died each time).
+                raise RunFailure(
+                    f"gave up after {MAX_ATTEMPTS} attempts that did not finish", retryable=False
+                )
+            with trio.move_on_after(self.settings.run_timeout_s) as scope:
+                message = await self.processor.process(event, run_log)
+            if scope.cancelled_caught:
+                raise RunFailure(
+                    f"the run took longer than {self.settings.run_timeout_s:g} s", retryable=True
+                )
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(_CLEANUP_S):
+                await self._record(attempt, run_log, "interrupted", "the service shut down")
+                await self.store.finish_event(
+                    event.id,
+                    owner=owner,
+                    status=EventStatus.QUEUED,
+                    now=utcnow(),
+                    available_at=utcnow(),
+                    give_back_attempt=True,
+                )
+            raise
+        except RunFailure as failure:
+            await self._failed(event, attempt, run_log, failure.message, failure.retryable)
+        except StoreError as exc:
+            await self._failed(event, attempt, run_log, f"store: {exc.message}", True)
+        except Exception as exc:
+            log.exception("event %s: the run failed", event.id)
+            await self._failed(event, attempt, run_log, f"internal error: {exc!r}", True)
+        else:
+            await self._record(attempt, run_log, "done", None)
+            finished = await self.store.finish_event(
+                event.id, owner=owner, status=EventStatus.DONE, now=utcnow(), message_id=message.id
+            )
+            if not finished:
+                log.warning("event %s: posted, but its lease had passed to another run", event.id)
+
+    async def _failed(
+        self, event: Event, attempt: EventAttempt, run_log: RunLog, error: str, retryable: bool
+    ) -> None:
+        retry = retryable and event.attempts < MAX_ATTEMPTS
+        try:
+            await self._record(attempt, run_log, "retry" if retry else "failed", error)
+            now = utcnow()
+            if retry:
+                delay = backoff_s(event.attempts, self.settings.retry_base_s)
+                log.info(
+                    "event %s: attempt %d failed (%s); retry in %.1f s",
+                    event.id,
+                    event.attempts,
+                    error,
+                    delay,
+                )
+                await self.store.finish_event(
+                    event.id,
+                    owner=self.settings.instance_id,
+                    status=EventStatus.QUEUED,
+                    now=now,
+                    error=error,
+                    available_at=now + timedelta(seconds=delay),
+                )
+            else:
+                log.warning("event %s failed: %s", event.id, error)
+                await self.store.finish_event(
+                    event.id,
+                    owner=self.settings.instance_id,
+                    status=EventStatus.FAILED,
+                    now=now,
+                    error=error,
+                )
+        except StoreError as exc:
+            # The lease expires and the event runs again: nothing is lost.
+            log.error("event %s: cannot record the outcome: %s", event.id, exc.message)
+
+    async def _record(
+        self, attempt: EventAttempt, run_log: RunLog, outcome: str, error: str | None
+    ) -> None:
+        transcript = run_log.transcript()
+        await self.store.update(
+            attrs.evolve(
+                attempt,
+                outcome=outcome,
+                error=error,
+                transcript=transcript,
+                tool_calls={"calls": run_log.tool_calls},
+                usage=run_log.usage,
+                finished_at=utcnow(),
+            )
+        )
