@@ -7,11 +7,12 @@ state is one conditional ``UPDATE``, so two claimers never both get an event
 and a worker whose lease was taken over cannot finish it. A lease that
 expires (its process died) makes the event claimable again.
 
-Claims are fair between webhooks: each webhook with work gets its share of
-the free slots in turn, those with the fewest runs under way first, never more than its ``concurrency`` counting the
-events of its that hold a live lease anywhere, and a webhook with
-concurrency 1 runs its events strictly in arrival order (the oldest
-unfinished one blocks the rest, even while it waits for a retry).
+Claims are fair between webhooks: the free slots go round the webhooks with
+work, those with the fewest runs under way first. A webhook never gets more
+than its ``concurrency``, counting its events that hold a live lease
+anywhere, and a webhook with concurrency 1 runs its events strictly in
+arrival order (the oldest unfinished one blocks the rest, even while it
+waits for a retry).
 """
 
 from __future__ import annotations
