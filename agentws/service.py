@@ -60,6 +60,7 @@ class Service:
     _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
     _worker: EventWorker | None = attrs.field(default=None, init=False)
     _intake: Intake | None = attrs.field(default=None, init=False)
+    _batcher: IngestBatcher | None = attrs.field(default=None, init=False)
     links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
     audit: AuditWriter = attrs.field(init=False)
@@ -125,9 +126,9 @@ class Service:
                 processor = EventProcessor(self.store, agent, sinks)
                 self._worker = EventWorker(self.store, self.settings, processor)
                 await nursery.start(self._worker.serve)
-                batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
-                await nursery.start(batcher.serve)
-                self._intake = Intake(self.store, self.settings, batcher)
+                self._batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
+                await nursery.start(self._batcher.serve)
+                self._intake = Intake(self.store, self.settings, self._batcher)
                 task_status.started(self)
                 await self._stopping.wait()
                 nursery.cancel_scope.deadline = self._stop_deadline
@@ -177,6 +178,8 @@ class Service:
             self._watch.close()
         if self._worker is not None:
             self._worker.close()
+        if self._batcher is not None:
+            self._batcher.close()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()

@@ -55,6 +55,8 @@ class IngestBatcher:
     _queue: list[_Pending] = attrs.field(factory=list, init=False)
     _arrived: trio.Event = attrs.field(factory=trio.Event, init=False)
     _last_received: datetime | None = attrs.field(default=None, init=False)
+    _serving: bool = attrs.field(default=False, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
 
     async def submit(self, event: Event) -> Ingested:
         """Store ``event`` with the next commit; what became of it.
@@ -64,9 +66,14 @@ class IngestBatcher:
             Cancelled while waiting (the request's deadline), the event may
             still be stored by the commit under way.
         """
-        pending = _Pending(event)
-        self._queue.append(pending)
-        self._arrived.set()
+        if not self._serving:
+            # Shutting down (or not started): the delivery is committed on its own.
+            pending = _Pending(event)
+            await self._commit([pending])
+        else:
+            pending = _Pending(event)
+            self._queue.append(pending)
+            self._arrived.set()
         await pending.done.wait()
         if pending.error is not None:
             raise pending.error
@@ -74,16 +81,34 @@ class IngestBatcher:
             raise RuntimeError("the batch ended without an answer")
         return pending.result
 
+    def close(self) -> None:
+        """Stop once nothing is waiting; later deliveries commit one by one."""
+        self._closed = True
+        self._arrived.set()
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Commit batches until cancelled (the service's nursery ends)."""
+        """Commit batches until :meth:`close` has been called and nothing waits."""
+        self._serving = True
         task_status.started()
-        while True:
-            await self._arrived.wait()
-            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
-            if not self._queue:
-                self._arrived = trio.Event()
-            if batch:
-                await self._commit(batch)
+        try:
+            while True:
+                await self._arrived.wait()
+                batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
+                if not self._queue:
+                    self._arrived = trio.Event()
+                    if self._closed:
+                        self._arrived.set()
+                if batch:
+                    try:
+                        await self._commit(batch)
+                    finally:
+                        _answer_unanswered(batch)
+                elif self._closed:
+                    return
+        finally:
+            self._serving = False
+            _answer_unanswered(self._queue)
+            self._queue = []
 
     def _stamped(self, batch: list[_Pending]) -> list[Event]:
         # Arrival order is commit order: received_at strictly increases, so
@@ -130,3 +155,11 @@ class IngestBatcher:
     def _stored(self) -> None:
         if self.on_stored is not None:
             self.on_stored()
+
+
+def _answer_unanswered(batch: list[_Pending]) -> None:
+    """Answer requests whose commit was cancelled (shutdown): the sender must retry."""
+    for pending in batch:
+        if not pending.done.is_set():
+            pending.error = StoreUnavailableError("the service is shutting down")
+            pending.done.set()
