@@ -273,6 +273,8 @@ async def _event_show(args: argparse.Namespace, ctx: Context) -> Output:
             "body": t.request_body(),
         },
         "attempts": attempts,
+        # Attempts end their record when they end: one whose process died has none.
+        "unfinished_attempts": max(0, t.event.attempts - len(attempts)),
         "message": message,
     }
     return Output(data, _timeline_text(data))
@@ -304,6 +306,12 @@ def _timeline_text(data: dict[str, Any]) -> str:
         for call in a["tool_calls"]:
             extra = f" (approval {call['approval_id']})" if call.get("approval_id") else ""
             lines.append(f"    tool {call['name']}: {call.get('outcome')}{extra}")
+    lost = data["unfinished_attempts"]
+    if lost:
+        lines.append(
+            f"    ({lost} attempt(s) left no record: the process running them stopped "
+            "or it is running now)"
+        )
     m = data["message"]
     if m is not None:
         lines.append(f"{m['created_at']}  posted to {m['channel']} ({m['id']}):")

@@ -34,6 +34,7 @@ from agentws.domain.models import (
     ContextDocument,
     DocumentHit,
     Event,
+    EventAttempt,
     EventStatus,
     Group,
     Library,
@@ -257,10 +258,13 @@ class Store(Protocol):
         message_id: str | None = None,
         available_at: datetime | None = None,
         give_back_attempt: bool = False,
+        attempt: EventAttempt | None = None,
     ) -> bool:
         """End ``owner``'s lease: done, failed, or queued again (from ``available_at``).
 
-        False, and nothing changed, if ``owner`` no longer holds the lease.
+        ``attempt``, the record of the run that ends, is stored in the same
+        transaction (also when the lease was lost: it is what happened).
+        False, and the event unchanged, if ``owner`` no longer holds the lease.
         """
         ...
 

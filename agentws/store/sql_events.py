@@ -22,7 +22,7 @@ from itertools import chain, zip_longest
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.deliveries import Ingested, IngestOutcome
-from agentws.domain.models import ChatMessage, Event, EventStatus
+from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -199,9 +199,17 @@ class EventQueries:
         message_id: str | None = None,
         available_at: datetime | None = None,
         give_back_attempt: bool = False,
+        attempt: EventAttempt | None = None,
     ) -> bool:
         finished = self._ts(now) if status.finished else None
         async with self._db.transaction() as tx:
+            if attempt is not None:
+                table = table_for(EventAttempt)
+                marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+                await tx.execute(
+                    f"INSERT INTO event_attempts ({', '.join(table.columns)}) VALUES ({marks})",
+                    *table.encode(attempt, self.dialect),
+                )
             changed = await tx.execute(
                 "UPDATE events SET status = $3, error = $4,"
                 " message_id = COALESCE($5, message_id),"

@@ -80,6 +80,16 @@ def _is_json(content_type: str | None) -> bool:
 
 
 @attrs.define(eq=False)
+class _Lookup:
+    """A webhook read in flight, which concurrent deliveries wait for."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    answered: bool = False
+    webhook: Webhook | None = None
+    error: StoreError | None = None
+
+
+@attrs.define(eq=False)
 class Intake:
     """What the door needs of the running service: the store, the batcher, rate buckets."""
 
@@ -88,10 +98,37 @@ class Intake:
     batcher: IngestBatcher
     _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
     _secrets: dict[bytes, str] = attrs.field(factory=dict)
+    _lookups: dict[str, _Lookup] = attrs.field(factory=dict)
     _box: SecretBox | None = attrs.field(default=None, init=False)
 
     async def webhook(self, token: str) -> Webhook | None:
-        return await self.store.find(Webhook, token_hash=hash_secret(token))
+        """The webhook whose URL holds ``token``, or None.
+
+        Concurrent deliveries to one webhook share one read in flight: under
+        load they arrive by the dozen, and each read waits for a connection.
+        A read begun before a request arrived answers it too, which is no
+        staler than the request arriving a moment earlier.
+        """
+        digest = hash_secret(token)
+        flight = self._lookups.get(digest)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.answered:
+                if flight.error is not None:
+                    raise flight.error
+                return flight.webhook
+        flight = self._lookups[digest] = _Lookup()
+        try:
+            flight.webhook = await self.store.find(Webhook, token_hash=digest)
+            flight.answered = True
+        except StoreError as exc:
+            flight.error, flight.answered = exc, True
+            raise
+        finally:
+            if self._lookups.get(digest) is flight:
+                del self._lookups[digest]
+            flight.done.set()
+        return flight.webhook
 
     def take(self, webhook: Webhook) -> int | None:
         """A token from the webhook's bucket: None, or the seconds to wait for one."""

@@ -11,8 +11,9 @@ Each run has its own cancel scope with the run deadline
 (``AGENTWS_RUN_TIMEOUT_S``), and a lease that outlasts it by a margin, so
 the lease of a run that is still going never expires. Then:
 
-- posted: the event is ``done`` with the message id (one statement, after
-  the post, so a crash in between re-runs into the idempotent post);
+- posted: the event is ``done`` with the message id, and the attempt is
+  recorded, in one transaction after the post (a crash in between re-runs
+  into the idempotent post);
 - failed, retryable (model or chat busy, store down, deadline passed): queued
   again after a full-jitter backoff, up to 4 attempts in all, then ``failed``;
 - failed, terminal (webhook deleted, channel unusable, model refused): ``failed``
@@ -20,14 +21,17 @@ the lease of a run that is still going never expires. Then:
 - cancelled by shutdown: queued again at once, the attempt given back.
 
 A process killed mid-run leaves its lease, which expires; then the event
-runs again here or in another process.
+runs again here or in another process. (Its attempt leaves no record but
+the event's attempt count: attempts are recorded when they end, with the
+outcome, in the transaction that ends them, which keeps a run to two
+commits of its own: the post and the outcome.)
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 import trio
@@ -142,10 +146,9 @@ class EventWorker:
 
     async def _attempt(self, event: Event) -> None:
         owner = self.settings.instance_id
-        attempt = EventAttempt(event_id=event.id, number=event.attempts, instance_id=owner)
+        started = utcnow()
         run_log = RunLog()
         try:
-            await self.store.insert(attempt)
             if event.attempts > MAX_ATTEMPTS:
                 # Earlier attempts never finished (their process died each time).
                 raise RunFailure(
@@ -159,38 +162,46 @@ class EventWorker:
                 )
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(_CLEANUP_S):
-                await self._record(attempt, run_log, "interrupted", "the service shut down")
+                now = utcnow()
                 await self.store.finish_event(
                     event.id,
                     owner=owner,
                     status=EventStatus.QUEUED,
-                    now=utcnow(),
-                    available_at=utcnow(),
+                    now=now,
+                    available_at=now,
                     give_back_attempt=True,
+                    attempt=self._attempt_record(
+                        event, started, run_log, "interrupted", "the service shut down"
+                    ),
                 )
             raise
         except RunFailure as failure:
-            await self._failed(event, attempt, run_log, failure.message, failure.retryable)
+            await self._failed(event, started, run_log, failure.message, failure.retryable)
         except StoreError as exc:
-            await self._failed(event, attempt, run_log, f"store: {exc.message}", True)
+            await self._failed(event, started, run_log, f"store: {exc.message}", True)
         except Exception as exc:
             log.exception("event %s: the run failed", event.id)
-            await self._failed(event, attempt, run_log, f"internal error: {exc!r}", True)
+            await self._failed(event, started, run_log, f"internal error: {exc!r}", True)
         else:
-            await self._record(attempt, run_log, "done", None)
             finished = await self.store.finish_event(
-                event.id, owner=owner, status=EventStatus.DONE, now=utcnow(), message_id=message.id
+                event.id,
+                owner=owner,
+                status=EventStatus.DONE,
+                now=utcnow(),
+                message_id=message.id,
+                attempt=self._attempt_record(event, started, run_log, "done", None),
             )
             if not finished:
                 log.warning("event %s: posted, but its lease had passed to another run", event.id)
 
     async def _failed(
-        self, event: Event, attempt: EventAttempt, run_log: RunLog, error: str, retryable: bool
+        self, event: Event, started: datetime, run_log: RunLog, error: str, retryable: bool
     ) -> None:
         retry = retryable and event.attempts < MAX_ATTEMPTS
+        outcome = "retry" if retry else "failed"
+        attempt = self._attempt_record(event, started, run_log, outcome, error)
+        now = utcnow()
         try:
-            await self._record(attempt, run_log, "retry" if retry else "failed", error)
-            now = utcnow()
             if retry:
                 delay = backoff_s(event.attempts, self.settings.retry_base_s)
                 log.info(
@@ -207,6 +218,7 @@ class EventWorker:
                     now=now,
                     error=error,
                     available_at=now + timedelta(seconds=delay),
+                    attempt=attempt,
                 )
             else:
                 log.warning("event %s failed: %s", event.id, error)
@@ -216,23 +228,29 @@ class EventWorker:
                     status=EventStatus.FAILED,
                     now=now,
                     error=error,
+                    attempt=attempt,
                 )
         except StoreError as exc:
             # The lease expires and the event runs again: nothing is lost.
             log.error("event %s: cannot record the outcome: %s", event.id, exc.message)
 
-    async def _record(
-        self, attempt: EventAttempt, run_log: RunLog, outcome: str, error: str | None
-    ) -> None:
-        transcript = run_log.transcript()
-        await self.store.update(
-            attrs.evolve(
-                attempt,
-                outcome=outcome,
-                error=error,
-                transcript=transcript,
-                tool_calls={"calls": run_log.tool_calls},
-                usage=run_log.usage,
-                finished_at=utcnow(),
-            )
+    def _attempt_record(
+        self,
+        event: Event,
+        started: datetime,
+        run_log: RunLog,
+        outcome: str,
+        error: str | None,
+    ) -> EventAttempt:
+        return EventAttempt(
+            event_id=event.id,
+            number=event.attempts,
+            instance_id=self.settings.instance_id,
+            outcome=outcome,
+            error=error,
+            transcript=run_log.transcript(),
+            tool_calls={"calls": run_log.tool_calls},
+            usage=run_log.usage,
+            started_at=started,
+            finished_at=utcnow(),
         )
