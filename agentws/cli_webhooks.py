@@ -94,6 +94,10 @@ def _read_secret(args: argparse.Namespace) -> str | None:
 async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import WebhookOptions, create_webhook
 
+    if args.secret_stdin and args.prompt_file is sys.stdin:
+        raise ValidationError(
+            "--prompt-file - and --secret-stdin cannot both read stdin: put the prompt in a file"
+        )
     try:
         prompt = args.prompt_file.read() if args.prompt_file else None
     finally:

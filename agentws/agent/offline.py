@@ -72,8 +72,15 @@ _KEY_FIELDS = (
     "hosted_invoice_url",
     "url",
 )
-_SECRET_KEY = re.compile(r"secret|token|password|passwd|api[_-]?key|signature|credential", re.I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{3,}")
+_SECRET_KEY = re.compile(
+    r"secret|token|passw|passphrase|api[_-]?key|private[_-]?key|signature|credential"
+    r"|authori[sz]ation|cookie|session[_-]?id",
+    re.I,
+)
+# Words of four letters or more, in any script.
+_WORD = re.compile(r"[^\W\d_]\w{3,}")
+# A field path longer than this is cut in the message.
+_MAX_PATH_CHARS = 80
 # Words of a prompt that are not about a field.
 _STOPWORD_TEXT = """
 about above after again against all also and any are as because been before being
@@ -104,20 +111,20 @@ def digest(brief: EventBrief) -> str:
     """The message for ``brief``: what happened, key fields, what the prompt asks about."""
     payload = brief.payload
     leaves = list(_leaves(payload))
-    lines = [f"*{brief.webhook_name}*: {_what_happened(payload, brief.headers)}"]
+    lines = [f"*{_show(brief.webhook_name)}*: {_what_happened(payload, brief.headers)}"]
     key_fields = _key_fields(leaves)
     if key_fields:
         lines += ["", "Key fields:"]
-        lines += [f"• {path}: {_show(value)}" for path, value in key_fields]
+        lines += [f"• {_path(path)}: {_show(value)}" for path, value in key_fields]
     shown = {path for path, _ in key_fields}
     asked = _asked_about(brief.prompt, leaves)
     if asked:
         lines += ["", "Asked about in the prompt:"]
         for word, path, value in asked:
             if path in shown:
-                lines.append(f"• {word}: {path} (above)")
+                lines.append(f"• {word}: {_path(path)} (above)")
             else:
-                lines.append(f"• {word}: {path} = {_show(value)}")
+                lines.append(f"• {word}: {_path(path)} = {_show(value)}")
     if brief.truncated:
         lines += [
             "",
@@ -156,6 +163,13 @@ def _show(value: Any) -> str:
     return text
 
 
+def _path(path: str) -> str:
+    shown = _show(path)
+    if len(shown) > _MAX_PATH_CHARS:
+        shown = "…" + shown[-(_MAX_PATH_CHARS - 1) :]
+    return shown
+
+
 def _first(payload: Any, keys: tuple[str, ...]) -> Any:
     if not isinstance(payload, dict):
         return None
@@ -185,14 +199,14 @@ def _what_happened(payload: Any, headers: dict[str, str]) -> str:
     where = None
     if isinstance(payload, dict) and isinstance(payload.get("repository"), dict):
         where = _first(payload["repository"], ("full_name", "name"))
-    parts = [str(kind) if kind is not None else "an event"]
+    parts = [_show(kind) if kind is not None else "an event"]
     if action is not None and action != kind:
-        parts.append(str(action))
+        parts.append(_show(action))
     text = " ".join(parts)
     if name is not None:
         text += f" — {_show(name)}"
     if where is not None:
-        text += f" in {where}"
+        text += f" in {_show(where)}"
     if outcome is not None and outcome != action:
         text += f": {_show(outcome)}"
     return text

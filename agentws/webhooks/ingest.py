@@ -166,18 +166,22 @@ class HookDoor:
         if scope["type"] != "http" or not scope["path"].startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
+        body = _Body(receive)
         try:
-            status, body = await self._handle(scope, receive)
-            await _respond(send, status, body)
+            status, answer = await self._handle(scope, body)
+            await _respond(send, status, answer)
         except _Refusal as refusal:
-            body = {"error": {"code": refusal.code, "message": refusal.message}}
-            await _respond(send, refusal.status, body, refusal.headers)
+            error = {"error": {"code": refusal.code, "message": refusal.message}}
+            if body.complete:
+                await _respond(send, refusal.status, error, refusal.headers)
+            else:
+                await _refuse_unread(body, send, refusal.status, error, refusal.headers)
         except Exception:
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
-            body = {"error": {"code": "internal_error", "message": "see the server log"}}
-            await _respond(send, 500, body)
+            error = {"error": {"code": "internal_error", "message": "see the server log"}}
+            await _respond(send, 500, error)
 
-    async def _handle(self, scope: Scope, receive: Receive) -> tuple[int, dict[str, Any]]:
+    async def _handle(self, scope: Scope, body_in: _Body) -> tuple[int, dict[str, Any]]:
         if scope["method"] != "POST":
             raise _Refusal(
                 405,
@@ -197,7 +201,7 @@ class HookDoor:
                 403, "webhook_inactive", "this webhook is a draft: an admin must activate it"
             )
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        body = await _read_body(receive, headers.get("content-length"), webhook.max_body_bytes)
+        body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes)
         if not _is_json(headers.get("content-type")):
             raise _Refusal(
                 415, "unsupported_media_type", "send the event as Content-Type: application/json"
@@ -269,25 +273,58 @@ class HookDoor:
             ) from None
 
 
-async def _read_body(receive: Receive, length: str | None, limit: int) -> bytes:
-    too_large = _Refusal(
-        413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
-    )
-    if length is not None and length.strip().isdigit() and int(length) > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Refusal(400, "disconnected", "the client went away before the body ended")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
+@attrs.define(eq=False)
+class _Body:
+    """The request body as the door reads it: up to a limit, and whether it was all read."""
+
+    receive: Receive
+    complete: bool = False
+
+    async def read(self, length: str | None, limit: int) -> bytes:
+        too_large = _Refusal(
+            413,
+            "payload_too_large",
+            f"the body is larger than this webhook's limit of {limit} bytes",
+        )
+        if length is not None and length.strip().isdigit() and int(length) > limit:
             raise too_large
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.complete = True
+                raise _Refusal(400, "disconnected", "the client went away before the body ended")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                self.complete = True
+                return b"".join(chunks)
+
+
+async def _refuse_unread(
+    body: _Body, send: Send, status: int, error: dict[str, Any], headers: dict[str, str]
+) -> None:
+    """Refuse a request whose body is still coming, and end its connection.
+
+    The server hands the body over through a small queue: while nobody reads
+    it, a full queue stalls the connection (and the server cannot even tell
+    the app the client left). So the rest is read and dropped while the
+    answer goes out, and the answer says the connection closes: the upload
+    stops there instead of being read to its end.
+    """
+
+    async def discard() -> None:
+        while (await body.receive())["type"] != "http.disconnect":
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(discard)
+        await _respond(send, status, error, {**headers, "Connection": "close"})
+        nursery.cancel_scope.cancel()
 
 
 def _no_constant(name: str) -> Any:
