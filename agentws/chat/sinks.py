@@ -15,7 +15,7 @@ import attrs
 
 from agentws.chat.channels import ChannelRef
 from agentws.domain.models import ChatMessage
-from agentws.errors import ConflictError, NotFoundError
+from agentws.errors import NotFoundError
 from agentws.store import Store
 
 __all__ = ["ChatSink", "LocalSink", "OutgoingMessage", "SinkError"]
@@ -73,11 +73,6 @@ class LocalSink:
             thread=message.thread,
         )
         try:
-            return await self.store.insert(record)
-        except ConflictError:
-            existing = await self.posted(message.event_id)
-            if existing is None:  # pragma: no cover - the conflict was on the event id
-                raise
-            return existing
+            return await self.store.post_chat_message(record)
         except NotFoundError:
             raise SinkError("the workspace no longer exists", retryable=False) from None

@@ -268,6 +268,14 @@ class Store(Protocol):
         """
         ...
 
+    async def post_chat_message(self, message: ChatMessage) -> ChatMessage:
+        """Store a message; the one already stored for its event, if there is one.
+
+        Committed without a flush to disk, like the queue's bookkeeping: a
+        power loss takes it back only together with the event's ``done``.
+        """
+        ...
+
     async def recent_events(
         self,
         workspace_id: str,

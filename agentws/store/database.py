@@ -39,11 +39,19 @@ class Database(Protocol):
 
     dialect: Dialect
 
-    def transaction(self, *, write: bool = True) -> AbstractAsyncContextManager[Transaction]:
+    def transaction(
+        self, *, write: bool = True, durable: bool = True
+    ) -> AbstractAsyncContextManager[Transaction]:
         """Open a transaction: committed when the block ends, rolled back if it raises.
 
         ``write=False`` promises the block only reads, which lets SQLite run it
-        without taking the write lock.
+        without taking the write lock. ``durable=False`` lets the commit return
+        before it is flushed to disk (SQLite ``synchronous=NORMAL`` in WAL
+        mode, PostgreSQL ``synchronous_commit = off``): it survives the
+        process crashing, but a power loss may take it back, together with
+        every commit after it, never out of order. The next durable commit
+        makes it durable too. Only for writes nobody was promised: a queue's
+        own bookkeeping, never an acknowledged delivery.
         """
         ...
 

@@ -102,11 +102,15 @@ class PostgresDatabase:
         return result
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True) -> AsyncIterator[_PostgresTransaction]:
+    async def transaction(
+        self, *, write: bool = True, durable: bool = True
+    ) -> AsyncIterator[_PostgresTransaction]:
         conn = await self.aio(self._pool.acquire(timeout=_CONNECT_TIMEOUT_S))
         try:
             tx = conn.transaction(readonly=not write)
             await self.aio(tx.start())
+            if write and not durable:
+                await self.aio(conn.execute("SET LOCAL synchronous_commit TO OFF"))
             try:
                 yield _PostgresTransaction(self, conn)
             except BaseException:

@@ -108,16 +108,19 @@ class EventQueries:
         if limit < 1:
             return []
         at = self._ts(now)
+        # Per webhook, not per event: a backlog of thousands costs index
+        # lookups here, not a scan of the queue at every claim.
         rows = await self._db.fetch(
-            "SELECT e.webhook_id, w.concurrency,"
-            f" SUM(CASE WHEN e.status = '{_RUNNING}' AND e.lease_expires_at > $1"
-            " THEN 1 ELSE 0 END) AS busy"
-            " FROM events e JOIN webhooks w ON w.id = e.webhook_id"
-            f" WHERE e.status IN ('{_QUEUED}', '{_RUNNING}')"
-            " GROUP BY e.webhook_id, w.concurrency"
+            "SELECT w.id AS webhook_id, w.concurrency,"
+            " (SELECT COUNT(*) FROM events e WHERE e.webhook_id = w.id"
+            f" AND e.status = '{_RUNNING}' AND e.lease_expires_at > $1) AS busy,"
+            " (SELECT MIN(e.received_at) FROM events e WHERE e.webhook_id = w.id"
+            f" AND e.status = '{_QUEUED}') AS oldest"
+            " FROM webhooks w WHERE EXISTS (SELECT 1 FROM events e WHERE e.webhook_id = w.id"
+            f" AND e.status IN ('{_QUEUED}', '{_RUNNING}'))"
             # Webhooks with fewer runs under way first: a free slot goes to the
             # webhook that has least, not to the one with the oldest backlog.
-            " ORDER BY busy, MIN(e.received_at), e.webhook_id",
+            " ORDER BY busy, oldest, w.id",
             at,
         )
         per_webhook: list[list[str]] = []
@@ -125,24 +128,24 @@ class EventQueries:
             free = int(row["concurrency"]) - int(row["busy"])
             if free < 1:
                 continue
-            if int(row["concurrency"]) == 1:
+            strict = int(row["concurrency"]) == 1
+            ids = await self._candidates(row["webhook_id"], at, 1 if strict else min(free, limit))
+            if strict:
                 # Strict order: only the oldest unfinished event may run.
                 head = await self._db.fetch(
-                    f"SELECT id, {_CLAIMABLE.replace('$1', '$2')} AS ready FROM events"
-                    f" WHERE webhook_id = $1 AND status IN ('{_QUEUED}', '{_RUNNING}')"
+                    "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
                     " ORDER BY received_at, id LIMIT 1",
                     row["webhook_id"],
-                    at,
+                    _QUEUED,
                 )
-                ids = [head[0]["id"]] if head and head[0]["ready"] else []
-            else:
-                found = await self._db.fetch(
-                    f"SELECT id FROM events WHERE webhook_id = $2 AND {_CLAIMABLE}"
-                    f" ORDER BY received_at, id LIMIT {min(free, limit)}",
-                    at,
+                oldest_running = await self._db.fetch(
+                    "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
+                    " ORDER BY received_at, id LIMIT 1",
                     row["webhook_id"],
+                    _RUNNING,
                 )
-                ids = [r["id"] for r in found]
+                first = [*oldest_running, *head]
+                ids = ids if ids and ids[0] == self._oldest(first) else []
             if ids:
                 per_webhook.append(ids)
         # One from each webhook in turn: a busy webhook cannot take every slot.
@@ -150,7 +153,8 @@ class EventQueries:
         if not chosen:
             return []
         claimed: list[str] = []
-        async with self._db.transaction() as tx:
+        # A lost claim is a lease nobody holds, which expires: no need to flush.
+        async with self._db.transaction(durable=False) as tx:
             for event_id in chosen:
                 if await tx.execute(
                     f"UPDATE events SET status = '{_RUNNING}', lease_owner = $2,"
@@ -172,6 +176,36 @@ class EventQueries:
             )
         by_id = {e.id: e for e in self._events(found_rows)}
         return [by_id[i] for i in claimed if i in by_id]
+
+    async def _candidates(self, webhook_id: str, at: Any, limit: int) -> list[str]:
+        """The webhook's claimable events, oldest first, at most ``limit``.
+
+        Two queries, each walking the (webhook, status, received_at) index in
+        order and stopping at ``limit``: the queue behind them is not read.
+        """
+        queued = await self._db.fetch(
+            "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
+            f" AND available_at <= $3 ORDER BY received_at, id LIMIT {int(limit)}",
+            webhook_id,
+            _QUEUED,
+            at,
+        )
+        lost = await self._db.fetch(
+            "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
+            f" AND lease_expires_at <= $3 ORDER BY received_at, id LIMIT {int(limit)}",
+            webhook_id,
+            _RUNNING,
+            at,
+        )
+        both = sorted([*queued, *lost], key=self._arrival)
+        return [r["id"] for r in both[:limit]]
+
+    def _arrival(self, row: Row) -> tuple[datetime, str]:
+        when = table_for(Event).decode_value("received_at", row["received_at"], self.dialect)
+        return when, str(row["id"])
+
+    def _oldest(self, rows: list[Row]) -> str | None:
+        return min(rows, key=self._arrival)["id"] if rows else None
 
     async def next_event_due(self, now: datetime) -> datetime | None:
         at = self._ts(now)
@@ -202,7 +236,9 @@ class EventQueries:
         attempt: EventAttempt | None = None,
     ) -> bool:
         finished = self._ts(now) if status.finished else None
-        async with self._db.transaction() as tx:
+        # Not flushed: after a power loss the event runs again, and its message
+        # (posted with the same care) is gone with it, or found and not posted twice.
+        async with self._db.transaction(durable=False) as tx:
             if attempt is not None:
                 table = table_for(EventAttempt)
                 marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
@@ -227,6 +263,24 @@ class EventQueries:
                 1 if give_back_attempt else 0,
             )
         return bool(changed)
+
+    async def post_chat_message(self, message: ChatMessage) -> ChatMessage:
+        table = table_for(ChatMessage)
+        marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+        async with self._db.transaction(durable=False) as tx:
+            inserted = await tx.execute(
+                f"INSERT INTO chat_messages ({', '.join(table.columns)}) VALUES ({marks})"
+                " ON CONFLICT (event_id) DO NOTHING",
+                *table.encode(message, self.dialect),
+            )
+            if inserted or message.event_id is None:
+                return message
+            rows = await tx.fetch(
+                f"SELECT {', '.join(table.columns)} FROM chat_messages WHERE event_id = $1",
+                message.event_id,
+            )
+        posted: ChatMessage = table.decode(rows[0], self.dialect)
+        return posted
 
     async def recent_events(
         self,

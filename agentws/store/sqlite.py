@@ -112,6 +112,7 @@ class SqliteDatabase:
         self._version = 0
         self._version_until = 0.0
         self._lock = trio.Lock()
+        self._synchronous = "FULL"
         self._idle_send, self._idle = trio.open_memory_channel[sqlite3.Connection](len(readers))
         for reader in readers:
             self._idle_send.send_nowait(reader)
@@ -158,11 +159,25 @@ class SqliteDatabase:
             self._idle_send.send_nowait(reader)
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True) -> AsyncIterator[_SqliteTransaction]:
+    async def transaction(
+        self, *, write: bool = True, durable: bool = True
+    ) -> AsyncIterator[_SqliteTransaction]:
         async with self._lock:
-            # IMMEDIATE takes the write lock up front, so two writers queue
-            # instead of one failing when it upgrades a read lock.
-            await self.run(lambda c: c.execute("BEGIN IMMEDIATE" if write else "BEGIN"))
+            # In WAL mode, FULL syncs the log at every commit and NORMAL only
+            # at checkpoints; the setting is the connection's, so it is set
+            # per transaction, and only when it changes.
+            synchronous = "FULL" if durable or not write else "NORMAL"
+            pragma = synchronous != self._synchronous
+
+            def begin(c: sqlite3.Connection) -> None:
+                if pragma:
+                    c.execute(f"PRAGMA synchronous={synchronous}")
+                # IMMEDIATE takes the write lock up front, so two writers queue
+                # instead of one failing when it upgrades a read lock.
+                c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+            await self.run(begin)
+            self._synchronous = synchronous
             try:
                 yield _SqliteTransaction(self)
             except BaseException:

@@ -56,7 +56,8 @@ class EventProcessor:
                 f"the channel cannot be used: {exc.message}", retryable=False
             ) from None
         sink = self.sinks(channel)
-        existing = await sink.posted(event.id)
+        # Only an earlier attempt can have posted (and then lost its lease).
+        existing = await sink.posted(event.id) if event.attempts > 1 else None
         if existing is not None:
             log.text = existing.text
             return existing

@@ -54,6 +54,8 @@ MAX_ATTEMPTS = 4
 _LEASE_MARGIN_S = 5.0
 # The dispatcher looks for work at least this often.
 _POLL_S = 0.5
+# How long the dispatcher lets wake-ups gather before it claims.
+_GATHER_S = 0.002
 # After a store error, the dispatcher waits this long before claiming again.
 _STORE_PAUSE_S = 1.0
 # Recording an outcome when the run was cancelled must finish, but not hang shutdown.
@@ -116,6 +118,9 @@ class EventWorker:
                 if pause > 0:
                     with trio.move_on_after(pause):
                         await self._wake.wait()
+                    # Runs ending together are claimed for together: one
+                    # round of queries for the lot, not one per run.
+                    await trio.sleep(_GATHER_S)
 
     async def _claim(self, free: int) -> list[Event]:
         if free < 1:
