@@ -12,6 +12,7 @@ sees sqlite3 or asyncpg.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -52,6 +53,18 @@ class Database(Protocol):
         every commit after it, never out of order. The next durable commit
         makes it durable too. Only for writes nobody was promised: a queue's
         own bookkeeping, never an acknowledged delivery.
+        """
+        ...
+
+    async def execute_batch(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
+    ) -> list[int]:
+        """Run write statements in one transaction; how many rows each one changed.
+
+        On SQLite the whole transaction is one trip to the database thread, so
+        the write lock is held only as long as the statements take, never
+        across turns of the event loop (where other writers would queue
+        behind it). ``durable`` as for :meth:`transaction`.
         """
         ...
 

@@ -9,7 +9,7 @@ variable that request handlers, started outside this block, do not see.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -124,6 +124,12 @@ class PostgresDatabase:
         finally:
             with trio.move_on_after(_CLEANUP_S, shield=True):
                 await self._loop.run_aio_coroutine(self._pool.release(conn))
+
+    async def execute_batch(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
+    ) -> list[int]:
+        async with self.transaction(durable=durable) as tx:
+            return [await tx.execute(sql, *args) for sql, args in statements]
 
     def data_version(self) -> int | None:
         return None  # no cheap change counter; caches ask the database every time

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus
+from agentws.errors import NotFoundError
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -59,48 +60,69 @@ class EventQueries:
         table = table_for(Event)
         columns = ", ".join(table.columns)
         marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-        insert = f"INSERT INTO events ({columns}) VALUES ({marks})"
-        insert_new_key = insert + " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+        # A key already taken makes the insert do nothing: the event is then a
+        # redelivery (or a conflict), decided below from the first one.
+        insert = (
+            f"INSERT INTO events ({columns}) VALUES ({marks})"
+            " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+        )
         ids = sorted({e.webhook_id for e in events})
         in_list = ", ".join(f"${i}" for i in range(1, len(ids) + 1))
-        # On PostgreSQL the webhooks are locked against deletion until the
-        # commit, so that the inserts cannot fail on a vanished webhook.
-        lock = " FOR KEY SHARE" if self.dialect == "postgres" else ""
+        rows = await self._db.fetch(f"SELECT id FROM webhooks WHERE id IN ({in_list})", *ids)
+        present = {row["id"] for row in rows}
+        storable = [e for e in events if e.webhook_id in present]
+        try:
+            counts = await self._db.execute_batch(
+                [(insert, table.encode(e, self.dialect)) for e in storable]
+            )
+        except NotFoundError:
+            # A webhook was deleted since it was read: one by one, so that
+            # only its own events are refused.
+            if len(events) == 1:
+                return [Ingested(IngestOutcome.GONE)]
+            return [
+                (await self.ingest_events([event], dedup_since=dedup_since))[0] for event in events
+            ]
+        inserted = {e.id: bool(n) for e, n in zip(storable, counts, strict=True)}
         results: list[Ingested] = []
-        async with self._db.transaction() as tx:
-            rows = await tx.fetch(f"SELECT id FROM webhooks WHERE id IN ({in_list}){lock}", *ids)
-            present = {row["id"] for row in rows}
-            for event in events:
-                if event.webhook_id not in present:
-                    results.append(Ingested(IngestOutcome.GONE))
-                    continue
-                values = table.encode(event, self.dialect)
-                if event.dedup_key is None:
-                    await tx.execute(insert, *values)
-                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
-                    continue
-                if await tx.execute(insert_new_key, *values):
-                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
-                    continue
-                (first,) = await tx.fetch(
-                    "SELECT id, body_hash, received_at FROM events"
-                    " WHERE webhook_id = $1 AND dedup_key = $2",
-                    event.webhook_id,
-                    event.dedup_key,
-                )
-                received_at = table.decode_value("received_at", first["received_at"], self.dialect)
-                if received_at < dedup_since:
-                    # The key's window is over: the old event lets go of it.
-                    await tx.execute(
-                        "UPDATE events SET dedup_key = NULL WHERE id = $1", first["id"]
-                    )
-                    await tx.execute(insert, *values)
-                    results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
-                elif first["body_hash"] == event.body_hash:
-                    results.append(Ingested(IngestOutcome.DUPLICATE, first["id"]))
-                else:
-                    results.append(Ingested(IngestOutcome.CONFLICT, first["id"]))
+        for event in events:
+            if event.webhook_id not in present:
+                results.append(Ingested(IngestOutcome.GONE))
+            elif inserted[event.id]:
+                results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
+            else:
+                results.append(await self._redelivery(event, insert, dedup_since))
         return results
+
+    async def _redelivery(self, event: Event, insert: str, dedup_since: datetime) -> Ingested:
+        """What an event whose key was taken is: a duplicate, a conflict, or new after all."""
+        table = table_for(Event)
+        found = await self._db.fetch(
+            "SELECT id, body_hash, received_at FROM events"
+            " WHERE webhook_id = $1 AND dedup_key = $2",
+            event.webhook_id,
+            event.dedup_key,
+        )
+        if not found:
+            return Ingested(IngestOutcome.GONE)
+        first = found[0]
+        received_at = table.decode_value("received_at", first["received_at"], self.dialect)
+        if received_at < dedup_since:
+            # The key's window is over: the old event lets go of it.
+            _, stored = await self._db.execute_batch(
+                [
+                    (
+                        "UPDATE events SET dedup_key = NULL WHERE id = $1 AND received_at < $2",
+                        (first["id"], self._ts(dedup_since)),
+                    ),
+                    (insert, table.encode(event, self.dialect)),
+                ]
+            )
+            if stored:
+                return Ingested(IngestOutcome.ACCEPTED, event.id)
+        if first["body_hash"] == event.body_hash:
+            return Ingested(IngestOutcome.DUPLICATE, first["id"])
+        return Ingested(IngestOutcome.CONFLICT, first["id"])
 
     async def claim_events(
         self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
@@ -152,28 +174,31 @@ class EventQueries:
         chosen = [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
         if not chosen:
             return []
-        claimed: list[str] = []
         # A lost claim is a lease nobody holds, which expires: no need to flush.
-        async with self._db.transaction(durable=False) as tx:
-            for event_id in chosen:
-                if await tx.execute(
+        counts = await self._db.execute_batch(
+            [
+                (
                     f"UPDATE events SET status = '{_RUNNING}', lease_owner = $2,"
                     " lease_expires_at = $3, attempts = attempts + 1,"
                     " started_at = COALESCE(started_at, $1)"
                     f" WHERE id = $4 AND {_CLAIMABLE}",
-                    at,
-                    owner,
-                    self._ts(lease_expires_at),
-                    event_id,
-                ):
-                    claimed.append(event_id)
-            if not claimed:
-                return []
-            table = table_for(Event)
-            marks = ", ".join(f"${i}" for i in range(1, len(claimed) + 1))
-            found_rows = await tx.fetch(
-                f"SELECT {', '.join(table.columns)} FROM events WHERE id IN ({marks})", *claimed
-            )
+                    (at, owner, self._ts(lease_expires_at), event_id),
+                )
+                for event_id in chosen
+            ],
+            durable=False,
+        )
+        claimed = [event_id for event_id, n in zip(chosen, counts, strict=True) if n]
+        if not claimed:
+            return []
+        table = table_for(Event)
+        marks = ", ".join(f"${i}" for i in range(2, len(claimed) + 2))
+        found_rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM events"
+            f" WHERE lease_owner = $1 AND id IN ({marks})",
+            owner,
+            *claimed,
+        )
         by_id = {e.id: e for e in self._events(found_rows)}
         return [by_id[i] for i in claimed if i in by_id]
 
@@ -236,49 +261,60 @@ class EventQueries:
         attempt: EventAttempt | None = None,
     ) -> bool:
         finished = self._ts(now) if status.finished else None
-        # Not flushed: after a power loss the event runs again, and its message
-        # (posted with the same care) is gone with it, or found and not posted twice.
-        async with self._db.transaction(durable=False) as tx:
-            if attempt is not None:
-                table = table_for(EventAttempt)
-                marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-                await tx.execute(
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        if attempt is not None:
+            table = table_for(EventAttempt)
+            marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+            statements.append(
+                (
                     f"INSERT INTO event_attempts ({', '.join(table.columns)}) VALUES ({marks})",
-                    *table.encode(attempt, self.dialect),
+                    tuple(table.encode(attempt, self.dialect)),
                 )
-            changed = await tx.execute(
+            )
+        statements.append(
+            (
                 "UPDATE events SET status = $3, error = $4,"
                 " message_id = COALESCE($5, message_id),"
                 " available_at = COALESCE($6, available_at),"
                 " lease_owner = NULL, lease_expires_at = NULL, finished_at = $7,"
                 " attempts = attempts - $8"
                 f" WHERE id = $1 AND lease_owner = $2 AND status = '{_RUNNING}'",
-                event_id,
-                owner,
-                status.value,
-                error,
-                message_id,
-                self._ts(available_at) if available_at is not None else None,
-                finished,
-                1 if give_back_attempt else 0,
+                (
+                    event_id,
+                    owner,
+                    status.value,
+                    error,
+                    message_id,
+                    self._ts(available_at) if available_at is not None else None,
+                    finished,
+                    1 if give_back_attempt else 0,
+                ),
             )
-        return bool(changed)
+        )
+        # Not flushed: after a power loss the event runs again, and its message
+        # (posted with the same care) is gone with it, or found and not posted twice.
+        counts = await self._db.execute_batch(statements, durable=False)
+        return bool(counts[-1])
 
     async def post_chat_message(self, message: ChatMessage) -> ChatMessage:
         table = table_for(ChatMessage)
         marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-        async with self._db.transaction(durable=False) as tx:
-            inserted = await tx.execute(
-                f"INSERT INTO chat_messages ({', '.join(table.columns)}) VALUES ({marks})"
-                " ON CONFLICT (event_id) DO NOTHING",
-                *table.encode(message, self.dialect),
-            )
-            if inserted or message.event_id is None:
-                return message
-            rows = await tx.fetch(
-                f"SELECT {', '.join(table.columns)} FROM chat_messages WHERE event_id = $1",
-                message.event_id,
-            )
+        (inserted,) = await self._db.execute_batch(
+            [
+                (
+                    f"INSERT INTO chat_messages ({', '.join(table.columns)}) VALUES ({marks})"
+                    " ON CONFLICT (event_id) DO NOTHING",
+                    tuple(table.encode(message, self.dialect)),
+                )
+            ],
+            durable=False,
+        )
+        if inserted or message.event_id is None:
+            return message
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM chat_messages WHERE event_id = $1",
+            message.event_id,
+        )
         posted: ChatMessage = table.decode(rows[0], self.dialect)
         return posted
 

@@ -14,7 +14,7 @@ import functools
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -192,6 +192,35 @@ class SqliteDatabase:
                     with trio.move_on_after(_CLEANUP_S, shield=True):
                         await self.run(lambda c: c.in_transaction and c.execute("ROLLBACK"))
                     raise
+
+    async def execute_batch(
+        self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
+    ) -> list[int]:
+        synchronous = "FULL" if durable else "NORMAL"
+        async with self._lock:
+            pragma = synchronous != self._synchronous
+
+            def work(c: sqlite3.Connection) -> list[int]:
+                if pragma:
+                    c.execute(f"PRAGMA synchronous={synchronous}")
+                c.execute("BEGIN IMMEDIATE")
+                try:
+                    counts = [
+                        c.execute(_to_sqlite(sql), tuple(a)).rowcount for sql, a in statements
+                    ]
+                    c.execute("COMMIT")
+                except BaseException:
+                    if c.in_transaction:
+                        c.execute("ROLLBACK")
+                    raise
+                return counts
+
+            # One thread call, which runs to its end even if this task is
+            # cancelled meanwhile: the transaction is never left open.
+            counts = await self.run(work)
+            self._synchronous = synchronous
+            self._version_until = 0.0
+            return counts
 
     async def ping(self) -> None:
         async with self._lock:

@@ -224,26 +224,36 @@ async def test_a_webhook_runs_up_to_its_concurrency_and_no_more(tmp_path: Path) 
 
 
 async def test_a_busy_webhook_does_not_starve_another(tmp_path: Path) -> None:
-    async def slow() -> ModelReply:
-        await trio.sleep(0.05)
+    gates: list[trio.Event] = []
+    opened = False
+
+    async def busy_turn() -> ModelReply:
+        if not opened:
+            gate = trio.Event()
+            gates.append(gate)
+            await gate.wait()
         return ModelReply(text="busy")
 
     def script(request: ModelRequest) -> Any:
-        return slow if request.brief.webhook_name == "busy" else ModelReply(text="quiet")
+        return busy_turn if request.brief.webhook_name == "busy" else ModelReply(text="quiet")
 
+    model = ScriptedModel(script)
     env = {"AGENTWS_WORKER_CONCURRENCY": "2"}
-    async with served(tmp_path, ScriptedModel(script), **env) as server:
+    async with served(tmp_path, model, **env) as server:
         busy = await hook(server, "busy", concurrency=8)
         quiet = await hook(server, "quiet")
-        busy_ids = [await deliver(busy, {"n": n}) for n in range(40)]
+        busy_ids = [await deliver(busy, {"n": n}) for n in range(10)]
+        await wait_for(lambda: len(gates) == 2, what="both slots taken by the busy webhook")
         quiet_id = await deliver(quiet, {"n": 0})
+        gates[0].set()  # one slot frees: it goes to the webhook with nothing running
         await finished(server.store, quiet_id)
-        left = [
-            e
-            for e in await server.store.select(Event, status=EventStatus.QUEUED)
-            if e.id in busy_ids
-        ]
-        assert len(left) >= 10, "the quiet webhook's event waited behind the busy one's"
+        names = [r.brief.webhook_name for r in model.requests]
+        assert names[:3] == ["busy", "busy", "quiet"], names
+        opened = True
+        for gate in gates:
+            gate.set()
+        for event_id in busy_ids:
+            assert (await finished(server.store, event_id)).status is EventStatus.DONE
 
 
 async def test_shutdown_puts_a_running_event_back_in_the_queue(tmp_path: Path) -> None:
