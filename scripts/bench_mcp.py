@@ -30,23 +30,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import json
 import math
-import shutil
 import sqlite3
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib import cli
 from benchlib.agentws_setup import (
     AgentwsSite,
     add_connectors,
@@ -56,15 +48,8 @@ from benchlib.agentws_setup import (
 )
 from benchlib.corpus import SEED, make_corpus, write_corpus
 from benchlib.machine import describe_machine
-from benchlib.procs import (
-    BenchError,
-    Child,
-    Processes,
-    raise_nofile_limit,
-    read_json,
-    terminate_on_signals,
-)
-from benchlib.report import fmt, markdown_table, verdict, write_json
+from benchlib.procs import BenchError, Child, Processes, raise_nofile_limit
+from benchlib.report import cpu_cores, fmt, report_head, rounds_note, verdict
 
 SCRIPTS = Path(__file__).resolve().parent
 REPO = SCRIPTS.parent
@@ -78,8 +63,6 @@ TOOLSLIST_TOOLS_EACH = 40
 # The built-ins the group offers: the two context tools (it has a library) and
 # get_approval (it has connector tools).
 _BUILTIN_TOOLS = 3
-# Other processes' CPU (in cores) above which a run is flagged as noisy.
-_QUIET_CORES = 0.15
 # Seconds a server gets to start listening.
 _START_TIMEOUT_S = 30.0
 _PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "anyio", "starlette", "httpx2"]
@@ -144,52 +127,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=["throughput", "sessions", "toolslist"],
         help="run one measure only (default: all three)",
     )
-    parser.add_argument(
-        "--json-out",
-        type=Path,
-        default=DEFAULT_JSON_OUT,
-        help="where to write the results as JSON",
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="exit with status 2 when a target is missed"
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temp directory (databases, server logs)"
-    )
+    cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
     if min(args.seconds, args.concurrency, args.documents, args.rounds) <= 0 or args.warmup < 0:
         parser.error("--seconds, --concurrency, --documents and --rounds must be positive")
     return args
 
 
-@contextlib.contextmanager
-def _workdir(keep: bool) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="agentws-bench-mcp-"))
-    try:
-        yield path
-    finally:
-        if keep:
-            print(f"kept {path}", file=sys.stderr)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _say(text: str) -> None:
-    print(f"[bench mcp] {text}", file=sys.stderr, flush=True)
+_say = cli.logger("mcp")
 
 
 def _wait_until_answering(child: Child, url: str) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while True:
-        try:
-            httpx2.get(url, timeout=2.0)
-            return
-        except httpx2.TransportError:
-            if child.process.poll() is not None or time.monotonic() > deadline:
-                raise BenchError(
-                    f"{child.name} does not answer at {url}\n{child.log_tail()}"
-                ) from None
-            time.sleep(0.1)
+    cli.wait_until_answering(child, url, _START_TIMEOUT_S)
 
 
 def _copy_database(source: Path, target: Path) -> None:
@@ -236,19 +185,7 @@ def _start_reference(
 
 
 def _run_load(procs: Processes, job: dict[str, Any]) -> dict[str, Any]:
-    child = procs.start(
-        "load", [sys.executable, str(SCRIPTS / "benchlib" / "load.py")], stdin=subprocess.PIPE
-    )
-    timeout = job["warmup_s"] + job["seconds"] + 120
-    try:
-        out, _ = child.process.communicate(json.dumps(job).encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"the load client did not finish in {timeout:g} s") from None
-    finally:
-        procs.stop(child)
-    if child.process.returncode != 0:
-        raise BenchError(f"the load client failed\n{child.log_tail()}")
-    return read_json(out, "the load client's output")
+    return cli.run_load_client(procs, "load.py", job, job["warmup_s"] + job["seconds"] + 120)
 
 
 def _job(
@@ -377,9 +314,7 @@ def _parity(agentws: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any
 
 def _note_noise(result: dict[str, Any]) -> None:
     """How much CPU other processes took during the measured window, in cores."""
-    ours = result["client_cpu_s"] + (result.get("server_cpu_s") or 0.0)
-    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - ours) / result["seconds"]
-    result["client_cpu_cores"] = result["client_cpu_s"] / result["seconds"]
+    cpu_cores(result)
     _say(
         f"  {result['throughput_rps']:.1f} calls/s, p50 {result['p50_ms']:.1f} ms, "
         f"p99 {result['p99_ms']:.1f} ms, {result['errors']} failed, "
@@ -548,18 +483,7 @@ def render(results: dict[str, Any]) -> str:
         rows += _toolslist_rows(results["toolslist"])
     packages = machine["packages"]
     lines = [
-        f"## scripts/bench mcp — {results['date']}",
-        "",
-        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
-        "",
-        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
-        + (
-            f" ({machine['usable_cores']} usable)"
-            if machine["usable_cores"] != machine["cores"]
-            else ""
-        )
-        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
-        + f", {machine['os']}, {machine['python']}.",
+        *report_head("mcp", results["date"], rows, machine),
         f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
         f"trio {packages['trio']}, SQLite store): on every request the bearer token is "
         "looked up and the session checked against it"
@@ -599,20 +523,7 @@ def render(results: dict[str, Any]) -> str:
         )
         noise = max(results[n]["other_cpu_cores_max"] for n in ("agentws", "reference"))
         client = max(results[n]["client_cpu_cores_max"] for n in ("agentws", "reference"))
-        lines.append(
-            f"- Calls/s in each round: {rounds}. The load client used up to {client:.2f} cores"
-            + (
-                " (near saturation: the client, not the server, may be the limit)"
-                if client > 0.8
-                else ""
-            )
-            + f"; other processes up to {noise:.2f} cores during the measured windows"
-            + (
-                f": the machine was not quiet (more than {_QUIET_CORES} cores), so expect noise."
-                if noise > _QUIET_CORES
-                else "."
-            )
-        )
+        lines.append(rounds_note("Calls/s", rounds, client, noise))
     if "idle_sse" in results:
         s = results["idle_sse"]
         if "rss_before_kb" in s:
@@ -664,7 +575,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     queries = list(corpus.queries)
     results: dict[str, Any] = {
         "mode": "mcp",
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": cli.now_utc(),
         "machine": describe_machine(_PACKAGES),
         "config": {
             "seconds": args.seconds,
@@ -687,25 +598,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "uvicorn_http": _uvicorn_http(),
     }
-    with _workdir(args.keep) as work, Processes(work) as procs:
+    with cli.workdir("mcp", args.keep) as work, Processes(work) as procs:
         _say(f"setting up agentws in {work}")
         paths = write_corpus(corpus, work / "corpus")
         site = set_up_agentws(work, paths)
         if args.only in (None, "throughput"):
             reference_db = work / "reference.db"
             _copy_database(site.database_path, reference_db)
-            runs: dict[str, list[dict[str, Any]]] = {"agentws": [], "reference": []}
-            for n in range(1, args.rounds + 1):
-                order = ["agentws", "reference"] if n % 2 else ["reference", "agentws"]
-                for name in order:
-                    if name == "agentws":
-                        result = _measure_agentws(args, procs, site, queries, n)
-                    else:
-                        result = _measure_reference(
-                            args, procs, reference_db, site.library, queries, n
-                        )
-                    _note_noise(result)
-                    runs[name].append(result)
+            runs = cli.abba_rounds(
+                args.rounds,
+                lambda n: _measure_agentws(args, procs, site, queries, n),
+                lambda n: _measure_reference(args, procs, reference_db, site.library, queries, n),
+                _note_noise,
+            )
             results.update(_summarise_throughput(runs))
         if args.only in (None, "sessions") and args.sessions:
             results["idle_sse"] = _measure_sessions(args, procs, site)
@@ -728,20 +633,9 @@ def _passed(results: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        with terminate_on_signals():
-            results = run(args)
-    except BenchError as exc:
-        print(f"scripts/bench mcp: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(
-            "scripts/bench mcp: interrupted; every process it started is stopped", file=sys.stderr
-        )
-        return 130
-    write_json(args.json_out, results)
-    print(render(results))
-    print(f"\n(JSON: {args.json_out})")
+    results = cli.run_and_report("mcp", args, run, render)
+    if isinstance(results, int):
+        return results
     failed_calls = sum(
         results.get(n, {}).get("errors_all_rounds", 0) for n in ("agentws", "reference")
     ) + results.get("toolslist", {}).get("errors", 0)

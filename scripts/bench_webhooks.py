@@ -31,27 +31,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import math
-import shutil
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx2
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib import cli
 from benchlib.agentws_setup import agentws_bin
 from benchlib.load import percentile
 from benchlib.machine import describe_machine
-from benchlib.procs import BenchError, Child, Processes, read_json, terminate_on_signals
-from benchlib.report import fmt, markdown_table, verdict, write_json
+from benchlib.procs import BenchError, Child, Processes
+from benchlib.report import cpu_cores, fmt, report_head, rounds_note, verdict
 from benchlib.webhook_load import PAYLOAD_BYTES
 from benchlib.webhook_setup import (
     BURST,
@@ -69,8 +64,6 @@ DEFAULT_JSON_OUT = REPO / "bench-results" / "webhooks.json"
 
 THROUGHPUT_TARGET = 0.6  # agentws / reference, accepted events per second
 E2E_TARGET_P99_MS = 100.0  # POST -> chat message, p99
-# Other processes' CPU (in cores) above which a run is flagged as noisy.
-_QUIET_CORES = 0.15
 # Seconds a server gets to start answering.
 _START_TIMEOUT_S = 30.0
 # agentws's pool of event runs (AGENTWS_WORKER_CONCURRENCY).
@@ -152,15 +145,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=argparse.SUPPRESS,
         help="run one measure only (default: both)",
     )
-    parser.add_argument(
-        "--json-out", type=Path, default=DEFAULT_JSON_OUT, help="where to write the results as JSON"
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="exit with status 2 when a target is missed"
-    )
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temp directory (databases, server logs)"
-    )
+    cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
     args.only = getattr(args, "only", None)
     if min(args.duration, args.concurrency, args.rounds, args.e2e_rate, args.e2e_seconds) <= 0:
@@ -172,20 +157,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-@contextlib.contextmanager
-def _workdir(keep: bool) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="agentws-bench-webhooks-"))
-    try:
-        yield path
-    finally:
-        if keep:
-            print(f"kept {path}", file=sys.stderr)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _say(text: str) -> None:
-    print(f"[bench webhooks] {text}", file=sys.stderr, flush=True)
+_say = cli.logger("webhooks")
 
 
 def _retrying(what: str, attempt: Callable[[], T]) -> T:
@@ -201,20 +173,7 @@ def _retrying(what: str, attempt: Callable[[], T]) -> T:
 
 
 def _wait_until_ready(child: Child, url: str) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    status = None
-    while True:
-        try:
-            status = httpx2.get(url, timeout=2.0).status_code
-            if status == 200:
-                return
-        except httpx2.TransportError:
-            pass
-        if child.process.poll() is not None or time.monotonic() > deadline:
-            raise BenchError(
-                f"{child.name} is not ready at {url} (last answer: {status})\n{child.log_tail()}"
-            )
-        time.sleep(0.1)
+    cli.wait_until_answering(child, url, _START_TIMEOUT_S, want_status=200)
 
 
 def _start_agentws(
@@ -250,20 +209,7 @@ def _stop_agentws(procs: Processes, child: Child) -> int:
 
 
 def _run_load(procs: Processes, job: dict[str, Any], timeout: float) -> dict[str, Any]:
-    child = procs.start(
-        "load",
-        [sys.executable, str(SCRIPTS / "benchlib" / "webhook_load.py")],
-        stdin=subprocess.PIPE,
-    )
-    try:
-        out, _ = child.process.communicate(json.dumps(job).encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"the load client did not finish in {timeout:g} s") from None
-    finally:
-        procs.stop(child)
-    if child.process.returncode != 0:
-        raise BenchError(f"the load client failed\n{child.log_tail()}")
-    return read_json(out, "the load client's output")
+    return cli.run_load_client(procs, "webhook_load.py", job, timeout)
 
 
 def _closed_job(args: argparse.Namespace, url: str, pid: int) -> dict[str, Any]:
@@ -334,9 +280,7 @@ def _measure_reference(
 
 def _note_noise(result: dict[str, Any]) -> None:
     """How much CPU other processes took during the measured window, in cores."""
-    ours = result["client_cpu_s"] + (result.get("server_cpu_s") or 0.0)
-    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - ours) / result["seconds"]
-    result["client_cpu_cores"] = result["client_cpu_s"] / result["seconds"]
+    cpu_cores(result)
     result["server_cpu_cores"] = (result.get("server_cpu_s") or 0.0) / result["seconds"]
     _say(
         f"  {result['accepted_per_s']:.1f} events/s, p50 {result['p50_ms']:.1f} ms, "
@@ -582,19 +526,6 @@ def _e2e_rows(e2e: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def _machine_line(machine: dict[str, Any]) -> str:
-    return (
-        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
-        + (
-            f" ({machine['usable_cores']} usable)"
-            if machine["usable_cores"] != machine["cores"]
-            else ""
-        )
-        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
-        + f", {machine['os']}, {machine['python']}."
-    )
-
-
 def _throughput_notes(results: dict[str, Any]) -> list[str]:
     config = results["config"]
     packages = results["machine"]["packages"]
@@ -619,19 +550,7 @@ def _throughput_notes(results: dict[str, Any]) -> list[str]:
         f"{config['warmup_s']:g} s warm-up, then {config['duration_s']:g} s measured; only "
         f"202s count; servers one after the other, {config['rounds']} round(s) each in ABBA "
         "order, best round shown (all rounds in the JSON).",
-        f"- Accepted events/s in each round: {rounds}. The load client used up to "
-        f"{client:.2f} cores"
-        + (
-            " (near saturation: the client, not the server, may be the limit)"
-            if client > 0.8
-            else ""
-        )
-        + f"; other processes up to {noise:.2f} cores during the measured windows"
-        + (
-            f": the machine was not quiet (more than {_QUIET_CORES} cores), so expect noise."
-            if noise > _QUIET_CORES
-            else "."
-        ),
+        rounds_note("Accepted events/s", rounds, client, noise),
         f"- agentws durability: {'every' if not missing else 'NOT every'} event answered 202 "
         f"was in the database after the server stopped ({missing} missing, all rounds). "
         f"Meanwhile its worker had posted {at_end['messages']:,} messages for the "
@@ -671,11 +590,7 @@ def render(results: dict[str, Any]) -> str:
     if "e2e" in results:
         rows += _e2e_rows(results["e2e"])
     lines = [
-        f"## scripts/bench webhooks — {results['date']}",
-        "",
-        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
-        "",
-        _machine_line(machine),
+        *report_head("webhooks", results["date"], rows, machine),
         f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
         f"trio {packages['trio']}, SQLite store in WAL mode, synchronous=FULL): per delivery "
         "the token is looked up, the body read and parsed, the rate limit and dedup key "
@@ -699,7 +614,7 @@ def render(results: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "mode": "webhooks",
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": cli.now_utc(),
         "machine": describe_machine(_PACKAGES),
         "config": {
             "duration_s": args.duration,
@@ -717,20 +632,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "targets": {"throughput_ratio": THROUGHPUT_TARGET, "e2e_p99_ms": E2E_TARGET_P99_MS},
     }
-    with _workdir(args.keep) as work, Processes(work) as procs:
+    with cli.workdir("webhooks", args.keep) as work, Processes(work) as procs:
         _say(f"setting up agentws in {work}")
         site = _retrying("setting up agentws", lambda: set_up_webhook(work))
         if args.only in (None, "throughput"):
-            runs: dict[str, list[dict[str, Any]]] = {"agentws": [], "reference": []}
-            for n in range(1, args.rounds + 1):
-                order = ["agentws", "reference"] if n % 2 else ["reference", "agentws"]
-                for name in order:
-                    if name == "agentws":
-                        result = _measure_agentws(args, procs, site, n)
-                    else:
-                        result = _measure_reference(args, procs, site, n)
-                    _note_noise(result)
-                    runs[name].append(result)
+            runs = cli.abba_rounds(
+                args.rounds,
+                lambda n: _measure_agentws(args, procs, site, n),
+                lambda n: _measure_reference(args, procs, site, n),
+                _note_noise,
+            )
             results.update(_summarise_throughput(runs))
         if args.only in (None, "e2e"):
             results["e2e"] = _measure_e2e(args, procs, site)
@@ -756,21 +667,9 @@ def _failed(results: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        with terminate_on_signals():
-            results = run(args)
-    except BenchError as exc:
-        print(f"scripts/bench webhooks: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(
-            "scripts/bench webhooks: interrupted; every process it started is stopped",
-            file=sys.stderr,
-        )
-        return 130
-    write_json(args.json_out, results)
-    print(render(results))
-    print(f"\n(JSON: {args.json_out})")
+    results = cli.run_and_report("webhooks", args, run, render)
+    if isinstance(results, int):
+        return results
     if _failed(results):
         return 1
     if args.check and not _passed(results):

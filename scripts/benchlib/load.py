@@ -24,7 +24,8 @@ warm-up included, is an error. The first answer to each query is kept
 documents. The CPU time of this process, of the server (``server_pid``)
 and of the whole machine (/proc/stat) is taken at both ends of the
 measured window, so the caller can tell how much CPU other processes took
-meanwhile.
+meanwhile. Its ``percentile``, ``latency_figures``, ``CpuWindow`` and
+``run_job_from_stdin`` serve :mod:`benchlib.webhook_load` too.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,47 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
         return 0.0
     rank = max(1, round(fraction * len(sorted_values) + 0.5))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def latency_figures(latencies: list[float]) -> dict[str, float]:
+    """``p50_ms``, ``p90_ms``, ``p99_ms`` and ``max_ms`` of an ascending list of seconds."""
+    return {
+        "p50_ms": percentile(latencies, 0.50) * 1000,
+        "p90_ms": percentile(latencies, 0.90) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+        "max_ms": (latencies[-1] * 1000) if latencies else 0.0,
+    }
+
+
+class CpuWindow:
+    """CPU time of this process, of a server and of the machine at both ends of a window."""
+
+    def __init__(self, server_pid: int | None) -> None:
+        self.server_pid = server_pid
+        self.cpu: dict[str, float] = {}
+
+    def start(self, nursery: trio.Nursery, measure_from: float, measure_until: float) -> None:
+        """Sample at ``measure_from`` and ``measure_until`` (``time.perf_counter`` times)."""
+        nursery.start_soon(self._sample, measure_from, "from")
+        nursery.start_soon(self._sample, measure_until, "until")
+
+    async def _sample(self, at: float, name: str) -> None:
+        await trio.sleep(max(0.0, at - time.perf_counter()))
+        self.cpu[f"client_{name}"] = time.process_time()
+        self.cpu[f"machine_{name}"] = machine_busy_seconds()
+        if self.server_pid:
+            self.cpu[f"server_{name}"] = cpu_seconds(int(self.server_pid))
+
+    def figures(self) -> dict[str, float | None]:
+        """``client_cpu_s``, ``server_cpu_s`` (None without a server) and ``machine_busy_s``."""
+        cpu = self.cpu
+        return {
+            "client_cpu_s": cpu["client_until"] - cpu["client_from"],
+            "server_cpu_s": (
+                (cpu["server_until"] - cpu["server_from"]) if self.server_pid else None
+            ),
+            "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
+        }
 
 
 class _Run:
@@ -217,19 +260,9 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         run.measure_from = start + float(job["warmup_s"])
         run.measure_until = run.measure_from + float(job["seconds"])
-        cpu: dict[str, float] = {}
-        server_pid = job.get("server_pid")
-
-        async def sample_cpu(at: float, name: str) -> None:
-            await trio.sleep(max(0.0, at - time.perf_counter()))
-            cpu[f"client_{name}"] = time.process_time()
-            cpu[f"machine_{name}"] = machine_busy_seconds()
-            if server_pid:
-                cpu[f"server_{name}"] = cpu_seconds(int(server_pid))
-
+        cpu = CpuWindow(job.get("server_pid"))
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(sample_cpu, run.measure_from, "from")
-            nursery.start_soon(sample_cpu, run.measure_until, "until")
+            cpu.start(nursery, run.measure_from, run.measure_until)
             for index in range(concurrency):
                 nursery.start_soon(_worker, run, client, index, run.measure_until)
     latencies = sorted(run.latencies)
@@ -239,10 +272,7 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
         "calls_total": run.checked,
         "seconds": seconds,
         "throughput_rps": run.calls / seconds,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p90_ms": percentile(latencies, 0.90) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
-        "max_ms": (latencies[-1] * 1000) if latencies else 0.0,
+        **latency_figures(latencies),
         "errors": run.errors,
         "error_samples": run.error_samples,
         "mean_hits": run.hits / max(1, run.checked),
@@ -250,20 +280,25 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
         "rate_per_client": job.get("rate_per_client"),
         "concurrency": concurrency,
         "response_kb": run.response_bytes / 1024,
-        "client_cpu_s": cpu["client_until"] - cpu["client_from"],
-        "server_cpu_s": (cpu["server_until"] - cpu["server_from"]) if server_pid else None,
-        "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
+        **cpu.figures(),
         "answers": run.answers,
     }
 
 
-def main() -> None:
+def run_job_from_stdin(
+    runner: Callable[[dict[str, Any]], Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]],
+) -> None:
+    """Read a JSON job on stdin, run ``runner(job)(job)`` under trio, print its results."""
     job = json.load(sys.stdin)
     # The load generator's own collector pauses would count as the server's latency.
     gc.freeze()
-    result = trio.run(run_load, job)
+    result = trio.run(runner(job), job)
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
+
+
+def main() -> None:
+    run_job_from_stdin(lambda job: run_load)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Plain-text output of a benchmark: Markdown tables and number formatting."""
+"""Plain-text output of a benchmark: Markdown tables, number formatting, common notes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fmt", "markdown_table", "verdict", "write_json"]
+__all__ = [
+    "QUIET_CORES",
+    "cpu_cores",
+    "fmt",
+    "machine_line",
+    "markdown_table",
+    "report_head",
+    "rounds_note",
+    "verdict",
+    "write_json",
+]
+
+# Other processes' CPU (in cores) above which a run is flagged as noisy.
+QUIET_CORES = 0.15
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -51,3 +64,64 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(clean(document), indent=2, ensure_ascii=False) + "\n")
+
+
+def cpu_cores(result: dict[str, Any]) -> None:
+    """Add to a load client's result the cores its client and other processes used.
+
+    ``other_cpu_cores``: the machine's busy time less the client's and the
+    server's, over the measured window; ``client_cpu_cores``: the client's.
+    """
+    ours = result["client_cpu_s"] + (result.get("server_cpu_s") or 0.0)
+    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - ours) / result["seconds"]
+    result["client_cpu_cores"] = result["client_cpu_s"] / result["seconds"]
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    """The report's ``- Machine: ...`` line, from :func:`benchlib.machine.describe_machine`."""
+    return (
+        f"- Machine: {machine['cpu']}, {machine['cores']} cores"
+        + (
+            f" ({machine['usable_cores']} usable)"
+            if machine["usable_cores"] != machine["cores"]
+            else ""
+        )
+        + (f", {machine['memory_gib']} GiB" if machine["memory_gib"] else "")
+        + f", {machine['os']}, {machine['python']}."
+    )
+
+
+def report_head(
+    mode: str, date: str, rows: Sequence[Sequence[str]], machine: dict[str, Any]
+) -> list[str]:
+    """A report's first lines: its title, the table of measures, the machine line."""
+    return [
+        f"## scripts/bench {mode} — {date}",
+        "",
+        markdown_table(["measure", "agentws", "reference", "target", "result"], rows),
+        "",
+        machine_line(machine),
+    ]
+
+
+def rounds_note(what: str, rounds: str, client: float, noise: float) -> str:
+    """The note on each round's figure and on the CPU the client and other processes took.
+
+    ``what`` names the figure (``"Calls/s"``), ``rounds`` lists it per round;
+    ``client`` and ``noise`` are the most cores the load client and other
+    processes used in any measured window.
+    """
+    return (
+        f"- {what} in each round: {rounds}. The load client used up to {client:.2f} cores"
+        + (
+            " (near saturation: the client, not the server, may be the limit)"
+            if client > 0.8
+            else ""
+        )
+        + f"; other processes up to {noise:.2f} cores during the measured windows"
+        + (
+            f": the machine was not quiet (more than {QUIET_CORES} cores), so expect noise."
+            if noise > QUIET_CORES
+            else "."
+        )
+    )

@@ -11,7 +11,7 @@ Two kinds of job:
     measured; only 202 answers count as accepted; any other answer or a
     transport error is an error (warm-up included). The CPU time of this
     process, of the server and of the whole machine is taken at both ends
-    of the measured window, as :mod:`benchlib.load` does.
+    of the measured window, with :mod:`benchlib.load`'s ``CpuWindow``.
 
 ``{"mode": "paced", "url": ..., "rate": 50, "warmup_s": 1, "seconds": 10,
 "database": PATH, "drain_s": 30, "poll_s": 0.005}``
@@ -31,7 +31,6 @@ agentws's dedup path runs as it would for GitHub).
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 import sys
@@ -46,8 +45,7 @@ import trio
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchlib.load import percentile
-from benchlib.procs import cpu_seconds, machine_busy_seconds
+from benchlib.load import CpuWindow, latency_figures, run_job_from_stdin
 
 __all__ = ["PAYLOAD_BYTES", "payload", "run_closed", "run_paced"]
 
@@ -180,19 +178,9 @@ async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     run.measure_from = start + float(job["warmup_s"])
     run.measure_until = run.measure_from + seconds
-    server_pid = job.get("server_pid")
-    cpu: dict[str, float] = {}
-
-    async def sample_cpu(at: float, name: str) -> None:
-        await trio.sleep(max(0.0, at - time.perf_counter()))
-        cpu[f"client_{name}"] = time.process_time()
-        cpu[f"machine_{name}"] = machine_busy_seconds()
-        if server_pid:
-            cpu[f"server_{name}"] = cpu_seconds(int(server_pid))
-
+    cpu = CpuWindow(job.get("server_pid"))
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(sample_cpu, run.measure_from, "from")
-        nursery.start_soon(sample_cpu, run.measure_until, "until")
+        cpu.start(nursery, run.measure_from, run.measure_until)
         for _ in range(concurrency):
             nursery.start_soon(_sender, run, job["url"])
     latencies = sorted(run.latencies)
@@ -203,18 +191,13 @@ async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
         "sent_total": run.next_n,
         "seconds": seconds,
         "accepted_per_s": len(latencies) / seconds,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p90_ms": percentile(latencies, 0.90) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
-        "max_ms": (latencies[-1] * 1000) if latencies else 0.0,
+        **latency_figures(latencies),
         "errors": run.errors,
         "error_samples": run.error_samples,
         "statuses": run.statuses,
         "concurrency": concurrency,
         "body_bytes": PAYLOAD_BYTES,
-        "client_cpu_s": cpu["client_until"] - cpu["client_from"],
-        "server_cpu_s": (cpu["server_until"] - cpu["server_from"]) if server_pid else None,
-        "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
+        **cpu.figures(),
     }
 
 
@@ -327,13 +310,7 @@ async def run_paced(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    job = json.load(sys.stdin)
-    # The load generator's own collector pauses would count as the server's latency.
-    gc.freeze()
-    runner = run_paced if job["mode"] == "paced" else run_closed
-    result = trio.run(runner, job)
-    json.dump(result, sys.stdout)
-    sys.stdout.write("\n")
+    run_job_from_stdin(lambda job: run_paced if job["mode"] == "paced" else run_closed)
 
 
 if __name__ == "__main__":
