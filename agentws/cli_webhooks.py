@@ -94,17 +94,21 @@ def _read_secret(args: argparse.Namespace) -> str | None:
 async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import WebhookOptions, create_webhook
 
-    if args.secret_stdin and args.prompt_file is sys.stdin:
+    if args.secret_stdin and args.prompt_file == "-":
         raise ValidationError(
             "--prompt-file - and --secret-stdin cannot both read stdin: put the prompt in a file"
         )
-    try:
-        prompt = args.prompt_file.read() if args.prompt_file else None
-    finally:
-        if args.prompt_file and args.prompt_file is not sys.stdin:
-            args.prompt_file.close()
-    if prompt is None:
-        prompt = args.prompt or ""
+    prompt = args.prompt or ""
+    if args.prompt_file == "-":
+        prompt = sys.stdin.read()
+    elif args.prompt_file is not None:
+        try:
+            prompt = await trio.Path(args.prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ValidationError(
+                f"cannot read --prompt-file {args.prompt_file}: {reason}"
+            ) from None
     scheme = VerificationScheme(args.verify)
     secret = _read_secret(args)
     if scheme is not VerificationScheme.NONE and not args.secret_stdin:
@@ -417,7 +421,6 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     prompt = create.add_mutually_exclusive_group(required=True)
     prompt.add_argument(
         "--prompt-file",
-        type=argparse.FileType("r", encoding="utf-8"),
         metavar="FILE",
         help="the instructions: what the events are and what to post ('-' reads stdin)",
     )

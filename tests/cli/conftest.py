@@ -7,9 +7,14 @@ Python traceback: :meth:`Cli.run` checks that for all of them.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
 import sys
+import threading
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,19 +45,13 @@ class Cli:
         database: bool = True,
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "agentws", *args]
+        command = [*args]
         if database:
             command += ["--database", self.database]
-        result = subprocess.run(
-            command,
-            cwd=self.cwd,
-            env=clean_env(**(env or {})),
-            capture_output=True,
-            text=True,
-            timeout=RUN_S,
-            check=False,
-            input=input,
-        )
+        if command and command[0] == "serve":
+            result = _in_subprocess(command, self.cwd, clean_env(**(env or {})), input)
+        else:
+            result = _in_process(command, self.cwd, clean_env(**(env or {})), input)
         assert "Traceback" not in result.stdout + result.stderr, result.stderr
         return result
 
@@ -114,3 +113,78 @@ def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
         return
     with fresh_schema_sync() as url:
         yield Cli(tmp_path, url)
+
+
+def _in_subprocess(
+    argv: list[str], cwd: Path, env: dict[str, str], input: str | None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m agentws ARGV`` as a program of its own (``serve`` installs signal handlers)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentws", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_S,
+        check=False,
+        input=input,
+    )
+
+
+def _in_process(
+    argv: list[str], cwd: Path, env: dict[str, str], input: str | None
+) -> subprocess.CompletedProcess[str]:
+    """``agentws ARGV`` run by :func:`agentws.cli.main` in this process, as a program would be.
+
+    A program of its own per command costs an interpreter start and every
+    import (most of a CLI test's time); this runs ``main`` in a thread of its
+    own (it calls ``trio.run``, and the test may be inside one) with the
+    process's environment, working directory and standard streams swapped
+    for the command's, then put back. Tests run one at a time, so nothing
+    else sees the swap. An exception escaping ``main`` is printed as the
+    traceback a program would print.
+    """
+    from agentws.cli import main
+
+    out, err = _stream(), _stream()
+    status: list[int] = []
+
+    def program() -> None:
+        saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        sys.stdin = _stream((input or "").encode())
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    status.append(main(argv))
+                except SystemExit as exit_:
+                    code = exit_.code
+                    status.append(code if isinstance(code, int) else (0 if code is None else 1))
+                except BaseException:
+                    traceback.print_exc(file=err)
+                    status.append(1)
+        finally:
+            sys.stdin = saved_stdin
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+
+    thread = threading.Thread(target=program, name="agentws-cli")
+    thread.start()
+    thread.join(RUN_S)
+    assert not thread.is_alive(), f"agentws {' '.join(argv)} did not end within {RUN_S} s"
+    return subprocess.CompletedProcess(["agentws", *argv], status[0], _text(out), _text(err))
+
+
+def _stream(data: bytes = b"") -> io.TextIOWrapper:
+    """A text stream with a byte ``buffer`` under it, as the standard streams have."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue().decode("utf-8")
