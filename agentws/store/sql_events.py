@@ -150,24 +150,10 @@ class EventQueries:
             free = int(row["concurrency"]) - int(row["busy"])
             if free < 1:
                 continue
-            strict = int(row["concurrency"]) == 1
-            ids = await self._candidates(row["webhook_id"], at, 1 if strict else min(free, limit))
-            if strict:
-                # Strict order: only the oldest unfinished event may run.
-                head = await self._db.fetch(
-                    "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
-                    " ORDER BY received_at, id LIMIT 1",
-                    row["webhook_id"],
-                    _QUEUED,
-                )
-                oldest_running = await self._db.fetch(
-                    "SELECT id, received_at FROM events WHERE webhook_id = $1 AND status = $2"
-                    " ORDER BY received_at, id LIMIT 1",
-                    row["webhook_id"],
-                    _RUNNING,
-                )
-                first = [*oldest_running, *head]
-                ids = ids if ids and ids[0] == self._oldest(first) else []
+            if int(row["concurrency"]) == 1:
+                ids = await self._strict_head(row["webhook_id"], at)
+            else:
+                ids = await self._candidates(row["webhook_id"], at, min(free, limit))
             if ids:
                 per_webhook.append(ids)
         # One from each webhook in turn: a busy webhook cannot take every slot.
@@ -229,8 +215,24 @@ class EventQueries:
         when = table_for(Event).decode_value("received_at", row["received_at"], self.dialect)
         return when, str(row["id"])
 
-    def _oldest(self, rows: list[Row]) -> str | None:
-        return min(rows, key=self._arrival)["id"] if rows else None
+    async def _strict_head(self, webhook_id: str, at: Any) -> list[str]:
+        """The webhook's oldest unfinished event if it may run now: it blocks the rest."""
+        heads = [
+            row
+            for status in (_QUEUED, _RUNNING)
+            for row in await self._db.fetch(
+                f"SELECT id, received_at, {_CLAIMABLE.replace('$1', '$3')} AS ready"
+                " FROM events WHERE webhook_id = $1 AND status = $2"
+                " ORDER BY received_at, id LIMIT 1",
+                webhook_id,
+                status,
+                at,
+            )
+        ]
+        if not heads:
+            return []
+        oldest = min(heads, key=self._arrival)
+        return [oldest["id"]] if oldest["ready"] else []
 
     async def next_event_due(self, now: datetime) -> datetime | None:
         at = self._ts(now)

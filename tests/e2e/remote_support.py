@@ -24,12 +24,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 
 from agentws.config import Settings
-from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
+from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
 from agentws.connectors.url_guard import Allowlist
-from agentws.domain.models import Connector, ConnectorKind
+from agentws.domain.models import Capability, Connector, ConnectorKind
 from agentws.registry import create_workspace
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store, open_store
+from agentws.tools.admin import set_label
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 TIMEOUT_S = 10.0
@@ -158,6 +160,17 @@ async def add_remote(
         allowlist=allowlist,
         actor="t",
     )
+
+
+async def attach_remote(store: Store, url: str, labels: dict[str, Capability]) -> Connector:
+    """Remote connector ``third`` at ``url``, its tools cached, attached to acme/ops, labelled."""
+    connector = await add_remote(store, url)
+    tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+    await sync_tool_cache(store, connector, tools, actor="t")
+    await attach_connector(store, "acme", "ops", "third", actor="t")
+    for name, capability in labels.items():
+        await set_label(store, "acme", name, capability, actor="admin")
+    return connector
 
 
 @asynccontextmanager

@@ -37,21 +37,17 @@ import trio
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
 from agentws.domain.models import Approval, AuditEntry, Capability, McpToken
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.registry import create_token
 from agentws.secret_box import ensure_key_file
 from agentws.store import open_store
-from agentws.tools.admin import set_label
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
-    LOOPBACK,
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
     ThirdParty,
-    add_remote,
+    attach_remote,
     third_party_server,
     tool,
 )
@@ -136,13 +132,8 @@ async def _served(tmp_path: Path, **env: str) -> AsyncIterator[tuple[Running, Th
         running(tmp_path, with_library=False, **settings) as server,
         third_party_server(state) as url,
     ):
-        store = server.store
-        connector = await add_remote(store, url)
-        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
-        await sync_tool_cache(store, connector, tools, actor="t")
-        await attach_connector(store, "acme", "ops", "third", actor="t")
-        await set_label(store, "acme", "third_search", Capability.READ, actor="admin")
-        await set_label(store, "acme", "third_drop", Capability.DESTRUCTIVE, actor="admin")
+        labels = {"third_search": Capability.READ, "third_drop": Capability.DESTRUCTIVE}
+        await attach_remote(server.store, url, labels)
         yield server, state
 
 

@@ -22,8 +22,6 @@ import trio
 from cryptography.fernet import Fernet
 
 from agentws.agent.model import ModelError, ModelReply, ModelRequest, ToolCall
-from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
 from agentws.domain.models import (
     Approval,
     Capability,
@@ -34,16 +32,13 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.store import Store
-from agentws.tools.admin import set_label
 from agentws.webhooks.admin import IssuedWebhook, WebhookOptions, create_webhook
 from agentws.webhooks.events import replay_event
 from tests.e2e.mcp_support import Running, running, wait_for
 from tests.e2e.remote_support import (
-    LOOPBACK,
     SDK_CLIENT_WARNINGS,
-    TIMEOUT_S,
     ThirdParty,
-    add_remote,
+    attach_remote,
     third_party_server,
     tool,
 )
@@ -339,12 +334,8 @@ async def test_group_tools_go_through_the_gate(tmp_path: Path) -> None:
     }
     async with served(tmp_path, model, **env) as server, third_party_server(state) as url:
         store = server.store
-        connector = await add_remote(store, url)
-        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
-        await sync_tool_cache(store, connector, tools, actor="t")
-        await attach_connector(store, "acme", "ops", "third", actor="t")
-        await set_label(store, "acme", "third_search", Capability.READ, actor="admin")
-        await set_label(store, "acme", "third_drop", Capability.DESTRUCTIVE, actor="admin")
+        labels = {"third_search": Capability.READ, "third_drop": Capability.DESTRUCTIVE}
+        await attach_remote(store, url, labels)
         event_id = await deliver(await hook(server, group="ops"), {"event": "deploy"})
         event = await finished(store, event_id)
         assert event.status is EventStatus.DONE
