@@ -127,6 +127,7 @@ class Service:
                 self._worker = EventWorker(self.store, self.settings, processor)
                 await nursery.start(self._worker.serve)
                 self._batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
+                self._worker.door_busy = self._batcher.busy
                 await nursery.start(self._batcher.serve)
                 self._intake = Intake(self.store, self.settings, self._batcher)
                 task_status.started(self)

@@ -163,6 +163,7 @@ class IngestOutcome(enum.StrEnum):
     DUPLICATE = "duplicate"  # its key and body were seen: the first event stands
     CONFLICT = "conflict"  # its key was seen with another body
     GONE = "gone"  # the webhook was deleted meanwhile
+    INACTIVE = "inactive"  # the webhook was made a draft meanwhile
 
 
 @attrs.frozen

@@ -160,6 +160,7 @@ def fence_payload(body: Any, *, max_bytes: int, nonce: str | None = None) -> Fen
         }
     fence = nonce or secrets.token_hex(8)
     # "<" as its JSON escape: the same value, and no fence marker can appear.
-    data = json.dumps(shown, ensure_ascii=False, indent=1).replace("<", "\\u003c")
+    # On one line: json's fast encoder does not indent.
+    data = json.dumps(shown, ensure_ascii=False).replace("<", "\\u003c")
     text = f"<<<{_FENCE} {fence}>>>\n{data}\n<<<END {_FENCE} {fence}>>>"
     return FencedPayload(text=text, truncated=truncated, original_bytes=original)

@@ -20,6 +20,7 @@ reached.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +42,7 @@ from agentws.domain.models import (
     McpToken,
     Skill,
     ToolPermission,
+    Webhook,
     Workspace,
 )
 from agentws.store.tables import Dialect
@@ -226,8 +228,9 @@ class Store(Protocol):
         since ``dedup_since`` already has is not stored: it is a duplicate
         (same body hash) or a conflict (another body), answered with the
         first event's id. An older holder of the key lets go of it. An event
-        of a webhook that no longer exists is ``gone``. One answer per event,
-        in order.
+        of a webhook that no longer exists is ``gone``, of a draft webhook
+        ``inactive``: both checked in the transaction that stores the rest.
+        One answer per event, in order.
         """
         ...
 
@@ -241,6 +244,10 @@ class Store(Protocol):
         events on live leases; with concurrency 1 only its oldest unfinished
         event. Each claimed event is ``running`` with ``attempts`` one higher.
         """
+        ...
+
+    async def webhooks_by_id(self, ids: Collection[str]) -> dict[str, Webhook]:
+        """The webhooks with these ids, by id, in one read; ids not found are left out."""
         ...
 
     async def next_event_due(self, now: datetime) -> datetime | None:

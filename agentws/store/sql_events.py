@@ -17,12 +17,13 @@ waits for a retry).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.deliveries import Ingested, IngestOutcome
-from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus
+from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
 from agentws.errors import NotFoundError
 from agentws.store.tables import table_for
 
@@ -59,43 +60,52 @@ class EventQueries:
     async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
         table = table_for(Event)
         columns = ", ".join(table.columns)
-        marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-        # A key already taken makes the insert do nothing: the event is then a
-        # redelivery (or a conflict), decided below from the first one.
+        count = len(table.columns)
+        marks = ", ".join(f"${i}" for i in range(1, count + 1))
+        active = table_for(Webhook).encode_value("active", True, self.dialect)
+        # Stored only while its webhook exists and is active, checked in the
+        # transaction that stores it: a delivery racing a delete or a
+        # deactivation is refused, never stored for a webhook that is gone.
+        # A key already taken makes the insert do nothing too: the event is
+        # then a redelivery (or a conflict), decided below from the first one.
         insert = (
-            f"INSERT INTO events ({columns}) VALUES ({marks})"
+            f"INSERT INTO events ({columns}) SELECT {marks}"
+            " WHERE EXISTS (SELECT 1 FROM webhooks"
+            f" WHERE id = ${count + 1} AND active = ${count + 2})"
             " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
         )
-        ids = sorted({e.webhook_id for e in events})
-        in_list = ", ".join(f"${i}" for i in range(1, len(ids) + 1))
-        rows = await self._db.fetch(f"SELECT id FROM webhooks WHERE id IN ({in_list})", *ids)
-        present = {row["id"] for row in rows}
-        storable = [e for e in events if e.webhook_id in present]
         try:
             counts = await self._db.execute_batch(
-                [(insert, table.encode(e, self.dialect)) for e in storable]
+                [(insert, [*table.encode(e, self.dialect), e.webhook_id, active]) for e in events]
             )
         except NotFoundError:
-            # A webhook was deleted since it was read: one by one, so that
-            # only its own events are refused.
+            # A foreign key failed after all (a webhook deleted in between,
+            # where the database does not see it): one by one, so that only
+            # its own events are refused.
             if len(events) == 1:
                 return [Ingested(IngestOutcome.GONE)]
             return [
                 (await self.ingest_events([event], dedup_since=dedup_since))[0] for event in events
             ]
-        inserted = {e.id: bool(n) for e, n in zip(storable, counts, strict=True)}
         results: list[Ingested] = []
-        for event in events:
-            if event.webhook_id not in present:
-                results.append(Ingested(IngestOutcome.GONE))
-            elif inserted[event.id]:
+        for event, stored in zip(events, counts, strict=True):
+            if stored:
                 results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
             else:
-                results.append(await self._redelivery(event, insert, dedup_since))
+                results.append(await self._not_stored(event, insert, active, dedup_since))
         return results
 
-    async def _redelivery(self, event: Event, insert: str, dedup_since: datetime) -> Ingested:
-        """What an event whose key was taken is: a duplicate, a conflict, or new after all."""
+    async def _not_stored(
+        self, event: Event, insert: str, active: Any, dedup_since: datetime
+    ) -> Ingested:
+        """Why an event was not stored: its webhook, or a key already taken."""
+        webhooks = await self._db.fetch(
+            "SELECT active FROM webhooks WHERE id = $1", event.webhook_id
+        )
+        if not webhooks:
+            return Ingested(IngestOutcome.GONE)
+        if webhooks[0]["active"] != active:
+            return Ingested(IngestOutcome.INACTIVE)
         table = table_for(Event)
         found = await self._db.fetch(
             "SELECT id, body_hash, received_at FROM events"
@@ -115,7 +125,7 @@ class EventQueries:
                         "UPDATE events SET dedup_key = NULL WHERE id = $1 AND received_at < $2",
                         (first["id"], self._ts(dedup_since)),
                     ),
-                    (insert, table.encode(event, self.dialect)),
+                    (insert, [*table.encode(event, self.dialect), event.webhook_id, active]),
                 ]
             )
             if stored:
@@ -234,6 +244,18 @@ class EventQueries:
         oldest = min(heads, key=self._arrival)
         return [oldest["id"]] if oldest["ready"] else []
 
+    async def webhooks_by_id(self, ids: Collection[str]) -> dict[str, Webhook]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        table = table_for(Webhook)
+        marks = ", ".join(f"${i}" for i in range(1, len(wanted) + 1))
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM webhooks WHERE id IN ({marks})", *wanted
+        )
+        found = [table.decode(row, self.dialect) for row in rows]
+        return {webhook.id: webhook for webhook in found}
+
     async def next_event_due(self, now: datetime) -> datetime | None:
         at = self._ts(now)
         rows = await self._db.fetch(
@@ -266,11 +288,17 @@ class EventQueries:
         statements: list[tuple[str, tuple[Any, ...]]] = []
         if attempt is not None:
             table = table_for(EventAttempt)
-            marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+            count = len(table.columns)
+            marks = ", ".join(f"${i}" for i in range(1, count + 1))
+            # Recorded only by the lease's holder, in the transaction that
+            # ends its lease: an event taken over (or deleted with its
+            # webhook) keeps the attempts of those that finished it.
             statements.append(
                 (
-                    f"INSERT INTO event_attempts ({', '.join(table.columns)}) VALUES ({marks})",
-                    tuple(table.encode(attempt, self.dialect)),
+                    f"INSERT INTO event_attempts ({', '.join(table.columns)}) SELECT {marks}"
+                    f" WHERE EXISTS (SELECT 1 FROM events WHERE id = ${count + 1}"
+                    f" AND lease_owner = ${count + 2} AND status = '{_RUNNING}')",
+                    (*table.encode(attempt, self.dialect), event_id, owner),
                 )
             )
         statements.append(

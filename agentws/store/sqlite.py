@@ -1,11 +1,12 @@
-"""The SQLite driver: one WAL-mode connection, driven from trio through worker threads.
+"""The SQLite driver: WAL-mode connections, driven from trio through threads.
 
-sqlite3 blocks, so every statement runs in ``trio.to_thread.run_sync``; the
-event loop never waits on disk. One connection serves the process and a
-``trio.Lock`` gives each transaction the connection to itself: SQLite admits
-one writer at a time anyway, and this keeps a transaction's statements
-together without a pool. Other processes (the CLI while the server runs)
-wait for the write lock up to ``busy_timeout``.
+sqlite3 blocks, so no statement runs on the event loop: the event loop never
+waits on disk. One writer connection serves the process, in a thread of its
+own that runs one transaction after another
+(:class:`~agentws.store.sqlite_threads.ConnectionThread`): SQLite admits one
+writer at a time anyway. Single reads run on a few read-only connections,
+each in a thread of its own too. Other processes (the CLI while the server
+runs) wait for the write lock up to ``busy_timeout``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import functools
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +31,7 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.store.database import Row
+from agentws.store.sqlite_threads import ClosedError, ConnectionThread, Session
 from agentws.store.tables import Dialect
 
 __all__ = ["SqliteDatabase", "open_sqlite", "sqlite_path"]
@@ -75,14 +77,16 @@ def _convert(exc: sqlite3.Error) -> StoreError | ConflictError | NotFoundError |
 
 
 class _SqliteTransaction:
-    def __init__(self, db: SqliteDatabase) -> None:
-        self._db = db
+    def __init__(self, session: Session) -> None:
+        self._session = session
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return await self._db.run(lambda conn: _fetch_rows(conn, sql, args))
+        return await _converted(self._session.call(lambda conn: _fetch_rows(conn, sql, args)))
 
     async def execute(self, sql: str, *args: Any) -> int:
-        return await self._db.run(lambda conn: conn.execute(_to_sqlite(sql), args).rowcount)
+        return await _converted(
+            self._session.call(lambda conn: conn.execute(_to_sqlite(sql), args).rowcount)
+        )
 
 
 def _fetch_rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[Row]:
@@ -91,42 +95,56 @@ def _fetch_rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> li
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+async def _converted(work: Awaitable[T]) -> T:
+    try:
+        return await work
+    except sqlite3.Error as exc:
+        raise _convert(exc) from exc
+    except ClosedError as exc:
+        raise StoreUnavailableError(f"SQLite: {exc}") from None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 class SqliteDatabase:
     """A :class:`~agentws.store.database.Database` over one SQLite file.
 
-    Transactions run on the one writer connection, one at a time; single
-    reads (:meth:`fetch`) run on a few read-only connections beside it,
-    which WAL lets read while the writer writes.
+    Writes run on the one writer connection, in its own thread
+    (:class:`~agentws.store.sqlite_threads.ConnectionThread`), one transaction
+    after another; single reads (:meth:`fetch`) run on a few read-only
+    connections beside it, which WAL lets read while the writer writes.
     """
 
     dialect: Dialect = "sqlite"
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
-        readers: list[sqlite3.Connection],
+        writer: ConnectionThread,
+        readers: list[ConnectionThread],
         version_conn: sqlite3.Connection | None = None,
     ) -> None:
-        self._conn = conn
+        self._writer = writer
         self._version_conn = version_conn
         self._version = 0
         self._version_until = 0.0
-        self._lock = trio.Lock()
+        # The writer connection's synchronous setting; only the writer thread touches it.
         self._synchronous = "FULL"
-        self._idle_send, self._idle = trio.open_memory_channel[sqlite3.Connection](len(readers))
+        self._idle_send, self._idle = trio.open_memory_channel[ConnectionThread](len(readers))
         for reader in readers:
             self._idle_send.send_nowait(reader)
         self._has_readers = bool(readers)
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(connection)`` in a worker thread, converting sqlite3 errors."""
-        return await self._run_on(self._conn, fn)
-
-    async def _run_on(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-        try:
-            return await trio.to_thread.run_sync(fn, conn)
-        except sqlite3.Error as exc:
-            raise _convert(exc) from exc
+    def _set_synchronous(self, conn: sqlite3.Connection, durable: bool) -> None:
+        # In WAL mode, FULL syncs the log at every commit and NORMAL only at
+        # checkpoints. The setting is the connection's, so it is set per
+        # transaction, and only when it changes (in the writer thread).
+        synchronous = "FULL" if durable else "NORMAL"
+        if synchronous != self._synchronous:
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._synchronous = synchronous
 
     def data_version(self) -> int | None:
         # PRAGMA data_version reads the WAL index in shared memory, no disk:
@@ -150,11 +168,10 @@ class SqliteDatabase:
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         if not self._has_readers:  # an in-memory database exists on one connection only
-            async with self._lock:
-                return await self.run(lambda c: _fetch_rows(c, sql, args))
+            return await _converted(self._writer.call(lambda c: _fetch_rows(c, sql, args)))
         reader = await self._idle.receive()
         try:
-            return await self._run_on(reader, lambda c: _fetch_rows(c, sql, args))
+            return await _converted(reader.call(lambda c: _fetch_rows(c, sql, args)))
         finally:
             self._idle_send.send_nowait(reader)
 
@@ -162,69 +179,56 @@ class SqliteDatabase:
     async def transaction(
         self, *, write: bool = True, durable: bool = True
     ) -> AsyncIterator[_SqliteTransaction]:
-        async with self._lock:
-            # In WAL mode, FULL syncs the log at every commit and NORMAL only
-            # at checkpoints; the setting is the connection's, so it is set
-            # per transaction, and only when it changes.
-            synchronous = "FULL" if durable or not write else "NORMAL"
-            pragma = synchronous != self._synchronous
+        def begin(c: sqlite3.Connection) -> None:
+            self._set_synchronous(c, durable or not write)
+            # IMMEDIATE takes the write lock up front, so two writers queue
+            # instead of one failing when it upgrades a read lock.
+            c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
-            def begin(c: sqlite3.Connection) -> None:
-                if pragma:
-                    c.execute(f"PRAGMA synchronous={synchronous}")
-                # IMMEDIATE takes the write lock up front, so two writers queue
-                # instead of one failing when it upgrades a read lock.
-                c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-
-            await self.run(begin)
-            self._synchronous = synchronous
+        def commit(c: sqlite3.Connection) -> None:
             try:
-                yield _SqliteTransaction(self)
+                c.execute("COMMIT")
             except BaseException:
-                with trio.move_on_after(_CLEANUP_S, shield=True):
-                    await self.run(lambda c: c.execute("ROLLBACK"))
+                _rollback(c)
                 raise
-            else:
-                try:
-                    await self.run(lambda c: c.execute("COMMIT"))
-                    self._version_until = 0.0  # our own commit is seen at once
-                except BaseException:
-                    with trio.move_on_after(_CLEANUP_S, shield=True):
-                        await self.run(lambda c: c.in_transaction and c.execute("ROLLBACK"))
-                    raise
+
+        session = await _converted(self._writer.session(begin))
+        try:
+            yield _SqliteTransaction(session)
+        except BaseException:
+            with trio.move_on_after(_CLEANUP_S, shield=True):
+                await _converted(session.call(_rollback, ends=True))
+            raise
+        else:
+            await _converted(session.call(commit, ends=True))
+            self._version_until = 0.0  # our own commit is seen at once
+        finally:
+            # A session left open would hold the writer thread: if the task
+            # was cancelled before it could end the session, end it here.
+            session.end_nowait(_rollback)
 
     async def execute_batch(
         self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
     ) -> list[int]:
-        synchronous = "FULL" if durable else "NORMAL"
-        async with self._lock:
-            pragma = synchronous != self._synchronous
-
-            def work(c: sqlite3.Connection) -> list[int]:
-                if pragma:
-                    c.execute(f"PRAGMA synchronous={synchronous}")
-                c.execute("BEGIN IMMEDIATE")
-                try:
-                    counts = [
-                        c.execute(_to_sqlite(sql), tuple(a)).rowcount for sql, a in statements
-                    ]
-                    c.execute("COMMIT")
-                except BaseException:
-                    if c.in_transaction:
-                        c.execute("ROLLBACK")
-                    raise
-                return counts
-
-            # One thread call, which runs to its end even if this task is
-            # cancelled meanwhile: the transaction is never left open.
-            counts = await self.run(work)
-            self._synchronous = synchronous
-            self._version_until = 0.0
+        def work(c: sqlite3.Connection) -> list[int]:
+            self._set_synchronous(c, durable)
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                counts = [c.execute(_to_sqlite(sql), tuple(a)).rowcount for sql, a in statements]
+                c.execute("COMMIT")
+            except BaseException:
+                _rollback(c)
+                raise
             return counts
 
+        # One piece of work for the writer thread, which runs to its end even
+        # if this task is cancelled meanwhile: the transaction is never left open.
+        counts = await _converted(self._writer.call(work))
+        self._version_until = 0.0
+        return counts
+
     async def ping(self) -> None:
-        async with self._lock:
-            await self.run(lambda c: c.execute("SELECT 1").fetchall())
+        await _converted(self._writer.call(lambda c: c.execute("SELECT 1").fetchall()))
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -290,16 +294,18 @@ async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
         conn = await trio.to_thread.run_sync(_connect, path)
     except sqlite3.Error as exc:
         raise StoreUnavailableError(f"cannot open SQLite database {path!r}: {exc}") from exc
-    readers: list[sqlite3.Connection] = []
+    threads = [ConnectionThread(conn, "agentws sqlite writer")]
     version_conn: sqlite3.Connection | None = None
     try:
         if path != ":memory:":
-            for _ in range(_READERS):
-                readers.append(await trio.to_thread.run_sync(_connect_reader, path))
+            for n in range(_READERS):
+                reader = await trio.to_thread.run_sync(_connect_reader, path)
+                threads.append(ConnectionThread(reader, f"agentws sqlite reader {n}"))
             version_conn = await trio.to_thread.run_sync(_connect_reader, path, 0)
-        yield SqliteDatabase(conn, readers, version_conn)
+        yield SqliteDatabase(threads[0], threads[1:], version_conn)
     finally:
         with trio.move_on_after(_CLEANUP_S, shield=True):
-            for reader in [*readers, *([version_conn] if version_conn else [])]:
-                await trio.to_thread.run_sync(reader.close)
-            await trio.to_thread.run_sync(conn.close)
+            for thread in threads:
+                await thread.close()
+            if version_conn is not None:
+                await trio.to_thread.run_sync(version_conn.close)

@@ -35,6 +35,9 @@ log = logging.getLogger("agentws.webhooks")
 DEDUP_WINDOW = timedelta(hours=72)
 # Events committed together at most.
 _MAX_BATCH = 256
+#: A commit that carries this many deliveries means they arrive faster than
+#: one commit takes: the door is busy (see :meth:`IngestBatcher.busy`).
+BUSY_BATCH = 8
 
 
 @attrs.define(eq=False)
@@ -52,11 +55,18 @@ class IngestBatcher:
     store: Store
     #: Called after a commit that stored new events (wakes the worker).
     on_stored: Callable[[], None] | None = None
+    #: How long the door counts as busy after a commit of BUSY_BATCH or more.
+    busy_s: float = 1.0
     _queue: list[_Pending] = attrs.field(factory=list, init=False)
     _arrived: trio.Event = attrs.field(factory=trio.Event, init=False)
     _last_received: datetime | None = attrs.field(default=None, init=False)
     _serving: bool = attrs.field(default=False, init=False)
     _closed: bool = attrs.field(default=False, init=False)
+    _busy_until: float = attrs.field(default=float("-inf"), init=False)
+
+    def busy(self) -> bool:
+        """Whether deliveries have been queueing for their commit (within ``busy_s``)."""
+        return trio.current_time() < self._busy_until
 
     async def submit(self, event: Event) -> Ingested:
         """Store ``event`` with the next commit; what became of it.
@@ -98,6 +108,8 @@ class IngestBatcher:
                     self._arrived = trio.Event()
                     if self._closed:
                         self._arrived.set()
+                if len(batch) >= BUSY_BATCH:
+                    self._busy_until = trio.current_time() + self.busy_s
                 if batch:
                     try:
                         await self._commit(batch)

@@ -64,6 +64,10 @@ _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
 # Retry-After for a store that is down: soon, but not in a tight loop.
 _STORE_RETRY_S = 5
 _JSON = [(b"content-type", b"application/json")]
+_NOT_FOUND = "no webhook at this URL (it may have been deleted)"
+_INACTIVE = "this webhook is a draft: an admin must activate it"
+# Active webhooks remembered by the door; more than this many starts afresh.
+_MAX_REMEMBERED = 10_000
 
 
 class _Refusal(Exception):
@@ -99,17 +103,27 @@ class Intake:
     _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
     _secrets: dict[bytes, str] = attrs.field(factory=dict)
     _lookups: dict[str, _Lookup] = attrs.field(factory=dict)
+    # token hash -> an active webhook, as read
+    _active: dict[str, Webhook] = attrs.field(factory=dict)
     _box: SecretBox | None = attrs.field(default=None, init=False)
 
     async def webhook(self, token: str) -> Webhook | None:
         """The webhook whose URL holds ``token``, or None.
 
-        Concurrent deliveries to one webhook share one read in flight: under
-        load they arrive by the dozen, and each read waits for a connection.
-        A read begun before a request arrived answers it too, which is no
-        staler than the request arriving a moment earlier.
+        An active webhook is remembered: a webhook changes after it is made
+        only by being deactivated or deleted, and the transaction that stores
+        an event checks both again (see :meth:`forget`). So a delivery costs
+        no read of its own, and a deleted webhook's URL still answers 404 from
+        the moment it is deleted, by any process.
+
+        Otherwise concurrent deliveries to one webhook share one read in
+        flight. A read begun before a request arrived answers it too, which
+        is no staler than the request arriving a moment earlier.
         """
         digest = hash_secret(token)
+        known = self._active.get(digest)
+        if known is not None:
+            return known
         flight = self._lookups.get(digest)
         if flight is not None:
             await flight.done.wait()
@@ -128,7 +142,19 @@ class Intake:
             if self._lookups.get(digest) is flight:
                 del self._lookups[digest]
             flight.done.set()
+        if flight.webhook is not None and flight.webhook.active:
+            if len(self._active) >= _MAX_REMEMBERED:
+                self._active.clear()
+            self._active[digest] = flight.webhook
         return flight.webhook
+
+    def known(self, token: str) -> Webhook | None:
+        """The active webhook whose URL holds ``token``, if remembered (see :meth:`webhook`)."""
+        return self._active.get(hash_secret(token))
+
+    def forget(self, webhook: Webhook) -> None:
+        """Read ``webhook`` afresh next time: storing its event found it deleted or a draft."""
+        self._active.pop(webhook.token_hash, None)
 
     def take(self, webhook: Webhook) -> int | None:
         """A token from the webhook's bucket: None, or the seconds to wait for one."""
@@ -191,15 +217,32 @@ class HookDoor:
             )
         token = scope["path"][len(_PREFIX) :]
         intake = self.intake()
-        webhook = None
-        if _TOKEN.fullmatch(token):
-            webhook = await self._store_call(intake.webhook(token))
+        if not _TOKEN.fullmatch(token):
+            raise _Refusal(404, "not_found", _NOT_FOUND)
+        remembered = intake.known(token)
+        if remembered is None:
+            return await self._accept(scope, body_in, intake, await self._current(intake, token))
+        try:
+            return await self._accept(scope, body_in, intake, remembered)
+        except _Refusal:
+            # A remembered webhook may have been deleted or deactivated since:
+            # that answer comes before any other, as if it had been read now.
+            intake.forget(remembered)
+            await self._current(intake, token)
+            raise
+
+    async def _current(self, intake: Intake, token: str) -> Webhook:
+        """The webhook at ``token`` as the store has it now; refused if gone or a draft."""
+        webhook: Webhook | None = await self._store_call(intake.webhook(token))
         if webhook is None:
-            raise _Refusal(404, "not_found", "no webhook at this URL (it may have been deleted)")
+            raise _Refusal(404, "not_found", _NOT_FOUND)
         if not webhook.active:
-            raise _Refusal(
-                403, "webhook_inactive", "this webhook is a draft: an admin must activate it"
-            )
+            raise _Refusal(403, "webhook_inactive", _INACTIVE)
+        return webhook
+
+    async def _accept(
+        self, scope: Scope, body_in: _Body, intake: Intake, webhook: Webhook
+    ) -> tuple[int, dict[str, Any]]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes)
         if not _is_json(headers.get("content-type")):
@@ -256,21 +299,31 @@ class HookDoor:
                 f"delivery id {key!r} was already used for event {stored.event_id} with a "
                 "different body",
             )
-        raise _Refusal(404, "not_found", "no webhook at this URL (it may have been deleted)")
+        intake.forget(webhook)
+        if stored.outcome is IngestOutcome.INACTIVE:
+            raise _Refusal(403, "webhook_inactive", _INACTIVE)
+        raise _Refusal(404, "not_found", _NOT_FOUND)
 
     async def _store_call(self, work: Awaitable[Any]) -> Any:
-        try:
-            with trio.fail_after(self.settings.store_timeout_s):
+        # A bare cancel scope: this runs for every delivery, and fail_after
+        # costs a generator-based context manager on top of it.
+        deadline = trio.current_time() + self.settings.store_timeout_s
+        with trio.CancelScope(deadline=deadline):
+            try:
                 return await work
-        except (StoreError, trio.TooSlowError) as exc:
-            detail = exc.message if isinstance(exc, StoreError) else "no answer in time"
-            log.error("webhook delivery refused, the store is unavailable: %s", detail)
-            raise _Refusal(
-                503,
-                "store_unavailable",
-                "the event could not be stored; retry later",
-                **{"Retry-After": str(_STORE_RETRY_S)},
-            ) from None
+            except StoreError as exc:
+                raise _unavailable(exc.message) from None
+        raise _unavailable("no answer in time")
+
+
+def _unavailable(detail: str) -> _Refusal:
+    log.error("webhook delivery refused, the store is unavailable: %s", detail)
+    return _Refusal(
+        503,
+        "store_unavailable",
+        "the event could not be stored; retry later",
+        **{"Retry-After": str(_STORE_RETRY_S)},
+    )
 
 
 @attrs.define(eq=False)

@@ -1,7 +1,8 @@
 """EventProcessor: what one attempt at an event does, from the webhook to the posted message.
 
-It finds the webhook and its channel (either gone: the event fails at once,
-there is nothing to retry), returns the message already posted for the
+It takes the event's webhook as the dispatcher read it with its claim, and
+finds the channel (either gone: the event fails at once, there is nothing
+to retry), returns the message already posted for the
 event if there is one (a run that posted and then lost its lease must not
 post twice), else runs the agent and posts its answer through the channel's
 sink. Failures come out as :class:`RunFailure`, saying whether a retry can
@@ -40,13 +41,12 @@ class EventProcessor:
     agent: AgentRunner
     sinks: Callable[[ChannelRef], ChatSink]
 
-    async def process(self, event: Event, log: RunLog) -> ChatMessage:
-        """Run the agent for ``event`` and post its message (once per event).
+    async def process(self, event: Event, webhook: Webhook | None, log: RunLog) -> ChatMessage:
+        """Run the agent for ``event`` of ``webhook`` (None: deleted) and post its message once.
 
         Error handling:
             :class:`RunFailure`; StoreError when the store fails (retryable).
         """
-        webhook = await self.store.find(Webhook, id=event.webhook_id)
         if webhook is None:
             raise RunFailure("the webhook was deleted", retryable=False)
         try:

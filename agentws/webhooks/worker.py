@@ -29,8 +29,10 @@ commits of its own: the post and the outcome.)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import attrs
@@ -38,7 +40,7 @@ import trio
 
 from agentws.agent.runner import RunLog
 from agentws.config import Settings
-from agentws.domain.models import Event, EventAttempt, EventStatus
+from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.store import Store
@@ -54,14 +56,19 @@ MAX_ATTEMPTS = 4
 _LEASE_MARGIN_S = 5.0
 # The dispatcher looks for work at least this often.
 _POLL_S = 0.5
-# How long the dispatcher lets wake-ups gather before it claims.
+# How long the dispatcher lets wake-ups gather before it claims; longer
+# while the door is busy, where a round of claim queries for a single run
+# would cost more than the run.
 _GATHER_S = 0.002
+_BUSY_GATHER_S = 0.05
 # After a store error, the dispatcher waits this long before claiming again.
 _STORE_PAUSE_S = 1.0
 # Recording an outcome when the run was cancelled must finish, but not hang shutdown.
 _CLEANUP_S = 5.0
 # Backoff never exceeds this.
 _MAX_BACKOFF_S = 300.0
+# While deliveries queue for their commit, runs may take this share of the slots.
+_BUSY_DOOR_SHARE = 4
 
 
 def backoff_s(attempt: int, base_s: float) -> float:
@@ -77,6 +84,8 @@ class EventWorker:
     store: Store
     settings: Settings
     processor: EventProcessor
+    #: Whether deliveries are queueing at the door: then runs take a back seat.
+    door_busy: Callable[[], bool] = attrs.field(default=lambda: False, kw_only=True)
     _wake: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _limiter: trio.CapacityLimiter = attrs.field(init=False)
@@ -104,23 +113,35 @@ class EventWorker:
             task_status.started()
             while not self._closed:
                 self._wake = trio.Event()
-                free = int(self._limiter.total_tokens - self._limiter.borrowed_tokens)
+                free = self._free_slots()
+                claimed: list[Event] = []
+                webhooks: dict[str, Webhook] | None = None
                 try:
                     claimed = await self._claim(free)
+                    # Read once for the lot, rather than by each run.
+                    webhooks = await self.store.webhooks_by_id({e.webhook_id for e in claimed})
                     pause = await self._pause(free, claimed)
                 except StoreError as exc:
                     log.warning("cannot claim webhook events: %s", exc.message)
-                    claimed, pause = [], _STORE_PAUSE_S
+                    pause = _STORE_PAUSE_S
                 for event in claimed:
                     borrower = object()
                     self._limiter.acquire_on_behalf_of_nowait(borrower)
-                    runs.start_soon(self._run, event, borrower, name=f"event {event.id}")
+                    runs.start_soon(self._run, event, webhooks, borrower, name=f"event {event.id}")
                 if pause > 0:
                     with trio.move_on_after(pause):
                         await self._wake.wait()
                     # Runs ending together are claimed for together: one
                     # round of queries for the lot, not one per run.
-                    await trio.sleep(_GATHER_S)
+                    await trio.sleep(_BUSY_GATHER_S if self.door_busy() else _GATHER_S)
+
+    def _free_slots(self) -> int:
+        slots = int(self._limiter.total_tokens)
+        if self.door_busy():
+            # Acknowledging deliveries comes first: a sender that waits too
+            # long gives up and sends again. The runs catch up afterwards.
+            slots = max(1, slots // _BUSY_DOOR_SHARE)
+        return max(0, slots - int(self._limiter.borrowed_tokens))
 
     async def _claim(self, free: int) -> list[Event]:
         if free < 1:
@@ -142,14 +163,17 @@ class EventWorker:
                 pause = min(pause, max(0.0, (due - now).total_seconds()))
         return pause
 
-    async def _run(self, event: Event, borrower: object) -> None:
+    async def _run(
+        self, event: Event, webhooks: dict[str, Webhook] | None, borrower: object
+    ) -> None:
         try:
-            await self._attempt(event)
+            await self._attempt(event, webhooks)
         finally:
             self._limiter.release_on_behalf_of(borrower)
             self._wake.set()
 
-    async def _attempt(self, event: Event) -> None:
+    async def _attempt(self, event: Event, webhooks: dict[str, Webhook] | None) -> None:
+        """One attempt at ``event``; ``webhooks`` as read with the claim (None: not read)."""
         owner = self.settings.instance_id
         started = utcnow()
         run_log = RunLog()
@@ -159,14 +183,22 @@ class EventWorker:
                 raise RunFailure(
                     f"gave up after {MAX_ATTEMPTS} attempts that did not finish", retryable=False
                 )
+            if webhooks is None:
+                webhook = await self.store.find(Webhook, id=event.webhook_id)
+            else:
+                webhook = webhooks.get(event.webhook_id)
             with trio.move_on_after(self.settings.run_timeout_s) as scope:
-                message = await self.processor.process(event, run_log)
+                message = await self.processor.process(event, webhook, run_log)
             if scope.cancelled_caught:
                 raise RunFailure(
                     f"the run took longer than {self.settings.run_timeout_s:g} s", retryable=True
                 )
         except trio.Cancelled:
-            with trio.CancelScope(shield=True), trio.move_on_after(_CLEANUP_S):
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(_CLEANUP_S),
+                contextlib.suppress(StoreError),  # then the lease expires instead
+            ):
                 now = utcnow()
                 await self.store.finish_event(
                     event.id,
@@ -188,16 +220,26 @@ class EventWorker:
             log.exception("event %s: the run failed", event.id)
             await self._failed(event, started, run_log, f"internal error: {exc!r}", True)
         else:
-            finished = await self.store.finish_event(
-                event.id,
-                owner=owner,
-                status=EventStatus.DONE,
-                now=utcnow(),
-                message_id=message.id,
-                attempt=self._attempt_record(event, started, run_log, "done", None),
-            )
+            try:
+                finished = await self.store.finish_event(
+                    event.id,
+                    owner=owner,
+                    status=EventStatus.DONE,
+                    now=utcnow(),
+                    message_id=message.id,
+                    attempt=self._attempt_record(event, started, run_log, "done", None),
+                )
+            except StoreError as exc:
+                # The lease expires and the event runs again, into the message
+                # already posted: nothing is lost, nothing is posted twice.
+                log.error("event %s: posted, but cannot record it: %s", event.id, exc.message)
+                return
             if not finished:
-                log.warning("event %s: posted, but its lease had passed to another run", event.id)
+                log.warning(
+                    "event %s: posted, but its lease had passed to another run"
+                    " (or the webhook was deleted)",
+                    event.id,
+                )
 
     async def _failed(
         self, event: Event, started: datetime, run_log: RunLog, error: str, retryable: bool

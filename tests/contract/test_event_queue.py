@@ -1,8 +1,9 @@
 """The event queue and channel queries, the same on SQLite and PostgreSQL.
 
-Ingest (dedup in the same transaction, the 72 h window, vanished webhooks),
-claims (leases, per-webhook concurrency, strict order, fairness, expired
-leases), finishing under a lease, and the listing queries.
+Ingest (dedup in the same transaction, the 72 h window, vanished and draft
+webhooks), claims (leases, per-webhook concurrency, strict order, fairness,
+expired leases), finishing under a lease (attempts recorded by the lease's
+holder only), and the listing queries.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import attrs
 import trio
 
 from agentws.domain.deliveries import IngestOutcome
-from agentws.domain.models import ChatMessage, Event, EventStatus, Webhook, Workspace
+from agentws.domain.models import (
+    ChatMessage,
+    Event,
+    EventAttempt,
+    EventStatus,
+    Webhook,
+    Workspace,
+)
 from agentws.store import SqlStore
 
 T0 = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -110,6 +118,25 @@ async def test_an_event_of_a_deleted_webhook_is_gone_and_the_rest_stored(store: 
     assert await store.count(Event) == 1
 
 
+async def test_an_event_of_a_draft_webhook_is_inactive_and_not_stored(store: SqlStore) -> None:
+    _, (a, b) = await make_webhooks(store, 4, 4)
+    await store.update(attrs.evolve(b, active=False))
+    kept, refused = event(a, 1, key="k"), event(b, 2, key="k")
+    assert await ingest(store, kept, refused) == [
+        (IngestOutcome.ACCEPTED, kept.id),
+        (IngestOutcome.INACTIVE, None),
+    ]
+    await store.update(attrs.evolve(b, active=True))
+    assert await ingest(store, refused) == [(IngestOutcome.ACCEPTED, refused.id)]
+
+
+async def test_webhooks_by_id_reads_those_that_exist(store: SqlStore) -> None:
+    _, (a, b) = await make_webhooks(store, 4, 1)
+    found = await store.webhooks_by_id([b.id, a.id, "wh_gone", a.id])
+    assert found == {a.id: a, b.id: b}
+    assert await store.webhooks_by_id([]) == {}
+
+
 async def test_claims_respect_each_webhooks_concurrency(store: SqlStore) -> None:
     _, (hook,) = await make_webhooks(store, 2)
     events = [event(hook, n) for n in range(5)]
@@ -171,6 +198,52 @@ async def test_an_expired_lease_is_taken_over_and_its_owner_cannot_finish(
     assert taken.lease_owner == "b" and taken.attempts == 2
     assert not await store.finish_event(only.id, owner="dead", status=EventStatus.DONE, now=at(6))
     assert (await store.get(Event, only.id)).status is EventStatus.RUNNING
+
+
+async def test_only_the_lease_holder_records_its_attempt(store: SqlStore) -> None:
+    _, (hook,) = await make_webhooks(store, 4)
+    only = event(hook, 1)
+    await ingest(store, only)
+    await store.claim_events(owner="dead", now=at(2), lease_expires_at=at(5), limit=1)
+    await claim(store, "b", 5)
+
+    def attempt(owner: str, number: int) -> EventAttempt:
+        return EventAttempt(
+            event_id=only.id,
+            number=number,
+            instance_id=owner,
+            outcome="done",
+            started_at=at(5),
+            finished_at=at(6),
+        )
+
+    late = attempt("dead", 1)
+    assert not await store.finish_event(
+        only.id, owner="dead", status=EventStatus.DONE, now=at(6), attempt=late
+    )
+    assert await store.select(EventAttempt, event_id=only.id) == []
+    kept = attempt("b", 2)
+    assert await store.finish_event(
+        only.id, owner="b", status=EventStatus.DONE, now=at(6), attempt=kept
+    )
+    assert [a.id for a in await store.select(EventAttempt, event_id=only.id)] == [kept.id]
+
+
+async def test_finishing_an_event_deleted_with_its_webhook_is_refused_quietly(
+    store: SqlStore,
+) -> None:
+    _, (hook,) = await make_webhooks(store, 4)
+    only = event(hook, 1)
+    await ingest(store, only)
+    await claim(store, "a", 2)
+    await store.delete(Webhook, hook.id)
+    record = EventAttempt(
+        event_id=only.id, number=1, instance_id="a", outcome="done", started_at=at(2)
+    )
+    assert not await store.finish_event(
+        only.id, owner="a", status=EventStatus.DONE, now=at(3), attempt=record
+    )
+    assert await store.count(EventAttempt) == 0
 
 
 async def test_an_interrupted_run_gives_its_attempt_back(store: SqlStore) -> None:

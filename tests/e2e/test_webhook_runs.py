@@ -190,32 +190,60 @@ async def test_concurrency_one_keeps_arrival_order(tmp_path: Path) -> None:
         assert order == list(range(12))
 
 
-async def test_a_webhook_runs_up_to_its_concurrency_and_no_more(tmp_path: Path) -> None:
-    running_now = 0
-    peak = 0
-    release = trio.Event()
+@attrs.define
+class HeldTurns:
+    """Model turns that wait for :attr:`release`, counting how many run at once."""
 
-    async def turn() -> ModelReply:
-        nonlocal running_now, peak
-        running_now += 1
-        peak = max(peak, running_now)
+    release: trio.Event = attrs.field(factory=trio.Event)
+    running: int = 0
+    peak: int = 0
+
+    async def turn(self) -> ModelReply:
+        self.running += 1
+        self.peak = max(self.peak, self.running)
         try:
-            await release.wait()
+            await self.release.wait()
         finally:
-            running_now -= 1
+            self.running -= 1
         return ModelReply(text="ok")
 
-    async with served(tmp_path, ScriptedModel(lambda r: turn)) as server:
+
+async def test_a_webhook_runs_up_to_its_concurrency_and_no_more(tmp_path: Path) -> None:
+    held = HeldTurns()
+    async with served(tmp_path, ScriptedModel(lambda r: held.turn)) as server:
         issued = await hook(server, concurrency=3)
         ids = [await deliver(issued, {"n": n}) for n in range(8)]
-        await wait_for(lambda: peak == 3, what="three runs at once")
+        await wait_for(lambda: held.peak == 3, what="three runs at once")
         # The others wait for a free slot of this webhook, not of the pool.
         queued = await server.store.count(Event, status=EventStatus.QUEUED)
         assert queued == 5
-        release.set()
+        held.release.set()
         for event_id in ids:
             assert (await finished(server.store, event_id)).status is EventStatus.DONE
-        assert peak == 3
+        assert held.peak == 3
+
+
+async def test_runs_take_a_quarter_of_the_slots_while_deliveries_queue(tmp_path: Path) -> None:
+    held = HeldTurns()
+    env = {"AGENTWS_WORKER_CONCURRENCY": "8"}
+    async with served(tmp_path, ScriptedModel(lambda r: held.turn), **env) as server:
+        worker = server.service.worker
+        door_busy = True
+        # The batcher says so under a burst (tests/unit/test_ingest_batcher.py).
+        worker.door_busy = lambda: door_busy
+        issued = await hook(server, concurrency=8)
+        ids = [await deliver(issued, {"n": n}) for n in range(10)]
+        await wait_for(lambda: held.running == 2, what="two runs")
+        assert await server.store.count(Event, status=EventStatus.QUEUED) == 8
+        assert worker.running == 2
+
+        door_busy = False  # the burst is over: the runs catch up
+        worker.notify()
+        await wait_for(lambda: held.running == 8, what="every slot running")
+        held.release.set()
+        for event_id in ids:
+            assert (await finished(server.store, event_id)).status is EventStatus.DONE
+        assert held.peak == 8
 
 
 async def test_a_busy_webhook_does_not_starve_another(tmp_path: Path) -> None:

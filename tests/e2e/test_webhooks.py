@@ -531,6 +531,48 @@ async def test_unknown_token_get_and_deleted_webhook(tmp_path: Path) -> None:
         assert "deleted" in refused["error"]["message"]
 
 
+async def test_a_webhook_changed_elsewhere_is_refused_before_anything_else(
+    tmp_path: Path,
+) -> None:
+    # The door remembers active webhooks; a change the door did not see (here
+    # straight in the store, as another process would make it) still answers
+    # first, also for deliveries that fail a later check.
+    async with hook_server(tmp_path) as server:
+        hook = await make_hook(
+            server,
+            "signed",
+            verification=VerificationScheme.GITHUB,
+            secret=GITHUB_SECRET,
+            max_body_bytes=SMALL_LIMIT,
+        )
+        body = encode({"event": "ping"})
+        bad_sig = {"X-Hub-Signature-256": "sha256=" + "0" * 64}
+        big = encode({"log": "x" * SMALL_LIMIT})
+        accepted(await post(hook.url, body, github_headers(body, delivery="d-1")))
+        await all_finished(server.store, hook.id)
+
+        await set_active(server.store, "acme", hook.id, active=False, actor=ACTOR)
+        assert_error(await post(hook.url, body, bad_sig), 403, "webhook_inactive")
+        assert_error(
+            await post(hook.url, body, github_headers(body, delivery="d-2")),
+            403,
+            "webhook_inactive",
+        )
+        await set_active(server.store, "acme", hook.id, active=True, actor=ACTOR)
+        accepted(await post(hook.url, body, github_headers(body, delivery="d-3")))
+        assert_error(await post(hook.url, body, bad_sig), 401, "invalid_signature")
+
+        await delete_webhook(server.store, "acme", hook.id, actor=ACTOR)
+        assert_error(await post(hook.url, body, bad_sig), 404, "not_found")
+        assert_error(
+            await post(hook.url, big, github_headers(big, delivery="d-4")), 404, "not_found"
+        )
+        assert_error(
+            await post(hook.url, body, github_headers(body, delivery="d-5")), 404, "not_found"
+        )
+        assert await events(server.store, hook.id) == []  # deleted with their webhook
+
+
 async def test_order_of_checks(tmp_path: Path) -> None:
     async with hook_server(tmp_path) as server:
         draft = await make_hook(server, "draft", active=False, max_body_bytes=SMALL_LIMIT)

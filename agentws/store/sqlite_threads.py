@@ -1,0 +1,181 @@
+"""ConnectionThread: a thread that owns one SQLite connection, working for trio tasks.
+
+Work for the connection runs in its thread in the order it was submitted,
+each piece right after the one before. For the writer connection this is
+what matters: serialising writes with a lock in the event loop instead (and
+a worker thread per statement) keeps the connection busy for as long as it
+takes the loop to come back to the task that holds the lock, which under
+load is milliseconds per transaction, and every other writer, a delivery
+being acknowledged included, queues behind it. Here the next transaction
+starts as soon as the last one ends. (A thread of its own per connection is
+also cheaper than ``trio.to_thread.run_sync`` for each statement.)
+
+A transaction made of several statements, each awaited by its task
+(:meth:`ConnectionThread.session`), holds the thread between them: nothing
+else runs on the connection until the session ends.
+
+Submitted work is not cancellable once it is queued, like
+``trio.to_thread.run_sync``: the task gets its result, and a cancellation
+at its next checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import outcome
+import trio
+
+__all__ = ["ClosedError", "ConnectionThread", "Session"]
+
+T = TypeVar("T")
+
+Work = Callable[[sqlite3.Connection], Any]
+
+
+class _Job:
+    __slots__ = ("deliver", "opens", "work")
+
+    def __init__(
+        self,
+        work: Work,
+        deliver: Callable[[outcome.Outcome[Any]], None],
+        opens: Session | None = None,
+    ) -> None:
+        self.work = work
+        self.deliver = deliver
+        self.opens = opens
+
+
+def _ignore(_: outcome.Outcome[Any]) -> None:
+    pass
+
+
+class Session:
+    """The statements of one transaction, run by the writer thread one by one, in order."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[_Job, bool]] = queue.SimpleQueue()
+        #: Whether the work that ends the session was handed over.
+        self.ended = False
+
+    async def call(self, work: Callable[[sqlite3.Connection], T], *, ends: bool = False) -> T:
+        """Run ``work(connection)`` within the session; ``ends`` for its last piece."""
+        if self.ended:
+            # Nobody would run it: the thread has moved on.
+            raise RuntimeError("the transaction has ended")
+
+        def put(job: _Job) -> None:
+            self.ended = self.ended or ends
+            self._jobs.put((job, ends))
+
+        return await _submit(put, work)
+
+    def end_nowait(self, work: Work) -> None:
+        """End the session with ``work``, without waiting for it (a task that cannot wait)."""
+        if not self.ended:
+            self.ended = True
+            self._jobs.put((_Job(work, _ignore), True))
+
+    def take(self) -> tuple[_Job, bool]:
+        """The next piece of work, and whether it ends the session (the writer thread's side)."""
+        return self._jobs.get()
+
+
+class ClosedError(Exception):
+    """The connection's thread has stopped: no more work can run on it."""
+
+
+async def _submit(
+    put: Callable[[_Job], None],
+    work: Callable[[sqlite3.Connection], T],
+    *,
+    opens: Session | None = None,
+) -> T:
+    await trio.lowlevel.checkpoint_if_cancelled()
+    task = trio.lowlevel.current_task()
+    token = trio.lowlevel.current_trio_token()
+
+    def deliver(result: outcome.Outcome[Any]) -> None:
+        # The loop cannot end while the task waits, unless it crashed.
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+    put(_Job(work, deliver, opens))
+
+    def abort(_: Any) -> trio.lowlevel.Abort:
+        return trio.lowlevel.Abort.FAILED  # it runs to its end: wait for it
+
+    result: T = await trio.lowlevel.wait_task_rescheduled(abort)
+    return result
+
+
+class ConnectionThread:
+    """Owns ``connection``: runs submitted work on it, one piece at a time, in order."""
+
+    def __init__(self, connection: sqlite3.Connection, name: str) -> None:
+        self._connection = connection
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    async def call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work(connection)`` in the thread, after the work submitted before it.
+
+        Error handling:
+            :class:`ClosedError` once :meth:`close` has been called.
+        """
+        return await _submit(self._put, work)
+
+    def _put(self, job: _Job) -> None:
+        # Called in the event loop's thread, as close() is: nothing is queued
+        # after the thread's last job, where it would wait for ever.
+        if self._closed:
+            raise ClosedError("the database is closed")
+        self._jobs.put(job)
+
+    async def session(self, begin: Work) -> Session:
+        """Run ``begin`` and keep the thread for the session it opens.
+
+        The caller must end the session (:meth:`Session.call` with
+        ``ends=True``, or :meth:`Session.end_nowait`): until then nothing
+        else runs here. If ``begin`` raises, there is no session to end.
+        """
+        session = Session()
+        await _submit(self._put, begin, opens=session)
+        return session
+
+    async def close(self) -> None:
+        """Run what was submitted, then stop the thread and close the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(None)
+        await trio.to_thread.run_sync(self._thread.join)
+        await trio.to_thread.run_sync(self._connection.close)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if self._run(job) and job.opens is not None:
+                self._serve_session(job.opens)
+
+    def _serve_session(self, session: Session) -> None:
+        while True:
+            job, ends = session.take()
+            self._run(job)
+            if ends:
+                return
+
+    def _run(self, job: _Job) -> bool:
+        result = outcome.capture(job.work, self._connection)
+        job.deliver(result)
+        return isinstance(result, outcome.Value)
