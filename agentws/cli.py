@@ -354,6 +354,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _serve(settings: Settings, as_json: bool) -> int:
+    from agentws.agent.choose import describe_model
     from agentws.server import serve_until_signalled
 
     logging.basicConfig(
@@ -367,13 +368,21 @@ def _serve(settings: Settings, as_json: bool) -> int:
         urls = {"base_url": base, "health": f"{base}/healthz", "readiness": f"{base}/readyz"}
         if as_json:
             print(
-                json.dumps({**urls, "binds": binds, "database": redact_url(settings.database_url)})
+                json.dumps(
+                    {
+                        **urls,
+                        "binds": binds,
+                        "database": redact_url(settings.database_url),
+                        "model": describe_model(settings),
+                    }
+                )
             )
         else:
             print(
                 f"agentws {__version__} is serving on {', '.join(binds)}\n"
                 f"  public URL: {base}\n"
                 f"  store:      {redact_url(settings.database_url)}\n"
+                f"  model:      {describe_model(settings)}\n"
                 f"  health:     {urls['health']}\n"
                 f"  readiness:  {urls['readiness']}\n"
                 "Stop with Ctrl+C or SIGTERM.",

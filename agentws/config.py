@@ -20,10 +20,19 @@ import attrs
 from agentws.connectors.url_guard import Allowlist
 from agentws.errors import ConfigError
 
-__all__ = ["DEFAULT_BIND", "DEFAULT_DATABASE_URL", "Settings", "parse_bind", "parse_database_url"]
+__all__ = [
+    "DEFAULT_BIND",
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_MODEL",
+    "Settings",
+    "parse_bind",
+    "parse_database_url",
+]
 
 DEFAULT_BIND = "127.0.0.1:8080"
 DEFAULT_DATABASE_URL = "sqlite:///./agentws.db"
+#: The model that runs the agent unless AGENTWS_MODEL names another.
+DEFAULT_MODEL = "claude-sonnet-4-5"
 
 
 def parse_bind(value: str) -> tuple[str, int]:
@@ -86,6 +95,12 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise ValueError(f"expected a whole number >= 1, got {value!r}")
     return number
+
+
+def _model_name(value: str) -> str:
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"not a model name: {value!r}")
+    return value
 
 
 def _base_url(value: str) -> str:
@@ -156,6 +171,11 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
     ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _seconds, "300"),
+    ("anthropic_api_key", "ANTHROPIC_API_KEY", str, None),
+    ("anthropic_base_url", "ANTHROPIC_BASE_URL", _base_url, None),
+    ("model", "AGENTWS_MODEL", _model_name, DEFAULT_MODEL),
+    ("model_timeout_s", "AGENTWS_MODEL_TIMEOUT_S", _seconds, "60"),
+    ("model_max_tokens", "AGENTWS_MODEL_MAX_TOKENS", _positive_int, "2048"),
 )
 
 
@@ -221,6 +241,16 @@ class Settings:
     confirm_ttl_s: float = 300.0
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)
+    #: The Anthropic API key: with one, runs use the real model; without, the offline one.
+    anthropic_api_key: str | None = attrs.field(default=None, repr=False)
+    #: Another endpoint of the Messages API (a proxy, a gateway).
+    anthropic_base_url: str | None = None
+    #: The model that runs the agent.
+    model: str = DEFAULT_MODEL
+    #: Deadline of one model turn (the run's deadline still bounds the run).
+    model_timeout_s: float = 60.0
+    #: Tokens a model turn may write at most.
+    model_max_tokens: int = 2048
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -9,11 +9,13 @@ service started outlives ``serve``.
 
 from __future__ import annotations
 
+import contextlib
+
 import attrs
 import trio
 
+from agentws.agent.choose import open_model
 from agentws.agent.model import ModelClient
-from agentws.agent.offline import OfflineModel
 from agentws.agent.runner import AgentRunner
 from agentws.approvals.notifier import ApprovalWatch
 from agentws.audit import AuditWriter
@@ -97,7 +99,12 @@ class Service:
 
     async def _serve_tasks(self, task_status: trio.TaskStatus[Service]) -> None:
         try:
-            async with trio.open_nursery() as nursery:
+            async with (
+                (
+                    contextlib.nullcontext(self.model) if self.model else open_model(self.settings)
+                ) as model,
+                trio.open_nursery() as nursery,
+            ):
                 self._nursery = nursery
                 self.authenticator = Authenticator(self.store)
                 self.links = RemoteLinks(self.store, self.settings)
@@ -117,7 +124,7 @@ class Service:
                 self._watch = ApprovalWatch(self.store, supervisor)
                 await nursery.start(self._watch.serve)
                 await nursery.start(self.links.serve)
-                agent = AgentRunner(catalog, gate, self.model or OfflineModel())
+                agent = AgentRunner(catalog, gate, model)
                 local = LocalSink(self.store)
 
                 def sinks(channel: ChannelRef) -> ChatSink:

@@ -54,11 +54,13 @@ async def run_agentws(
 
 
 def clean_env(**overrides: str) -> dict[str, str]:
-    """This process's environment without any ``AGENTWS_*`` variable, plus ``overrides``.
+    """This process's environment without ``AGENTWS_*`` or ``ANTHROPIC_*`` variables, plus
+    ``overrides``.
 
-    The developer's own settings must not leak into the program under test.
+    The developer's own settings must not leak into the program under test
+    (and a real API key would send the tests' runs to the real model).
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTWS_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWS_", "ANTHROPIC_"))}
     env.update(overrides)
     return env
 

@@ -4,8 +4,8 @@ One turn at a time: the run sends the system prompt, the conversation so far
 (in the Messages API's shape: ``{"role", "content": [blocks]}``) and the
 tools it may call; the model answers with text, tool calls, or both. The
 run loops until the model answers without tool calls. Implementations:
-:class:`~agentws.agent.offline.OfflineModel` (no network, the default) and,
-later, the Anthropic API.
+:class:`~agentws.agent.offline.OfflineModel` (no network, the default) and
+:class:`~agentws.agent.anthropic_model.AnthropicModel` (when a key is set).
 """
 
 from __future__ import annotations
@@ -26,12 +26,18 @@ __all__ = [
 
 
 class ModelError(Exception):
-    """The model could not answer. ``retryable``: busy, rate-limited, unreachable."""
+    """The model could not answer. ``retryable``: busy, rate-limited, unreachable.
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    ``retry_after_s``: how long the API asked to wait before trying again, if it said.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
 
 
 @attrs.frozen

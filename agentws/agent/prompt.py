@@ -1,7 +1,8 @@
 """What the model is told: the service's rules, the webhook's prompt, the fenced event.
 
-The rules come first and are the same for every run; the webhook's prompt
-(an admin's words) follows. The event goes in the user turn: a few facts
+The rules come first and are the same for every run; the group's spine
+documents (the context its team keeps for every run) and the webhook's
+prompt (an admin's words) follow. The event goes in the user turn: a few facts
 from the request, then the whole body as JSON between fence lines carrying
 a random marker, which the body cannot contain (see
 :func:`agentws.domain.payloads.fence_payload`).
@@ -10,11 +11,17 @@ a random marker, which the body cannot contain (see
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
+from agentws.domain.models import ContextDocument
 from agentws.domain.payloads import FencedPayload
 
-__all__ = ["SERVICE_RULES", "system_prompt", "user_turn"]
+__all__ = ["SERVICE_RULES", "SPINE_BUDGET_CHARS", "system_prompt", "user_turn"]
+
+#: Room for the group's spine documents in the system prompt: about 6,000
+#: tokens. Documents in order until the next does not fit; the rest by title.
+SPINE_BUDGET_CHARS = 24_000
 
 SERVICE_RULES = """\
 You are the agent of an agentws workspace. An external system sent an event to \
@@ -33,9 +40,37 @@ destructive tools cannot be used in an automated run.
 - Be brief and factual. Do not invent values the payload does not have."""
 
 
-def system_prompt(webhook_prompt: str) -> str:
-    """The service's rules, then the webhook's instructions."""
-    return f"{SERVICE_RULES}\n\n## The webhook's instructions\n\n{webhook_prompt.strip()}"
+def system_prompt(webhook_prompt: str, spine: Sequence[ContextDocument] = ()) -> str:
+    """The service's rules, the group's spine documents, then the webhook's instructions.
+
+    The spine documents go in whole, in order, while they fit in
+    :data:`SPINE_BUDGET_CHARS`; the rest are listed by title and id, for
+    the model to read with ``read_context_document`` when it needs them.
+    """
+    parts = [SERVICE_RULES]
+    if spine:
+        parts.append(_spine_section(spine))
+    parts.append(f"## The webhook's instructions\n\n{webhook_prompt.strip()}")
+    return "\n\n".join(parts)
+
+
+def _spine_section(spine: Sequence[ContextDocument]) -> str:
+    shown: list[str] = []
+    left_out: list[ContextDocument] = []
+    room = SPINE_BUDGET_CHARS
+    for document in spine:
+        text = f"### {document.title}\n\n{document.body.strip()}"
+        if len(text) <= room and not left_out:
+            shown.append(text)
+            room -= len(text)
+        else:
+            left_out.append(document)
+    lines = ["## The group's documents", "", "Context the team keeps for every run:"]
+    lines += ["", *shown] if shown else []
+    if left_out:
+        lines += ["", "Not shown for want of room; read one with read_context_document(id=...):"]
+        lines += [f"- {d.title} (id {d.id})" for d in left_out]
+    return "\n".join(lines)
 
 
 def user_turn(

@@ -23,7 +23,14 @@ import mcp_types as types
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
-from agentws.domain.models import Capability, Event, Group, Webhook
+from agentws.domain.models import (
+    Capability,
+    ContextDocument,
+    DocumentPolicy,
+    Event,
+    Group,
+    Webhook,
+)
 from agentws.domain.payloads import fence_payload
 from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import PermissionDeniedError
@@ -107,7 +114,11 @@ class AgentRunner:
         received_at = event.received_at.isoformat(timespec="seconds")
         log.model = self.model.name
         log.prompt = prompt
-        log.system = system_prompt(prompt)
+        spine: list[ContextDocument] = []
+        if group is not None:
+            documents = await self.catalog.store.group_documents(group.id)
+            spine = [d for d in documents if d.policy is DocumentPolicy.SPINE]
+        log.system = system_prompt(prompt, spine)
         log.messages.append(
             {
                 "role": "user",

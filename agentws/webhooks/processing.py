@@ -27,12 +27,18 @@ __all__ = ["EventProcessor", "RunFailure"]
 
 
 class RunFailure(Exception):
-    """An attempt failed; ``retryable`` when trying again later may succeed."""
+    """An attempt failed; ``retryable`` when trying again later may succeed.
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    ``retry_after_s``: not before this (a rate limit said so), if known.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
 
 
 @attrs.define(eq=False)
@@ -70,7 +76,9 @@ class EventProcessor:
                 webhook=webhook, event=event, prompt=prompt, group=group, log=log
             )
         except ModelError as exc:
-            raise RunFailure(f"model: {exc.message}", retryable=exc.retryable) from None
+            raise RunFailure(
+                f"model: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
+            ) from None
         outgoing = OutgoingMessage(
             workspace_id=webhook.workspace_id, channel=channel, text=text, event_id=event.id
         )

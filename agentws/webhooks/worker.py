@@ -213,7 +213,14 @@ class EventWorker:
                 )
             raise
         except RunFailure as failure:
-            await self._failed(event, started, run_log, failure.message, failure.retryable)
+            await self._failed(
+                event,
+                started,
+                run_log,
+                failure.message,
+                failure.retryable,
+                not_before_s=failure.retry_after_s or 0.0,
+            )
         except StoreError as exc:
             await self._failed(event, started, run_log, f"store: {exc.message}", True)
         except Exception as exc:
@@ -242,7 +249,14 @@ class EventWorker:
                 )
 
     async def _failed(
-        self, event: Event, started: datetime, run_log: RunLog, error: str, retryable: bool
+        self,
+        event: Event,
+        started: datetime,
+        run_log: RunLog,
+        error: str,
+        retryable: bool,
+        *,
+        not_before_s: float = 0.0,
     ) -> None:
         retry = retryable and event.attempts < MAX_ATTEMPTS
         outcome = "retry" if retry else "failed"
@@ -250,7 +264,8 @@ class EventWorker:
         now = utcnow()
         try:
             if retry:
-                delay = backoff_s(event.attempts, self.settings.retry_base_s)
+                # The jitter, but never sooner than the API asked (a rate limit's retry-after).
+                delay = max(backoff_s(event.attempts, self.settings.retry_base_s), not_before_s)
                 log.info(
                     "event %s: attempt %d failed (%s); retry in %.1f s",
                     event.id,

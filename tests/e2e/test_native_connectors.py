@@ -33,6 +33,7 @@ from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.secret_box import SecretBox, ensure_key_file
+from tests.e2e.asgi_fakes import lifespan, read_body
 from tests.e2e.mcp_support import running, sdk_session
 from tests.support import run_agentws
 
@@ -125,17 +126,9 @@ async def fake_upstreams() -> AsyncIterator[tuple[str, Upstream]]:
     upstream = Upstream()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+        if await lifespan(scope, receive, send):
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         query = parse_qs(scope["query_string"].decode())
         parsed = json.loads(body) if body else None

@@ -142,6 +142,7 @@ async def test_serve_answers_then_exits_0_on_signal(
         assert server.announcement["health"] == f"{base}/healthz"
         assert server.announcement["readiness"] == f"{base}/readyz"
         assert server.announcement["database"] == sqlite_url
+        assert server.announcement["model"] == "offline digest (no ANTHROPIC_API_KEY)"
 
         await _wait_healthy(base)
         ready = await _get(f"{base}/readyz")

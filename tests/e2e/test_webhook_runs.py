@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import httpx2
 import pytest
 import trio
 from cryptography.fernet import Fernet
@@ -32,7 +31,6 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.store import Store
-from agentws.webhooks.admin import IssuedWebhook, WebhookOptions, create_webhook
 from agentws.webhooks.events import replay_event
 from tests.e2e.mcp_support import Running, running, wait_for
 from tests.e2e.remote_support import (
@@ -42,6 +40,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
+from tests.e2e.run_support import deliver, finished, hook
 
 Script = Callable[[ModelRequest], Any]
 
@@ -79,44 +78,6 @@ async def served(tmp_path: Path, model: ScriptedModel, **env: str) -> AsyncItera
     }
     async with running(tmp_path, with_library=False, model=model, **settings) as server:
         yield server
-
-
-async def hook(server: Running, name: str = "ci", **options: Any) -> IssuedWebhook:
-    """A webhook of workspace acme posting to local:ops, with its URL on the server's port."""
-    issued = await create_webhook(
-        server.store,
-        server.service.settings,
-        "acme",
-        name=name,
-        channel="local:ops",
-        prompt=options.pop("prompt", "Summarise the event."),
-        options=WebhookOptions(rate_per_min=100_000, burst=100_000, **options),
-        actor="test",
-    )
-    token = issued.url.rsplit("/", 1)[1]
-    return attrs.evolve(issued, url=f"{server.base_url}/hooks/{token}")
-
-
-async def deliver(issued: IssuedWebhook, body: dict[str, Any]) -> str:
-    async with httpx2.AsyncClient(timeout=10) as http:
-        response = await http.post(issued.url, json=body)
-    assert response.status_code == 202, response.text
-    return str(response.json()["event_id"])
-
-
-async def finished(store: Store, event_id: str, timeout_s: float = 10.0) -> Event:
-    found: list[Event] = []
-
-    async def check() -> bool:
-        event = await store.get(Event, event_id)
-        found[:] = [event]
-        return event.status.finished
-
-    with trio.move_on_after(timeout_s):
-        while not await check():  # noqa: ASYNC110 - the state is in the store
-            await trio.sleep(0.02)
-        return found[0]
-    raise AssertionError(f"event {event_id} did not finish: {found}")
 
 
 async def attempts(store: Store, event_id: str) -> list[EventAttempt]:

@@ -108,3 +108,43 @@ def test_parse_bind_accepts_ipv6():
 )
 def test_database_urls_that_work(url):
     assert parse_database_url(url) == url
+
+
+def test_the_model_settings_and_a_key_that_never_shows():
+    default = Settings.from_env({"ANTHROPIC_API_KEY": ""})
+    assert default.anthropic_api_key is None  # empty is unset: the offline model
+    assert (default.model, default.model_timeout_s, default.model_max_tokens) == (
+        "claude-sonnet-4-5",
+        60.0,
+        2048,
+    )
+    settings = Settings.from_env(
+        {
+            "ANTHROPIC_API_KEY": "sk-ant-secret",
+            "ANTHROPIC_BASE_URL": "https://gateway.example.com/anthropic/",
+            "AGENTWS_MODEL": "claude-opus-4-1",
+            "AGENTWS_MODEL_TIMEOUT_S": "30",
+            "AGENTWS_MODEL_MAX_TOKENS": "512",
+        }
+    )
+    assert settings.anthropic_api_key == "sk-ant-secret"
+    assert settings.anthropic_base_url == "https://gateway.example.com/anthropic"
+    assert (settings.model, settings.model_timeout_s, settings.model_max_tokens) == (
+        "claude-opus-4-1",
+        30.0,
+        512,
+    )
+    assert "sk-ant-secret" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("AGENTWS_MODEL", "claude sonnet"),
+        ("ANTHROPIC_BASE_URL", "gateway.example.com"),
+        ("AGENTWS_MODEL_MAX_TOKENS", "0"),
+    ],
+)
+def test_bad_model_settings_name_their_variable(variable: str, value: str):
+    with pytest.raises(ConfigError, match=variable):
+        Settings.from_env({variable: value})

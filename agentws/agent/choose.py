@@ -1,0 +1,38 @@
+"""Which model runs the agent: Anthropic's when a key is set, the offline digest otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from agentws.agent.anthropic_model import AnthropicModel
+from agentws.agent.model import ModelClient
+from agentws.agent.offline import OfflineModel
+from agentws.config import Settings
+
+__all__ = ["describe_model", "open_model"]
+
+
+@asynccontextmanager
+async def open_model(settings: Settings) -> AsyncIterator[ModelClient]:
+    """The model the settings call for (``ANTHROPIC_API_KEY`` set: ``AGENTWS_MODEL``).
+
+    Resource handling:
+        The API client's connections are closed when the block exits.
+    """
+    if not settings.anthropic_api_key:
+        yield OfflineModel()
+        return
+    model = AnthropicModel.from_settings(settings)
+    try:
+        yield model
+    finally:
+        await model.aclose()
+
+
+def describe_model(settings: Settings) -> str:
+    """What runs the agent, for people: the model and where it comes from."""
+    if not settings.anthropic_api_key:
+        return "offline digest (no ANTHROPIC_API_KEY)"
+    where = settings.anthropic_base_url or "Anthropic API"
+    return f"{settings.model} ({where})"
