@@ -157,7 +157,9 @@ class ConnectionThread:
             return
         self._closed = True
         self._jobs.put(None)
-        await trio.to_thread.run_sync(self._thread.join)
+        # Abandoned if the caller gives up waiting (a session never ended):
+        # the thread is a daemon, and the connection stays with it.
+        await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
         await trio.to_thread.run_sync(self._connection.close)
 
     def _serve(self) -> None:

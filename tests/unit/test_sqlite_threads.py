@@ -134,3 +134,17 @@ async def test_after_close_work_is_refused_at_once() -> None:
         await thread.call(lambda c: 1)
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")  # closed with the thread
+
+
+async def test_closing_gives_up_on_a_session_nobody_ends_when_the_caller_does() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    thread = ConnectionThread(conn, "test")
+    session = await thread.session(lambda c: c.execute("BEGIN"))
+    with trio.move_on_after(0.2) as waited:
+        await thread.close()
+    assert waited.cancelled_caught  # the close did not hang its caller
+    with pytest.raises(ClosedError):
+        await thread.call(lambda c: 1)
+    session.end_nowait(lambda c: c.execute("ROLLBACK"))  # now the thread can stop
+    await trio.to_thread.run_sync(thread._thread.join)
+    conn.close()
