@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import trio
+
 from agentws.agent.anthropic_model import AnthropicModel
 from agentws.agent.model import ModelClient
 from agentws.agent.offline import OfflineModel
 from agentws.config import Settings
 
 __all__ = ["describe_model", "open_model"]
+
+# Closing the API client's connections must finish, but not hang shutdown.
+_CLOSE_S = 5.0
 
 
 @asynccontextmanager
@@ -27,7 +32,9 @@ async def open_model(settings: Settings) -> AsyncIterator[ModelClient]:
     try:
         yield model
     finally:
-        await model.aclose()
+        # Closing happens on the way out of a cancelled service too.
+        with trio.move_on_after(_CLOSE_S, shield=True):
+            await model.aclose()
 
 
 def describe_model(settings: Settings) -> str:

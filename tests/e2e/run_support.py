@@ -4,35 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import httpx2
-import trio
 
 from agentws.domain.models import Event
 from agentws.store import Store
-from agentws.webhooks.admin import IssuedWebhook, WebhookOptions, create_webhook
 from tests.e2e.mcp_support import Running
+from tests.e2e.webhook_support import CHANNEL, Hook, make_hook, wait_until
 
 __all__ = ["deliver", "finished", "hook"]
 
 
-async def hook(server: Running, name: str = "ci", **options: Any) -> IssuedWebhook:
-    """A webhook of workspace acme posting to local:ops, with its URL on the server's port."""
-    issued = await create_webhook(
-        server.store,
-        server.service.settings,
-        "acme",
-        name=name,
-        channel="local:ops",
+async def hook(server: Running, name: str = "ci", **options: Any) -> Hook:
+    """A webhook of workspace acme posting to local:ops, without a rate limit to speak of."""
+    return await make_hook(
+        server,
+        name,
         prompt=options.pop("prompt", "Summarise the event."),
-        options=WebhookOptions(rate_per_min=100_000, burst=100_000, **options),
-        actor="test",
+        channel=CHANNEL,
+        rate_per_min=100_000,
+        burst=100_000,
+        **options,
     )
-    token = issued.url.rsplit("/", 1)[1]
-    return attrs.evolve(issued, url=f"{server.base_url}/hooks/{token}")
 
 
-async def deliver(issued: IssuedWebhook, body: dict[str, Any]) -> str:
+async def deliver(issued: Hook, body: dict[str, Any]) -> str:
     async with httpx2.AsyncClient(timeout=10) as http:
         response = await http.post(issued.url, json=body)
     assert response.status_code == 202, response.text
@@ -40,15 +35,11 @@ async def deliver(issued: IssuedWebhook, body: dict[str, Any]) -> str:
 
 
 async def finished(store: Store, event_id: str, timeout_s: float = 10.0) -> Event:
-    found: list[Event] = []
-
-    async def check() -> bool:
-        event = await store.get(Event, event_id)
-        found[:] = [event]
-        return event.status.finished
-
-    with trio.move_on_after(timeout_s):
-        while not await check():  # noqa: ASYNC110 - the state is in the store
-            await trio.sleep(0.02)
-        return found[0]
-    raise AssertionError(f"event {event_id} did not finish: {found}")
+    """``event_id`` once it is done or failed."""
+    event: Event = await wait_until(
+        lambda: store.get(Event, event_id),
+        lambda event: event.status.finished,
+        timeout_s=timeout_s,
+        what=f"event {event_id} to finish",
+    )
+    return event
