@@ -47,6 +47,8 @@ class Output:
 
     data: Any
     text: str
+    #: The exit status (a report that found problems prints them, then exits 1).
+    status: int = 0
 
 
 @attrs.frozen
@@ -300,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Imported here, not at the top: that module builds on this one's Output and Context.
     from agentws.cli_connectors import add_connector_commands
+    from agentws.cli_doctor import add_doctor_command
     from agentws.cli_libraries import add_library_commands
     from agentws.cli_tools import add_tool_commands
     from agentws.cli_webhooks import add_webhook_commands
@@ -308,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_connector_commands(commands, common)
     add_tool_commands(commands, common)
     add_webhook_commands(commands, common)
+    add_doctor_command(commands, common)
     return parser
 
 
@@ -419,4 +423,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(output.data, indent=2))
     else:
         print(output.text)
-    return 0
+    return output.status

@@ -60,10 +60,27 @@ def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         "url": c.url,
         "headers": headers,
         # Whether there is a secret, and in which header; never the secret.
-        "secret": c.headers.get(SECRET_HEADER_FIELD) if c.secret else None,
+        "secret": _secret_kind(c),
         "active": c.active,
         "created_at": _iso(c.created_at),
     }
+
+
+def _secret_kind(c: Connector) -> str | None:
+    """Where the secret goes: a header's name, ``url`` (incoming webhooks), or None."""
+    if c.secret is None:
+        return None
+    if c.kind is ConnectorKind.INCOMING_WEBHOOK:
+        return "url"
+    return c.headers.get(SECRET_HEADER_FIELD, "Authorization")
+
+
+def _secret_text(kind: str | None) -> str:
+    if kind is None:
+        return "none"
+    if kind == "url":
+        return "the URL, stored encrypted (only its origin is shown)"
+    return f"in header {kind}, stored encrypted"
 
 
 def _secret(args: argparse.Namespace) -> ConnectorSecret | None:
@@ -117,8 +134,22 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
     text = (
         f"Added {connector.kind.value} connector {connector.name!r} ({connector.id}) "
         f"at {connector.url}.{note}\n"
-        f"Attach it to a group: agentws connector attach {args.workspace} GROUP {connector.name}"
     )
+    if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
+        text += (
+            f"Post a webhook's messages to it: agentws webhook create {args.workspace} NAME "
+            f"--channel webhook:{connector.name} --prompt ..."
+        )
+    else:
+        text += (
+            f"Attach it to a group: agentws connector attach {args.workspace} GROUP "
+            f"{connector.name}"
+        )
+        if connector.kind is ConnectorKind.SLACK:
+            text += (
+                f"\nOr post a webhook's messages with it: agentws webhook create "
+                f"{args.workspace} NAME --channel slack:<channel-id> --prompt ..."
+            )
     return Output(data, text)
 
 
@@ -201,7 +232,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
     lines = [
         f"Connector {connector.name!r} ({connector.kind.value}, {connector.id})",
         f"  url:      {connector.url}",
-        f"  secret:   {f'in header {secret}, stored encrypted' if secret else 'none'}",
+        f"  secret:   {_secret_text(secret)}",
         f"  headers:  {', '.join(data['headers']) or 'none'}",
         f"  groups:   {', '.join(groups) or 'none (attach with `agentws connector attach`)'}",
         "",
@@ -260,6 +291,18 @@ async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     else:
         from agentws.connectors.native import check_connector
 
+        if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
+            from agentws.chat.incoming_webhook import probe_hook
+
+            detail = await probe_hook(
+                connector,
+                SecretBox.from_settings(ctx.settings),
+                ctx.settings.connector_allowlist,
+                timeout_s=args.timeout,
+            )
+            data["detail"] = detail
+            data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
+            return Output(data, f"Connector {connector.name!r} works: {detail}.")
         detail = await check_connector(
             connector,
             headers=connector_headers(connector, box),
@@ -320,7 +363,10 @@ def add_connector_commands(
         help="add a connector",
         description="Add a connector. Its URL must be http(s) and, when "
         "AGENTWS_CONNECTOR_ALLOWLIST is set, name a host it lists. A secret (bearer token, "
-        "API key) comes from --secret-env VAR or --secret-stdin and is stored encrypted.",
+        "API key) comes from --secret-env VAR or --secret-stdin and is stored encrypted. "
+        "An incoming_webhook connector (a Slack, Mattermost or Discord incoming-webhook URL, "
+        "for channels webhook:NAME) takes its URL as the secret, since the URL is the "
+        "credential; a slack connector's bot token also lets webhooks post to slack:CHANNEL-ID.",
     )
     add.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     add.add_argument("name", metavar="NAME", help="connector name: [a-z][a-z0-9_]*")

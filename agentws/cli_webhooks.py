@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import typing
 from typing import Any
 
 import trio
@@ -73,6 +74,8 @@ def _webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, An
         "burst": w.burst,
         "max_body_bytes": w.max_body_bytes,
         "concurrency": w.concurrency,
+        # Write tools its runs use without approval (while their definitions are unchanged).
+        "allowed_tools": sorted(w.allowed_tools),
         "prompt": w.prompt,
         "created_at": _iso(w.created_at),
         "updated_at": _iso(w.updated_at),
@@ -91,6 +94,20 @@ def _read_secret(args: argparse.Namespace) -> str | None:
 # --- webhook --------------------------------------------------------------------------------
 
 
+async def _read_prompt(args: argparse.Namespace) -> str | None:
+    if args.prompt_file == "-":
+        return sys.stdin.read()
+    if args.prompt_file is not None:
+        try:
+            return await trio.Path(args.prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ValidationError(
+                f"cannot read --prompt-file {args.prompt_file}: {reason}"
+            ) from None
+    return typing.cast(str | None, args.prompt)
+
+
 async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import WebhookOptions, create_webhook
 
@@ -98,17 +115,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         raise ValidationError(
             "--prompt-file - and --secret-stdin cannot both read stdin: put the prompt in a file"
         )
-    prompt = args.prompt or ""
-    if args.prompt_file == "-":
-        prompt = sys.stdin.read()
-    elif args.prompt_file is not None:
-        try:
-            prompt = await trio.Path(args.prompt_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            raise ValidationError(
-                f"cannot read --prompt-file {args.prompt_file}: {reason}"
-            ) from None
+    prompt = await _read_prompt(args) or ""
     scheme = VerificationScheme(args.verify)
     secret = _read_secret(args)
     if scheme is not VerificationScheme.NONE and not args.secret_stdin:
@@ -124,6 +131,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         rate_per_min=args.rate,
         burst=args.burst,
         max_body_bytes=args.max_body_bytes,
+        allow_tools=tuple(args.allow_tool),
     )
     issued = await create_webhook(
         ctx.store,
@@ -183,6 +191,29 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
         data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
     )
     text += "\n\nThe URL is not kept: to get a new one, delete the webhook and create it again."
+    return Output(data, text)
+
+
+async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.webhooks.admin import WebhookChanges, update_webhook
+
+    changes = WebhookChanges(
+        prompt=await _read_prompt(args),
+        channel=args.channel,
+        group="" if args.no_group else args.group,
+        allow_tools=tuple(args.allow_tool),
+        disallow_tools=tuple(args.disallow_tool),
+    )
+    w = await update_webhook(
+        ctx.store, args.workspace, args.webhook, changes=changes, actor=ctx.actor
+    )
+    data = _webhook_json(w, *await _names(ctx, w))
+    tools = ", ".join(data["allowed_tools"]) or "none"
+    text = (
+        f"Webhook {w.name!r} ({w.id}) posts to {w.channel}"
+        f"{' with the tools of group ' + data['group'] if data['group'] else ', with no tools'}.\n"
+        f"Write tools its runs use without approval: {tools}."
+    )
     return Output(data, text)
 
 
@@ -416,7 +447,9 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     create.add_argument(
         "--channel",
         required=True,
-        help="where messages go: local:NAME (or just NAME) for the embedded chat",
+        help="where messages go: local:NAME (or just NAME) for the embedded chat, "
+        "slack:CHANNEL-ID (with the workspace's Slack connector) or webhook:CONNECTOR "
+        "(an incoming_webhook connector)",
     )
     prompt = create.add_mutually_exclusive_group(required=True)
     prompt.add_argument(
@@ -468,7 +501,53 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         metavar="B",
         help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 10 MiB)",
     )
+    create.add_argument(
+        "--allow-tool",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="a write tool of the group its runs may use without an admin's approval "
+        "(repeatable; never a destructive tool; lost if the tool's definition changes)",
+    )
     create.set_defaults(handler=_webhook_create)
+
+    update = webhook.add_parser(
+        "update",
+        parents=[common],
+        help="change a webhook's prompt, channel, group or pre-authorized tools",
+        description="Change what a webhook's runs do. Options not given are left as they are. "
+        "A pre-authorized (--allow-tool) write tool runs in the webhook's runs without an "
+        "admin's approval, for as long as its definition is the one authorized; destructive "
+        "tools can never be pre-authorized, and MCP tokens never get this.",
+    )
+    update.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    update.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
+    update.add_argument(
+        "--channel", help="where messages go: local:NAME, slack:CHANNEL-ID or webhook:CONNECTOR"
+    )
+    u_prompt = update.add_mutually_exclusive_group()
+    u_prompt.add_argument("--prompt-file", metavar="FILE", help="new instructions ('-': stdin)")
+    u_prompt.add_argument("--prompt", help="new instructions, inline")
+    u_group = update.add_mutually_exclusive_group()
+    u_group.add_argument(
+        "--group", metavar="GROUP", help="group whose tools the agent may use from now on"
+    )
+    u_group.add_argument("--no-group", action="store_true", help="no tools from now on")
+    update.add_argument(
+        "--allow-tool",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="pre-authorize a write tool of the group (repeatable)",
+    )
+    update.add_argument(
+        "--disallow-tool",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="withdraw a tool's pre-authorization (repeatable)",
+    )
+    update.set_defaults(handler=_webhook_update)
 
     listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
     listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")

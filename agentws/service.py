@@ -17,10 +17,10 @@ import trio
 from agentws.agent.choose import open_model
 from agentws.agent.model import ModelClient
 from agentws.agent.runner import AgentRunner
+from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.notifier import ApprovalWatch
 from agentws.audit import AuditWriter
-from agentws.chat.channels import ChannelRef
-from agentws.chat.sinks import ChatSink, LocalSink
+from agentws.chat.router import SinkRouter
 from agentws.config import Settings
 from agentws.connectors.links import RemoteLinks
 from agentws.errors import StoreError
@@ -60,6 +60,7 @@ class Service:
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
     _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
+    _reports: ChannelReports | None = attrs.field(default=None, init=False)
     _worker: EventWorker | None = attrs.field(default=None, init=False)
     _intake: Intake | None = attrs.field(default=None, init=False)
     _batcher: IngestBatcher | None = attrs.field(default=None, init=False)
@@ -124,13 +125,11 @@ class Service:
                 self._watch = ApprovalWatch(self.store, supervisor)
                 await nursery.start(self._watch.serve)
                 await nursery.start(self.links.serve)
-                agent = AgentRunner(catalog, gate, model)
-                local = LocalSink(self.store)
-
-                def sinks(channel: ChannelRef) -> ChatSink:
-                    return local
-
+                agent = AgentRunner(catalog, gate, model, base_url=self.settings.public_base_url)
+                sinks = SinkRouter(self.store, self.settings)
                 processor = EventProcessor(self.store, agent, sinks)
+                self._reports = ChannelReports(self.store, sinks)
+                await nursery.start(self._reports.serve)
                 self._worker = EventWorker(self.store, self.settings, processor)
                 await nursery.start(self._worker.serve)
                 self._batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
@@ -184,6 +183,8 @@ class Service:
             self.links.close()
         if self._watch is not None:
             self._watch.close()
+        if self._reports is not None:
+            self._reports.close()
         if self._worker is not None:
             self._worker.close()
         if self._batcher is not None:

@@ -8,8 +8,11 @@ One run measures, on loopback, in a temp directory of its own:
    connection, posting a GitHub-style ``push`` (about 1.5 KB of JSON). A 202
    from agentws means the event is durably committed (group commit: one
    SQLite transaction, ``synchronous=FULL``, for whatever arrived meanwhile)
-   and its worker pool runs the events (offline model, one message each to
-   ``local:ops``) at the same time, on the same store;
+   and its worker pool runs the events (by default the real ``anthropic``
+   SDK against a local Messages API that answers at once, see
+   :mod:`benchlib.fake_messages_api`; ``--model offline`` for the built-in
+   digest), one message each to ``local:ops``, at the same time, on the
+   same store;
 2. the same load on the reference: a bare QuartTrio app on Hypercorn's trio
    worker whose ``POST /hooks/<token>`` reads the body, parses the JSON,
    checks it is an object and answers 202 without storing anything (see
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
 from benchlib.agentws_setup import agentws_bin
+from benchlib.fake_messages_api import API_KEY as MESSAGES_API_KEY
 from benchlib.load import percentile
 from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Child, Processes
@@ -90,7 +94,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "SQLite, worker running) beside a bare QuartTrio endpoint on Hypercorn's trio "
             "worker that parses the JSON and answers 202 without storing (the stack's "
             "ceiling); then the time from POST to the chat message on agentws, open loop at "
-            "a fixed rate, with the offline (instant) model. About 2.5 minutes with the defaults."
+            "a fixed rate, with a model that answers at once (--model). About 2.5 minutes with "
+            "the defaults."
         ),
         epilog=(
             f"Targets: agentws >= {THROUGHPUT_TARGET}x the reference's accepted events/s; "
@@ -140,6 +145,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds after the last delivery to wait for the last chat messages",
     )
     parser.add_argument(
+        "--model",
+        choices=["fake-api", "offline"],
+        default="fake-api",
+        help=(
+            "what runs the agent: fake-api, the real anthropic SDK against a local Messages "
+            "API that answers at once (the whole path of a real run but the model's time); "
+            "offline, the built-in digest (no HTTP)"
+        ),
+    )
+    parser.add_argument(
         "--only",
         choices=["throughput", "e2e"],
         default=argparse.SUPPRESS,
@@ -176,8 +191,18 @@ def _wait_until_ready(child: Child, url: str) -> None:
     cli.wait_until_answering(child, url, _START_TIMEOUT_S, want_status=200)
 
 
+def _start_model(procs: Processes) -> dict[str, str]:
+    """Serve the instant Messages API; the environment that points agentws at it."""
+    child = procs.start(
+        "messages-api", [sys.executable, str(SCRIPTS / "benchlib" / "fake_messages_api.py")]
+    )
+    base_url = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
+    _wait_until_ready(child, base_url + "/readyz")
+    return {"ANTHROPIC_API_KEY": MESSAGES_API_KEY, "ANTHROPIC_BASE_URL": base_url}
+
+
 def _start_agentws(
-    procs: Processes, site: WebhookSite, database: Path, name: str
+    procs: Processes, site: WebhookSite, database: Path, name: str, model_env: dict[str, str]
 ) -> tuple[Child, str]:
     """Serve ``database`` (a failed start is retried); the server and its base URL."""
 
@@ -188,6 +213,7 @@ def _start_agentws(
             AGENTWS_BIND="127.0.0.1:0",
             AGENTWS_WORKER_CONCURRENCY=_WORKER_CONCURRENCY,
             AGENTWS_SHUTDOWN_GRACE_S=_SHUTDOWN_GRACE_S,
+            **model_env,
         )
         child = procs.start(name, [str(agentws_bin()), "serve", "--json"], env=env)
         try:
@@ -246,7 +272,7 @@ def _measure_agentws(
     name = f"agentws-{n}"
     database = fresh_copy(site, f"throughput-{n}")
     _say(f"agentws, round {n}: serving")
-    server, base_url = _start_agentws(procs, site, database, name)
+    server, base_url = _start_agentws(procs, site, database, name, args.model_env)
     _say(f"agentws, round {n}: {args.concurrency} senders for {args.warmup:g}+{args.duration:g} s")
     job = _closed_job(args, base_url + site.path, server.pid)
     result = _run_load(procs, job, _closed_timeout(args))
@@ -407,7 +433,7 @@ def _summarise_e2e(load: dict[str, Any], times: dict[str, dict[str, Any]]) -> di
 def _measure_e2e(args: argparse.Namespace, procs: Processes, site: WebhookSite) -> dict[str, Any]:
     database = fresh_copy(site, "e2e")
     _say("agentws, end to end: serving")
-    server, base_url = _start_agentws(procs, site, database, "agentws-e2e")
+    server, base_url = _start_agentws(procs, site, database, "agentws-e2e", args.model_env)
     _say(
         f"agentws, end to end: {args.e2e_rate:g} deliveries/s for "
         f"{args.e2e_warmup:g}+{args.e2e_seconds:g} s, then up to {args.drain:g} s for messages"
@@ -592,6 +618,15 @@ def _e2e_notes(e2e: dict[str, Any], config: dict[str, Any]) -> list[str]:
     ]
 
 
+def _model_words(results: dict[str, Any]) -> str:
+    if results["config"].get("model", "offline") == "offline":
+        return "the offline model (the built-in digest, no HTTP)"
+    return (
+        "the model through the real anthropic SDK, against a local Messages API that answers "
+        "at once (one request per event over loopback HTTP)"
+    )
+
+
 def render(results: dict[str, Any]) -> str:
     machine = results["machine"]
     packages = machine["packages"]
@@ -608,7 +643,7 @@ def render(results: dict[str, Any]) -> str:
         "webhook still exists and is active), the body read and parsed, the rate limit and "
         "dedup key checked, and the event committed (group commit) before the 202; the event "
         f"worker (AGENTWS_WORKER_CONCURRENCY={_WORKER_CONCURRENCY}, webhook concurrency "
-        f"{WEBHOOK_CONCURRENCY}, rate {RATE}, burst {BURST}) runs the offline model and "
+        f"{WEBHOOK_CONCURRENCY}, rate {RATE}, burst {BURST}) runs {_model_words(results)} and "
         "posts one message per event to `local:ops` on the same store meanwhile; while "
         "deliveries queue for their commit it starts runs in a quarter of its slots "
         "(deliveries first, see docs/webhooks.md).",
@@ -643,12 +678,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "worker_concurrency": int(_WORKER_CONCURRENCY),
             "webhook_concurrency": int(WEBHOOK_CONCURRENCY),
             "shutdown_grace_s": float(_SHUTDOWN_GRACE_S),
+            "model": args.model,
         },
         "targets": {"throughput_ratio": THROUGHPUT_TARGET, "e2e_p99_ms": E2E_TARGET_P99_MS},
     }
     with cli.workdir("webhooks", args.keep) as work, Processes(work) as procs:
         _say(f"setting up agentws in {work}")
         site = _retrying("setting up agentws", lambda: set_up_webhook(work))
+        args.model_env = _start_model(procs) if args.model == "fake-api" else {}
         if args.only in (None, "throughput"):
             runs = cli.abba_rounds(
                 args.rounds,

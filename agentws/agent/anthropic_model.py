@@ -80,6 +80,24 @@ class AnthropicModel:
         """Close the client's connections."""
         await self.client.close()
 
+    async def check(self) -> str:
+        """Ask the API about the model (no tokens spent): what it proved.
+
+        Error handling:
+            :class:`~agentws.agent.model.ModelError`, as for a turn (a bad
+            key, an unknown model, an API that cannot be reached).
+        """
+        with trio.move_on_after(self.timeout_s) as scope:
+            try:
+                info = await self.client.models.retrieve(self.model)
+            except anthropic.APIStatusError as exc:
+                raise _status_error(exc) from None
+            except anthropic.APIConnectionError as exc:
+                raise ModelError(f"cannot reach the model's API: {exc}", retryable=True) from None
+        if scope.cancelled_caught:
+            raise ModelError(f"the API did not answer within {self.timeout_s:g} s", retryable=True)
+        return f"the API knows {info.id} ({info.display_name}) and took the key"
+
     async def reply(self, request: ModelRequest) -> ModelReply:
         tools: list[dict[str, Any]] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}

@@ -6,7 +6,9 @@ is larger than the model takes), then gives the model turns until it answers
 without tool calls. Every tool call goes through the permission gate as a
 non-system caller (``webhook:<id>``, scope ``write``): reads run, writes are
 queued for an admin and the message says so with the approval id,
-destructive calls are refused (nobody is there to confirm them).
+destructive calls are refused (nobody is there to confirm them). Write
+tools an admin pre-authorized for the webhook (``--allow-tool``, bound to
+the tool's definition) run without approval.
 
 What happens is written to a :class:`RunLog` as it happens, so that a run
 cut short (deadline, failure) still leaves its transcript for the timeline.
@@ -23,6 +25,7 @@ import mcp_types as types
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
+from agentws.approvals.queue import approval_url
 from agentws.domain.models import (
     Capability,
     ContextDocument,
@@ -99,6 +102,8 @@ class AgentRunner:
     catalog: Catalog
     gate: ToolGate
     model: ModelClient
+    #: The service's public URL, for links to the dashboard.
+    base_url: str = attrs.field(default="", kw_only=True)
 
     async def run(
         self, *, webhook: Webhook, event: Event, prompt: str, group: Group | None, log: RunLog
@@ -147,7 +152,13 @@ class AgentRunner:
         tools = await self._tools(group)
         offered = tuple(ModelTool(t.name, t.tagged_description, t.input_schema) for t in tools)
         caller = (
-            ToolCaller(actor=f"webhook:{webhook.id}", group=group, scope=Capability.WRITE)
+            ToolCaller(
+                actor=f"webhook:{webhook.id}",
+                group=group,
+                scope=Capability.WRITE,
+                event_id=event.id,
+                preauthorized=webhook.allowed_tools,
+            )
             if group is not None
             else None
         )
@@ -185,8 +196,24 @@ class AgentRunner:
             text = (text + "\n\n" if text else "") + (
                 f"(The agent stopped after {_MAX_TURNS} turns without finishing.)"
             )
-        log.text = _with_approvals(text.strip() or "(The agent wrote nothing.)", queued)
+        log.text = self._with_approvals(text.strip() or "(The agent wrote nothing.)", queued)
         return log.text
+
+    def _with_approvals(self, text: str, queued: list[tuple[str, str]]) -> str:
+        """``text``, then what waits for an admin: each call's tool, approval id and link.
+
+        Always added by the service, whatever the model wrote: the channel
+        must be able to trust where the approval is (a payload cannot make
+        the model point elsewhere).
+        """
+        if not queued:
+            return text
+        lines = [
+            f"• {tool}: approval {approval} — {approval_url(self.base_url, approval)}"
+            f" (or `agentws approval approve {approval}`)"
+            for tool, approval in queued
+        ]
+        return text + "\n\nWaiting for an admin's approval:\n" + "\n".join(lines)
 
     async def _tools(self, group: Group | None) -> list[ToolSpec]:
         if group is None:
@@ -231,12 +258,3 @@ def _text(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content))
     return "\n".join(parts)
-
-
-def _with_approvals(text: str, queued: list[tuple[str, str]]) -> str:
-    """``text``, saying which queued calls wait for an admin unless it says so already."""
-    missing = [(tool, approval) for tool, approval in queued if approval not in text]
-    if not missing:
-        return text
-    lines = [f"• {tool} — approval {approval}" for tool, approval in missing]
-    return text + "\n\nWaiting for an admin's approval:\n" + "\n".join(lines)

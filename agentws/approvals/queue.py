@@ -27,6 +27,7 @@ from agentws.tools.spec import ToolSpec
 
 __all__ = [
     "approval_outcome",
+    "approval_url",
     "current_status",
     "find_approval",
     "list_approvals",
@@ -69,6 +70,7 @@ async def queue_call(
             group_id=caller.group.id,
             token_id=caller.token_id,
             session_id=caller.session_id,
+            event_id=caller.event_id,
             requested_by=caller.actor,
             tool_name=tool.name,
             capability=tool.capability,
@@ -97,15 +99,26 @@ def stored_arguments(approval: Approval, box: SecretBox | None) -> dict[str, Any
     return arguments
 
 
+def approval_url(base_url: str, approval_id: str) -> str:
+    """Where an admin decides ``approval_id`` in the dashboard."""
+    return f"{base_url.rstrip('/')}/dashboard/approvals/{approval_id}"
+
+
 def queued_result(approval: Approval) -> types.CallToolResult:
     """What the caller gets back for a queued call: not an error, with the approval id."""
     text = (
         f"Queued for admin approval: {approval.tool_name} has not run yet. It runs once, with "
         f"these exact arguments, when an admin approves it. Approval id: {approval.id} "
-        f"(expires {approval.expires_at.isoformat(timespec='seconds')}). This session is told "
-        f"the outcome if it is still open; get_approval(approval_id={approval.id!r}) reads it "
-        "at any time."
+        f"(expires {approval.expires_at.isoformat(timespec='seconds')}). "
     )
+    if approval.event_id is not None:
+        # A webhook's run: it ends before anyone decides; the channel hears the outcome.
+        text += "The channel is told the outcome when an admin decides; say it is waiting."
+    else:
+        text += (
+            "This session is told the outcome if it is still open; "
+            f"get_approval(approval_id={approval.id!r}) reads it at any time."
+        )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content={

@@ -1,33 +1,44 @@
 """The :class:`ChatSink` protocol and the embedded sink, :class:`LocalSink`.
 
 A sink posts one message per event, idempotently: posting again for an event
-that already has a message returns that message and posts nothing. The
-local sink gets this from the store (one message per event id); sinks of
-chat services get it from the recorded message (and, where the service
-allows, from asking it).
+that already has a message returns that message and posts nothing. Every
+sink records what it posted as a :class:`~agentws.domain.models.ChatMessage`
+(one per event id, by the store's unique key); the local sink's record *is*
+the message, the others' records carry the chat service's message id. Before
+a retry posts, :meth:`ChatSink.posted` looks for the record and, where the
+service allows, asks the service (a post whose record was lost).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 import attrs
 
 from agentws.chat.channels import ChannelRef
+from agentws.config import Settings
 from agentws.domain.models import ChatMessage
-from agentws.errors import NotFoundError
+from agentws.errors import ConfigError, NotFoundError
+from agentws.secret_box import SecretBox
 from agentws.store import Store
 
-__all__ = ["ChatSink", "LocalSink", "OutgoingMessage", "SinkError"]
+__all__ = ["ChatSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
 
 
 class SinkError(Exception):
-    """A post failed. ``retryable``: the service was busy or unreachable, not wrong."""
+    """A post failed. ``retryable``: the service was busy or unreachable, not wrong.
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    ``retry_after_s``: not before this (the service's rate limit said so), if known.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool, retry_after_s: float | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+        self.retry_after_s = retry_after_s
 
 
 @attrs.frozen
@@ -35,24 +46,70 @@ class OutgoingMessage:
     workspace_id: str
     channel: ChannelRef
     text: str
-    event_id: str
+    #: The event it answers (None: a follow-up, such as an approval's outcome).
+    event_id: str | None
+    #: Reply in this thread (the chat service's id of the thread's first message).
     thread: str | None = None
+    #: No message for the event can be older than this (its receipt).
+    since: datetime | None = None
 
 
 class ChatSink(Protocol):
     """Where messages of one kind of channel go."""
 
-    async def posted(self, event_id: str) -> ChatMessage | None:
-        """The message already posted for ``event_id``, if any."""
+    async def posted(self, message: OutgoingMessage) -> ChatMessage | None:
+        """The message already posted for ``message``'s event, if any (its text is not read)."""
         ...
 
     async def post(self, message: OutgoingMessage) -> ChatMessage:
         """Post ``message``; the message already posted for its event, if there is one.
 
         Error handling:
-            :class:`SinkError` when it could not be posted.
+            :class:`SinkError` when it could not be posted; StoreError when
+            it was posted and cannot be recorded (a retry finds it where
+            the service allows).
         """
         ...
+
+
+@attrs.define(eq=False)
+class KeyRing:
+    """The service key, read once (by the first post that opens a secret), for the sinks."""
+
+    settings: Settings
+    _box: SecretBox | None = attrs.field(default=None, init=False)
+
+    def box(self) -> SecretBox:
+        """The service key's box.
+
+        Error handling:
+            A terminal :class:`SinkError` when no key is configured.
+        """
+        if self._box is None:
+            try:
+                self._box = SecretBox.from_settings(self.settings)
+            except ConfigError as exc:
+                raise SinkError(exc.message, retryable=False) from None
+        return self._box
+
+
+def record_of(message: OutgoingMessage, *, external_id: str | None = None) -> ChatMessage:
+    """The store's record of ``message``, posted (with the service's id for it)."""
+    return ChatMessage(
+        workspace_id=message.workspace_id,
+        channel=str(message.channel),
+        text=message.text,
+        event_id=message.event_id,
+        thread=message.thread,
+        external_id=external_id,
+    )
+
+
+async def recorded(store: Store, message: OutgoingMessage) -> ChatMessage | None:
+    """The record of the message posted for ``message``'s event, if there is one."""
+    if message.event_id is None:
+        return None
+    return await store.find(ChatMessage, event_id=message.event_id)
 
 
 @attrs.define(eq=False)
@@ -61,18 +118,11 @@ class LocalSink:
 
     store: Store
 
-    async def posted(self, event_id: str) -> ChatMessage | None:
-        return await self.store.find(ChatMessage, event_id=event_id)
+    async def posted(self, message: OutgoingMessage) -> ChatMessage | None:
+        return await recorded(self.store, message)
 
     async def post(self, message: OutgoingMessage) -> ChatMessage:
-        record = ChatMessage(
-            workspace_id=message.workspace_id,
-            channel=str(message.channel),
-            text=message.text,
-            event_id=message.event_id,
-            thread=message.thread,
-        )
         try:
-            return await self.store.post_chat_message(record)
+            return await self.store.post_chat_message(record_of(message))
         except NotFoundError:
             raise SinkError("the workspace no longer exists", retryable=False) from None

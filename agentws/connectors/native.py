@@ -27,7 +27,14 @@ from agentws.store import Store
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
     import mcp_types as types
 
-__all__ = ["ACTIONS", "Action", "cache_native_tools", "check_connector", "run_action"]
+__all__ = [
+    "ACTIONS",
+    "Action",
+    "cache_native_tools",
+    "check_connector",
+    "run_action",
+    "send_to_connector",
+]
 
 # Text returned to the model is cut here; the full JSON is in structuredContent.
 _TEXT_CHARS = 20_000
@@ -184,6 +191,8 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
             ),
         )
     },
+    # A channel for messages, not a source of tools.
+    ConnectorKind.INCOMING_WEBHOOK: {},
 }
 
 
@@ -243,7 +252,7 @@ async def run_action(
     import mcp_types as types
 
     try:
-        response = await _send(
+        response = await send_to_connector(
             connector,
             lambda http: action.run(http, arguments),
             headers=headers,
@@ -313,7 +322,7 @@ async def check_connector(
         address may not be reached.
     """
     try:
-        response = await _send(
+        response = await send_to_connector(
             connector,
             lambda http: _CHECKS[connector.kind](http, headers),
             headers=headers,
@@ -333,7 +342,7 @@ async def check_connector(
     return _check_detail(connector.kind, body)
 
 
-async def _send(
+async def send_to_connector(
     connector: Connector,
     request: Callable[[httpx2.AsyncClient], Awaitable[httpx2.Response]],
     *,

@@ -16,7 +16,7 @@ import attrs
 
 from agentws.audit import record
 from agentws.connectors.native import cache_native_tools
-from agentws.connectors.url_guard import Allowlist, check_url
+from agentws.connectors.url_guard import Allowlist, check_secret_url, check_url, url_origin
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import check_identifier
 from agentws.errors import ConfigError, ConflictError, NotFoundError, ValidationError
@@ -123,6 +123,21 @@ async def add_connector(
     """
     workspace = await store.workspace_by_slug(workspace_slug)
     check_identifier(name, what="connector name")
+    if kind is ConnectorKind.INCOMING_WEBHOOK:
+        if url or headers:
+            raise ValidationError(
+                "an incoming_webhook connector's URL is its secret: pass it with "
+                "--secret-env VAR or --secret-stdin, not --url or --header"
+            )
+        if secret is not None and secret.header != "Authorization":
+            raise ValidationError("an incoming_webhook connector's URL goes in no header")
+        if secret is None or not secret.value.strip():
+            raise ValidationError(
+                "an incoming_webhook connector needs its URL: --secret-env VAR or --secret-stdin"
+            )
+        # Only the origin is kept in clear, for listings; the whole URL is sealed.
+        url = url_origin(check_secret_url(secret.value, allowlist))
+        secret = attrs.evolve(secret, value=secret.value.strip())
     url = url or DEFAULT_URLS.get(kind)
     if url is None:
         raise ValidationError("a remote MCP connector needs --url (its MCP endpoint)")
@@ -137,8 +152,9 @@ async def add_connector(
         if not _HEADER_NAME.fullmatch(secret.header):
             raise ValidationError(f"{secret.header!r} is not a header name")
         sealed = box.seal(secret.value.strip())
-        # Which header carries the secret is not itself secret.
-        stored_headers[SECRET_HEADER_FIELD] = secret.header
+        if kind is not ConnectorKind.INCOMING_WEBHOOK:
+            # Which header carries the secret is not itself secret.
+            stored_headers[SECRET_HEADER_FIELD] = secret.header
     connector = Connector(
         workspace_id=workspace.id,
         name=name,
@@ -182,6 +198,11 @@ async def attach_connector(
     """Offer a connector's tools at a group's endpoint; attaching twice is a no-op."""
     group = await store.group_by_slug(workspace_slug, group_slug)
     connector = await find_connector(store, workspace_slug, name)
+    if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
+        raise ValidationError(
+            f"{name!r} is an incoming webhook: it has no tools to attach; webhooks post to it "
+            f"with --channel webhook:{name}"
+        )
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
     if existing is not None:
         return existing
@@ -202,6 +223,11 @@ async def detach_connector(
     """Stop offering a connector at a group; None if it was not attached."""
     group = await store.group_by_slug(workspace_slug, group_slug)
     connector = await find_connector(store, workspace_slug, name)
+    if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
+        raise ValidationError(
+            f"{name!r} is an incoming webhook: it has no tools to attach; webhooks post to it "
+            f"with --channel webhook:{name}"
+        )
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
     if existing is None:
         return None

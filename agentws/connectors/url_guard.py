@@ -40,10 +40,12 @@ __all__ = [
     "Allowlist",
     "GuardedTransport",
     "Resolver",
+    "check_secret_url",
     "check_url",
     "is_public",
     "shared_ssl_context",
     "system_resolver",
+    "url_origin",
 ]
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -205,3 +207,25 @@ def shared_ssl_context() -> ssl.SSLContext:
     ``SSL_CERT_DIR`` are honoured, as httpx2 does by default.
     """
     return httpx2.create_ssl_context()
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``: what may be shown of a secret URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def check_secret_url(url: str, allowlist: Allowlist) -> str:
+    """Check a URL that is itself a secret (an incoming webhook's) without echoing it.
+
+    Error handling:
+        UnsafeUrlError naming the host only.
+    """
+    try:
+        return check_url(url.strip(), allowlist)
+    except UnsafeUrlError:
+        shown = url_origin(url.strip()) if "://" in url else "(not a URL)"
+        raise UnsafeUrlError(
+            f"the URL at {shown} may not be used: it must be http(s)://HOST/... "
+            "without credentials, at a host the outbound guard allows (AGENTWS_CONNECTOR_ALLOWLIST)"
+        ) from None

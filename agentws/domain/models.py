@@ -113,6 +113,8 @@ class ConnectorKind(StrEnum):
     GITHUB = "github"
     SLACK = "slack"
     STRIPE = "stripe"
+    #: A chat's incoming-webhook URL (Slack, Mattermost, Discord): a channel, no tools.
+    INCOMING_WEBHOOK = "incoming_webhook"
 
 
 class VerificationScheme(StrEnum):
@@ -361,6 +363,9 @@ class Webhook:
     max_body_bytes: int = 1024 * 1024
     #: Events of this webhook run at once at most (1: strictly in arrival order).
     concurrency: int = 4
+    #: Write tools an admin pre-authorized for this webhook's runs: name → the
+    #: definition hash it was authorized for (a changed tool loses it).
+    allowed_tools: dict[str, str] = attrs.field(factory=dict)
     created_at: datetime = _now()
     updated_at: datetime = _now()
 
@@ -470,6 +475,10 @@ class Approval:
     expires_at: datetime
     decided_at: datetime | None = None
     finished_at: datetime | None = None
+    #: The webhook event whose run queued it: its channel hears the outcome.
+    event_id: str | None = None
+    #: When the outcome's report to the event's channel was taken (None: not yet).
+    reported_at: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -10,6 +10,7 @@ capability its token may use)::
     permission allow                  -> RUN      (a destructive tool: CONFIRM)
     permission requires_confirmation  -> CONFIRM
     permission requires_approval      -> QUEUE
+    pre-authorized write tool         -> RUN      (unless denied)
 
 A destructive tool never runs on a caller's word alone: an ``allow`` on one
 is read as ``requires_confirmation`` (and refused when an admin tries to set
@@ -94,10 +95,24 @@ def effective_permission(
     return configured
 
 
-def decide(capability: Capability, permission: Permission, scope: Capability) -> Decision:
-    """What to do with a call of a ``capability`` tool with ``permission`` by a ``scope`` caller."""
+def decide(
+    capability: Capability,
+    permission: Permission,
+    scope: Capability,
+    *,
+    preauthorized: bool = False,
+) -> Decision:
+    """What to do with a call of a ``capability`` tool with ``permission`` by a ``scope`` caller.
+
+    ``preauthorized``: an admin authorized this write tool for this caller at
+    configuration time (a webhook's ``--allow-tool``); it then runs without
+    approval or confirmation. It never applies to a destructive tool, and a
+    ``deny`` still holds.
+    """
     if not capability.within(scope) or permission is Permission.DENY:
         return Decision.DENY
+    if preauthorized and capability is Capability.WRITE:
+        return Decision.RUN
     if permission is Permission.REQUIRES_APPROVAL:
         return Decision.QUEUE
     if permission is Permission.REQUIRES_CONFIRMATION or capability is Capability.DESTRUCTIVE:

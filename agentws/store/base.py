@@ -164,6 +164,18 @@ class Store(Protocol):
         """Mark pending approvals whose time is up as expired; the ones this call expired."""
         ...
 
+    async def unreported_approvals(self, *, limit: int) -> list[Approval]:
+        """Finished approvals queued by a webhook's run whose outcome the channel has not had."""
+        ...
+
+    async def take_approval_report(self, approval_id: str, now: datetime) -> bool:
+        """Claim the report of an approval's outcome; False if another took it first."""
+        ...
+
+    async def release_approval_report(self, approval_id: str) -> None:
+        """Give a claimed report back (it could not be posted): it is taken again later."""
+        ...
+
     async def tool_permissions(self, workspace_id: str, group_id: str) -> list[ToolPermission]:
         """Permissions that may apply in a group: its own and the workspace's."""
         ...

@@ -331,6 +331,31 @@ class SqlStore(EventQueries):
             found += [table.decode(row, self.dialect) for row in rows]
         return found
 
+    async def unreported_approvals(self, *, limit: int) -> list[Approval]:
+        table = table_for(Approval)
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM approvals"
+            " WHERE reported_at IS NULL AND event_id IS NOT NULL"
+            " AND status IN ('executed', 'failed', 'denied', 'expired')"
+            " ORDER BY finished_at, id LIMIT $1",
+            limit,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def take_approval_report(self, approval_id: str, now: datetime) -> bool:
+        when = table_for(Approval).encode_value("reported_at", now, self.dialect)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET reported_at = $2 WHERE id = $1 AND reported_at IS NULL",
+                approval_id,
+                when,
+            )
+        return bool(changed)
+
+    async def release_approval_report(self, approval_id: str) -> None:
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE approvals SET reported_at = NULL WHERE id = $1", approval_id)
+
     async def expire_approvals(self, now: datetime) -> list[Approval]:
         table = table_for(Approval)
         when = table.encode_value("expires_at", now, self.dialect)

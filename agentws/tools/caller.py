@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from agentws.domain.models import Capability, Group
@@ -25,6 +27,15 @@ class ToolCaller:
     token_id: str | None = None
     #: The MCP session the call came in, told of a queued call's outcome.
     session_id: str | None = None
+    #: The webhook event whose run calls: its channel hears a queued call's outcome.
+    event_id: str | None = None
+    #: Write tools an admin pre-authorized at configuration time (a webhook's
+    #: ``--allow-tool``): name → the definition hash authorized. Never set for MCP.
+    preauthorized: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+    def preauthorizes(self, name: str, definition_hash: str) -> bool:
+        """Whether an admin pre-authorized this tool, in this very definition."""
+        return bool(definition_hash) and self.preauthorized.get(name) == definition_hash
 
     @classmethod
     def mcp(

@@ -16,8 +16,9 @@ capability and permission and the caller's scope, then:
 Each call leaves one audit entry: who, which tool, the arguments' hash (and
 the arguments with values the schema marks secret redacted, when short),
 the decision and the outcome. There is no bypass for MCP callers: the
-scheduled-task pre-authorization an admin can give automations is not a
-thing a token can carry.
+pre-authorization an admin gives a webhook's runs at configuration time
+(write tools named with ``--allow-tool``, bound to their definitions) is
+not a thing a token can carry.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import mcp_types as types
 from agentws.approvals.queue import queue_call, queued_result
 from agentws.audit import AuditSink
 from agentws.config import Settings
-from agentws.domain.models import Approval, AuditEntry, arguments_hash
+from agentws.domain.models import Approval, AuditEntry, Capability, arguments_hash
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import ConfigError, PermissionDeniedError
@@ -121,7 +122,10 @@ class ToolGate:
             are tool error results, not exceptions.
         """
         digest = arguments_hash(tool.name, arguments)
-        decision = decide(tool.capability, tool.permission, caller.scope)
+        preauthorized = caller.preauthorizes(tool.name, tool.definition_hash)
+        decision = decide(
+            tool.capability, tool.permission, caller.scope, preauthorized=preauthorized
+        )
         if decision is Decision.DENY:
             await self._audit(caller, tool, arguments, digest, decision, "denied")
             raise PermissionDeniedError(_denied_message(tool, caller))
@@ -159,9 +163,10 @@ class ToolGate:
         result = await self.runner.run(
             tool, arguments, group=caller.group, token_id=caller.token_id
         )
-        await self._audit(
-            caller, tool, arguments, digest, decision, outcome, error=bool(result.is_error)
-        )
+        extra: dict[str, Any] = {"error": bool(result.is_error)}
+        if preauthorized and tool.capability is Capability.WRITE:
+            extra["preauthorized"] = True
+        await self._audit(caller, tool, arguments, digest, decision, outcome, **extra)
         return GateResult(result)
 
     async def _audit(
@@ -186,6 +191,8 @@ class ToolGate:
         }
         if caller.session_id is not None:
             detail["session_id"] = caller.session_id
+        if caller.event_id is not None:
+            detail["event_id"] = caller.event_id
         shown = redact(arguments, tool.input_schema)
         size = len(json.dumps(shown, separators=(",", ":"), default=str))
         if size <= _MAX_AUDITED_ARGUMENTS:

@@ -1,4 +1,4 @@
-"""Webhooks: creating, listing, activating, deactivating and deleting them.
+"""Webhooks: creating, updating, listing, activating, deactivating and deleting them.
 
 The one place these operations live; the CLI (and later the dashboard and
 the admin API) call these functions, and each change is audited. A
@@ -11,12 +11,16 @@ a signature needs the secret itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import attrs
 
 from agentws.audit import record
 from agentws.chat.channels import parse_channel
+from agentws.chat.connectors import check_channel
 from agentws.config import Settings
-from agentws.domain.models import Group, VerificationScheme, Webhook
+from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
 from agentws.errors import ConflictError, NotFoundError, ValidationError
@@ -26,13 +30,16 @@ from agentws.store import Store
 __all__ = [
     "MAX_BODY_LIMIT",
     "IssuedWebhook",
+    "WebhookChanges",
     "WebhookOptions",
     "create_webhook",
     "delete_webhook",
     "find_webhook",
     "hook_url",
     "list_webhooks",
+    "preauthorized_tools",
     "set_active",
+    "update_webhook",
 ]
 
 _MAX_NAME = 100
@@ -52,6 +59,18 @@ class IssuedWebhook:
 
 
 @attrs.frozen(kw_only=True)
+class WebhookChanges:
+    """What ``agentws webhook update`` changes; None: leave as it is."""
+
+    prompt: str | None = None
+    channel: str | None = None
+    #: A group slug; "" removes the group.
+    group: str | None = None
+    allow_tools: tuple[str, ...] = ()
+    disallow_tools: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class WebhookOptions:
     """What a webhook is created with besides its name, channel and prompt."""
 
@@ -65,6 +84,8 @@ class WebhookOptions:
     burst: int | None = None
     #: Default: ``AGENTWS_MAX_BODY_BYTES``.
     max_body_bytes: int | None = None
+    #: Write tools of the group its runs may use without an admin's approval.
+    allow_tools: tuple[str, ...] = ()
 
 
 def hook_url(base_url: str, token: str) -> str:
@@ -107,6 +128,7 @@ async def create_webhook(
     if len(prompt) > _MAX_PROMPT_CHARS:
         raise ValidationError(f"the prompt is longer than {_MAX_PROMPT_CHARS} characters")
     channel_ref = parse_channel(channel)
+    await check_channel(store, workspace.id, channel_ref)
     group: Group | None = None
     if options.group is not None:
         group = await store.group_by_slug(workspace_slug, options.group)
@@ -116,6 +138,7 @@ async def create_webhook(
     _check_range(burst, 1, _MAX_RATE_PER_MIN, "burst")
     max_body = options.max_body_bytes or settings.max_body_bytes
     _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
+    allowed = await preauthorized_tools(store, group, options.allow_tools)
     check_secret(options.verification, options.secret)
     sealed = SecretBox.from_settings(settings).seal(options.secret) if options.secret else None
     token = new_secret(WEBHOOK_TOKEN_PREFIX)
@@ -127,6 +150,7 @@ async def create_webhook(
         prompt=prompt,
         active=options.active,
         token_hash=hash_secret(token),
+        allowed_tools=allowed,
         verification=options.verification,
         secret=sealed,
         rate_per_min=options.rate_per_min,
@@ -150,6 +174,7 @@ async def create_webhook(
         channel=webhook.channel,
         active=webhook.active,
         verification=webhook.verification.value,
+        allowed_tools=sorted(allowed),
     )
     return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
 
@@ -204,3 +229,108 @@ async def delete_webhook(store: Store, workspace_slug: str, ref: str, *, actor: 
         webhook_id=webhook.id,
     )
     return webhook
+
+
+async def preauthorized_tools(
+    store: Store, group: Group | None, names: Iterable[str], already: Mapping[str, str] = {}
+) -> dict[str, str]:
+    """``already`` plus the write tools ``names`` of ``group``, each bound to its definition.
+
+    A pre-authorized tool runs in the webhook's runs without an admin's
+    approval, for as long as its definition is the one authorized here.
+
+    Error handling:
+        ValidationError: no group; a tool the group does not have; a read
+        tool (it needs nothing); a destructive tool (never pre-authorized).
+    """
+    allowed = dict(already)
+    names = list(dict.fromkeys(n.strip() for n in names))
+    if not names:
+        return allowed
+    if group is None:
+        raise ValidationError(
+            "--allow-tool needs --group: a webhook's runs have tools only through a group"
+        )
+    from agentws.tools.catalog import Catalog
+
+    listing = await Catalog(store).tools(group)
+    by_name = {t.name: t for t in listing.tools}
+    for name in names:
+        tool = by_name.get(name)
+        if tool is None:
+            raise ValidationError(
+                f"group {group.slug!r} has no tool {name!r} (see `agentws tool list`)"
+            )
+        if tool.capability is Capability.DESTRUCTIVE:
+            raise ValidationError(
+                f"{name} is destructive: destructive tools can never be pre-authorized; "
+                "their calls always need a person"
+            )
+        if tool.capability is Capability.READ:
+            raise ValidationError(f"{name} is a read tool: runs may use it without authorization")
+        allowed[name] = tool.definition_hash
+    return allowed
+
+
+async def update_webhook(
+    store: Store,
+    workspace_slug: str,
+    ref: str,
+    *,
+    changes: WebhookChanges,
+    actor: str,
+) -> Webhook:
+    """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools.
+
+    Changing the group drops the pre-authorizations (they were for the old
+    group's tools) unless tools are named again.
+
+    Error handling:
+        ValidationError, NotFoundError as :func:`create_webhook`.
+    """
+    webhook = await find_webhook(store, workspace_slug, ref)
+    fields: dict[str, Any] = {}
+    if changes.prompt is not None and changes.prompt != webhook.prompt:
+        if not changes.prompt.strip():
+            raise ValidationError("the prompt is empty: say what the events are and what to post")
+        if len(changes.prompt) > _MAX_PROMPT_CHARS:
+            raise ValidationError(f"the prompt is longer than {_MAX_PROMPT_CHARS} characters")
+        fields["prompt"] = changes.prompt
+    if changes.channel is not None:
+        channel_ref = parse_channel(changes.channel)
+        await check_channel(store, webhook.workspace_id, channel_ref)
+        if str(channel_ref) != webhook.channel:
+            fields["channel"] = str(channel_ref)
+    group_id = webhook.group_id
+    allowed = dict(webhook.allowed_tools)
+    if changes.group is not None:
+        group_id = (
+            (await store.group_by_slug(workspace_slug, changes.group)).id if changes.group else None
+        )
+        if group_id != webhook.group_id:
+            fields["group_id"] = group_id
+            allowed = {}
+    for name in changes.disallow_tools:
+        if allowed.pop(name, None) is None:
+            raise ValidationError(f"{name} is not pre-authorized for webhook {webhook.name!r}")
+    group = await store.get(Group, group_id) if group_id is not None else None
+    allowed = await preauthorized_tools(store, group, changes.allow_tools, allowed)
+    if allowed != webhook.allowed_tools:
+        fields["allowed_tools"] = allowed
+    if not fields:
+        return webhook
+    updated = await store.update(attrs.evolve(webhook, **fields, updated_at=utcnow()))
+    detail = {k: v for k, v in fields.items() if k != "prompt"}
+    if "allowed_tools" in detail:
+        detail["allowed_tools"] = sorted(allowed)
+    await record(
+        store,
+        webhook.workspace_id,
+        actor,
+        "webhook.update",
+        f"{workspace_slug}/{webhook.name}",
+        webhook_id=webhook.id,
+        changed=sorted(fields),
+        **detail,
+    )
+    return updated

@@ -11,6 +11,8 @@ help.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 import attrs
@@ -18,12 +20,16 @@ import attrs
 from agentws.agent.model import ModelError
 from agentws.agent.runner import AgentRunner, RunLog
 from agentws.chat.channels import ChannelRef, parse_channel
+from agentws.chat.connectors import check_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
 from agentws.domain.models import ChatMessage, Event, Group, Webhook
 from agentws.errors import StoreUnavailableError, ValidationError
 from agentws.store import Store
 
-__all__ = ["EventProcessor", "RunFailure"]
+__all__ = ["EventProcessor", "RunFailure", "thread_of"]
+
+# Slack's message timestamps: "1700000000.000100".
+_THREAD = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
 
 
 class RunFailure(Exception):
@@ -61,9 +67,22 @@ class EventProcessor:
             raise RunFailure(
                 f"the channel cannot be used: {exc.message}", retryable=False
             ) from None
+        try:
+            # Before the run: a channel that cannot be posted to must not cost a model run.
+            await check_channel(self.store, webhook.workspace_id, channel)
+        except ValidationError as exc:
+            raise RunFailure(f"chat: {exc.message}", retryable=False) from None
         sink = self.sinks(channel)
-        # Only an earlier attempt can have posted (and then lost its lease).
-        existing = await sink.posted(event.id) if event.attempts > 1 else None
+        outgoing = OutgoingMessage(
+            workspace_id=webhook.workspace_id,
+            channel=channel,
+            text="",
+            event_id=event.id,
+            thread=thread_of(event),
+            since=event.received_at,
+        )
+        # Only an earlier attempt can have posted (and then lost its lease or its record).
+        existing = await sink.posted(outgoing) if event.attempts > 1 else None
         if existing is not None:
             log.text = existing.text
             return existing
@@ -79,12 +98,28 @@ class EventProcessor:
             raise RunFailure(
                 f"model: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
             ) from None
-        outgoing = OutgoingMessage(
-            workspace_id=webhook.workspace_id, channel=channel, text=text, event_id=event.id
-        )
         try:
-            return await sink.post(outgoing)
+            return await sink.post(attrs.evolve(outgoing, text=text))
         except SinkError as exc:
-            raise RunFailure(f"chat: {exc.message}", retryable=exc.retryable) from None
+            raise RunFailure(
+                f"chat: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
+            ) from None
         except StoreUnavailableError as exc:
             raise RunFailure(f"chat: {exc.message}", retryable=True) from None
+
+
+def thread_of(event: Event) -> str | None:
+    """The chat thread the event asks to be answered in: its top-level ``thread_ts``.
+
+    (Slack's name; a Slack event forwarded to a webhook carries it.) The
+    thread is in the webhook's channel, whatever the payload says: a
+    payload can choose a thread, never a channel.
+    """
+    try:
+        payload = json.loads(event.body)
+    except ValueError:
+        return None
+    thread = payload.get("thread_ts") if isinstance(payload, dict) else None
+    if isinstance(thread, str) and _THREAD.fullmatch(thread):
+        return thread
+    return None

@@ -56,6 +56,7 @@ WEBHOOK_KEYS = {
     "burst",
     "max_body_bytes",
     "concurrency",
+    "allowed_tools",
     "prompt",
     "created_at",
     "updated_at",
@@ -283,6 +284,7 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "burst": 30,
         "max_body_bytes": 1024 * 1024,
         "concurrency": 4,
+        "allowed_tools": [],
         "prompt": PROMPT,
         "url": created["url"],
     }
@@ -379,9 +381,15 @@ def test_refused_creates_say_why_and_store_nothing(acme: Cli) -> None:
     base = ("--channel", "ops", "--prompt-file", prompt)
     assert "no workspace 'nope'" in create("nope", *base)
     assert "no group 'nope' in workspace 'acme'" in create("acme", *base, "--group", "nope")
-    slack = create("acme", "--channel", "slack:C123", "--prompt-file", prompt)
-    assert "not available in this version" in slack
-    assert "slack:" in slack.lower()
+    assert "use the channel's id" in create(
+        "acme", "--channel", "slack:ops", "--prompt-file", prompt
+    )
+    slack = create("acme", "--channel", "slack:C0123456789", "--prompt-file", prompt)
+    assert "no active Slack connector" in slack
+    assert "agentws connector add" in slack
+    hook = create("acme", "--channel", "webhook:alerts", "--prompt-file", prompt)
+    assert "there is no connector 'alerts'" in hook
+    assert "--kind incoming_webhook" in hook
     bad = create("acme", "--channel", "Bad Name!", "--prompt-file", prompt)
     assert "invalid local channel name 'Bad Name!'" in bad
     teams = create("acme", "--channel", "teams:x", "--prompt-file", prompt)
@@ -656,7 +664,11 @@ def test_channel_tail_shows_a_channels_newest_messages_oldest_first(acme: Cli) -
     assert [b.splitlines()[1:] for b in blocks] == [["first"], ["second"], ["third"]]
     assert all(b.startswith("── ") and " local:ops" in b.splitlines()[0] for b in blocks)
 
-    assert "not available in this version" in cli.fails("channel", "tail", "acme", "slack:C1")
+    # Other sinks' channels show the record of what was posted there (nothing yet).
+    assert "No messages in slack:C0123456789 yet" in cli.ok(
+        "channel", "tail", "acme", "slack:C0123456789"
+    )
+    assert "use the channel's id" in cli.fails("channel", "tail", "acme", "slack:general")
     assert "invalid local channel name" in cli.fails("channel", "tail", "acme", "Bad Name!")
     assert "no workspace 'nope'" in cli.fails("channel", "tail", "nope", "ops")
     result = cli.run("channel", "tail", "acme", "ops", "--limit", "0")

@@ -1,10 +1,29 @@
-"""What every fake upstream served as a bare ASGI app needs: lifespan, and the whole body."""
+"""What every fake upstream served as a bare ASGI app needs: lifespan, the body, a port."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-__all__ = ["lifespan", "read_body"]
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+__all__ = ["lifespan", "read_body", "served_on_loopback"]
+
+
+@asynccontextmanager
+async def served_on_loopback(app: Any) -> AsyncIterator[str]:
+    """Serve ``app`` with Hypercorn on a free loopback port; its base URL, until the block ends."""
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.errorlog = None
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(serve, app, config)
+        yield binds[0]
+        nursery.cancel_scope.cancel()
 
 
 async def lifespan(scope: dict[str, Any], receive: Any, send: Any) -> bool:

@@ -18,12 +18,13 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
-from tests.e2e.asgi_fakes import lifespan, read_body
+from tests.e2e.asgi_fakes import lifespan, read_body, served_on_loopback
 
-__all__ = ["Failure", "FakeAnthropic", "Turn", "fake_anthropic"]
+__all__ = ["API_KEY", "Failure", "FakeAnthropic", "Turn", "fake_anthropic"]
+
+#: The key the tests give agentws; the model check refuses any other.
+API_KEY = "sk-ant-test-key"
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -76,6 +77,9 @@ class FakeAnthropic:
         if await lifespan(scope, receive, send):
             return
         body = await read_body(receive)
+        if scope["method"] == "GET" and scope["path"].startswith("/v1/models/"):
+            await self._model_info(scope, send)
+            return
         if scope["method"] != "POST" or scope["path"] != "/v1/messages":
             await _answer(send, 404, _error(404, f"no route {scope['path']}"))
             return
@@ -97,6 +101,21 @@ class FakeAnthropic:
             return
         await trio.sleep(reply.delay_s)
         await _answer(send, 200, self._message(request, reply))
+
+    async def _model_info(self, scope: dict[str, Any], send: Any) -> None:
+        """``GET /v1/models/{id}``: any model is known; a key other than the tests' is not."""
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        if API_KEY not in (headers.get("x-api-key"), headers.get("authorization", "")[7:]):
+            await _answer(send, 401, _error(401, "invalid x-api-key"))
+            return
+        model = scope["path"].removeprefix("/v1/models/")
+        info = {
+            "type": "model",
+            "id": model,
+            "display_name": f"Test model {model}",
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        await _answer(send, 200, info)
 
     def _message(self, request: dict[str, Any], turn: Turn) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
@@ -157,12 +176,6 @@ async def _answer(
 async def fake_anthropic(script: Script) -> AsyncIterator[FakeAnthropic]:
     """Serve a :class:`FakeAnthropic` following ``script`` on a free loopback port."""
     fake = FakeAnthropic(script)
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.errorlog = None
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(serve, fake, config)
-        fake.base_url = binds[0]
+    async with served_on_loopback(fake) as base_url:
+        fake.base_url = base_url
         yield fake
-        nursery.cancel_scope.cancel()

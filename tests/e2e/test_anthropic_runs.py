@@ -8,18 +8,13 @@ because ``ANTHROPIC_API_KEY`` is set, exactly as it would in production.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cryptography.fernet import Fernet
 
 from agentws.agent.anthropic_model import AnthropicModel
 from agentws.domain.models import Approval, Capability, ChatMessage, EventAttempt, EventStatus
-from tests.e2e.fake_anthropic import Failure, FakeAnthropic, Reply, Turn, fake_anthropic
-from tests.e2e.mcp_support import Running, running
+from tests.e2e.fake_anthropic import Failure, Reply, Turn
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -27,36 +22,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.e2e.run_support import deliver, finished, hook
-
-MODEL = "claude-test-1"
-
-
-@asynccontextmanager
-async def served(
-    tmp_path: Path, replies: list[Reply], *, with_library: bool = False, **env: str
-) -> AsyncIterator[tuple[Running, FakeAnthropic]]:
-    """agentws with its model at a fake API that answers ``replies`` in turn."""
-    script = iter(replies)
-
-    def next_reply(request: dict[str, Any]) -> Reply:
-        return next(script, Turn("(out of script)"))
-
-    settings = {
-        "AGENTWS_SECRET_KEY": Fernet.generate_key().decode(),
-        "AGENTWS_RETRY_BASE_S": "0.02",
-        "AGENTWS_MODEL": MODEL,
-        **env,
-    }
-    async with fake_anthropic(next_reply) as fake:
-        settings.update(ANTHROPIC_API_KEY="sk-ant-test-key", ANTHROPIC_BASE_URL=fake.base_url)
-        async with running(tmp_path, with_library=with_library, **settings) as server:
-            yield server, fake
-
-
-async def message_of(server: Running, event_id: str) -> ChatMessage:
-    (message,) = await server.store.select(ChatMessage, event_id=event_id)
-    return message
+from tests.e2e.run_support import MODEL, deliver, finished, hook, message_of, served
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)

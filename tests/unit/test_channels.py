@@ -37,16 +37,42 @@ def test_good_local_names(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "what"), [("slack:C1", "Slack"), ("webhook:x", "incoming-webhook")]
+    ("text", "expected"),
+    [
+        ("slack:C0123456789", ChannelRef("slack", "C0123456789")),
+        ("Slack:#C0123456789", ChannelRef("slack", "C0123456789")),
+        ("slack:G0123456", ChannelRef("slack", "G0123456")),
+        ("slack:acme_slack/C0123456789", ChannelRef("slack", "C0123456789", "acme_slack")),
+        ("webhook:alerts", ChannelRef("webhook", "alerts")),
+        ("WEBHOOK:team_chat", ChannelRef("webhook", "team_chat")),
+    ],
 )
-def test_sinks_of_later_versions_are_named_as_such(text: str, what: str) -> None:
-    with pytest.raises(ValidationError, match="not available in this version") as caught:
+def test_slack_and_incoming_webhook_channels(text: str, expected: ChannelRef) -> None:
+    ref = parse_channel(text)
+    assert ref == expected
+    assert parse_channel(str(ref)) == ref  # what is stored reads back the same
+
+
+@pytest.mark.parametrize(
+    "text", ["slack:general", "slack:#general", "slack:c0123456789", "slack:C1"]
+)
+def test_slack_channels_are_ids_not_names(text: str) -> None:
+    with pytest.raises(ValidationError, match="use the channel's id") as caught:
         parse_channel(text)
-    assert caught.value.message.startswith(f"{what} channels")
-    assert "local:ops" in caught.value.message  # says what to use instead
-    # Whatever the case of the sink.
-    with pytest.raises(ValidationError, match="not available in this version"):
-        parse_channel(text.upper())
+    assert "slack:C0123456789" in caught.value.message
+
+
+@pytest.mark.parametrize("text", ["slack:Bad-Name/C0123456789", "slack:/x/C0123456789"])
+def test_a_bad_slack_connector_name(text: str) -> None:
+    with pytest.raises(ValidationError, match="invalid Slack connector name"):
+        parse_channel(text)
+
+
+@pytest.mark.parametrize("text", ["webhook:", "webhook:Alerts", "webhook:https://hooks.example"])
+def test_webhook_channels_name_a_connector(text: str) -> None:
+    with pytest.raises(ValidationError, match="incoming_webhook") as caught:
+        parse_channel(text)
+    assert "agentws connector add" in caught.value.message
 
 
 @pytest.mark.parametrize("text", ["teams:x", "discord:ops", ":ops", "irc:#ops"])
@@ -55,6 +81,7 @@ def test_unknown_sinks(text: str) -> None:
         parse_channel(text)
     assert repr(text) in caught.value.message
     assert "local:<name>" in caught.value.message
+    assert "slack:<channel-id>" in caught.value.message
 
 
 @pytest.mark.parametrize(
@@ -105,5 +132,5 @@ def test_str_round_trips(text: str) -> None:
     assert str(parse_channel(str(ref))) == str(ref)
 
 
-def test_only_local_is_available() -> None:
-    assert SINKS == ("local",)
+def test_the_sinks() -> None:
+    assert SINKS == ("local", "slack", "webhook")

@@ -25,7 +25,8 @@ def test_every_record_table_is_created():
     for table in TABLES.values():
         assert f"CREATE TABLE {table.name} (" in joined
         for column in table.columns:
-            assert f"    {column} " in joined, (table.name, column)
+            added = f"ALTER TABLE {table.name} ADD COLUMN {column} "
+            assert f"    {column} " in joined or added in joined, (table.name, column)
 
 
 def test_migration_2_differs_per_dialect():

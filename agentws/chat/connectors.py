@@ -1,0 +1,77 @@
+"""Which connector a Slack or incoming-webhook channel posts through.
+
+``slack:C…`` uses the workspace's Slack connector (``slack:<name>/C…`` names
+one when there are several); ``webhook:<name>`` uses the workspace's
+``incoming_webhook`` connector of that name. Checked when a webhook is
+saved (:func:`check_channel`, a clear error for the admin) and again at
+each post (the connector may have gone since: the event fails, terminally).
+"""
+
+from __future__ import annotations
+
+from agentws.chat.channels import ChannelRef
+from agentws.domain.models import Connector, ConnectorKind
+from agentws.errors import ValidationError
+from agentws.store import Store
+
+__all__ = ["chat_connector", "check_channel"]
+
+
+async def chat_connector(store: Store, workspace_id: str, channel: ChannelRef) -> Connector:
+    """The active connector ``channel`` posts through.
+
+    Error handling:
+        ValidationError saying what is missing and how to add it.
+    """
+    if channel.sink == "slack":
+        kind = ConnectorKind.SLACK
+        if channel.connector is None:
+            found = await store.select(Connector, workspace_id=workspace_id, kind=kind)
+            active = [c for c in found if c.active]
+            if len(active) == 1:
+                return active[0]
+            if not active:
+                raise ValidationError(
+                    f"channel {channel}: the workspace has no active Slack connector to post "
+                    "with; add one with `agentws connector add WORKSPACE slack --kind slack "
+                    "--secret-env SLACK_BOT_TOKEN`"
+                )
+            names = ", ".join(sorted(c.name for c in active))
+            raise ValidationError(
+                f"channel {channel}: the workspace has several Slack connectors ({names}); "
+                f"name one, as slack:<connector>/{channel.name}"
+            )
+        name = channel.connector
+    elif channel.sink == "webhook":
+        kind, name = ConnectorKind.INCOMING_WEBHOOK, channel.name
+    else:
+        raise ValidationError(f"channel {channel} does not post through a connector")
+    connector = await store.find(Connector, workspace_id=workspace_id, name=name)
+    if connector is None:
+        hint = (
+            f"agentws connector add WORKSPACE {name} --kind incoming_webhook --secret-env URL_VAR"
+            if kind is ConnectorKind.INCOMING_WEBHOOK
+            else f"agentws connector add WORKSPACE {name} --kind slack --secret-env TOKEN_VAR"
+        )
+        raise ValidationError(f"channel {channel}: there is no connector {name!r}; add it: {hint}")
+    if connector.kind is not kind:
+        raise ValidationError(
+            f"channel {channel}: connector {name!r} is a {connector.kind.value} connector, "
+            f"not {kind.value}"
+        )
+    if not connector.active:
+        raise ValidationError(f"channel {channel}: connector {name!r} is not active")
+    if connector.secret is None:
+        what = "bot token" if kind is ConnectorKind.SLACK else "URL"
+        raise ValidationError(f"channel {channel}: connector {name!r} has no {what} (its secret)")
+    return connector
+
+
+async def check_channel(store: Store, workspace_id: str, channel: ChannelRef) -> None:
+    """That messages to ``channel`` have a connector to go through (local ones need none).
+
+    Error handling:
+        ValidationError, as :func:`chat_connector`.
+    """
+    if channel.sink != "local":
+        await chat_connector(store, workspace_id, channel)

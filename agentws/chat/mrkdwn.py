@@ -1,0 +1,72 @@
+"""Markdown, as models write it, to Slack's ``mrkdwn``.
+
+Slack reads ``*bold*``, ``_italic_``, ``~strike~``, ``<url|text>`` links and
+code spans and blocks, and wants ``&``, ``<`` and ``>`` escaped (they start
+its own markup: ``<!channel>``, ``<@U…>``). Escaping also keeps a payload
+quoted by the model from pinging the channel. Code is left as it is, but
+for the escaping.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_TEXT_CHARS", "to_mrkdwn"]
+
+#: Slack truncates longer messages; we cut first, and say so.
+MAX_TEXT_CHARS = 39_000
+
+_CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+# One level of parentheses in a URL (Wikipedia's ``Foo_(bar)``) stays in the URL.
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://(?:[^()\s]|\([^()\s]*\))+)\)")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
+_ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![*\w])")
+_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_BULLET = re.compile(r"^([ \t]*)[*-][ \t]+", re.MULTILINE)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _styled(text: str) -> str:
+    """Prose without links or code: escaped, then Markdown's styles in Slack's."""
+    text = _escape(text)
+    text = _BULLET.sub(lambda m: f"{m.group(1)}• ", text)
+    text = _ITALIC.sub(lambda m: f"_{m.group(1)}_", text)
+    text = _BOLD.sub(lambda m: f"*{m.group(1) or m.group(2)}*", text)
+    # Slack has no nested bold: a heading is one bold line.
+    text = _HEADING.sub(lambda m: "*" + m.group(1).replace("*", "") + "*", text)
+    return _STRIKE.sub(lambda m: f"~{m.group(1)}~", text)
+
+
+def _prose(text: str) -> str:
+    out: list[str] = []
+    last = 0
+    for match in _LINK.finditer(text):
+        out.append(_styled(text[last : match.start()]))
+        label = _escape(match.group(1)).replace("|", "¦")
+        out.append(f"<{_escape(match.group(2))}|{label}>")
+        last = match.end()
+    out.append(_styled(text[last:]))
+    return "".join(out)
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """``markdown`` as Slack shows it, cut to :data:`MAX_TEXT_CHARS`."""
+    out: list[str] = []
+    last = 0
+    for match in _CODE.finditer(markdown):
+        out.append(_prose(markdown[last : match.start()]))
+        out.append(_escape(match.group(0)))
+        last = match.end()
+    out.append(_prose(markdown[last:]))
+    text = "".join(out)
+    if len(text) > MAX_TEXT_CHARS:
+        # Cut at a space, so that no escape or link is cut in half.
+        cut = text.rfind(" ", 0, MAX_TEXT_CHARS - 40)
+        cut = max(cut, text.rfind("\n", 0, MAX_TEXT_CHARS - 40))
+        text = text[: cut if cut > 0 else MAX_TEXT_CHARS - 40].rstrip()
+        text += "\n… (cut: the message was too long)"
+    return text

@@ -1,0 +1,36 @@
+"""SinkRouter: the sink a channel reference's messages go to."""
+
+from __future__ import annotations
+
+import attrs
+
+from agentws.chat.channels import ChannelRef
+from agentws.chat.incoming_webhook import IncomingWebhookSink
+from agentws.chat.sinks import ChatSink, KeyRing, LocalSink
+from agentws.chat.slack import SlackSink
+from agentws.config import Settings
+from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.store import Store
+
+__all__ = ["SinkRouter"]
+
+
+@attrs.define(eq=False)
+class SinkRouter:
+    """``router(channel)``: the sink for ``channel`` (one of each kind, shared)."""
+
+    store: Store
+    settings: Settings
+    resolve: Resolver = system_resolver
+    _sinks: dict[str, ChatSink] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        keys = KeyRing(self.settings)
+        self._sinks = {
+            "local": LocalSink(self.store),
+            "slack": SlackSink(self.store, self.settings, keys, self.resolve),
+            "webhook": IncomingWebhookSink(self.store, self.settings, keys, self.resolve),
+        }
+
+    def __call__(self, channel: ChannelRef) -> ChatSink:
+        return self._sinks[channel.sink]

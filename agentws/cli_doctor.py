@@ -1,0 +1,161 @@
+"""``agentws doctor``: is this installation ready, and can it reach what it posts to?
+
+It checks, without changing anything and without posting a message:
+
+- the store answers;
+- the service key is there (connector secrets and webhook verification
+  secrets are sealed with it);
+- the model: the offline digest, or Anthropic's, asked about the configured
+  model with the configured key;
+- every chat channel a webhook posts to: local channels need nothing; a
+  Slack channel's connector must authenticate (``auth.test``); an incoming
+  webhook's URL must answer (a GET, which posts nothing).
+
+Each check is ``ok``, ``warn`` (works, but something deserves a look) or
+``fail``; the command exits 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import attrs
+
+from agentws.chat.channels import ChannelRef, parse_channel
+from agentws.cli import Context, Output
+from agentws.domain.models import ConnectorKind, Webhook, Workspace
+from agentws.errors import AgentwsError
+from agentws.secret_box import SecretBox
+
+__all__ = ["add_doctor_command"]
+
+
+@attrs.frozen
+class Check:
+    what: str
+    status: str  # ok | warn | fail
+    detail: str
+
+    def json(self) -> dict[str, str]:
+        return {"check": self.what, "status": self.status, "detail": self.detail}
+
+
+async def _store(ctx: Context) -> Check:
+    try:
+        await ctx.store.ping()
+    except AgentwsError as exc:
+        return Check("store", "fail", exc.message)
+    return Check("store", "ok", f"{ctx.store.dialect} answers")
+
+
+def _secret_key(ctx: Context) -> Check:
+    try:
+        SecretBox.from_settings(ctx.settings)
+    except AgentwsError as exc:
+        return Check("secret key", "warn", f"{exc.message}; connector secrets cannot be used")
+    return Check("secret key", "ok", "present")
+
+
+async def _model(ctx: Context, timeout_s: float) -> Check:
+    from agentws.agent.anthropic_model import AnthropicModel
+    from agentws.agent.choose import describe_model
+    from agentws.agent.model import ModelError
+
+    described = describe_model(ctx.settings)
+    if not ctx.settings.anthropic_api_key:
+        return Check("model", "ok", f"{described}: runs post a digest of each event")
+    model = AnthropicModel.from_settings(attrs.evolve(ctx.settings, model_timeout_s=timeout_s))
+    try:
+        detail = await model.check()
+    except ModelError as exc:
+        return Check("model", "fail", f"{described}: {exc.message}")
+    finally:
+        await model.aclose()
+    return Check("model", "ok", f"{described}: {detail}")
+
+
+async def _channel(
+    ctx: Context, workspace: Workspace, channel: ChannelRef, timeout_s: float
+) -> str:
+    """What proves ``channel`` can be posted to.
+
+    Error handling:
+        AgentwsError saying what is wrong.
+    """
+    from agentws.chat.connectors import chat_connector
+    from agentws.chat.incoming_webhook import probe_hook
+    from agentws.connectors.native import check_connector
+    from agentws.connectors.registry import connector_headers
+
+    if channel.sink == "local":
+        return "embedded chat (read it with `agentws channel tail`)"
+    connector = await chat_connector(ctx.store, workspace.id, channel)
+    box = SecretBox.from_settings(ctx.settings)
+    allowlist = ctx.settings.connector_allowlist
+    if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
+        return await probe_hook(connector, box, allowlist, timeout_s=timeout_s)
+    detail = await check_connector(
+        connector,
+        headers=connector_headers(connector, box),
+        allowlist=allowlist,
+        timeout_s=timeout_s,
+    )
+    return f"Slack connector {connector.name!r}: {detail}"
+
+
+async def _sinks(ctx: Context, timeout_s: float) -> list[Check]:
+    checks: list[Check] = []
+    by_channel: dict[tuple[str, str], list[str]] = {}
+    workspaces = {w.id: w for w in await ctx.store.select(Workspace)}
+    for webhook in await ctx.store.select(Webhook):
+        by_channel.setdefault((webhook.workspace_id, webhook.channel), []).append(webhook.name)
+    for (workspace_id, text), names in sorted(by_channel.items()):
+        workspace = workspaces[workspace_id]
+        what = f"channel {workspace.slug}/{text}"
+        used_by = f" (webhooks: {', '.join(sorted(names))})"
+        try:
+            detail = await _channel(ctx, workspace, parse_channel(text), timeout_s)
+        except AgentwsError as exc:
+            checks.append(Check(what, "fail", exc.message + used_by))
+        else:
+            checks.append(Check(what, "ok", detail + used_by))
+    if not by_channel:
+        checks.append(Check("channels", "ok", "no webhooks yet, so no channels to post to"))
+    return checks
+
+
+async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
+    checks = [await _store(ctx), _secret_key(ctx)]
+    checks.append(await _model(ctx, args.timeout))
+    if checks[0].status != "fail":
+        checks += await _sinks(ctx, args.timeout)
+    failed = sum(1 for c in checks if c.status == "fail")
+    data: dict[str, Any] = {"ok": failed == 0, "checks": [c.json() for c in checks]}
+    width = max(len(c.what) for c in checks)
+    lines = [f"{c.status:<4}  {c.what:<{width}}  {c.detail}" for c in checks]
+    lines.append("")
+    lines.append(f"{failed} check(s) failed." if failed else "Everything checked is ready.")
+    return Output(data, "\n".join(lines), status=1 if failed else 0)
+
+
+def add_doctor_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``doctor`` to the ``agentws`` command."""
+    doctor = commands.add_parser(
+        "doctor",
+        parents=[common],
+        help="check the store, the model and every channel webhooks post to",
+        description="Check that this installation is ready: the store answers, the service "
+        "key is there, the model (offline, or Anthropic's with ANTHROPIC_API_KEY) answers, and "
+        "every channel a webhook posts to can be reached (Slack: the bot token authenticates; "
+        "incoming webhooks: the URL answers). Nothing is posted or changed. Exits 1 when a "
+        "check fails.",
+    )
+    doctor.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for each remote service (default 10)",
+    )
+    doctor.set_defaults(handler=_doctor)

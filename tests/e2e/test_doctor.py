@@ -1,0 +1,141 @@
+"""``agentws doctor`` against a fake Anthropic API and a fake Slack on loopback.
+
+The command runs as a separate process, as an operator runs it, on a store
+seeded with webhooks posting to every kind of channel.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+from cryptography.fernet import Fernet
+
+from agentws.config import Settings
+from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.connectors.url_guard import Allowlist
+from agentws.domain.models import ConnectorKind
+from agentws.secret_box import SecretBox
+from agentws.store import open_store
+from agentws.webhooks.admin import WebhookOptions, create_webhook
+from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic
+from tests.e2e.fake_slack import BOT_TOKEN, fake_slack
+from tests.e2e.mcp_support import seed
+from tests.support import clean_env
+
+LOOPBACK = Allowlist.parse("127.0.0.1/32")
+
+
+async def _doctor(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    done = await trio.run_process(
+        [sys.executable, "-m", "agentws", "doctor", "--json", "--timeout", "5"],
+        env=clean_env(**env),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.stderr == b"", done.stderr.decode()
+    return done.returncode, json.loads(done.stdout)
+
+
+async def test_doctor_reports_the_model_and_every_channel(tmp_path: Path) -> None:
+    env = {
+        "AGENTWS_DATABASE_URL": f"sqlite:///{tmp_path / 'doctor.db'}",
+        "AGENTWS_SECRET_KEY": Fernet.generate_key().decode(),
+        "AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32",
+    }
+    settings = Settings.from_env(env)
+    box = SecretBox.from_settings(settings)
+    async with (
+        fake_slack(gone_hooks={"T0/B0/GONE"}) as slack,
+        fake_anthropic(lambda request: Turn("unused")) as model,
+    ):
+        async with open_store(settings.database_url) as store:
+            await seed(store, tmp_path, with_library=False)
+            connectors = [
+                ("slack", ConnectorKind.SLACK, slack.api_url, BOT_TOKEN),
+                ("stale", ConnectorKind.SLACK, slack.api_url, "xoxb-revoked"),
+                ("alerts", ConnectorKind.INCOMING_WEBHOOK, None, slack.hook_url()),
+                ("old", ConnectorKind.INCOMING_WEBHOOK, None, slack.hook_url("T0/B0/GONE")),
+            ]
+            for name, kind, url, secret in connectors:
+                await add_connector(
+                    store,
+                    "acme",
+                    name,
+                    kind=kind,
+                    url=url,
+                    headers={},
+                    secret=ConnectorSecret(secret),
+                    box=box,
+                    allowlist=LOOPBACK,
+                    actor="t",
+                )
+            channels = {
+                "ci": "local:ops",
+                "deploys": "slack:slack/C0123456789",
+                "billing": "slack:stale/C0123456789",
+                "pages": "webhook:alerts",
+                "legacy": "webhook:old",
+            }
+            for name, channel in channels.items():
+                await create_webhook(
+                    store,
+                    settings,
+                    "acme",
+                    name=name,
+                    channel=channel,
+                    prompt="p",
+                    options=WebhookOptions(),
+                    actor="t",
+                )
+
+        with_model = {**env, "ANTHROPIC_API_KEY": API_KEY, "ANTHROPIC_BASE_URL": model.base_url}
+        status, report = await _doctor(with_model)
+        bad_key = {**with_model, "ANTHROPIC_API_KEY": "sk-ant-wrong"}
+        status_bad_key, report_bad_key = await _doctor(bad_key)
+
+    checks = {c["check"]: (c["status"], c["detail"]) for c in report["checks"]}
+    assert status == 1 and report["ok"] is False
+    assert checks["store"] == ("ok", "sqlite answers")
+    assert checks["secret key"][0] == "ok"
+    assert checks["model"][0] == "ok"
+    assert "claude-sonnet-4-5" in checks["model"][1] and "took the key" in checks["model"][1]
+    assert checks["channel acme/local:ops"][0] == "ok"
+    deploys = checks["channel acme/slack:slack/C0123456789"]
+    assert deploys[0] == "ok" and "authenticated as agentws-bot in team Acme" in deploys[1]
+    assert "webhooks: deploys" in deploys[1]
+    billing = checks["channel acme/slack:stale/C0123456789"]
+    assert billing[0] == "fail" and "invalid_auth" in billing[1]
+    assert checks["channel acme/webhook:alerts"][0] == "ok"
+    legacy = checks["channel acme/webhook:old"]
+    assert legacy[0] == "fail" and "HTTP 404" in legacy[1]
+    assert "GONE" not in json.dumps(report)  # the URLs are secrets
+    assert BOT_TOKEN not in json.dumps(report)
+    # Nothing was posted by checking.
+    assert slack.messages == [] and slack.hook_posts == []
+    assert model.requests == []
+
+    bad = {c["check"]: (c["status"], c["detail"]) for c in report_bad_key["checks"]}
+    assert status_bad_key == 1
+    assert bad["model"][0] == "fail" and "ANTHROPIC_API_KEY" in bad["model"][1]
+    assert "sk-ant-wrong" not in json.dumps(report_bad_key)
+
+
+def test_doctor_on_a_fresh_install_passes(tmp_path: Path) -> None:
+    env = clean_env(AGENTWS_DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.db'}")
+    done = subprocess.run(
+        [sys.executable, "-m", "agentws", "doctor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "offline digest" in done.stdout
+    assert "Everything checked is ready." in done.stdout
+    assert "warn  secret key" in done.stdout  # no key yet: said, not fatal
