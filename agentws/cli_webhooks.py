@@ -182,7 +182,7 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
     data["recent_events"] = [_event_row(e, w) for e in recent]
     text = "\n".join(
-        f"{key}: {value}"
+        f"{key}: {', '.join(value) or 'none' if isinstance(value, list) else value}"
         for key, value in data.items()
         if key not in ("prompt", "recent_events", "active")
     )
