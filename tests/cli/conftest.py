@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import Any
 import attrs
 import pytest
 
+from agentws.secret_box import KEY_FILE
 from tests.support import clean_env, fresh_schema_sync
 
 # One CLI run: interpreter start, store open and migration, one command.
@@ -113,6 +115,14 @@ def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
         return
     with fresh_schema_sync() as url:
         yield Cli(tmp_path, url)
+
+
+def seeded_copy(template: Path, tmp_path: Path) -> Cli:
+    """The CLI on a copy of ``template``'s seeded SQLite database ``a.db`` (and its key)."""
+    for path in template.iterdir():
+        if path.name.startswith("a.db") or path.name == KEY_FILE:
+            shutil.copy(path, tmp_path / path.name)
+    return Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
 
 
 def _in_subprocess(

@@ -14,7 +14,6 @@ import hashlib
 import json
 import re
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from agentws.domain.models import ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
 from agentws.secret_box import KEY_FILE, SecretBox
 from agentws.store import open_store
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, seeded_copy
 from tests.support import clean_env
 
 # Who runs the commands that change something: getpass reads LOGNAME first.
@@ -98,10 +97,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def sqlite_acme(template: Path, tmp_path: Path) -> Cli:
     """The CLI on this test's copy of the seeded SQLite database (and its key)."""
-    for path in template.iterdir():
-        if path.name.startswith("a.db") or path.name == KEY_FILE:
-            shutil.copy(path, tmp_path / path.name)
-    return Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
+    return seeded_copy(template, tmp_path)
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ so run on PostgreSQL too, from scratch.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,8 @@ import trio
 
 from agentws.cli import main
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, GroupConnector, Webhook
-from agentws.secret_box import KEY_FILE
 from agentws.store import open_store
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, seeded_copy
 from tests.cli.test_webhook_cli import WEBHOOK_KEYS
 
 # Who runs the commands that change something: getpass reads LOGNAME first.
@@ -91,10 +89,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def acme(template: Path, tmp_path: Path) -> Cli:
     """The CLI on this test's copy of the seeded SQLite database (and its key)."""
-    for path in template.iterdir():
-        if path.name.startswith("a.db") or path.name == KEY_FILE:
-            shutil.copy(path, tmp_path / path.name)
-    return Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
+    return seeded_copy(template, tmp_path)
 
 
 @pytest.fixture
