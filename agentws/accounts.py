@@ -16,7 +16,7 @@ from agentws.domain.models import Admin, AuditEntry
 from agentws.errors import ValidationError
 from agentws.store import Store
 
-__all__ = ["InitResult", "create_admin", "initialise", "verify_password"]
+__all__ = ["InitResult", "create_admin", "hash_password", "initialise", "verify_password"]
 
 _HASHER = PasswordHasher()
 # 18 random bytes: 24 URL-safe characters.
@@ -34,6 +34,11 @@ class InitResult:
     @property
     def created(self) -> bool:
         return self.password is not None
+
+
+def hash_password(password: str) -> str:
+    """The argon2id hash of ``password``."""
+    return _HASHER.hash(password)
 
 
 def verify_password(admin: Admin, password: str) -> bool:
@@ -59,7 +64,7 @@ async def create_admin(
         password = secrets.token_urlsafe(_GENERATED_PASSWORD_BYTES)
     elif len(password) < _MIN_PASSWORD:
         raise ValidationError(f"admin password must be at least {_MIN_PASSWORD} characters")
-    admin = Admin(username=username, password_hash=_HASHER.hash(password))
+    admin = Admin(username=username, password_hash=hash_password(password))
     await store.insert(admin)
     await store.insert(AuditEntry(actor=actor, action="admin.create", target=username))
     return admin, password

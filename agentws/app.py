@@ -16,6 +16,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from agentws import __version__
+from agentws.api.routes import api_blueprint
 from agentws.config import Settings
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
@@ -86,6 +87,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
     app.register_error_handler(HTTPException, _http_error)
+    app.register_blueprint(api_blueprint)
 
     def mcp_components() -> tuple[Authenticator, SessionSupervisor]:
         return app.service.authenticator, app.service.sessions

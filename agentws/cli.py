@@ -301,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     t_revoke.set_defaults(handler=_token_revoke)
 
     # Imported here, not at the top: that module builds on this one's Output and Context.
+    from agentws.cli_admins import add_admin_commands
     from agentws.cli_connectors import add_connector_commands
     from agentws.cli_doctor import add_doctor_command
     from agentws.cli_libraries import add_library_commands
@@ -311,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_connector_commands(commands, common)
     add_tool_commands(commands, common)
     add_webhook_commands(commands, common)
+    add_admin_commands(commands, common)
     add_doctor_command(commands, common)
     return parser
 

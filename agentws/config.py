@@ -176,6 +176,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("model", "AGENTWS_MODEL", _model_name, DEFAULT_MODEL),
     ("model_timeout_s", "AGENTWS_MODEL_TIMEOUT_S", _seconds, "60"),
     ("model_max_tokens", "AGENTWS_MODEL_MAX_TOKENS", _positive_int, "2048"),
+    ("admin_session_s", "AGENTWS_ADMIN_SESSION_S", _seconds, "43200"),
 )
 
 
@@ -251,6 +252,8 @@ class Settings:
     model_timeout_s: float = 60.0
     #: Tokens a model turn may write at most.
     model_max_tokens: int = 2048
+    #: A dashboard session lasts this long after signing in.
+    admin_session_s: float = 12 * 3600.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -523,6 +523,33 @@ class Admin:
     created_at: datetime = _now()
 
 
+@attrs.frozen(kw_only=True)
+class AdminSession:
+    """A signed-in dashboard session; only the SHA-256 of its cookie is kept."""
+
+    id: str = _id("ses")
+    admin_id: str
+    token_hash: str = attrs.field(repr=False)
+    #: The session's CSRF token: every form and unsafe API call of the session carries it.
+    csrf_token: str = attrs.field(repr=False)
+    created_at: datetime = _now()
+    expires_at: datetime
+    last_seen_at: datetime = _now()
+
+
+@attrs.frozen(kw_only=True)
+class AdminToken:
+    """A bearer token for the admin JSON API, acting as its admin; kept as a SHA-256."""
+
+    id: str = _id("atk")
+    admin_id: str
+    name: str
+    token_hash: str = attrs.field(repr=False)
+    created_at: datetime = _now()
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
 #: Every record type the store keeps.
 Record = (
     Workspace
@@ -543,4 +570,6 @@ Record = (
     | ToolPermission
     | AuditEntry
     | Admin
+    | AdminSession
+    | AdminToken
 )

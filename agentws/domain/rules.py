@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from agentws.errors import ValidationError
 
 __all__ = [
+    "ADMIN_TOKEN_PREFIX",
     "MCP_TOKEN_PREFIX",
     "WEBHOOK_TOKEN_PREFIX",
     "check_identifier",
@@ -31,6 +32,7 @@ __all__ = [
 
 MCP_TOKEN_PREFIX = "agws_"  # noqa: S105 - a prefix, not a secret
 WEBHOOK_TOKEN_PREFIX = "agwh_"  # noqa: S105
+ADMIN_TOKEN_PREFIX = "agwa_"  # noqa: S105 - a prefix, not a secret
 
 # 32 random bytes: far beyond guessing, short enough to paste.
 _SECRET_BYTES = 32

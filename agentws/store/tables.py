@@ -167,6 +167,8 @@ TABLES: Mapping[type[Any], Table] = {
         ),
         Table(m.AuditEntry, "audit_log", "audit entry", ("id",), "created_at, id"),
         Table(m.Admin, "admins", "admin", ("username",), "created_at, id"),
+        Table(m.AdminSession, "admin_sessions", "admin session", ("id",), "created_at, id"),
+        Table(m.AdminToken, "admin_tokens", "admin token", ("name",), "created_at, id"),
     )
 }
 

@@ -1,0 +1,414 @@
+"""The ``/api/v1`` blueprint: thin handlers over the service layer the CLI uses.
+
+Every handler authenticates the caller (:mod:`agentws.api.auth`), reads and
+checks its input, calls the same service function as the matching CLI
+command (so the same rules and audit entries apply, with the admin as the
+actor), and answers JSON. Errors are ``{"error": {"code", "message"}}`` with
+the status the error's kind calls for. Lists are paginated: ``limit`` (1 to
+200, default 50) and the opaque ``cursor`` a page's ``next_cursor`` gives.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from quart import Blueprint, Response, current_app, jsonify, request
+
+from agentws import registry
+from agentws.api.auth import SESSION_COOKIE, Caller, authenticate
+from agentws.api.openapi import openapi_document
+from agentws.api.views import approval_json, event_json, token_json, webhook_json, workspace_json
+from agentws.approvals import decisions
+from agentws.approvals.queue import find_approval
+from agentws.approvals.queue import list_approvals as approvals_listed
+from agentws.domain.models import (
+    ApprovalStatus,
+    Capability,
+    EventStatus,
+    Group,
+    VerificationScheme,
+    Webhook,
+    Workspace,
+)
+from agentws.errors import (
+    AgentwsError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    StoreUnavailableError,
+    UnauthorizedError,
+    ValidationError,
+)
+from agentws.secret_box import SecretBox
+from agentws.webhooks import admin as webhooks_admin
+from agentws.webhooks import events as webhook_events
+
+__all__ = ["api_blueprint"]
+
+api_blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
+
+_MAX_LIMIT = 200
+_STATUS = {
+    ValidationError: 400,
+    UnauthorizedError: 401,
+    PermissionDeniedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    StoreUnavailableError: 503,
+}
+
+Handler = Callable[..., Awaitable[Any]]
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    response = jsonify({"error": {"code": code, "message": message}})
+    response.status_code = status
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="agentws admin API"'
+    return response
+
+
+def _service() -> Any:
+    return cast(Any, current_app).service
+
+
+def endpoint(handler: Handler) -> Callable[..., Awaitable[Response]]:
+    """Authenticate, run ``handler(caller, **path)``, and turn agentws errors into JSON."""
+
+    @functools.wraps(handler)
+    async def wrapped(**path: str) -> Response:
+        service = _service()
+        try:
+            caller = await authenticate(
+                service.store,
+                method=request.method,
+                authorization=request.headers.get("Authorization"),
+                cookie=request.cookies.get(SESSION_COOKIE),
+                csrf=request.headers.get("X-CSRF-Token"),
+            )
+            result = await handler(caller, **path)
+        except AgentwsError as exc:
+            status = next((s for k, s in _STATUS.items() if isinstance(exc, k)), 500)
+            return _error(status, exc.code, exc.message)
+        if isinstance(result, Response):
+            return result
+        data, status = result if isinstance(result, tuple) else (result, 200)
+        response = jsonify(data)
+        response.status_code = status
+        return response
+
+    return wrapped
+
+
+async def _body() -> dict[str, Any]:
+    """The request's JSON object (ValidationError if it is not one)."""
+    raw = await request.get_data()
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:  # UnicodeDecodeError included
+        data = None
+    if not isinstance(data, dict):
+        raise ValidationError("the body must be a JSON object")
+    return data
+
+
+def _field(
+    data: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = None
+) -> Any:
+    value = data.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+        names = "/".join(k.__name__ for k in _kinds(kind))
+        raise ValidationError(f"{name!r} must be a {names}")
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _required(data: dict[str, Any], name: str) -> str:
+    value = _field(data, name, str)
+    if value is None:
+        raise ValidationError(f"{name!r} is required")
+    return str(value)
+
+
+def _names(data: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = _field(data, name, list, [])
+    if not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{name!r} must be a list of tool names")
+    return tuple(value)
+
+
+def _page(items: list[Any]) -> dict[str, Any]:
+    """One page of ``items`` by the request's ``limit`` and ``cursor``."""
+    try:
+        limit = int(request.args.get("limit", "50"))
+        start = int(request.args.get("cursor", "0") or "0")
+    except ValueError:
+        raise ValidationError("limit and cursor must be whole numbers") from None
+    if not 1 <= limit <= _MAX_LIMIT or start < 0:
+        raise ValidationError(f"limit must be 1 to {_MAX_LIMIT}, and cursor one a page gave")
+    end = start + limit
+    return {"items": items[start:end], "next_cursor": str(end) if end < len(items) else None}
+
+
+def _enum(kind: Any, name: str, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(v.value for v in kind)
+        raise ValidationError(f"{name} must be one of {allowed}") from None
+
+
+async def _webhook_view(store: Any, webhook: Webhook) -> dict[str, Any]:
+    workspace = await store.get(Workspace, webhook.workspace_id)
+    group = await store.find(Group, id=webhook.group_id) if webhook.group_id else None
+    return webhook_json(webhook, workspace.slug, group.slug if group else None)
+
+
+# --- the document ---------------------------------------------------------------------------
+
+
+@api_blueprint.get("/openapi.json")
+async def openapi() -> Response:
+    """The OpenAPI 3.1 document of this API (no credentials needed)."""
+    return jsonify(openapi_document(_service().settings.public_base_url))
+
+
+# --- workspaces -----------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces")
+@endpoint
+async def list_workspaces(caller: Caller) -> Any:
+    return _page([workspace_json(w) for w in await registry.list_workspaces(_service().store)])
+
+
+# --- webhooks -------------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/webhooks")
+@endpoint
+async def list_webhooks(caller: Caller, workspace: str) -> Any:
+    store = _service().store
+    return _page(
+        [
+            await _webhook_view(store, w)
+            for w in await webhooks_admin.list_webhooks(store, workspace)
+        ]
+    )
+
+
+@api_blueprint.post("/workspaces/<workspace>/webhooks")
+@endpoint
+async def create_webhook(caller: Caller, workspace: str) -> Any:
+    data = await _body()
+    verification = _enum(
+        VerificationScheme, "verification", _field(data, "verification", str, "none")
+    )
+    options = webhooks_admin.WebhookOptions(
+        group=_field(data, "group", str),
+        active=_field(data, "active", bool, True),
+        concurrency=_field(data, "concurrency", int, 4),
+        verification=verification,
+        secret=_field(data, "secret", str),
+        rate_per_min=_field(data, "rate_per_min", int, 60),
+        burst=_field(data, "burst", int),
+        max_body_bytes=_field(data, "max_body_bytes", int),
+        allow_tools=_names(data, "allow_tools"),
+    )
+    service = _service()
+    issued = await webhooks_admin.create_webhook(
+        service.store,
+        service.settings,
+        workspace,
+        name=_required(data, "name"),
+        channel=_required(data, "channel"),
+        prompt=_required(data, "prompt"),
+        options=options,
+        actor=caller.actor,
+    )
+    view = await _webhook_view(service.store, issued.webhook)
+    return {**view, "url": issued.url}, 201
+
+
+@api_blueprint.get("/workspaces/<workspace>/webhooks/<webhook>")
+@endpoint
+async def show_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
+    store = _service().store
+    return await _webhook_view(store, await webhooks_admin.find_webhook(store, workspace, webhook))
+
+
+@api_blueprint.patch("/workspaces/<workspace>/webhooks/<webhook>")
+@endpoint
+async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
+    data = await _body()
+    store = _service().store
+    changes = webhooks_admin.WebhookChanges(
+        prompt=_field(data, "prompt", str),
+        channel=_field(data, "channel", str),
+        group=_field(data, "group", str),
+        allow_tools=_names(data, "allow_tools"),
+        disallow_tools=_names(data, "disallow_tools"),
+    )
+    active = _field(data, "active", bool)
+    updated = await webhooks_admin.update_webhook(
+        store, workspace, webhook, changes=changes, actor=caller.actor
+    )
+    if active is not None:
+        updated = await webhooks_admin.set_active(
+            store, workspace, updated.id, active=active, actor=caller.actor
+        )
+    return await _webhook_view(store, updated)
+
+
+@api_blueprint.delete("/workspaces/<workspace>/webhooks/<webhook>")
+@endpoint
+async def delete_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
+    deleted = await webhooks_admin.delete_webhook(
+        _service().store, workspace, webhook, actor=caller.actor
+    )
+    return {"id": deleted.id, "deleted": True}
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/events")
+@endpoint
+async def list_events(caller: Caller, workspace: str) -> Any:
+    store = _service().store
+    status = _enum(EventStatus, "status", request.args.get("status"))
+    only = request.args.get("webhook")
+    webhook = await webhooks_admin.find_webhook(store, workspace, only) if only else None
+    events = await webhook_events.list_events(
+        store, workspace, webhook=webhook, status=status, limit=1000
+    )
+    webhooks = {w.id: w for w in await store.select(Webhook)}
+    return _page([event_json(e, webhooks[e.webhook_id]) for e in events])
+
+
+@api_blueprint.get("/events/<event_id>")
+@endpoint
+async def show_event(caller: Caller, event_id: str) -> Any:
+    event, webhook = await webhook_events.find_event(_service().store, event_id)
+    return event_json(event, webhook)
+
+
+@api_blueprint.post("/events/<event_id>/replay")
+@endpoint
+async def replay_event(caller: Caller, event_id: str) -> Any:
+    data = await _body()
+    store = _service().store
+    replayed = await webhook_events.replay_event(
+        store,
+        event_id,
+        current_prompt=_field(data, "current_prompt", bool, False),
+        actor=caller.actor,
+    )
+    _service().worker.notify()
+    event, webhook = await webhook_events.find_event(store, replayed.id)
+    return event_json(event, webhook), 201
+
+
+# --- approvals ------------------------------------------------------------------------------
+
+
+@api_blueprint.get("/approvals")
+@endpoint
+async def list_approvals(caller: Caller) -> Any:
+    status = _enum(ApprovalStatus, "status", request.args.get("status"))
+    found = await approvals_listed(
+        _service().store,
+        workspace_slug=request.args.get("workspace"),
+        status=status,
+        limit=10_000,
+    )
+    return _page([approval_json(a, g, w) for a, g, w in found])
+
+
+async def _approval_view(approval_id: str) -> dict[str, Any]:
+
+    store = _service().store
+    approval = await find_approval(store, approval_id)
+    group = await store.get(Group, approval.group_id)
+    return approval_json(approval, group, await store.get(Workspace, group.workspace_id))
+
+
+@api_blueprint.get("/approvals/<approval_id>")
+@endpoint
+async def show_approval(caller: Caller, approval_id: str) -> Any:
+    return await _approval_view(approval_id)
+
+
+@api_blueprint.post("/approvals/<approval_id>/approve")
+@endpoint
+async def approve_call(caller: Caller, approval_id: str) -> Any:
+    data = await _body()
+    service = _service()
+    try:
+        box = SecretBox.from_settings(service.settings)
+    except AgentwsError:
+        box = None
+    await decisions.approve(
+        service.store,
+        approval_id,
+        actor=caller.actor,
+        reason=_field(data, "reason", str),
+        runner=service.runner,
+        box=box,
+    )
+    return await _approval_view(approval_id)
+
+
+@api_blueprint.post("/approvals/<approval_id>/deny")
+@endpoint
+async def deny_call(caller: Caller, approval_id: str) -> Any:
+    data = await _body()
+    await decisions.deny(
+        _service().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
+    )
+    return await _approval_view(approval_id)
+
+
+# --- MCP tokens -----------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/groups/<group>/tokens")
+@endpoint
+async def list_tokens(caller: Caller, workspace: str, group: str) -> Any:
+    tokens = await registry.list_tokens(_service().store, workspace, group)
+    return _page([token_json(t, workspace, group) for t in tokens])
+
+
+@api_blueprint.post("/workspaces/<workspace>/groups/<group>/tokens")
+@endpoint
+async def create_token(caller: Caller, workspace: str, group: str) -> Any:
+    data = await _body()
+    scope = _enum(Capability, "scope", _field(data, "scope", str, "write"))
+    issued = await registry.create_token(
+        _service().store,
+        workspace,
+        group,
+        name=_required(data, "name"),
+        scope=scope,
+        actor=caller.actor,
+    )
+    return {**token_json(issued.token, workspace, group), "token": issued.secret}, 201
+
+
+@api_blueprint.delete("/workspaces/<workspace>/groups/<group>/tokens/<token>")
+@endpoint
+async def revoke_token(caller: Caller, workspace: str, group: str, token: str) -> Any:
+    revoked = await registry.revoke_token(
+        _service().store, workspace, group, token, actor=caller.actor
+    )
+    return token_json(revoked, workspace, group)

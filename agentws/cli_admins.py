@@ -1,0 +1,126 @@
+"""``agentws admin``: dashboard administrators and their admin API tokens."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agentws.cli import Context, Output
+from agentws.domain.models import Admin, AdminToken
+from agentws.errors import ValidationError
+
+__all__ = ["add_admin_commands"]
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _token_json(token: AdminToken, admin: Admin) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "admin": admin.username,
+        "name": token.name,
+        "revoked": token.revoked_at is not None,
+        "created_at": _iso(token.created_at),
+        "last_used_at": _iso(token.last_used_at),
+        "revoked_at": _iso(token.revoked_at),
+    }
+
+
+async def _create(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.accounts import create_admin
+
+    password = None
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise ValidationError("no password on stdin")
+    admin, shown = await create_admin(ctx.store, args.username, password=password, actor=ctx.actor)
+    data: dict[str, Any] = {"id": admin.id, "username": admin.username}
+    text = f"Created admin {admin.username!r} ({admin.id})."
+    if password is None:
+        data["password"] = shown
+        text += f"\nPassword (shown once): {shown}"
+    return Output(data, text)
+
+
+async def _list(args: argparse.Namespace, ctx: Context) -> Output:
+    admins = await ctx.store.select(Admin)
+    rows = [{"id": a.id, "username": a.username, "created_at": _iso(a.created_at)} for a in admins]
+    text = "\n".join(f"{r['username']}  {r['id']}  {r['created_at']}" for r in rows)
+    return Output(rows, text or "No admins yet: run `agentws init`.")
+
+
+async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.admin_access import create_admin_token, find_admin
+
+    token, secret = await create_admin_token(ctx.store, args.admin, args.name, actor=ctx.actor)
+    data = {**_token_json(token, await find_admin(ctx.store, args.admin)), "token": secret}
+    base = ctx.settings.public_base_url
+    text = (
+        f"Created admin API token {token.name!r} ({token.id}) acting as {args.admin!r}.\n"
+        f"Token (shown once): {secret}\n"
+        f"Use it: curl -H 'Authorization: Bearer {secret}' {base}/api/v1/workspaces"
+    )
+    return Output(data, text)
+
+
+async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.admin_access import list_admin_tokens
+
+    rows = [_token_json(t, a) for t, a in await list_admin_tokens(ctx.store)]
+    lines = [
+        f"{r['name']}  {r['admin']}  {r['id']}  "
+        f"{'revoked' if r['revoked'] else 'active'}  last used {r['last_used_at'] or 'never'}"
+        for r in rows
+    ]
+    return Output(rows, "\n".join(lines) or "No admin API tokens yet.")
+
+
+async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.admin_access import revoke_admin_token
+
+    token = await revoke_admin_token(ctx.store, args.token, actor=ctx.actor)
+    admin = await ctx.store.get(Admin, token.admin_id)
+    return Output(
+        _token_json(token, admin), f"Revoked admin API token {token.name!r} ({token.id})."
+    )
+
+
+def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``admin`` to the ``agentws`` command."""
+    admin = commands.add_parser(
+        "admin",
+        help="dashboard administrators and admin API tokens",
+        description="Administrators sign in to the dashboard; admin API tokens act as one of "
+        "them in the JSON API under /api/v1 (see /api/v1/openapi.json).",
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    create = admin.add_parser(
+        "create", parents=[common], help="create an admin (prints a generated password once)"
+    )
+    create.add_argument("username", metavar="USERNAME")
+    create.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password (12 characters or more) from stdin instead of generating one",
+    )
+    create.set_defaults(handler=_create)
+    admin.add_parser("list", parents=[common], help="list admins").set_defaults(handler=_list)
+
+    token = admin.add_parser("token", help="admin API tokens").add_subparsers(
+        dest="token_action", metavar="ACTION", required=True
+    )
+    t_create = token.add_parser(
+        "create", parents=[common], help="create an admin API token (printed once)"
+    )
+    t_create.add_argument("admin", metavar="ADMIN", help="the admin it acts as")
+    t_create.add_argument("--name", required=True, help="what it is for, e.g. 'deploy-script'")
+    t_create.set_defaults(handler=_token_create)
+    token.add_parser("list", parents=[common], help="list admin API tokens").set_defaults(
+        handler=_token_list
+    )
+    t_revoke = token.add_parser("revoke", parents=[common], help="revoke a token at once")
+    t_revoke.add_argument("token", metavar="TOKEN_ID", help="atk_…")
+    t_revoke.set_defaults(handler=_token_revoke)

@@ -1,0 +1,222 @@
+"""The admin JSON API under ``/api/v1``, on a serving agentws, with httpx2 and schemathesis.
+
+Credentials are an admin API token (``agwa_…``) made as ``agentws admin
+token create`` makes it; schemathesis runs as its own process against
+``/api/v1/openapi.json`` and must find no 5xx and no answer that differs
+from the document.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token, revoke_admin_token
+from agentws.domain.models import AdminToken, AuditEntry, EventStatus, Webhook
+from tests.e2e.mcp_support import Running, running, sdk_session
+from tests.e2e.remote_support import (
+    SDK_CLIENT_WARNINGS,
+    ThirdParty,
+    attach_remote,
+    third_party_server,
+    tool,
+)
+from tests.e2e.run_support import deliver, finished
+from tests.e2e.webhook_support import Hook
+from tests.support import clean_env
+
+
+async def _admin_token(server: Running, username: str = "alice") -> str:
+    await create_admin(server.store, username, actor="t")
+    _, secret = await create_admin_token(server.store, username, "tests", actor="t")
+    return secret
+
+
+def _client(server: Running, token: str | None) -> httpx2.AsyncClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx2.AsyncClient(base_url=f"{server.base_url}/api/v1", headers=headers, timeout=10)
+
+
+async def test_webhooks_tokens_and_events_through_the_api(tmp_path: Path) -> None:
+    async with running(tmp_path) as server:
+        token = await _admin_token(server)
+        async with _client(server, token) as api:
+            listed = (await api.get("/workspaces")).json()
+            assert [w["slug"] for w in listed["items"]] == ["acme"]
+            assert listed["next_cursor"] is None
+
+            created = await api.post(
+                "/workspaces/acme/webhooks",
+                json={
+                    "name": "ci",
+                    "channel": "local:ops",
+                    "prompt": "Summarise.",
+                    "rate_per_min": 600,
+                },
+            )
+            assert created.status_code == 201, created.text
+            webhook = created.json()
+            assert webhook["url"].split("/hooks/")[1].startswith("agwh_")
+            assert (webhook["name"], webhook["channel"], webhook["active"]) == (
+                "ci",
+                "local:ops",
+                True,
+            )
+
+            # The URL works: an event, a message, and the event in the API's log.
+            path = "/hooks/" + webhook["url"].split("/hooks/")[1]
+            issued = Hook(await server.store.get(Webhook, webhook["id"]), server.base_url + path)
+            event_id = await deliver(issued, {"build": 7, "status": "failed"})
+            assert (await finished(server.store, event_id)).status is EventStatus.DONE
+            events = (await api.get("/workspaces/acme/events", params={"webhook": "ci"})).json()
+            assert [e["id"] for e in events["items"]] == [event_id]
+            shown = (await api.get(f"/events/{event_id}")).json()
+            assert shown["status"] == "done" and shown["message_id"]
+
+            patched = await api.patch(
+                "/workspaces/acme/webhooks/ci", json={"prompt": "Only failures.", "active": False}
+            )
+            assert patched.status_code == 200, patched.text
+            assert (patched.json()["prompt"], patched.json()["active"]) == ("Only failures.", False)
+
+            # MCP tokens: shown once, listed without the secret, revoked.
+            issued_token = await api.post(
+                "/workspaces/acme/groups/ops/tokens", json={"name": "cursor", "scope": "read"}
+            )
+            assert issued_token.status_code == 201
+            secret = issued_token.json()["token"]
+            assert secret.startswith("agws_")
+            tokens = (await api.get("/workspaces/acme/groups/ops/tokens")).json()["items"]
+            assert "cursor" in [t["name"] for t in tokens]
+            assert secret not in str(tokens)
+            revoked = await api.delete(
+                f"/workspaces/acme/groups/ops/tokens/{issued_token.json()['id']}"
+            )
+            assert revoked.json()["revoked"] is True
+
+            deleted = await api.delete("/workspaces/acme/webhooks/ci")
+            assert deleted.json() == {"id": webhook["id"], "deleted": True}
+            gone = await api.get("/workspaces/acme/webhooks/ci")
+            assert gone.status_code == 404
+            assert gone.json()["error"]["code"] == "not_found"
+
+        audit = await server.store.select(AuditEntry, actor="admin:alice")
+        assert {"webhook.create", "webhook.update", "token.create", "token.revoke"} <= {
+            e.action for e in audit
+        }
+
+
+async def test_errors_are_json_and_credentials_are_checked(tmp_path: Path) -> None:
+    async with running(tmp_path) as server:
+        token = await _admin_token(server)
+        async with _client(server, None) as anonymous:
+            refused = await anonymous.get("/workspaces")
+            assert refused.status_code == 401
+            assert refused.json()["error"]["code"] == "unauthorized"
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+            # The document is public: it is how clients learn the API.
+            document = (await anonymous.get("/openapi.json")).json()
+            assert document["openapi"] == "3.1.0"
+        async with _client(server, "agwa_not-a-token") as wrong:
+            assert (await wrong.get("/workspaces")).status_code == 401
+        async with _client(server, token) as api:
+            bad_json = await api.post(
+                "/workspaces/acme/webhooks",
+                content=b"{nope",
+                headers={"Content-Type": "application/json"},
+            )
+            assert bad_json.status_code == 400
+            assert bad_json.json()["error"]["message"] == "the body must be a JSON object"
+            wrong_type = await api.post(
+                "/workspaces/acme/webhooks", json={"name": 5, "channel": "ops", "prompt": "p"}
+            )
+            assert wrong_type.status_code == 400 and "'name' must be a str" in wrong_type.text
+            missing = await api.post("/workspaces/acme/webhooks", json={"name": "x"})
+            assert missing.json()["error"]["message"] == "'channel' is required"
+            assert (await api.get("/workspaces", params={"limit": "0"})).status_code == 400
+            assert (await api.get("/nope")).status_code == 404
+            for name in ("a", "b", "c"):
+                await api.post(
+                    "/workspaces/acme/webhooks",
+                    json={"name": name, "channel": "ops", "prompt": "p"},
+                )
+            first = (await api.get("/workspaces/acme/webhooks", params={"limit": 2})).json()
+            assert [w["name"] for w in first["items"]] == ["a", "b"]
+            rest = await api.get(
+                "/workspaces/acme/webhooks", params={"limit": 2, "cursor": first["next_cursor"]}
+            )
+            assert [w["name"] for w in rest.json()["items"]] == ["c"]
+            assert rest.json()["next_cursor"] is None
+            conflict = await api.post(
+                "/workspaces/acme/webhooks", json={"name": "a", "channel": "ops", "prompt": "p"}
+            )
+            assert conflict.status_code == 409
+
+        # A revoked token stops working at once.
+        (admin_token,) = [t for t in await server.store.select(AdminToken)]
+        await revoke_admin_token(server.store, admin_token.id, actor="t")
+        async with _client(server, token) as api:
+            assert (await api.get("/workspaces")).status_code == 401
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_a_queued_call_is_listed_and_approved_through_the_api(tmp_path: Path) -> None:
+    state = ThirdParty([tool("send", "Send")])
+    loopback = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
+    async with running(tmp_path, **loopback) as server, third_party_server(state) as url:
+        await attach_remote(server.store, url, {})
+        token = await _admin_token(server)
+        async with sdk_session(server, "streamable") as session:
+            queued = await session.call_tool("third_send", {"q": "hello"})
+        approval_id = (queued.structured_content or {})["approval_id"]
+        async with _client(server, token) as api:
+            pending = (await api.get("/approvals", params={"status": "pending"})).json()["items"]
+            assert [(a["id"], a["tool"], a["arguments"]) for a in pending] == [
+                (approval_id, "third_send", {"q": "hello"})
+            ]
+            approved = await api.post(f"/approvals/{approval_id}/approve", json={"reason": "ok"})
+            assert approved.status_code == 200, approved.text
+            assert approved.json()["status"] == "executed", approved.json()["error"]
+            assert approved.json()["decided_by"] == "admin:alice"
+            again = await api.post(f"/approvals/{approval_id}/deny", json={})
+            assert again.status_code == 409
+            missing = await api.post("/approvals/apr_nope/approve", json={})
+            assert missing.status_code == 404
+    assert state.calls == ["send"]
+
+
+async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server:
+        token = await _admin_token(server)
+        done = await trio.run_process(
+            [
+                str(Path(sys.executable).parent / "schemathesis"),
+                "run",
+                f"{server.base_url}/api/v1/openapi.json",
+                "--url",
+                f"{server.base_url}/api/v1",
+                "--header",
+                f"Authorization: Bearer {token}",
+                "--checks",
+                "not_a_server_error,response_schema_conformance,content_type_conformance",
+                "--max-examples",
+                "15",
+                "--seed",
+                "1",
+                "--request-timeout",
+                "10",
+            ],
+            env=clean_env(SCHEMATHESIS_TELEMETRY="false", NO_COLOR="1"),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    output = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 0, output[-6000:]
