@@ -18,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 from agentws import __version__
 from agentws.api.routes import api_blueprint
 from agentws.config import Settings
+from agentws.dashboard.pages import dashboard_blueprint
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
 from agentws.mcp.sessions import SessionSupervisor
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
     app.register_error_handler(HTTPException, _http_error)
     app.register_blueprint(api_blueprint)
+    app.register_blueprint(dashboard_blueprint)
 
     def mcp_components() -> tuple[Authenticator, SessionSupervisor]:
         return app.service.authenticator, app.service.sessions

@@ -1,0 +1,699 @@
+"""The dashboard: server-rendered pages over the service layer the CLI and the API use.
+
+Pages are per workspace (``/dashboard/w/<workspace>/…``) except the
+approval queue, which spans workspaces (``/dashboard/approvals``, where
+chat messages link), and an event's timeline (``/dashboard/events/<id>``).
+Every change is a POST form with the session's CSRF token, answered by a
+redirect to the page it came from with a one-time notice (a cookie), so a
+reload never posts twice. Failures re-render nothing: the notice says what
+was wrong, and nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from datetime import datetime
+from typing import Any, cast
+
+from quart import Blueprint, Response, current_app, redirect, render_template, request, url_for
+
+from agentws import libraries, registry
+from agentws.admin_access import sign_in, sign_out
+from agentws.api.auth import Caller
+from agentws.approvals import decisions
+from agentws.approvals.queue import current_status, find_approval, list_approvals
+from agentws.domain.models import (
+    ApprovalStatus,
+    Capability,
+    ChatMessage,
+    DocumentPolicy,
+    EventStatus,
+    Group,
+    Permission,
+    VerificationScheme,
+    Webhook,
+    Workspace,
+)
+from agentws.errors import AgentwsError, PermissionDeniedError, UnauthorizedError
+from agentws.secret_box import SecretBox
+from agentws.tools import admin as tools_admin
+from agentws.webhooks import admin as webhooks_admin
+from agentws.webhooks import events as webhook_events
+
+from .session import (
+    LOGIN_COOKIE,
+    check_csrf,
+    clear_session_cookie,
+    login_throttle,
+    new_login_token,
+    secure_headers,
+    set_login_cookie,
+    set_session_cookie,
+    signed_in,
+)
+
+__all__ = ["dashboard_blueprint"]
+
+dashboard_blueprint = Blueprint(
+    "dashboard",
+    __name__,
+    url_prefix="/dashboard",
+    template_folder="templates",
+    static_folder="static",
+)
+_FLASH = "agentws_flash"
+_MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+
+
+def _service() -> Any:
+    return cast(Any, current_app).service
+
+
+@dashboard_blueprint.after_request
+async def _headers(response: Response) -> Response:
+    return secure_headers(response)
+
+
+@dashboard_blueprint.errorhandler(PermissionDeniedError)
+async def _forbidden(error: PermissionDeniedError) -> tuple[str, int]:
+    return await render_template("error.html", message=error.message, caller=None), 403
+
+
+def _done(target: str, notice: str, *, error: bool = False) -> Response:
+    """Redirect to ``target`` with a one-time notice."""
+    response = cast(Response, redirect(target))
+    value = urllib.parse.quote(("!" if error else "") + notice[:500])
+    response.set_cookie(_FLASH, value, max_age=60, httponly=True, samesite="Lax", path="/dashboard")
+    return response
+
+
+async def _page(template: str, caller: Caller, *, status: int = 200, **context: Any) -> Response:
+    """Render ``template`` with what every page shows: the admin, the workspaces, the notice."""
+    store = _service().store
+    flash = urllib.parse.unquote(request.cookies.get(_FLASH, ""))
+    body = await render_template(
+        template,
+        caller=caller,
+        csrf=caller.session.csrf_token if caller.session else "",
+        workspaces=await registry.list_workspaces(store),
+        notice=flash.removeprefix("!") if flash else None,
+        notice_is_error=flash.startswith("!"),
+        **context,
+    )
+    response = Response(body, status=status, content_type="text/html; charset=utf-8")
+    if flash:
+        response.delete_cookie(_FLASH, path="/dashboard")
+    return response
+
+
+def _ago(when: datetime | None) -> str:
+    if when is None:
+        return "never"
+    seconds = int((datetime.now(when.tzinfo) - when).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{max(0, seconds)} s ago"
+
+
+@dashboard_blueprint.app_template_filter("ago")
+def _ago_filter(when: datetime | None) -> str:
+    return _ago(when)
+
+
+@dashboard_blueprint.app_template_filter("pretty_json")
+def _pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+# --- signing in and out -----------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/login")
+async def login() -> Response:
+    token = new_login_token()
+    body = await render_template(
+        "login.html", login_token=token, next=request.args.get("next", ""), error=None, caller=None
+    )
+    response = Response(body, content_type="text/html; charset=utf-8")
+    set_login_cookie(response, token)
+    return response
+
+
+def _safe_next(target: str) -> str:
+    # Only a path of this dashboard: never another site.
+    if target.startswith("/dashboard") and not target.startswith("//"):
+        return target
+    return url_for("dashboard.home")
+
+
+@dashboard_blueprint.post("/login")
+async def login_post() -> Response:
+    form = await request.form
+    check_csrf(request.cookies.get(LOGIN_COOKIE, ""), form.get("login_token"))
+    username = (form.get("username") or "").strip()[:64]
+    keys = [f"user:{username.lower()}", f"ip:{request.remote_addr}"]
+    throttle = login_throttle()
+    now = time.monotonic()
+    wait = throttle.retry_after(keys, now)
+    if wait > 0:
+        return await _login_again(
+            f"Too many failed sign-ins: try again in {int(wait) + 1} s.", 429, int(wait) + 1
+        )
+    service = _service()
+    try:
+        _, _, secret = await sign_in(
+            service.store,
+            username,
+            form.get("password") or "",
+            ttl_s=service.settings.admin_session_s,
+            source=str(request.remote_addr),
+        )
+    except UnauthorizedError:
+        throttle.failed(keys, now)
+        return await _login_again("Wrong username or password.", 401)
+    throttle.succeeded(keys)
+    response = cast(Response, redirect(_safe_next(form.get("next") or "")))
+    set_session_cookie(response, secret, service.settings.admin_session_s)
+    response.delete_cookie(LOGIN_COOKIE, path="/dashboard/login")
+    return response
+
+
+async def _login_again(error: str, status: int, retry_after: int | None = None) -> Response:
+    token = new_login_token()
+    form = await request.form
+    body = await render_template(
+        "login.html", login_token=token, next=form.get("next", ""), error=error, caller=None
+    )
+    response = Response(body, status=status, content_type="text/html; charset=utf-8")
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    set_login_cookie(response, token)
+    return response
+
+
+@dashboard_blueprint.post("/logout")
+@signed_in
+async def logout(caller: Caller) -> Response:
+    if caller.session is not None:
+        await sign_out(_service().store, caller.admin, caller.session)
+    response = cast(Response, redirect(url_for("dashboard.login")))
+    clear_session_cookie(response)
+    return response
+
+
+@dashboard_blueprint.get("/")
+@signed_in
+async def home(caller: Caller) -> Response:
+    workspaces = await registry.list_workspaces(_service().store)
+    if not workspaces:
+        return await _page("empty.html", caller)
+    return cast(Response, redirect(url_for("dashboard.webhooks", workspace=workspaces[0].slug)))
+
+
+# --- Automations → Webhooks ---------------------------------------------------------------------
+
+
+async def _workspace(slug: str) -> Workspace:
+    return cast(Workspace, await _service().store.workspace_by_slug(slug))
+
+
+@dashboard_blueprint.get("/w/<workspace>/webhooks")
+@signed_in
+async def webhooks(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    ws = await _workspace(workspace)
+    hooks = await webhooks_admin.list_webhooks(store, workspace)
+    groups = await registry.list_groups(store, workspace)
+    group_names = {g.id: g.slug for g in groups}
+    recent = await webhook_events.list_events(store, workspace, limit=200)
+    latest: dict[str, Any] = {}
+    for event in recent:
+        latest.setdefault(event.webhook_id, event)
+    return await _page(
+        "webhooks.html",
+        caller,
+        workspace=ws,
+        webhooks=hooks,
+        group_names=group_names,
+        groups=groups,
+        latest=latest,
+        schemes=[s.value for s in VerificationScheme],
+        issued_url=None,
+    )
+
+
+@dashboard_blueprint.post("/w/<workspace>/webhooks")
+@signed_in
+async def webhook_create(caller: Caller, workspace: str) -> Response:
+    form = await request.form
+    here = url_for("dashboard.webhooks", workspace=workspace)
+    try:
+        options = webhooks_admin.WebhookOptions(
+            group=form.get("group") or None,
+            active=form.get("state", "active") == "active",
+            verification=VerificationScheme(form.get("verification") or "none"),
+            secret=form.get("secret") or None,
+            rate_per_min=_int(form.get("rate_per_min"), 60, "rate per minute"),
+            concurrency=_int(form.get("concurrency"), 4, "concurrency"),
+        )
+        service = _service()
+        issued = await webhooks_admin.create_webhook(
+            service.store,
+            service.settings,
+            workspace,
+            name=form.get("name") or "",
+            channel=form.get("channel") or "",
+            prompt=form.get("prompt") or "",
+            options=options,
+            actor=caller.actor,
+        )
+    except (AgentwsError, ValueError) as exc:
+        return _done(here, _message(exc), error=True)
+    # The URL is shown this once: rendered here, never stored.
+    return await _page(
+        "webhook_created.html",
+        caller,
+        workspace=await _workspace(workspace),
+        webhook=issued.webhook,
+        url=issued.url,
+    )
+
+
+def _int(text: str | None, default: int, what: str) -> int:
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a whole number") from None
+
+
+def _message(exc: Exception) -> str:
+    return exc.message if isinstance(exc, AgentwsError) else str(exc)
+
+
+@dashboard_blueprint.get("/w/<workspace>/webhooks/<webhook>")
+@signed_in
+async def webhook_show(caller: Caller, workspace: str, webhook: str) -> Response:
+    store = _service().store
+    found = await webhooks_admin.find_webhook(store, workspace, webhook)
+    events = await webhook_events.list_events(store, workspace, webhook=found, limit=50)
+    group = await store.find(Group, id=found.group_id) if found.group_id else None
+    return await _page(
+        "webhook.html",
+        caller,
+        workspace=await _workspace(workspace),
+        webhook=found,
+        group=group,
+        events=events,
+    )
+
+
+@dashboard_blueprint.post("/w/<workspace>/webhooks/<webhook>/<action>")
+@signed_in
+async def webhook_action(caller: Caller, workspace: str, webhook: str, action: str) -> Response:
+    store = _service().store
+    listing = url_for("dashboard.webhooks", workspace=workspace)
+    try:
+        if action in ("activate", "deactivate"):
+            changed = await webhooks_admin.set_active(
+                store, workspace, webhook, active=action == "activate", actor=caller.actor
+            )
+            state = "active" if changed.active else "a draft"
+            return _done(listing, f"Webhook {changed.name!r} is {state}.")
+        if action == "delete":
+            deleted = await webhooks_admin.delete_webhook(
+                store, workspace, webhook, actor=caller.actor
+            )
+            return _done(listing, f"Deleted webhook {deleted.name!r}: its URL answers 404 now.")
+    except AgentwsError as exc:
+        return _done(listing, exc.message, error=True)
+    return _done(listing, f"unknown action {action!r}", error=True)
+
+
+# --- Connect → MCP Endpoints --------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/w/<workspace>/endpoints")
+@signed_in
+async def endpoints(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    base = _service().settings.public_base_url
+    groups = []
+    for group in await registry.list_groups(store, workspace):
+        url = registry.endpoint_url(base, workspace, group.slug)
+        tokens = await registry.list_tokens(store, workspace, group.slug)
+        snippets = _snippets(url, f"{workspace}-{group.slug}")
+        groups.append({"group": group, "url": url, "tokens": tokens, "snippets": snippets})
+    return await _page(
+        "endpoints.html",
+        caller,
+        workspace=await _workspace(workspace),
+        groups=groups,
+        scopes=[c.value for c in Capability],
+        issued=None,
+    )
+
+
+def _snippets(url: str, name: str) -> dict[str, str]:
+    """How each client connects (as docs/mcp.md explains them), the token left out."""
+    bearer = "Authorization: Bearer ${AGENTWS_TOKEN}"
+    claude = {
+        "mcpServers": {
+            name: {
+                "command": "npx",
+                "args": ["-y", "mcp-remote", url, "--header", bearer],
+                "env": {"AGENTWS_TOKEN": "agws_…"},
+            }
+        }
+    }
+    cursor_headers = {"Authorization": "Bearer ${env:AGENTWS_TOKEN}"}
+    cursor = {"mcpServers": {name: {"url": url, "headers": cursor_headers}}}
+    inspector = (
+        "npx @modelcontextprotocol/inspector --transport http \\\n"
+        f'  --server-url "{url}" --header "Authorization: Bearer $AGENTWS_TOKEN"'
+    )
+    return {
+        "Claude Desktop (claude_desktop_config.json, through mcp-remote)": json.dumps(
+            claude, indent=2
+        ),
+        "Cursor (.cursor/mcp.json)": json.dumps(cursor, indent=2),
+        "MCP Inspector": inspector,
+    }
+
+
+@dashboard_blueprint.post("/w/<workspace>/endpoints/<group>/tokens")
+@signed_in
+async def token_create(caller: Caller, workspace: str, group: str) -> Response:
+    form = await request.form
+    here = url_for("dashboard.endpoints", workspace=workspace)
+    try:
+        issued = await registry.create_token(
+            _service().store,
+            workspace,
+            group,
+            name=form.get("name") or "",
+            scope=Capability(form.get("scope") or "write"),
+            actor=caller.actor,
+        )
+    except (AgentwsError, ValueError) as exc:
+        return _done(here, _message(exc), error=True)
+    return await _page(
+        "token_created.html",
+        caller,
+        workspace=await _workspace(workspace),
+        token=issued.token,
+        secret=issued.secret,
+        group=group,
+        url=registry.endpoint_url(_service().settings.public_base_url, workspace, group),
+    )
+
+
+@dashboard_blueprint.post("/w/<workspace>/endpoints/<group>/tokens/<token>/revoke")
+@signed_in
+async def token_revoke(caller: Caller, workspace: str, group: str, token: str) -> Response:
+    here = url_for("dashboard.endpoints", workspace=workspace)
+    try:
+        revoked = await registry.revoke_token(
+            _service().store, workspace, group, token, actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return _done(here, exc.message, error=True)
+    return _done(here, f"Revoked token {revoked.name!r}: its sessions are closing now.")
+
+
+# --- Permissions ------------------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/w/<workspace>/permissions")
+@signed_in
+async def permissions(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    groups = await registry.list_groups(store, workspace)
+    chosen = request.args.get("group") or (groups[0].slug if groups else None)
+    rows = await tools_admin.group_tool_list(store, workspace, chosen) if chosen else []
+    return await _page(
+        "permissions.html",
+        caller,
+        workspace=await _workspace(workspace),
+        groups=groups,
+        chosen=chosen,
+        rows=rows,
+        capabilities=[c.value for c in Capability],
+        permissions=[p.value for p in Permission],
+    )
+
+
+@dashboard_blueprint.post("/w/<workspace>/permissions")
+@signed_in
+async def permission_change(caller: Caller, workspace: str) -> Response:
+    form = await request.form
+    group = form.get("group") or None
+    tool = form.get("tool") or ""
+    here = url_for("dashboard.permissions", workspace=workspace, group=group or "")
+    store = _service().store
+    try:
+        if form.get("label") is not None:
+            label = form.get("label") or None
+            await tools_admin.set_label(
+                store, workspace, tool, Capability(label) if label else None, actor=caller.actor
+            )
+            return _done(here, f"{tool} is labeled {label or 'unlabeled (write)'}.")
+        permission = form.get("permission") or ""
+        scope = group if form.get("scope") == "group" else None
+        if permission == "default":
+            await tools_admin.clear_permission(
+                store, workspace, tool, group_slug=scope, actor=caller.actor
+            )
+            return _done(here, f"{tool} follows its capability's default again.")
+        await tools_admin.set_permission(
+            store, workspace, tool, Permission(permission), group_slug=scope, actor=caller.actor
+        )
+    except (AgentwsError, ValueError) as exc:
+        return _done(here, _message(exc), error=True)
+    where = f"group {scope}" if scope else "workspace"
+    return _done(here, f"{tool}: {permission} ({where}).")
+
+
+# --- Approvals --------------------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/approvals")
+@signed_in
+async def approvals(caller: Caller) -> Response:
+    store = _service().store
+    pending = await list_approvals(
+        store, workspace_slug=None, status=ApprovalStatus.PENDING, limit=500
+    )
+    everything = await list_approvals(store, workspace_slug=None, status=None, limit=10_000)
+    history = [row for row in reversed(everything) if current_status(row[0]).decided][:100]
+    return await _page("approvals.html", caller, pending=pending, history=history, workspace=None)
+
+
+@dashboard_blueprint.get("/approvals/<approval_id>")
+@signed_in
+async def approval(caller: Caller, approval_id: str) -> Response:
+    store = _service().store
+    found = await find_approval(store, approval_id)
+    group = await store.get(Group, found.group_id)
+    workspace = await store.get(Workspace, group.workspace_id)
+    return await _page(
+        "approval.html",
+        caller,
+        approval=found,
+        approval_status=current_status(found).value,
+        group=group,
+        workspace=workspace,
+    )
+
+
+@dashboard_blueprint.post("/approvals/<approval_id>/<decision>")
+@signed_in
+async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Response:
+    form = await request.form
+    here = url_for("dashboard.approval", approval_id=approval_id)
+    service = _service()
+    reason = form.get("reason") or None
+    try:
+        if decision == "approve":
+            try:
+                box: SecretBox | None = SecretBox.from_settings(service.settings)
+            except AgentwsError:
+                box = None
+            decided = await decisions.approve(
+                service.store,
+                approval_id,
+                actor=caller.actor,
+                reason=reason,
+                runner=service.runner,
+                box=box,
+            )
+        elif decision == "deny":
+            decided = await decisions.deny(
+                service.store, approval_id, actor=caller.actor, reason=reason
+            )
+        else:
+            return _done(here, f"unknown decision {decision!r}", error=True)
+    except AgentwsError as exc:
+        return _done(here, exc.message, error=True)
+    return _done(here, f"{decided.tool_name}: {current_status(decided).value}.")
+
+
+# --- Events -----------------------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/w/<workspace>/events")
+@signed_in
+async def events(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    hooks = await webhooks_admin.list_webhooks(store, workspace)
+    only = request.args.get("webhook") or None
+    status_text = request.args.get("status") or None
+    webhook = await webhooks_admin.find_webhook(store, workspace, only) if only else None
+    try:
+        status = EventStatus(status_text) if status_text else None
+    except ValueError:
+        status = None
+    listed = await webhook_events.list_events(
+        store, workspace, webhook=webhook, status=status, limit=200
+    )
+    names = {w.id: w.name for w in hooks}
+    return await _page(
+        "events.html",
+        caller,
+        workspace=await _workspace(workspace),
+        events=listed,
+        names=names,
+        webhooks=hooks,
+        only=only,
+        chosen_status=status_text,
+        statuses=[s.value for s in EventStatus],
+    )
+
+
+@dashboard_blueprint.get("/events/<event_id>")
+@signed_in
+async def event(caller: Caller, event_id: str) -> Response:
+    store = _service().store
+    timeline = await webhook_events.event_timeline(store, event_id)
+    workspace = await store.get(Workspace, timeline.webhook.workspace_id)
+    return await _page(
+        "event.html",
+        caller,
+        timeline=timeline,
+        request_body=timeline.request_body(),
+        workspace=workspace,
+    )
+
+
+@dashboard_blueprint.post("/events/<event_id>/replay")
+@signed_in
+async def event_replay(caller: Caller, event_id: str) -> Response:
+    form = await request.form
+    try:
+        replayed = await webhook_events.replay_event(
+            _service().store,
+            event_id,
+            current_prompt=form.get("current_prompt") == "on",
+            actor=caller.actor,
+        )
+    except AgentwsError as exc:
+        return _done(url_for("dashboard.event", event_id=event_id), exc.message, error=True)
+    _service().worker.notify()
+    return _done(url_for("dashboard.event", event_id=replayed.id), "Replayed as this new event.")
+
+
+# --- Libraries --------------------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/w/<workspace>/libraries")
+@signed_in
+async def libraries_page(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    shelves = []
+    attached = await libraries.attached_groups(store, workspace)
+    for library in await libraries.list_libraries(store, workspace):
+        shelves.append(
+            {
+                "library": library,
+                "groups": attached.get(library.slug, []),
+                "documents": await libraries.list_documents(store, workspace, library.slug),
+                "skills": await libraries.list_skills(store, workspace, library.slug),
+            }
+        )
+    return await _page(
+        "libraries.html",
+        caller,
+        workspace=await _workspace(workspace),
+        shelves=shelves,
+        policies=[p.value for p in DocumentPolicy],
+    )
+
+
+@dashboard_blueprint.post("/w/<workspace>/libraries/<library>/documents")
+@signed_in
+async def document_upload(caller: Caller, workspace: str, library: str) -> Response:
+    here = url_for("dashboard.libraries_page", workspace=workspace)
+    form = await request.form
+    files = await request.files
+    upload = files.get("file")
+    try:
+        if upload is None or not upload.filename:
+            raise ValueError("choose a file to upload")
+        data = upload.read(_MAX_UPLOAD_BYTES + 1)
+        if len(data) > _MAX_UPLOAD_BYTES:
+            raise ValueError("the file is larger than 5 MiB")
+        text = data.decode("utf-8")
+        title = form.get("title") or upload.filename
+        document = await libraries.add_document(
+            _service().store,
+            workspace,
+            library,
+            slug=libraries.slug_from(form.get("slug") or upload.filename.rsplit(".", 1)[0]),
+            title=title,
+            body=text,
+            mime_type=_mime(upload.filename),
+            policy=form.get("policy") or "on_demand",
+            actor=caller.actor,
+        )
+    except UnicodeDecodeError:
+        return _done(here, "the file is not UTF-8 text", error=True)
+    except (AgentwsError, ValueError) as exc:
+        return _done(here, _message(exc), error=True)
+    return _done(here, f"Added {document.title!r} ({document.policy.value}) to {library}.")
+
+
+def _mime(filename: str) -> str:
+    lower = filename.lower()
+    if lower.endswith(".json"):
+        return "application/json"
+    if lower.endswith((".md", ".markdown")):
+        return "text/markdown"
+    return "text/plain"
+
+
+# --- Channels ---------------------------------------------------------------------------------
+
+
+@dashboard_blueprint.get("/w/<workspace>/channels")
+@signed_in
+async def channels(caller: Caller, workspace: str) -> Response:
+    store = _service().store
+    ws = await _workspace(workspace)
+    hooks = await store.select(Webhook, workspace_id=ws.id)
+    known = sorted({w.channel for w in hooks})
+    chosen = request.args.get("channel") or (known[0] if known else None)
+    messages: list[ChatMessage] = []
+    if chosen:
+        messages = await store.channel_messages(ws.id, chosen, limit=100)
+    return await _page(
+        "channels.html",
+        caller,
+        workspace=ws,
+        channels=known,
+        chosen=chosen,
+        messages=list(reversed(messages)),
+    )

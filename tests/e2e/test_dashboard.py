@@ -1,0 +1,283 @@
+"""The dashboard over HTTP: sign-in, cookies, CSRF, throttling, and every page.
+
+A real agentws serves on loopback; httpx2 plays the browser (cookies kept,
+forms posted as a browser posts them). The browser tests in
+``test_dashboard_browser.py`` walk the same journeys in Chromium.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from agentws.accounts import create_admin
+from agentws.domain.models import AdminSession, Approval, AuditEntry, EventStatus, Webhook
+from tests.e2e.mcp_support import Running, running, sdk_session
+from tests.e2e.remote_support import (
+    SDK_CLIENT_WARNINGS,
+    ThirdParty,
+    attach_remote,
+    third_party_server,
+    tool,
+)
+from tests.e2e.run_support import deliver, finished
+from tests.e2e.webhook_support import Hook
+
+PASSWORD = "correct horse battery staple"
+LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
+
+
+def _hidden(html: str, name: str) -> str:
+    match = re.search(rf'name="{name}" value="([^"]*)"', html)
+    assert match, f"no hidden field {name!r} in the page"
+    return match.group(1)
+
+
+async def _signed_in(server: Running, http: httpx2.AsyncClient) -> str:
+    """Sign ``alice`` in; the session's CSRF token (from the page's forms)."""
+    await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+    form = await http.get("/dashboard/login")
+    response = await http.post(
+        "/dashboard/login",
+        data={
+            "login_token": _hidden(form.text, "login_token"),
+            "username": "alice",
+            "password": PASSWORD,
+            "next": "",
+        },
+    )
+    assert response.status_code == 302, response.text
+    home = await http.get("/dashboard/w/acme/webhooks")
+    assert home.status_code == 200
+    return _hidden(home.text, "csrf")
+
+
+def _browser(server: Running) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(base_url=server.base_url, timeout=10)
+
+
+async def test_sign_in_sets_a_guarded_cookie_and_sign_out_ends_the_session(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        before = await http.get("/dashboard/w/acme/webhooks")
+        assert before.status_code == 302
+        assert before.headers["location"].startswith("/dashboard/login?next=")
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+        form = await http.get("/dashboard/login")
+        assert form.headers["content-security-policy"].startswith("default-src 'self'")
+        assert form.headers["x-frame-options"] == "DENY"
+        signed = await http.post(
+            "/dashboard/login",
+            data={
+                "login_token": _hidden(form.text, "login_token"),
+                "username": "alice",
+                "password": PASSWORD,
+                "next": "/dashboard/w/acme/events",
+            },
+        )
+        assert signed.status_code == 302
+        assert signed.headers["location"] == "/dashboard/w/acme/events"
+        cookie = next(
+            c for c in signed.headers.get_list("set-cookie") if c.startswith("agentws_session=")
+        )
+        flags = {part.strip().lower() for part in cookie.split(";")}
+        assert {"httponly", "samesite=lax", "path=/"} <= flags
+        assert "secure" not in flags  # plain http on loopback; behind TLS it is set
+        (session,) = await server.store.select(AdminSession)
+        secret = cookie.split(";")[0].split("=", 1)[1]
+        assert secret not in repr(session) and session.token_hash != secret  # only its hash
+
+        page = await http.get("/dashboard/w/acme/webhooks")
+        assert page.status_code == 200 and "alice" in page.text
+        out = await http.post("/dashboard/logout", data={"csrf": _hidden(page.text, "csrf")})
+        assert out.status_code == 302
+        assert await server.store.select(AdminSession) == []
+        assert (await http.get("/dashboard/w/acme/webhooks")).status_code == 302
+        actions = [e.action for e in await server.store.select(AuditEntry, actor="admin:alice")]
+        assert actions == ["admin.sign_in", "admin.sign_out"]
+
+
+async def test_the_session_cookie_is_secure_behind_tls(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+        form = await http.get("/dashboard/login", headers={"X-Forwarded-Proto": "https"})
+        # The form's own cookie is Secure too: a client over TLS sends it back.
+        (login_cookie,) = form.headers.get_list("set-cookie")
+        assert "secure" in login_cookie.lower()
+        signed = await http.post(
+            "/dashboard/login",
+            headers={"X-Forwarded-Proto": "https", "Cookie": login_cookie.split(";")[0]},
+            data={
+                "login_token": _hidden(form.text, "login_token"),
+                "username": "alice",
+                "password": PASSWORD,
+            },
+        )
+        cookie = next(
+            c for c in signed.headers.get_list("set-cookie") if c.startswith("agentws_session=")
+        )
+        assert "secure" in {part.strip().lower() for part in cookie.split(";")}
+
+
+async def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        fields = {"name": "ci", "channel": "local:ops", "prompt": "Summarise."}
+        for data in (fields, {**fields, "csrf": "forged"}):
+            refused = await http.post("/dashboard/w/acme/webhooks", data=data)
+            assert refused.status_code == 403
+            assert "security token" in refused.text
+        assert await server.store.select(Webhook) == []
+        # A sign-in form posted without its own token is refused too.
+        login = await http.post("/dashboard/login", data={"username": "alice", "password": "x"})
+        assert login.status_code == 403
+        created = await http.post("/dashboard/w/acme/webhooks", data={**fields, "csrf": csrf})
+        assert created.status_code == 200
+        assert len(await server.store.select(Webhook)) == 1
+
+
+async def test_failed_sign_ins_are_throttled(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+
+        async def attempt(password: str) -> httpx2.Response:
+            form = await http.get("/dashboard/login")
+            return await http.post(
+                "/dashboard/login",
+                data={
+                    "login_token": _hidden(form.text, "login_token"),
+                    "username": "alice",
+                    "password": password,
+                },
+            )
+
+        statuses = [(await attempt("wrong")).status_code for _ in range(6)]
+        assert statuses == [401] * 6
+        locked = await attempt(PASSWORD)  # even the right password waits now
+        assert locked.status_code == 429
+        assert int(locked.headers["retry-after"]) >= 1
+        assert "Too many failed sign-ins" in locked.text
+        assert await server.store.select(AdminSession) == []
+        failures = await server.store.select(AuditEntry, action="admin.sign_in_failed")
+        assert len(failures) == 6
+
+
+async def test_a_webhook_made_in_the_dashboard_shows_its_url_once_and_its_events(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        created = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={
+                "csrf": csrf,
+                "name": "ci",
+                "channel": "local:ops",
+                "prompt": "Summarise the build.",
+                "group": "",
+                "state": "active",
+                "verification": "none",
+                "rate_per_min": "600",
+                "concurrency": "4",
+            },
+        )
+        assert created.status_code == 200
+        url = re.search(r'<code id="webhook-url">([^<]+)</code>', created.text)
+        assert url and "/hooks/agwh_" in url.group(1)
+        token_path = "/hooks/" + url.group(1).split("/hooks/")[1]
+        (webhook,) = await server.store.select(Webhook)
+        listing = await http.get("/dashboard/w/acme/webhooks")
+        assert "ci" in listing.text and token_path not in listing.text  # never shown again
+
+        event_id = await deliver(Hook(webhook, server.base_url + token_path), {"build": 7})
+        assert (await finished(server.store, event_id)).status is EventStatus.DONE
+        events = await http.get("/dashboard/w/acme/events", params={"webhook": "ci"})
+        assert event_id in events.text
+        timeline = await http.get(f"/dashboard/events/{event_id}")
+        assert timeline.status_code == 200
+        assert '"build": 7' in html.unescape(timeline.text) and 'id="message"' in timeline.text
+        channel = await http.get("/dashboard/w/acme/channels", params={"channel": "local:ops"})
+        assert "build" in channel.text.lower()
+
+        bad = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={"csrf": csrf, "name": "x", "channel": "slack:general", "prompt": "p"},
+        )
+        assert bad.status_code == 302  # back to the list, with the reason
+        shown = await http.get(bad.headers["location"])
+        assert "use the channel's id" in html.unescape(shown.text)
+
+        off = await http.post(
+            f"/dashboard/w/acme/webhooks/{webhook.id}/deactivate", data={"csrf": csrf}
+        )
+        assert off.status_code == 302
+        assert not (await server.store.get(Webhook, webhook.id)).active
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_tokens_permissions_and_an_approval_in_the_dashboard(tmp_path: Path) -> None:
+    state = ThirdParty([tool("send", "Send a page")])
+    async with (
+        running(tmp_path, **LOOPBACK) as server,
+        third_party_server(state) as url,
+        _browser(server) as http,
+    ):
+        await attach_remote(server.store, url, {})
+        csrf = await _signed_in(server, http)
+
+        endpoints = await http.get("/dashboard/w/acme/endpoints")
+        assert "/mcp/g/acme/ops" in endpoints.text and "mcp-remote" in endpoints.text
+        made = await http.post(
+            "/dashboard/w/acme/endpoints/ops/tokens",
+            data={"csrf": csrf, "name": "cursor-ada", "scope": "write"},
+        )
+        secret = re.search(r'<code id="token-secret">(agws_[^<]+)</code>', made.text)
+        assert secret
+        assert secret.group(1) not in (await http.get("/dashboard/w/acme/endpoints")).text
+
+        permissions = await http.get("/dashboard/w/acme/permissions", params={"group": "ops"})
+        assert "third_send" in permissions.text
+        set_read = await http.post(
+            "/dashboard/w/acme/permissions",
+            data={"csrf": csrf, "tool": "third_send", "group": "ops", "label": "write"},
+        )
+        assert set_read.status_code == 302
+
+        async with sdk_session(server, "streamable", token=secret.group(1)) as session:
+            queued = await session.call_tool("third_send", {"q": "page"})
+        approval_id = (queued.structured_content or {})["approval_id"]
+        queue = await http.get("/dashboard/approvals")
+        assert approval_id in queue.text and "third_send" in queue.text
+        page = await http.get(f"/dashboard/approvals/{approval_id}")
+        assert "Approve and run" in page.text
+        approved = await http.post(
+            f"/dashboard/approvals/{approval_id}/approve", data={"csrf": csrf, "reason": "ok"}
+        )
+        assert approved.status_code == 302
+        after = await http.get(approved.headers["location"])
+        assert "third-party found: page" in after.text
+        assert (await server.store.get(Approval, approval_id)).decided_by == "admin:alice"
+        assert state.calls == ["send"]
+
+        libraries = await http.get("/dashboard/w/acme/libraries")
+        assert libraries.status_code == 200 and "handbook" in libraries.text.lower()
+        uploaded = await http.post(
+            "/dashboard/w/acme/libraries/handbook/documents",
+            data={"csrf": csrf, "title": "Runbook", "policy": "spine"},
+            files={"file": ("runbook.md", b"# Runbook\nRestart the thing.", "text/markdown")},
+        )
+        assert uploaded.status_code == 302
+        assert "Runbook" in (await http.get("/dashboard/w/acme/libraries")).text
+
+        revoke = re.search(
+            r'action="(/dashboard/w/acme/endpoints/ops/tokens/tok_[^/]+/revoke)"',
+            (await http.get("/dashboard/w/acme/endpoints")).text,
+        )
+        assert revoke
+        revoked = await http.post(revoke.group(1), data={"csrf": csrf})
+        assert revoked.status_code == 302
