@@ -184,7 +184,103 @@ _SCHEMAS: dict[str, Any] = {
         },
     },
 }
-for _name in ("Workspace", "Webhook", "Event", "Approval", "Token"):
+_SCHEMAS |= {
+    "Tool": _object(
+        {
+            "name": {"type": "string"},
+            "source": {"type": "string"},
+            "capability": {"type": "string", "enum": ["read", "write", "destructive"]},
+            "label": {"type": "string", "enum": ["fixed", "admin", "unlabeled"]},
+            "suggested_label": {"type": ["string", "null"]},
+            "permission": {"type": "string"},
+            "permission_source": {"type": "string"},
+            "note": _STR_OR_NULL,
+            "definition_hash": {"type": "string"},
+        }
+    ),
+    "LabelChange": {
+        "type": "object",
+        "properties": {
+            "label": {
+                "type": ["string", "null"],
+                "enum": ["read", "write", "destructive", None],
+                "description": "null: unlabeled (write)",
+            }
+        },
+    },
+    "Labeled": _object({"name": {"type": "string"}, "label": _STR_OR_NULL}),
+    "PermissionChange": {
+        "type": "object",
+        "properties": {
+            "permission": {
+                "type": ["string", "null"],
+                "enum": ["allow", "requires_confirmation", "requires_approval", "deny", None],
+                "description": "null: back to the workspace's, or the capability's default",
+            },
+            "group": {"type": "string", "description": "omitted: for the whole workspace"},
+        },
+    },
+    "PermissionSet": _object(
+        {"name": {"type": "string"}, "group": _STR_OR_NULL, "permission": _STR_OR_NULL}
+    ),
+    "Document": _object(
+        {
+            "id": {"type": "string"},
+            "library": {"type": "string"},
+            "slug": {"type": "string"},
+            "title": {"type": "string"},
+            "mime_type": {"type": "string"},
+            "policy": {"type": "string", "enum": ["spine", "on_demand", "never"]},
+            "bytes": {"type": "integer"},
+            "created_at": _TIME,
+            "updated_at": _TIME,
+        }
+    ),
+    "NewDocument": {
+        "type": "object",
+        "required": ["title", "body"],
+        "properties": {
+            "title": {"type": "string"},
+            "body": {"type": "string"},
+            "slug": {"type": "string"},
+            "mime_type": {"type": "string", "default": "text/markdown"},
+            "policy": {"type": "string", "enum": ["spine", "on_demand", "never"]},
+            "replace": {"type": "boolean", "default": False},
+        },
+    },
+    "Library": _object(
+        {
+            "id": {"type": "string"},
+            "slug": {"type": "string"},
+            "name": {"type": "string"},
+            "groups": {"type": "array", "items": {"type": "string"}},
+            "documents": {"type": "array", "items": _ref("Document")},
+            "skills": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "id": {"type": "string"},
+                        "slug": {"type": "string"},
+                        "description": {"type": "string"},
+                        "assets": {"type": "array", "items": {"type": "string"}},
+                    }
+                ),
+            },
+        }
+    ),
+    "Message": _object(
+        {
+            "id": {"type": "string"},
+            "channel": {"type": "string"},
+            "text": {"type": "string"},
+            "event_id": _STR_OR_NULL,
+            "thread": _STR_OR_NULL,
+            "external_id": _STR_OR_NULL,
+            "created_at": _TIME,
+        }
+    ),
+}
+for _name in ("Workspace", "Webhook", "Event", "Approval", "Token", "Tool", "Library", "Message"):
     _SCHEMAS[f"{_name}Page"] = _page(_name)
 
 _ERRORS = {
@@ -393,6 +489,58 @@ def _paths() -> dict[str, Any]:
                 operation_id="createToken",
             ),
         },
+        "/workspaces/{workspace}/groups/{group}/tools": {
+            "get": _operation(
+                "List a group's tools: capability, label, permission and their sources",
+                "ToolPage",
+                params=[*group, *_PAGING],
+                operation_id="listTools",
+            )
+        },
+        "/workspaces/{workspace}/tools/{tool}/label": {
+            "put": _operation(
+                "Label a remote MCP tool (null: unlabeled, so write)",
+                "Labeled",
+                params=_path_params("workspace", "tool"),
+                body="LabelChange",
+                operation_id="labelTool",
+            )
+        },
+        "/workspaces/{workspace}/tools/{tool}/permission": {
+            "put": _operation(
+                "Set (or with null, remove) a tool's permission for a group or the workspace",
+                "PermissionSet",
+                params=_path_params("workspace", "tool"),
+                body="PermissionChange",
+                operation_id="setToolPermission",
+            )
+        },
+        "/workspaces/{workspace}/libraries": {
+            "get": _operation(
+                "List libraries with their documents and skills",
+                "LibraryPage",
+                params=[*ws, *_PAGING],
+                operation_id="listLibraries",
+            )
+        },
+        "/workspaces/{workspace}/libraries/{library}/documents": {
+            "post": _operation(
+                "Add a document to a library (replace: update the one with its slug)",
+                "Document",
+                status="201",
+                params=_path_params("workspace", "library"),
+                body="NewDocument",
+                operation_id="addDocument",
+            )
+        },
+        "/workspaces/{workspace}/channels/{channel}/messages": {
+            "get": _operation(
+                "A channel's messages, newest first (local:NAME, slack:…, webhook:…)",
+                "MessagePage",
+                params=[*_path_params("workspace", "channel"), *_PAGING],
+                operation_id="listMessages",
+            )
+        },
         "/workspaces/{workspace}/groups/{group}/tokens/{token}": {
             "delete": _operation(
                 "Revoke an MCP token at once (its sessions close)",
@@ -412,7 +560,8 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             "title": "agentws admin API",
             "version": __version__,
             "description": (
-                "Administer agentws: webhooks, events, approvals and MCP tokens. Authenticate "
+                "Administer agentws: webhooks, events, approvals, MCP tokens, tool "
+                "permissions, libraries and channels. Authenticate "
                 "with an admin API token (`agentws admin token create`) as a bearer token. "
                 'Errors are {"error": {"code", "message"}}; lists are paginated with '
                 "`limit` and the `next_cursor` of the previous page."

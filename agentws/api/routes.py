@@ -17,18 +17,31 @@ from typing import Any, cast
 
 from quart import Blueprint, Response, current_app, jsonify, request
 
-from agentws import registry
+from agentws import libraries, registry
 from agentws.api.auth import SESSION_COOKIE, Caller, authenticate
 from agentws.api.openapi import openapi_document
-from agentws.api.views import approval_json, event_json, token_json, webhook_json, workspace_json
+from agentws.api.views import (
+    approval_json,
+    document_json,
+    event_json,
+    library_json,
+    message_json,
+    token_json,
+    tool_json,
+    webhook_json,
+    workspace_json,
+)
 from agentws.approvals import decisions
 from agentws.approvals.queue import find_approval
 from agentws.approvals.queue import list_approvals as approvals_listed
+from agentws.chat.channels import parse_channel
 from agentws.domain.models import (
     ApprovalStatus,
     Capability,
+    DocumentPolicy,
     EventStatus,
     Group,
+    Permission,
     VerificationScheme,
     Webhook,
     Workspace,
@@ -43,6 +56,7 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.secret_box import SecretBox
+from agentws.tools import admin as tools_admin
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
@@ -412,3 +426,96 @@ async def revoke_token(caller: Caller, workspace: str, group: str, token: str) -
         _service().store, workspace, group, token, actor=caller.actor
     )
     return token_json(revoked, workspace, group)
+
+
+# --- tools and permissions ------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/groups/<group>/tools")
+@endpoint
+async def list_tools(caller: Caller, workspace: str, group: str) -> Any:
+    rows = await tools_admin.group_tool_list(_service().store, workspace, group)
+    return _page([tool_json(row) for row in rows])
+
+
+@api_blueprint.put("/workspaces/<workspace>/tools/<tool>/label")
+@endpoint
+async def label_tool(caller: Caller, workspace: str, tool: str) -> Any:
+    data = await _body()
+    label = _field(data, "label", str)
+    capability = _enum(Capability, "label", label) if label else None
+    store = _service().store
+    _, cached = await tools_admin.set_label(store, workspace, tool, capability, actor=caller.actor)
+    return {"name": tool, "label": cached.label.value if cached.label else None}
+
+
+@api_blueprint.put("/workspaces/<workspace>/tools/<tool>/permission")
+@endpoint
+async def set_tool_permission(caller: Caller, workspace: str, tool: str) -> Any:
+    data = await _body()
+    group = _field(data, "group", str)
+    permission = _field(data, "permission", str)
+    store = _service().store
+    if permission is None:
+        await tools_admin.clear_permission(
+            store, workspace, tool, group_slug=group, actor=caller.actor
+        )
+    else:
+        await tools_admin.set_permission(
+            store,
+            workspace,
+            tool,
+            _enum(Permission, "permission", permission),
+            group_slug=group,
+            actor=caller.actor,
+        )
+    return {"name": tool, "group": group, "permission": permission}
+
+
+# --- libraries ------------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/libraries")
+@endpoint
+async def list_libraries(caller: Caller, workspace: str) -> Any:
+    store = _service().store
+    attached = await libraries.attached_groups(store, workspace)
+    shelves = []
+    for library in await libraries.list_libraries(store, workspace):
+        documents = await libraries.list_documents(store, workspace, library.slug)
+        skills = await libraries.list_skills(store, workspace, library.slug)
+        shelves.append(library_json(library, attached.get(library.id, []), documents, skills))
+    return _page(shelves)
+
+
+@api_blueprint.post("/workspaces/<workspace>/libraries/<library>/documents")
+@endpoint
+async def add_document(caller: Caller, workspace: str, library: str) -> Any:
+    data = await _body()
+    title = _required(data, "title")
+    slug = _field(data, "slug", str) or libraries.slug_from(title)
+    document = await libraries.add_document(
+        _service().store,
+        workspace,
+        library,
+        slug=slug,
+        title=title,
+        body=_required(data, "body"),
+        mime_type=_field(data, "mime_type", str, "text/markdown"),
+        policy=_enum(DocumentPolicy, "policy", _field(data, "policy", str, "on_demand")),
+        replace=_field(data, "replace", bool, False),
+        actor=caller.actor,
+    )
+    return document_json(document, library), 201
+
+
+# --- channels -------------------------------------------------------------------------------
+
+
+@api_blueprint.get("/workspaces/<workspace>/channels/<channel>/messages")
+@endpoint
+async def channel_messages(caller: Caller, workspace: str, channel: str) -> Any:
+    store = _service().store
+    ws = await store.workspace_by_slug(workspace)
+    messages = await store.channel_messages(ws.id, str(parse_channel(channel)), limit=1000)
+    return _page([message_json(m) for m in reversed(messages)])

@@ -6,9 +6,31 @@ from datetime import datetime
 from typing import Any
 
 from agentws.approvals.queue import current_status
-from agentws.domain.models import Approval, Event, Group, McpToken, Webhook, Workspace
+from agentws.domain.models import (
+    Approval,
+    ChatMessage,
+    ContextDocument,
+    Event,
+    Group,
+    Library,
+    McpToken,
+    Skill,
+    Webhook,
+    Workspace,
+)
+from agentws.tools.admin import ToolRow
 
-__all__ = ["approval_json", "event_json", "token_json", "webhook_json", "workspace_json"]
+__all__ = [
+    "approval_json",
+    "document_json",
+    "event_json",
+    "library_json",
+    "message_json",
+    "token_json",
+    "tool_json",
+    "webhook_json",
+    "workspace_json",
+]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -87,4 +109,66 @@ def token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
         "created_at": _iso(t.created_at),
         "last_used_at": _iso(t.last_used_at),
         "revoked_at": _iso(t.revoked_at),
+    }
+
+
+def tool_json(row: ToolRow) -> dict[str, Any]:
+    t = row.tool
+    return {
+        "name": t.name,
+        "source": t.source,
+        "capability": t.capability.value,
+        "label": row.label_source,
+        "suggested_label": row.suggested.value if row.suggested else None,
+        "permission": t.permission.value,
+        "permission_source": t.permission_source,
+        "note": t.permission_note,
+        "definition_hash": t.definition_hash,
+    }
+
+
+def document_json(d: ContextDocument, library: str) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "library": library,
+        "slug": d.slug,
+        "title": d.title,
+        "mime_type": d.mime_type,
+        "policy": d.policy.value,
+        "bytes": len(d.body.encode("utf-8")),
+        "created_at": _iso(d.created_at),
+        "updated_at": _iso(d.updated_at),
+    }
+
+
+def library_json(
+    library: Library, groups: list[str], documents: list[ContextDocument], skills: list[Skill]
+) -> dict[str, Any]:
+    return {
+        "id": library.id,
+        "slug": library.slug,
+        "name": library.name,
+        "groups": groups,
+        "documents": [document_json(d, library.slug) for d in documents],
+        "skills": [
+            {
+                "id": s.id,
+                "slug": s.slug,
+                "description": s.description,
+                "assets": [a.name for a in s.assets],
+            }
+            for s in skills
+        ],
+    }
+
+
+def message_json(m: ChatMessage) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "channel": m.channel,
+        "text": m.text,
+        "event_id": m.event_id,
+        "thread": m.thread,
+        "external_id": m.external_id,
+        "created_at": _iso(m.created_at),
     }

@@ -619,7 +619,7 @@ async def libraries_page(caller: Caller, workspace: str) -> Response:
         shelves.append(
             {
                 "library": library,
-                "groups": attached.get(library.slug, []),
+                "groups": attached.get(library.id, []),
                 "documents": await libraries.list_documents(store, workspace, library.slug),
                 "skills": await libraries.list_skills(store, workspace, library.slug),
             }

@@ -190,6 +190,63 @@ async def test_a_queued_call_is_listed_and_approved_through_the_api(tmp_path: Pa
     assert state.calls == ["send"]
 
 
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_tools_permissions_libraries_and_channels_through_the_api(tmp_path: Path) -> None:
+    state = ThirdParty([tool("lookup", "Look things up")])
+    loopback = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
+    async with running(tmp_path, **loopback) as server, third_party_server(state) as url:
+        await attach_remote(server.store, url, {})
+        token = await _admin_token(server)
+        async with _client(server, token) as api:
+            tools = (await api.get("/workspaces/acme/groups/ops/tools")).json()["items"]
+            lookup = next(t for t in tools if t["name"] == "third_lookup")
+            assert (lookup["capability"], lookup["label"]) == ("write", "unlabeled")
+            labeled = await api.put(
+                "/workspaces/acme/tools/third_lookup/label", json={"label": "read"}
+            )
+            assert labeled.json() == {"name": "third_lookup", "label": "read"}
+            denied = await api.put(
+                "/workspaces/acme/tools/third_lookup/permission",
+                json={"permission": "deny", "group": "ops"},
+            )
+            assert denied.status_code == 200
+            tools = (await api.get("/workspaces/acme/groups/ops/tools")).json()["items"]
+            lookup = next(t for t in tools if t["name"] == "third_lookup")
+            assert (lookup["capability"], lookup["permission"]) == ("read", "deny")
+            assert lookup["permission_source"] == "group"
+            reset = await api.put(
+                "/workspaces/acme/tools/third_lookup/permission", json={"group": "ops"}
+            )
+            assert reset.json()["permission"] is None
+            refused = await api.put(
+                "/workspaces/acme/tools/nope/permission", json={"permission": "allow"}
+            )
+            assert refused.status_code == 404
+
+            added = await api.post(
+                "/workspaces/acme/libraries/handbook/documents",
+                json={"title": "On-call", "body": "# On-call\nPage Ada.", "policy": "spine"},
+            )
+            assert added.status_code == 201, added.text
+            assert (added.json()["slug"], added.json()["policy"]) == ("on-call", "spine")
+            shelves = (await api.get("/workspaces/acme/libraries")).json()["items"]
+            (handbook,) = [s for s in shelves if s["slug"] == "handbook"]
+            assert "on-call" in [d["slug"] for d in handbook["documents"]]
+            assert handbook["groups"] == ["ops"]
+
+            created = await api.post(
+                "/workspaces/acme/webhooks", json={"name": "ci", "channel": "ops", "prompt": "p"}
+            )
+            path = "/hooks/" + created.json()["url"].split("/hooks/")[1]
+            stored = await server.store.get(Webhook, created.json()["id"])
+            event_id = await deliver(Hook(stored, server.base_url + path), {"n": 1})
+            await finished(server.store, event_id)
+            messages = (await api.get("/workspaces/acme/channels/local:ops/messages")).json()
+            assert [m["event_id"] for m in messages["items"]] == [event_id]
+            bad = await api.get("/workspaces/acme/channels/slack:general/messages")
+            assert bad.status_code == 400
+
+
 async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
     tmp_path: Path,
 ) -> None:
