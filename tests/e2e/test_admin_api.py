@@ -271,6 +271,7 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
                 "10",
             ],
             env=clean_env(SCHEMATHESIS_TELEMETRY="false", NO_COLOR="1"),
+            cwd=tmp_path,  # its cache directory goes there
             capture_stdout=True,
             capture_stderr=True,
             check=False,
