@@ -371,7 +371,13 @@ def _serve(settings: Settings, as_json: bool) -> int:
 
     def announce(binds: list[str]) -> None:
         base = settings.base_url or binds[0]
-        urls = {"base_url": base, "health": f"{base}/healthz", "readiness": f"{base}/readyz"}
+        urls = {
+            "base_url": base,
+            "dashboard": f"{base}/dashboard/",
+            "api": f"{base}/api/v1/openapi.json",
+            "health": f"{base}/healthz",
+            "readiness": f"{base}/readyz",
+        }
         if as_json:
             print(
                 json.dumps(
@@ -389,6 +395,8 @@ def _serve(settings: Settings, as_json: bool) -> int:
                 f"  public URL: {base}\n"
                 f"  store:      {redact_url(settings.database_url)}\n"
                 f"  model:      {describe_model(settings)}\n"
+                f"  dashboard:  {urls['dashboard']} (sign in as the admin `agentws init` made)\n"
+                f"  admin API:  {urls['api']}\n"
                 f"  health:     {urls['health']}\n"
                 f"  readiness:  {urls['readiness']}\n"
                 "Stop with Ctrl+C or SIGTERM.",

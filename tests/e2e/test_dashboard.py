@@ -281,3 +281,19 @@ async def test_tokens_permissions_and_an_approval_in_the_dashboard(tmp_path: Pat
         assert revoke
         revoked = await http.post(revoke.group(1), data={"csrf": csrf})
         assert revoked.status_code == 302
+
+
+async def test_the_api_takes_the_session_with_its_csrf_header(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        listed = await http.get("/api/v1/workspaces")
+        assert listed.status_code == 200
+        body = {"name": "ci", "channel": "ops", "prompt": "p"}
+        refused = await http.post("/api/v1/workspaces/acme/webhooks", json=body)
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "permission_denied"
+        assert await server.store.select(Webhook) == []
+        created = await http.post(
+            "/api/v1/workspaces/acme/webhooks", json=body, headers={"X-CSRF-Token": csrf}
+        )
+        assert created.status_code == 201

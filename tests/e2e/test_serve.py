@@ -141,6 +141,8 @@ async def test_serve_answers_then_exits_0_on_signal(
         assert server.announcement["binds"] == [base]
         assert server.announcement["health"] == f"{base}/healthz"
         assert server.announcement["readiness"] == f"{base}/readyz"
+        assert server.announcement["dashboard"] == f"{base}/dashboard/"
+        assert server.announcement["api"] == f"{base}/api/v1/openapi.json"
         assert server.announcement["database"] == sqlite_url
         assert server.announcement["model"] == "offline digest (no ANTHROPIC_API_KEY)"
 
@@ -148,6 +150,10 @@ async def test_serve_answers_then_exits_0_on_signal(
         ready = await _get(f"{base}/readyz")
         assert ready.status_code == 200
         assert ready.json() == {"status": "ready"}
+        login = await _get(f"{base}/dashboard/login")
+        assert login.status_code == 200 and "Sign in" in login.text
+        stylesheet = await _get(f"{base}/dashboard/static/app.css")
+        assert stylesheet.status_code == 200  # served from the package: no CDN
 
         assert await server.stop(signum) == 0
         stderr = server.stderr()
