@@ -36,7 +36,7 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
-from agentws.errors import AgentwsError, PermissionDeniedError, UnauthorizedError
+from agentws.errors import AgentwsError, NotFoundError, PermissionDeniedError, UnauthorizedError
 from agentws.secret_box import SecretBox
 from agentws.tools import admin as tools_admin
 from agentws.webhooks import admin as webhooks_admin
@@ -78,7 +78,16 @@ async def _headers(response: Response) -> Response:
 
 @dashboard_blueprint.errorhandler(PermissionDeniedError)
 async def _forbidden(error: PermissionDeniedError) -> tuple[str, int]:
-    return await render_template("error.html", message=error.message, caller=None), 403
+    page = await render_template("error.html", title="Refused", message=error.message, caller=None)
+    return page, 403
+
+
+@dashboard_blueprint.errorhandler(NotFoundError)
+async def _not_found(error: NotFoundError) -> tuple[str, int]:
+    page = await render_template(
+        "error.html", title="Not found", message=error.message, caller=None
+    )
+    return page, 404
 
 
 def _done(target: str, notice: str, *, error: bool = False) -> Response:
@@ -210,7 +219,9 @@ async def home(caller: Caller) -> Response:
     workspaces = await registry.list_workspaces(_service().store)
     if not workspaces:
         return await _page("empty.html", caller)
-    return cast(Response, redirect(url_for("dashboard.webhooks", workspace=workspaces[0].slug)))
+    wanted = request.args.get("workspace")
+    slug = wanted if wanted in {w.slug for w in workspaces} else workspaces[0].slug
+    return cast(Response, redirect(url_for("dashboard.webhooks", workspace=slug)))
 
 
 # --- Automations → Webhooks ---------------------------------------------------------------------

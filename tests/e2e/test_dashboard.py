@@ -297,3 +297,18 @@ async def test_the_api_takes_the_session_with_its_csrf_header(tmp_path: Path) ->
             "/api/v1/workspaces/acme/webhooks", json=body, headers={"X-CSRF-Token": csrf}
         )
         assert created.status_code == 201
+
+
+async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_without_script(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        await _signed_in(server, http)
+        for path in ("/dashboard/w/nope/webhooks", "/dashboard/events/evt_nope"):
+            missing = await http.get(path)
+            assert missing.status_code == 404
+            assert "Not found" in missing.text
+        missing = await http.get("/dashboard/approvals/apr_nope")
+        assert missing.status_code == 404
+        switched = await http.get("/dashboard/", params={"workspace": "acme"})
+        assert switched.headers["location"] == "/dashboard/w/acme/webhooks"

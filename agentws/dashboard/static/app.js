@@ -21,5 +21,5 @@ document.addEventListener("DOMContentLoaded", () => {
     select.addEventListener("change", () => select.form.submit());
   }
   const ws = document.querySelector("[data-workspace-switch] select");
-  if (ws) ws.addEventListener("change", () => { window.location.href = ws.value; });
+  if (ws) ws.addEventListener("change", () => ws.form.submit());
 });
