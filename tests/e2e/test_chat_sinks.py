@@ -30,7 +30,7 @@ from agentws.domain.models import (
 )
 from agentws.secret_box import SecretBox
 from tests.e2e.fake_anthropic import FakeAnthropic, Reply, Turn
-from tests.e2e.fake_slack import BOT_TOKEN, FakeSlack, fake_slack
+from tests.e2e.fake_slack import BOT_TOKEN, FakeSlack, Posted, fake_slack
 from tests.e2e.mcp_support import Running
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
@@ -66,6 +66,10 @@ async def with_slack(
             actor="t",
         )
         yield server, model, fake
+
+
+async def _messages(slack: FakeSlack) -> list[Posted]:
+    return list(slack.messages)
 
 
 async def test_the_message_lands_in_the_slack_channel_as_mrkdwn(tmp_path: Path) -> None:
@@ -252,15 +256,17 @@ async def test_a_queued_call_is_announced_and_its_outcome_follows_in_the_thread(
             box=SecretBox.from_settings(server.service.settings),
         )
         await deny(server.store, two.id, actor="admin:bob", reason="once is enough")
+        # A report is claimed (reported_at) before it is posted: wait for the posts.
         await wait_until(
-            lambda: server.store.select(Approval),
-            lambda found: all(a.reported_at is not None for a in found),
+            lambda: _messages(slack),
+            lambda found: len(found) >= 4,
             what="both outcomes to be reported",
         )
-        assert len(slack.messages) == 4
+        assert all(a.reported_at is not None for a in await server.store.select(Approval))
         base = server.service.settings.public_base_url
 
     notice, other_notice, *follow_ups = slack.messages
+    assert len(follow_ups) == 2  # one report per approval, no more
     assert notice.body["text"].startswith("I asked to page the on-call.")
     assert f"approval {one.id}" in notice.body["text"]
     assert f"{base}/dashboard/approvals/{one.id}" in notice.body["text"]
@@ -301,11 +307,8 @@ async def test_an_outcome_decided_mid_run_follows_the_runs_message_once(tmp_path
         await deny(server.store, pending.id, actor="admin:bob", reason=None)
         assert not (await server.store.get(Event, event_id)).status.finished
         await finished(server.store, event_id)
-        await wait_until(
-            lambda: server.store.get(Approval, pending.id),
-            lambda a: a.reported_at is not None,
-            what="the report",
-        )
+        await wait_until(lambda: _messages(slack), lambda found: len(found) >= 2, what="the report")
+        assert (await server.store.get(Approval, pending.id)).reported_at is not None
         # Another instance's reporter (or this one's next round) finds nothing to do.
         again = ChannelReports(server.store, SinkRouter(server.store, server.service.settings))
         assert await again.report_due() == 0

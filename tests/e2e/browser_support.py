@@ -1,0 +1,301 @@
+"""Headless Chromium, driven by Playwright's sync API from trio tests.
+
+Playwright's sync API belongs to the thread that started it, while the
+server under test runs in the test's trio loop. :class:`Browser` therefore
+owns one dedicated worker thread: Playwright is started there, Debian's
+Chromium (``/usr/bin/chromium``: Playwright's own browser download does not
+work here) is launched there, and every page is made and driven there.
+Tests write the browser's steps as plain functions of a :class:`Tab` and
+hand them to :meth:`Browser.run`, which waits for the result without
+blocking the trio loop, so the server keeps answering meanwhile.
+
+Every tab records the console's errors and the page's uncaught exceptions
+(:meth:`Tab.assert_clean`) and the dialogs it answered. The helpers sign an
+admin in, take screenshots (``test-artifacts/screenshots/`` at the
+repository root) and check that a page fits its viewport without
+horizontal scrolling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import re
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import attrs
+import trio
+from playwright.sync_api import (
+    Browser as PlaywrightBrowser,
+)
+from playwright.sync_api import (
+    BrowserContext,
+    ConsoleMessage,
+    Dialog,
+    Error,
+    Page,
+    Playwright,
+    sync_playwright,
+)
+
+__all__ = [
+    "CHROMIUM",
+    "SCREENSHOTS",
+    "Browser",
+    "Tab",
+    "eventually",
+    "fits",
+    "open_browser",
+    "sign_in",
+]
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+#: How long a Playwright action or assertion waits before failing.
+ACTION_MS = 10_000
+DESKTOP = (1280, 800)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@attrs.define
+class Tab:
+    """A page in its own browser context (its own cookies), and what happened in it."""
+
+    page: Page
+    context: BrowserContext
+    #: Console messages of type ``error`` and uncaught exceptions, in order.
+    errors: list[str] = attrs.field(factory=list)
+    #: The messages of the dialogs (``window.confirm``…) the tab accepted.
+    dialogs: list[str] = attrs.field(factory=list)
+    #: Paths whose failed loads are set aside in ``tolerated`` rather than ``errors``.
+    tolerate: tuple[str, ...] = ()
+    tolerated: list[str] = attrs.field(factory=list)
+
+    def watch(self) -> None:
+        # Plain functions: Playwright tags its handlers with attributes, which
+        # the bound methods of a slotted class do not take.
+        self.page.on("console", lambda message: self._console(message))
+        self.page.on("pageerror", lambda error: self._page_error(error))
+        self.page.on("dialog", lambda dialog: self._dialog(dialog))
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            where = message.location.get("url", "")
+            text = f"console error at {self.page.url} ({where}): {message.text}"
+            path = urllib.parse.urlsplit(where).path
+            (self.tolerated if path in self.tolerate else self.errors).append(text)
+
+    def _page_error(self, error: Error) -> None:
+        self.errors.append(f"uncaught exception at {self.page.url}: {error.message}")
+
+    def _dialog(self, dialog: Dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.accept()
+
+    def assert_clean(self, where: str) -> None:
+        """Fail when the console logged an error or a script threw, since the last check."""
+        found, self.errors[:] = list(self.errors), []
+        assert not found, f"{where}: " + "\n".join(found)
+
+
+class Browser:
+    """Chromium on one worker thread of its own; see the module's docstring."""
+
+    def __init__(self, label: str, screenshots: Path = SCREENSHOTS) -> None:
+        self.label = label
+        self.screenshots = screenshots
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="playwright", initializer=_plain_asyncio
+        )
+        self._playwright: Playwright | None = None
+        self._browser: PlaywrightBrowser | None = None
+
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` on the browser's thread; its result (or its exception).
+
+        Waiting is cancellable; a call already running finishes on its own
+        (every Playwright action has a timeout, :data:`ACTION_MS`).
+        """
+        future = self._thread.submit(fn, *args, **kwargs)
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+
+        def wake(_: concurrent.futures.Future[T]) -> None:
+            # Once the test is over, nobody waits for this result.
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(done.set)
+
+        future.add_done_callback(wake)
+        try:
+            await done.wait()
+        except BaseException:
+            future.cancel()
+            raise
+        return future.result()
+
+    async def new_tab(
+        self, viewport: tuple[int, int] = DESKTOP, *, tolerate: tuple[str, ...] = ()
+    ) -> Tab:
+        """A fresh context (no cookies) with one page at ``viewport`` (width, height).
+
+        Failed loads of the paths in ``tolerate`` are not errors of this tab.
+        """
+        return await self.run(self._new_tab, viewport, tolerate)
+
+    def _new_tab(self, viewport: tuple[int, int], tolerate: tuple[str, ...]) -> Tab:
+        assert self._browser is not None, "the browser is not running"
+        width, height = viewport
+        context = self._browser.new_context(viewport={"width": width, "height": height})
+        context.set_default_timeout(ACTION_MS)
+        tab = Tab(context.new_page(), context, tolerate=tolerate)
+        tab.watch()
+        return tab
+
+    def screenshot(self, tab: Tab, name: str) -> Path:
+        """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)"""
+        size = tab.page.viewport_size
+        width = size["width"] if size else 0
+        self.screenshots.mkdir(parents=True, exist_ok=True)
+        path = self.screenshots / f"{self.label}-{_file_part(name)}-{width}.png"
+        tab.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def _start(self) -> None:
+        playwright = sync_playwright().start()
+        try:
+            self._browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                headless=True,
+                # Tests run as root, where Chromium refuses its sandbox.
+                args=["--no-sandbox"],
+            )
+        except BaseException:
+            playwright.stop()
+            raise
+        self._playwright = playwright
+
+    def _stop(self) -> None:
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        finally:
+            self._browser = None
+            if self._playwright is not None:
+                self._playwright.stop()
+                self._playwright = None
+
+
+def _plain_asyncio() -> None:
+    """Give the browser's thread asyncio's own loops (Playwright's sync API runs one).
+
+    agentws imports trio-asyncio, whose event loop policy would make Playwright's
+    loop a trio-asyncio one; a policy set outside trio is this thread's alone.
+    """
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+
+
+def _file_part(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "page"
+
+
+@asynccontextmanager
+async def open_browser(label: str) -> AsyncIterator[Browser]:
+    """Chromium for the block; closed with Playwright and its thread, even on failure.
+
+    ``label`` begins the names of the screenshots (usually the test's name).
+    """
+    browser = Browser(label)
+    try:
+        await browser.run(browser._start)
+        yield browser
+    finally:
+        with trio.CancelScope(shield=True):
+            try:
+                await browser.run(browser._stop)
+            finally:
+                await trio.to_thread.run_sync(browser._thread.shutdown)
+
+
+# --- helpers that run on the browser's thread ---------------------------------------------------
+
+
+def sign_in(tab: Tab, base_url: str, username: str, password: str, *, path: str = "") -> None:
+    """Open the sign-in form (for ``path`` next), fill it in and submit it.
+
+    It does not check the outcome: the test looks at the page it lands on.
+    """
+    query = "?" + urllib.parse.urlencode({"next": path}) if path else ""
+    target = f"{base_url}/dashboard/login{query}"
+    tab.page.goto(target)
+    tab.page.fill("#username", username)
+    tab.page.fill("#password", password)
+    with tab.page.expect_navigation():
+        tab.page.get_by_role("button", name="Sign in").click()
+
+
+def fits(tab: Tab) -> tuple[bool, dict[str, Any]]:
+    """Whether the page has no horizontal overflow at its viewport; the measures, to report.
+
+    The measures name the widest elements that stick out past the viewport's
+    right edge, so a failure says where to look.
+    """
+    measures: dict[str, Any] = tab.page.evaluate(
+        """() => {
+          const width = window.innerWidth;
+          const clipped = (el) => {
+            for (let up = el.parentElement; up && up !== document.body; up = up.parentElement) {
+              if (getComputedStyle(up).overflowX !== "visible") return true;
+            }
+            return false;
+          };
+          const out = [];
+          for (const el of document.body.querySelectorAll("*")) {
+            if (clipped(el)) continue;  // a scrolling box (a .table-wrap) keeps it in
+            const box = el.getBoundingClientRect();
+            const spills = getComputedStyle(el).overflowX === "visible";
+            const right = spills ? Math.max(box.right, box.left + el.scrollWidth) : box.right;
+            if (box.width > 0 && right > width + 1) {
+              const id = el.id ? "#" + el.id : "";
+              const cls = el.classList.length ? "." + [...el.classList].join(".") : "";
+              const text = el.textContent.trim().replace(/\\s+/g, " ").slice(0, 40);
+              const name = el.tagName.toLowerCase() + id + cls;
+              out.push(`${name} to ${Math.round(right)} px: ${text}`);
+            }
+          }
+          return {
+            scrollWidth: document.documentElement.scrollWidth,
+            innerWidth: width,
+            sticking_out: out.slice(0, 8),
+          };
+        }"""
+    )
+    return measures["scrollWidth"] <= measures["innerWidth"] + 1, measures
+
+
+async def eventually(
+    browser: Browser,
+    probe: Callable[..., T],
+    *args: Any,
+    what: str,
+    timeout_s: float = 10.0,
+) -> T:
+    """Run ``probe(*args)`` on the browser's thread until it returns something true; that.
+
+    Fails after ``timeout_s``, naming ``what`` and the last answer. Between
+    tries this yields to the server for a moment, as ``wait_until`` in the
+    other e2e helpers does.
+    """
+    result = await browser.run(probe, *args)
+    with trio.move_on_after(timeout_s):
+        while not result:
+            await trio.sleep(0.05)
+            result = await browser.run(probe, *args)
+        return result
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {result!r}")
