@@ -23,7 +23,7 @@ import trio
 from agentws import __version__
 from agentws.accounts import initialise
 from agentws.config import Settings
-from agentws.domain.models import Capability, Group, McpToken, Workspace
+from agentws.domain.models import Capability, Group
 from agentws.errors import AgentwsError, ConfigError
 from agentws.registry import (
     create_group,
@@ -37,6 +37,7 @@ from agentws.registry import (
 )
 from agentws.secret_box import ensure_key_file
 from agentws.store import Store, open_store, redact_url
+from agentws.views import token_json, workspace_json
 
 __all__ = ["build_parser", "main"]
 
@@ -65,10 +66,6 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _workspace_json(w: Workspace) -> dict[str, Any]:
-    return {"id": w.id, "slug": w.slug, "name": w.name, "created_at": _iso(w.created_at)}
-
-
 def _group_json(g: Group, workspace: str, settings: Settings) -> dict[str, Any]:
     return {
         "id": g.id,
@@ -77,21 +74,6 @@ def _group_json(g: Group, workspace: str, settings: Settings) -> dict[str, Any]:
         "name": g.name,
         "url": endpoint_url(settings.public_base_url, workspace, g.slug),
         "created_at": _iso(g.created_at),
-    }
-
-
-def _token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
-    return {
-        "id": t.id,
-        "workspace": workspace,
-        "group": group,
-        "name": t.name,
-        "scope": t.scope.value,
-        "hint": t.hint,
-        "status": "revoked" if t.revoked else "valid",
-        "created_at": _iso(t.created_at),
-        "last_used_at": _iso(t.last_used_at),
-        "revoked_at": _iso(t.revoked_at),
     }
 
 
@@ -136,11 +118,11 @@ async def _init(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _workspace_create(args: argparse.Namespace, ctx: Context) -> Output:
     w = await create_workspace(ctx.store, args.slug, name=args.name, actor=ctx.actor)
-    return Output(_workspace_json(w), f"Created workspace {w.slug!r} ({w.id}).")
+    return Output(workspace_json(w), f"Created workspace {w.slug!r} ({w.id}).")
 
 
 async def _workspace_list(args: argparse.Namespace, ctx: Context) -> Output:
-    rows = [_workspace_json(w) for w in await list_workspaces(ctx.store)]
+    rows = [workspace_json(w) for w in await list_workspaces(ctx.store)]
     empty = "No workspaces yet: create one with `agentws workspace create SLUG`."
     return Output(rows, _table(rows, ("slug", "name", "id", "created_at"), empty))
 
@@ -174,7 +156,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
     )
     url = endpoint_url(ctx.settings.public_base_url, args.workspace, args.group)
     data = {
-        **_token_json(issued.token, args.workspace, args.group),
+        **token_json(issued.token, args.workspace, args.group),
         "token": issued.secret,
         "url": url,
     }
@@ -190,7 +172,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
     tokens = await list_tokens(ctx.store, args.workspace, args.group)
-    rows = [_token_json(t, args.workspace, args.group) for t in tokens]
+    rows = [token_json(t, args.workspace, args.group) for t in tokens]
     empty = (
         f"No tokens for {args.workspace}/{args.group}: create one with "
         f"`agentws token create {args.workspace} {args.group} --name NAME`."
@@ -201,7 +183,7 @@ async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
     t = await revoke_token(ctx.store, args.workspace, args.group, args.token, actor=ctx.actor)
-    data = _token_json(t, args.workspace, args.group)
+    data = token_json(t, args.workspace, args.group)
     return Output(data, f"Revoked token {t.name!r} ({t.id}) of {args.workspace}/{args.group}.")
 
 

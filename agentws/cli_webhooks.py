@@ -29,6 +29,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.errors import ValidationError
+from agentws.views import webhook_json
 
 __all__ = ["add_webhook_commands"]
 
@@ -58,28 +59,6 @@ async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
     workspace = await ctx.store.get(Workspace, webhook.workspace_id)
     group = await ctx.store.find(Group, id=webhook.group_id) if webhook.group_id else None
     return workspace.slug, group.slug if group else None
-
-
-def _webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any]:
-    return {
-        "id": w.id,
-        "workspace": workspace,
-        "name": w.name,
-        "channel": w.channel,
-        "group": group,
-        "active": w.active,
-        "status": "active" if w.active else "draft",
-        "verification": w.verification.value,
-        "rate_per_min": w.rate_per_min,
-        "burst": w.burst,
-        "max_body_bytes": w.max_body_bytes,
-        "concurrency": w.concurrency,
-        # Write tools its runs use without approval (while their definitions are unchanged).
-        "allowed_tools": sorted(w.allowed_tools),
-        "prompt": w.prompt,
-        "created_at": _iso(w.created_at),
-        "updated_at": _iso(w.updated_at),
-    }
 
 
 def _read_secret(args: argparse.Namespace) -> str | None:
@@ -144,7 +123,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         actor=ctx.actor,
     )
     w = issued.webhook
-    data = {**_webhook_json(w, args.workspace, args.group), "url": issued.url}
+    data = {**webhook_json(w, args.workspace, args.group), "url": issued.url}
     state = "active" if w.active else "a draft (activate it with `agentws webhook activate`)"
     text = (
         f"Created webhook {w.name!r} ({w.id}) in {args.workspace}, {state}.\n"
@@ -164,7 +143,7 @@ async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
 
     rows = []
     for w in await list_webhooks(ctx.store, args.workspace):
-        rows.append(_webhook_json(w, *await _names(ctx, w)))
+        rows.append(webhook_json(w, *await _names(ctx, w)))
     columns = ("id", "name", "status", "channel", "group", "verification", "rate_per_min")
     empty = (
         f"Workspace {args.workspace} has no webhooks: create one with "
@@ -178,7 +157,7 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.events import list_events
 
     w = await find_webhook(ctx.store, args.workspace, args.webhook)
-    data = _webhook_json(w, *await _names(ctx, w))
+    data = webhook_json(w, *await _names(ctx, w))
     recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
     data["recent_events"] = [_event_row(e, w) for e in recent]
     text = "\n".join(
@@ -207,7 +186,7 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
     w = await update_webhook(
         ctx.store, args.workspace, args.webhook, changes=changes, actor=ctx.actor
     )
-    data = _webhook_json(w, *await _names(ctx, w))
+    data = webhook_json(w, *await _names(ctx, w))
     tools = ", ".join(data["allowed_tools"]) or "none"
     text = (
         f"Webhook {w.name!r} ({w.id}) posts to {w.channel}"
@@ -221,7 +200,7 @@ async def _webhook_activate(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import set_active
 
     w = await set_active(ctx.store, args.workspace, args.webhook, active=True, actor=ctx.actor)
-    data = _webhook_json(w, *await _names(ctx, w))
+    data = webhook_json(w, *await _names(ctx, w))
     return Output(data, f"Webhook {w.name!r} is active: it accepts events.")
 
 
@@ -229,7 +208,7 @@ async def _webhook_deactivate(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import set_active
 
     w = await set_active(ctx.store, args.workspace, args.webhook, active=False, actor=ctx.actor)
-    data = _webhook_json(w, *await _names(ctx, w))
+    data = webhook_json(w, *await _names(ctx, w))
     return Output(data, f"Webhook {w.name!r} is a draft: deliveries get 403 until it is activated.")
 
 

@@ -20,17 +20,6 @@ from quart import Blueprint, Response, current_app, jsonify, request
 from agentws import libraries, registry
 from agentws.api.auth import SESSION_COOKIE, Caller, authenticate
 from agentws.api.openapi import openapi_document
-from agentws.api.views import (
-    approval_json,
-    document_json,
-    event_json,
-    library_json,
-    message_json,
-    token_json,
-    tool_json,
-    webhook_json,
-    workspace_json,
-)
 from agentws.approvals import decisions
 from agentws.approvals.queue import find_approval
 from agentws.approvals.queue import list_approvals as approvals_listed
@@ -57,6 +46,17 @@ from agentws.errors import (
 )
 from agentws.secret_box import SecretBox
 from agentws.tools import admin as tools_admin
+from agentws.views import (
+    approval_json,
+    document_json,
+    event_json,
+    library_json,
+    message_json,
+    token_json,
+    tool_json,
+    webhook_json,
+    workspace_json,
+)
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 

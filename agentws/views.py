@@ -1,11 +1,14 @@
-"""How the admin API shows records: JSON objects, the shapes ``/api/v1/openapi.json`` names."""
+"""Records as JSON: the shapes the CLI's ``--json`` and the admin API (``/api/v1``) share.
+
+The admin API's OpenAPI document (:mod:`agentws.api.openapi`) describes
+these shapes; the suite checks the API's answers against it.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentws.approvals.queue import current_status
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -18,7 +21,9 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
-from agentws.tools.admin import ToolRow
+
+if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to load
+    from agentws.tools.admin import ToolRow
 
 __all__ = [
     "approval_json",
@@ -49,11 +54,13 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         "channel": w.channel,
         "group": group,
         "active": w.active,
+        "status": "active" if w.active else "draft",
         "verification": w.verification.value,
         "rate_per_min": w.rate_per_min,
         "burst": w.burst,
         "max_body_bytes": w.max_body_bytes,
         "concurrency": w.concurrency,
+        # Write tools its runs use without approval (while their definitions are unchanged).
         "allowed_tools": sorted(w.allowed_tools),
         "prompt": w.prompt,
         "created_at": _iso(w.created_at),
@@ -76,6 +83,8 @@ def event_json(e: Event, webhook: Webhook) -> dict[str, Any]:
 
 
 def approval_json(a: Approval, group: Group, workspace: Workspace) -> dict[str, Any]:
+    from agentws.approvals.queue import current_status
+
     return {
         "id": a.id,
         "workspace": workspace.slug,
@@ -105,7 +114,8 @@ def token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
         "name": t.name,
         "scope": t.scope.value,
         "hint": t.hint,
-        "revoked": t.revoked_at is not None,
+        "status": "revoked" if t.revoked else "valid",
+        "revoked": t.revoked,
         "created_at": _iso(t.created_at),
         "last_used_at": _iso(t.last_used_at),
         "revoked_at": _iso(t.revoked_at),
