@@ -323,6 +323,29 @@ async def webhook_show(caller: Caller, workspace: str, webhook: str) -> Response
     )
 
 
+@dashboard_blueprint.post("/w/<workspace>/webhooks/<webhook>/edit")
+@signed_in
+async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response:
+    form = await request.form
+    store = _service().store
+    here = url_for("dashboard.webhook_show", workspace=workspace, webhook=webhook)
+    try:
+        current = await webhooks_admin.find_webhook(store, workspace, webhook)
+        wanted = {n.strip() for n in (form.get("allowed_tools") or "").split(",") if n.strip()}
+        changes = webhooks_admin.WebhookChanges(
+            prompt=form.get("prompt"),
+            channel=form.get("channel"),
+            allow_tools=tuple(sorted(wanted - set(current.allowed_tools))),
+            disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
+        )
+        await webhooks_admin.update_webhook(
+            store, workspace, current.id, changes=changes, actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return _done(here, exc.message, error=True)
+    return _done(here, "Saved.")
+
+
 @dashboard_blueprint.post("/w/<workspace>/webhooks/<webhook>/<action>")
 @signed_in
 async def webhook_action(caller: Caller, workspace: str, webhook: str, action: str) -> Response:

@@ -312,3 +312,45 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
         assert missing.status_code == 404
         switched = await http.get("/dashboard/", params={"workspace": "acme"})
         assert switched.headers["location"] == "/dashboard/w/acme/webhooks"
+
+
+async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
+    from agentws.connectors.registry import add_connector, attach_connector
+    from agentws.connectors.url_guard import Allowlist
+    from agentws.domain.models import ConnectorKind
+    from tests.e2e.run_support import hook
+
+    async with running(tmp_path) as server, _browser(server) as http:
+        await add_connector(
+            server.store,
+            "acme",
+            "github",
+            kind=ConnectorKind.GITHUB,
+            url=None,
+            headers={},
+            secret=None,
+            box=None,
+            allowlist=Allowlist(),
+            actor="t",
+        )
+        await attach_connector(server.store, "acme", "ops", "github", actor="t")
+        issued = await hook(server, group="ops")
+        csrf = await _signed_in(server, http)
+        edit = f"/dashboard/w/acme/webhooks/{issued.id}/edit"
+        fields = {"csrf": csrf, "channel": "local:deploys", "prompt": "Only failures."}
+        saved = await http.post(edit, data={**fields, "allowed_tools": "github_create_issue"})
+        assert saved.status_code == 302
+        assert "Saved." in (await http.get(saved.headers["location"])).text
+        changed = await server.store.get(Webhook, issued.id)
+        assert (changed.channel, changed.prompt) == ("local:deploys", "Only failures.")
+        assert set(changed.allowed_tools) == {"github_create_issue"}
+
+        refused = await http.post(edit, data={**fields, "allowed_tools": "github_delete_branch"})
+        page = await http.get(refused.headers["location"])
+        assert "can never be pre-authorized" in page.text
+        assert set((await server.store.get(Webhook, issued.id)).allowed_tools) == {
+            "github_create_issue"
+        }
+        cleared = await http.post(edit, data={**fields, "allowed_tools": ""})
+        assert cleared.status_code == 302
+        assert (await server.store.get(Webhook, issued.id)).allowed_tools == {}
