@@ -186,12 +186,15 @@ async def test_revoking_a_token_in_the_dashboard_closes_its_client_stream(
         secret = await browser.run(create_token)
         assert secret.startswith("agws_"), secret
         ended: dict[str, float] = {}
+        revoked_closed = trio.Event()
 
         async def hold(name: str, token: str, *, task_status: trio.TaskStatus[str]) -> None:
             async with legacy_stream(server, token) as (session_id, stream):
                 task_status.started(session_id)
                 await stream.read_to_end()
             ended[name] = trio.current_time()
+            if name == "revoked":
+                revoked_closed.set()
 
         async with trio.open_nursery() as nursery:
             revoked_id = await nursery.start(hold, "revoked", secret)
@@ -200,8 +203,7 @@ async def test_revoking_a_token_in_the_dashboard_closes_its_client_stream(
             await browser.run(revoke)
             revoked_at = trio.current_time()
             with trio.move_on_after(REVOKED_STREAM_S):
-                while "revoked" not in ended:  # noqa: ASYNC110 - set by the holding task
-                    await trio.sleep(0.01)
+                await revoked_closed.wait()
             assert "revoked" in ended, (
                 f"the revoked token's SSE stream was still open {REVOKED_STREAM_S} s "
                 "after the dashboard said its sessions were closing"
