@@ -11,29 +11,24 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sqlite3
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, closing
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import attrs
 import httpx2
 import trio
 
-from tests.support import clean_env, run_agentws
+from tests.e2e.process_support import Server, poll, serve_process
+from tests.support import run_agentws
 
 EVENTS = 240
 WEBHOOKS = 3
 # Deliveries in flight at once.
 SENDERS = 32
 RUN_TIMEOUT_S = 2
-# From exec to answering /readyz: imports, opening the store, binding.
-STARTUP_S = 30.0
 # Every delivery is answered once its event is stored.
 REQUEST_S = 15.0
 # Posting the whole burst.
@@ -45,14 +40,6 @@ RECOVERY_S = 60.0
 GRACE_S = 3.0
 # Exit after SIGTERM comes within the grace period; slack for interpreter teardown.
 EXIT_S = GRACE_S + 5.0
-POLL_S = 0.02
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _read_db(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -70,82 +57,15 @@ async def _count(path: Path, sql: str) -> int:
     return int(count)
 
 
-@attrs.define
-class Server:
-    process: trio.Process
-    base_url: str
-    stderr_path: Path
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text()
-
-
-@asynccontextmanager
-async def _serve(tmp_path: Path, database_url: str, instance_id: str) -> AsyncIterator[Server]:
-    """``python -m agentws serve`` on a free port, once ``/readyz`` answers 200.
-
-    Resource handling:
-        A process still running when the block exits is killed and reaped.
-    """
-    port = _free_port()
-    env = clean_env(
-        AGENTWS_DATABASE_URL=database_url,
-        AGENTWS_BIND=f"127.0.0.1:{port}",
+def _serve(tmp_path: Path, database_url: str, instance_id: str) -> Any:
+    return serve_process(
+        tmp_path,
+        database_url,
+        instance_id,
         AGENTWS_RUN_TIMEOUT_S=str(RUN_TIMEOUT_S),
-        AGENTWS_INSTANCE_ID=instance_id,
         AGENTWS_WORKER_CONCURRENCY="4",
         AGENTWS_SHUTDOWN_GRACE_S=str(GRACE_S),
     )
-    stdout_path = tmp_path / f"{instance_id}.stdout"
-    stderr_path = tmp_path / f"{instance_id}.stderr"
-    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "agentws", "serve"],
-            stdout=stdout,
-            stderr=stderr,
-            cwd=tmp_path,
-            env=env,
-        )
-    server = Server(process, f"http://127.0.0.1:{port}", stderr_path)
-    try:
-        await _wait_ready(server)
-        yield server
-    finally:
-        with trio.move_on_after(5.0, shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.wait()
-
-
-async def _wait_ready(server: Server) -> None:
-    async with httpx2.AsyncClient(timeout=REQUEST_S) as client:
-        with trio.fail_after(STARTUP_S):
-            while True:
-                assert server.process.returncode is None, (
-                    f"serve exited ({server.process.returncode}) before it was ready:\n"
-                    f"{server.stderr()}"
-                )
-                try:
-                    response = await client.get(f"{server.base_url}/readyz")
-                except httpx2.TransportError:
-                    pass
-                else:
-                    if response.status_code == 200:
-                        return
-                await trio.sleep(POLL_S)
-
-
-async def _poll(check: Callable[[], Any], *, timeout_s: float, what: str, server: Server) -> None:
-    """Await ``check()`` until true; fail after ``timeout_s`` or if the server exits."""
-    with trio.move_on_after(timeout_s):
-        while not await check():
-            assert server.process.returncode is None, (
-                f"serve exited ({server.process.returncode}) while waiting for {what}:\n"
-                f"{server.stderr()}"
-            )
-            await trio.sleep(POLL_S)
-        return
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 async def _create_webhook(tmp_path: Path, database_url: str, name: str) -> str:
@@ -230,8 +150,8 @@ async def test_sigkill_mid_work_then_restart_posts_every_event_once(
             posted_before = await _count(db, "SELECT COUNT(*) FROM chat_messages")
             return posted_before > 0
 
-        await _poll(
-            some_posted, timeout_s=FIRST_MESSAGE_S, what="crash-a's first message", server=first
+        await poll(
+            some_posted, timeout_s=FIRST_MESSAGE_S, what="crash-a's first message", servers=[first]
         )
         assert posted_before < total, (
             f"crash-a posted all {total} messages before it could be killed: "
@@ -278,7 +198,9 @@ async def test_sigkill_mid_work_then_restart_posts_every_event_once(
             )
             return finished == total
 
-        await _poll(all_finished, timeout_s=RECOVERY_S, what="every event to finish", server=second)
+        await poll(
+            all_finished, timeout_s=RECOVERY_S, what="every event to finish", servers=[second]
+        )
         recovery_s = trio.current_time() - started
 
         second.process.send_signal(signal.SIGTERM)
