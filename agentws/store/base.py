@@ -164,6 +164,17 @@ class Store(Protocol):
         """Mark pending approvals whose time is up as expired; the ones this call expired."""
         ...
 
+    async def take_rate_token(
+        self, webhook_id: str, *, rate_per_min: int, burst: int, now: datetime
+    ) -> float | None:
+        """Take one delivery from the webhook's shared bucket (``burst``, then ``rate_per_min``).
+
+        One transaction, serialized per webhook: every process on this
+        database draws on the same bucket. None when taken; else the seconds
+        until a delivery would be.
+        """
+        ...
+
     async def unreported_approvals(self, *, limit: int) -> list[Approval]:
         """Finished approvals queued by a webhook's run whose outcome the channel has not had."""
         ...

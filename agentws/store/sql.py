@@ -37,6 +37,7 @@ from agentws.domain.models import (
     ContextDocument,
     DocumentHit,
     DocumentPolicy,
+    Event,
     Group,
     Library,
     McpToken,
@@ -330,6 +331,38 @@ class SqlStore(EventQueries):
             )
             found += [table.decode(row, self.dialect) for row in rows]
         return found
+
+    async def take_rate_token(
+        self, webhook_id: str, *, rate_per_min: int, burst: int, now: datetime
+    ) -> float | None:
+        full = burst * 1000
+        # Row-locked on PostgreSQL; SQLite's write transaction is one at a time anyway.
+        lock = " FOR UPDATE" if self.dialect == "postgres" else ""
+        async with self._db.transaction() as tx:
+            # A bucket starts full; made first, so concurrent first deliveries queue on it.
+            await tx.execute(
+                "INSERT INTO webhook_rate_limits (webhook_id, milli_tokens, at)"
+                " VALUES ($1, $2, $3) ON CONFLICT (webhook_id) DO NOTHING",
+                webhook_id,
+                full,
+                self._ts(now),
+            )
+            (row,) = await tx.fetch(
+                f"SELECT milli_tokens, at FROM webhook_rate_limits WHERE webhook_id = $1{lock}",
+                webhook_id,
+            )
+            last = table_for(Event).decode_value("received_at", row["at"], self.dialect)
+            refill = max(0.0, (now - last).total_seconds()) * rate_per_min * 1000 / 60
+            tokens = min(full, int(row["milli_tokens"]) + int(refill))
+            if tokens < 1000:
+                return (1000 - tokens) * 60 / (rate_per_min * 1000)
+            await tx.execute(
+                "UPDATE webhook_rate_limits SET milli_tokens = $2, at = $3 WHERE webhook_id = $1",
+                webhook_id,
+                tokens - 1000,
+                self._ts(max(now, last)),
+            )
+        return None
 
     async def unreported_approvals(self, *, limit: int) -> list[Approval]:
         table = table_for(Approval)

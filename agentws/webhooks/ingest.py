@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -43,7 +44,7 @@ import trio
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, TokenBucket, allowed_headers, dedup_key
 from agentws.domain.models import Event, Webhook
-from agentws.domain.rules import hash_secret
+from agentws.domain.rules import hash_secret, utcnow
 from agentws.domain.signatures import SignatureError, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.secret_box import SecretBox
@@ -156,14 +157,31 @@ class Intake:
         """Read ``webhook`` afresh next time: storing its event found it deleted or a draft."""
         self._active.pop(webhook.token_hash, None)
 
-    def take(self, webhook: Webhook) -> int | None:
-        """A token from the webhook's bucket: None, or the seconds to wait for one."""
+    async def take(self, webhook: Webhook) -> int | None:
+        """A token from the webhook's bucket: None, or the whole seconds to wait for one.
+
+        This process's bucket answers first. On PostgreSQL, where several
+        instances may share the database, a delivery this process would let
+        through also takes a token from the webhook's shared bucket in the
+        store, so that a sender cannot multiply the rate by the number of
+        instances. (This process's deliveries are a part of all of them: a
+        refusal here would be a refusal there too, and costs no query.)
+
+        Error handling:
+            StoreError from the shared bucket.
+        """
         shape = (webhook.rate_per_min, webhook.burst)
         held = self._buckets.get(webhook.id)
         if held is None or held[0] != shape:
             held = (shape, TokenBucket(webhook.rate_per_min, webhook.burst))
             self._buckets[webhook.id] = held
-        return held[1].take(trio.current_time())
+        wait = held[1].take(trio.current_time())
+        if wait is not None or self.store.dialect != "postgres":
+            return wait
+        shared = await self.store.take_rate_token(
+            webhook.id, rate_per_min=webhook.rate_per_min, burst=webhook.burst, now=utcnow()
+        )
+        return None if shared is None else max(1, math.ceil(shared))
 
     def secret(self, webhook: Webhook) -> str | None:
         """The webhook's verification secret, unsealed (and kept in memory)."""
@@ -272,7 +290,7 @@ class HookDoor:
                 "the webhook's secret cannot be read; retry later",
                 **{"Retry-After": str(_STORE_RETRY_S)},
             ) from None
-        wait = intake.take(webhook)
+        wait = await self._store_call(intake.take(webhook))
         if wait is not None:
             raise _Refusal(
                 429,

@@ -301,3 +301,29 @@ async def test_recent_events_and_channel_messages(store: SqlStore) -> None:
     assert [m.text for m in newest] == ["m3", "m4"]
     after = await store.channel_messages(ws.id, "local:ops", limit=10, after=messages[1])
     assert [m.text for m in after] == ["m2", "m3", "m4"]
+
+
+async def test_the_shared_rate_bucket_holds_across_concurrent_takers(store: SqlStore) -> None:
+    _, (hook, other) = await make_webhooks(store, 4, 4)
+    taken: list[float | None] = []
+
+    async def take(now: datetime) -> None:
+        taken.append(await store.take_rate_token(hook.id, rate_per_min=60, burst=5, now=now))
+
+    # Twelve takers at once (as from several instances): the burst, and no more.
+    async with trio.open_nursery() as nursery:
+        for _ in range(12):
+            nursery.start_soon(take, T0)
+    assert taken.count(None) == 5
+    waits = [w for w in taken if w is not None]
+    assert len(waits) == 7 and all(0 < w <= 1.0 for w in waits)
+    # One a second refills it; a webhook's bucket is its own.
+    assert await store.take_rate_token(hook.id, rate_per_min=60, burst=5, now=at(0.5)) == 0.5
+    assert await store.take_rate_token(hook.id, rate_per_min=60, burst=5, now=at(1)) is None
+    assert await store.take_rate_token(hook.id, rate_per_min=60, burst=5, now=at(1)) == 1.0
+    assert await store.take_rate_token(other.id, rate_per_min=60, burst=5, now=at(1)) is None
+    # Ten seconds later it is full again: the burst, not more.
+    later = [
+        await store.take_rate_token(hook.id, rate_per_min=60, burst=5, now=at(11)) for _ in range(6)
+    ]
+    assert later == [None] * 5 + [1.0]

@@ -202,3 +202,41 @@ async def test_a_token_revoked_on_one_instance_closes_its_stream_on_the_other(
                     await closed.wait()
                 took = trio.current_time() - at
     assert took < REVOKED_CLOSE_S, f"B closed the revoked token's stream after {took:.2f} s"
+
+
+async def test_a_webhooks_rate_limit_holds_across_instances(tmp_path: Path) -> None:
+    async with fresh_schema() as url:
+        await _site(url, tmp_path)
+        async with open_store(url) as store:
+            limited = await create_webhook(
+                store,
+                _settings(url),
+                "acme",
+                name="limited",
+                channel="local:ops",
+                prompt="p",
+                options=WebhookOptions(rate_per_min=6, burst=10),
+                actor="t",
+            )
+        path = "/hooks/" + limited.url.split("/hooks/")[1]
+        statuses: list[int] = []
+        waits: list[int] = []
+        async with (
+            _instance(tmp_path, url, "inst-a") as a,
+            _instance(tmp_path, url, "inst-b") as b,
+            httpx2.AsyncClient(timeout=15) as client,
+        ):
+
+            async def send(server: Server, n: int) -> None:
+                response = await client.post(f"{server.base_url}{path}", json={"n": n})
+                statuses.append(response.status_code)
+                if response.status_code == 429:
+                    waits.append(int(response.headers["retry-after"]))
+
+            async with trio.open_nursery() as nursery:
+                for n in range(30):
+                    nursery.start_soon(send, [a, b][n % 2], n)
+    # Each instance alone would have let 10 through: together they still let 10.
+    assert statuses.count(202) == 10, statuses
+    assert statuses.count(429) == 20
+    assert all(1 <= w <= 10 for w in waits), waits
