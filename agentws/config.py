@@ -151,6 +151,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("instance_id", "AGENTWS_INSTANCE_ID", _instance_id, None),
     ("log_level", "AGENTWS_LOG_LEVEL", _log_level, "INFO"),
     ("shutdown_grace_s", "AGENTWS_SHUTDOWN_GRACE_S", _seconds, "10"),
+    ("drain_s", "AGENTWS_DRAIN_S", _seconds, "0"),
     ("run_timeout_s", "AGENTWS_RUN_TIMEOUT_S", _seconds, "120"),
     ("worker_concurrency", "AGENTWS_WORKER_CONCURRENCY", _positive_int, "16"),
     ("retry_base_s", "AGENTWS_RETRY_BASE_S", _seconds, "2"),
@@ -198,6 +199,9 @@ class Settings:
     log_level: str = "INFO"
     #: From SIGTERM to exit: draining requests and runs, then cancelling the rest.
     shutdown_grace_s: float = 10.0
+    #: Before shutting down: not ready and no new MCP session, for up to this long
+    #: while the open sessions end (0: no drain).
+    drain_s: float = 0.0
     #: Deadline of one webhook agent run.
     run_timeout_s: float = 120.0
     #: Webhook agent runs at once in this process.

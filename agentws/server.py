@@ -3,7 +3,9 @@
 Shutdown is one deadline: on the first SIGTERM or SIGINT Hypercorn stops
 accepting and drains open requests while the service lets its running work
 finish, both within the same grace period; whatever is still running when
-``shutdown_grace_s`` has passed is cancelled. A second signal cancels at
+``shutdown_grace_s`` has passed is cancelled. With ``AGENTWS_DRAIN_S``, a
+drain comes first: the instance reports not ready and takes no new MCP
+session while the open ones go on, until they end or the drain is over. A second signal cancels at
 once. The process then closes the store and exits 0.
 """
 
@@ -102,6 +104,14 @@ async def serve(
 
                 async def trigger() -> None:
                     await shutdown_trigger()
+                    if settings.drain_s > 0:
+                        # Not ready, no new sessions; the open ones have this long.
+                        log.info(
+                            "draining: up to %g s for %d MCP session(s) to end",
+                            settings.drain_s,
+                            len(service.sessions),
+                        )
+                        await service.drain(settings.drain_s)
                     log.info("shutting down: grace period %g s", settings.shutdown_grace_s)
                     # The service's work and the open requests share one grace
                     # period, so a slow (or idle keep-alive) connection does not

@@ -56,6 +56,7 @@ class Service:
     #: The agent's model; None: the offline model.
     model: ModelClient | None = None
     _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _draining: bool = attrs.field(default=False, init=False)
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
@@ -198,10 +199,25 @@ class Service:
         self.request_stop()
         await self._stopped.wait()
 
+    async def drain(self, timeout_s: float) -> None:
+        """Stop taking new MCP sessions and report not ready; wait up to ``timeout_s``
+        for the open sessions to end (their clients go on meanwhile).
+
+        Webhook deliveries and runs go on as usual: they are not tied to an instance.
+        """
+        self._draining = True
+        if self._sessions is None:
+            return
+        self._sessions.drain()
+        with trio.move_on_after(timeout_s):
+            await self._sessions.wait_until_empty()
+
     async def readiness(self) -> Readiness:
         """Whether the service can do its work now: the store answers in time."""
         if self._stopping.is_set():
             return Readiness(False, "shutting down")
+        if self._draining:
+            return Readiness(False, "draining")
         with trio.move_on_after(self.settings.store_timeout_s):
             try:
                 await self.store.ping()

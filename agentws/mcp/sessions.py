@@ -303,6 +303,9 @@ class SessionSupervisor:
     )
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _draining: bool = attrs.field(default=False, init=False)
+    #: Set when the last open session has ended; a new one replaces it.
+    _emptied: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[SessionSupervisor] = trio.TASK_STATUS_IGNORED
@@ -350,6 +353,12 @@ class SessionSupervisor:
         """
         if self._nursery is None or self._closing.is_set():
             raise OverCapacityError("the server is shutting down", retry_after_s=5)
+        if self._draining:
+            raise OverCapacityError(
+                "this instance is draining: it finishes its sessions but takes no new one; "
+                "connect again (another instance takes it)",
+                retry_after_s=1,
+            )
         if len(self._sessions) >= self.settings.mcp_max_sessions:
             raise OverCapacityError(
                 f"this server has {len(self._sessions)} open MCP sessions, its limit "
@@ -390,6 +399,15 @@ class SessionSupervisor:
             log.info("token %s revoked: closed %d session(s)", token_id, len(sessions))
         return len(sessions)
 
+    def drain(self) -> None:
+        """Take no new session; the open ones go on (see :meth:`wait_until_empty`)."""
+        self._draining = True
+
+    async def wait_until_empty(self) -> None:
+        """Return once no session is open (a draining instance waits for its clients)."""
+        if self._sessions:
+            await self._emptied.wait()
+
     def close_all(self) -> None:
         """Refuse new sessions and close every open one (shutdown)."""
         self._closing.set()
@@ -406,6 +424,8 @@ class SessionSupervisor:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         self._sessions[session.id] = session
+        if self._emptied.is_set():
+            self._emptied = trio.Event()
         self._by_token[session.token_id].add(session.id)
         log.info(
             "session %s opened (%s) for token %s", session.id, session.transport, session.token_id
@@ -430,6 +450,8 @@ class SessionSupervisor:
             log.exception("session %s failed", session.id)
         finally:
             del self._sessions[session.id]
+            if not self._sessions:
+                self._emptied.set()
             token_sessions = self._by_token[session.token_id]
             token_sessions.discard(session.id)
             if not token_sessions:
