@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import datetime as dt
 import math
+import os
 import sqlite3
 import sys
 import time
@@ -153,6 +154,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "API that answers at once (the whole path of a real run but the model's time); "
             "offline, the built-in digest (no HTTP)"
         ),
+    )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        metavar="N",
+        help=(
+            "with N >= 2: measure ingest on PostgreSQL with one instance and with N instances "
+            "behind the load client, in the same run (instead of the default measures)"
+        ),
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "AGENTWS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+        ),
+        help="the PostgreSQL database --instances makes its schemas in",
     )
     parser.add_argument(
         "--only",
@@ -718,6 +736,15 @@ def _failed(results: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.instances >= 2:
+        from benchlib.instances import render_instances, run_instances
+
+        if args.json_out == DEFAULT_JSON_OUT:
+            args.json_out = DEFAULT_JSON_OUT.with_name("webhooks-instances.json")
+        outcome = cli.run_and_report("webhooks --instances", args, run_instances, render_instances)
+        if isinstance(outcome, int):
+            return outcome
+        return 1 if outcome["errors"] or outcome["acknowledged_missing"] else 0
     results = cli.run_and_report("webhooks", args, run, render)
     if isinstance(results, int):
         return results

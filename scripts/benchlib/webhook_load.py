@@ -181,8 +181,10 @@ async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
     cpu = CpuWindow(job.get("server_pid"))
     async with trio.open_nursery() as nursery:
         cpu.start(nursery, run.measure_from, run.measure_until)
-        for _ in range(concurrency):
-            nursery.start_soon(_sender, run, job["url"])
+        # Several instances: the senders are spread over their URLs in turn.
+        urls = job.get("urls") or [job["url"]]
+        for i in range(concurrency):
+            nursery.start_soon(_sender, run, urls[i % len(urls)])
     latencies = sorted(run.latencies)
     return {
         "mode": "closed",
