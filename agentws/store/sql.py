@@ -336,8 +336,11 @@ class SqlStore(EventQueries):
         self, webhook_id: str, *, rate_per_min: int, burst: int, now: datetime
     ) -> float | None:
         full = burst * 1000
-        # Row-locked on PostgreSQL; SQLite's write transaction is one at a time anyway.
-        lock = " FOR UPDATE" if self.dialect == "postgres" else ""
+        if self.dialect == "postgres":
+            return await self._take_rate_token_pg(
+                webhook_id, rate_per_min=rate_per_min, full=full, now=now
+            )
+        # SQLite: its write transaction is one at a time anyway.
         async with self._db.transaction() as tx:
             # A bucket starts full; made first, so concurrent first deliveries queue on it.
             await tx.execute(
@@ -348,7 +351,7 @@ class SqlStore(EventQueries):
                 self._ts(now),
             )
             (row,) = await tx.fetch(
-                f"SELECT milli_tokens, at FROM webhook_rate_limits WHERE webhook_id = $1{lock}",
+                "SELECT milli_tokens, at FROM webhook_rate_limits WHERE webhook_id = $1",
                 webhook_id,
             )
             last = table_for(Event).decode_value("received_at", row["at"], self.dialect)
@@ -363,6 +366,36 @@ class SqlStore(EventQueries):
                 self._ts(max(now, last)),
             )
         return None
+
+    async def _take_rate_token_pg(
+        self, webhook_id: str, *, rate_per_min: int, full: int, now: datetime
+    ) -> float | None:
+        # One statement, one round trip: the row is locked only while it runs,
+        # which is what deliveries from every instance queue on.
+        per_s = rate_per_min * 1000 / 60
+        refilled = (
+            "LEAST($2, r.milli_tokens"
+            " + CAST(GREATEST(0, EXTRACT(EPOCH FROM ($3 - r.at))) * $4 AS BIGINT))"
+        )
+        taken = await self._db.fetch(
+            "INSERT INTO webhook_rate_limits AS r (webhook_id, milli_tokens, at)"
+            " VALUES ($1, $2 - 1000, $3) ON CONFLICT (webhook_id) DO UPDATE"
+            f" SET milli_tokens = {refilled} - 1000, at = GREATEST(r.at, $3)"
+            f" WHERE {refilled} >= 1000 RETURNING r.milli_tokens",
+            webhook_id,
+            full,
+            now,
+            per_s,
+        )
+        if taken:
+            return None
+        # Refused: how long until a token is there (no lock needed to tell).
+        rows = await self._db.fetch(
+            "SELECT milli_tokens, at FROM webhook_rate_limits WHERE webhook_id = $1", webhook_id
+        )
+        elapsed = max(0.0, (now - rows[0]["at"]).total_seconds())
+        tokens = min(full, int(rows[0]["milli_tokens"]) + int(elapsed * per_s))
+        return max(0.0, (1000 - tokens) / per_s)
 
     async def unreported_approvals(self, *, limit: int) -> list[Approval]:
         table = table_for(Approval)
