@@ -29,7 +29,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.errors import ValidationError
-from agentws.views import webhook_json
+from agentws.views import message_json, webhook_json
 
 __all__ = ["add_webhook_commands"]
 
@@ -357,17 +357,6 @@ async def _event_replay(args: argparse.Namespace, ctx: Context) -> Output:
 # --- channel --------------------------------------------------------------------------------
 
 
-def _message_json(m: ChatMessage) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "channel": m.channel,
-        "text": m.text,
-        "event_id": m.event_id,
-        "thread": m.thread,
-        "created_at": _iso(m.created_at),
-    }
-
-
 def _message_text(m: ChatMessage) -> str:
     head = f"── {m.created_at.isoformat(timespec='seconds')} {m.channel}"
     if m.event_id:
@@ -381,12 +370,12 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
     messages = await ctx.store.channel_messages(workspace.id, channel, limit=args.limit)
     if not args.follow:
         text = "\n".join(_message_text(m) for m in messages) or f"No messages in {channel} yet."
-        return Output([_message_json(m) for m in messages], text.rstrip("\n"))
+        return Output([message_json(m) for m in messages], text.rstrip("\n"))
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[ChatMessage]) -> None:
         for m in batch:
-            print(json.dumps(_message_json(m)) if args.json else _message_text(m))
+            print(json.dumps(message_json(m)) if args.json else _message_text(m))
         sys.stdout.flush()
 
     emit(messages)

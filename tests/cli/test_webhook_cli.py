@@ -72,7 +72,7 @@ EVENT_KEYS = {
     "received_at",
     "finished_at",
 }
-MESSAGE_KEYS = {"id", "channel", "text", "event_id", "thread", "created_at"}
+MESSAGE_KEYS = {"id", "channel", "text", "event_id", "thread", "external_id", "created_at"}
 # How long `channel tail --follow` may take to start, or to print a new message (it polls 4x/s).
 FOLLOW_S = 30.0
 
@@ -192,12 +192,14 @@ async def _insert_messages(
 
 
 def _message_json(m: ChatMessage) -> dict[str, Any]:
+    """What ``channel tail --json`` says of a message, as the test expects it."""
     return {
         "id": m.id,
         "channel": m.channel,
         "text": m.text,
         "event_id": m.event_id,
         "thread": m.thread,
+        "external_id": m.external_id,
         "created_at": m.created_at.isoformat(),
     }
 
