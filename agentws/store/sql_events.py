@@ -155,6 +155,8 @@ class EventQueries:
             " ORDER BY busy, oldest, w.id",
             at,
         )
+        if self.dialect == "postgres":
+            return await self._claim_skipping_locked(rows, owner, now, lease_expires_at, limit)
         per_webhook: list[list[str]] = []
         for row in rows:
             free = int(row["concurrency"]) - int(row["busy"])
@@ -197,6 +199,82 @@ class EventQueries:
         )
         by_id = {e.id: e for e in self._events(found_rows)}
         return [by_id[i] for i in claimed if i in by_id]
+
+    async def _claim_skipping_locked(
+        self,
+        rows: list[Row],
+        owner: str,
+        now: datetime,
+        lease_expires_at: datetime,
+        limit: int,
+    ) -> list[Event]:
+        """PostgreSQL's claim: candidates locked ``FOR UPDATE SKIP LOCKED``, leased, in one
+        transaction.
+
+        Instances claiming at once lock different events instead of all
+        choosing the same oldest ones and all but one losing them. A webhook
+        that runs one event at a time is claimed only at its head: if another
+        claimer holds the head, the webhook is skipped this round (taking the
+        next event would break its order).
+        """
+        table = table_for(Event)
+        claimable = f"webhook_id = $1 AND {_CLAIMABLE.replace('$1', '$2')}"
+        # A lost claim is a lease nobody holds, which expires: no need to flush.
+        async with self._db.transaction(durable=False) as tx:
+            per_webhook: list[list[str]] = []
+            for row in rows:
+                free = int(row["concurrency"]) - int(row["busy"])
+                if free < 1:
+                    continue
+                if int(row["concurrency"]) == 1:
+                    head = await self._strict_head(row["webhook_id"], self._ts(now))
+                    locked = (
+                        await tx.fetch(
+                            f"SELECT id FROM events WHERE id = $3 AND {claimable}"
+                            " FOR UPDATE SKIP LOCKED",
+                            row["webhook_id"],
+                            now,
+                            head[0],
+                        )
+                        if head
+                        else []
+                    )
+                else:
+                    # Queued, then expired leases: each query walks the index in order.
+                    take = min(free, limit)
+                    both = [
+                        found
+                        for status, due in (
+                            (_QUEUED, "available_at"),
+                            (_RUNNING, "lease_expires_at"),
+                        )
+                        for found in await tx.fetch(
+                            "SELECT id, received_at FROM events WHERE webhook_id = $1"
+                            f" AND status = '{status}' AND {due} <= $2"
+                            f" ORDER BY received_at, id LIMIT {take} FOR UPDATE SKIP LOCKED",
+                            row["webhook_id"],
+                            now,
+                        )
+                    ]
+                    locked = sorted(both, key=self._arrival)[:take]
+                if locked:
+                    per_webhook.append([r["id"] for r in locked])
+            # One from each webhook in turn: a busy webhook cannot take every slot.
+            chosen = [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
+            if not chosen:
+                return []
+            leased = await tx.fetch(
+                f"UPDATE events SET status = '{_RUNNING}', lease_owner = $2,"
+                " lease_expires_at = $3, attempts = attempts + 1,"
+                " started_at = COALESCE(started_at, $1)"
+                f" WHERE id = ANY($4::text[]) RETURNING {', '.join(table.columns)}",
+                now,
+                owner,
+                lease_expires_at,
+                chosen,
+            )
+        by_id = {e.id: e for e in self._events(leased)}
+        return [by_id[i] for i in chosen if i in by_id]
 
     async def _candidates(self, webhook_id: str, at: Any, limit: int) -> list[str]:
         """The webhook's claimable events, oldest first, at most ``limit``.

@@ -281,6 +281,26 @@ async def test_concurrent_claimers_never_share_an_event(store: SqlStore) -> None
     assert len(everything) == len(set(everything)) == 24
 
 
+async def test_claimers_at_the_same_moment_take_different_events(store: SqlStore) -> None:
+    _, (hook,) = await make_webhooks(store, 10)
+    await ingest(store, *[event(hook, n) for n in range(10)])
+    got: dict[str, list[Event]] = {}
+
+    async def claimer(owner: str) -> None:
+        got[owner] = await claim(store, owner, 100, limit=5)
+
+    async with trio.open_nursery() as nursery:
+        for owner in ("a", "b"):
+            nursery.start_soon(claimer, owner)
+    ids = [e.id for events in got.values() for e in events]
+    assert len(ids) == len(set(ids))
+    assert all(e.lease_owner == owner for owner, events in got.items() for e in events)
+    if store.dialect == "postgres":
+        # SKIP LOCKED: the second claimer takes the next events instead of losing
+        # the first one's (SQLite's claims are one writer at a time anyway).
+        assert sorted(len(events) for events in got.values()) == [5, 5]
+
+
 async def test_recent_events_and_channel_messages(store: SqlStore) -> None:
     ws, (a, b) = await make_webhooks(store, 4, 4)
     await ingest(store, event(a, 1), event(b, 2), event(a, 3))
