@@ -21,6 +21,7 @@ import argparse
 from typing import Any
 
 import attrs
+import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.cli import Context, Output
@@ -29,6 +30,9 @@ from agentws.errors import AgentwsError
 from agentws.secret_box import SecretBox
 
 __all__ = ["add_doctor_command"]
+
+# Closing the model's connections must finish, but not hang the command.
+_CLOSE_S = 5.0
 
 
 @attrs.frozen
@@ -71,7 +75,8 @@ async def _model(ctx: Context, timeout_s: float) -> Check:
     except ModelError as exc:
         return Check("model", "fail", f"{described}: {exc.message}")
     finally:
-        await model.aclose()
+        with trio.move_on_after(_CLOSE_S, shield=True):
+            await model.aclose()
     return Check("model", "ok", f"{described}: {detail}")
 
 

@@ -243,14 +243,10 @@ def _approval_text(data: dict[str, Any]) -> str:
 
 async def _approval_approve(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.approvals.decisions import approve
-    from agentws.errors import ConfigError
     from agentws.secret_box import SecretBox
     from agentws.tools.execution import ToolRunner, one_off_remote_call
 
-    try:
-        box: SecretBox | None = SecretBox.from_settings(ctx.settings)
-    except ConfigError:
-        box = None
+    box = SecretBox.optional(ctx.settings)
     runner = ToolRunner(ctx.store, ctx.settings, one_off_remote_call(ctx.settings))
     outcome = await approve(
         ctx.store, args.id, actor=ctx.actor, reason=args.reason, runner=runner, box=box

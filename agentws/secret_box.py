@@ -43,6 +43,14 @@ class SecretBox:
     _fernet: Fernet = attrs.field(repr=False)
 
     @classmethod
+    def optional(cls, settings: Settings) -> SecretBox | None:
+        """The box for the configured key, or None when there is none (or it is malformed)."""
+        try:
+            return cls.from_settings(settings)
+        except ConfigError:
+            return None
+
+    @classmethod
     def from_settings(cls, settings: Settings) -> SecretBox:
         """The box for the configured key.
 

@@ -368,17 +368,13 @@ async def show_approval(caller: Caller, approval_id: str) -> Any:
 async def approve_call(caller: Caller, approval_id: str) -> Any:
     data = await _body()
     service = _service()
-    try:
-        box = SecretBox.from_settings(service.settings)
-    except AgentwsError:
-        box = None
     await decisions.approve(
         service.store,
         approval_id,
         actor=caller.actor,
         reason=_field(data, "reason", str),
         runner=service.runner,
-        box=box,
+        box=SecretBox.optional(service.settings),
     )
     return await _approval_view(approval_id)
 

@@ -194,7 +194,7 @@ def _ok(method: str, response: httpx2.Response) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SinkError(
             f"Slack {method}: HTTP {response.status_code} without a JSON answer",
-            retryable=response.status_code >= 500,
+            retryable=False,
         )
     if data.get("ok") is True:
         return data

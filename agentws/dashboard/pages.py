@@ -553,17 +553,13 @@ async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Re
     reason = form.get("reason") or None
     try:
         if decision == "approve":
-            try:
-                box: SecretBox | None = SecretBox.from_settings(service.settings)
-            except AgentwsError:
-                box = None
             decided = await decisions.approve(
                 service.store,
                 approval_id,
                 actor=caller.actor,
                 reason=reason,
                 runner=service.runner,
-                box=box,
+                box=SecretBox.optional(service.settings),
             )
         elif decision == "deny":
             decided = await decisions.deny(

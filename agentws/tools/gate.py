@@ -92,10 +92,7 @@ class ToolGate:
     _box: SecretBox | None = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        try:
-            self._box = SecretBox.from_settings(self.settings)
-        except ConfigError:
-            self._box = None
+        self._box = SecretBox.optional(self.settings)
 
     async def call(
         self,
