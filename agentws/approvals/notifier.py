@@ -2,8 +2,9 @@
 
 :class:`ApprovalWatch` runs in the service's nursery. A decision may be made
 by any process (the CLI, another instance, the dashboard), so the watch
-reads the store: every ``_POLL_S`` it looks at the requests some open
-session of this process is waiting on, and hands each finished one to the
+reads the store whenever the change feed announces a decided request (on
+PostgreSQL), and every ``_POLL_S`` otherwise, looking at the requests some
+open session of this process is waiting on, and hands each finished one to the
 :class:`OutcomeListener` (the MCP session supervisor), which sends the
 outcome to the sessions that asked. Every ``_EXPIRE_S`` it expires pending
 requests past their time, which are then reported like any other outcome.
@@ -19,6 +20,7 @@ import trio
 
 from agentws.approvals.decisions import expire_due
 from agentws.approvals.queue import outcome_data
+from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import Approval, ApprovalStatus
 from agentws.errors import StoreError
 from agentws.store import Store
@@ -54,6 +56,8 @@ class OutcomeListener(Protocol):
 class ApprovalWatch:
     store: Store
     listener: OutcomeListener
+    #: Announces decisions made anywhere; without it (or while it is deaf) the store is polled.
+    changes: ChangeFeed
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def close(self) -> None:
@@ -65,6 +69,7 @@ class ApprovalWatch:
         task_status.started()
         next_expiry = trio.current_time()
         while not self._closed.is_set():
+            seen = self.changes.generation(Topic.APPROVALS)
             try:
                 if trio.current_time() >= next_expiry:
                     next_expiry = trio.current_time() + _EXPIRE_S
@@ -75,8 +80,11 @@ class ApprovalWatch:
             except Exception:
                 # One bad round must not end the watch: sessions would never hear again.
                 log.exception("approvals: watching the queue failed; retrying")
-            with trio.move_on_after(_POLL_S):
-                await self._closed.wait()
+            with trio.move_on_after(max(0.0, next_expiry - trio.current_time())):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_cancel_when, self._closed, nursery.cancel_scope)
+                    await self.changes.wait(Topic.APPROVALS, seen, poll_s=_POLL_S)
+                    nursery.cancel_scope.cancel()
 
     async def _report(self) -> None:
         awaited = self.listener.awaited()
@@ -95,3 +103,8 @@ class ApprovalWatch:
             await expire_due(self.store, actor=ACTOR)
         for approval, data in finished:
             await self.listener.deliver(approval, data)
+
+
+async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

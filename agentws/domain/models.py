@@ -38,6 +38,7 @@ __all__ = [
     "Group",
     "GroupConnector",
     "GroupLibrary",
+    "Instance",
     "Library",
     "McpToken",
     "Permission",
@@ -550,6 +551,20 @@ class AdminToken:
     revoked_at: datetime | None = None
 
 
+@attrs.frozen(kw_only=True)
+class Instance:
+    """A running process of the service on a shared database, as it last said."""
+
+    #: ``AGENTWS_INSTANCE_ID``: the prefix of the ids of the MCP sessions it owns.
+    id: str
+    #: Where the other instances reach it to forward its sessions' requests.
+    internal_url: str
+    started_at: datetime = _now()
+    heartbeat_at: datetime = _now()
+    #: Finishing its sessions before it stops; it takes no new one.
+    draining: bool = False
+
+
 #: Every record type the store keeps.
 Record = (
     Workspace
@@ -572,4 +587,5 @@ Record = (
     | Admin
     | AdminSession
     | AdminToken
+    | Instance
 )

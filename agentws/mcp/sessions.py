@@ -39,6 +39,7 @@ from mcp_types import (
     LoggingMessageNotificationParams,
 )
 
+from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
 from agentws.domain.models import Approval, McpToken
 from agentws.errors import OverCapacityError
@@ -58,7 +59,8 @@ _INBOUND_BUFFER = 16
 _OUTBOUND_BUFFER = 16
 # Messages queued for one HTTP stream before its reader counts as slow.
 STREAM_BUFFER = 32
-# Revocations made by another process (the CLI) reach open sessions this fast.
+# Revocations made by another process (the CLI, another instance) reach open
+# sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
 
 # Confirm tokens a session holds at once; asking for more forgets the oldest.
@@ -296,6 +298,8 @@ class SessionSupervisor:
     store: Store
     server: Server[McpSession]
     init_options: InitializationOptions
+    #: Announces revocations made anywhere; without it (or while it is deaf) the store is polled.
+    changes: ChangeFeed
     rendered: RenderedResults = attrs.field(factory=RenderedResults)
     _sessions: dict[str, McpSession] = attrs.field(factory=dict, init=False)
     _by_token: defaultdict[str, set[str]] = attrs.field(
@@ -474,7 +478,8 @@ class SessionSupervisor:
 
     async def _watch_revocations(self) -> None:
         while True:
-            await trio.sleep(_REVOCATION_POLL_S)
+            seen = self.changes.generation(Topic.TOKENS)
+            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S)
             if not self._by_token:
                 continue
             try:

@@ -20,9 +20,11 @@ reached.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
+
+import trio
 
 from agentws.domain.deliveries import Ingested
 from agentws.domain.models import (
@@ -38,6 +40,7 @@ from agentws.domain.models import (
     EventAttempt,
     EventStatus,
     Group,
+    Instance,
     Library,
     McpToken,
     Skill,
@@ -226,6 +229,35 @@ class Store(Protocol):
 
     async def catalog_version(self) -> int:
         """A counter that moves with every change to what groups' tool lists are made of."""
+        ...
+
+    async def heartbeat(self, instance: Instance) -> None:
+        """Record that ``instance`` is alive (insert or replace its row)."""
+        ...
+
+    async def live_instances(self, since: datetime) -> list[Instance]:
+        """Instances whose last heartbeat is at ``since`` or later."""
+        ...
+
+    @property
+    def notifies(self) -> bool:
+        """Whether :meth:`listen_for_changes` works here (PostgreSQL: yes; SQLite: no)."""
+        ...
+
+    async def listen_for_changes(
+        self,
+        on_change: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``on_change(topic)`` for each change announced by any writer.
+
+        Topics: ``tokens`` (a token revoked or deleted), ``approvals`` (one
+        decided, run, expired or deleted), ``catalog`` (the catalog version
+        moved). Reports started once listening; runs until the connection
+        is lost, which raises :class:`~agentws.errors.StoreUnavailableError`
+        (changes made meanwhile are not announced: callers re-read).
+        """
         ...
 
     async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:

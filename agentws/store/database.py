@@ -12,9 +12,11 @@ sees sqlite3 or asyncpg.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+
+import trio
 
 from agentws.store.tables import Dialect
 
@@ -39,6 +41,8 @@ class Database(Protocol):
     """A pool of connections to one database."""
 
     dialect: Dialect
+    #: Whether :meth:`listen` works (PostgreSQL's LISTEN/NOTIFY; SQLite has nothing like it).
+    notifies: bool
 
     def transaction(
         self, *, write: bool = True, durable: bool = True
@@ -81,6 +85,20 @@ class Database(Protocol):
 
         Cheap and synchronous, so callers may use it to validate a cache on
         every request. None (PostgreSQL, or SQLite busy) means "assume changed".
+        """
+        ...
+
+    async def listen(
+        self,
+        on_change: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``on_change(topic)`` for each change notification of this schema.
+
+        Runs on a connection of its own until that connection is lost, then
+        raises :class:`~agentws.errors.StoreUnavailableError`. Reports started
+        once listening.
         """
         ...
 

@@ -9,7 +9,7 @@ variable that request handlers, started outside this block, do not see.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -28,7 +28,7 @@ from agentws.errors import (
 from agentws.store.database import Row
 from agentws.store.tables import Dialect
 
-__all__ = ["PostgresDatabase", "open_postgres", "redact_url"]
+__all__ = ["CHANGES_CHANNEL", "LISTENER_NAME", "PostgresDatabase", "open_postgres", "redact_url"]
 
 T = TypeVar("T")
 
@@ -36,6 +36,14 @@ T = TypeVar("T")
 _CLEANUP_S = 5.0
 # Establishing one connection; a database that does not answer by then is down.
 _CONNECT_TIMEOUT_S = 10.0
+#: The ``application_name`` of the listening connection, followed by its schema.
+LISTENER_NAME = "agentws listener"
+#: The channel change notifications travel on (see migration 0010).
+CHANGES_CHANNEL = "agentws"
+# A listening connection is asked for a round trip this often: a connection
+# that died without a word (a dropped route, a frozen server) is noticed
+# within this plus the connect timeout, not at the next TCP keep-alive.
+_LISTEN_CHECK_S = 5.0
 
 _UNAVAILABLE = (
     OSError,
@@ -89,9 +97,12 @@ class PostgresDatabase:
 
     dialect: Dialect = "postgres"
 
-    def __init__(self, loop: Any, pool: asyncpg.Pool) -> None:
+    notifies = True
+
+    def __init__(self, loop: Any, pool: asyncpg.Pool, url: str) -> None:
         self._loop = loop
         self._pool = pool
+        self._url = url
 
     async def aio(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await an asyncpg coroutine on our loop, converting its errors."""
@@ -142,6 +153,63 @@ class PostgresDatabase:
         async with self.transaction(write=False) as tx:
             await tx.fetch("SELECT 1")
 
+    async def listen(
+        self,
+        on_change: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """LISTEN on a connection of its own (not the pool's), until it is lost.
+
+        asyncpg calls its listeners from the asyncio loop, which trio-asyncio
+        runs inside trio, so ``on_change`` may use trio's synchronous API.
+        """
+        with trio.fail_after(_CONNECT_TIMEOUT_S):
+            conn = await self.aio(
+                asyncpg.connect(
+                    self._url,
+                    timeout=_CONNECT_TIMEOUT_S,
+                    # So operators (and pg_stat_activity) can tell it from the pool's.
+                    server_settings={"application_name": LISTENER_NAME},
+                )
+            )
+        lost = trio.Event()
+        try:
+            conn.add_termination_listener(lambda _conn: lost.set())
+            schema = await self.aio(conn.fetchval("SELECT current_schema()"))
+            # "agentws listener <schema>": which deployment's listener this is.
+            await self.aio(
+                conn.execute(
+                    "SELECT set_config('application_name', $1, false)", f"{LISTENER_NAME} {schema}"
+                )
+            )
+            prefix = f"{schema}:"
+
+            def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+                # Other schemas of the same database share the channel.
+                if payload.startswith(prefix):
+                    on_change(payload[len(prefix) :])
+
+            await self.aio(conn.add_listener(CHANGES_CHANNEL, deliver))
+            task_status.started()
+            while not lost.is_set():
+                with trio.move_on_after(_LISTEN_CHECK_S):
+                    await lost.wait()
+                if not lost.is_set():
+                    with trio.fail_after(_CONNECT_TIMEOUT_S):
+                        await self.aio(conn.fetchval("SELECT 1"))
+            raise StoreUnavailableError("PostgreSQL: the listening connection was closed")
+        except trio.TooSlowError:
+            raise StoreUnavailableError(
+                f"PostgreSQL: no answer on the listening connection in {_CONNECT_TIMEOUT_S:g} s"
+            ) from None
+        finally:
+            if not conn.is_closed():
+                with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
+                    await self._loop.run_aio_coroutine(conn.close(timeout=_CLEANUP_S))
+                if scope.cancelled_caught:
+                    conn.terminate()
+
 
 @asynccontextmanager
 async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDatabase]:
@@ -170,7 +238,7 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
                     f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"
                 ) from exc
             try:
-                yield PostgresDatabase(loop, pool)
+                yield PostgresDatabase(loop, pool, url)
             finally:
                 with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
                     await loop.run_aio_coroutine(pool.close())

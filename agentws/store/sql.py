@@ -25,8 +25,11 @@ PostgreSQL, which also drops stop words such as "the").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
+
+import trio
 
 from agentws.domain.models import (
     Approval,
@@ -39,6 +42,7 @@ from agentws.domain.models import (
     DocumentPolicy,
     Event,
     Group,
+    Instance,
     Library,
     McpToken,
     Skill,
@@ -529,6 +533,38 @@ class SqlStore(EventQueries):
     async def catalog_version(self) -> int:
         rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
         return int(rows[0]["version"])
+
+    async def heartbeat(self, instance: Instance) -> None:
+        table = table_for(Instance)
+        columns = ", ".join(table.columns)
+        marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
+        # The start time stays the first heartbeat's.
+        updates = ", ".join(f"{c} = excluded.{c}" for c in table.columns if c != "started_at")
+        sql = (
+            f"INSERT INTO {table.name} ({columns}) VALUES ({marks}) "
+            f"ON CONFLICT (id) DO UPDATE SET {updates}"
+        )
+        await self._db.execute_batch([(sql, table.encode(instance, self.dialect))], durable=False)
+
+    async def live_instances(self, since: datetime) -> list[Instance]:
+        table = table_for(Instance)
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM {table.name} WHERE heartbeat_at >= $1",
+            table.encode_value("heartbeat_at", since, self.dialect),
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    @property
+    def notifies(self) -> bool:
+        return self._db.notifies
+
+    async def listen_for_changes(
+        self,
+        on_change: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self._db.listen(on_change, task_status=task_status)
 
     async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:
         connectors, tools = table_for(Connector), table_for(CachedTool)

@@ -15,7 +15,7 @@ import functools
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -119,6 +119,7 @@ class SqliteDatabase:
     """
 
     dialect: Dialect = "sqlite"
+    notifies = False
 
     def __init__(
         self,
@@ -229,6 +230,14 @@ class SqliteDatabase:
 
     async def ping(self) -> None:
         await _converted(self._writer.call(lambda c: c.execute("SELECT 1").fetchall()))
+
+    async def listen(
+        self,
+        on_change: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        raise StoreError("SQLite announces no changes: poll it")
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

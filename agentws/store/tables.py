@@ -169,6 +169,7 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.Admin, "admins", "admin", ("username",), "created_at, id"),
         Table(m.AdminSession, "admin_sessions", "admin session", ("id",), "created_at, id"),
         Table(m.AdminToken, "admin_tokens", "admin token", ("name",), "created_at, id"),
+        Table(m.Instance, "instances", "instance", ("id",), "started_at, id"),
     )
 }
 

@@ -16,7 +16,9 @@ the store's catalog version (a counter its triggers move with every change
 to connectors, their tools and attachments, library attachments and tool
 permissions) stands
 still: a listing then costs one small read instead of a join and a rebuild,
-and a change made by any process is seen on the next listing.
+and a change made by any process is seen on the next listing. On
+PostgreSQL the version is not even read while the change feed listens and
+announces no catalog change.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import attrs
 import trio
 
+from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import CachedTool, Connector, Group, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
 from agentws.store import Store
@@ -58,6 +61,8 @@ class Catalog:
     """
 
     store: Store
+    #: Announces catalog changes made anywhere (PostgreSQL); None: only the store's data version.
+    changes: ChangeFeed | None = None
     _groups: dict[str, GroupTools] = attrs.field(factory=dict, init=False)
     # The last catalog version read, and the store's data version just before.
     _version_seen: int = attrs.field(default=-1, init=False)
@@ -88,8 +93,11 @@ class Catalog:
 
     async def _version(self) -> int:
         # Where the store has a cheap "anything committed?" counter (SQLite),
+        # or announces catalog changes (PostgreSQL, while the feed listens),
         # the catalog version cannot have moved while that one stood still.
         committed = self.store.data_version()
+        if committed is None and self.changes is not None:
+            committed = self.changes.version(Topic.CATALOG)
         if committed is not None and committed == self._version_seen_at:
             return self._version_seen
         if committed is not None and self._reading is not None:
