@@ -21,6 +21,7 @@ from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
+from agentws.mcp.forward import SessionForwarder
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.service import Service, run_service
 from agentws.webhooks.ingest import HookDoor, Intake
@@ -52,7 +53,8 @@ async def healthz() -> Response:
 
 
 async def readyz() -> Response | tuple[Response, int, dict[str, str]]:
-    """Readiness: the store answers; 503 with ``Retry-After`` otherwise."""
+    """Readiness: the store answers (and, on PostgreSQL, the change feed listens);
+    503 with ``Retry-After`` otherwise."""
     readiness = await _service().readiness()
     if readiness.ready:
         return jsonify({"status": "ready"})
@@ -91,8 +93,8 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.register_blueprint(api_blueprint)
     app.register_blueprint(dashboard_blueprint)
 
-    def mcp_components() -> tuple[Authenticator, SessionSupervisor]:
-        return app.service.authenticator, app.service.sessions
+    def mcp_components() -> tuple[Authenticator, SessionSupervisor, SessionForwarder]:
+        return app.service.authenticator, app.service.sessions, app.service.forwarder
 
     # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
     door = McpDoor(cast(Any, app.asgi_app), settings, mcp_components)

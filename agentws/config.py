@@ -147,6 +147,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("bind", "AGENTWS_BIND", lambda v: (parse_bind(v), v)[1], DEFAULT_BIND),
     ("database_url", "AGENTWS_DATABASE_URL", parse_database_url, DEFAULT_DATABASE_URL),
     ("base_url", "AGENTWS_BASE_URL", _base_url, None),
+    ("internal_url", "AGENTWS_INTERNAL_URL", _base_url, None),
     ("data_dir", "AGENTWS_DATA_DIR", Path, "."),
     ("instance_id", "AGENTWS_INSTANCE_ID", _instance_id, None),
     ("log_level", "AGENTWS_LOG_LEVEL", _log_level, "INFO"),
@@ -194,6 +195,10 @@ class Settings:
     #: Public URL printed in endpoint and webhook URLs; derived from ``bind``
     #: when unset (see :attr:`public_base_url`).
     base_url: str | None = None
+    #: Where other instances on the same database reach this one, to forward
+    #: requests for its MCP sessions; derived from ``bind`` when unset (see
+    #: :meth:`internal_url_for`).
+    internal_url: str | None = None
     data_dir: Path = Path()
     instance_id: str = attrs.field(factory=_default_instance_id)
     log_level: str = "INFO"
@@ -286,6 +291,21 @@ class Settings:
     @property
     def bind_port(self) -> int:
         return parse_bind(self.bind)[1]
+
+    def internal_url_for(self, port: int) -> str:
+        """``internal_url`` if set, else ``http://`` + the bind host and ``port`` (the bound one).
+
+        Bound to every interface, the host is this machine's name, which the
+        other instances must be able to resolve (else set ``AGENTWS_INTERNAL_URL``).
+        """
+        if self.internal_url:
+            return self.internal_url
+        host = self.bind_host
+        if host in ("0.0.0.0", "::", ""):  # noqa: S104 - naming the wildcard, not binding it
+            host = socket.gethostname()
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{port}"
 
     @property
     def public_base_url(self) -> str:

@@ -101,6 +101,9 @@ async def serve(
                     raise ListenError(
                         f"cannot listen on {settings.bind}: {exc.strerror or exc}"
                     ) from None
+                # Other instances forward requests for this one's MCP sessions here.
+                bound = (sockets.insecure_sockets or sockets.secure_sockets)[0]
+                service.announce(settings.internal_url_for(bound.getsockname()[1]))
 
                 async def trigger() -> None:
                     await shutdown_trigger()

@@ -20,11 +20,14 @@ from agentws.agent.runner import AgentRunner
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.notifier import ApprovalWatch
 from agentws.audit import AuditWriter
+from agentws.changes import ChangeFeed
 from agentws.chat.router import SinkRouter
 from agentws.config import Settings
 from agentws.connectors.links import RemoteLinks
 from agentws.errors import StoreError
+from agentws.instances import InstanceRegistry
 from agentws.mcp.auth import Authenticator
+from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
@@ -67,6 +70,12 @@ class Service:
     _batcher: IngestBatcher | None = attrs.field(default=None, init=False)
     links: RemoteLinks = attrs.field(init=False)
     authenticator: Authenticator = attrs.field(init=False)
+    #: Changes announced by the store (revocations, decisions, catalog) from any process.
+    changes: ChangeFeed = attrs.field(init=False)
+    #: This instance's heartbeat, and where the others are.
+    registry: InstanceRegistry = attrs.field(init=False)
+    #: Relays requests for other instances' MCP sessions.
+    forwarder: SessionForwarder = attrs.field(init=False)
     audit: AuditWriter = attrs.field(init=False)
     #: Runs the group's tools (for the permission gate, and for approved calls).
     runner: ToolRunner = attrs.field(init=False)
@@ -78,7 +87,8 @@ class Service:
         """Run the service's tasks until :meth:`stop`; never returns before then.
 
         Resource handling:
-            Opens the root nursery, which owns the MCP session supervisor,
+            Opens the root nursery, which owns the change feed (its listening
+            connection), the instance heartbeat, the MCP session supervisor,
             the approval watch (outcomes to sessions, expiry), the links
             to remote MCP connectors (which keep their tool caches current),
             the webhook ingest batcher (group commit) and the event worker
@@ -105,25 +115,36 @@ class Service:
                 (
                     contextlib.nullcontext(self.model) if self.model else open_model(self.settings)
                 ) as model,
+                open_hop_client() as hop_client,
                 trio.open_nursery() as nursery,
             ):
                 self._nursery = nursery
+                self.changes = ChangeFeed(self.store)
+                await nursery.start(self.changes.serve)
+                self.registry = InstanceRegistry(self.store, self.settings.instance_id)
+                await nursery.start(self.registry.serve)
+                if self.settings.internal_url or self.settings.bind_port:
+                    self.registry.announce(self.settings.internal_url_for(self.settings.bind_port))
+                self.forwarder = SessionForwarder(
+                    self.registry, hop_client, self.settings.sse_stall_s
+                )
                 self.authenticator = Authenticator(self.store)
                 self.links = RemoteLinks(self.store, self.settings)
                 self.runner = ToolRunner(self.store, self.settings, self.links.call_tool)
                 gate = ToolGate(self.store, self.settings, self.runner, self.audit)
                 rendered = RenderedResults()
-                catalog = Catalog(self.store)
+                catalog = Catalog(self.store, self.changes)
                 server = build_server(self.store, self.settings, gate, catalog, rendered)
                 supervisor = SessionSupervisor(
                     self.settings,
                     self.store,
                     server,
                     server.create_initialization_options(),
+                    self.changes,
                     rendered=rendered,
                 )
                 self._sessions = await nursery.start(supervisor.serve)
-                self._watch = ApprovalWatch(self.store, supervisor)
+                self._watch = ApprovalWatch(self.store, supervisor, self.changes)
                 await nursery.start(self._watch.serve)
                 await nursery.start(self.links.serve)
                 agent = AgentRunner(catalog, gate, model, base_url=self.settings.public_base_url)
@@ -182,6 +203,8 @@ class Service:
             self._sessions.close_all()
         if self._nursery is not None:
             self.links.close()
+            self.changes.close()
+            self.registry.close()
         if self._watch is not None:
             self._watch.close()
         if self._reports is not None:
@@ -208,12 +231,18 @@ class Service:
         self._draining = True
         if self._sessions is None:
             return
+        self.registry.drain()
         self._sessions.drain()
         with trio.move_on_after(timeout_s):
             await self._sessions.wait_until_empty()
 
+    def announce(self, internal_url: str) -> None:
+        """Tell the other instances where this one is, once its port is bound."""
+        self.registry.announce(internal_url)
+
     async def readiness(self) -> Readiness:
-        """Whether the service can do its work now: the store answers in time."""
+        """Whether the service can do its work now: the store answers in time, and
+        (PostgreSQL) the change feed listens."""
         if self._stopping.is_set():
             return Readiness(False, "shutting down")
         if self._draining:
@@ -223,7 +252,8 @@ class Service:
                 await self.store.ping()
             except StoreError as exc:
                 return Readiness(False, f"store: {exc.message}")
-            return Readiness(True)
+            problem = self.changes.problem()
+            return Readiness(problem is None, problem or "")
         return Readiness(False, f"store: no answer within {self.settings.store_timeout_s:g} s")
 
 

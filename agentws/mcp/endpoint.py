@@ -44,6 +44,14 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
 from agentws.mcp.auth import Authenticator, Caller
+from agentws.mcp.forward import (
+    FORWARDED_HEADER,
+    ForwardError,
+    OwnerGoneError,
+    SessionForwarder,
+    cancel_on_disconnect,
+    owner_of,
+)
 from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 
@@ -134,6 +142,18 @@ class _Request:
     def header(self, name: bytes) -> str | None:
         return _header(self.scope, name)
 
+    @property
+    def session_id(self) -> str | None:
+        """The session the request names: the header, or the legacy POST URL's query."""
+        if self.messages_path:
+            query: dict[str, list[str]] = parse_qs(
+                self.scope.get("query_string", b"").decode("latin-1")
+            )
+            from_query = query.get("session_id")
+            if from_query and from_query[0]:
+                return from_query[0]
+        return self.header(SESSION_HEADER.encode())
+
     def accepts(self, media_type: str) -> bool:
         accept = self.header(b"accept") or "*/*"
         return media_type in accept or "*/*" in accept
@@ -150,7 +170,7 @@ class McpDoor:
 
     app: ASGIApp
     settings: Settings
-    components: Callable[[], tuple[Authenticator, SessionSupervisor]]
+    components: Callable[[], tuple[Authenticator, SessionSupervisor, SessionForwarder]]
     guard: HostOriginGuard = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -197,7 +217,7 @@ class McpDoor:
                 f"{request.method} is not supported here; use {', '.join(allowed)}",
                 [("Allow", ", ".join(allowed))],
             )
-        auth, sessions = self.components()
+        auth, sessions, forwarder = self.components()
         try:
             request.caller = await auth.authenticate(
                 request.header(b"authorization"), request.workspace, request.group
@@ -218,6 +238,13 @@ class McpDoor:
                 "the store is unavailable; retry shortly",
                 [("Retry-After", "5")],
             ) from None
+
+        session_id = request.session_id
+        if session_id is not None and sessions.get(session_id) is None:
+            owner_id = owner_of(session_id)
+            if owner_id is not None and owner_id != self.settings.instance_id:
+                await self._forward(request, forwarder, owner_id)
+                return
 
         if request.messages_path:
             await self._legacy_post(request, sessions)
@@ -257,6 +284,45 @@ class McpDoor:
         except OverCapacityError as exc:
             raise _HttpError(
                 503, exc.code, exc.message, [("Retry-After", str(exc.retry_after_s))]
+            ) from None
+
+    async def _forward(self, request: _Request, forwarder: SessionForwarder, owner_id: str) -> None:
+        """Relay a request for another instance's session to that instance."""
+        gone = _HttpError(
+            404,
+            "session_not_found",
+            "no such session: the instance that held it is gone; initialize again",
+        )
+        if request.header(FORWARDED_HEADER) is not None:
+            # Forwarded once already: the owner does not have it either.
+            raise _HttpError(
+                404, "session_not_found", "no such session (it may have expired): initialize again"
+            )
+        try:
+            owner = await forwarder.owner(owner_id)
+        except StoreError as exc:
+            log.error("cannot look up the owner of an MCP session: %s", exc.message)
+            raise _HttpError(
+                503,
+                "store_unavailable",
+                "the store is unavailable; retry shortly",
+                [("Retry-After", "5")],
+            ) from None
+        if owner is None:
+            raise gone
+        body = await self._read_body(request) if request.method == "POST" else b""
+        try:
+            await forwarder.forward(owner, request.scope, request.receive, request.send, body=body)
+        except OwnerGoneError as exc:
+            log.info("MCP request for a session of a gone instance: %s", exc)
+            raise gone from None
+        except ForwardError as exc:
+            log.warning("cannot forward an MCP request: %s", exc)
+            raise _HttpError(
+                502,
+                "owner_unreachable",
+                f"the instance holding this session ({owner_id}) cannot be reached; retry shortly",
+                [("Retry-After", "1")],
             ) from None
 
     # --- message bodies ---------------------------------------------------------------
@@ -471,10 +537,7 @@ class McpDoor:
             session.close()
 
     async def _legacy_post(self, request: _Request, sessions: SessionSupervisor) -> None:
-        query = parse_qs(request.scope.get("query_string", b"").decode("latin-1"))
-        session_id = (query.get("session_id") or [None])[0] or request.header(
-            SESSION_HEADER.encode()
-        )
+        session_id = request.session_id
         if not session_id:
             raise _HttpError(
                 400,
@@ -521,7 +584,7 @@ class McpDoor:
         pending = list(prelude)
         completed = False
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_disconnect, request.receive, nursery.cancel_scope)
+            nursery.start_soon(cancel_on_disconnect, request.receive, nursery.cancel_scope)
             while True:
                 chunk: bytes | None
                 if pending:
@@ -583,9 +646,3 @@ def _until_final(
         return _event(data), final
 
     return next_event
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    scope.cancel()

@@ -68,7 +68,8 @@ class HostOriginGuard:
         (what a reverse proxy sends unless told otherwise) and, when bound
         ``localhost``/``127.0.0.1``/``[::1]`` on the bound port; browser
         origins are the public URL's and, when bound to loopback, local
-        pages on any port (the MCP Inspector).
+        pages on any port (the MCP Inspector). The internal URL's host is
+        always answered: other instances forward to it.
         """
         base = urlsplit(settings.public_base_url)
         bind_host = settings.bind_host
@@ -92,8 +93,16 @@ class HostOriginGuard:
         origins = [f"{base.scheme}://{base_netloc}"]
         if loopback:
             origins += [f"http://{h}:*" for h in _LOOPBACK_HOSTS]
+        if settings.allowed_hosts:
+            hosts = list(settings.allowed_hosts)
+        # Other instances forward requests for this one's sessions to its
+        # internal URL (agentws.mcp.forward); that name is never an attacker's.
+        # Configured hosts replace the derived one, but not one configured too.
+        if settings.internal_url or not settings.allowed_hosts:
+            internal = urlsplit(settings.internal_url_for(settings.bind_port)).netloc.lower()
+            hosts.append(internal.removesuffix(":0") + (":*" if internal.endswith(":0") else ""))
         return cls(
-            hosts=settings.allowed_hosts or tuple(dict.fromkeys(hosts)),
+            hosts=tuple(dict.fromkeys(hosts)),
             origins=settings.allowed_origins or tuple(dict.fromkeys(origins)),
         )
 

@@ -21,6 +21,7 @@ from agentws.config import Settings
 from agentws.errors import StoreUnavailableError
 from agentws.server import serve
 from agentws.service import Service
+from agentws.store import open_store
 
 GRACE_S = 3.0
 # Shutdown with nothing in flight must end within the grace period; this much
@@ -221,3 +222,44 @@ async def test_readyz_is_503_when_the_store_stops_answering(
     assert body["detail"].startswith(detail)
     # Liveness does not depend on the store.
     assert health.status_code == 200
+
+
+class _DeafStore:
+    """A working store whose change notifications cannot be listened to (a PostgreSQL
+    whose listening connection keeps failing)."""
+
+    notifies = True
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.attempts = 0
+
+    async def listen_for_changes(self, on_change: Any, *, task_status: Any = None) -> None:
+        self.attempts += 1
+        raise StoreUnavailableError("PostgreSQL: the listening connection was closed")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+async def test_readyz_is_503_while_the_change_listener_is_down(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    stop = trio.Event()
+    async with open_store(settings.database_url) as real, trio.open_nursery() as nursery:
+        store = _DeafStore(real)
+        service: Service = await nursery.start(Service(settings, store).serve)  # type: ignore[arg-type]
+        app = create_app(settings, service=service)
+        binds = await nursery.start(
+            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
+        )
+        ready = await _get(f"{binds[0]}/readyz")
+        stop.set()
+        await service.stop()
+    assert store.attempts >= 1
+    assert ready.status_code == 503
+    assert ready.json()["detail"] == (
+        "change listener: PostgreSQL: the listening connection was closed"
+    )
