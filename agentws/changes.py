@@ -14,7 +14,8 @@ lost connection), nothing is announced: :meth:`ChangeFeed.version` is None
 ("assume changed") and :meth:`ChangeFeed.wait` returns after the caller's
 polling interval, so every consumer falls back to reading the store as
 often as it did without a feed. Connecting and losing the connection both
-move every topic, so nothing changed while deaf goes unnoticed.
+move every topic, so nothing changed while deaf goes unnoticed; so does a
+safety tick every ``SAFETY_POLL_S`` while listening.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ __all__ = ["ChangeFeed", "Topic"]
 
 log = logging.getLogger("agentws.changes")
 
-# While listening, consumers still read the store this often: a safety net
-# for an announcement lost in a way the connection check did not notice.
+# While listening, every topic moves this often all the same, so consumers
+# and caches read the store again: a safety net for an announcement lost in
+# a way the connection check did not notice.
 SAFETY_POLL_S = 10.0
 # Reconnecting: full-jitter backoff from this, doubling, up to the cap.
 _BACKOFF_BASE_S = 0.5
@@ -149,8 +151,16 @@ class ChangeFeed:
             task_status.started()
             return
         with self._scope:
-            await self._listen(task_status)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._safety_ticks)
+                await self._listen(task_status)
         self._set_listening(False)
+
+    async def _safety_ticks(self) -> None:
+        while True:
+            await trio.sleep(SAFETY_POLL_S)
+            if self._listening:
+                self._move(list(Topic))
 
     async def _listen(self, task_status: trio.TaskStatus[None]) -> None:
         reported = False
