@@ -59,10 +59,13 @@ class ApprovalWatch:
     #: Announces decisions made anywhere; without it (or while it is deaf) the store is polled.
     changes: ChangeFeed
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    # The wait between rounds, cut short by close().
+    _waiting: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
 
     def close(self) -> None:
         """Stop watching (shutdown): :meth:`serve` returns after the round in progress."""
         self._closed.set()
+        self._waiting.cancel()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Poll until :meth:`close` (or cancelled); a store that fails is logged and retried."""
@@ -80,11 +83,11 @@ class ApprovalWatch:
             except Exception:
                 # One bad round must not end the watch: sessions would never hear again.
                 log.exception("approvals: watching the queue failed; retrying")
-            with trio.move_on_after(max(0.0, next_expiry - trio.current_time())):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_cancel_when, self._closed, nursery.cancel_scope)
-                    await self.changes.wait(Topic.APPROVALS, seen, poll_s=_POLL_S)
-                    nursery.cancel_scope.cancel()
+            if self._closed.is_set():
+                break
+            with trio.move_on_after(max(0.0, next_expiry - trio.current_time())) as waiting:
+                self._waiting = waiting
+                await self.changes.wait(Topic.APPROVALS, seen, poll_s=_POLL_S)
 
     async def _report(self) -> None:
         awaited = self.listener.awaited()
@@ -103,8 +106,3 @@ class ApprovalWatch:
             await expire_due(self.store, actor=ACTOR)
         for approval, data in finished:
             await self.listener.deliver(approval, data)
-
-
-async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()

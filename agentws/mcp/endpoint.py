@@ -73,6 +73,7 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _PING = b": ping\n\n"
+_NO_SESSION = "no such session (it may have expired): initialize again"
 
 
 class _HttpError(Exception):
@@ -82,6 +83,13 @@ class _HttpError(Exception):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.headers = list(headers)
+
+
+def _store_unavailable(doing: str, exc: StoreError) -> _HttpError:
+    log.error("cannot %s: %s", doing, exc.message)
+    return _HttpError(
+        503, "store_unavailable", "the store is unavailable; retry shortly", [("Retry-After", "5")]
+    )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -231,13 +239,7 @@ class McpDoor:
                 401, "unauthorized", exc.message, [("WWW-Authenticate", challenge)]
             ) from None
         except StoreError as exc:
-            log.error("cannot authenticate an MCP request: %s", exc.message)
-            raise _HttpError(
-                503,
-                "store_unavailable",
-                "the store is unavailable; retry shortly",
-                [("Retry-After", "5")],
-            ) from None
+            raise _store_unavailable("authenticate an MCP request", exc) from None
 
         session_id = request.session_id
         if session_id is not None and sessions.get(session_id) is None:
@@ -271,9 +273,7 @@ class McpDoor:
             or session.token_id != request.caller.token_id
             or session.transport != transport
         ):
-            raise _HttpError(
-                404, "session_not_found", "no such session (it may have expired): initialize again"
-            )
+            raise _HttpError(404, "session_not_found", _NO_SESSION)
         return session
 
     async def _open(
@@ -295,19 +295,11 @@ class McpDoor:
         )
         if request.header(FORWARDED_HEADER) is not None:
             # Forwarded once already: the owner does not have it either.
-            raise _HttpError(
-                404, "session_not_found", "no such session (it may have expired): initialize again"
-            )
+            raise _HttpError(404, "session_not_found", _NO_SESSION)
         try:
             owner = await forwarder.owner(owner_id)
         except StoreError as exc:
-            log.error("cannot look up the owner of an MCP session: %s", exc.message)
-            raise _HttpError(
-                503,
-                "store_unavailable",
-                "the store is unavailable; retry shortly",
-                [("Retry-After", "5")],
-            ) from None
+            raise _store_unavailable("look up the owner of an MCP session", exc) from None
         if owner is None:
             raise gone
         body = await self._read_body(request) if request.method == "POST" else b""
