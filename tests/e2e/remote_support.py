@@ -181,3 +181,25 @@ async def store_and_box(tmp_path: Path) -> AsyncIterator[tuple[Store, SecretBox]
     async with open_store(f"sqlite:///{tmp_path / 'remote.db'}") as store:
         await create_workspace(store, "acme", name=None, actor="t")
         yield store, box
+
+
+class Outcomes:
+    """Approval outcomes a client session was told (``notifications/message``)."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self._changed = trio.Event()
+
+    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
+        if params.logger == "agentws.approvals" and isinstance(params.data, dict):
+            self.seen.append(params.data)
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def wait(self, approval_id: str) -> dict[str, Any]:
+        with trio.fail_after(TIMEOUT_S):
+            while True:
+                for data in self.seen:
+                    if data["approval_id"] == approval_id:
+                        return data
+                await self._changed.wait()

@@ -16,10 +16,8 @@ safety net), so an arrival within a second shows the announcement at work:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx2
-import mcp_types as types
 import pytest
 import trio
 from mcp.client.session import ClientSession
@@ -36,6 +34,7 @@ from tests.e2e.mcp_support import seed
 from tests.e2e.process_support import poll, serve_process
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
+    Outcomes,
     ThirdParty,
     attach_remote,
     third_party_server,
@@ -48,20 +47,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNI
 # Announcements arrive in milliseconds; without them these would take 5-10 s.
 ANNOUNCED_S = 1.0
 TIMEOUT_S = 15.0
-
-
-class Outcomes:
-    """Approval outcomes the client session was told (``notifications/message``)."""
-
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-        self.changed = trio.Event()
-
-    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
-        if params.logger == "agentws.approvals" and isinstance(params.data, dict):
-            self.seen.append(params.data)
-            self.changed.set()
-            self.changed = trio.Event()
 
 
 async def test_a_decision_and_a_label_made_elsewhere_reach_instance_a_at_once(
@@ -108,12 +93,9 @@ async def test_a_decision_and_a_label_made_elsewhere_reach_instance_a_at_once(
                 )
                 assert denied.status_code == 200, denied.text
                 decided_at = trio.current_time()
-                with trio.fail_after(TIMEOUT_S):
-                    while not outcomes.seen:
-                        await outcomes.changed.wait()
+                told = await outcomes.wait(approval_id)
                 told_after = trio.current_time() - decided_at
-                assert outcomes.seen[0]["approval_id"] == approval_id
-                assert outcomes.seen[0]["status"] == "denied"
+                assert told["status"] == "denied"
 
                 async def read_only() -> bool | None:
                     listed = await session.list_tools()

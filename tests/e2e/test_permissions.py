@@ -46,6 +46,7 @@ from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
+    Outcomes,
     ThirdParty,
     attach_remote,
     third_party_server,
@@ -81,28 +82,6 @@ def _login_tool() -> types.Tool:
             "required": ["user", "password"],
         },
     )
-
-
-class Outcomes:
-    """Approval outcomes a client session was told (``notifications/message``)."""
-
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-        self._changed = trio.Event()
-
-    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
-        if params.logger == "agentws.approvals" and isinstance(params.data, dict):
-            self.seen.append(params.data)
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def wait(self, approval_id: str) -> dict[str, Any]:
-        with trio.fail_after(TIMEOUT_S):
-            while True:
-                for data in self.seen:
-                    if data["approval_id"] == approval_id:
-                        return data
-                await self._changed.wait()
 
 
 @asynccontextmanager
