@@ -8,10 +8,11 @@ handlers reach it as ``current_app.service``.
 
 from __future__ import annotations
 
+import hmac
 import os
 from typing import Any, cast
 
-from quart import Response, current_app, jsonify
+from quart import Response, current_app, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -19,10 +20,14 @@ from agentws import __version__
 from agentws.api.routes import api_blueprint
 from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint
+from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
 from agentws.mcp.forward import SessionForwarder
 from agentws.mcp.sessions import SessionSupervisor
+from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from agentws.metrics import render
+from agentws.request_ids import RequestIds
 from agentws.service import Service, run_service
 from agentws.webhooks.ingest import HookDoor, Intake
 
@@ -62,6 +67,28 @@ async def readyz() -> Response | tuple[Response, int, dict[str, str]]:
     return body, 503, {"Retry-After": "5"}
 
 
+async def metrics_page() -> Response:
+    """Prometheus metrics; with ``AGENTWS_METRICS_TOKEN`` set, only for its bearer."""
+    service = _service()
+    expected = service.settings.metrics_token
+    if expected is not None:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            return error_response(
+                401,
+                "unauthorized",
+                "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>",
+                **{"WWW-Authenticate": 'Bearer realm="agentws-metrics"'},
+            )
+    try:
+        page = await render(service)
+    except StoreError as exc:
+        return error_response(
+            503, "store_unavailable", f"store: {exc.message}", **{"Retry-After": "5"}
+        )
+    return Response(page, status=200, content_type=METRICS_CONTENT_TYPE)
+
+
 async def _http_error(error: HTTPException) -> Response:
     code = (error.name or "error").lower().replace(" ", "_")
     return error_response(error.code or 500, code, error.description or error.name)
@@ -89,6 +116,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.config["MAX_CONTENT_LENGTH"] = None
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
+    app.add_url_rule("/metrics", view_func=metrics_page, methods=["GET"])
     app.register_error_handler(HTTPException, _http_error)
     app.register_blueprint(api_blueprint)
     app.register_blueprint(dashboard_blueprint)
@@ -104,7 +132,8 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
 
     # So is the webhook door (see agentws.webhooks.ingest).
     hooks = HookDoor(cast(Any, door), settings, intake)
-    app.asgi_app = cast(Any, hooks)  # type: ignore[method-assign]
+    # Outermost: every request, whichever door takes it, has an id in its logs.
+    app.asgi_app = cast(Any, RequestIds(cast(Any, hooks)))  # type: ignore[method-assign]
 
     if service is not None:
         app.service = service

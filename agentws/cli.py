@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -343,13 +342,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _serve(settings: Settings, as_json: bool) -> int:
     from agentws.agent.choose import describe_model
+    from agentws.logs import configure_logging
     from agentws.server import serve_until_signalled
 
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(settings.log_level, log_format=settings.log_format)
 
     def announce(binds: list[str]) -> None:
         base = settings.base_url or binds[0]

@@ -119,6 +119,12 @@ def _log_level(value: str) -> str:
     return level
 
 
+def _log_format(value: str) -> str:
+    if value.lower() not in ("auto", "json", "text"):
+        raise ValueError(f"expected auto, json or text, got {value!r}")
+    return value.lower()
+
+
 def _instance_id(value: str) -> str:
     if not value or not all(c.isalnum() or c == "-" for c in value):
         raise ValueError(f"expected letters, digits and '-', got {value!r}")
@@ -151,6 +157,8 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("data_dir", "AGENTWS_DATA_DIR", Path, "."),
     ("instance_id", "AGENTWS_INSTANCE_ID", _instance_id, None),
     ("log_level", "AGENTWS_LOG_LEVEL", _log_level, "INFO"),
+    ("log_format", "AGENTWS_LOG_FORMAT", _log_format, "auto"),
+    ("metrics_token", "AGENTWS_METRICS_TOKEN", str, None),
     ("shutdown_grace_s", "AGENTWS_SHUTDOWN_GRACE_S", _seconds, "10"),
     ("drain_s", "AGENTWS_DRAIN_S", _seconds, "0"),
     ("run_timeout_s", "AGENTWS_RUN_TIMEOUT_S", _seconds, "120"),
@@ -202,6 +210,10 @@ class Settings:
     data_dir: Path = Path()
     instance_id: str = attrs.field(factory=_default_instance_id)
     log_level: str = "INFO"
+    #: ``json`` lines, ``text``, or ``auto``: text on a terminal, JSON otherwise.
+    log_format: str = "auto"
+    #: Bearer token ``/metrics`` asks for; None: the page is open.
+    metrics_token: str | None = attrs.field(default=None, repr=False)
     #: From SIGTERM to exit: draining requests and runs, then cancelling the rest.
     shutdown_grace_s: float = 10.0
     #: Before shutting down: not ready and no new MCP session, for up to this long

@@ -43,6 +43,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
+from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator, Caller
 from agentws.mcp.forward import (
     FORWARDED_HEADER,
@@ -54,6 +55,7 @@ from agentws.mcp.forward import (
 )
 from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
+from agentws.metrics import REJECTED
 
 __all__ = ["McpDoor"]
 
@@ -202,11 +204,14 @@ class McpDoor:
                     404, "not_found", "no MCP endpoint here: use /mcp/g/<workspace>/<group>"
                 )
             request = _Request(scope, receive, tracked_send, match[1], match[2], bool(match[3]))
+            add_log_context(workspace=match[1], group=match[2], session=request.session_id)
             await self._handle(request)
         except _HttpError as error:
+            REJECTED.labels("mcp", error.code).inc()
             body = json.dumps({"error": {"code": error.code, "message": error.message}}).encode()
             await _respond(send, error.status, body, _json_headers(error.headers))
         except Exception:
+            REJECTED.labels("mcp", "internal_error").inc()
             log.exception("MCP request %s %s failed", scope["method"], scope["path"])
             if not started:
                 body = b'{"error": {"code": "internal_error", "message": "see the server log"}}'
@@ -381,6 +386,7 @@ class McpDoor:
         session_id: str | None,
         data: Any = None,
     ) -> None:
+        REJECTED.labels("mcp", "jsonrpc_error").inc()
         headers = _json_headers([("Mcp-Session-Id", session_id)] if session_id else [])
         await _respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)
 

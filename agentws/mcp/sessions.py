@@ -43,6 +43,7 @@ from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
 from agentws.domain.models import Approval, McpToken
 from agentws.errors import OverCapacityError
+from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
 from agentws.mcp.rendered import RenderedResults
 from agentws.store import Store
@@ -328,6 +329,10 @@ class SessionSupervisor:
     def get(self, session_id: str) -> McpSession | None:
         return self._sessions.get(session_id)
 
+    def all(self) -> list[McpSession]:
+        """Every open session of this process."""
+        return list(self._sessions.values())
+
     def awaited(self) -> set[str]:
         """Approval requests some open session waits to hear about."""
         return {a for session in self._sessions.values() for a in session.awaiting}
@@ -427,6 +432,10 @@ class SessionSupervisor:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        caller = session.caller
+        add_log_context(
+            workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
+        )
         self._sessions[session.id] = session
         if self._emptied.is_set():
             self._emptied = trio.Event()

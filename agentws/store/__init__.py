@@ -16,6 +16,7 @@ from agentws.store.migrations import migrate
 from agentws.store.postgres import open_postgres, redact_url
 from agentws.store.sql import SqlStore
 from agentws.store.sqlite import open_sqlite
+from agentws.store.timed import TimedDatabase
 
 __all__ = ["SqlStore", "Store", "open_store", "redact_url"]
 
@@ -44,8 +45,8 @@ async def open_store(url: str, *, pool_size: int = 10) -> AsyncIterator[SqlStore
     if url.startswith("sqlite:"):
         async with open_sqlite(url) as sqlite_db:
             await migrate(sqlite_db)
-            yield SqlStore(sqlite_db)
+            yield SqlStore(TimedDatabase(sqlite_db))
     else:
         async with open_postgres(url, pool_size=pool_size) as pg_db:
             await migrate(pg_db)
-            yield SqlStore(pg_db)
+            yield SqlStore(TimedDatabase(pg_db))

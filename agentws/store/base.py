@@ -231,6 +231,14 @@ class Store(Protocol):
         """A counter that moves with every change to what groups' tool lists are made of."""
         ...
 
+    async def pending_approvals_summary(self) -> tuple[int, float]:
+        """How many approval requests wait for a decision, and the oldest one's age in seconds."""
+        ...
+
+    async def event_counts(self) -> dict[str, int]:
+        """Webhook events by status, every status present (0 when none)."""
+        ...
+
     async def heartbeat(self, instance: Instance) -> None:
         """Record that ``instance`` is alive (insert or replace its row)."""
         ...

@@ -41,6 +41,7 @@ from agentws.domain.models import (
     DocumentHit,
     DocumentPolicy,
     Event,
+    EventStatus,
     Group,
     Instance,
     Library,
@@ -533,6 +534,23 @@ class SqlStore(EventQueries):
     async def catalog_version(self) -> int:
         rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
         return int(rows[0]["version"])
+
+    async def pending_approvals_summary(self) -> tuple[int, float]:
+        rows = await self._fetch(
+            "SELECT count(*) AS n, min(created_at) AS oldest FROM approvals WHERE status = $1",
+            ApprovalStatus.PENDING.value,
+        )
+        oldest = rows[0]["oldest"]
+        if not rows[0]["n"] or oldest is None:
+            return 0, 0.0
+        created = table_for(Approval).decode_value("created_at", oldest, self.dialect)
+        return int(rows[0]["n"]), max(0.0, (utcnow() - created).total_seconds())
+
+    async def event_counts(self) -> dict[str, int]:
+        rows = await self._fetch("SELECT status, count(*) AS n FROM events GROUP BY status")
+        counts = dict.fromkeys((s.value for s in EventStatus), 0)
+        counts.update({row["status"]: int(row["n"]) for row in rows})
+        return counts
 
     async def heartbeat(self, instance: Instance) -> None:
         table = table_for(Instance)

@@ -37,6 +37,7 @@ from agentws.domain.models import Approval, AuditEntry, Capability, arguments_ha
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import ConfigError, PermissionDeniedError
+from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.tools.builtins import error_result
@@ -176,6 +177,7 @@ class ToolGate:
         outcome: str,
         **extra: Any,
     ) -> None:
+        TOOL_CALLS.labels(tool.capability.value, decision.value).inc()
         detail: dict[str, Any] = {
             "group_id": caller.group.id,
             "capability": tool.capability.value,

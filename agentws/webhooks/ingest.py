@@ -47,6 +47,8 @@ from agentws.domain.models import Event, Webhook
 from agentws.domain.rules import hash_secret, utcnow
 from agentws.domain.signatures import SignatureError, verify
 from agentws.errors import ConfigError, StoreError
+from agentws.logs import add_log_context
+from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.webhooks.batcher import IngestBatcher
@@ -211,16 +213,23 @@ class HookDoor:
             await self.app(scope, receive, send)
             return
         body = _Body(receive)
+        started = time.perf_counter()
         try:
             status, answer = await self._handle(scope, body)
+            add_log_context(event=answer["event_id"])
+            WEBHOOK_DELIVERIES.labels(answer["status"]).inc()
             await _respond(send, status, answer)
+            INGEST_SECONDS.observe(time.perf_counter() - started)
         except _Refusal as refusal:
+            WEBHOOK_DELIVERIES.labels("refused").inc()
+            REJECTED.labels("webhook", refusal.code).inc()
             error = {"error": {"code": refusal.code, "message": refusal.message}}
             if body.complete:
                 await _respond(send, refusal.status, error, refusal.headers)
             else:
                 await _refuse_unread(body, send, refusal.status, error, refusal.headers)
         except Exception:
+            REJECTED.labels("webhook", "internal_error").inc()
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
             error = {"error": {"code": "internal_error", "message": "see the server log"}}
             await _respond(send, 500, error)
@@ -261,6 +270,7 @@ class HookDoor:
     async def _accept(
         self, scope: Scope, body_in: _Body, intake: Intake, webhook: Webhook
     ) -> tuple[int, dict[str, Any]]:
+        add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes)
         if not _is_json(headers.get("content-type")):

@@ -43,6 +43,8 @@ from agentws.config import Settings
 from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
+from agentws.logs import add_log_context
+from agentws.metrics import MODEL_TOKENS, RUN_SECONDS
 from agentws.store import Store
 from agentws.webhooks.processing import EventProcessor, RunFailure
 
@@ -166,6 +168,7 @@ class EventWorker:
     async def _run(
         self, event: Event, webhooks: dict[str, Webhook] | None, borrower: object
     ) -> None:
+        add_log_context(webhook=event.webhook_id, event=event.id)
         try:
             await self._attempt(event, webhooks)
         finally:
@@ -247,6 +250,14 @@ class EventWorker:
                     " (or the webhook was deleted)",
                     event.id,
                 )
+            else:
+                log.info(
+                    "event %s done: message %s in %s (attempt %d)",
+                    event.id,
+                    message.id,
+                    message.channel,
+                    event.attempts,
+                )
 
     async def _failed(
         self,
@@ -304,6 +315,10 @@ class EventWorker:
         outcome: str,
         error: str | None,
     ) -> EventAttempt:
+        finished = utcnow()
+        RUN_SECONDS.labels(outcome).observe((finished - started).total_seconds())
+        for kind, count in run_log.usage.items():
+            MODEL_TOKENS.labels(kind.removesuffix("_tokens")).inc(count)
         return EventAttempt(
             event_id=event.id,
             number=event.attempts,
@@ -314,5 +329,5 @@ class EventWorker:
             tool_calls={"calls": run_log.tool_calls},
             usage=run_log.usage,
             started_at=started,
-            finished_at=utcnow(),
+            finished_at=finished,
         )

@@ -1,0 +1,132 @@
+"""Prometheus metrics: what the service counts, and the ``/metrics`` page.
+
+Counters and histograms are module-level objects in ``prometheus_client``'s
+default registry (with its process collector: CPU, memory, open files), moved
+where the work happens: doors count what they refuse, the permission gate
+counts decisions, the worker times runs. What is state rather than a count
+(open sessions, the approval queue, webhook events by status) is read when
+``/metrics`` is scraped, by :func:`render`, so nothing keeps a second copy of
+it. Label values are small fixed sets (capabilities, decisions, error codes,
+outcomes), never ids, so the number of series stays bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+if TYPE_CHECKING:
+    from agentws.service import Service
+
+__all__ = [
+    "APPROVALS_OLDEST_S",
+    "APPROVALS_PENDING",
+    "CONTENT_TYPE",
+    "INGEST_SECONDS",
+    "MCP_SESSIONS",
+    "MODEL_TOKENS",
+    "REJECTED",
+    "RUN_SECONDS",
+    "STORE_SECONDS",
+    "TOOL_CALLS",
+    "WEBHOOK_DELIVERIES",
+    "WEBHOOK_EVENTS",
+    "render",
+    "timed_store",
+]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# Webhook ingest is milliseconds; agent runs are seconds to minutes.
+_INGEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+_STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+MCP_SESSIONS = Gauge(
+    "agentws_mcp_sessions", "Open MCP sessions of this instance, by transport.", ["transport"]
+)
+TOOL_CALLS = Counter(
+    "agentws_tool_calls",
+    "Tool calls through the permission gate, by the tool's capability and the gate's decision.",
+    ["capability", "decision"],
+)
+APPROVALS_PENDING = Gauge(
+    "agentws_approvals_pending", "Queued calls waiting for an admin's decision (all instances)."
+)
+APPROVALS_OLDEST_S = Gauge(
+    "agentws_approvals_oldest_pending_seconds",
+    "Age of the oldest queued call waiting for a decision; 0 when none waits.",
+)
+WEBHOOK_EVENTS = Gauge(
+    "agentws_webhook_events", "Webhook events in the store, by status (all instances).", ["status"]
+)
+WEBHOOK_DELIVERIES = Counter(
+    "agentws_webhook_deliveries",
+    "Webhook deliveries answered by this instance: accepted, duplicate, or refused.",
+    ["outcome"],
+)
+INGEST_SECONDS = Histogram(
+    "agentws_webhook_ingest_seconds",
+    "From a webhook delivery's arrival to its answer (202 after the durable commit).",
+    buckets=_INGEST_BUCKETS,
+)
+RUN_SECONDS = Histogram(
+    "agentws_webhook_run_seconds",
+    "Duration of one agent run of a webhook event, by outcome.",
+    ["outcome"],
+    buckets=_RUN_BUCKETS,
+)
+MODEL_TOKENS = Counter(
+    "agentws_model_tokens", "Tokens the model counted, by kind (input, output, cache...).", ["kind"]
+)
+STORE_SECONDS = Histogram(
+    "agentws_store_seconds",
+    "Duration of store operations (a read, or a whole transaction), by operation.",
+    ["operation"],
+    buckets=_STORE_BUCKETS,
+)
+REJECTED = Counter(
+    "agentws_rejected_requests",
+    "Requests refused by a door, by door and reason (the error code of the answer).",
+    ["door", "reason"],
+)
+
+
+@contextmanager
+def timed_store(operation: str) -> Iterator[None]:
+    """Observe how long the block takes as a store ``operation``."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        STORE_SECONDS.labels(operation).observe(time.perf_counter() - started)
+
+
+async def render(service: Service) -> bytes:
+    """The metrics page: state read now from ``service``, then every metric.
+
+    Error handling:
+        StoreError from the store reads (the caller answers 503).
+    """
+    by_transport = {"sse": 0, "streamable": 0}
+    for session in service.sessions.all():
+        by_transport[session.transport] = by_transport.get(session.transport, 0) + 1
+    for transport, count in by_transport.items():
+        MCP_SESSIONS.labels(transport).set(count)
+    pending, oldest_s = await service.store.pending_approvals_summary()
+    APPROVALS_PENDING.set(pending)
+    APPROVALS_OLDEST_S.set(oldest_s)
+    for status, count in (await service.store.event_counts()).items():
+        WEBHOOK_EVENTS.labels(status).set(count)
+    return generate_latest(REGISTRY)

@@ -1,0 +1,51 @@
+"""Request ids: every HTTP request gets one, in its log lines and its answer.
+
+The outermost ASGI layer. It takes a caller's ``X-Request-Id`` when it is a
+plausible id (so a proxy's id follows the request through), makes one
+otherwise, puts it in the log context of the request's task (see
+:mod:`agentws.logs`) and sends it back as ``X-Request-Id``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+
+from agentws.logs import log_context
+
+__all__ = ["RequestIds"]
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# What a proxy's request id looks like; anything else (long, odd bytes) is replaced.
+_PLAUSIBLE = re.compile(rb"[A-Za-z0-9._:-]{8,128}")
+
+
+@attrs.define(eq=False)
+class RequestIds:
+    """ASGI middleware: ``X-Request-Id`` in, log context, ``X-Request-Id`` out."""
+
+    app: ASGIApp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
+        request_id = given if _PLAUSIBLE.fullmatch(given) else secrets.token_hex(8).encode()
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0] != b"x-request-id"]
+                message = {**message, "headers": [*headers, (b"x-request-id", request_id)]}
+            await send(message)
+
+        with log_context(request_id=request_id.decode("ascii")):
+            await self.app(scope, receive, send_with_id)
