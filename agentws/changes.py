@@ -39,9 +39,10 @@ log = logging.getLogger("agentws.changes")
 # and caches read the store again: a safety net for an announcement lost in
 # a way the connection check did not notice.
 SAFETY_POLL_S = 10.0
-# Reconnecting: full-jitter backoff from this, doubling, up to the cap.
+# Reconnecting: full-jitter backoff from this, doubling, up to the cap. The
+# cap is low because an instance is not ready while its listener is down.
 _BACKOFF_BASE_S = 0.5
-_BACKOFF_CAP_S = 30.0
+_BACKOFF_CAP_S = 5.0
 
 
 class Topic(enum.StrEnum):

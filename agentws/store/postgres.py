@@ -9,6 +9,7 @@ variable that request handlers, started outside this block, do not see.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -32,6 +33,8 @@ __all__ = ["CHANGES_CHANNEL", "LISTENER_NAME", "PostgresDatabase", "open_postgre
 
 T = TypeVar("T")
 
+log = logging.getLogger("agentws.store")
+
 # Rollback, release and close must finish, but not hang shutdown.
 _CLEANUP_S = 5.0
 # Establishing one connection; a database that does not answer by then is down.
@@ -52,6 +55,8 @@ _UNAVAILABLE = (
     asyncpg.PostgresConnectionError,
     asyncpg.exceptions.OperatorInterventionError,
     asyncpg.exceptions.InsufficientResourcesError,
+    # A connection left mid-operation by a lost server or a cancelled call.
+    asyncpg.exceptions.InternalClientError,
 )
 
 
@@ -82,11 +87,11 @@ class _PostgresTransaction:
         self._conn = conn
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        rows = await self._db.aio(self._conn.fetch(sql, *args))
+        rows = await self._db.aio(self._conn.fetch, sql, *args)
         return [dict(r) for r in rows]
 
     async def execute(self, sql: str, *args: Any) -> int:
-        status: str = await self._db.aio(self._conn.execute(sql, *args))
+        status: str = await self._db.aio(self._conn.execute, sql, *args)
         # "INSERT 0 1", "UPDATE 3", "DELETE 0", "SELECT 1": the count is last.
         last = status.rsplit(" ", 1)[-1]
         return int(last) if last.isdigit() else 0
@@ -104,10 +109,17 @@ class PostgresDatabase:
         self._pool = pool
         self._url = url
 
-    async def aio(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await an asyncpg coroutine on our loop, converting its errors."""
+    async def aio(
+        self, method: Callable[..., Coroutine[Any, Any, T]], *args: Any, **kwargs: Any
+    ) -> T:
+        """Call an asyncpg coroutine method on our loop, converting its errors.
+
+        The method is called here, not by the caller, because asyncpg checks
+        a connection's state when the method is called (before awaiting) and
+        raises there when the pool has taken the connection back.
+        """
         try:
-            result: T = await self._loop.run_aio_coroutine(coro)
+            result: T = await self._loop.run_aio_coroutine(method(*args, **kwargs))
         except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
             raise _convert(exc) from exc
         return result
@@ -116,25 +128,47 @@ class PostgresDatabase:
     async def transaction(
         self, *, write: bool = True, durable: bool = True
     ) -> AsyncIterator[_PostgresTransaction]:
-        conn = await self.aio(self._pool.acquire(timeout=_CONNECT_TIMEOUT_S))
+        conn = await self.aio(self._pool.acquire, timeout=_CONNECT_TIMEOUT_S)
+        # A connection whose state is unknown (a failed rollback, a cancelled
+        # call still in flight) must not go back to the pool for reuse.
+        broken = True
         try:
-            tx = conn.transaction(readonly=not write)
-            await self.aio(tx.start())
+            try:
+                tx = conn.transaction(readonly=not write)
+            except asyncpg.InterfaceError as exc:
+                raise _convert(exc) from exc
+            await self.aio(tx.start)
             if write and not durable:
-                await self.aio(conn.execute("SET LOCAL synchronous_commit TO OFF"))
+                await self.aio(conn.execute, "SET LOCAL synchronous_commit TO OFF")
             try:
                 yield _PostgresTransaction(self, conn)
             except BaseException:
                 with trio.move_on_after(_CLEANUP_S, shield=True):
-                    # If the connection is gone, release() below discards it.
                     with contextlib.suppress(StoreError):
-                        await self.aio(tx.rollback())
+                        await self.aio(tx.rollback)
+                        broken = False
                 raise
             else:
-                await self.aio(tx.commit())
+                await self.aio(tx.commit)
+                broken = False
         finally:
-            with trio.move_on_after(_CLEANUP_S, shield=True):
+            await self._release(conn, broken=broken)
+
+    async def _release(self, conn: asyncpg.Connection, *, broken: bool) -> None:
+        """Give ``conn`` back to the pool; a broken one is closed first (the pool replaces it).
+
+        Never raises: the caller's own outcome (or error) is what matters.
+        """
+        if broken:
+            _terminate(conn)
+        with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
+            try:
                 await self._loop.run_aio_coroutine(self._pool.release(conn))
+            except Exception as exc:
+                log.debug("a PostgreSQL connection could not be released: %r", exc)
+                _terminate(conn)
+        if scope.cancelled_caught:
+            _terminate(conn)
 
     async def execute_batch(
         self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
@@ -146,7 +180,7 @@ class PostgresDatabase:
         return None  # no cheap change counter; caches ask the database every time
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        rows = await self.aio(self._pool.fetch(sql, *args, timeout=_CONNECT_TIMEOUT_S))
+        rows = await self.aio(self._pool.fetch, sql, *args, timeout=_CONNECT_TIMEOUT_S)
         return [dict(r) for r in rows]
 
     async def ping(self) -> None:
@@ -166,22 +200,21 @@ class PostgresDatabase:
         """
         with trio.fail_after(_CONNECT_TIMEOUT_S):
             conn = await self.aio(
-                asyncpg.connect(
-                    self._url,
-                    timeout=_CONNECT_TIMEOUT_S,
-                    # So operators (and pg_stat_activity) can tell it from the pool's.
-                    server_settings={"application_name": LISTENER_NAME},
-                )
+                asyncpg.connect,
+                self._url,
+                timeout=_CONNECT_TIMEOUT_S,
+                # So operators (and pg_stat_activity) can tell it from the pool's.
+                server_settings={"application_name": LISTENER_NAME},
             )
         lost = trio.Event()
         try:
             conn.add_termination_listener(lambda _conn: lost.set())
-            schema = await self.aio(conn.fetchval("SELECT current_schema()"))
+            schema = await self.aio(conn.fetchval, "SELECT current_schema()")
             # "agentws listener <schema>": which deployment's listener this is.
             await self.aio(
-                conn.execute(
-                    "SELECT set_config('application_name', $1, false)", f"{LISTENER_NAME} {schema}"
-                )
+                conn.execute,
+                "SELECT set_config('application_name', $1, false)",
+                f"{LISTENER_NAME} {schema}",
             )
             prefix = f"{schema}:"
 
@@ -190,14 +223,14 @@ class PostgresDatabase:
                 if payload.startswith(prefix):
                     on_change(payload[len(prefix) :])
 
-            await self.aio(conn.add_listener(CHANGES_CHANNEL, deliver))
+            await self.aio(conn.add_listener, CHANGES_CHANNEL, deliver)
             task_status.started()
             while not lost.is_set():
                 with trio.move_on_after(_LISTEN_CHECK_S):
                     await lost.wait()
                 if not lost.is_set():
                     with trio.fail_after(_CONNECT_TIMEOUT_S):
-                        await self.aio(conn.fetchval("SELECT 1"))
+                        await self.aio(conn.fetchval, "SELECT 1")
             raise StoreUnavailableError("PostgreSQL: the listening connection was closed")
         except trio.TooSlowError:
             raise StoreUnavailableError(
@@ -209,6 +242,13 @@ class PostgresDatabase:
                     await self._loop.run_aio_coroutine(conn.close(timeout=_CLEANUP_S))
                 if scope.cancelled_caught:
                     conn.terminate()
+
+
+def _terminate(conn: asyncpg.Connection) -> None:
+    # The pool may have taken the connection back already (it does when the
+    # server ends it), and then every call on it raises: nothing is left to close.
+    with contextlib.suppress(asyncpg.InterfaceError):
+        conn.terminate()
 
 
 @asynccontextmanager
