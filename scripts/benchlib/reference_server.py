@@ -95,7 +95,9 @@ def main() -> None:
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, json_response=args.json_response, host="127.0.0.1"
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets it knows are TCP;
+    # without it every pipelined answer waits out the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
