@@ -26,6 +26,7 @@ from hypercorn.utils import wrap_app
 from agentws.app import create_app
 from agentws.config import Settings
 from agentws.errors import ListenError
+from agentws.hypercorn_fix import install as install_hypercorn_fix
 from agentws.service import Service, run_service
 
 __all__ = ["hypercorn_config", "serve", "serve_until_signalled"]
@@ -87,6 +88,7 @@ async def serve(
         :class:`~agentws.errors.ListenError` if the address cannot be bound.
     """
     config = hypercorn_config(settings)
+    install_hypercorn_fix()
     with trio.CancelScope() as hard_stop:
         async with trio.open_nursery() as nursery:
             if service is None:

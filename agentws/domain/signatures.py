@@ -81,7 +81,8 @@ def _header(headers: Mapping[str, str], *names: str) -> str | None:
 def _timestamp(value: str | None, what: str, now: float, tolerance_s: float) -> int:
     if value is None:
         raise SignatureError(f"missing {what}")
-    if not value.isdigit() or len(value) > 12:
+    # ASCII digits only: '²' is a digit to str.isdigit(), and not to int().
+    if not (value.isascii() and value.isdigit()) or len(value) > 12:
         raise SignatureError(f"{what} is not a Unix time in seconds")
     stamp = int(value)
     if abs(now - stamp) > tolerance_s:

@@ -357,7 +357,7 @@ class McpDoor:
         except pydantic.ValidationError:
             try:
                 document = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 await self._rpc_error(
                     request,
                     400,
@@ -371,9 +371,23 @@ class McpDoor:
                 text = "JSON-RPC batches are not supported; send one message per request"
             else:
                 text = "Invalid request: not a JSON-RPC 2.0 message"
-            request_id = document.get("id") if isinstance(document, dict) else None
+            request_id = _echoed_id(document)
             await self._rpc_error(request, 400, request_id, types.INVALID_REQUEST, text, session_id)
             raise _Answered from None
+        if isinstance(message, types.JSONRPCNotification) and b'"id"' in body:
+            # A request whose id is not a string or an integer (1.5, null, true)
+            # validates as a notification, which is never answered: say so instead.
+            document = json.loads(body)
+            if isinstance(document, dict) and "id" in document:
+                await self._rpc_error(
+                    request,
+                    400,
+                    None,
+                    types.INVALID_REQUEST,
+                    "Invalid request: an id must be a string or an integer",
+                    session_id,
+                )
+                raise _Answered
         return message
 
     async def _rpc_error(
@@ -612,6 +626,16 @@ class McpDoor:
 
 class _Answered(Exception):
     """The request has been answered already (with a JSON-RPC error)."""
+
+
+def _echoed_id(document: Any) -> str | int | None:
+    """The id to answer an invalid message with: its own, if JSON-RPC allows it, else null."""
+    request_id = document.get("id") if isinstance(document, dict) else None
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return request_id
+    return None
 
 
 def _event(data: str) -> bytes:

@@ -73,6 +73,11 @@ _INACTIVE = "this webhook is a draft: an admin must activate it"
 _MAX_REMEMBERED = 10_000
 
 
+# A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
+# which json accepts and no UTF-8 encoder (nor the agent's run) does.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 class _Refusal(Exception):
     def __init__(self, status: int, code: str, message: str, **headers: str) -> None:
         super().__init__(message)
@@ -285,6 +290,13 @@ class HookDoor:
             raise _Refusal(
                 422, "not_an_object", f"the body must be a JSON object, not {_kind(payload)}"
             )
+        if _SURROGATE_ESCAPE.search(body) and not _encodable(payload):
+            raise _Refusal(
+                400,
+                "invalid_json",
+                "the body has an unpaired UTF-16 surrogate escape (\\ud800-\\udfff), "
+                "which is not text",
+            )
         try:
             secret = intake.secret(webhook)
             verify(webhook.verification, secret, body, headers, now=time.time())
@@ -406,6 +418,14 @@ async def _refuse_unread(
         nursery.start_soon(discard)
         await _respond(send, status, error, {**headers, "Connection": "close"})
         nursery.cancel_scope.cancel()
+
+
+def _encodable(payload: Any) -> bool:
+    try:
+        json.dumps(payload, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _no_constant(name: str) -> Any:
