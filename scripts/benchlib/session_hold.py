@@ -32,7 +32,7 @@ import json
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urljoin
 
@@ -43,6 +43,7 @@ import trio
 from benchlib.load import CpuWindow, latency_figures, percentile
 from benchlib.mcp_client import PROTOCOL_VERSION, CallError, initialize_params, parse_result
 from benchlib.procs import rss_kb
+from benchlib.sse import sse_events
 
 __all__ = ["Batch", "Held", "LevelPlan", "Revoker", "Target", "measure_level", "wall_time"]
 
@@ -197,21 +198,6 @@ def _auth(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
-async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    event, data = "message", []
-    async for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-
-
 async def _post(
     client: httpx2.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
 ) -> httpx2.Response:
@@ -290,7 +276,7 @@ async def _hold_legacy(
         if response.status_code != 200:
             await response.aread()
             raise CallError(f"GET: HTTP {response.status_code}: {response.text[:200]}")
-        events = _events(response.aiter_lines())
+        events = sse_events(response.aiter_lines())
         with trio.fail_after(_TIMEOUT_S):
             event, data = await anext(events)
             if event != "endpoint":

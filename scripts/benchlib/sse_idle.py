@@ -25,6 +25,7 @@ import trio
 
 from benchlib.mcp_client import initialize_params
 from benchlib.procs import rss_kb
+from benchlib.sse import sse_events
 
 __all__ = ["measure_idle_sessions"]
 
@@ -55,21 +56,6 @@ class _Tally:
                 self.errors.append(error)
         if self.opened + self.failed >= self.count:
             self.settled.set()
-
-
-async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    event, data = "message", []
-    async for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
 
 
 async def _handshake(
@@ -117,7 +103,7 @@ async def _hold_session(
             if response.status_code != 200:
                 await response.aread()
                 raise RuntimeError(f"GET: HTTP {response.status_code} {response.text[:200]}")
-            events = _events(response.aiter_lines())
+            events = sse_events(response.aiter_lines())
             with trio.fail_after(_HANDSHAKE_TIMEOUT_S):
                 await _handshake(client, url, headers, events)
             handshaking = False

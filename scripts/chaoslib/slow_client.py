@@ -21,7 +21,6 @@ import re
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -29,6 +28,7 @@ from urllib.parse import urljoin
 import httpx2
 import trio
 from benchlib.procs import rss_kb
+from benchlib.sse import sse_events
 
 from chaoslib.common import (
     Outcome,
@@ -86,21 +86,6 @@ def _initialize(request_id: int) -> dict[str, Any]:
 _INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
-async def _sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    event, data = "message", []
-    async for line in lines:
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-
-
 class WellBehavedClient:
     """A legacy SSE client that reads its stream: requests, and their answers matched by id."""
 
@@ -125,7 +110,7 @@ class WellBehavedClient:
                     self.ended = f"GET answered {response.status_code}: {response.text[:200]}"
                     self.opened.set()
                     return
-                async for event, data in _sse_events(response.aiter_lines()):
+                async for event, data in sse_events(response.aiter_lines()):
                     if event == "endpoint":
                         self.messages_url = urljoin(self.url, data)
                         self.opened.set()
