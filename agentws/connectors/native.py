@@ -1,8 +1,11 @@
 """Native connectors: GitHub, Slack and Stripe actions over their HTTP APIs.
 
 Each action has a fixed capability label, a real JSON Schema and a function
-that calls the upstream with httpx2 (through the URL guard, at the
-connector's base URL, so GitHub Enterprise or a test server works). Upstream
+that turns its arguments into a request, called with httpx2 (through the
+URL guard, at the connector's base URL, so GitHub Enterprise or a test
+server works). Arguments that go into a request's path are checked against
+the API's own grammar first and the path is built from encoded segments
+(:mod:`agentws.connectors.paths`): a call cannot reach another endpoint. Upstream
 errors come back as readable tool errors naming the upstream status; a
 result carries the upstream's JSON as ``structuredContent`` and a text
 rendering for every client.
@@ -19,6 +22,15 @@ import httpx2
 import trio
 
 from agentws.connectors.definitions import definition_hash
+from agentws.connectors.paths import (
+    GIT_BRANCH,
+    GITHUB_OWNER,
+    GITHUB_REPOSITORY,
+    STRIPE_ID,
+    Grammar,
+    branch_segments,
+    join_path,
+)
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import UpstreamError
@@ -30,6 +42,7 @@ if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
 __all__ = [
     "ACTIONS",
     "Action",
+    "ApiRequest",
     "cache_native_tools",
     "check_connector",
     "run_action",
@@ -39,7 +52,19 @@ __all__ = [
 # Text returned to the model is cut here; the full JSON is in structuredContent.
 _TEXT_CHARS = 20_000
 
-Run = Callable[[httpx2.AsyncClient, dict[str, Any]], Awaitable[httpx2.Response]]
+
+@attrs.frozen
+class ApiRequest:
+    """One request of an action: its path as segments (each encoded on its own), never a string."""
+
+    method: str
+    segments: tuple[str, ...]
+    params: dict[str, Any] | None = None
+    json: dict[str, Any] | None = None
+
+
+#: An action's request from its (already checked) arguments.
+Build = Callable[[dict[str, Any]], ApiRequest]
 
 
 @attrs.frozen
@@ -48,7 +73,22 @@ class Action:
     description: str
     capability: Capability
     input_schema: dict[str, Any]
-    run: Run = attrs.field(repr=False)
+    build: Build = attrs.field(repr=False)
+    #: Arguments that become path segments (or name an upstream object), with their grammar.
+    path_arguments: dict[str, Grammar] = attrs.field(factory=dict, repr=False)
+
+    def argument_error(self, arguments: dict[str, Any]) -> str | None:
+        """What makes ``arguments`` unsafe to put in this action's request, or None.
+
+        Each path argument present must match its API's grammar; a call
+        refused here must send nothing.
+        """
+        for argument, grammar in self.path_arguments.items():
+            if argument in arguments:
+                problem = grammar.problem(argument, arguments[argument])
+                if problem is not None:
+                    return problem
+        return None
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -66,46 +106,49 @@ _REPO = {**_STR, "description": "Repository name."}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}
 
 
-async def _github_search_issues(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
-    return await http.get(
-        "/search/issues", params={"q": a["query"], "per_page": a.get("limit", 20)}
-    )
+def _github_search_issues(a: dict[str, Any]) -> ApiRequest:
+    params = {"q": a["query"], "per_page": a.get("limit", 20)}
+    return ApiRequest("GET", ("search", "issues"), params=params)
 
 
-async def _github_list_repos(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
-    path = f"/orgs/{a['org']}/repos" if a.get("org") else "/user/repos"
-    return await http.get(path, params={"per_page": a.get("limit", 20)})
+def _github_list_repos(a: dict[str, Any]) -> ApiRequest:
+    segments = ("orgs", a["org"], "repos") if a.get("org") else ("user", "repos")
+    return ApiRequest("GET", segments, params={"per_page": a.get("limit", 20)})
 
 
-async def _github_create_issue(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+def _github_create_issue(a: dict[str, Any]) -> ApiRequest:
     body = {"title": a["title"], "body": a.get("body", "")}
-    return await http.post(f"/repos/{a['owner']}/{a['repo']}/issues", json=body)
+    return ApiRequest("POST", ("repos", a["owner"], a["repo"], "issues"), json=body)
 
 
-async def _github_delete_branch(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
-    return await http.delete(f"/repos/{a['owner']}/{a['repo']}/git/refs/heads/{a['branch']}")
+def _github_delete_branch(a: dict[str, Any]) -> ApiRequest:
+    ref = ("git", "refs", "heads", *branch_segments(a["branch"]))
+    return ApiRequest("DELETE", ("repos", a["owner"], a["repo"], *ref))
 
 
-async def _slack_post_message(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+def _slack_post_message(a: dict[str, Any]) -> ApiRequest:
     body = {"channel": a["channel"], "text": a["text"], "mrkdwn": True}
     if a.get("thread_ts"):
         body["thread_ts"] = a["thread_ts"]
-    return await http.post("/chat.postMessage", json=body)
+    return ApiRequest("POST", ("chat.postMessage",), json=body)
 
 
-async def _slack_list_channels(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
-    return await http.get("/conversations.list", params={"limit": a.get("limit", 100)})
+def _slack_list_channels(a: dict[str, Any]) -> ApiRequest:
+    return ApiRequest("GET", ("conversations.list",), params={"limit": a.get("limit", 100)})
 
 
-async def _stripe_get_customer(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
-    return await http.get(f"/v1/customers/{a['customer_id']}")
+def _stripe_get_customer(a: dict[str, Any]) -> ApiRequest:
+    return ApiRequest("GET", ("v1", "customers", a["customer_id"]))
 
 
-async def _stripe_list_charges(http: httpx2.AsyncClient, a: dict[str, Any]) -> httpx2.Response:
+def _stripe_list_charges(a: dict[str, Any]) -> ApiRequest:
     params: dict[str, Any] = {"limit": a.get("limit", 10)}
     if a.get("customer_id"):
         params["customer"] = a["customer_id"]
-    return await http.get("/v1/charges", params=params)
+    return ApiRequest("GET", ("v1", "charges"), params=params)
+
+
+_REPOSITORY = {"owner": GITHUB_OWNER, "repo": GITHUB_REPOSITORY}
 
 
 ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
@@ -131,6 +174,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
                 Capability.READ,
                 _schema({"org": _STR, "limit": _LIMIT}, []),
                 _github_list_repos,
+                {"org": GITHUB_OWNER},
             ),
             Action(
                 "create_issue",
@@ -141,6 +185,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
                     ["owner", "repo", "title"],
                 ),
                 _github_create_issue,
+                _REPOSITORY,
             ),
             Action(
                 "delete_branch",
@@ -150,6 +195,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
                     {"owner": _OWNER, "repo": _REPO, "branch": _STR}, ["owner", "repo", "branch"]
                 ),
                 _github_delete_branch,
+                {**_REPOSITORY, "branch": GIT_BRANCH},
             ),
         )
     },
@@ -181,6 +227,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
                 Capability.READ,
                 _schema({"customer_id": _STR}, ["customer_id"]),
                 _stripe_get_customer,
+                {"customer_id": STRIPE_ID},
             ),
             Action(
                 "list_charges",
@@ -188,6 +235,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
                 Capability.READ,
                 _schema({"customer_id": _STR, "limit": _LIMIT}, []),
                 _stripe_list_charges,
+                {"customer_id": STRIPE_ID},
             ),
         )
     },
@@ -248,13 +296,22 @@ async def run_action(
     timeout_s: float,
     resolve: Resolver = system_resolver,
 ) -> types.CallToolResult:
-    """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions."""
+    """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions.
+
+    Arguments that would not stay in their path segments are refused here
+    too (the gate refuses them first; an approved call comes straight here),
+    and then nothing is sent.
+    """
     import mcp_types as types
 
+    problem = action.argument_error(arguments)
+    if problem is not None:
+        return _error(f"{connector.name}_{action.name}: {problem}; nothing was sent")
+    request = action.build(arguments)
     try:
         response = await send_to_connector(
             connector,
-            lambda http: action.run(http, arguments),
+            lambda http: _send(http, request),
             headers=headers,
             allowlist=allowlist,
             timeout_s=timeout_s,
@@ -271,6 +328,17 @@ async def run_action(
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured
     )
+
+
+async def _send(http: httpx2.AsyncClient, request: ApiRequest) -> httpx2.Response:
+    path = join_path(*request.segments)
+    built = http.build_request(request.method, path, params=request.params, json=request.json)
+    # The request must go exactly where its segments say, below the base URL:
+    # nothing on the way (URL joining, normalisation) may have moved it.
+    intended = http.base_url.raw_path.rstrip(b"/") + path.encode("ascii")
+    if built.url.raw_path.partition(b"?")[0] != intended:
+        raise UpstreamError(f"refused to send to {built.url.raw_path!r}: not {intended!r}")
+    return await http.send(built)
 
 
 async def _github_whoami(http: httpx2.AsyncClient, headers: dict[str, str]) -> httpx2.Response:

@@ -176,6 +176,7 @@ def connector_tool(connector: Connector, cached: CachedTool) -> ToolSpec:
         source=connector.name,
         connector_id=connector.id,
         remote_name=cached.name,
+        connector_kind=connector.kind,
         definition_hash=cached.definition_hash,
     )
 

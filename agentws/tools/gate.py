@@ -5,7 +5,8 @@ calls to :meth:`ToolGate.call`; nothing else runs a tool for them. The gate
 decides with :func:`agentws.domain.permissions.decide` from the tool's
 capability and permission and the caller's scope, then:
 
-- **run**: checks the arguments against the tool's schema and runs it;
+- **run**: checks the arguments against the tool's schema (and a native
+  action's path arguments against its API's grammar) and runs it;
 - **queue**: stores an approval request bound to the SHA-256 of the tool
   name and the exact arguments, and answers (not as an error) that the
   call waits for an admin, with the approval id;
@@ -44,7 +45,7 @@ from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.execution import ToolRunner
 from agentws.tools.spec import ToolSpec
-from agentws.tools.validation import argument_error
+from agentws.tools.validation import argument_error, path_argument_error
 
 __all__ = ["ConfirmAnswer", "Confirmer", "GateResult", "ToolGate"]
 
@@ -127,7 +128,11 @@ class ToolGate:
         if decision is Decision.DENY:
             await self._audit(caller, tool, arguments, digest, decision, "denied")
             raise PermissionDeniedError(_denied_message(tool, caller))
-        problem = argument_error(tool.input_schema, arguments)
+        # Before queueing or confirming: a call the action would refuse is
+        # never put to an admin or a caller.
+        problem = argument_error(tool.input_schema, arguments) or path_argument_error(
+            tool, arguments
+        )
         if problem is not None:
             await self._audit(caller, tool, arguments, digest, decision, "invalid_arguments")
             return GateResult(error_result(f"Invalid arguments for {tool.name}: {problem}"))

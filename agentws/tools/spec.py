@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from agentws.domain.models import Capability, Permission, default_permission
+from agentws.domain.models import Capability, ConnectorKind, Permission, default_permission
 from agentws.domain.permissions import Decision, decide
 
 __all__ = ["ToolSpec"]
@@ -30,6 +30,8 @@ class ToolSpec:
     #: For connector tools: the connector's id and the tool's name at the connector.
     connector_id: str | None = None
     remote_name: str | None = None
+    #: For connector tools: the connector's kind (native actions check their path arguments).
+    connector_kind: ConnectorKind | None = None
     #: What non-system callers get (the capability's default unless an admin set one).
     permission: Permission = attrs.field(default=attrs.Factory(_default, takes_self=True))
     #: ``default``, ``group`` or ``workspace``.

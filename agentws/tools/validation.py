@@ -1,4 +1,6 @@
-"""Checking a call's arguments against its tool's JSON schema, with compiled validators kept."""
+"""Checking a call's arguments: against its tool's JSON schema (compiled validators kept),
+and a native action's path arguments against its API's grammar.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from typing import Any
 
 import jsonschema
 
+from agentws.connectors.native import ACTIONS
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
+from agentws.tools.spec import ToolSpec
 
-__all__ = ["argument_error"]
+__all__ = ["argument_error", "path_argument_error"]
 
 # Compiled validators by schema text; connector schemas change rarely.
 _validators: dict[str, jsonschema.protocols.Validator] = {}
@@ -51,3 +55,18 @@ def argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
+
+
+def path_argument_error(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:
+    """Why a native action's ``arguments`` may not go into its request's path, or None.
+
+    Checked before a call is queued or confirmed, so a call that could only
+    be refused later is never put to an admin or a caller.
+    """
+    if tool.connector_kind is None:
+        return None
+    action = ACTIONS.get(tool.connector_kind, {}).get(tool.remote_name or "")
+    if action is None:
+        return None
+    problem = action.argument_error(arguments)
+    return None if problem is None else f"{problem}; nothing was sent"
