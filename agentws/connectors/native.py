@@ -1,14 +1,14 @@
 """Native connectors: GitHub, Slack and Stripe actions over their HTTP APIs.
 
 Each action has a fixed capability label, a real JSON Schema and a function
-that turns its arguments into a request, called with httpx2 (through the
-URL guard, at the connector's base URL, so GitHub Enterprise or a test
-server works). Arguments that go into a request's path are checked against
-the API's own grammar first and the path is built from encoded segments
-(:mod:`agentws.connectors.paths`): a call cannot reach another endpoint. Upstream
-errors come back as readable tool errors naming the upstream status; a
-result carries the upstream's JSON as ``structuredContent`` and a text
-rendering for every client.
+that turns its arguments into a request, sent with httpx2 (through the URL
+guard, at the connector's base URL, so GitHub Enterprise or a test server
+works). Arguments that go into a request's path are checked against the
+API's own grammar first and the path is built from encoded segments
+(:mod:`agentws.connectors.paths`): a call cannot reach another endpoint.
+Upstream errors come back as readable tool errors naming the upstream
+status; a result carries the upstream's JSON as ``structuredContent`` and a
+text rendering for every client.
 """
 
 from __future__ import annotations
@@ -337,7 +337,10 @@ async def _send(http: httpx2.AsyncClient, request: ApiRequest) -> httpx2.Respons
     # nothing on the way (URL joining, normalisation) may have moved it.
     intended = http.base_url.raw_path.rstrip(b"/") + path.encode("ascii")
     if built.url.raw_path.partition(b"?")[0] != intended:
-        raise UpstreamError(f"refused to send to {built.url.raw_path!r}: not {intended!r}")
+        where = built.url.raw_path.decode("ascii", "replace")
+        raise UpstreamError(
+            f"refused to send to {where}: not the intended {intended.decode()}; nothing was sent"
+        )
     return await http.send(built)
 
 
