@@ -315,8 +315,8 @@ async def test_a_legal_argument_reaches_exactly_the_intended_endpoint(
     assert recorder.lines == [f"{line} HTTP/1.1"]
 
 
-def test_every_native_path_argument_is_in_the_table() -> None:
-    """A new action with a path argument must join the tables above."""
+def test_the_tables_cover_every_native_action_and_path_argument() -> None:
+    """A new action, or a new path argument, must join the tables above."""
     covered = {(action, argument) for _, action, _, argument in PATH_ARGUMENTS}
     declared = {
         (name, argument)
@@ -325,12 +325,14 @@ def test_every_native_path_argument_is_in_the_table() -> None:
         for argument in action.path_arguments
     }
     assert declared == covered
+    every = {(kind, name) for kind, actions in ACTIONS.items() for name in actions}
+    assert {(kind, action) for kind, action, *_ in LEGAL} == every
 
 
 # Through the real MCP endpoint: refused by the gate, before approval or confirmation.
 
 
-async def _github(server: Running, base: str, tmp_path: Path) -> None:
+async def _github(server: Running, base: str) -> None:
     box = SecretBox.from_settings(server.service.settings)
     await add_connector(
         server.store,
@@ -356,7 +358,7 @@ async def test_the_mcp_door_refuses_before_a_request_an_approval_or_a_confirmati
         recording_server() as (base, recorder),
         running(tmp_path, with_library=False, **env) as server,
     ):
-        await _github(server, base, tmp_path)
+        await _github(server, base)
         reader = await create_token(
             server.store, "acme", "ops", name="reader", scope=Capability.READ, actor="t"
         )
@@ -415,7 +417,7 @@ async def test_an_approved_call_queued_before_the_check_sends_nothing(tmp_path: 
         recording_server() as (base, recorder),
         running(tmp_path, with_library=False, **env) as server,
     ):
-        await _github(server, base, tmp_path)
+        await _github(server, base)
         (group,) = await server.store.select(Group, slug="ops")
         tool = await group_tool(server.store, group, "github_create_issue")
         assert tool is not None
@@ -463,7 +465,7 @@ async def test_a_webhook_run_steered_by_its_payload_sends_nothing(tmp_path: Path
         recording_server() as (base, recorder),
         served(tmp_path, replies, **env) as (server, fake),
     ):
-        await _github(server, base, tmp_path)
+        await _github(server, base)
         issued = await hook(server, group="ops", allow_tools=("github_create_issue",))
         event_id = await deliver(issued, {"repo": steered["repo"]})
         assert (await finished(server.store, event_id)).status is EventStatus.DONE
