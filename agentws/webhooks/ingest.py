@@ -23,7 +23,8 @@ store unavailable           503     ``store_unavailable`` + ``Retry-After``
 
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
-``"status": "duplicate"``; the same id with another body → 409
+``"status": "duplicate"`` (for a signed delivery, the id its signature
+vouches for: see :func:`agentws.domain.deliveries.dedup_key`); the same id with another body → 409
 ``idempotency_conflict``. An id that is not usable as a key (empty, over
 200 characters) → 400 ``invalid_delivery_id``.
 """
@@ -299,7 +300,7 @@ class HookDoor:
             )
         try:
             secret = intake.secret(webhook)
-            verify(webhook.verification, secret, body, headers, now=time.time())
+            signed = verify(webhook.verification, secret, body, headers, now=time.time())
         except SignatureError as exc:
             raise _Refusal(
                 401, "invalid_signature", f"signature check failed: {exc.reason}"
@@ -321,7 +322,7 @@ class HookDoor:
                 **{"Retry-After": str(wait)},
             )
         try:
-            key = dedup_key(headers, payload)
+            key = dedup_key(headers, payload, signed)
         except ValueError as exc:
             raise _Refusal(400, "invalid_delivery_id", str(exc)) from None
         event = Event(
