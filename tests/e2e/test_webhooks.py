@@ -35,6 +35,7 @@ from agentws.domain.signatures import (
 )
 from agentws.webhooks.admin import delete_webhook, set_active
 from tests.e2e.mcp_support import Running
+from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.e2e.webhook_support import (
     ACTOR,
     CHANNEL,
@@ -469,6 +470,70 @@ async def test_uploads_refused_before_their_body_are_cut_off(tmp_path: Path) -> 
         await refused_uploads(draft.url, 403, "webhook_inactive", uploads=UPLOADS // 2)
         await refused_uploads(unknown, 404, "not_found", uploads=UPLOADS // 2)
         await assert_nothing_stored(server, draft.id)
+
+
+# A body read timeout short enough for a test, and the trickle it must cut off:
+# one byte every TRICKLE_S of a body that would take seconds to arrive.
+BODY_TIMEOUT_S = 0.5
+TRICKLE_S = 0.1
+TRICKLED = encode({"event": "slow", "pad": "x" * 40})
+# Slow clients at once (the finding held 600 open); each is cut off in well under this.
+SLOW_CLIENTS = 20
+CUT_S = 5.0
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_408(tmp_path: Path) -> None:
+    """A body not all there within AGENTWS_BODY_READ_TIMEOUT_S: 408, and the connection closed."""
+    async with hook_server(tmp_path, AGENTWS_BODY_READ_TIMEOUT_S=str(BODY_TIMEOUT_S)) as server:
+        hook = await make_hook(server, "slow")
+        path = "/hooks/" + hook.url.rsplit("/hooks/", 1)[1]
+        json_type = {"Content-Type": "application/json"}
+        results = []
+
+        async def slow_client(chunked: bool) -> None:
+            head = request_head(
+                path, server.base_url, json_type, length=None if chunked else len(TRICKLED)
+            )
+            results.append(
+                await trickle(
+                    server.base_url,
+                    head,
+                    TRICKLED,
+                    every_s=TRICKLE_S,
+                    bound_s=CUT_S,
+                    chunked=chunked,
+                )
+            )
+
+        async with trio.open_nursery() as nursery:
+            for n in range(SLOW_CLIENTS):
+                nursery.start_soon(slow_client, n % 2 == 1)
+        assert len(results) == SLOW_CLIENTS
+        for trickled in results:
+            refused = assert_timed_out(trickled, body_length=len(TRICKLED))
+            assert f"{BODY_TIMEOUT_S:g} s" in refused["error"]["message"], refused
+            assert trickled.elapsed_s >= BODY_TIMEOUT_S
+        await assert_nothing_stored(server, hook.id)
+        accepted(await post(hook.url, encode({"event": "fast"})))
+
+
+async def test_a_slow_steady_upload_within_the_timeout_is_accepted(tmp_path: Path) -> None:
+    """The timeout bounds the whole body: a large body that arrives in time is fine."""
+    async with hook_server(tmp_path, AGENTWS_BODY_READ_TIMEOUT_S="5") as server:
+        hook = await make_hook(server, "steady")
+        body = encode({"pad": "x" * (512 * 1024)})
+        pieces = 20
+
+        async def steady() -> AsyncGenerator[bytes, None]:
+            step = len(body) // pieces + 1
+            for at in range(0, len(body), step):
+                yield body[at : at + step]
+                await trio.sleep(0.05)  # a slow link: about a second for the body
+
+        event_id = accepted(await post(hook.url, steady()))
+        (event,) = await events(server.store, hook.id)
+        assert event.id == event_id
+        assert event.body == body
 
 
 async def test_json_and_media_type_refusals(tmp_path: Path) -> None:
