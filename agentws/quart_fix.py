@@ -4,10 +4,12 @@ Quart-Trio reads a request's body in a task beside the handler, and cancels
 both as soon as either ends. Hypercorn takes the last message of a response
 as the end of the request: it puts ``http.disconnect`` in that reader's
 queue and then, when the request was not read to its end (a 408 body read
-timeout, a 401 given before the body was read), closes the connection. The
-reader sees the disconnect at once, and the cancel it then sends lands inside
-that last send, between the two steps: the close never happened, and the
-connection stayed open for as long as the client went on sending.
+timeout, a 401 given before the body was read), closes the connection, or
+else restarts the connection's keep-alive timer. The reader sees the
+disconnect at once, and the cancel it then sends lands inside that last
+send, between those steps: the close never happened (the connection stayed
+open for as long as the client went on sending), nor did the timer restart
+(an idle keep-alive connection stayed open for as long as the client liked).
 
 :class:`ClosingQuart` wraps Quart's ASGI app so that the last message of a
 response is sent shielded from that cancel. The send is bounded as any send
