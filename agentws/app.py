@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from quart import Response, current_app, jsonify, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestTimeout
 
 from agentws import __version__
 from agentws.api.routes import api_blueprint
@@ -27,6 +27,7 @@ from agentws.mcp.forward import SessionForwarder
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from agentws.metrics import render
+from agentws.quart_fix import ClosingQuart
 from agentws.request_ids import RequestIds
 from agentws.service import Service, run_service
 from agentws.webhooks.ingest import HookDoor, Intake
@@ -90,6 +91,17 @@ async def metrics_page() -> Response:
 
 
 async def _http_error(error: HTTPException) -> Response:
+    if isinstance(error, RequestTimeout):
+        # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
+        # the same answer as the two doors give.
+        timeout_s = cast(AgentwsApp, current_app).config["BODY_TIMEOUT"]
+        return error_response(
+            408,
+            "body_read_timeout",
+            f"the body did not all arrive within {timeout_s:g} s; send it again, "
+            "whole and without pauses",
+            Connection="close",
+        )
     code = (error.name or "error").lower().replace(" ", "_")
     return error_response(error.code or 500, code, error.description or error.name)
 
@@ -114,6 +126,8 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     app.config["BACKGROUND_TASK_SHUTDOWN_TIMEOUT"] = settings.shutdown_grace_s
     # Bodies are limited per door (webhooks have their own per-hook limit).
     app.config["MAX_CONTENT_LENGTH"] = None
+    # The whole body of a dashboard or API request, as the doors have theirs.
+    app.config["BODY_TIMEOUT"] = settings.body_read_timeout_s
     app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
     app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
     app.add_url_rule("/metrics", view_func=metrics_page, methods=["GET"])
@@ -125,7 +139,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         return app.service.authenticator, app.service.sessions, app.service.forwarder
 
     # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
-    door = McpDoor(cast(Any, app.asgi_app), settings, mcp_components)
+    door = McpDoor(ClosingQuart(cast(Any, app.asgi_app)), settings, mcp_components)
 
     def intake() -> Intake:
         return app.service.intake

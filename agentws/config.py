@@ -90,6 +90,13 @@ def _seconds(value: str) -> float:
     return number
 
 
+def _positive_seconds(value: str) -> float:
+    number = _seconds(value)
+    if number == 0:
+        raise ValueError(f"expected a number of seconds > 0, got {value!r}")
+    return number
+
+
 def _positive_int(value: str) -> int:
     number = int(value) if value.isdigit() else 0
     if number < 1:
@@ -175,6 +182,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_sessions", "AGENTWS_MCP_MAX_SESSIONS", _positive_int, "10000"),
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
+    ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", str, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
@@ -249,6 +257,9 @@ class Settings:
     mcp_max_sessions_per_token: int = 100
     #: Size limit of one JSON-RPC message posted to the MCP door.
     mcp_max_body_bytes: int = 4 * 1024 * 1024
+    #: A request body (webhook, MCP, admin API, dashboard) not all received
+    #: this long after its headers is refused with 408 and its connection closed.
+    body_read_timeout_s: float = 30.0
     #: Hosts and networks connectors may use although they are not public
     #: (and, when set, the only hosts a connector may be saved with).
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)

@@ -1,8 +1,22 @@
 """Pure rules of incoming webhook deliveries: their dedup key, and the per-webhook rate limit.
 
 **Dedup key.** Senders retry, and a retry must not make a second agent run.
-The key is the first of these the delivery carries, named by where it came
-from so that two senders' ids cannot collide::
+The key is named by where it came from so that two senders' ids cannot
+collide. A webhook that verifies a signature takes the id its scheme
+signs, whatever else the delivery carries, so that a captured request sent
+again (within the signature's time window) with a new ``Idempotency-Key``
+is still the same delivery::
+
+    standard_webhooks   webhook-id / svix-id (signed)             webhook-id:<value>
+    stripe              the event body's id (signed)              stripe:<evt_…>
+                        a body without one: timestamp, signature  stripe-signed:<t>:<hex>
+    slack               timestamp and signature (no id at all)    slack:<ts>:<hex>
+    github              X-GitHub-Delivery                         github:<value>
+
+(GitHub's signature covers the body only, and its delivery header is the
+id GitHub retries with; without that header, or for another scheme, the
+general order below applies.) Otherwise the key is the first of these the
+delivery carries::
 
     Idempotency-Key            idempotency:<value>
     webhook-id / svix-id       webhook-id:<value>     (Standard Webhooks, Svix)
@@ -25,6 +39,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
+from agentws.domain.models import VerificationScheme
+from agentws.domain.signatures import Signed
 
 __all__ = [
     "ALLOWED_HEADERS",
@@ -86,29 +103,60 @@ def allowed_headers(headers: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def dedup_key(headers: Mapping[str, str], body: Any) -> str | None:
+def dedup_key(headers: Mapping[str, str], body: Any, signed: Signed | None = None) -> str | None:
     """The delivery's dedup key, or None when it carries no id.
 
     Args:
         headers: request headers, names in lower case.
         body: the parsed JSON body.
+        signed: what the webhook's verified signature vouches for (None: unverified).
 
     Raises:
         ValueError: an id that is empty after trimming or longer than
             ``MAX_DEDUP_KEY_CHARS`` (the sender should fix it; guessing a key
             could merge distinct events).
     """
+    if signed is not None:
+        key = _signed_key(headers, body, signed)
+        if key is not None:
+            return key
     for header, source in _DEDUP_HEADERS:
         value = headers.get(header)
         if value is not None:
             return _key(source, value, header)
+    if _stripe_event_id(body) is not None:
+        return _key("stripe", body["id"], "the Stripe event's id")
+    return None
+
+
+def _signed_key(headers: Mapping[str, str], body: Any, signed: Signed) -> str | None:
+    scheme = signed.scheme
+    if scheme is VerificationScheme.STANDARD_WEBHOOKS and signed.message_id is not None:
+        return _key("webhook-id", signed.message_id, "webhook-id")
+    if scheme is VerificationScheme.GITHUB:
+        delivery = headers.get("x-github-delivery")
+        return None if delivery is None else _key("github", delivery, "x-github-delivery")
+    if scheme is VerificationScheme.STRIPE and _stripe_event_id(body) is not None:
+        return _key("stripe", body["id"], "the Stripe event's id")
+    # No signed id: the signed timestamp and the signature are the request
+    # itself, and the timestamp's window bounds how long a replay can come.
+    if (
+        scheme in (VerificationScheme.STRIPE, VerificationScheme.SLACK)
+        and signed.timestamp is not None
+    ):
+        source = "slack" if scheme is VerificationScheme.SLACK else "stripe-signed"
+        return f"{source}:{signed.timestamp}:{signed.signature}"
+    return None
+
+
+def _stripe_event_id(body: Any) -> str | None:
     if (
         isinstance(body, dict)
         and body.get("object") == "event"
         and isinstance(body.get("id"), str)
         and body["id"].startswith("evt_")
     ):
-        return _key("stripe", body["id"], "the Stripe event's id")
+        return str(body["id"])
     return None
 
 

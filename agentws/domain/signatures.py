@@ -20,6 +20,12 @@ so a captured request cannot be replayed later.
 
 Standard Webhooks senders that still use the ``svix-`` header names are
 accepted under those names too. Nothing here does I/O; ``now`` is passed in.
+
+A valid signature also says what it vouches for (:class:`Signed`): the
+signed message id (Standard Webhooks), and for schemes with a timestamp,
+the timestamp and the signature that matched. The dedup key is made of
+them (:func:`agentws.domain.deliveries.dedup_key`), so that a request
+replayed within the window is known for what it is.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
+import attrs
+
 from agentws.domain.models import VerificationScheme
 from agentws.errors import ValidationError
 
@@ -37,6 +45,7 @@ __all__ = [
     "SHARED_SECRET_HEADER",
     "TOLERANCE_S",
     "SignatureError",
+    "Signed",
     "check_secret",
     "sign_github",
     "sign_slack",
@@ -64,6 +73,20 @@ class SignatureError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+@attrs.frozen
+class Signed:
+    """What a request's valid signature vouches for, besides its body."""
+
+    scheme: VerificationScheme
+    #: The signed message id (Standard Webhooks' ``webhook-id``), else None.
+    message_id: str | None = None
+    #: The signed timestamp (Stripe, Standard Webhooks, Slack), else None.
+    timestamp: int | None = None
+    #: The signature that matched, as this module computes it (lower-case hex
+    #: or base64): one spelling for every way a sender may write it.
+    signature: str | None = None
 
 
 def _hmac_hex(key: bytes, message: bytes) -> str:
@@ -132,7 +155,7 @@ def verify(
     *,
     now: float,
     tolerance_s: float = TOLERANCE_S,
-) -> None:
+) -> Signed:
     """Check that the request is signed as ``scheme`` requires.
 
     Args:
@@ -141,11 +164,15 @@ def verify(
         headers: the request's headers, names in lower case.
         now: the current Unix time in seconds.
 
+    Returns:
+        What the signature vouches for (nothing more than the scheme for
+        ``none`` and ``shared_secret``).
+
     Error handling:
         :class:`SignatureError` with the reason when it is not.
     """
     if scheme is VerificationScheme.NONE:
-        return
+        return Signed(scheme)
     if not secret:
         raise SignatureError("this webhook has no secret to check signatures with")
     if scheme is VerificationScheme.SHARED_SECRET:
@@ -154,19 +181,19 @@ def verify(
             raise SignatureError(f"missing {SHARED_SECRET_HEADER} header")
         if not hmac.compare_digest(given.encode(), secret.encode()):
             raise SignatureError(f"wrong {SHARED_SECRET_HEADER}")
-    elif scheme is VerificationScheme.GITHUB:
-        _verify_github(secret, body, headers)
-    elif scheme is VerificationScheme.STRIPE:
-        _verify_stripe(secret, body, headers, now, tolerance_s)
-    elif scheme is VerificationScheme.STANDARD_WEBHOOKS:
-        _verify_standard(secret, body, headers, now, tolerance_s)
-    elif scheme is VerificationScheme.SLACK:
-        _verify_slack(secret, body, headers, now, tolerance_s)
-    else:  # pragma: no cover - every scheme is handled above
-        raise SignatureError(f"unknown verification scheme {scheme!r}")
+        return Signed(scheme)
+    if scheme is VerificationScheme.GITHUB:
+        return _verify_github(secret, body, headers)
+    if scheme is VerificationScheme.STRIPE:
+        return _verify_stripe(secret, body, headers, now, tolerance_s)
+    if scheme is VerificationScheme.STANDARD_WEBHOOKS:
+        return _verify_standard(secret, body, headers, now, tolerance_s)
+    if scheme is VerificationScheme.SLACK:
+        return _verify_slack(secret, body, headers, now, tolerance_s)
+    raise SignatureError(f"unknown verification scheme {scheme!r}")  # pragma: no cover
 
 
-def _verify_github(secret: str, body: bytes, headers: Mapping[str, str]) -> None:
+def _verify_github(secret: str, body: bytes, headers: Mapping[str, str]) -> Signed:
     given = _header(headers, "x-hub-signature-256")
     if given is None:
         raise SignatureError("missing X-Hub-Signature-256 header")
@@ -176,11 +203,12 @@ def _verify_github(secret: str, body: bytes, headers: Mapping[str, str]) -> None
     expected = _hmac_hex(secret.encode(), body)
     if not hmac.compare_digest(signature.lower().encode(), expected.encode()):
         raise SignatureError("X-Hub-Signature-256 does not match the body")
+    return Signed(VerificationScheme.GITHUB, signature=expected)
 
 
 def _verify_stripe(
     secret: str, body: bytes, headers: Mapping[str, str], now: float, tolerance_s: float
-) -> None:
+) -> Signed:
     given = _header(headers, "stripe-signature")
     if given is None:
         raise SignatureError("missing Stripe-Signature header")
@@ -192,22 +220,23 @@ def _verify_stripe(
             stamp = value
         elif key == "v1" and value:
             signatures.append(value)
-    _timestamp(stamp, "Stripe-Signature timestamp (t=)", now, tolerance_s)
+    when = _timestamp(stamp, "Stripe-Signature timestamp (t=)", now, tolerance_s)
     if not signatures:
         raise SignatureError("Stripe-Signature has no v1 signature")
-    expected = _hmac_hex(secret.encode(), f"{stamp}.".encode() + body).encode()
-    if not _any_matches(expected, [s.lower().encode() for s in signatures]):
+    expected = _hmac_hex(secret.encode(), f"{stamp}.".encode() + body)
+    if not _any_matches(expected.encode(), [s.lower().encode() for s in signatures]):
         raise SignatureError("no v1 signature of Stripe-Signature matches the body")
+    return Signed(VerificationScheme.STRIPE, timestamp=when, signature=expected)
 
 
 def _verify_standard(
     secret: str, body: bytes, headers: Mapping[str, str], now: float, tolerance_s: float
-) -> None:
+) -> Signed:
     message_id = _header(headers, "webhook-id", "svix-id")
     if not message_id:
         raise SignatureError("missing webhook-id header")
     stamp = _header(headers, "webhook-timestamp", "svix-timestamp")
-    _timestamp(stamp, "webhook-timestamp", now, tolerance_s)
+    when = _timestamp(stamp, "webhook-timestamp", now, tolerance_s)
     given = _header(headers, "webhook-signature", "svix-signature")
     if given is None:
         raise SignatureError("missing webhook-signature header")
@@ -223,15 +252,22 @@ def _verify_standard(
     except ValidationError:
         raise SignatureError("this webhook's secret is not a Standard Webhooks secret") from None
     digest = hmac.new(key, f"{message_id}.{stamp}.".encode() + body, hashlib.sha256).digest()
-    if not _any_matches(base64.b64encode(digest), signatures):
+    expected = base64.b64encode(digest)
+    if not _any_matches(expected, signatures):
         raise SignatureError("no v1 signature of webhook-signature matches the body")
+    return Signed(
+        VerificationScheme.STANDARD_WEBHOOKS,
+        message_id=message_id,
+        timestamp=when,
+        signature=expected.decode(),
+    )
 
 
 def _verify_slack(
     secret: str, body: bytes, headers: Mapping[str, str], now: float, tolerance_s: float
-) -> None:
+) -> Signed:
     stamp = _header(headers, "x-slack-request-timestamp")
-    _timestamp(stamp, "X-Slack-Request-Timestamp", now, tolerance_s)
+    when = _timestamp(stamp, "X-Slack-Request-Timestamp", now, tolerance_s)
     given = _header(headers, "x-slack-signature")
     if given is None:
         raise SignatureError("missing X-Slack-Signature header")
@@ -241,6 +277,7 @@ def _verify_slack(
     expected = _hmac_hex(secret.encode(), f"v0:{stamp}:".encode() + body)
     if not hmac.compare_digest(signature.lower().encode(), expected.encode()):
         raise SignatureError("X-Slack-Signature does not match the body")
+    return Signed(VerificationScheme.SLACK, timestamp=when, signature=expected)
 
 
 def _any_matches(expected: bytes, given: list[bytes]) -> bool:

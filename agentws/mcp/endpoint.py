@@ -329,6 +329,23 @@ class McpDoor:
         length = request.header(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             raise _HttpError(413, "too_large", f"a message may be at most {limit} bytes")
+        # One deadline for the whole body, not one per chunk: a client that sends
+        # a byte now and then would renew a per-chunk deadline for ever. (Hypercorn's
+        # keep-alive timer stops once the headers are in, and its read timeout
+        # would also cut the idle SSE streams this door keeps open.)
+        timeout_s = self.settings.body_read_timeout_s
+        with trio.move_on_after(timeout_s):
+            return await self._read_chunks(request, limit)
+        raise _HttpError(
+            408,
+            "body_read_timeout",
+            f"the message did not all arrive within {timeout_s:g} s; send it again, "
+            "whole and without pauses",
+            # The rest of the body is not read: the connection cannot carry another request.
+            [("Connection", "close")],
+        )
+
+    async def _read_chunks(self, request: _Request, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:

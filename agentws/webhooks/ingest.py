@@ -13,6 +13,7 @@ method other than POST      405     ``method_not_allowed``
 unknown token               404     ``not_found``
 draft webhook               403     ``webhook_inactive``
 body over the limit         413     ``payload_too_large``
+body not all there in time  408     ``body_read_timeout`` (connection closed)
 not ``application/json``    415     ``unsupported_media_type``
 body not JSON               400     ``invalid_json``
 JSON but not an object      422     ``not_an_object``
@@ -23,7 +24,8 @@ store unavailable           503     ``store_unavailable`` + ``Retry-After``
 
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
-``"status": "duplicate"``; the same id with another body → 409
+``"status": "duplicate"`` (for a signed delivery, the id its signature
+vouches for: see :func:`agentws.domain.deliveries.dedup_key`); the same id with another body → 409
 ``idempotency_conflict``. An id that is not usable as a key (empty, over
 200 characters) → 400 ``invalid_delivery_id``.
 """
@@ -217,7 +219,7 @@ class HookDoor:
         if scope["type"] != "http" or not scope["path"].startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
-        body = _Body(receive)
+        body = _Body(receive, self.settings.body_read_timeout_s)
         started = time.perf_counter()
         try:
             status, answer = await self._handle(scope, body)
@@ -299,7 +301,7 @@ class HookDoor:
             )
         try:
             secret = intake.secret(webhook)
-            verify(webhook.verification, secret, body, headers, now=time.time())
+            signed = verify(webhook.verification, secret, body, headers, now=time.time())
         except SignatureError as exc:
             raise _Refusal(
                 401, "invalid_signature", f"signature check failed: {exc.reason}"
@@ -321,7 +323,7 @@ class HookDoor:
                 **{"Retry-After": str(wait)},
             )
         try:
-            key = dedup_key(headers, payload)
+            key = dedup_key(headers, payload, signed)
         except ValueError as exc:
             raise _Refusal(400, "invalid_delivery_id", str(exc)) from None
         event = Event(
@@ -371,6 +373,8 @@ class _Body:
     """The request body as the door reads it: up to a limit, and whether it was all read."""
 
     receive: Receive
+    #: The whole body must be there this long after the door starts reading it.
+    timeout_s: float
     complete: bool = False
 
     async def read(self, length: str | None, limit: int) -> bytes:
@@ -381,6 +385,21 @@ class _Body:
         )
         if length is not None and length.strip().isdigit() and int(length) > limit:
             raise too_large
+        # One deadline for the whole body, not one per chunk: a deadline that
+        # each chunk renews lets a client sending a byte now and then hold the
+        # connection (and a task) for as long as it likes, which is the attack.
+        # Hypercorn's own timers do not help here: its keep-alive timer stops
+        # once the headers are in, and a read timeout would cut idle SSE streams.
+        with trio.move_on_after(self.timeout_s):
+            return await self._read(limit, too_large)
+        raise _Refusal(
+            408,
+            "body_read_timeout",
+            f"the body did not all arrive within {self.timeout_s:g} s; send it again, "
+            "whole and without pauses",
+        )
+
+    async def _read(self, limit: int, too_large: _Refusal) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:

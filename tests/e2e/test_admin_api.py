@@ -27,6 +27,7 @@ from tests.e2e.remote_support import (
     tool,
 )
 from tests.e2e.run_support import deliver, finished
+from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.e2e.webhook_support import Hook
 from tests.support import clean_env
 
@@ -40,6 +41,25 @@ async def _admin_token(server: Running, username: str = "alice") -> str:
 def _client(server: Running, token: str | None) -> httpx2.AsyncClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx2.AsyncClient(base_url=f"{server.base_url}/api/v1", headers=headers, timeout=10)
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_408(tmp_path: Path) -> None:
+    """The API reads bodies under AGENTWS_BODY_READ_TIMEOUT_S too, as the two doors do."""
+    async with running(tmp_path, AGENTWS_BODY_READ_TIMEOUT_S="0.5") as server:
+        token = await _admin_token(server)
+        body = b'{"name": "slow", "channel": "local:ops", "prompt": "' + b"x" * 40 + b'"}'
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        path = "/api/v1/workspaces/acme/webhooks"
+        head = request_head(path, server.base_url, headers, length=len(body))
+        trickled = await trickle(server.base_url, head, body, every_s=0.1, bound_s=5.0)
+        assert_timed_out(trickled, body_length=len(body))
+        # Refused before its body is read, a request's connection is closed at once too.
+        anonymous = request_head(path, server.base_url, {}, length=len(body))
+        refused = await trickle(server.base_url, anonymous, body, every_s=0.1, bound_s=5.0)
+        assert refused.reply.closed, refused.reply
+        assert refused.reply.statuses == [401], refused.reply
+        assert refused.sent < len(body), refused.reply
+        assert await server.store.select(Webhook) == []
 
 
 async def test_webhooks_tokens_and_events_through_the_api(tmp_path: Path) -> None:

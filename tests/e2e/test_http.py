@@ -15,6 +15,7 @@ import pytest
 import trio
 from hypercorn.config import Config
 
+import agentws.server
 from agentws import __version__
 from agentws.app import create_app
 from agentws.config import Settings
@@ -155,6 +156,36 @@ async def test_shutdown_with_an_idle_keep_alive_connection_ends_within_grace(
             second = await client.get(f"{base_url}/readyz")
         assert (first.status_code, second.status_code) == (200, 200)
         # ``serving`` now shuts down with the client's connection still open.
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_its_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a response of the Quart app, Hypercorn's keep-alive timer runs again.
+
+    Quart-Trio's body reader used to cancel the end of the last send, before
+    Hypercorn restarted that timer: an idle connection was then never closed
+    (see agentws.quart_fix). A short keep-alive keeps this test quick.
+    """
+    keep_alive_s = 0.5
+    configure = agentws.server.hypercorn_config
+
+    def short_keep_alive(settings: Settings) -> Config:
+        config = configure(settings)
+        config.keep_alive_timeout = keep_alive_s
+        return config
+
+    monkeypatch.setattr(agentws.server, "hypercorn_config", short_keep_alive)
+    async with serving(_settings(tmp_path)) as base_url:
+        host, port = base_url.removeprefix("http://").rsplit(":", 1)
+        async with await trio.open_tcp_stream(host, int(port)) as stream:
+            await stream.send_all(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            received, chunk = b"", b"not closed"
+            with trio.move_on_after(REQUEST_S):
+                while chunk := await stream.receive_some(65536):
+                    received += chunk
+            assert received.startswith(b"HTTP/1.1 200"), received
+            assert not chunk, f"the idle connection was still open after {REQUEST_S} s"
 
 
 class _FailingStore:

@@ -8,6 +8,7 @@ sessions open. Content (tools, resources, prompts) is tested in
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +32,7 @@ from tests.e2e.mcp_support import (
     sdk_session,
     wait_for,
 )
+from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.support import clean_env
 
 INITIALIZE = {
@@ -360,6 +362,83 @@ async def test_malformed_requests_get_clear_errors(tmp_path: Path) -> None:
         # The session survived all of it.
         ok = await http.post(server.url, json=_rpc("ping"), headers=headers)
         assert ok.json()["result"] == {}
+
+
+# A body read timeout short enough for a test; trickled bodies would take seconds.
+BODY_TIMEOUT_S = 0.5
+TRICKLE_S = 0.1
+CUT_S = 5.0
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_408(tmp_path: Path) -> None:
+    """A message not all there within AGENTWS_BODY_READ_TIMEOUT_S: 408, connection closed."""
+    env = {"AGENTWS_BODY_READ_TIMEOUT_S": str(BODY_TIMEOUT_S)}
+    async with running(tmp_path, with_library=False, **env) as server, _http() as http:
+        session_id = await _initialize(http, server)
+        path = server.url.removeprefix(server.base_url)
+        ping = json.dumps(_rpc("ping", padding="x" * 40)).encode()
+        initialize = json.dumps(INITIALIZE).encode()
+        base = {**server.headers(), "Accept": ACCEPT, "Content-Type": "application/json"}
+        # (path, headers, body): a new session, an open one, a legacy session's POST URL.
+        cases = [
+            (path, base, initialize),
+            (path, {**base, "Mcp-Session-Id": session_id}, ping),
+            (path + "/messages?session_id=test-1.none", base, ping),
+        ]
+        results = []
+
+        async def slow_client(case: tuple[str, dict[str, str], bytes], chunked: bool) -> None:
+            where, headers, body = case
+            head = request_head(
+                where, server.base_url, headers, length=None if chunked else len(body)
+            )
+            trickled = await trickle(
+                server.base_url, head, body, every_s=TRICKLE_S, bound_s=CUT_S, chunked=chunked
+            )
+            results.append((where, body, trickled))
+
+        async with trio.open_nursery() as nursery:
+            for case in cases[:2]:
+                for chunked in (False, True):
+                    nursery.start_soon(slow_client, case, chunked)
+        for _where, body, trickled in results:
+            assert_timed_out(trickled, body_length=len(body))
+        assert len(results) == 4
+        # The legacy POST URL of an unknown session is refused before its body is read.
+        (where, headers, body) = cases[2]
+        head = request_head(where, server.base_url, headers, length=len(body))
+        early = await trickle(server.base_url, head, body, every_s=TRICKLE_S, bound_s=CUT_S)
+        assert early.reply.closed and early.reply.statuses == [404], early.reply
+        # The session is still there, and so is the server.
+        ok = await http.post(
+            server.url, json=_rpc("ping"), headers={**base, "Mcp-Session-Id": session_id}
+        )
+        assert ok.json()["result"] == {}
+
+
+async def test_a_slow_steady_message_within_the_timeout_is_answered(tmp_path: Path) -> None:
+    """The timeout bounds the whole body: a large message that arrives in time is fine."""
+    env = {"AGENTWS_BODY_READ_TIMEOUT_S": "5"}
+    async with running(tmp_path, with_library=False, **env) as server, _http() as http:
+        session_id = await _initialize(http, server)
+        body = json.dumps(_rpc("ping", padding="x" * (512 * 1024))).encode()
+        pieces = 20
+
+        async def steady() -> AsyncIterator[bytes]:
+            step = len(body) // pieces + 1
+            for at in range(0, len(body), step):
+                yield body[at : at + step]
+                await trio.sleep(0.05)  # a slow link: about a second for the body
+
+        headers = {
+            **server.headers(),
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Mcp-Session-Id": session_id,
+        }
+        answer = await http.post(server.url, content=steady(), headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"] == {}
 
 
 # --- SDK clients ---------------------------------------------------------------------

@@ -35,6 +35,7 @@ from agentws.domain.signatures import (
 )
 from agentws.webhooks.admin import delete_webhook, set_active
 from tests.e2e.mcp_support import Running
+from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.e2e.webhook_support import (
     ACTOR,
     CHANNEL,
@@ -124,7 +125,10 @@ def github_headers(body: bytes, *, delivery: str, event: str = "workflow_run") -
     }
 
 
-def stripe_event(*, event_id: str = "evt_1PqYHb2eZvKYlo2CkQ4s8XJ1") -> dict[str, Any]:
+EVT = "evt_1PqYHb2eZvKYlo2CkQ4s8XJ1"
+
+
+def stripe_event(*, event_id: str = EVT) -> dict[str, Any]:
     """Stripe's ``invoice.payment_failed`` event."""
     return {
         "id": event_id,
@@ -468,6 +472,70 @@ async def test_uploads_refused_before_their_body_are_cut_off(tmp_path: Path) -> 
         await assert_nothing_stored(server, draft.id)
 
 
+# A body read timeout short enough for a test, and the trickle it must cut off:
+# one byte every TRICKLE_S of a body that would take seconds to arrive.
+BODY_TIMEOUT_S = 0.5
+TRICKLE_S = 0.1
+TRICKLED = encode({"event": "slow", "pad": "x" * 40})
+# Slow clients at once (the finding held 600 open); each is cut off in well under this.
+SLOW_CLIENTS = 20
+CUT_S = 5.0
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_408(tmp_path: Path) -> None:
+    """A body not all there within AGENTWS_BODY_READ_TIMEOUT_S: 408, and the connection closed."""
+    async with hook_server(tmp_path, AGENTWS_BODY_READ_TIMEOUT_S=str(BODY_TIMEOUT_S)) as server:
+        hook = await make_hook(server, "slow")
+        path = "/hooks/" + hook.url.rsplit("/hooks/", 1)[1]
+        json_type = {"Content-Type": "application/json"}
+        results = []
+
+        async def slow_client(chunked: bool) -> None:
+            head = request_head(
+                path, server.base_url, json_type, length=None if chunked else len(TRICKLED)
+            )
+            results.append(
+                await trickle(
+                    server.base_url,
+                    head,
+                    TRICKLED,
+                    every_s=TRICKLE_S,
+                    bound_s=CUT_S,
+                    chunked=chunked,
+                )
+            )
+
+        async with trio.open_nursery() as nursery:
+            for n in range(SLOW_CLIENTS):
+                nursery.start_soon(slow_client, n % 2 == 1)
+        assert len(results) == SLOW_CLIENTS
+        for trickled in results:
+            refused = assert_timed_out(trickled, body_length=len(TRICKLED))
+            assert f"{BODY_TIMEOUT_S:g} s" in refused["error"]["message"], refused
+            assert trickled.elapsed_s >= BODY_TIMEOUT_S
+        await assert_nothing_stored(server, hook.id)
+        accepted(await post(hook.url, encode({"event": "fast"})))
+
+
+async def test_a_slow_steady_upload_within_the_timeout_is_accepted(tmp_path: Path) -> None:
+    """The timeout bounds the whole body: a large body that arrives in time is fine."""
+    async with hook_server(tmp_path, AGENTWS_BODY_READ_TIMEOUT_S="5") as server:
+        hook = await make_hook(server, "steady")
+        body = encode({"pad": "x" * (512 * 1024)})
+        pieces = 20
+
+        async def steady() -> AsyncGenerator[bytes, None]:
+            step = len(body) // pieces + 1
+            for at in range(0, len(body), step):
+                yield body[at : at + step]
+                await trio.sleep(0.05)  # a slow link: about a second for the body
+
+        event_id = accepted(await post(hook.url, steady()))
+        (event,) = await events(server.store, hook.id)
+        assert event.id == event_id
+        assert event.body == body
+
+
 async def test_json_and_media_type_refusals(tmp_path: Path) -> None:
     async with hook_server(tmp_path) as server:
         hook = await make_hook(server, "plain")
@@ -691,6 +759,73 @@ async def test_idempotency_key_and_stripe_event_id(tmp_path: Path) -> None:
         found = await messages(server.store)
         assert len(found) == 3, [m.event_id for m in found]
         assert len(await attempts(server.store)) == 3
+
+
+async def test_a_replay_with_a_new_idempotency_key_is_still_a_duplicate(tmp_path: Path) -> None:
+    """The signed delivery id outranks an unsigned Idempotency-Key (DESIGN §5, issue 21)."""
+    secret = standard_secret()
+    async with hook_server(tmp_path) as server:
+        standard = await make_hook(
+            server, "orders", verification=VerificationScheme.STANDARD_WEBHOOKS, secret=secret
+        )
+        stripe = await make_hook(
+            server, "stripe", verification=VerificationScheme.STRIPE, secret=STRIPE_SECRET
+        )
+        github = await make_hook(
+            server, "github", verification=VerificationScheme.GITHUB, secret=GITHUB_SECRET
+        )
+        now = int(time.time())
+        order = encode({"type": "order.shipped", "data": {"order_id": "ord_8812"}})
+        stripe_body = encode(stripe_event())
+        run = encode(workflow_run_payload())
+        # (hook, body, the captured request's headers, the key the signed id gives)
+        captured = [
+            (
+                standard,
+                order,
+                sign_standard_webhooks(secret, order, message_id="msg_1", timestamp=now),
+                "webhook-id:msg_1",
+            ),
+            (stripe, stripe_body, stripe_headers(stripe_body, timestamp=now), "stripe:" + EVT),
+            (github, run, github_headers(run, delivery="d-1"), "github:d-1"),
+        ]
+        for hook, body, headers, key in captured:
+            first = accepted(await post(hook.url, body, {**headers, "Idempotency-Key": "a"}))
+            for replayed in ({**headers, "Idempotency-Key": "b"}, headers):
+                again = await post(hook.url, body, replayed)
+                assert again.status_code == 200, (hook.name, again.text)
+                assert again.json() == {"event_id": first, "status": "duplicate"}
+            (event,) = await all_finished(server.store, hook.id)
+            assert event.dedup_key == key, hook.name
+        assert len(await attempts(server.store)) == 3
+
+
+async def test_an_identical_slack_replay_is_a_duplicate(tmp_path: Path) -> None:
+    """Slack carries no delivery id: its timestamp and signature are the key (issue 21)."""
+    async with hook_server(tmp_path) as server:
+        hook = await make_hook(
+            server, "slack", verification=VerificationScheme.SLACK, secret=SLACK_SECRET
+        )
+        body = encode({"type": "event_callback", "event_id": "Ev0LAN670R", "event_time": 1})
+        now = int(time.time())
+        headers = sign_slack(SLACK_SECRET, body, timestamp=now)
+        first = accepted(await post(hook.url, body, headers))
+        for replayed in (headers, {**headers, "Idempotency-Key": "new"}):
+            again = await post(hook.url, body, replayed)
+            assert again.status_code == 200, again.text
+            assert again.json() == {"event_id": first, "status": "duplicate"}
+        # The signature's hex is case-insensitive: another spelling is the same request.
+        upper = {**headers, "X-Slack-Signature": headers["X-Slack-Signature"].upper()}
+        upper["X-Slack-Signature"] = "v0=" + upper["X-Slack-Signature"][3:]
+        assert (await post(hook.url, body, upper)).status_code == 200
+        # Signed again at another second, it is another request (as Slack's retries are).
+        later = sign_slack(SLACK_SECRET, body, timestamp=now - 1)
+        second = accepted(await post(hook.url, body, later))
+        assert second != first
+        found = await all_finished(server.store, hook.id)
+        assert len(found) == 2
+        signature = headers["X-Slack-Signature"].removeprefix("v0=")
+        assert {e.dedup_key for e in found} >= {f"slack:{now}:{signature}"}
 
 
 # --- rate limit --------------------------------------------------------------------------------

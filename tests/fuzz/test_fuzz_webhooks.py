@@ -26,6 +26,10 @@ What is sent:
 - ``test_fuzzed_signature_headers``: the headers of each verification scheme
   (shared secret, GitHub, Stripe, Standard Webhooks, Slack) with values of
   every shape, timestamps included.
+- ``test_fuzzed_signed_delivery_ids``: rightly signed GitHub, Stripe,
+  Standard Webhooks and Slack deliveries, with unsigned delivery ids of
+  every shape added, and sent again with other ones: the signed id (or,
+  without one, the signed timestamp and signature) must be the key.
 - ``test_content_length_lies_and_odd_framing``: raw requests on a socket,
   which no client library sends: Content-Length shorter than the body (the
   rest becomes a request of its own), invalid, repeated or along with
@@ -37,8 +41,9 @@ What is sent:
 What must hold: no 5xx, ever; every answer is the documented 202/200 body or
 a JSON refusal ``{"error": {"code", "message"}}`` with the status and code an
 oracle written from DESIGN.md §5 predicts (checks in order: size, media type,
-JSON, object, signature, delivery id; a redelivery with the same key and
-bytes is 200 with the first event id, other bytes 409); afterwards the
+JSON, object, signature, delivery id; the key is the signed id for a
+verified scheme, else the first id present; a redelivery with the same key
+and bytes is 200 with the first event id, other bytes 409); afterwards the
 webhook's stored events are exactly those answered 202 (none lost, none made
 up by a cut body), and a normal delivery is still accepted.
 
@@ -65,7 +70,7 @@ import trio
 from hypothesis import strategies as st
 
 from agentws.domain.models import VerificationScheme
-from agentws.domain.signatures import sign_github
+from agentws.domain.signatures import sign_github, sign_slack, sign_standard_webhooks, sign_stripe
 from tests.e2e.mcp_support import Running
 from tests.e2e.webhook_support import REQUEST_S, Hook, events, hook_server, make_hook
 from tests.fuzz.fuzz_support import RawReply, fuzz, header_text, raw_exchange
@@ -135,6 +140,17 @@ def _as_seen(headers: Headers) -> dict[str, str]:
 
 
 @attrs.frozen
+class SignedAs:
+    """A rightly signed delivery, as its sender signed it (for the oracle's key)."""
+
+    scheme: str  # "github", "stripe", "standard" or "slack"
+    timestamp: int | None = None
+    #: The signature the sender made (lower-case hex), where the key may be made of it.
+    signature: str | None = None
+    message_id: str | None = None
+
+
+@attrs.frozen
 class Expected:
     """The answers the door may give: status -> error code (None: 202/200)."""
 
@@ -143,10 +159,40 @@ class Expected:
     key: str | None = None
 
 
-def expected(body: bytes, headers: Headers, *, verified: bool = True) -> Expected:
+def _checked(source: str, value: str) -> str | None:
+    value = value.strip()
+    return f"{source}:{value}" if value and len(value) <= MAX_KEY else None
+
+
+def _stripe_id(payload: dict[str, Any]) -> str | None:
+    stripe_id = payload.get("id")
+    if payload.get("object") == "event" and isinstance(stripe_id, str):
+        return stripe_id if stripe_id.startswith("evt_") else None
+    return None
+
+
+def _signed_key(signed: SignedAs, seen: dict[str, str], payload: dict[str, Any]) -> str | None:
+    """DESIGN §5: a verified scheme's signed id always wins ("" : a bad id, None: none)."""
+    if signed.scheme == "standard":
+        return _checked("webhook-id", signed.message_id or "") or ""
+    if signed.scheme == "github":
+        if "x-github-delivery" not in seen:
+            return None
+        return _checked("github", seen["x-github-delivery"]) or ""
+    stripe_id = _stripe_id(payload)
+    if signed.scheme == "stripe" and stripe_id is not None:
+        return _checked("stripe", stripe_id) or ""
+    source = "slack" if signed.scheme == "slack" else "stripe-signed"
+    return f"{source}:{signed.timestamp}:{signed.signature}"
+
+
+def expected(
+    body: bytes, headers: Headers, *, verified: bool = True, signed: SignedAs | None = None
+) -> Expected:
     """What DESIGN.md §5 prescribes for a POST of ``body`` to an active webhook.
 
     ``verified``: whether the signature check passes (False: it must be 401).
+    ``signed``: how a delivery to a webhook with a signature scheme was signed.
     """
     seen = _as_seen(headers)
     if len(body) > LIMIT:
@@ -163,8 +209,10 @@ def expected(body: bytes, headers: Headers, *, verified: bool = True) -> Expecte
         return Expected({400: "invalid_json"})  # a lone surrogate escape
     if not verified:
         return Expected({401: "invalid_signature"})
-    key: str | None = None
-    for header, source in KEY_HEADERS.items():
+    key = None if signed is None else _signed_key(signed, seen, payload)
+    if key == "":
+        return Expected({400: "invalid_delivery_id"})
+    for header, source in KEY_HEADERS.items() if key is None else ():
         if header in seen:
             value = seen[header].strip()
             if not value or len(value) > MAX_KEY:
@@ -172,12 +220,8 @@ def expected(body: bytes, headers: Headers, *, verified: bool = True) -> Expecte
             key = f"{source}:{value}"
             break
     else:
-        stripe_id = payload.get("id")
-        if (
-            payload.get("object") == "event"
-            and isinstance(stripe_id, str)
-            and stripe_id.startswith("evt_")
-        ):
+        stripe_id = _stripe_id(payload) if key is None else None
+        if stripe_id is not None:
             if len(stripe_id.strip()) > MAX_KEY:
                 return Expected({400: "invalid_delivery_id"})
             key = f"stripe:{stripe_id.strip()}"
@@ -840,6 +884,100 @@ async def test_fuzzed_signature_headers(tmp_path: Path) -> None:
         await fuzz(signature_cases(), deliver, max_examples=300)
         for hook in hooks.values():
             assert await events(server.store, hook.id) == [], hook.name
+        await assert_still_serving(http, server, hooks["github"])
+
+
+# --- signed deliveries: which id is the key ------------------------------------------------
+
+# Captured requests are sent again within the signature window: every signed
+# timestamp is one of these few seconds, taken when the test starts.
+_SKEWS = (0, -1, -2)
+_SIGNATURE_HEADERS = {
+    "github": {"x-hub-signature-256"},
+    "stripe": {"stripe-signature"},
+    "standard": {"webhook-id", "webhook-timestamp", "webhook-signature"},
+    "slack": {"x-slack-request-timestamp", "x-slack-signature"},
+}
+
+
+@attrs.frozen
+class SignedDelivery:
+    scheme: str
+    body: bytes
+    skew: int
+    message_id: str
+    #: Other headers, unsigned delivery ids among them (the scheme's own are left out).
+    extra: Headers
+
+
+signed_bodies = st.one_of(
+    st.sampled_from([b"{}", b'{"a": 1}', b'{"a": 2}']),
+    json_objects.map(lambda value: json.dumps(value).encode()),
+    stripe_events(),
+)
+signed_deliveries = st.builds(
+    SignedDelivery,
+    scheme=st.sampled_from(["github", "stripe", "standard", "slack"]),
+    body=signed_bodies,
+    skew=st.sampled_from(_SKEWS),
+    message_id=st.sampled_from(["msg_1", "msg_2", "m" * (MAX_KEY + 1)]),
+    extra=extra_headers(),
+)
+
+
+def sign(delivery: SignedDelivery, base: int) -> tuple[Headers, SignedAs]:
+    """The headers a sender of ``delivery.scheme`` sends, and what they sign."""
+    body, when = delivery.body, base + delivery.skew
+    if delivery.scheme == "github":
+        made, signed = sign_github(GITHUB_SECRET, body), SignedAs("github")
+    elif delivery.scheme == "stripe":
+        made = sign_stripe(STRIPE_SECRET, body, timestamp=when)
+        signature = made["Stripe-Signature"].rpartition("v1=")[2]
+        signed = SignedAs("stripe", when, signature)
+    elif delivery.scheme == "standard":
+        made = sign_standard_webhooks(
+            STANDARD_SECRET, body, message_id=delivery.message_id, timestamp=when
+        )
+        signed = SignedAs("standard", message_id=delivery.message_id)
+    else:
+        made = sign_slack(SLACK_SECRET, body, timestamp=when)
+        signed = SignedAs("slack", when, made["X-Slack-Signature"].removeprefix("v0="))
+    own = _SIGNATURE_HEADERS[delivery.scheme]
+    extra = [(k, v) for k, v in delivery.extra if k.decode("latin-1").lower() not in own]
+    headers: Headers = [(b"Content-Type", b"application/json")]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in made.items()]
+    return headers + extra, signed
+
+
+async def test_fuzzed_signed_delivery_ids(tmp_path: Path) -> None:
+    async with hook_server(tmp_path) as server, httpx2.AsyncClient(timeout=REQUEST_S) as http:
+        hooks = {
+            name: await make_hook(server, f"ids-{name}", verification=scheme, secret=secret, **RATE)
+            for name, (scheme, secret) in SCHEMES.items()
+            if name != "shared_secret"
+        }
+        ledgers = {name: Ledger() for name in hooks}
+        base = int(time.time())
+
+        async def deliver(delivery: SignedDelivery) -> None:
+            headers, signed = sign(delivery, base)
+            want = expected(delivery.body, headers, signed=signed)
+            response = await http.post(
+                hooks[delivery.scheme].url, content=delivery.body, headers=headers
+            )
+            ledgers[delivery.scheme].check(
+                want,
+                delivery.body,
+                response.status_code,
+                response.headers.get("content-type", ""),
+                response.content,
+            )
+
+        await fuzz(signed_deliveries, deliver, max_examples=300)
+        for name, ledger in ledgers.items():
+            print(f"{name}: {ledger.statuses}; duplicates: {ledger.duplicates}")
+            await assert_ledger(server, hooks[name], ledger)
+        assert sum(ledger.duplicates for ledger in ledgers.values()) > 10, ledgers
         await assert_still_serving(http, server, hooks["github"])
 
 

@@ -148,3 +148,11 @@ def test_the_model_settings_and_a_key_that_never_shows():
 def test_bad_model_settings_name_their_variable(variable: str, value: str):
     with pytest.raises(ConfigError, match=variable):
         Settings.from_env({variable: value})
+
+
+def test_the_body_read_timeout_is_a_positive_number_of_seconds():
+    assert Settings.from_env({}).body_read_timeout_s == 30.0
+    assert Settings.from_env({"AGENTWS_BODY_READ_TIMEOUT_S": "0.5"}).body_read_timeout_s == 0.5
+    for bad in ("0", "-1", "soon", "inf"):
+        with pytest.raises(ConfigError, match="AGENTWS_BODY_READ_TIMEOUT_S"):
+            Settings.from_env({"AGENTWS_BODY_READ_TIMEOUT_S": bad})

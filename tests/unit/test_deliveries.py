@@ -7,6 +7,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentws.domain.deliveries import MAX_DEDUP_KEY_CHARS, TokenBucket, dedup_key
+from agentws.domain.models import VerificationScheme as Scheme
+from agentws.domain.signatures import (
+    Signed,
+    sign_github,
+    sign_slack,
+    sign_standard_webhooks,
+    sign_stripe,
+    verify,
+)
+
+NOW = 1_700_000_000
+# Every id a delivery may carry, none of them signed.
+UNSIGNED_IDS = {
+    "idempotency-key": "i1",
+    "webhook-id": "w1",
+    "svix-id": "v1",
+    "x-github-delivery": "g1",
+    "x-shopify-webhook-id": "s1",
+}
+STANDARD_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def test_the_first_present_id_wins_in_the_documented_order() -> None:
@@ -37,6 +57,58 @@ def test_a_stripe_event_is_keyed_by_its_id() -> None:
     assert dedup_key({}, {"id": "evt_1Nx"}) is None
     assert dedup_key({}, {"id": "order-7", "object": "event"}) is None
     assert dedup_key({}, ["evt_1"]) is None
+
+
+def _signed(scheme: Scheme, secret: str, body: bytes, headers: dict[str, str]) -> Signed:
+    lower = {k.lower(): v for k, v in headers.items()}
+    return verify(scheme, secret, body, lower, now=NOW)
+
+
+def test_a_signed_id_outranks_every_unsigned_one() -> None:
+    """A replay cannot dodge dedup with a new Idempotency-Key (issue 21)."""
+    body = b'{"id": "evt_1", "object": "event"}'
+    event = {"id": "evt_1", "object": "event"}
+    standard = sign_standard_webhooks(STANDARD_SECRET, body, message_id="msg_1", timestamp=NOW)
+    # The signed webhook-id wins over an unsigned svix-id or webhook-id header too.
+    signed = _signed(Scheme.STANDARD_WEBHOOKS, STANDARD_SECRET, body, standard)
+    assert signed.message_id == "msg_1"
+    assert dedup_key({**UNSIGNED_IDS, "webhook-id": "msg_1"}, event, signed) == "webhook-id:msg_1"
+    stripe = _signed(Scheme.STRIPE, "whsec_s", body, sign_stripe("whsec_s", body, timestamp=NOW))
+    assert dedup_key(UNSIGNED_IDS, event, stripe) == "stripe:evt_1"
+    github = _signed(Scheme.GITHUB, "gh", body, sign_github("gh", body))
+    assert dedup_key(UNSIGNED_IDS, event, github) == "github:g1"
+    # GitHub without its delivery header: the general order.
+    assert dedup_key({"idempotency-key": "i1"}, event, github) == "idempotency:i1"
+
+
+def test_without_a_signed_id_the_timestamp_and_signature_are_the_key() -> None:
+    body = b'{"type": "event_callback"}'
+    headers = sign_slack("slack-secret", body, timestamp=NOW)
+    slack = _signed(Scheme.SLACK, "slack-secret", body, headers)
+    signature = headers["X-Slack-Signature"].removeprefix("v0=")
+    assert dedup_key(UNSIGNED_IDS, {}, slack) == f"slack:{NOW}:{signature}"
+    # Another spelling of the same signature is the same request.
+    upper = {**headers, "X-Slack-Signature": "v0=" + signature.upper()}
+    assert _signed(Scheme.SLACK, "slack-secret", body, upper) == slack
+    later = _signed(
+        Scheme.SLACK, "slack-secret", body, sign_slack("slack-secret", body, timestamp=NOW + 1)
+    )
+    assert dedup_key({}, {}, later) != dedup_key({}, {}, slack)
+    # A Stripe-signed body that is no Stripe event: likewise.
+    header = sign_stripe("whsec_s", body, timestamp=NOW)
+    stripe = _signed(Scheme.STRIPE, "whsec_s", body, header)
+    key = dedup_key(UNSIGNED_IDS, {"type": "x"}, stripe)
+    assert key == f"stripe-signed:{NOW}:{header['Stripe-Signature'].rpartition('v1=')[2]}"
+    assert len(key) <= MAX_DEDUP_KEY_CHARS
+
+
+def test_unverified_webhooks_keep_the_general_order() -> None:
+    for scheme, secret, headers in (
+        (Scheme.NONE, None, {}),
+        (Scheme.SHARED_SECRET, "s", {"x-webhook-secret": "s"}),
+    ):
+        signed = verify(scheme, secret, b"{}", headers, now=NOW)
+        assert dedup_key(UNSIGNED_IDS, {}, signed) == "idempotency:i1"
 
 
 def test_no_id_no_key_and_bad_ids_are_refused() -> None:
