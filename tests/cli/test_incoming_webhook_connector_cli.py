@@ -226,6 +226,29 @@ def test_refused_urls_are_named_by_their_origin_only(acme: Cli) -> None:
     assert "already exists" in cli.fails(*base, "--secret-env", "HOOK", env={"HOOK": OTHER_URL})
 
 
+def test_a_url_to_a_non_public_address_is_refused_when_saved(acme: Cli) -> None:
+    cli = acme
+    for origin in ("http://169.254.169.254", "http://10.0.0.5:8080", "http://localhost:9"):
+        stderr = cli.fails(
+            *("connector", "add", "acme", "alerts", "--kind", "incoming_webhook"),
+            *("--secret-env", "HOOK"),
+            env={"HOOK": f"{origin}{HOOK_PATH}"},
+        )
+        assert f"the URL at {origin} may not be used" in stderr, stderr
+        assert "not a public address" in stderr
+        assert "AGENTWS_CONNECTOR_ALLOWLIST" in stderr
+        assert TOKEN not in stderr
+        assert "/services/" not in stderr
+    assert cli.json("connector", "list", "acme") == []
+    allowed = _add(
+        cli,
+        "alerts",
+        f"http://10.0.0.5:8080{HOOK_PATH}",
+        env={"AGENTWS_CONNECTOR_ALLOWLIST": "10.0.0.0/8"},
+    )
+    assert allowed["url"] == "http://10.0.0.5:8080"
+
+
 def test_it_has_no_tools_to_attach(acme: Cli) -> None:
     cli = acme
     _add(cli, "alerts", HOOK_URL)
