@@ -301,6 +301,34 @@ def test_webhooks_post_to_it_by_name(acme_both: Cli) -> None:
     assert [w["name"] for w in cli.json("webhook", "list", "acme")] == ["ci", "cd"]
 
 
+def test_a_webhook_channel_is_refused_when_its_url_is_not_public(acme: Cli) -> None:
+    """Saving a channel checks its connector's URL as saving the connector did: one
+    saved while the allowlist named its private address cannot be chosen once it
+    no longer does (create and update)."""
+    cli = acme
+    private = {"AGENTWS_CONNECTOR_ALLOWLIST": "10.0.0.0/8"}
+    _add(cli, "alerts", f"http://10.0.0.5:8080{HOOK_PATH}", env=private)
+    create = ("webhook", "create", "acme", "--prompt", "Say what happened.")
+    refused = cli.fails(*create, "--name", "ci", "--channel", "webhook:alerts")
+    assert "channel webhook:alerts: connector 'alerts' at http://10.0.0.5:8080" in refused
+    assert "not a public address" in refused
+    assert "AGENTWS_CONNECTOR_ALLOWLIST" in refused
+    assert TOKEN not in refused
+    assert "/services/" not in refused
+    assert cli.json("webhook", "list", "acme") == []
+
+    cli.json(*create, "--name", "cd", "--channel", "ops", env=ALICE)
+    update = ("webhook", "update", "acme", "cd", "--channel", "webhook:alerts")
+    moved = cli.fails(*update, env=ALICE)
+    assert "not a public address" in moved
+    assert TOKEN not in moved
+    assert cli.json("webhook", "show", "acme", "cd")["channel"] == "local:ops"
+
+    # Allow-listed, both are saved.
+    cli.json(*create, "--name", "ci", "--channel", "webhook:alerts", env={**ALICE, **private})
+    assert cli.json(*update, env={**ALICE, **private})["channel"] == "webhook:alerts"
+
+
 # --- connector test -------------------------------------------------------------------------
 
 
