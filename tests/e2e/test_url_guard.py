@@ -318,6 +318,21 @@ async def test_the_special_purpose_address_table(address: str, public: bool) -> 
     assert [ipaddress.ip_address(host) for host in reached] == ([parsed] * 2 if public else [])
 
 
+async def test_a_refusal_says_what_the_address_is() -> None:
+    cases = {
+        "http://[64:ff9b::a9fe:a9fe]/": "NAT64 169.254.169.254, link-local",
+        "http://[::ffff:127.0.0.1]/": "IPv4-mapped 127.0.0.1, loopback",
+        "http://[2002:a9fe:a9fe::1]/": "6to4 (carrying 169.254.169.254)",
+        "http://[2001::a9fe:a9fe]/": "Teredo (carrying",
+        "http://[fec0::1]/": "deprecated site-local",
+        "http://192.0.2.7/": "documentation",
+    }
+    for url, why in cases.items():
+        with pytest.raises(UnsafeUrlError) as caught:
+            await check_saved_url(url, Allowlist())
+        assert why in caught.value.message, caught.value.message
+
+
 async def test_a_saved_url_is_checked_as_a_connection_would_be() -> None:
     none = Allowlist()
     with pytest.raises(UnsafeUrlError, match=r"169\.254\.169\.254.*AGENTWS_CONNECTOR_ALLOWLIST"):
