@@ -361,8 +361,9 @@ def add_connector_commands(
         "add",
         parents=[common],
         help="add a connector",
-        description="Add a connector. Its URL must be http(s) and, when "
-        "AGENTWS_CONNECTOR_ALLOWLIST is set, name a host it lists. A secret (bearer token, "
+        description="Add a connector. Its URL must be http(s), at a public address unless "
+        "AGENTWS_CONNECTOR_ALLOWLIST names it, and, when the allowlist is set, name a host "
+        "it lists. A secret (bearer token, "
         "API key) comes from --secret-env VAR or --secret-stdin and is stored encrypted. "
         "An incoming_webhook connector (a Slack, Mattermost or Discord incoming-webhook URL, "
         "for channels webhook:NAME) takes its URL as the secret, since the URL is the "

@@ -184,7 +184,12 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         disallow_tools=tuple(args.disallow_tool),
     )
     w = await update_webhook(
-        ctx.store, args.workspace, args.webhook, changes=changes, actor=ctx.actor
+        ctx.store,
+        args.workspace,
+        args.webhook,
+        changes=changes,
+        allowlist=ctx.settings.connector_allowlist,
+        actor=ctx.actor,
     )
     data = webhook_json(w, *await _names(ctx, w))
     tools = ", ".join(data["allowed_tools"]) or "none"

@@ -275,7 +275,12 @@ async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
     )
     active = _field(data, "active", bool)
     updated = await webhooks_admin.update_webhook(
-        store, workspace, webhook, changes=changes, actor=caller.actor
+        store,
+        workspace,
+        webhook,
+        changes=changes,
+        allowlist=_service().settings.connector_allowlist,
+        actor=caller.actor,
     )
     if active is not None:
         updated = await webhooks_admin.set_active(

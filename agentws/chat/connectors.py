@@ -3,15 +3,18 @@
 ``slack:C…`` uses the workspace's Slack connector (``slack:<name>/C…`` names
 one when there are several); ``webhook:<name>`` uses the workspace's
 ``incoming_webhook`` connector of that name. Checked when a webhook is
-saved (:func:`check_channel`, a clear error for the admin) and again at
-each post (the connector may have gone since: the event fails, terminally).
+saved (:func:`check_channel`, a clear error for the admin; the connector's
+URL passes the save-time URL rule again, as the allowlist may have narrowed
+since it was saved) and again at each post (the connector may have gone
+since: the event fails, terminally).
 """
 
 from __future__ import annotations
 
 from agentws.chat.channels import ChannelRef
+from agentws.connectors.url_guard import Allowlist, check_saved_url
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import ValidationError
+from agentws.errors import UnsafeUrlError, ValidationError
 from agentws.store import Store
 
 __all__ = ["chat_connector", "check_channel"]
@@ -67,11 +70,30 @@ async def chat_connector(store: Store, workspace_id: str, channel: ChannelRef) -
     return connector
 
 
-async def check_channel(store: Store, workspace_id: str, channel: ChannelRef) -> None:
+async def check_channel(
+    store: Store, workspace_id: str, channel: ChannelRef, allowlist: Allowlist | None = None
+) -> None:
     """That messages to ``channel`` have a connector to go through (local ones need none).
 
+    Args:
+        allowlist: when a webhook's channel is saved, the connector's URL
+            must pass :func:`~agentws.connectors.url_guard.check_saved_url`
+            with it (a DNS lookup, bounded); each post is checked by the
+            outbound guard anyway, so runs do not pass it.
+
     Error handling:
-        ValidationError, as :func:`chat_connector`.
+        ValidationError, as :func:`chat_connector`; UnsafeUrlError naming
+        the connector and its URL's origin (never more of it).
     """
-    if channel.sink != "local":
-        await chat_connector(store, workspace_id, channel)
+    if channel.sink == "local":
+        return
+    connector = await chat_connector(store, workspace_id, channel)
+    if allowlist is not None and connector.url:
+        try:
+            # An incoming webhook's ``url`` is its origin only; the whole URL is sealed.
+            await check_saved_url(connector.url, allowlist)
+        except UnsafeUrlError as exc:
+            raise UnsafeUrlError(
+                f"channel {channel}: connector {connector.name!r} at {connector.url} "
+                f"may not be used: {exc.message}"
+            ) from None

@@ -1,9 +1,11 @@
 """Connectors of a workspace: adding, listing, removing, attaching them to groups.
 
 The one place these operations live (the CLI now, the dashboard and admin
-API later). A connector's URL passes :func:`~agentws.connectors.url_guard.check_url`
-when it is saved; its secret is sealed with the service key before it is
-stored and is never returned. Non-secret headers are stored as given;
+API later). A connector's URL passes
+:func:`~agentws.connectors.url_guard.check_saved_url` when it is saved (the
+rule of every connection: public addresses only, unless allow-listed); its
+secret is sealed with the service key before it is stored and is never
+returned. Non-secret headers are stored as given;
 headers that usually carry credentials must come as the secret instead.
 Every change goes to the audit log with the acting operator.
 """
@@ -16,10 +18,22 @@ import attrs
 
 from agentws.audit import record
 from agentws.connectors.native import cache_native_tools
-from agentws.connectors.url_guard import Allowlist, check_secret_url, check_url, url_origin
+from agentws.connectors.url_guard import (
+    Allowlist,
+    Resolver,
+    check_saved_url,
+    check_secret_url,
+    url_origin,
+)
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import check_identifier
-from agentws.errors import ConfigError, ConflictError, NotFoundError, ValidationError
+from agentws.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    UnsafeUrlError,
+    ValidationError,
+)
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -113,13 +127,19 @@ async def add_connector(
     box: SecretBox | None,
     allowlist: Allowlist,
     actor: str,
+    resolve: Resolver | None = None,
 ) -> Connector:
     """Save a new connector.
+
+    Args:
+        resolve: the resolver that checks the URL's host (tests give their
+            own); the system's by default.
 
     Error handling:
         ValidationError for a bad name, a missing URL (remote MCP), a
         credential in a plain header; UnsafeUrlError for a URL connectors
-        may not use; ConflictError if the name is taken in the workspace.
+        may not use (a host the allowlist does not name, or not a public
+        address); ConflictError if the name is taken in the workspace.
     """
     workspace = await store.workspace_by_slug(workspace_slug)
     check_identifier(name, what="connector name")
@@ -141,7 +161,13 @@ async def add_connector(
     url = url or DEFAULT_URLS.get(kind)
     if url is None:
         raise ValidationError("a remote MCP connector needs --url (its MCP endpoint)")
-    check_url(url, allowlist)
+    try:
+        await check_saved_url(url, allowlist, resolve)
+    except UnsafeUrlError as exc:
+        if kind is not ConnectorKind.INCOMING_WEBHOOK:
+            raise
+        # ``url`` is the webhook's origin here: the error names no more of it.
+        raise UnsafeUrlError(f"the URL at {url} may not be used: {exc.message}") from None
     sealed: bytes | None = None
     stored_headers = dict(headers)
     if secret is not None:

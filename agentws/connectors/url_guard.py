@@ -4,14 +4,19 @@ A connector URL is attacker-influenced input (an admin pastes it, a remote
 server redirects), and the service runs inside the operator's network, so
 every outbound request of a connector is checked twice:
 
-- **When a connector is saved**, :func:`check_url` wants an ``http(s)`` URL
-  without credentials and, if ``AGENTWS_CONNECTOR_ALLOWLIST`` is set, a host
-  it names.
+- **When a connector is saved**, :func:`check_saved_url` wants an
+  ``http(s)`` URL without credentials (:func:`check_url`) and, if
+  ``AGENTWS_CONNECTOR_ALLOWLIST`` is set, a host it names; then it applies
+  the rule of every connection to the host's addresses (a literal, or what
+  the name resolves to now), so a URL that could never be reached is
+  refused at once rather than saved to fail later.
 - **On every connection**, :class:`GuardedTransport` (an httpx2 transport,
   so it also serves the ``mcp`` SDK's client) resolves the host once,
-  refuses it if any address is not a public one — private, loopback,
-  link-local (cloud metadata lives there), CGNAT, multicast, reserved —
-  unless the allowlist names the host or the address, then connects to the
+  refuses it if any address is not a public one
+  (:func:`~agentws.connectors.addresses.is_public`: private, loopback,
+  link-local where cloud metadata lives, CGNAT, multicast, every IANA
+  special-purpose block, IPv6 forms carrying such an IPv4 address) unless
+  the allowlist names the host or the address, then connects to the
   address it checked, keeping the ``Host`` header and TLS SNI of the name.
   A second DNS answer (rebinding) is never asked for. Redirects are new
   requests through the same transport, so each hop is checked again.
@@ -22,6 +27,7 @@ The allowlist is comma-separated host patterns (``api.example.com``,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import socket
@@ -34,12 +40,14 @@ import anyio
 import attrs
 import httpx2
 
+from agentws.connectors.addresses import Address, is_public, refusal
 from agentws.errors import UnsafeUrlError
 
 __all__ = [
     "Allowlist",
     "GuardedTransport",
     "Resolver",
+    "check_saved_url",
     "check_secret_url",
     "check_url",
     "is_public",
@@ -48,21 +56,13 @@ __all__ = [
     "url_origin",
 ]
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: ``resolve(host, port)`` → the addresses the host has.
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
-# 100.64.0.0/10 (carrier-grade NAT) is not "private" to the ipaddress module
-# but is no more public than 10/8; is_global already excludes it.
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-
-
-def is_public(address: Address) -> bool:
-    """Whether ``address`` is a globally routable unicast address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast and address not in _CGNAT
+#: How long saving a connector waits for its host's addresses. A name that
+#: does not resolve in time is saved: every connection checks it anyway.
+SAVE_RESOLVE_S = 5.0
 
 
 @attrs.frozen
@@ -138,6 +138,55 @@ def check_url(url: str, allowlist: Allowlist) -> str:
     return url
 
 
+def _judge(host: str, addresses: list[str], allowlist: Allowlist) -> None:
+    """The rule of every connection: each address public, or allow-listed."""
+    literal = _literal(host)
+    named_host = literal is None and allowlist.names_host(host)
+    for candidate in addresses:
+        address = ipaddress.ip_address(candidate)
+        why = refusal(address)
+        if not (why is None or named_host or allowlist.names_address(address)):
+            what = f"{host!r}" if literal else f"{host!r} resolves to {address}, which"
+            raise UnsafeUrlError(
+                f"{what} is not a public address ({why}); "
+                "connectors may reach it only if AGENTWS_CONNECTOR_ALLOWLIST names it"
+            )
+
+
+async def check_saved_url(url: str, allowlist: Allowlist, resolve: Resolver | None = None) -> str:
+    """Check a connector URL when it is saved, as a connection would; return it unchanged.
+
+    :func:`check_url`, then the addresses of its host: a literal, or what
+    the name resolves to now (within :data:`SAVE_RESOLVE_S`, in a worker
+    thread), each public or allow-listed. A name that does not resolve now
+    is let through; every connection checks its addresses again.
+
+    Args:
+        resolve: the resolver (tests give their own); the system's by default.
+
+    Error handling:
+        UnsafeUrlError as :func:`check_url`, or naming the host and the
+        address that is not public and ``AGENTWS_CONNECTOR_ALLOWLIST``.
+    """
+    check_url(url, allowlist)
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if _literal(host) is not None:
+        _judge(host, [host], allowlist)
+        return url
+    if allowlist.names_host(host):
+        return url
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise UnsafeUrlError(f"{url_origin(url)} has no valid port (1-65535)") from None
+    addresses: list[str] = []  # no answer now: each connection checks it
+    with anyio.move_on_after(SAVE_RESOLVE_S), contextlib.suppress(httpx2.ConnectError):
+        addresses = await (resolve or system_resolver)(host, port)
+    _judge(host, addresses, allowlist)
+    return url
+
+
 async def system_resolver(host: str, port: int) -> list[str]:
     """The host's addresses from the system resolver (in a worker thread)."""
     try:
@@ -175,14 +224,7 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         candidates = [host] if literal else await self.resolve(host, port)
         if not candidates:
             raise httpx2.ConnectError(f"{host!r} has no addresses")
-        named_host = literal is None and self.allowlist.names_host(host)
-        for candidate in candidates:
-            address = ipaddress.ip_address(candidate)
-            if not (is_public(address) or named_host or self.allowlist.names_address(address)):
-                raise UnsafeUrlError(
-                    f"{host!r} resolves to {address}, which is not a public address; "
-                    "connectors may reach it only if AGENTWS_CONNECTOR_ALLOWLIST names it"
-                )
+        _judge(host, candidates, self.allowlist)
         if literal is None:
             # Connect to the checked address; Host and SNI keep the name.
             if url.scheme == "https":

@@ -339,7 +339,12 @@ async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response
             disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
         )
         await webhooks_admin.update_webhook(
-            store, workspace, current.id, changes=changes, actor=caller.actor
+            store,
+            workspace,
+            current.id,
+            changes=changes,
+            allowlist=_service().settings.connector_allowlist,
+            actor=caller.actor,
         )
     except AgentwsError as exc:
         return _done(here, exc.message, error=True)

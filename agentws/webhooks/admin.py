@@ -20,6 +20,7 @@ from agentws.audit import record
 from agentws.chat.channels import parse_channel
 from agentws.chat.connectors import check_channel
 from agentws.config import Settings
+from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
@@ -128,7 +129,7 @@ async def create_webhook(
     if len(prompt) > _MAX_PROMPT_CHARS:
         raise ValidationError(f"the prompt is longer than {_MAX_PROMPT_CHARS} characters")
     channel_ref = parse_channel(channel)
-    await check_channel(store, workspace.id, channel_ref)
+    await check_channel(store, workspace.id, channel_ref, settings.connector_allowlist)
     group: Group | None = None
     if options.group is not None:
         group = await store.group_by_slug(workspace_slug, options.group)
@@ -278,12 +279,15 @@ async def update_webhook(
     ref: str,
     *,
     changes: WebhookChanges,
+    allowlist: Allowlist,
     actor: str,
 ) -> Webhook:
     """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools.
 
     Changing the group drops the pre-authorizations (they were for the old
-    group's tools) unless tools are named again.
+    group's tools) unless tools are named again. A new channel's connector
+    URL is checked against ``allowlist`` (``AGENTWS_CONNECTOR_ALLOWLIST``)
+    as when a connector is saved.
 
     Error handling:
         ValidationError, NotFoundError as :func:`create_webhook`.
@@ -298,8 +302,10 @@ async def update_webhook(
         fields["prompt"] = changes.prompt
     if changes.channel is not None:
         channel_ref = parse_channel(changes.channel)
-        await check_channel(store, webhook.workspace_id, channel_ref)
-        if str(channel_ref) != webhook.channel:
+        moved = str(channel_ref) != webhook.channel
+        # Its URL is checked when the channel changes, not at every edit of the prompt.
+        await check_channel(store, webhook.workspace_id, channel_ref, allowlist if moved else None)
+        if moved:
             fields["channel"] = str(channel_ref)
     group_id = webhook.group_id
     allowed = dict(webhook.allowed_tools)

@@ -132,11 +132,12 @@ async def _add(
                 kind=ConnectorKind.REMOTE_MCP,
                 # Loopback: the service's links are refused by the URL guard at once,
                 # without a DNS query or a connection; the cached tools are what counts.
+                # Saving it needs the allowlist a loopback URL always needs.
                 url=f"http://127.0.0.1:9/mcp-{n}",
                 headers={},
                 secret=None,
                 box=None,
-                allowlist=Allowlist(),
+                allowlist=Allowlist.parse("127.0.0.1/32"),
                 actor=_ACTOR,
             )
             for tool in tool_definitions(name, tools_each, rng):

@@ -189,3 +189,40 @@ def test_a_secret_needs_a_key(cli: Cli, tmp_path: Path) -> None:
     )
     assert "AGENTWS_SECRET_KEY: not a valid key" in bad
     assert SECRET not in stderr + bad
+
+
+def test_a_url_to_a_non_public_address_is_refused_when_saved(cli: Cli) -> None:
+    """Cloud metadata, loopback, private networks (in IPv6 forms too) and a name that
+    resolves to loopback (``localhost``, from the hosts file) are refused at once, with
+    no allowlist set, not saved to fail at every connection."""
+    _setup(cli)
+    cases = [
+        ("remote_mcp", "http://169.254.169.254/mcp"),
+        ("remote_mcp", "http://127.0.0.1:9/mcp"),
+        ("remote_mcp", "http://localhost:9/mcp"),
+        ("remote_mcp", "http://[::ffff:10.0.0.1]/mcp"),
+        ("remote_mcp", "http://[64:ff9b::a9fe:a9fe]/mcp"),
+        ("github", "http://192.168.1.10/api/v3"),
+        ("stripe", "https://[fd00:ec2::254]/"),
+    ]
+    for kind, url in cases:
+        stderr = cli.fails("connector", "add", "acme", "x", "--kind", kind, "--url", url)
+        assert "not a public address" in stderr, (url, stderr)
+        assert "AGENTWS_CONNECTOR_ALLOWLIST" in stderr, (url, stderr)
+    assert cli.json("connector", "list", "acme") == []
+    # Allow-listed, the same loopback URL is saved (and its refresh fails: nothing listens).
+    added = cli.json(
+        *(
+            "connector",
+            "add",
+            "acme",
+            "x",
+            "--kind",
+            "remote_mcp",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+        ),
+        env={"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"},
+    )
+    assert added["url"] == "http://127.0.0.1:9/mcp"
+    assert [c["name"] for c in cli.json("connector", "list", "acme")] == ["x"]

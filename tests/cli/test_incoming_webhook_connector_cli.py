@@ -226,6 +226,29 @@ def test_refused_urls_are_named_by_their_origin_only(acme: Cli) -> None:
     assert "already exists" in cli.fails(*base, "--secret-env", "HOOK", env={"HOOK": OTHER_URL})
 
 
+def test_a_url_to_a_non_public_address_is_refused_when_saved(acme: Cli) -> None:
+    cli = acme
+    for origin in ("http://169.254.169.254", "http://10.0.0.5:8080", "http://localhost:9"):
+        stderr = cli.fails(
+            *("connector", "add", "acme", "alerts", "--kind", "incoming_webhook"),
+            *("--secret-env", "HOOK"),
+            env={"HOOK": f"{origin}{HOOK_PATH}"},
+        )
+        assert f"the URL at {origin} may not be used" in stderr, stderr
+        assert "not a public address" in stderr
+        assert "AGENTWS_CONNECTOR_ALLOWLIST" in stderr
+        assert TOKEN not in stderr
+        assert "/services/" not in stderr
+    assert cli.json("connector", "list", "acme") == []
+    allowed = _add(
+        cli,
+        "alerts",
+        f"http://10.0.0.5:8080{HOOK_PATH}",
+        env={"AGENTWS_CONNECTOR_ALLOWLIST": "10.0.0.0/8"},
+    )
+    assert allowed["url"] == "http://10.0.0.5:8080"
+
+
 def test_it_has_no_tools_to_attach(acme: Cli) -> None:
     cli = acme
     _add(cli, "alerts", HOOK_URL)
@@ -276,6 +299,34 @@ def test_webhooks_post_to_it_by_name(acme_both: Cli) -> None:
     gone = cli.fails(*create, "--name", "cd2", "--channel", "webhook:alerts")
     assert "there is no connector 'alerts'" in gone
     assert [w["name"] for w in cli.json("webhook", "list", "acme")] == ["ci", "cd"]
+
+
+def test_a_webhook_channel_is_refused_when_its_url_is_not_public(acme: Cli) -> None:
+    """Saving a channel checks its connector's URL as saving the connector did: one
+    saved while the allowlist named its private address cannot be chosen once it
+    no longer does (create and update)."""
+    cli = acme
+    private = {"AGENTWS_CONNECTOR_ALLOWLIST": "10.0.0.0/8"}
+    _add(cli, "alerts", f"http://10.0.0.5:8080{HOOK_PATH}", env=private)
+    create = ("webhook", "create", "acme", "--prompt", "Say what happened.")
+    refused = cli.fails(*create, "--name", "ci", "--channel", "webhook:alerts")
+    assert "channel webhook:alerts: connector 'alerts' at http://10.0.0.5:8080" in refused
+    assert "not a public address" in refused
+    assert "AGENTWS_CONNECTOR_ALLOWLIST" in refused
+    assert TOKEN not in refused
+    assert "/services/" not in refused
+    assert cli.json("webhook", "list", "acme") == []
+
+    cli.json(*create, "--name", "cd", "--channel", "ops", env=ALICE)
+    update = ("webhook", "update", "acme", "cd", "--channel", "webhook:alerts")
+    moved = cli.fails(*update, env=ALICE)
+    assert "not a public address" in moved
+    assert TOKEN not in moved
+    assert cli.json("webhook", "show", "acme", "cd")["channel"] == "local:ops"
+
+    # Allow-listed, both are saved.
+    cli.json(*create, "--name", "ci", "--channel", "webhook:alerts", env={**ALICE, **private})
+    assert cli.json(*update, env={**ALICE, **private})["channel"] == "webhook:alerts"
 
 
 # --- connector test -------------------------------------------------------------------------

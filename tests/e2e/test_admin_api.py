@@ -298,3 +298,52 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
         )
     output = done.stdout.decode() + done.stderr.decode()
     assert done.returncode == 0, output[-6000:]
+
+
+async def _private_hook_connector(server: Running) -> None:
+    """Incoming-webhook connector ``alerts`` at a private address, saved while allow-listed."""
+    from agentws.connectors.registry import ConnectorSecret, add_connector
+    from agentws.connectors.url_guard import Allowlist
+    from agentws.domain.models import ConnectorKind
+    from agentws.secret_box import SecretBox
+
+    await add_connector(
+        server.store,
+        "acme",
+        "alerts",
+        kind=ConnectorKind.INCOMING_WEBHOOK,
+        url=None,
+        headers={},
+        secret=ConnectorSecret("http://10.0.0.5:8080/services/T0/B0/PrivateHookToken"),
+        box=SecretBox.from_settings(server.service.settings),
+        allowlist=Allowlist.parse("10.0.0.0/8"),
+        actor="t",
+    )
+
+
+async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_update(
+    tmp_path: Path,
+) -> None:
+    from agentws.secret_box import ensure_key_file
+
+    ensure_key_file(tmp_path)
+    async with running(tmp_path, AGENTWS_DATA_DIR=str(tmp_path)) as server:
+        await _private_hook_connector(server)
+        token = await _admin_token(server)
+        async with _client(server, token) as api:
+            body = {"name": "ci", "channel": "webhook:alerts", "prompt": "p"}
+            refused = await api.post("/workspaces/acme/webhooks", json=body)
+            assert refused.status_code == 400, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "unsafe_url"
+            assert "http://10.0.0.5:8080" in error["message"]
+            assert "AGENTWS_CONNECTOR_ALLOWLIST" in error["message"]
+            assert "PrivateHookToken" not in refused.text
+            local = await api.post("/workspaces/acme/webhooks", json={**body, "channel": "ops"})
+            assert local.status_code == 201, local.text
+            moved = await api.patch(
+                "/workspaces/acme/webhooks/ci", json={"channel": "webhook:alerts"}
+            )
+            assert moved.status_code == 400, moved.text
+            assert moved.json()["error"]["code"] == "unsafe_url"
+        assert [w.channel for w in await server.store.select(Webhook)] == ["local:ops"]

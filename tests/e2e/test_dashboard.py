@@ -354,3 +354,34 @@ async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
         cleared = await http.post(edit, data={**fields, "allowed_tools": ""})
         assert cleared.status_code == 302
         assert (await server.store.get(Webhook, issued.id)).allowed_tools == {}
+
+
+async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_edit(
+    tmp_path: Path,
+) -> None:
+    from agentws.secret_box import ensure_key_file
+    from tests.e2e.test_admin_api import _private_hook_connector
+
+    ensure_key_file(tmp_path)
+    async with (
+        running(tmp_path, AGENTWS_DATA_DIR=str(tmp_path)) as server,
+        _browser(server) as http,
+    ):
+        await _private_hook_connector(server)
+        csrf = await _signed_in(server, http)
+        fields = {"csrf": csrf, "name": "ci", "channel": "webhook:alerts", "prompt": "p"}
+        refused = await http.post("/dashboard/w/acme/webhooks", data=fields)
+        assert refused.status_code == 302
+        page = html.unescape((await http.get(refused.headers["location"])).text)
+        assert "connector 'alerts' at http://10.0.0.5:8080 may not be used" in page
+        assert "AGENTWS_CONNECTOR_ALLOWLIST" in page
+        assert await server.store.select(Webhook) == []
+
+        created = await http.post("/dashboard/w/acme/webhooks", data={**fields, "channel": "ops"})
+        assert created.status_code == 200, created.text
+        (webhook,) = await server.store.select(Webhook)
+        edit = f"/dashboard/w/acme/webhooks/{webhook.id}/edit"
+        moved = await http.post(edit, data={**fields, "allowed_tools": ""})
+        page = html.unescape((await http.get(moved.headers["location"])).text)
+        assert "may not be used" in page
+        assert (await server.store.get(Webhook, webhook.id)).channel == "local:ops"

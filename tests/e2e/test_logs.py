@@ -48,7 +48,13 @@ LOOPBACK = Allowlist.parse("127.0.0.1/32")
 async def test_a_full_runs_logs_are_json_with_ids_and_carry_no_secret(tmp_path: Path) -> None:
     key = Fernet.generate_key().decode()
     database = f"sqlite:///{tmp_path / 'agentws.db'}"
-    settings = Settings.from_env({"AGENTWS_DATABASE_URL": database, "AGENTWS_SECRET_KEY": key})
+    settings = Settings.from_env(
+        {
+            "AGENTWS_DATABASE_URL": database,
+            "AGENTWS_SECRET_KEY": key,
+            "AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32",  # the chat's fake is on loopback
+        }
+    )
     async with (
         fake_slack() as chat,
         fake_anthropic(lambda request: Turn("Deploy 42 is done.")) as model,

@@ -97,7 +97,10 @@ async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path)
 async def test_a_loopback_remote_needs_the_allowlist(tmp_path: Path) -> None:
     state = ThirdParty([tool("search", "Search")])
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
-        connector = await add_remote(store, url, allowlist=Allowlist())
+        with pytest.raises(UnsafeUrlError, match="not a public"):
+            await add_remote(store, url, allowlist=Allowlist())  # refused when saved...
+        # ... and on connecting, if saved while the allowlist named it.
+        connector = await add_remote(store, url)
         with trio.fail_after(TIMEOUT_S), pytest.raises(UnsafeUrlError, match="not a public"):
             await fetch_tools(connector, box=box, allowlist=Allowlist(), timeout_s=TIMEOUT_S)
         assert state.authorizations == []  # nothing reached the server

@@ -2,11 +2,15 @@
 
 Host names are resolved by the test's resolver, so "evil.test → 127.0.0.1"
 is a real connection to the loopback server whenever the guard lets it through.
+The table of the IANA special-purpose registries is checked by the guard's
+decision alone: a request it lets through goes to a fake transport, never to
+the address.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,12 +19,14 @@ import h11
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from agentws.config import Settings
 from agentws.connectors.url_guard import (
     Allowlist,
     GuardedTransport,
     Resolver,
+    check_saved_url,
     check_url,
     is_public,
 )
@@ -199,3 +205,171 @@ def test_a_malformed_allowlist_is_named_at_start() -> None:
         Settings.from_env({"AGENTWS_CONNECTOR_ALLOWLIST": "good.example, bad host!"})
     settings = Settings.from_env({"AGENTWS_CONNECTOR_ALLOWLIST": "a.example,10.0.0.0/8"})
     assert settings.connector_allowlist.names_host("a.example")
+
+
+# Every block of the IANA IPv4 and IPv6 special-purpose address registries,
+# the IPv6 forms that carry an IPv4 address, and public addresses beside them:
+# (address, whether connectors may reach it, what it is).
+ADDRESSES: list[tuple[str, bool, str]] = [
+    ("0.0.0.0", False, "this host on this network, 0/8"),
+    ("0.1.2.3", False, "this network, 0/8"),
+    ("10.0.0.1", False, "private, 10/8"),
+    ("100.64.0.1", False, "shared address space (CGNAT), 100.64/10"),
+    ("100.127.255.254", False, "shared address space, 100.64/10"),
+    ("127.0.0.1", False, "loopback, 127/8"),
+    ("127.255.255.254", False, "loopback, 127/8"),
+    ("169.254.169.254", False, "link-local, 169.254/16: cloud metadata"),
+    ("172.16.0.1", False, "private, 172.16/12"),
+    ("172.31.255.254", False, "private, 172.16/12"),
+    ("192.0.0.1", False, "IETF protocol assignments, 192.0.0/24"),
+    ("192.0.0.9", False, "PCP anycast in 192.0.0/24: refused with its block"),
+    ("192.0.0.10", False, "TURN anycast in 192.0.0/24: refused with its block"),
+    ("192.0.0.170", False, "NAT64 discovery, 192.0.0.170/31"),
+    ("192.0.2.1", False, "documentation TEST-NET-1, 192.0.2/24"),
+    ("192.31.196.1", False, "AS112-v4, 192.31.196/24"),
+    ("192.52.193.1", False, "AMT, 192.52.193/24"),
+    ("192.88.99.1", False, "deprecated 6to4 relay anycast, 192.88.99/24"),
+    ("192.168.1.1", False, "private, 192.168/16"),
+    ("192.175.48.1", False, "AS112 direct delegation, 192.175.48/24"),
+    ("198.18.0.1", False, "benchmarking, 198.18/15"),
+    ("198.19.255.254", False, "benchmarking, 198.18/15"),
+    ("198.51.100.1", False, "documentation TEST-NET-2, 198.51.100/24"),
+    ("203.0.113.1", False, "documentation TEST-NET-3, 203.0.113/24"),
+    ("224.0.0.1", False, "multicast, 224/4"),
+    ("239.255.255.250", False, "multicast, 224/4"),
+    ("240.0.0.1", False, "reserved, 240/4"),
+    ("255.255.255.255", False, "limited broadcast"),
+    ("8.8.8.8", True, "public"),
+    ("93.184.216.34", True, "public"),
+    ("100.128.0.1", True, "public, just past 100.64/10"),
+    ("172.32.0.1", True, "public, just past 172.16/12"),
+    ("192.0.3.1", True, "public, just past 192.0.2/24"),
+    ("198.20.0.1", True, "public, just past 198.18/15"),
+    ("::1", False, "loopback"),
+    ("::", False, "unspecified"),
+    ("::ffff:127.0.0.1", False, "IPv4-mapped loopback"),
+    ("::ffff:169.254.169.254", False, "IPv4-mapped cloud metadata"),
+    ("::ffff:10.0.0.1", False, "IPv4-mapped private"),
+    ("::ffff:8.8.8.8", True, "IPv4-mapped public: judged as its IPv4"),
+    ("::ffff:0:a9fe:a9fe", False, "IPv4-translated, ::ffff:0:0:0/96"),
+    ("::ffff:0:808:808", False, "IPv4-translated, refused whatever it carries"),
+    ("::a9fe:a9fe", False, "deprecated IPv4-compatible, ::/96"),
+    ("::808:808", False, "deprecated IPv4-compatible, refused whatever it carries"),
+    ("64:ff9b::a9fe:a9fe", False, "NAT64 of cloud metadata, 64:ff9b::/96"),
+    ("64:ff9b::7f00:1", False, "NAT64 of loopback"),
+    ("64:ff9b::a00:1", False, "NAT64 of private"),
+    ("64:ff9b::808:808", True, "NAT64 of public: judged as its IPv4"),
+    ("64:ff9b:1::a9fe:a9fe", False, "local-use NAT64, 64:ff9b:1::/48"),
+    ("64:ff9b:1::808:808", False, "local-use NAT64, refused whatever it carries"),
+    ("100::1", False, "discard-only, 100::/64"),
+    ("2001::a9fe:a9fe", False, "Teredo, 2001::/32"),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False, "Teredo of a public host"),
+    ("2001:1::1", False, "PCP anycast in 2001::/23: refused with its block"),
+    ("2001:2::1", False, "benchmarking, 2001:2::/48"),
+    ("2001:10::1", False, "deprecated ORCHID, 2001:10::/28"),
+    ("2001:20::1", False, "ORCHIDv2 in 2001::/23: refused with its block"),
+    ("2001:db8::1", False, "documentation, 2001:db8::/32"),
+    ("2002:a9fe:a9fe::1", False, "6to4 of cloud metadata, 2002::/16"),
+    ("2002:7f00:1::1", False, "6to4 of loopback"),
+    ("2002:808:808::1", False, "6to4, refused whatever it carries"),
+    ("2620:4f:8000::1", False, "AS112-v6 direct delegation, 2620:4f:8000::/48"),
+    ("3fff::1", False, "documentation, 3fff::/20"),
+    ("5f00::1", False, "segment routing SIDs, 5f00::/16"),
+    ("4000::1", False, "not global unicast (outside 2000::/3)"),
+    ("fc00::1", False, "unique local, fc00::/7"),
+    ("fd00:ec2::254", False, "unique local: cloud metadata"),
+    ("fe80::1", False, "link-local, fe80::/10"),
+    ("fec0::1", False, "deprecated site-local, fec0::/10"),
+    ("ff02::1", False, "multicast, ff00::/8"),
+    ("ff0e::1", False, "global-scope multicast, ff00::/8"),
+    ("2606:4700::1111", True, "public"),
+    ("2001:4860:4860::8888", True, "public, just past 2001::/23"),
+    ("2a00:1450:4001::1", True, "public"),
+]
+
+
+@pytest.mark.parametrize(
+    ("address", "public"), [pytest.param(a, p, id=f"{a} {what}") for a, p, what in ADDRESSES]
+)
+async def test_the_special_purpose_address_table(address: str, public: bool) -> None:
+    """One decision for an address, as a literal or behind a name, on save and on connect."""
+    parsed = ipaddress.ip_address(address)
+    assert is_public(parsed) is public
+    reached: list[str] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        reached.append(request.url.host)
+        return httpx2.Response(200)
+
+    # What the guard lets through goes to this fake transport, not to the address.
+    inner = httpx2.MockTransport(answer)
+    literal = f"[{address}]" if parsed.version == 6 else address
+    _, resolve = resolver([address])
+    for url in (f"http://{literal}/mcp", "http://name.test/mcp"):
+        transport = GuardedTransport(resolve=resolve, inner=inner)
+        if public:
+            assert await check_saved_url(url, Allowlist(), resolve) == url
+            assert (await _get(transport, url)).status_code == 200
+        else:
+            with pytest.raises(UnsafeUrlError, match="AGENTWS_CONNECTOR_ALLOWLIST"):
+                await check_saved_url(url, Allowlist(), resolve)
+            with pytest.raises(UnsafeUrlError, match="not a public address"):
+                await _get(transport, url)
+    assert [ipaddress.ip_address(host) for host in reached] == ([parsed] * 2 if public else [])
+
+
+async def test_a_refusal_says_what_the_address_is() -> None:
+    cases = {
+        "http://[64:ff9b::a9fe:a9fe]/": "NAT64 169.254.169.254, link-local",
+        "http://[::ffff:127.0.0.1]/": "IPv4-mapped 127.0.0.1, loopback",
+        "http://[2002:a9fe:a9fe::1]/": "6to4 (carrying 169.254.169.254)",
+        "http://[2001::a9fe:a9fe]/": "Teredo (carrying",
+        "http://[fec0::1]/": "deprecated site-local",
+        "http://192.0.2.7/": "documentation",
+    }
+    for url, why in cases.items():
+        with pytest.raises(UnsafeUrlError) as caught:
+            await check_saved_url(url, Allowlist())
+        assert why in caught.value.message, caught.value.message
+
+
+async def test_a_saved_url_is_checked_as_a_connection_would_be() -> None:
+    none = Allowlist()
+    with pytest.raises(UnsafeUrlError, match=r"169\.254\.169\.254.*AGENTWS_CONNECTOR_ALLOWLIST"):
+        await check_saved_url("http://169.254.169.254/mcp", none)
+    # One non-public answer among public ones fails every connection: refused now.
+    _, mixed = resolver(["93.184.216.34", "10.0.0.7"])
+    with pytest.raises(UnsafeUrlError, match=r"10\.0\.0\.7"):
+        await check_saved_url("https://mixed.test/mcp", none, mixed)
+    # The allowlist lets a name or a network in; a named host is not even resolved.
+    asked, internal = resolver(["10.0.0.7"])
+    allow = Allowlist.parse("mcp.corp.test")
+    assert await check_saved_url("http://mcp.corp.test/mcp", allow, internal)
+    assert asked == []
+    by_network = Allowlist.parse("10.0.0.0/8")
+    assert await check_saved_url("http://10.1.2.3:8080/mcp", by_network, internal)
+    # ... but an allowlist still limits the hosts a URL may name.
+    for outside in ("http://169.254.169.254/", "http://other.test/mcp"):
+        with pytest.raises(UnsafeUrlError, match="AGENTWS_CONNECTOR_ALLOWLIST"):
+            await check_saved_url(outside, by_network, internal)
+
+
+async def test_a_name_that_does_not_resolve_now_is_saved_and_checked_on_connecting() -> None:
+    async def nowhere(host: str, port: int) -> list[str]:
+        raise httpx2.ConnectError(f"cannot resolve {host!r}")
+
+    url = "https://not-yet.test/mcp"
+    assert await check_saved_url(url, Allowlist(), nowhere) == url
+
+
+async def test_resolving_a_saved_url_is_bounded_in_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def hangs(host: str, port: int) -> list[str]:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    url = "https://slow-dns.test/mcp"
+    started = trio.current_time()
+    assert await check_saved_url(url, Allowlist(), hangs) == url
+    assert trio.current_time() - started <= 10
