@@ -152,8 +152,12 @@ async def login() -> Response:
 
 
 def _safe_next(target: str) -> str:
-    # Only a path of this dashboard: never another site.
-    if target.startswith("/dashboard") and not target.startswith("//"):
+    # Only a path of this dashboard, never another site; and only printable
+    # text: a control character would break the Location header, a backslash
+    # is a slash to some browsers.
+    path = target.split("?", 1)[0]
+    printable = target.isprintable() and not any(c in target for c in " \\")
+    if (path == "/dashboard" or path.startswith("/dashboard/")) and "//" not in path and printable:
         return target
     return url_for("dashboard.home")
 

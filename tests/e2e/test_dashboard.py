@@ -100,6 +100,39 @@ async def test_sign_in_sets_a_guarded_cookie_and_sign_out_ends_the_session(tmp_p
         assert actions == ["admin.sign_in", "admin.sign_out"]
 
 
+async def test_a_sign_in_whose_next_is_unsafe_goes_to_the_dashboard_home(
+    tmp_path: Path,
+) -> None:
+    # A line break in `next` once reached the Location header: a 500, no session.
+    unsafe = (
+        "/dashboard/w/acme/events\r\nSet-Cookie: x=1",
+        "/dashboard/\nx",
+        "/dashboard/w/acme\tevents",
+        "//evil.example/dashboard",
+        "/dashboard\\..\\evil",
+        "https://evil.example/dashboard",
+        "/dashboardx",
+    )
+    async with running(tmp_path) as server, _browser(server) as http:
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+        for target in unsafe:
+            form = await http.get("/dashboard/login", params={"next": target})
+            assert form.status_code == 200
+            signed = await http.post(
+                "/dashboard/login",
+                data={
+                    "login_token": _hidden(form.text, "login_token"),
+                    "username": "alice",
+                    "password": PASSWORD,
+                    "next": target,
+                },
+            )
+            assert signed.status_code == 302, (target, signed.text)
+            assert signed.headers["location"] == "/dashboard/", target
+            assert "x=1" not in str(signed.headers.get_list("set-cookie"))
+        assert len(await server.store.select(AdminSession)) == len(unsafe)
+
+
 async def test_the_session_cookie_is_secure_behind_tls(tmp_path: Path) -> None:
     async with running(tmp_path) as server, _browser(server) as http:
         await create_admin(server.store, "alice", password=PASSWORD, actor="t")
