@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 from agentws import __version__
 from agentws.api.routes import api_blueprint
 from agentws.config import Settings
-from agentws.dashboard.pages import dashboard_blueprint
+from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
@@ -90,6 +90,8 @@ async def metrics_page() -> Response:
 
 
 async def _http_error(error: HTTPException) -> Response:
+    if is_dashboard_path(request.path):  # browsers there get a page, not JSON
+        return await http_error_page(error)
     code = (error.name or "error").lower().replace(" ", "_")
     return error_response(error.code or 500, code, error.description or error.name)
 

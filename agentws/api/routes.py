@@ -134,7 +134,7 @@ async def _body() -> dict[str, Any]:
     Every handler that reads a body reads it here, so a body that is not
     JSON text is refused the same way everywhere: 400 ``invalid_json``.
     """
-    raw = await request.get_data()
+    raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     try:
         data = json.loads(raw) if raw.strip() else {}
     except (ValueError, RecursionError):  # UnicodeDecodeError included

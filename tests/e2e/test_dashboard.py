@@ -8,14 +8,24 @@ forms posted as a browser posts them). The browser tests in
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
 import httpx2
 import pytest
+import trio
+from cryptography.fernet import Fernet
 
 from agentws.accounts import create_admin
-from agentws.domain.models import AdminSession, Approval, AuditEntry, EventStatus, Webhook
+from agentws.domain.models import (
+    AdminSession,
+    Approval,
+    AuditEntry,
+    Event,
+    EventStatus,
+    Webhook,
+)
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
@@ -26,6 +36,7 @@ from tests.e2e.remote_support import (
 )
 from tests.e2e.run_support import deliver, finished
 from tests.e2e.webhook_support import Hook
+from tests.support import clean_env
 
 PASSWORD = "correct horse battery staple"
 LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
@@ -242,15 +253,93 @@ async def test_a_webhook_made_in_the_dashboard_shows_its_url_once_and_its_events
             "/dashboard/w/acme/webhooks",
             data={"csrf": csrf, "name": "x", "channel": "slack:general", "prompt": "p"},
         )
-        assert bad.status_code == 302  # back to the list, with the reason
-        shown = await http.get(bad.headers["location"])
-        assert "use the channel's id" in html.unescape(shown.text)
+        assert bad.status_code == 400  # the form again, with the reason
+        assert "use the channel's id" in html.unescape(bad.text)
 
         off = await http.post(
             f"/dashboard/w/acme/webhooks/{webhook.id}/deactivate", data={"csrf": csrf}
         )
         assert off.status_code == 302
         assert not (await server.store.get(Webhook, webhook.id)).active
+
+
+async def test_the_create_webhook_form_keeps_what_was_typed_after_a_refusal(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        typed = {
+            "csrf": csrf,
+            "name": "deploys",
+            "channel": "slack:general",  # a name, not an id: refused
+            "prompt": "Say which deploys\nwent out & why.",
+            "group": "ops",
+            "state": "draft",
+            "verification": "shared_secret",
+            "secret": "typed-secret-value",
+            "rate_per_min": "30",
+            "concurrency": "2",
+        }
+        refused = await http.post("/dashboard/w/acme/webhooks", data=typed)
+        assert refused.status_code == 400
+        page = refused.text
+        assert "use the channel's id" in html.unescape(page)
+        assert 'id="name" name="name" required placeholder="ci" value="deploys"' in page
+        assert 'value="slack:general"' in page
+        assert ">Say which deploys\nwent out &amp; why.</textarea>" in page
+        assert '<option value="ops" selected>' in page
+        assert '<option value="draft" selected>' in page
+        assert '<option value="shared_secret" selected>' in page
+        assert 'value="30"' in page and 'value="2"' in page
+        assert "typed-secret-value" not in page  # a secret is typed again, never echoed
+        assert await server.store.select(Webhook) == []
+        # The values are the form's only: a fresh listing is empty again.
+        fresh = await http.get("/dashboard/w/acme/webhooks")
+        assert "deploys" not in fresh.text
+
+
+async def test_try_it_for_a_shared_secret_webhook_sends_the_secret_header(
+    tmp_path: Path,
+) -> None:
+    key = {"AGENTWS_SECRET_KEY": Fernet.generate_key().decode()}
+    async with running(tmp_path, **key) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        created = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={
+                "csrf": csrf,
+                "name": "ci",
+                "channel": "local:ops",
+                "prompt": "Summarise.",
+                "verification": "shared_secret",
+                "secret": "s3cret-not-shown",
+            },
+        )
+        assert created.status_code == 200, created.text
+        page = html.unescape(created.text)
+        curl = re.search(r"<pre>(curl .*?)</pre>", page, re.DOTALL)
+        assert curl, page
+        assert """-H "X-Webhook-Secret: $WEBHOOK_SECRET\"""" in curl.group(1)
+        assert "s3cret-not-shown" not in page
+        # The command, run as shown with the secret in WEBHOOK_SECRET, is accepted
+        # (at the port this test's server took: the settings do not know it).
+        command = re.sub(r"'http://[^/']+/hooks/", f"'{server.base_url}/hooks/", curl.group(1))
+        done = await trio.run_process(
+            ["sh", "-c", command + " --silent --show-error"],
+            env=clean_env(WEBHOOK_SECRET="s3cret-not-shown", NO_PROXY="*", no_proxy="*"),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "queued", done.stdout
+        assert len(await server.store.select(Event)) == 1
+        # A webhook without verification: the plain command, no secret header.
+        plain = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={"csrf": csrf, "name": "open", "channel": "local:ops", "prompt": "p"},
+        )
+        assert "X-Webhook-Secret" not in plain.text
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -344,6 +433,24 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
             assert "Not found" in missing.text
         missing = await http.get("/dashboard/approvals/apr_nope")
         assert missing.status_code == 404
+        # A path the dashboard does not have: its 404 page, not the API's JSON.
+        for path in ("/dashboard/nope", "/dashboard/w/acme/nope/deeper", "/dashboard/static/x"):
+            unknown = await http.get(path)
+            assert unknown.status_code == 404, path
+            assert unknown.headers["content-type"].startswith("text/html"), path
+            assert "<h1>Not found</h1>" in unknown.text
+            assert 'class="brand"' in unknown.text  # the dashboard's layout
+            assert unknown.headers["content-security-policy"].startswith("default-src")
+        wrong_method = await http.get("/dashboard/logout")
+        assert wrong_method.status_code == 405
+        assert wrong_method.headers["content-type"].startswith("text/html")
+        # Signed out, the same page (it names nothing).
+        async with _browser(server) as anonymous:
+            unknown = await anonymous.get("/dashboard/nope")
+            assert unknown.status_code == 404 and "<h1>Not found</h1>" in unknown.text
+        # Elsewhere the JSON errors stay.
+        assert (await http.get("/api/v1/nope")).json()["error"]["code"] == "not_found"
+        assert (await http.get("/nope")).headers["content-type"] == "application/json"
         switched = await http.get("/dashboard/", params={"workspace": "acme"})
         assert switched.headers["location"] == "/dashboard/w/acme/webhooks"
 
