@@ -20,6 +20,7 @@ from agentws import __version__
 from agentws.api.routes import api_blueprint
 from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
+from agentws.dashboard.visible import visible
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
@@ -38,6 +39,9 @@ class AgentwsApp(QuartTrio):
     """QuartTrio with the running :class:`Service` attached."""
 
     service: Service
+    # Every value a template prints shows its invisible and bidi characters
+    # escaped (agentws.dashboard.visible), on every page.
+    jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
 
 
 def error_response(status: int, code: str, message: str, **headers: str) -> Response:

@@ -56,6 +56,7 @@ from .session import (
     set_session_cookie,
     signed_in,
 )
+from .visible import exact, has_hidden
 
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
@@ -93,6 +94,13 @@ async def _not_found(error: NotFoundError) -> tuple[str, int]:
     return page, 404
 
 
+# What the dashboard's error page says for an HTTP error of its own paths.
+_HTTP_ERRORS = {
+    404: "There is no such page in the dashboard: check the address, or start again below.",
+    405: "This page is not opened that way: follow a link or a button of the dashboard.",
+}
+
+
 def is_dashboard_path(path: str) -> bool:
     """Whether ``path`` is the dashboard's (its errors are pages, not JSON)."""
     return path == "/dashboard" or path.startswith("/dashboard/")
@@ -113,12 +121,6 @@ async def http_error_page(error: HTTPException) -> Response:
         if name.lower() != "content-type":  # e.g. a 405's Allow
             response.headers[name] = value
     return secure_headers(response)
-
-
-_HTTP_ERRORS = {
-    404: "There is no such page in the dashboard: check the address, or start again below.",
-    405: "This page is not opened that way: follow a link or a button of the dashboard.",
-}
 
 
 def _done(target: str, notice: str, *, error: bool = False) -> Response:
@@ -168,6 +170,11 @@ def _ago(when: datetime | None) -> str:
 @dashboard_blueprint.app_template_filter("ago")
 def _ago_filter(when: datetime | None) -> str:
     return _ago(when)
+
+
+# A form field's value sent back as stored (see agentws.dashboard.visible).
+dashboard_blueprint.add_app_template_filter(exact, "exact")
+dashboard_blueprint.add_app_template_test(has_hidden, "has_hidden")
 
 
 @dashboard_blueprint.app_template_filter("pretty_json")

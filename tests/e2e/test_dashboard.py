@@ -495,3 +495,106 @@ async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
         cleared = await http.post(edit, data={**fields, "allowed_tools": ""})
         assert cleared.status_code == 302
         assert (await server.store.get(Webhook, issued.id)).allowed_tools == {}
+
+
+#: Characters that draw nothing or reorder what follows (a "txt.exe" shown as
+#: "exe.txt"), and terminal controls: each must show as a visible escape.
+HIDDEN = {
+    "\u202e": "\\u202e",  # RIGHT-TO-LEFT OVERRIDE
+    "\u2066": "\\u2066",  # LEFT-TO-RIGHT ISOLATE
+    "\u200b": "\\u200b",  # ZERO WIDTH SPACE
+    "\u2028": "\\u2028",  # LINE SEPARATOR
+    "\ufeff": "\\ufeff",  # BYTE ORDER MARK
+    "\x1b": "\\u001b",  # ESC, as in a terminal colour code
+    "\x85": "\\u0085",  # NEXT LINE (C1)
+    "\U000e0041": "\\U000e0041",  # TAG LATIN CAPITAL LETTER A: invisible text
+}
+
+
+def _shows_escaped(page: str, where: str) -> None:
+    """No hidden character raw in ``page``, but in what its forms send back as stored."""
+    shown_text = re.sub(r'value="[^"]*"|<textarea[^>]*>[^<]*</textarea>', "", page)
+    for char, escape in HIDDEN.items():
+        assert char not in shown_text, f"{where}: raw {escape} in the page"
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_invisible_and_bidi_characters_show_escaped_on_every_page(tmp_path: Path) -> None:
+    hidden = "".join(HIDDEN)
+    state = ThirdParty([tool("send", f"Send{hidden}"), tool("gnp\u202eexe.txt", "Named to fool")])
+    async with (
+        running(tmp_path, **LOOPBACK) as server,
+        third_party_server(state) as url,
+        _browser(server) as http,
+    ):
+        await attach_remote(server.store, url, {})
+        csrf = await _signed_in(server, http)
+        # A remote's call arguments, an event's body and headers, a webhook's name and
+        # prompt: text from outside, each holding every hidden character.
+        async with sdk_session(server, "streamable") as session:
+            queued = await session.call_tool("third_send", {"q": f"invoice{hidden}fdp.exe"})
+        approval_id = (queued.structured_content or {})["approval_id"]
+        from tests.e2e.run_support import hook
+
+        issued = await hook(server, f"ci{hidden}", prompt=f"Summarise{hidden}.")
+        async with httpx2.AsyncClient(timeout=10) as sender:
+            sent = await sender.post(
+                issued.url,
+                json={f"key{hidden}": f"value{hidden}"},
+                headers={"User-Agent": b"agent\x9b31mevil"},  # a C1 terminal control
+            )
+        event_id = sent.json()["event_id"]
+        await finished(server.store, event_id)
+        webhook = issued.webhook.id
+        pages = {
+            "approvals": "/dashboard/approvals",
+            "approval": f"/dashboard/approvals/{approval_id}",
+            "webhooks": "/dashboard/w/acme/webhooks",
+            "webhook": f"/dashboard/w/acme/webhooks/{webhook}",
+            "events": "/dashboard/w/acme/events",
+            "event": f"/dashboard/events/{event_id}",
+            "permissions": "/dashboard/w/acme/permissions?group=ops",
+            "channels": "/dashboard/w/acme/channels",
+        }
+        for name, path in pages.items():
+            page = await http.get(path)
+            assert page.status_code == 200, (name, page.text)
+            _shows_escaped(page.text, name)
+        approval = (await http.get(pages["approval"])).text
+        assert "invoice\\u202e\\u2066\\u200b" in approval
+        assert "\\U000e0041fdp.exe" in approval
+        tools = (await http.get(pages["permissions"])).text
+        assert "<code>third_gnp\\u202eexe.txt</code>" in tools, tools
+        # Its form names it as it is: labelling it works.
+        field = re.search(r'name="tool" value="(third_gnp[^"]*)"', tools)
+        assert field and html.unescape(field.group(1)) == "third_gnp\u202eexe.txt"
+        labeled = await http.post(
+            "/dashboard/w/acme/permissions",
+            data={"csrf": csrf, "tool": field.group(1), "group": "ops", "label": "read"},
+        )
+        told = (await http.get(labeled.headers["location"])).text
+        assert "notice error" not in told and "\\u202eexe.txt is labeled read" in told
+        event = html.unescape((await http.get(pages["event"])).text)
+        assert '"key\\u202e' in event and "agent\\u009b31mevil" in event
+        listing = (await http.get(pages["webhooks"])).text
+        assert "ci\\u202e\\u2066" in listing
+        # A notice quoting a name is escaped as well.
+        off = await http.post(
+            f"/dashboard/w/acme/webhooks/{webhook}/deactivate", data={"csrf": csrf}
+        )
+        notice = await http.get(off.headers["location"])
+        _shows_escaped(notice.text, "the notice")
+        assert "Webhook &#39;ci\\u202e" in notice.text
+
+        # What a form sends back is the stored value itself, not its escaped view:
+        # saving the webhook unchanged keeps its prompt.
+        edit = (await http.get(pages["webhook"])).text
+        assert 'id="prompt-hidden"' in edit  # and the page says so
+        prompt = re.search(r'<textarea id="prompt" name="prompt"[^>]*>(.*?)</textarea>', edit, re.S)
+        assert prompt and html.unescape(prompt.group(1)) == f"Summarise{hidden}."
+        saved = await http.post(
+            f"/dashboard/w/acme/webhooks/{webhook}/edit",
+            data={"csrf": csrf, "channel": "local:ops", "prompt": html.unescape(prompt.group(1))},
+        )
+        assert saved.status_code == 302
+        assert (await server.store.get(Webhook, webhook)).prompt == f"Summarise{hidden}."
