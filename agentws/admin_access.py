@@ -41,8 +41,9 @@ __all__ = [
     "sign_out",
 ]
 
-# Failures allowed before the lock-out; each further one doubles it.
-_FREE_FAILURES = 5
+# The failure that starts the lock-out (the next attempt is refused); each
+# further one doubles it.
+_LOCKING_FAILURE = 5
 _FIRST_LOCK_S = 30.0
 _MAX_LOCK_S = 900.0
 # Failures older than this are forgotten.
@@ -68,8 +69,8 @@ class LoginThrottle:
             count, last, _ = self._state.get(key, (0, 0.0, 0.0))
             count = 1 if now - last > _FAILURE_WINDOW_S else count + 1
             lock = 0.0
-            if count > _FREE_FAILURES:
-                lock = min(_MAX_LOCK_S, _FIRST_LOCK_S * 2 ** (count - _FREE_FAILURES - 1))
+            if count >= _LOCKING_FAILURE:
+                lock = min(_MAX_LOCK_S, _FIRST_LOCK_S * 2 ** (count - _LOCKING_FAILURE))
             self._state[key] = (count, now, now + lock)
         if len(self._state) > 10_000:  # an address sweep must not grow memory forever
             cutoff = now - _FAILURE_WINDOW_S

@@ -19,7 +19,8 @@ from werkzeug.exceptions import HTTPException, RequestTimeout
 from agentws import __version__
 from agentws.api.routes import api_blueprint
 from agentws.config import Settings
-from agentws.dashboard.pages import dashboard_blueprint
+from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
+from agentws.dashboard.visible import visible
 from agentws.errors import StoreError
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
@@ -39,6 +40,9 @@ class AgentwsApp(QuartTrio):
     """QuartTrio with the running :class:`Service` attached."""
 
     service: Service
+    # Every value a template prints shows its invisible and bidi characters
+    # escaped (agentws.dashboard.visible), on every page.
+    jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
 
 
 def error_response(status: int, code: str, message: str, **headers: str) -> Response:
@@ -102,6 +106,8 @@ async def _http_error(error: HTTPException) -> Response:
             "whole and without pauses",
             Connection="close",
         )
+    if is_dashboard_path(request.path):  # browsers there get a page, not JSON
+        return await http_error_page(error)
     code = (error.name or "error").lower().replace(" ", "_")
     return error_response(error.code or 500, code, error.description or error.name)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -76,6 +77,16 @@ _STATUS = {
 
 Handler = Callable[..., Awaitable[Any]]
 
+# A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
+# which json accepts and no UTF-8 encoder (the stores, the JSON answer) does.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class _InvalidJson(ValidationError):
+    """The body is not JSON text (as the webhook door calls it)."""
+
+    code = "invalid_json"
+
 
 def _error(status: int, code: str, message: str) -> Response:
     response = jsonify({"error": {"code": code, "message": message}})
@@ -118,15 +129,31 @@ def endpoint(handler: Handler) -> Callable[..., Awaitable[Response]]:
 
 
 async def _body() -> dict[str, Any]:
-    """The request's JSON object (ValidationError if it is not one)."""
-    raw = await request.get_data()
+    """The request's JSON object (ValidationError if it is not one).
+
+    Every handler that reads a body reads it here, so a body that is not
+    JSON text is refused the same way everywhere: 400 ``invalid_json``.
+    """
+    raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     try:
         data = json.loads(raw) if raw.strip() else {}
-    except ValueError:  # UnicodeDecodeError included
-        data = None
+    except (ValueError, RecursionError):  # UnicodeDecodeError included
+        raise _InvalidJson("the body is not valid JSON: send a JSON object") from None
+    if _SURROGATE_ESCAPE.search(raw) and not _encodable(data):
+        raise _InvalidJson(
+            "the body has an unpaired UTF-16 surrogate escape (\\ud800-\\udfff), which is not text"
+        )
     if not isinstance(data, dict):
         raise ValidationError("the body must be a JSON object")
     return data
+
+
+def _encodable(data: Any) -> bool:
+    try:
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _field(

@@ -6,7 +6,8 @@ chat messages link), and an event's timeline (``/dashboard/events/<id>``).
 Every change is a POST form with the session's CSRF token, answered by a
 redirect to the page it came from with a one-time notice (a cookie), so a
 reload never posts twice. Failures re-render nothing: the notice says what
-was wrong, and nothing changed.
+was wrong, and nothing changed; but a refused new webhook shows its form
+again, filled as it was typed (all but the secret), with what was wrong.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from quart import Blueprint, Response, current_app, redirect, render_template, request, url_for
+from werkzeug.exceptions import HTTPException
 
 from agentws import libraries, registry
 from agentws.admin_access import sign_in, sign_out
@@ -36,6 +38,7 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
+from agentws.domain.signatures import SHARED_SECRET_HEADER
 from agentws.errors import AgentwsError, NotFoundError, PermissionDeniedError, UnauthorizedError
 from agentws.secret_box import SecretBox
 from agentws.tools import admin as tools_admin
@@ -53,8 +56,9 @@ from .session import (
     set_session_cookie,
     signed_in,
 )
+from .visible import exact, has_hidden
 
-__all__ = ["dashboard_blueprint"]
+__all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 dashboard_blueprint = Blueprint(
     "dashboard",
@@ -90,6 +94,35 @@ async def _not_found(error: NotFoundError) -> tuple[str, int]:
     return page, 404
 
 
+# What the dashboard's error page says for an HTTP error of its own paths.
+_HTTP_ERRORS = {
+    404: "There is no such page in the dashboard: check the address, or start again below.",
+    405: "This page is not opened that way: follow a link or a button of the dashboard.",
+}
+
+
+def is_dashboard_path(path: str) -> bool:
+    """Whether ``path`` is the dashboard's (its errors are pages, not JSON)."""
+    return path == "/dashboard" or path.startswith("/dashboard/")
+
+
+async def http_error_page(error: HTTPException) -> Response:
+    """An HTTP error under ``/dashboard`` (no such page, a wrong method) as a page.
+
+    The app answers these before any dashboard handler runs (no route
+    matched), so the page gets the dashboard's headers here.
+    """
+    status = error.code or 500
+    message = _HTTP_ERRORS.get(status, error.description or "")
+    title = (error.name or "Error").capitalize()
+    body = await render_template("error.html", title=title, message=message, caller=None)
+    response = Response(body, status=status, content_type="text/html; charset=utf-8")
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":  # e.g. a 405's Allow
+            response.headers[name] = value
+    return secure_headers(response)
+
+
 def _done(target: str, notice: str, *, error: bool = False) -> Response:
     """Redirect to ``target`` with a one-time notice."""
     response = cast(Response, redirect(target))
@@ -98,10 +131,17 @@ def _done(target: str, notice: str, *, error: bool = False) -> Response:
     return response
 
 
-async def _page(template: str, caller: Caller, *, status: int = 200, **context: Any) -> Response:
-    """Render ``template`` with what every page shows: the admin, the workspaces, the notice."""
+async def _page(
+    template: str, caller: Caller, *, status: int = 200, error: str | None = None, **context: Any
+) -> Response:
+    """Render ``template`` with what every page shows: the admin, the workspaces, the notice.
+
+    ``error`` is a notice of this answer's own (a form shown again with what was wrong).
+    """
     store = _service().store
     flash = urllib.parse.unquote(request.cookies.get(_FLASH, ""))
+    if error is not None:
+        flash = "!" + error
     body = await render_template(
         template,
         caller=caller,
@@ -112,7 +152,7 @@ async def _page(template: str, caller: Caller, *, status: int = 200, **context: 
         **context,
     )
     response = Response(body, status=status, content_type="text/html; charset=utf-8")
-    if flash:
+    if request.cookies.get(_FLASH):
         response.delete_cookie(_FLASH, path="/dashboard")
     return response
 
@@ -130,6 +170,11 @@ def _ago(when: datetime | None) -> str:
 @dashboard_blueprint.app_template_filter("ago")
 def _ago_filter(when: datetime | None) -> str:
     return _ago(when)
+
+
+# A form field's value sent back as stored (see agentws.dashboard.visible).
+dashboard_blueprint.add_app_template_filter(exact, "exact")
+dashboard_blueprint.add_app_template_test(has_hidden, "has_hidden")
 
 
 @dashboard_blueprint.app_template_filter("pretty_json")
@@ -152,8 +197,12 @@ async def login() -> Response:
 
 
 def _safe_next(target: str) -> str:
-    # Only a path of this dashboard: never another site.
-    if target.startswith("/dashboard") and not target.startswith("//"):
+    # Only a path of this dashboard, never another site; and only printable
+    # text: a control character would break the Location header, a backslash
+    # is a slash to some browsers.
+    path = target.split("?", 1)[0]
+    printable = target.isprintable() and not any(c in target for c in " \\")
+    if (path == "/dashboard" or path.startswith("/dashboard/")) and "//" not in path and printable:
         return target
     return url_for("dashboard.home")
 
@@ -234,6 +283,13 @@ async def _workspace(slug: str) -> Workspace:
 @dashboard_blueprint.get("/w/<workspace>/webhooks")
 @signed_in
 async def webhooks(caller: Caller, workspace: str) -> Response:
+    return await _webhooks_page(caller, workspace)
+
+
+async def _webhooks_page(
+    caller: Caller, workspace: str, *, typed: Any = None, error: str | None = None
+) -> Response:
+    """The webhooks listing; with ``typed``, its form filled with what was posted."""
     store = _service().store
     ws = await _workspace(workspace)
     hooks = await webhooks_admin.list_webhooks(store, workspace)
@@ -253,6 +309,9 @@ async def webhooks(caller: Caller, workspace: str) -> Response:
         latest=latest,
         schemes=[s.value for s in VerificationScheme],
         issued_url=None,
+        typed=typed or {},
+        status=400 if error else 200,
+        error=error,
     )
 
 
@@ -260,7 +319,6 @@ async def webhooks(caller: Caller, workspace: str) -> Response:
 @signed_in
 async def webhook_create(caller: Caller, workspace: str) -> Response:
     form = await request.form
-    here = url_for("dashboard.webhooks", workspace=workspace)
     try:
         options = webhooks_admin.WebhookOptions(
             group=form.get("group") or None,
@@ -282,7 +340,10 @@ async def webhook_create(caller: Caller, workspace: str) -> Response:
             actor=caller.actor,
         )
     except (AgentwsError, ValueError) as exc:
-        return _done(here, _message(exc), error=True)
+        # The form again, as typed (but the secret), with what was wrong: nothing
+        # was made, and nothing has to be typed twice.
+        typed = {k: v for k, v in form.items() if k not in ("csrf", "secret")}
+        return await _webhooks_page(caller, workspace, typed=typed, error=_message(exc))
     # The URL is shown this once: rendered here, never stored.
     return await _page(
         "webhook_created.html",
@@ -290,7 +351,17 @@ async def webhook_create(caller: Caller, workspace: str) -> Response:
         workspace=await _workspace(workspace),
         webhook=issued.webhook,
         url=issued.url,
+        try_it=_try_it(issued.url, issued.webhook.verification),
     )
+
+
+def _try_it(url: str, scheme: VerificationScheme) -> str:
+    """A curl command that delivers a test event to ``url``; the secret left to the shell."""
+    command = "curl -X POST -H 'Content-Type: application/json'"
+    if scheme is VerificationScheme.SHARED_SECRET:
+        header = "-".join(part.capitalize() for part in SHARED_SECRET_HEADER.split("-"))
+        command += f' -H "{header}: $WEBHOOK_SECRET"'
+    return command + f" -d '{{\"event\": \"test\"}}' '{url}'"
 
 
 def _int(text: str | None, default: int, what: str) -> int:

@@ -151,7 +151,7 @@ async def test_errors_are_json_and_credentials_are_checked(tmp_path: Path) -> No
                 headers={"Content-Type": "application/json"},
             )
             assert bad_json.status_code == 400
-            assert bad_json.json()["error"]["message"] == "the body must be a JSON object"
+            assert bad_json.json()["error"]["code"] == "invalid_json"
             wrong_type = await api.post(
                 "/workspaces/acme/webhooks", json={"name": 5, "channel": "ops", "prompt": "p"}
             )
@@ -347,3 +347,55 @@ async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_update
             assert moved.status_code == 400, moved.text
             assert moved.json()["error"]["code"] == "unsafe_url"
         assert [w.channel for w in await server.store.select(Webhook)] == ["local:ops"]
+
+
+#: A JSON string escape no UTF-8 text can hold: an unpaired UTF-16 surrogate.
+LONE = "\\ud800"
+
+
+async def test_lone_surrogates_in_any_body_are_invalid_json(tmp_path: Path) -> None:
+    # Each once answered 500: the value reached the store (or an error message) as text.
+    async with running(tmp_path) as server:
+        token = await _admin_token(server)
+        hook = '{"name": "%s", "channel": "local:ops", "prompt": "%s", "verification": "%s"%s}'
+        bodies = [
+            ("POST", "/workspaces/acme/webhooks", hook % (LONE, "p", "none", "")),
+            ("POST", "/workspaces/acme/webhooks", hook % ("ci", f"a{LONE}b", "none", "")),
+            (
+                "POST",
+                "/workspaces/acme/webhooks",
+                hook % ("ci", "p", "shared_secret", f', "secret": "{LONE}x"'),
+            ),
+            ("PATCH", "/workspaces/acme/webhooks/ci", f'{{"prompt": "{LONE}"}}'),
+            ("POST", "/workspaces/acme/groups/ops/tokens", f'{{"name": "{LONE}"}}'),
+            (
+                "PUT",
+                "/workspaces/acme/tools/t/permission",
+                f'{{"group": "{LONE}", "permission": "allow"}}',
+            ),
+            ("POST", "/approvals/apr_x/approve", f'{{"reason": "{LONE}"}}'),
+            ("POST", "/approvals/apr_x/deny", f'{{"reason": "ok {LONE}"}}'),
+            # Nested, and as a key: wherever it is, the body is not text.
+            ("POST", "/events/evt_x/replay", f'{{"x": [{{"{LONE}": 1}}]}}'),
+        ]
+        async with _client(server, token) as api:
+            for method, path, body in bodies:
+                answer = await api.request(
+                    method,
+                    path,
+                    content=body.encode(),
+                    headers={"Content-Type": "application/json"},
+                )
+                assert answer.status_code == 400, (method, path, answer.text)
+                error = answer.json()["error"]
+                assert error["code"] == "invalid_json", (path, error)
+                assert "surrogate" in error["message"]
+            # A surrogate pair is one character, and fine.
+            paired = await api.post(
+                "/workspaces/acme/webhooks",
+                content=b'{"name": "ci", "channel": "local:ops", "prompt": "\\ud83d\\ude00"}',
+                headers={"Content-Type": "application/json"},
+            )
+            assert paired.status_code == 201, paired.text
+            assert paired.json()["prompt"] == "\N{GRINNING FACE}"
+        assert await server.store.select(AdminToken)  # the service is still whole

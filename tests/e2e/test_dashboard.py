@@ -8,14 +8,24 @@ forms posted as a browser posts them). The browser tests in
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
 import httpx2
 import pytest
+import trio
+from cryptography.fernet import Fernet
 
 from agentws.accounts import create_admin
-from agentws.domain.models import AdminSession, Approval, AuditEntry, EventStatus, Webhook
+from agentws.domain.models import (
+    AdminSession,
+    Approval,
+    AuditEntry,
+    Event,
+    EventStatus,
+    Webhook,
+)
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
@@ -26,6 +36,7 @@ from tests.e2e.remote_support import (
 )
 from tests.e2e.run_support import deliver, finished
 from tests.e2e.webhook_support import Hook
+from tests.support import clean_env
 
 PASSWORD = "correct horse battery staple"
 LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
@@ -100,6 +111,39 @@ async def test_sign_in_sets_a_guarded_cookie_and_sign_out_ends_the_session(tmp_p
         assert actions == ["admin.sign_in", "admin.sign_out"]
 
 
+async def test_a_sign_in_whose_next_is_unsafe_goes_to_the_dashboard_home(
+    tmp_path: Path,
+) -> None:
+    # A line break in `next` once reached the Location header: a 500, no session.
+    unsafe = (
+        "/dashboard/w/acme/events\r\nSet-Cookie: x=1",
+        "/dashboard/\nx",
+        "/dashboard/w/acme\tevents",
+        "//evil.example/dashboard",
+        "/dashboard\\..\\evil",
+        "https://evil.example/dashboard",
+        "/dashboardx",
+    )
+    async with running(tmp_path) as server, _browser(server) as http:
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+        for target in unsafe:
+            form = await http.get("/dashboard/login", params={"next": target})
+            assert form.status_code == 200
+            signed = await http.post(
+                "/dashboard/login",
+                data={
+                    "login_token": _hidden(form.text, "login_token"),
+                    "username": "alice",
+                    "password": PASSWORD,
+                    "next": target,
+                },
+            )
+            assert signed.status_code == 302, (target, signed.text)
+            assert signed.headers["location"] == "/dashboard/", target
+            assert "x=1" not in str(signed.headers.get_list("set-cookie"))
+        assert len(await server.store.select(AdminSession)) == len(unsafe)
+
+
 async def test_the_session_cookie_is_secure_behind_tls(tmp_path: Path) -> None:
     async with running(tmp_path) as server, _browser(server) as http:
         await create_admin(server.store, "alice", password=PASSWORD, actor="t")
@@ -156,15 +200,16 @@ async def test_failed_sign_ins_are_throttled(tmp_path: Path) -> None:
                 },
             )
 
-        statuses = [(await attempt("wrong")).status_code for _ in range(6)]
-        assert statuses == [401] * 6
+        # As docs/admin.md says: refused after 5 failed attempts.
+        statuses = [(await attempt("wrong")).status_code for _ in range(5)]
+        assert statuses == [401] * 5
         locked = await attempt(PASSWORD)  # even the right password waits now
         assert locked.status_code == 429
         assert int(locked.headers["retry-after"]) >= 1
         assert "Too many failed sign-ins" in locked.text
         assert await server.store.select(AdminSession) == []
         failures = await server.store.select(AuditEntry, action="admin.sign_in_failed")
-        assert len(failures) == 6
+        assert len(failures) == 5
 
 
 async def test_a_webhook_made_in_the_dashboard_shows_its_url_once_and_its_events(
@@ -208,15 +253,93 @@ async def test_a_webhook_made_in_the_dashboard_shows_its_url_once_and_its_events
             "/dashboard/w/acme/webhooks",
             data={"csrf": csrf, "name": "x", "channel": "slack:general", "prompt": "p"},
         )
-        assert bad.status_code == 302  # back to the list, with the reason
-        shown = await http.get(bad.headers["location"])
-        assert "use the channel's id" in html.unescape(shown.text)
+        assert bad.status_code == 400  # the form again, with the reason
+        assert "use the channel's id" in html.unescape(bad.text)
 
         off = await http.post(
             f"/dashboard/w/acme/webhooks/{webhook.id}/deactivate", data={"csrf": csrf}
         )
         assert off.status_code == 302
         assert not (await server.store.get(Webhook, webhook.id)).active
+
+
+async def test_the_create_webhook_form_keeps_what_was_typed_after_a_refusal(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        typed = {
+            "csrf": csrf,
+            "name": "deploys",
+            "channel": "slack:general",  # a name, not an id: refused
+            "prompt": "Say which deploys\nwent out & why.",
+            "group": "ops",
+            "state": "draft",
+            "verification": "shared_secret",
+            "secret": "typed-secret-value",
+            "rate_per_min": "30",
+            "concurrency": "2",
+        }
+        refused = await http.post("/dashboard/w/acme/webhooks", data=typed)
+        assert refused.status_code == 400
+        page = refused.text
+        assert "use the channel's id" in html.unescape(page)
+        assert 'id="name" name="name" required placeholder="ci" value="deploys"' in page
+        assert 'value="slack:general"' in page
+        assert ">Say which deploys\nwent out &amp; why.</textarea>" in page
+        assert '<option value="ops" selected>' in page
+        assert '<option value="draft" selected>' in page
+        assert '<option value="shared_secret" selected>' in page
+        assert 'value="30"' in page and 'value="2"' in page
+        assert "typed-secret-value" not in page  # a secret is typed again, never echoed
+        assert await server.store.select(Webhook) == []
+        # The values are the form's only: a fresh listing is empty again.
+        fresh = await http.get("/dashboard/w/acme/webhooks")
+        assert "deploys" not in fresh.text
+
+
+async def test_try_it_for_a_shared_secret_webhook_sends_the_secret_header(
+    tmp_path: Path,
+) -> None:
+    key = {"AGENTWS_SECRET_KEY": Fernet.generate_key().decode()}
+    async with running(tmp_path, **key) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        created = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={
+                "csrf": csrf,
+                "name": "ci",
+                "channel": "local:ops",
+                "prompt": "Summarise.",
+                "verification": "shared_secret",
+                "secret": "s3cret-not-shown",
+            },
+        )
+        assert created.status_code == 200, created.text
+        page = html.unescape(created.text)
+        curl = re.search(r"<pre>(curl .*?)</pre>", page, re.DOTALL)
+        assert curl, page
+        assert """-H "X-Webhook-Secret: $WEBHOOK_SECRET\"""" in curl.group(1)
+        assert "s3cret-not-shown" not in page
+        # The command, run as shown with the secret in WEBHOOK_SECRET, is accepted
+        # (at the port this test's server took: the settings do not know it).
+        command = re.sub(r"'http://[^/']+/hooks/", f"'{server.base_url}/hooks/", curl.group(1))
+        done = await trio.run_process(
+            ["sh", "-c", command + " --silent --show-error"],
+            env=clean_env(WEBHOOK_SECRET="s3cret-not-shown", NO_PROXY="*", no_proxy="*"),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "queued", done.stdout
+        assert len(await server.store.select(Event)) == 1
+        # A webhook without verification: the plain command, no secret header.
+        plain = await http.post(
+            "/dashboard/w/acme/webhooks",
+            data={"csrf": csrf, "name": "open", "channel": "local:ops", "prompt": "p"},
+        )
+        assert "X-Webhook-Secret" not in plain.text
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -310,6 +433,24 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
             assert "Not found" in missing.text
         missing = await http.get("/dashboard/approvals/apr_nope")
         assert missing.status_code == 404
+        # A path the dashboard does not have: its 404 page, not the API's JSON.
+        for path in ("/dashboard/nope", "/dashboard/w/acme/nope/deeper", "/dashboard/static/x"):
+            unknown = await http.get(path)
+            assert unknown.status_code == 404, path
+            assert unknown.headers["content-type"].startswith("text/html"), path
+            assert "<h1>Not found</h1>" in unknown.text
+            assert 'class="brand"' in unknown.text  # the dashboard's layout
+            assert unknown.headers["content-security-policy"].startswith("default-src")
+        wrong_method = await http.get("/dashboard/logout")
+        assert wrong_method.status_code == 405
+        assert wrong_method.headers["content-type"].startswith("text/html")
+        # Signed out, the same page (it names nothing).
+        async with _browser(server) as anonymous:
+            unknown = await anonymous.get("/dashboard/nope")
+            assert unknown.status_code == 404 and "<h1>Not found</h1>" in unknown.text
+        # Elsewhere the JSON errors stay.
+        assert (await http.get("/api/v1/nope")).json()["error"]["code"] == "not_found"
+        assert (await http.get("/nope")).headers["content-type"] == "application/json"
         switched = await http.get("/dashboard/", params={"workspace": "acme"})
         assert switched.headers["location"] == "/dashboard/w/acme/webhooks"
 
@@ -371,8 +512,8 @@ async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_edit(
         csrf = await _signed_in(server, http)
         fields = {"csrf": csrf, "name": "ci", "channel": "webhook:alerts", "prompt": "p"}
         refused = await http.post("/dashboard/w/acme/webhooks", data=fields)
-        assert refused.status_code == 302
-        page = html.unescape((await http.get(refused.headers["location"])).text)
+        assert refused.status_code == 400  # the form comes back, filled in
+        page = html.unescape(refused.text)
         assert "connector 'alerts' at http://10.0.0.5:8080 may not be used" in page
         assert "AGENTWS_CONNECTOR_ALLOWLIST" in page
         assert await server.store.select(Webhook) == []
@@ -385,3 +526,106 @@ async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_edit(
         page = html.unescape((await http.get(moved.headers["location"])).text)
         assert "may not be used" in page
         assert (await server.store.get(Webhook, webhook.id)).channel == "local:ops"
+
+
+#: Characters that draw nothing or reorder what follows (a "txt.exe" shown as
+#: "exe.txt"), and terminal controls: each must show as a visible escape.
+HIDDEN = {
+    "\u202e": "\\u202e",  # RIGHT-TO-LEFT OVERRIDE
+    "\u2066": "\\u2066",  # LEFT-TO-RIGHT ISOLATE
+    "\u200b": "\\u200b",  # ZERO WIDTH SPACE
+    "\u2028": "\\u2028",  # LINE SEPARATOR
+    "\ufeff": "\\ufeff",  # BYTE ORDER MARK
+    "\x1b": "\\u001b",  # ESC, as in a terminal colour code
+    "\x85": "\\u0085",  # NEXT LINE (C1)
+    "\U000e0041": "\\U000e0041",  # TAG LATIN CAPITAL LETTER A: invisible text
+}
+
+
+def _shows_escaped(page: str, where: str) -> None:
+    """No hidden character raw in ``page``, but in what its forms send back as stored."""
+    shown_text = re.sub(r'value="[^"]*"|<textarea[^>]*>[^<]*</textarea>', "", page)
+    for char, escape in HIDDEN.items():
+        assert char not in shown_text, f"{where}: raw {escape} in the page"
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_invisible_and_bidi_characters_show_escaped_on_every_page(tmp_path: Path) -> None:
+    hidden = "".join(HIDDEN)
+    state = ThirdParty([tool("send", f"Send{hidden}"), tool("gnp\u202eexe.txt", "Named to fool")])
+    async with (
+        running(tmp_path, **LOOPBACK) as server,
+        third_party_server(state) as url,
+        _browser(server) as http,
+    ):
+        await attach_remote(server.store, url, {})
+        csrf = await _signed_in(server, http)
+        # A remote's call arguments, an event's body and headers, a webhook's name and
+        # prompt: text from outside, each holding every hidden character.
+        async with sdk_session(server, "streamable") as session:
+            queued = await session.call_tool("third_send", {"q": f"invoice{hidden}fdp.exe"})
+        approval_id = (queued.structured_content or {})["approval_id"]
+        from tests.e2e.run_support import hook
+
+        issued = await hook(server, f"ci{hidden}", prompt=f"Summarise{hidden}.")
+        async with httpx2.AsyncClient(timeout=10) as sender:
+            sent = await sender.post(
+                issued.url,
+                json={f"key{hidden}": f"value{hidden}"},
+                headers={"User-Agent": b"agent\x9b31mevil"},  # a C1 terminal control
+            )
+        event_id = sent.json()["event_id"]
+        await finished(server.store, event_id)
+        webhook = issued.webhook.id
+        pages = {
+            "approvals": "/dashboard/approvals",
+            "approval": f"/dashboard/approvals/{approval_id}",
+            "webhooks": "/dashboard/w/acme/webhooks",
+            "webhook": f"/dashboard/w/acme/webhooks/{webhook}",
+            "events": "/dashboard/w/acme/events",
+            "event": f"/dashboard/events/{event_id}",
+            "permissions": "/dashboard/w/acme/permissions?group=ops",
+            "channels": "/dashboard/w/acme/channels",
+        }
+        for name, path in pages.items():
+            page = await http.get(path)
+            assert page.status_code == 200, (name, page.text)
+            _shows_escaped(page.text, name)
+        approval = (await http.get(pages["approval"])).text
+        assert "invoice\\u202e\\u2066\\u200b" in approval
+        assert "\\U000e0041fdp.exe" in approval
+        tools = (await http.get(pages["permissions"])).text
+        assert "<code>third_gnp\\u202eexe.txt</code>" in tools, tools
+        # Its form names it as it is: labelling it works.
+        field = re.search(r'name="tool" value="(third_gnp[^"]*)"', tools)
+        assert field and html.unescape(field.group(1)) == "third_gnp\u202eexe.txt"
+        labeled = await http.post(
+            "/dashboard/w/acme/permissions",
+            data={"csrf": csrf, "tool": field.group(1), "group": "ops", "label": "read"},
+        )
+        told = (await http.get(labeled.headers["location"])).text
+        assert "notice error" not in told and "\\u202eexe.txt is labeled read" in told
+        event = html.unescape((await http.get(pages["event"])).text)
+        assert '"key\\u202e' in event and "agent\\u009b31mevil" in event
+        listing = (await http.get(pages["webhooks"])).text
+        assert "ci\\u202e\\u2066" in listing
+        # A notice quoting a name is escaped as well.
+        off = await http.post(
+            f"/dashboard/w/acme/webhooks/{webhook}/deactivate", data={"csrf": csrf}
+        )
+        notice = await http.get(off.headers["location"])
+        _shows_escaped(notice.text, "the notice")
+        assert "Webhook &#39;ci\\u202e" in notice.text
+
+        # What a form sends back is the stored value itself, not its escaped view:
+        # saving the webhook unchanged keeps its prompt.
+        edit = (await http.get(pages["webhook"])).text
+        assert 'id="prompt-hidden"' in edit  # and the page says so
+        prompt = re.search(r'<textarea id="prompt" name="prompt"[^>]*>(.*?)</textarea>', edit, re.S)
+        assert prompt and html.unescape(prompt.group(1)) == f"Summarise{hidden}."
+        saved = await http.post(
+            f"/dashboard/w/acme/webhooks/{webhook}/edit",
+            data={"csrf": csrf, "channel": "local:ops", "prompt": html.unescape(prompt.group(1))},
+        )
+        assert saved.status_code == 302
+        assert (await server.store.get(Webhook, webhook)).prompt == f"Summarise{hidden}."

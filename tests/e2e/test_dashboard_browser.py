@@ -362,3 +362,36 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
         await browser.run(visit_all)
         assert not problems, "\n".join(problems)
         assert state.calls == ["create_pull_request_review"]  # only the approved call ran
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_a_right_to_left_override_in_arguments_shows_as_an_escape(tmp_path: Path) -> None:
+    # Drawn raw, "invoice\u202efdp.exe" reads "invoiceexe.pdf": the admin must see what runs.
+    state = ThirdParty([tool("send", "Send a file")])
+    async with (
+        running(tmp_path, with_library=False, **LOOPBACK) as server,
+        third_party_server(state) as url,
+        open_browser("bidi") as browser,
+    ):
+        await attach_remote(server.store, url, {})
+        await _admin(server)
+        async with sdk_session(server, "streamable") as session:
+            queued = await session.call_tool("third_send", {"q": "invoice\u202efdp.exe\u200b"})
+        approval_id = (queued.structured_content or {})["approval_id"]
+        tab = await browser.new_tab(tolerate=JOURNEY_TOLERATES)
+        base = server.base_url
+
+        def arguments_as_drawn() -> tuple[str, str]:
+            _signed_in(tab, base)
+            tab.page.goto(f"{base}/dashboard/approvals/{approval_id}")
+            shown = tab.page.locator("dd pre").first.inner_text()
+            _nav(tab, "Approvals")
+            row = tab.page.get_by_role("row").filter(has_text="third_send")
+            listed = row.locator("pre").inner_text()
+            tab.assert_clean("the approval with a bidi override")
+            return shown, listed
+
+        shown, listed = await browser.run(arguments_as_drawn)
+        for text in (shown, listed):
+            assert "invoice\\u202efdp.exe\\u200b" in text, text
+            assert "\u202e" not in text and "\u200b" not in text, text
