@@ -98,7 +98,7 @@ class SlackSink:
         connector = await self._connector(message)
         body: dict[str, Any] = {
             "channel": message.channel.name,
-            "text": to_mrkdwn(message.text),
+            "text": to_mrkdwn(message.text, mentions=message.allow_mentions),
             "mrkdwn": True,
             "unfurl_links": False,
             "unfurl_media": False,

@@ -364,6 +364,9 @@ class Webhook:
     max_body_bytes: int = 1024 * 1024
     #: Events of this webhook run at once at most (1: strictly in arrival order).
     concurrency: int = 4
+    #: Its messages may ping a whole channel (``@channel``, ``@here``...); off:
+    #: sinks make mass mentions inert (:mod:`agentws.chat.mentions`).
+    allow_mentions: bool = False
     #: Write tools an admin pre-authorized for this webhook's runs: name → the
     #: definition hash it was authorized for (a changed tool loses it).
     allowed_tools: dict[str, str] = attrs.field(factory=dict)

@@ -7,6 +7,7 @@ API's wire format. Deliveries come in over HTTP like any sender's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -355,3 +356,56 @@ async def test_a_preauthorized_write_tool_runs_until_its_definition_changes(
     assert second.status is EventStatus.DONE
     assert state.calls == ["send"]  # not run again
     assert queued.event_id == second.id and queued.tool_name == "third_send"
+
+
+MASS_MENTIONS = (
+    "Heads up @channel @here @All @everyone <!channel> <!here|here> (mail ops@all.example)"
+)
+# Each mention word, as some chat pings everyone for it.
+_MENTION = re.compile(
+    r"(?<![\w.])@(channel|here|all|everyone)\b|<!(channel|here|everyone|all)", re.I
+)
+
+
+async def test_mass_mentions_reach_incoming_webhooks_inert_unless_the_webhook_allows_them(
+    tmp_path: Path,
+) -> None:
+    # Mattermost, Rocket.Chat and the rest take {"text"}: their @channel, @here,
+    # @all (and Slack's <!channel>, which Mattermost translates) must not ping.
+    async with (
+        fake_slack() as chat,
+        served(tmp_path, [Turn(MASS_MENTIONS), Turn(MASS_MENTIONS)], **ENV) as (server, _),
+    ):
+        await add_connector(
+            server.store,
+            "acme",
+            "mattermost",
+            kind=ConnectorKind.INCOMING_WEBHOOK,
+            url=None,
+            headers={},
+            secret=ConnectorSecret(chat.hook_url()),
+            box=SecretBox.from_settings(server.service.settings),
+            allowlist=LOOPBACK,
+            actor="t",
+        )
+        quiet = await hook(server, channel="webhook:mattermost")
+        loud = await hook(server, "loud", channel="webhook:mattermost", allow_mentions=True)
+        assert (quiet.webhook.allow_mentions, loud.webhook.allow_mentions) == (False, True)
+        first = await finished(server.store, await deliver(quiet, {"n": 1}))
+        second = await finished(server.store, await deliver(loud, {"n": 2}))
+    assert (first.status, second.status) == (EventStatus.DONE, EventStatus.DONE)
+    (_, inert), (_, raw) = chat.hook_posts
+    assert _MENTION.findall(inert["text"]) == []
+    # Only a joiner was added: the text reads the same.
+    assert inert["text"].replace("\u200d", "") == MASS_MENTIONS
+    assert raw == {"text": MASS_MENTIONS}
+
+
+async def test_mass_mentions_reach_slack_inert(tmp_path: Path) -> None:
+    async with with_slack(tmp_path, [Turn(MASS_MENTIONS)]) as (server, _, slack):
+        issued = await hook(server, channel=f"slack:{CHANNEL}")
+        event = await finished(server.store, await deliver(issued, {"n": 1}))
+    assert event.status is EventStatus.DONE, event.error
+    (posted,) = slack.messages
+    assert _MENTION.findall(posted.body["text"]) == []
+    assert "&lt;!channel&gt;" in posted.body["text"]
