@@ -39,6 +39,7 @@ from agentws.connectors.url_guard import (
 )
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
+from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -105,7 +106,8 @@ class IncomingWebhookSink:
             except ValueError:
                 pass
             return await self.store.post_chat_message(record_of(message, external_id=external))
-        detail = response.text.strip()[:200]
+        # The URL is the secret: error pages that echo the request must not carry it.
+        detail = upstream_excerpt(response.content, secrets=(url,))
         what = f"{where}: HTTP {response.status_code}" + (f" {detail}" if detail else "")
         if response.status_code >= 500 or response.status_code == 408:
             raise SinkError(what, retryable=True)

@@ -38,6 +38,7 @@ from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, 
 from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, ConflictError, UpstreamError
+from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.tools.admin import reset_loosened_permissions
@@ -288,7 +289,8 @@ async def call_once(
             return types.CallToolResult(
                 content=[
                     types.TextContent(
-                        type="text", text=f"{connector.name} answered: {exc.error.message}"
+                        type="text",
+                        text=f"{connector.name} answered: {upstream_excerpt(exc.error.message)}",
                     )
                 ],
                 is_error=True,

@@ -42,6 +42,7 @@ from tests.e2e.remote_support import (
 )
 from tests.e2e.run_support import deliver, finished, hook, message_of, served
 from tests.e2e.webhook_support import wait_until
+from tests.support import run_agentws
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 CHANNEL = "C0123456789"
@@ -409,3 +410,46 @@ async def test_mass_mentions_reach_slack_inert(tmp_path: Path) -> None:
     (posted,) = slack.messages
     assert _MENTION.findall(posted.body["text"]) == []
     assert "&lt;!channel&gt;" in posted.body["text"]
+
+
+async def test_an_html_error_page_becomes_a_short_clean_error(tmp_path: Path) -> None:
+    # A proxy in front of the chat answers 500 with a 60 KB HTML page that
+    # echoes the request: the event's error keeps a short, tag-free excerpt
+    # without the hook's secret path or the password, and `event list` stays
+    # one line per event.
+    secret_path = "T000/B000/BROKENSECRET"
+    database_url = f"sqlite:///{tmp_path / 'mcp.db'}"
+    async with (
+        fake_slack(broken_hooks={secret_path}) as chat,
+        served(tmp_path, [Turn("x")] * 4, database_url=database_url, **ENV) as (server, _),
+    ):
+        await add_connector(
+            server.store,
+            "acme",
+            "proxied",
+            kind=ConnectorKind.INCOMING_WEBHOOK,
+            url=None,
+            headers={},
+            secret=ConnectorSecret(chat.hook_url(secret_path)),
+            box=SecretBox.from_settings(server.service.settings),
+            allowlist=LOOPBACK,
+            actor="t",
+        )
+        issued = await hook(server, channel="webhook:proxied")
+        event = await finished(server.store, await deliver(issued, {"n": 1}))
+        attempts = await server.store.select(EventAttempt, event_id=event.id)
+    assert event.status is EventStatus.FAILED and event.error is not None
+    for error in [event.error, *(a.error for a in attempts)]:
+        assert error is not None
+        assert "HTTP 500" in error and "Internal Server Error" in error, error
+        assert len(error) <= 600, error
+        assert "<" not in error and ">" not in error and "\n" not in error, error
+        assert "window.trace" not in error and "font-family" not in error, error
+        assert "BROKENSECRET" not in error and "hunter2" not in error, error
+        assert "  " not in error, error
+
+    code, out, err = await run_agentws(tmp_path, database_url, "event", "list", "acme")
+    assert code == 0, err
+    _header, *rows = out.strip().splitlines()
+    assert [row.split()[0] for row in rows] == [event.id]  # one line for the one event
+    assert "Internal Server Error" in rows[0]
