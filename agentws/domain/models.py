@@ -264,6 +264,9 @@ class CachedTool:
     label: Capability | None = None
     suggested_label: Capability | None = None
     fetched_at: datetime = _now()
+    #: Why it is not listed: its name is another tool's in one of its groups
+    #: (:mod:`agentws.tools.names`); None: listed.
+    left_out: str | None = None
 
     @property
     def capability(self) -> Capability:
