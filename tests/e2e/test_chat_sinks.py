@@ -13,8 +13,11 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import httpx2
 import pytest
 
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.decisions import approve, deny
 from agentws.chat.router import SinkRouter
@@ -453,3 +456,23 @@ async def test_an_html_error_page_becomes_a_short_clean_error(tmp_path: Path) ->
     _header, *rows = out.strip().splitlines()
     assert [row.split()[0] for row in rows] == [event.id]  # one line for the one event
     assert "Internal Server Error" in rows[0]
+
+
+async def test_allow_mentions_is_set_and_changed_through_the_admin_api(tmp_path: Path) -> None:
+    async with served(tmp_path, []) as (server, _):
+        await create_admin(server.store, "alice", actor="t")
+        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=f"{server.base_url}/api/v1",
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=10,
+        ) as api:
+            body = {"name": "ci", "channel": "local:ops", "prompt": "Summarise."}
+            created = (await api.post("/workspaces/acme/webhooks", json=body)).json()
+            loud = await api.patch("/workspaces/acme/webhooks/ci", json={"allow_mentions": True})
+            kept = await api.patch("/workspaces/acme/webhooks/ci", json={"prompt": "Other."})
+            wrong = await api.patch("/workspaces/acme/webhooks/ci", json={"allow_mentions": "yes"})
+    assert created["allow_mentions"] is False
+    assert loud.json()["allow_mentions"] is True
+    assert kept.json()["allow_mentions"] is True
+    assert wrong.status_code in (400, 422), wrong.text

@@ -17,9 +17,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx2
 import pytest
 import trio
 
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import SyncReport, fetch_tools, sync_tool_cache
 from agentws.domain.models import (
@@ -163,6 +166,20 @@ async def test_label_and_workspace_permission_refuse_a_name_that_means_two_tools
             await set_permission(
                 server.store, "acme", CLASH, Permission.ALLOW, group_slug=None, actor="t"
             )
+        # The admin API refuses the same way.
+        await create_admin(server.store, "alice", actor="t")
+        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=f"{server.base_url}/api/v1",
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=TIMEOUT_S,
+        ) as api:
+            api_label = await api.put(
+                f"/workspaces/acme/tools/{CLASH}/label", json={"label": "read"}
+            )
+            api_permission = await api.put(
+                f"/workspaces/acme/tools/{CLASH}/permission", json={"permission": "allow"}
+            )
         # Named by connector, the label goes to that one tool; in a group, the name is clear.
         await set_label(server.store, "acme", "third_party/search", Capability.READ, actor="t")
         await set_permission(
@@ -177,6 +194,9 @@ async def test_label_and_workspace_permission_refuse_a_name_that_means_two_tools
     assert f"{CLASH!r} is ambiguous" in permission.value.message
     assert "--group" in permission.value.message
     assert labels == {"party_search": None, "search": Capability.READ}
+    for answer in (api_label, api_permission):
+        assert answer.status_code in (400, 422), answer.text
+        assert f"{CLASH!r} is ambiguous" in answer.json()["error"]["message"]
 
 
 async def test_a_name_that_already_means_two_tools_is_listed_for_neither(tmp_path: Path) -> None:
