@@ -79,7 +79,8 @@ def _group_json(g: Group, workspace: str, settings: Settings) -> dict[str, Any]:
 def _table(rows: list[dict[str, Any]], columns: Sequence[str], empty: str) -> str:
     if not rows:
         return empty
-    cells = [[str(r.get(c) or "-") for c in columns] for r in rows]
+    # One line per row, whatever a cell holds (an error stored before excerpts were bounded).
+    cells = [[" ".join(str(r.get(c) or "-").split()) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]

@@ -173,6 +173,7 @@ def _report_text(name: str, report: SyncReport) -> str:
     text = f"Tools of {name!r}: {', '.join(parts)}."
     if report.changed:
         text += f"\nChanged definitions lost their labels (now write): {', '.join(report.changed)}."
+    text += "".join(f"\nNot listed: {reason}" for reason in report.left_out)
     return text
 
 
@@ -182,6 +183,7 @@ def _report_json(report: SyncReport) -> dict[str, Any]:
         "changed": list(report.changed),
         "removed": list(report.removed),
         "unchanged": report.unchanged,
+        "left_out": list(report.left_out),
     }
 
 
@@ -216,6 +218,8 @@ def _tool_json(connector: Connector, tool: CachedTool) -> dict[str, Any]:
         "description": tool.description,
         "definition_hash": tool.definition_hash,
         "fetched_at": _iso(tool.fetched_at),
+        # Why it is not listed (its name is another tool's in a group); None: listed.
+        "left_out": tool.left_out,
     }
 
 
@@ -248,6 +252,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
                 f"Label one with: agentws tool label {args.workspace} "
                 f"{connector.name}_<name> read|write|destructive"
             )
+        lines += [f"Not listed: {t.left_out}" for t in cached if t.left_out]
     elif connector.kind is ConnectorKind.REMOTE_MCP:
         lines.append(
             f"No tools cached yet: agentws connector refresh {args.workspace} {connector.name}"

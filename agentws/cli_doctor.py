@@ -7,6 +7,8 @@ It checks, without changing anything and without posting a message:
   secrets are sealed with it);
 - the model: the offline digest, or Anthropic's, asked about the configured
   model with the configured key;
+- every tool name means one tool: a tool left out of listings because
+  another connector's tool has its name is a warning;
 - every chat channel a webhook posts to: local channels need nothing; a
   Slack channel's connector must authenticate (``auth.test``); an incoming
   webhook's URL must answer (a GET, which posts nothing).
@@ -18,6 +20,7 @@ Each check is ``ok``, ``warn`` (works, but something deserves a look) or
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from typing import Any
 
 import attrs
@@ -25,7 +28,14 @@ import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.cli import Context, Output
-from agentws.domain.models import ConnectorKind, Webhook, Workspace
+from agentws.domain.models import (
+    CachedTool,
+    Connector,
+    ConnectorKind,
+    Group,
+    Webhook,
+    Workspace,
+)
 from agentws.errors import AgentwsError
 from agentws.secret_box import SecretBox
 
@@ -130,10 +140,34 @@ async def _sinks(ctx: Context, timeout_s: float) -> list[Check]:
     return checks
 
 
+async def _tool_names(ctx: Context) -> Check:
+    """Tools not listed because their names are other tools' (see agentws.tools.names)."""
+    connectors = {c.id: c for c in await ctx.store.select(Connector)}
+    problems = [
+        f"connector {connectors[t.connector_id].name!r}: {t.left_out}"
+        for t in await ctx.store.select(CachedTool)
+        if t.left_out is not None and t.connector_id in connectors
+    ]
+    for group in await ctx.store.select(Group):
+        # Names that mean two tools, cached before names were checked: neither is listed.
+        listed = await ctx.store.group_tools(group.id)
+        names = Counter(f"{c.name}_{t.name}" for c, t in listed if t.left_out is None)
+        problems += [
+            f"group {group.slug}: {name} means {count} tools, so none is listed (detach or "
+            "remove one of the connectors)"
+            for name, count in sorted(names.items())
+            if count > 1
+        ]
+    if problems:
+        return Check("tool names", "warn", "; ".join(sorted(problems)))
+    return Check("tool names", "ok", "every tool name means one tool")
+
+
 async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
     checks = [await _store(ctx), _secret_key(ctx)]
     checks.append(await _model(ctx, args.timeout))
     if checks[0].status != "fail":
+        checks.append(await _tool_names(ctx))
         checks += await _sinks(ctx, args.timeout)
     failed = sum(1 for c in checks if c.status == "fail")
     data: dict[str, Any] = {"ok": failed == 0, "checks": [c.json() for c in checks]}

@@ -111,6 +111,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         burst=args.burst,
         max_body_bytes=args.max_body_bytes,
         allow_tools=tuple(args.allow_tool),
+        allow_mentions=args.allow_mentions,
     )
     issued = await create_webhook(
         ctx.store,
@@ -182,6 +183,7 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         group="" if args.no_group else args.group,
         allow_tools=tuple(args.allow_tool),
         disallow_tools=tuple(args.disallow_tool),
+        allow_mentions=args.allow_mentions,
     )
     w = await update_webhook(
         ctx.store,
@@ -482,6 +484,12 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="a write tool of the group its runs may use without an admin's approval "
         "(repeatable; never a destructive tool; lost if the tool's definition changes)",
     )
+    create.add_argument(
+        "--allow-mentions",
+        action="store_true",
+        help="let its messages ping a whole channel (@channel, @here, @all, @everyone); "
+        "by default they are made inert",
+    )
     create.set_defaults(handler=_webhook_create)
 
     update = webhook.add_parser(
@@ -519,6 +527,13 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         default=[],
         metavar="TOOL",
         help="withdraw a tool's pre-authorization (repeatable)",
+    )
+    update.add_argument(
+        "--allow-mentions",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let its messages ping a whole channel (@channel, @here...), or not "
+        "(--no-allow-mentions: mass mentions are made inert)",
     )
     update.set_defaults(handler=_webhook_update)
 

@@ -62,6 +62,8 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         "concurrency": w.concurrency,
         # Write tools its runs use without approval (while their definitions are unchanged).
         "allowed_tools": sorted(w.allowed_tools),
+        # Its messages may ping a whole channel (else mass mentions are made inert).
+        "allow_mentions": w.allow_mentions,
         "prompt": w.prompt,
         "created_at": _iso(w.created_at),
         "updated_at": _iso(w.updated_at),

@@ -26,6 +26,7 @@ import trio
 
 from agentws.agent.model import ModelError, ModelReply, ModelRequest, ToolCall
 from agentws.config import Settings
+from agentws.redaction import upstream_excerpt
 
 __all__ = ["AnthropicModel"]
 
@@ -159,8 +160,9 @@ def _api_message(exc: anthropic.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])[:300]
-    return str(exc.message)[:300]
+            return upstream_excerpt(inner["message"])
+    # Not the API's JSON (a proxy's HTML page, say): what the response said.
+    return upstream_excerpt(exc.response.content) or f"HTTP {exc.status_code}"
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:

@@ -18,6 +18,7 @@ __all__ = ["openapi_document"]
 _TIME = {"type": "string", "format": "date-time"}
 _TIME_OR_NULL = {"type": ["string", "null"], "format": "date-time"}
 _STR_OR_NULL = {"type": ["string", "null"]}
+_MENTIONS = "its messages may ping a whole channel (@channel, @here...); false: made inert"
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -67,6 +68,7 @@ _SCHEMAS: dict[str, Any] = {
             "max_body_bytes": {"type": "integer"},
             "concurrency": {"type": "integer"},
             "allowed_tools": {"type": "array", "items": {"type": "string"}},
+            "allow_mentions": {"type": "boolean"},
             "prompt": {"type": "string"},
             "created_at": _TIME,
             "updated_at": _TIME,
@@ -100,6 +102,7 @@ _SCHEMAS: dict[str, Any] = {
             "burst": {"type": "integer"},
             "max_body_bytes": {"type": "integer"},
             "allow_tools": {"type": "array", "items": {"type": "string"}},
+            "allow_mentions": {"type": "boolean", "default": False, "description": _MENTIONS},
         },
     },
     "WebhookChanges": {
@@ -111,6 +114,7 @@ _SCHEMAS: dict[str, Any] = {
             "active": {"type": "boolean"},
             "allow_tools": {"type": "array", "items": {"type": "string"}},
             "disallow_tools": {"type": "array", "items": {"type": "string"}},
+            "allow_mentions": {"type": "boolean", "description": _MENTIONS},
         },
     },
     "Deleted": _object({"id": {"type": "string"}, "deleted": {"type": "boolean"}}),

@@ -265,6 +265,7 @@ async def create_webhook(caller: Caller, workspace: str) -> Any:
         burst=_field(data, "burst", int),
         max_body_bytes=_field(data, "max_body_bytes", int),
         allow_tools=_names(data, "allow_tools"),
+        allow_mentions=_field(data, "allow_mentions", bool, False),
     )
     service = _service()
     issued = await webhooks_admin.create_webhook(
@@ -299,6 +300,7 @@ async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
         group=_field(data, "group", str),
         allow_tools=_names(data, "allow_tools"),
         disallow_tools=_names(data, "disallow_tools"),
+        allow_mentions=_field(data, "allow_mentions", bool),
     )
     active = _field(data, "active", bool)
     updated = await webhooks_admin.update_webhook(

@@ -131,6 +131,7 @@ class ChannelReports:
             text=report_text(approval),
             event_id=None,
             thread=thread,
+            allow_mentions=webhook.allow_mentions,
         )
         try:
             await self.sinks(channel).post(message)

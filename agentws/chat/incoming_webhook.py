@@ -7,7 +7,8 @@ host only); the request goes through the outbound URL guard. The body
 follows the host: Slack (``hooks.slack.com``) gets ``{"text"}`` in
 ``mrkdwn``, Discord gets ``{"content"}`` (Markdown, at most 2000
 characters), anything else ``{"text"}`` in Markdown (Mattermost, Rocket.Chat
-and the Slack-compatible rest).
+and the Slack-compatible rest). Mass mentions are made inert in each
+(:mod:`agentws.chat.mentions`) unless the webhook allows them.
 
 Idempotency: these URLs cannot be asked what was posted, so the recorded
 message decides: an event with a record is not posted again. (A crash
@@ -24,6 +25,7 @@ import httpx2
 import trio
 
 from agentws.chat.connectors import chat_connector
+from agentws.chat.mentions import quiet_mentions
 from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
 from agentws.chat.sinks import KeyRing, OutgoingMessage, SinkError, record_of, recorded
@@ -37,6 +39,7 @@ from agentws.connectors.url_guard import (
 )
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
+from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -57,14 +60,18 @@ def _flavour(url: str) -> str:
     return "markdown"
 
 
-def _body(url: str, text: str) -> dict[str, Any]:
+def _body(url: str, text: str, *, mentions: bool) -> dict[str, Any]:
     flavour = _flavour(url)
     if flavour == "slack":
-        return {"text": to_mrkdwn(text)}
+        return {"text": to_mrkdwn(text, mentions=mentions)}
+    if not mentions:
+        text = quiet_mentions(text)
     if flavour == "discord":
         if len(text) > _DISCORD_MAX_CHARS:
             text = text[: _DISCORD_MAX_CHARS - 30].rstrip() + "\n… (cut: too long)"
-        # Mentions in a quoted payload must not ping anyone.
+        if mentions:
+            return {"content": text}
+        # Mentions in a quoted payload must not ping anyone, whatever their spelling.
         return {"content": text, "allowed_mentions": {"parse": []}}
     return {"text": text}
 
@@ -86,7 +93,9 @@ class IncomingWebhookSink:
         except ValidationError as exc:
             raise SinkError(exc.message, retryable=False) from None
         url = self._url(connector)
-        response = await self._send(connector, url, _body(url, message.text))
+        response = await self._send(
+            connector, url, _body(url, message.text, mentions=message.allow_mentions)
+        )
         where = f"incoming webhook {connector.name!r} ({url_origin(url)})"
         if response.is_success:
             external: str | None = None
@@ -97,7 +106,8 @@ class IncomingWebhookSink:
             except ValueError:
                 pass
             return await self.store.post_chat_message(record_of(message, external_id=external))
-        detail = response.text.strip()[:200]
+        # The URL is the secret: error pages that echo the request must not carry it.
+        detail = upstream_excerpt(response.content, secrets=(url,))
         what = f"{where}: HTTP {response.status_code}" + (f" {detail}" if detail else "")
         if response.status_code >= 500 or response.status_code == 408:
             raise SinkError(what, retryable=True)

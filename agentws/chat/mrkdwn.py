@@ -3,13 +3,18 @@
 Slack reads ``*bold*``, ``_italic_``, ``~strike~``, ``<url|text>`` links and
 code spans and blocks, and wants ``&``, ``<`` and ``>`` escaped (they start
 its own markup: ``<!channel>``, ``<@U…>``). Escaping also keeps a payload
-quoted by the model from pinging the channel. Code is left as it is, but
-for the escaping.
+quoted by the model from pinging the channel; the plain ``@channel``,
+``@here`` and ``@everyone`` are made inert too (:mod:`agentws.chat.mentions`)
+unless mentions are allowed, and then Slack's own ``<!channel>``,
+``<!here>`` and ``<!everyone>`` are kept as they are. Code is left as it is,
+but for the escaping.
 """
 
 from __future__ import annotations
 
 import re
+
+from agentws.chat.mentions import quiet_at_mentions
 
 __all__ = ["MAX_TEXT_CHARS", "to_mrkdwn"]
 
@@ -24,6 +29,7 @@ _ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![*\w])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 _BULLET = re.compile(r"^([ \t]*)[*-][ \t]+", re.MULTILINE)
+_SPECIAL = re.compile(r"&lt;!(channel|here|everyone)((?:\|[^&<>\n]*)?)&gt;")
 
 
 def _escape(text: str) -> str:
@@ -41,7 +47,7 @@ def _styled(text: str) -> str:
     return _STRIKE.sub(lambda m: f"~{m.group(1)}~", text)
 
 
-def _prose(text: str) -> str:
+def _prose(text: str, mentions: bool) -> str:
     out: list[str] = []
     last = 0
     for match in _LINK.finditer(text):
@@ -50,18 +56,24 @@ def _prose(text: str) -> str:
         out.append(f"<{_escape(match.group(2))}|{label}>")
         last = match.end()
     out.append(_styled(text[last:]))
-    return "".join(out)
+    prose = "".join(out)
+    return _SPECIAL.sub(r"<!\1\2>", prose) if mentions else prose
 
 
-def to_mrkdwn(markdown: str) -> str:
-    """``markdown`` as Slack shows it, cut to :data:`MAX_TEXT_CHARS`."""
+def to_mrkdwn(markdown: str, *, mentions: bool = False) -> str:
+    """``markdown`` as Slack shows it, cut to :data:`MAX_TEXT_CHARS`.
+
+    ``mentions``: Slack's mass mentions may ping (else they are made inert).
+    """
+    if not mentions:
+        markdown = quiet_at_mentions(markdown)
     out: list[str] = []
     last = 0
     for match in _CODE.finditer(markdown):
-        out.append(_prose(markdown[last : match.start()]))
+        out.append(_prose(markdown[last : match.start()], mentions))
         out.append(_escape(match.group(0)))
         last = match.end()
-    out.append(_prose(markdown[last:]))
+    out.append(_prose(markdown[last:], mentions))
     text = "".join(out)
     if len(text) > MAX_TEXT_CHARS:
         # Cut at a space, so that no escape or link is cut in half.

@@ -52,6 +52,8 @@ class OutgoingMessage:
     thread: str | None = None
     #: No message for the event can be older than this (its receipt).
     since: datetime | None = None
+    #: Mass mentions (``@channel``, ``<!here>``...) may ping: the webhook allows them.
+    allow_mentions: bool = False
 
 
 class ChatSink(Protocol):

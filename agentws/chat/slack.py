@@ -37,6 +37,7 @@ from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
+from agentws.redaction import upstream_excerpt
 from agentws.store import Store
 
 __all__ = ["METADATA_EVENT_TYPE", "SlackSink"]
@@ -98,7 +99,7 @@ class SlackSink:
         connector = await self._connector(message)
         body: dict[str, Any] = {
             "channel": message.channel.name,
-            "text": to_mrkdwn(message.text),
+            "text": to_mrkdwn(message.text, mentions=message.allow_mentions),
             "mrkdwn": True,
             "unfurl_links": False,
             "unfurl_media": False,
@@ -198,7 +199,7 @@ def _ok(method: str, response: httpx2.Response) -> dict[str, Any]:
         )
     if data.get("ok") is True:
         return data
-    error = str(data.get("error") or f"HTTP {response.status_code}")
+    error = upstream_excerpt(str(data.get("error") or "")) or f"HTTP {response.status_code}"
     if error in _TRANSIENT:
         raise SinkError(f"Slack {method}: {error}", retryable=True)
     if error in _BAD_TOKEN:

@@ -55,6 +55,7 @@ from agentws.connectors.remote_mcp import (
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import AgentwsError, NotFoundError
+from agentws.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -239,7 +240,8 @@ class RemoteLinks:
             except MCPError as exc:
                 lost = self._mcp_failure(link, connection, exc, "list tools")
                 raise lost or RemoteError(
-                    f"connector {connector.name!r}: tools/list failed: {exc.error.message}"
+                    f"connector {connector.name!r}: tools/list failed: "
+                    f"{upstream_excerpt(exc.error.message)}"
                 ) from None
         async with link.syncing:
             report = await sync_tool_cache(self.store, connector, tools, actor=ACTOR)
@@ -274,7 +276,9 @@ class RemoteLinks:
                 except MCPError as exc:
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
                     if failure is None:
-                        return _error_result(f"{connector.name} answered: {exc.error.message}")
+                        return _error_result(
+                            f"{connector.name} answered: {upstream_excerpt(exc.error.message)}"
+                        )
                     if attempt == 2 or not (retry_safe or connection.forgotten):
                         raise failure from None
                     log.info("%s; calling again over a new connection", failure.message)
@@ -409,9 +413,9 @@ class RemoteLinks:
                 await self._serve_over(link, kind, headers, _SessionWatch(guard))
                 return
             except _NotConnected as exc:
-                problems.append(f"{kind}: {exc}")
+                problems.append(f"{kind}: {redact_urls(str(exc))}")
         raise RemoteError(
-            f"connector {connector.name!r}: cannot connect to {connector.url} "
+            f"connector {connector.name!r}: cannot connect to {redact_url(connector.url or '')} "
             f"({'; '.join(problems)})"
         )
 
@@ -486,7 +490,8 @@ class RemoteLinks:
                     ) from None
                 except MCPError as exc:
                     raise RemoteError(
-                        f"connector {link.connector.name!r}: ping failed: {exc.error.message}"
+                        f"connector {link.connector.name!r}: ping failed: "
+                        f"{upstream_excerpt(exc.error.message)}"
                     ) from None
 
     async def _refresh_over(self, link: _Link, session: ClientSession) -> None:

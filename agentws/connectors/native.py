@@ -34,6 +34,7 @@ from agentws.connectors.paths import (
 from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import UpstreamError
+from agentws.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.store import Store
 
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
@@ -283,6 +284,7 @@ def _upstream_error(kind: ConnectorKind, response: httpx2.Response) -> str | Non
             or ""
         )
     name = {"github": "GitHub", "slack": "Slack", "stripe": "Stripe"}[kind.value]
+    detail = upstream_excerpt(str(detail)) if detail else ""
     return f"{name} answered HTTP {response.status_code}" + (f": {detail}" if detail else "")
 
 
@@ -444,9 +446,9 @@ async def send_to_connector(
             ) as http:
                 return await request(http)
     except trio.TooSlowError:
-        raise UpstreamError(f"{base} did not answer within {timeout_s:g} s") from None
+        raise UpstreamError(f"{redact_url(base)} did not answer within {timeout_s:g} s") from None
     except httpx2.HTTPError as exc:
-        raise UpstreamError(f"cannot reach {base}: {exc}") from None
+        raise UpstreamError(f"cannot reach {redact_url(base)}: {redact_urls(str(exc))}") from None
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -36,6 +36,7 @@ from agentws.errors import (
 )
 from agentws.secret_box import SecretBox
 from agentws.store import Store
+from agentws.tools.names import check_attach
 
 __all__ = [
     "DEFAULT_URLS",
@@ -221,7 +222,11 @@ async def remove_connector(
 async def attach_connector(
     store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
 ) -> GroupConnector:
-    """Offer a connector's tools at a group's endpoint; attaching twice is a no-op."""
+    """Offer a connector's tools at a group's endpoint; attaching twice is a no-op.
+
+    Error handling:
+        ValidationError when one of its tools' names is another tool's in the group.
+    """
     group = await store.group_by_slug(workspace_slug, group_slug)
     connector = await find_connector(store, workspace_slug, name)
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
@@ -232,6 +237,7 @@ async def attach_connector(
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
     if existing is not None:
         return existing
+    await check_attach(store, group, connector)
     link = await store.insert(GroupConnector(group_id=group.id, connector_id=connector.id))
     await record(
         store,

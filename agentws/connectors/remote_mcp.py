@@ -38,9 +38,11 @@ from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, 
 from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, ConflictError, UpstreamError
+from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.tools.admin import reset_loosened_permissions
+from agentws.tools.names import mark_clashes
 
 __all__ = [
     "TRANSPORTS",
@@ -288,7 +290,8 @@ async def call_once(
             return types.CallToolResult(
                 content=[
                     types.TextContent(
-                        type="text", text=f"{connector.name} answered: {exc.error.message}"
+                        type="text",
+                        text=f"{connector.name} answered: {upstream_excerpt(exc.error.message)}",
                     )
                 ],
                 is_error=True,
@@ -366,6 +369,8 @@ class SyncReport:
     changed: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     unchanged: int = 0
+    #: Why each tool left out of listings (its name is another tool's in a group) is.
+    left_out: tuple[str, ...] = ()
 
 
 async def sync_tool_cache(
@@ -434,8 +439,16 @@ async def sync_tool_cache(
     # Unchanged tools only get the time: writing their rows back whole would
     # undo a label an admin set while this refresh ran.
     await store.mark_tools_fetched(connector.id, now)
+    # A new tool must not take a name another tool has in the connector's groups.
+    left_out = await mark_clashes(store, connector)
+    for reason in left_out:
+        log.warning("connector %s: %s", connector.name, reason)
     report = SyncReport(
-        tuple(added), tuple(changed), tuple(cached), len(seen) - len(added) - len(changed)
+        tuple(added),
+        tuple(changed),
+        tuple(cached),
+        len(seen) - len(added) - len(changed),
+        left_out,
     )
     log.info(
         "connector %s: %d tools (%d new, %d changed, %d removed)",

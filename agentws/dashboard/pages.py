@@ -327,6 +327,7 @@ async def webhook_create(caller: Caller, workspace: str) -> Response:
             secret=form.get("secret") or None,
             rate_per_min=_int(form.get("rate_per_min"), 60, "rate per minute"),
             concurrency=_int(form.get("concurrency"), 4, "concurrency"),
+            allow_mentions=form.get("mentions") == "allowed",
         )
         service = _service()
         issued = await webhooks_admin.create_webhook(
@@ -408,6 +409,7 @@ async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response
             channel=form.get("channel"),
             allow_tools=tuple(sorted(wanted - set(current.allowed_tools))),
             disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
+            allow_mentions=None if "mentions" not in form else form["mentions"] == "allowed",
         )
         await webhooks_admin.update_webhook(
             store,

@@ -264,6 +264,9 @@ class CachedTool:
     label: Capability | None = None
     suggested_label: Capability | None = None
     fetched_at: datetime = _now()
+    #: Why it is not listed: its name is another tool's in one of its groups
+    #: (:mod:`agentws.tools.names`); None: listed.
+    left_out: str | None = None
 
     @property
     def capability(self) -> Capability:
@@ -364,6 +367,9 @@ class Webhook:
     max_body_bytes: int = 1024 * 1024
     #: Events of this webhook run at once at most (1: strictly in arrival order).
     concurrency: int = 4
+    #: Its messages may ping a whole channel (``@channel``, ``@here``...); off:
+    #: sinks make mass mentions inert (:mod:`agentws.chat.mentions`).
+    allow_mentions: bool = False
     #: Write tools an admin pre-authorized for this webhook's runs: name → the
     #: definition hash it was authorized for (a changed tool loses it).
     allowed_tools: dict[str, str] = attrs.field(factory=dict)

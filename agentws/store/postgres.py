@@ -13,7 +13,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import trio
@@ -26,6 +25,7 @@ from agentws.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from agentws.redaction import redact_url
 from agentws.store.database import Row
 from agentws.store.tables import Dialect
 
@@ -58,15 +58,6 @@ _UNAVAILABLE = (
     # A connection left mid-operation by a lost server or a cancelled call.
     asyncpg.exceptions.InternalClientError,
 )
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced, fit for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _convert(exc: BaseException) -> Exception:

@@ -33,6 +33,7 @@ from agentws.errors import NotFoundError, ValidationError
 from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.catalog import connector_tool, group_tool, group_tools
+from agentws.tools.names import ambiguity
 from agentws.tools.spec import ToolSpec
 
 __all__ = [
@@ -49,22 +50,48 @@ _BUILTIN_NAMES = {*BUILTINS, GET_APPROVAL.name}
 
 
 async def find_connector_tool(
-    store: Store, workspace_slug: str, tool_name: str
+    store: Store, workspace_slug: str, tool_name: str, *, qualified: bool = True
 ) -> tuple[Connector, CachedTool]:
     """The connector tool a workspace offers as ``tool_name`` (``<connector>_<action>``).
 
+    With ``qualified``, ``CONNECTOR/ACTION`` names one connector's tool too
+    (the way to name a tool whose name another connector's tool shares).
+    A tool left out of listings for a name clash is not what its name means.
+
     Error handling:
-        NotFoundError naming what to list when there is no such tool.
+        NotFoundError naming what to list when there is no such tool;
+        ValidationError when the name means tools of several connectors.
     """
     workspace = await store.workspace_by_slug(workspace_slug)
+    connector_name, slash, action = tool_name.partition("/")
+    matches: list[tuple[Connector, CachedTool]] = []
     for connector in await store.select(Connector, workspace_id=workspace.id):
+        if slash:
+            if not qualified or connector.name != connector_name:
+                continue
+            cached = await store.find(CachedTool, connector_id=connector.id, name=action)
+            if cached is not None:
+                return connector, cached
+            continue
         prefix = f"{connector.name}_"
         if tool_name.startswith(prefix):
             cached = await store.find(
                 CachedTool, connector_id=connector.id, name=tool_name[len(prefix) :]
             )
-            if cached is not None:
-                return connector, cached
+            if cached is not None and cached.left_out is None:
+                matches.append((connector, cached))
+    if len(matches) > 1:
+        matches.sort(key=lambda found: found[0].name)
+        hint = (
+            "name one as CONNECTOR/ACTION ("
+            + " or ".join(f"{c.name}/{t.name}" for c, t in matches)
+            + ")"
+            if qualified
+            else "set it per group (--group GROUP), where the name means one tool"
+        )
+        raise ambiguity(tool_name, matches, hint=hint)
+    if matches:
+        return matches[0]
     raise NotFoundError(
         f"no tool {tool_name!r} in workspace {workspace_slug!r} "
         f"(see `agentws tool list {workspace_slug} GROUP` or "
@@ -77,13 +104,17 @@ async def set_label(
 ) -> tuple[Connector, CachedTool]:
     """Label a remote MCP tool (``None``: unlabeled, so ``write``); audited.
 
+    ``tool_name`` is its listed name, or ``CONNECTOR/ACTION``.
+
     Error handling:
         NotFoundError for an unknown tool; ValidationError for a built-in or
-        a native action, whose labels are fixed.
+        a native action, whose labels are fixed, or a name that means
+        tools of several connectors.
     """
     if tool_name in _BUILTIN_NAMES:
         raise ValidationError(f"{tool_name} is a built-in; its label is fixed (read)")
     connector, cached = await find_connector_tool(store, workspace_slug, tool_name)
+    tool_name = f"{connector.name}_{cached.name}"  # CONNECTOR/ACTION: its listed name
     if connector.kind is not ConnectorKind.REMOTE_MCP:
         raise ValidationError(
             f"{tool_name} is a native {connector.kind.value} action; its label is fixed "
@@ -152,7 +183,9 @@ async def _workspace_tool(store: Store, workspace_slug: str, tool_name: str) -> 
         return BUILTINS[tool_name].spec
     if tool_name == GET_APPROVAL.name:
         return GET_APPROVAL
-    return connector_tool(*await find_connector_tool(store, workspace_slug, tool_name))
+    # Permissions go by name: a workspace's applies wherever the name is listed.
+    found = await find_connector_tool(store, workspace_slug, tool_name, qualified=False)
+    return connector_tool(*found)
 
 
 async def _target(

@@ -2,11 +2,13 @@
 
 ``tools/list`` is answered from here and never waits on a remote server:
 connector tools come from the cache table (filled by connector refreshes),
-named ``<connector>_<action>``; the context built-ins are offered when the
-group has a library, and ``get_approval`` (the outcome of a queued call)
-when it has connector tools. Each tool states its capability twice: as MCP
-annotations for clients that read them, and as a tag at the start of its
-description for 2024-11-05 clients, which have no annotations. Each carries
+named ``<connector>_<action>``, each name one tool (a tool left out for a
+name clash is not listed, see :mod:`agentws.tools.names`); the context
+built-ins are offered when the group has a library, and ``get_approval``
+(the outcome of a queued call) when it has connector tools. Each tool
+states its capability twice: as MCP annotations for clients that read them,
+and as a tag at the start of its description for 2024-11-05 clients, which
+have no annotations. Each carries
 its permission: an admin's for the group, else the workspace's, else the
 capability's default (see :mod:`agentws.domain.permissions`); a looser one
 set for an older definition of the tool no longer applies.
@@ -23,6 +25,7 @@ announces no catalog change.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import attrs
@@ -191,7 +194,12 @@ async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
         name = f"{connector.name}_{cached.name}"
         if name in BUILTINS or name == GET_APPROVAL.name:
             continue  # a connector "search" with an action "context" must not shadow a built-in
-        connector_tools.append(connector_tool(connector, cached))
+        if cached.left_out is None:
+            connector_tools.append(connector_tool(connector, cached))
+    # A name that means two tools (cached before names were checked) means neither:
+    # a call must never reach the wrong one. `agentws doctor` names them.
+    counts = Counter(tool.name for tool in connector_tools)
+    connector_tools = [tool for tool in connector_tools if counts[tool.name] == 1]
     if connector_tools:
         tools.append(GET_APPROVAL)
     tools += connector_tools

@@ -69,6 +69,8 @@ class WebhookChanges:
     group: str | None = None
     allow_tools: tuple[str, ...] = ()
     disallow_tools: tuple[str, ...] = ()
+    #: Whether its messages may ping a whole channel (``@channel``, ``@here``...).
+    allow_mentions: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -87,6 +89,8 @@ class WebhookOptions:
     max_body_bytes: int | None = None
     #: Write tools of the group its runs may use without an admin's approval.
     allow_tools: tuple[str, ...] = ()
+    #: Its messages may ping a whole channel; off: mass mentions are made inert.
+    allow_mentions: bool = False
 
 
 def hook_url(base_url: str, token: str) -> str:
@@ -158,6 +162,7 @@ async def create_webhook(
         burst=burst,
         max_body_bytes=max_body,
         concurrency=options.concurrency,
+        allow_mentions=options.allow_mentions,
     )
     try:
         await store.insert(webhook)
@@ -176,6 +181,7 @@ async def create_webhook(
         active=webhook.active,
         verification=webhook.verification.value,
         allowed_tools=sorted(allowed),
+        allow_mentions=webhook.allow_mentions,
     )
     return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
 
@@ -282,7 +288,7 @@ async def update_webhook(
     allowlist: Allowlist,
     actor: str,
 ) -> Webhook:
-    """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools.
+    """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools, mentions.
 
     Changing the group drops the pre-authorizations (they were for the old
     group's tools) unless tools are named again. A new channel's connector
@@ -323,6 +329,8 @@ async def update_webhook(
     allowed = await preauthorized_tools(store, group, changes.allow_tools, allowed)
     if allowed != webhook.allowed_tools:
         fields["allowed_tools"] = allowed
+    if changes.allow_mentions is not None and changes.allow_mentions != webhook.allow_mentions:
+        fields["allow_mentions"] = changes.allow_mentions
     if not fields:
         return webhook
     updated = await store.update(attrs.evolve(webhook, **fields, updated_at=utcnow()))

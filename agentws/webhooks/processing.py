@@ -80,6 +80,7 @@ class EventProcessor:
             event_id=event.id,
             thread=thread_of(event),
             since=event.received_at,
+            allow_mentions=webhook.allow_mentions,
         )
         # Only an earlier attempt can have posted (and then lost its lease or its record).
         existing = await sink.posted(outgoing) if event.attempts > 1 else None

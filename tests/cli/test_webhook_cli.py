@@ -56,6 +56,7 @@ WEBHOOK_KEYS = {
     "max_body_bytes",
     "concurrency",
     "allowed_tools",
+    "allow_mentions",
     "prompt",
     "created_at",
     "updated_at",
@@ -283,6 +284,7 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "max_body_bytes": 1024 * 1024,
         "concurrency": 4,
         "allowed_tools": [],
+        "allow_mentions": False,
         "prompt": PROMPT,
         "url": created["url"],
     }

@@ -450,6 +450,17 @@ def test_pre_authorizations_are_added_withdrawn_and_dropped_with_the_group(
     assert details[-1]["group_id"] is None
 
 
+def test_mass_mentions_are_allowed_and_made_inert_again_by_update(acme: Cli) -> None:
+    cli = acme
+    assert _create(cli, "ci")["allow_mentions"] is False
+    assert _create(cli, "loud", "--allow-mentions")["allow_mentions"] is True
+    assert _update(cli, "ci", "--allow-mentions")["allow_mentions"] is True
+    assert _update(cli, "ci", "--prompt", "Other.")["allow_mentions"] is True  # left as it is
+    assert _update(cli, "ci", "--no-allow-mentions")["allow_mentions"] is False
+    changes = [(u["changed"], u.get("allow_mentions")) for u in _updates(cli)]
+    assert changes == [(["allow_mentions"], True), (["prompt"], None), (["allow_mentions"], False)]
+
+
 def test_an_update_that_changes_nothing_is_not_audited(acme: Cli) -> None:
     cli = acme
     _create(cli, "ci", "--group", "ops", "--allow-tool", "gh_create_issue")

@@ -57,6 +57,8 @@ class Failure:
     retry_after_ms: str | None = None
     #: Seconds to wait before answering (a slow API).
     delay_s: float = 0.0
+    #: Answer this HTML page instead of the API's JSON (a proxy in front of it).
+    html: str | None = None
 
 
 Reply = Turn | Failure
@@ -97,6 +99,9 @@ class FakeAnthropic:
                 )
                 if value is not None
             }
+            if reply.html is not None:
+                await _answer_raw(send, reply.status, reply.html.encode(), "text/html", extra)
+                return
             await _answer(send, reply.status, _error(reply.status, reply.message), extra)
             return
         await trio.sleep(reply.delay_s)
@@ -155,14 +160,19 @@ def _error(status: int, message: str) -> dict[str, Any]:
 async def _answer(
     send: Any, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> None:
-    data = json.dumps(body).encode()
+    await _answer_raw(send, status, json.dumps(body).encode(), "application/json", headers)
+
+
+async def _answer_raw(
+    send: Any, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+) -> None:
     extra = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/json"),
+                (b"content-type", content_type.encode()),
                 (b"content-length", str(len(data)).encode()),
                 (b"request-id", b"req_fake"),
                 *extra,

@@ -16,7 +16,9 @@ and ``Retry-After: retry_after``; ``fail_after_posting`` stores that many
 posts and then answers HTTP 500 anyway (the answer lost, the post made).
 
 Under ``/hooks/<path>`` it is an incoming webhook: a JSON POST is kept and
-answered ``ok``; paths in ``gone_hooks`` answer 404 ``no_service``.
+answered ``ok``; paths in ``gone_hooks`` answer 404 ``no_service``, paths
+in ``broken_hooks`` answer 500 with a big HTML error page that echoes the
+request (the hook's secret path, a ``?password=`` query), as proxies do.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class FakeSlack:
     retry_after: str = "1"
     fail_after_posting: int = 0
     gone_hooks: set[str] = attrs.field(factory=set)
+    broken_hooks: set[str] = attrs.field(factory=set)
     base_url: str = ""
     #: Messages posted, in order.
     messages: list[Posted] = attrs.field(factory=list)
@@ -92,6 +95,8 @@ class FakeSlack:
     def _hook(self, path: str, body: bytes) -> tuple[int, str, dict[str, str]]:
         if path in self.gone_hooks:
             return 404, "no_service", {}
+        if path in self.broken_hooks:
+            return 500, error_page(self.hook_url(path)), {"content-type": "text/html"}
         self.hook_posts.append((path, json.loads(body)))
         return 200, "ok", {}
 
@@ -144,10 +149,23 @@ class FakeSlack:
         return 200, {"ok": False, "error": "unknown_method"}, {}
 
 
+def error_page(url: str) -> str:
+    """A proxy's 500 page: tags, a script, a table, and the request it failed, about 60 KB."""
+    rows = "\n".join(f"<tr><td>upstream {i}</td><td>down</td></tr>" for i in range(1500))
+    return (
+        "<!DOCTYPE html>\n<html><head><title>500 Internal Server Error</title>\n"
+        "<style>body { font-family: sans-serif; }\n td { padding: 2px }</style>\n"
+        "<script>window.trace = 'abc';</script></head>\n<body>\n"
+        "<h1>Internal   Server\n\n Error</h1>\n"
+        f"<p>The upstream failed for POST {url}?password=hunter2&amp;ok=1</p>\n"
+        f"<table>{rows}</table>\n</body></html>\n"
+    )
+
+
 async def _respond(
     send: Any, status: int, body: bytes, content_type: str, extra: dict[str, str]
 ) -> None:
-    headers = [(b"content-type", content_type.encode())]
+    headers = [(b"content-type", extra.pop("content-type", content_type).encode())]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -15,6 +15,7 @@ import pytest
 from agentws.agent.anthropic_model import AnthropicModel
 from agentws.domain.models import Approval, Capability, ChatMessage, EventAttempt, EventStatus
 from tests.e2e.fake_anthropic import Failure, Reply, Turn
+from tests.e2e.fake_slack import error_page
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -120,6 +121,18 @@ async def test_a_refused_key_fails_the_event_at_once_with_a_clear_error(tmp_path
     # The key went to the API (in the header this SDK uses), and nowhere else.
     sent = fake.headers[0]
     assert "sk-ant-test-key" in sent.get("x-api-key", "") + sent.get("authorization", "")
+
+
+async def test_an_html_error_page_from_a_proxy_is_quoted_short_and_clean(tmp_path: Path) -> None:
+    # A proxy in front of the API answers 403 with its whole HTML page.
+    page = error_page("https://api.example/v1/messages?key=sk-proxy-secret")
+    async with served(tmp_path, [Failure(403, html=page)]) as (server, _):
+        event = await finished(server.store, await deliver(await hook(server), {"n": 1}))
+    assert event.status is EventStatus.FAILED and event.error is not None
+    assert "403" in event.error and "Internal Server Error" in event.error, event.error
+    assert len(event.error) <= 400, event.error
+    for word in ("<", ">", "\n", "window.trace", "sk-proxy-secret", "hunter2"):
+        assert word not in event.error, event.error
 
 
 async def test_a_run_past_its_deadline_is_cancelled_and_retried(tmp_path: Path) -> None:

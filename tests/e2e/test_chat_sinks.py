@@ -7,13 +7,17 @@ API's wire format. Deliveries come in over HTTP like any sender's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import httpx2
 import pytest
 
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.decisions import approve, deny
 from agentws.chat.router import SinkRouter
@@ -41,6 +45,7 @@ from tests.e2e.remote_support import (
 )
 from tests.e2e.run_support import deliver, finished, hook, message_of, served
 from tests.e2e.webhook_support import wait_until
+from tests.support import run_agentws
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 CHANNEL = "C0123456789"
@@ -355,3 +360,119 @@ async def test_a_preauthorized_write_tool_runs_until_its_definition_changes(
     assert second.status is EventStatus.DONE
     assert state.calls == ["send"]  # not run again
     assert queued.event_id == second.id and queued.tool_name == "third_send"
+
+
+MASS_MENTIONS = (
+    "Heads up @channel @here @All @everyone <!channel> <!here|here> (mail ops@all.example)"
+)
+# Each mention word, as some chat pings everyone for it.
+_MENTION = re.compile(
+    r"(?<![\w.])@(channel|here|all|everyone)\b|<!(channel|here|everyone|all)", re.I
+)
+
+
+async def test_mass_mentions_reach_incoming_webhooks_inert_unless_the_webhook_allows_them(
+    tmp_path: Path,
+) -> None:
+    # Mattermost, Rocket.Chat and the rest take {"text"}: their @channel, @here,
+    # @all (and Slack's <!channel>, which Mattermost translates) must not ping.
+    async with (
+        fake_slack() as chat,
+        served(tmp_path, [Turn(MASS_MENTIONS), Turn(MASS_MENTIONS)], **ENV) as (server, _),
+    ):
+        await add_connector(
+            server.store,
+            "acme",
+            "mattermost",
+            kind=ConnectorKind.INCOMING_WEBHOOK,
+            url=None,
+            headers={},
+            secret=ConnectorSecret(chat.hook_url()),
+            box=SecretBox.from_settings(server.service.settings),
+            allowlist=LOOPBACK,
+            actor="t",
+        )
+        quiet = await hook(server, channel="webhook:mattermost")
+        loud = await hook(server, "loud", channel="webhook:mattermost", allow_mentions=True)
+        assert (quiet.webhook.allow_mentions, loud.webhook.allow_mentions) == (False, True)
+        first = await finished(server.store, await deliver(quiet, {"n": 1}))
+        second = await finished(server.store, await deliver(loud, {"n": 2}))
+    assert (first.status, second.status) == (EventStatus.DONE, EventStatus.DONE)
+    (_, inert), (_, raw) = chat.hook_posts
+    assert _MENTION.findall(inert["text"]) == []
+    # Only a joiner was added: the text reads the same.
+    assert inert["text"].replace("\u200d", "") == MASS_MENTIONS
+    assert raw == {"text": MASS_MENTIONS}
+
+
+async def test_mass_mentions_reach_slack_inert(tmp_path: Path) -> None:
+    async with with_slack(tmp_path, [Turn(MASS_MENTIONS)]) as (server, _, slack):
+        issued = await hook(server, channel=f"slack:{CHANNEL}")
+        event = await finished(server.store, await deliver(issued, {"n": 1}))
+    assert event.status is EventStatus.DONE, event.error
+    (posted,) = slack.messages
+    assert _MENTION.findall(posted.body["text"]) == []
+    assert "&lt;!channel&gt;" in posted.body["text"]
+
+
+async def test_an_html_error_page_becomes_a_short_clean_error(tmp_path: Path) -> None:
+    # A proxy in front of the chat answers 500 with a 60 KB HTML page that
+    # echoes the request: the event's error keeps a short, tag-free excerpt
+    # without the hook's secret path or the password, and `event list` stays
+    # one line per event.
+    secret_path = "T000/B000/BROKENSECRET"
+    database_url = f"sqlite:///{tmp_path / 'mcp.db'}"
+    async with (
+        fake_slack(broken_hooks={secret_path}) as chat,
+        served(tmp_path, [Turn("x")] * 4, database_url=database_url, **ENV) as (server, _),
+    ):
+        await add_connector(
+            server.store,
+            "acme",
+            "proxied",
+            kind=ConnectorKind.INCOMING_WEBHOOK,
+            url=None,
+            headers={},
+            secret=ConnectorSecret(chat.hook_url(secret_path)),
+            box=SecretBox.from_settings(server.service.settings),
+            allowlist=LOOPBACK,
+            actor="t",
+        )
+        issued = await hook(server, channel="webhook:proxied")
+        event = await finished(server.store, await deliver(issued, {"n": 1}))
+        attempts = await server.store.select(EventAttempt, event_id=event.id)
+    assert event.status is EventStatus.FAILED and event.error is not None
+    for error in [event.error, *(a.error for a in attempts)]:
+        assert error is not None
+        assert "HTTP 500" in error and "Internal Server Error" in error, error
+        assert len(error) <= 600, error
+        assert "<" not in error and ">" not in error and "\n" not in error, error
+        assert "window.trace" not in error and "font-family" not in error, error
+        assert "BROKENSECRET" not in error and "hunter2" not in error, error
+        assert "  " not in error, error
+
+    code, out, err = await run_agentws(tmp_path, database_url, "event", "list", "acme")
+    assert code == 0, err
+    _header, *rows = out.strip().splitlines()
+    assert [row.split()[0] for row in rows] == [event.id]  # one line for the one event
+    assert "Internal Server Error" in rows[0]
+
+
+async def test_allow_mentions_is_set_and_changed_through_the_admin_api(tmp_path: Path) -> None:
+    async with served(tmp_path, []) as (server, _):
+        await create_admin(server.store, "alice", actor="t")
+        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=f"{server.base_url}/api/v1",
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=10,
+        ) as api:
+            body = {"name": "ci", "channel": "local:ops", "prompt": "Summarise."}
+            created = (await api.post("/workspaces/acme/webhooks", json=body)).json()
+            loud = await api.patch("/workspaces/acme/webhooks/ci", json={"allow_mentions": True})
+            kept = await api.patch("/workspaces/acme/webhooks/ci", json={"prompt": "Other."})
+            wrong = await api.patch("/workspaces/acme/webhooks/ci", json={"allow_mentions": "yes"})
+    assert created["allow_mentions"] is False
+    assert loud.json()["allow_mentions"] is True
+    assert kept.json()["allow_mentions"] is True
+    assert wrong.status_code in (400, 422), wrong.text
