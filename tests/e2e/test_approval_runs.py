@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx2
@@ -28,12 +29,20 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from agentws.domain.models import Approval, ApprovalStatus, Capability, arguments_hash
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token
+from agentws.domain.models import (
+    Approval,
+    ApprovalStatus,
+    AuditEntry,
+    Capability,
+    arguments_hash,
+)
 from agentws.domain.rules import utcnow
 from agentws.secret_box import ensure_key_file
 from agentws.store import open_store
 from agentws.tools.catalog import group_tool
-from tests.e2e.mcp_support import seed
+from tests.e2e.mcp_support import running, sdk_session, seed
 from tests.e2e.process_support import Server, poll, serve_process
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
@@ -204,3 +213,81 @@ async def test_a_decision_made_while_no_service_runs_waits_for_one(tmp_path: Pat
         assert code == 0, err
         assert "status:       executed" in out
         assert "ran on:       inst-a (attempt 1)" in out
+
+
+async def test_a_call_cut_off_on_a_dead_instance_fails_and_an_api_retry_runs_it_once(
+    tmp_path: Path,
+) -> None:
+    """An instance died while it ran a call: its lease lapses, the call fails (not rerun)."""
+    state = ThirdParty([tool("send", "Send a message")])
+    async with (
+        running(tmp_path, with_library=False, **SERVER_ENV) as server,
+        third_party_server(state) as url,
+    ):
+        await attach_remote(server.store, url, {})
+        await create_admin(server.store, "alice", actor="t")
+        _, admin = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with sdk_session(server, "streamable") as session:
+            approval_id = await _queue(session, "cut")
+        store = server.store
+        # What an instance that died while it ran the call leaves: approved, claimed,
+        # its lease run out (written at once, so this service cannot claim it first).
+        now = utcnow()
+        await store.update(
+            attrs.evolve(
+                await store.get(Approval, approval_id),
+                status=ApprovalStatus.APPROVED,
+                decided_by="admin:bob",
+                decided_at=now,
+                lease_owner="dead-instance",
+                lease_expires_at=now - timedelta(seconds=1),
+                attempts=1,
+            )
+        )
+
+        async def failed() -> bool:
+            found = await store.get(Approval, approval_id)
+            return found.status is ApprovalStatus.FAILED
+
+        with trio.fail_after(TIMEOUT_S):
+            while not await failed():  # noqa: ASYNC110 - the service's lapse round
+                await trio.sleep(0.05)
+        cut = await store.get(Approval, approval_id)
+        assert "whether it acted upstream is unknown" in (cut.error or "")
+        assert state.calls == []  # never run again by itself
+
+        async with httpx2.AsyncClient(
+            base_url=f"{server.base_url}/api/v1",
+            headers={"Authorization": f"Bearer {admin}"},
+            timeout=TIMEOUT_S,
+        ) as api:
+            retried, again = await _both(
+                api.post(f"/approvals/{approval_id}/retry", json={"reason": "checked"}),
+                api.post(f"/approvals/{approval_id}/retry", json={}),
+            )
+        codes = sorted([retried.status_code, again.status_code])
+        assert codes == [200, 409], (retried.text, again.text)
+        won = retried if retried.status_code == 200 else again
+        assert won.json()["status"] == "executed", won.text
+        assert state.calls == ["send"]
+        ran = await store.get(Approval, approval_id)
+        assert (ran.status, ran.attempts, ran.lease_owner) == (
+            ApprovalStatus.EXECUTED,
+            2,
+            server.service.settings.instance_id,
+        )
+        actions = [e.action for e in await store.select(AuditEntry, target=approval_id)]
+        assert actions.count("approval.retry") == 1
+        assert actions.count("approval.execute") == 2  # the lapse, then the run
+
+
+async def _both(first: Any, second: Any) -> tuple[Any, Any]:
+    results: dict[int, Any] = {}
+
+    async def run(n: int, request: Any) -> None:
+        results[n] = await request
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, 0, first)
+        nursery.start_soon(run, 1, second)
+    return results[0], results[1]
