@@ -53,6 +53,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
+from tests.e2e.test_dashboard import _browser, _signed_in
 from tests.support import run_agentws
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -291,3 +292,31 @@ async def _both(first: Any, second: Any) -> tuple[Any, Any]:
         nursery.start_soon(run, 0, first)
         nursery.start_soon(run, 1, second)
     return results[0], results[1]
+
+
+async def test_the_dashboard_shows_a_failed_run_and_retries_it(tmp_path: Path) -> None:
+    state = ThirdParty([tool("send", "Send a message")])
+    async with running(tmp_path, with_library=False, **SERVER_ENV) as server:
+        async with third_party_server(state) as url:
+            await attach_remote(server.store, url, {})
+        # The upstream is down from here on.
+        async with _browser(server) as http:
+            csrf = await _signed_in(server, http)
+            async with sdk_session(server, "streamable") as session:
+                approval_id = await _queue(session, "page")
+            approved = await http.post(
+                f"/dashboard/approvals/{approval_id}/approve", data={"csrf": csrf}
+            )
+            assert approved.status_code == 302
+            page = await http.get(approved.headers["location"])
+            assert "third_send failed" in page.text
+            assert "Retry" in page.text
+            async with third_party_server(state):  # back, on the same port
+                retried = await http.post(
+                    f"/dashboard/approvals/{approval_id}/retry", data={"csrf": csrf}
+                )
+                assert retried.status_code == 302
+                page = await http.get(retried.headers["location"])
+            assert "third-party found: page" in page.text
+            assert "third_send: executed." in page.text
+            assert state.calls == ["send"]
