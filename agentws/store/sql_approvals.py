@@ -46,6 +46,11 @@ class ApprovalRunQueries:
     ) -> list[Approval]:
         if limit < 1:
             return []
+        # Asked every poll: a read first, so that nothing waiting costs no write.
+        if not await self._db.fetch(
+            "SELECT 1 FROM approvals WHERE status = 'approved' AND lease_owner IS NULL LIMIT 1"
+        ):
+            return []
         table = table_for(Approval)
         candidates = (
             "SELECT id FROM approvals WHERE status = 'approved' AND lease_owner IS NULL"
@@ -87,18 +92,21 @@ class ApprovalRunQueries:
 
     async def lapse_approval_leases(self, *, now: datetime, error: str) -> list[Approval]:
         table = table_for(Approval)
+        lapsed = "status = 'approved' AND lease_owner IS NOT NULL AND lease_expires_at <= $1"
+        if not await self._db.fetch(
+            f"SELECT 1 FROM approvals WHERE {lapsed} LIMIT 1", self._when(now)
+        ):
+            return []
         async with self._db.transaction() as tx:
             rows = await tx.fetch(
                 "UPDATE approvals SET status = 'failed', error = $2, finished_at = $1,"
-                " lease_expires_at = NULL"
-                " WHERE status = 'approved' AND lease_owner IS NOT NULL"
-                " AND lease_expires_at <= $1"
+                f" lease_expires_at = NULL WHERE {lapsed}"
                 f" RETURNING {', '.join(table.columns)}",
                 self._when(now),
                 error,
             )
-        lapsed = [table.decode(row, self.dialect) for row in rows]
-        return sorted(lapsed, key=lambda a: (a.created_at, a.id))
+        found = [table.decode(row, self.dialect) for row in rows]
+        return sorted(found, key=lambda a: (a.created_at, a.id))
 
     async def retry_approval(self, approval_id: str) -> Approval | None:
         table = table_for(Approval)
