@@ -9,8 +9,9 @@ operator would run it.
 
 - a read tool runs at once;
 - a write tool is queued: the caller gets the approval id, ``agentws
-  approval approve`` runs it exactly once against the upstream, the caller's
-  open session is told the outcome, and ``get_approval`` reads it later;
+  approval approve`` records the decision and the server runs it exactly
+  once against the upstream, the caller's open session is told the outcome,
+  and ``get_approval`` reads it later;
 - a denied request, a ``deny`` permission and a read-scoped token never
   reach the upstream;
 - a destructive tool asks for confirmation, through elicitation or through
