@@ -2,9 +2,10 @@
 
 - ``tool list|label|permission``: what each tool of a group is (capability),
   what callers get (permission) and where both come from;
-- ``approval list|show|approve|deny``: the queue of calls waiting for an
-  admin; approving runs the call, once, from this process (remote MCP
-  servers are reached in a session of its own, through the URL guard);
+- ``approval list|show|approve|deny|retry``: the queue of calls waiting
+  for an admin; approving records the decision, which a running service
+  carries out with its own settings (never this process's environment),
+  and waits a bounded time for the outcome;
 - ``audit tail``: the newest entries of the audit log, or follow it.
 
 The work is done by :mod:`agentws.tools.admin`, :mod:`agentws.approvals`.
@@ -35,6 +36,10 @@ __all__ = ["add_tool_commands"]
 
 # How often `audit tail --follow` looks for new entries.
 _FOLLOW_POLL_S = 0.5
+# How long `approval approve|retry` waits for a service to run the call, by default.
+_OUTCOME_WAIT_S = 30.0
+# The exit status when the decision is recorded but the call has no outcome yet.
+NOT_FINISHED = 3
 
 
 def _bounded_count(text: str) -> int:
@@ -162,6 +167,8 @@ def _approval_json(a: Approval, group: Group | None, workspace: Workspace | None
         "expires_at": _iso(a.expires_at),
         "decided_at": _iso(a.decided_at),
         "finished_at": _iso(a.finished_at),
+        "attempts": a.attempts,
+        "instance": a.lease_owner,
     }
 
 
@@ -233,6 +240,8 @@ def _approval_text(data: dict[str, Any]) -> str:
         lines.append(f"  decided by:   {data['decided_by']} at {data['decided_at']}")
     if data["reason"]:
         lines.append(f"  reason:       {data['reason']}")
+    if data["attempts"] > 1 or data["instance"]:
+        lines.append(f"  ran on:       {data['instance']} (attempt {data['attempts']})")
     if data["error"]:
         lines.append(f"  error:        {data['error']}")
     if data["result"] is not None:
@@ -241,22 +250,65 @@ def _approval_text(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _wait_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {text!r}")
+    return value
+
+
+async def _outcome(ctx: Context, approval: Approval, verb: str, wait_s: float) -> Output:
+    """Wait up to ``wait_s`` for a service to run the call; what became of it."""
+    from agentws.approvals.queue import current_status, find_approval
+    from agentws.approvals.runs import await_outcome
+
+    if wait_s > 0:
+        with trio.move_on_after(wait_s):
+            approval = await await_outcome(ctx.store, approval.id, changes=None)
+    approval = await find_approval(ctx.store, approval.id)
+    data = await _approval_data(ctx, approval)
+    status = current_status(approval)
+    name, show = approval.tool_name, f"`agentws approval show {approval.id}`"
+    code = 0
+    if status is ApprovalStatus.EXECUTED:
+        head = f"{verb} {approval.id}: {name} ran."
+    elif status is ApprovalStatus.FAILED:
+        head = f"{verb} {approval.id}, but {name} failed: {approval.error}"
+        code = 1
+    elif status is ApprovalStatus.RUNNING:
+        head = (
+            f"{verb} {approval.id}: {name} is running on instance {approval.lease_owner} and had "
+            f"not finished after {wait_s:g} s; {show} tells its outcome."
+        )
+        code = NOT_FINISHED
+    elif wait_s > 0:
+        head = (
+            f"{verb} {approval.id}: the decision is recorded, but no running agentws service "
+            f"picked the call up within {wait_s:g} s. It runs, once, when a service runs on this "
+            f"database; {show} tells its outcome."
+        )
+        code = NOT_FINISHED
+    else:
+        head = f"{verb} {approval.id}: a running agentws service runs {name}; {show} tells how."
+    data["exit_status"] = code
+    return Output(data, head + "\n" + _approval_text(data), status=code)
+
+
 async def _approval_approve(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.approvals.decisions import approve
-    from agentws.secret_box import SecretBox
-    from agentws.tools.execution import ToolRunner, one_off_remote_call
 
-    box = SecretBox.optional(ctx.settings)
-    runner = ToolRunner(ctx.store, ctx.settings, one_off_remote_call(ctx.settings))
-    outcome = await approve(
-        ctx.store, args.id, actor=ctx.actor, reason=args.reason, runner=runner, box=box
-    )
-    data = await _approval_data(ctx, outcome)
-    if outcome.status is ApprovalStatus.EXECUTED:
-        head = f"Approved {outcome.id}: {outcome.tool_name} ran."
-    else:
-        head = f"Approved {outcome.id}, but {outcome.tool_name} failed: {outcome.error}"
-    return Output(data, head + "\n" + _approval_text(data))
+    approved = await approve(ctx.store, args.id, actor=ctx.actor, reason=args.reason)
+    return await _outcome(ctx, approved, "Approved", args.wait)
+
+
+async def _approval_retry(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.approvals.decisions import retry
+
+    retried = await retry(ctx.store, args.id, actor=ctx.actor, reason=args.reason)
+    return await _outcome(ctx, retried, "Retried", args.wait)
 
 
 async def _approval_deny(args: argparse.Namespace, ctx: Context) -> Output:
@@ -405,9 +457,10 @@ def add_tool_commands(
     approval = commands.add_parser(
         "approval",
         help="the queue of tool calls waiting for an admin",
-        description="Write calls from MCP callers wait here. Approving runs the call once, "
-        "with the exact arguments it was queued with, from this process; the caller's open "
-        "session is told the outcome, which get_approval reads too.",
+        description="Write calls from MCP callers wait here. Approving records the "
+        "decision; a running agentws service runs the call once, with the exact arguments it "
+        "was queued with and its own settings; the caller's open session is told the outcome, "
+        "which get_approval reads too.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
     a_list = approval.add_parser("list", parents=[common], help="list queued calls")
     a_list.add_argument("--workspace", metavar="WORKSPACE", help="only this workspace's")
@@ -424,12 +477,47 @@ def add_tool_commands(
     a_show = approval.add_parser("show", parents=[common], help="one queued call, in full")
     a_show.add_argument("id", metavar="ID", help="approval id (apr_…)")
     a_show.set_defaults(handler=_approval_show)
+    outcome_help = (
+        "A running agentws service runs the call, once, with its own settings; this command "
+        "waits for the outcome and prints it. Exit status: 0 it ran, 1 it failed (or the "
+        f"command did), {NOT_FINISHED} the decision is recorded but the call has no outcome yet "
+        "(no service picked it up in time, or it still runs)."
+    )
     a_approve = approval.add_parser(
-        "approve", parents=[common], help="approve a queued call and run it (once)"
+        "approve",
+        parents=[common],
+        help="approve a queued call; a running service runs it (once)",
+        description=outcome_help,
     )
     a_approve.add_argument("id", metavar="ID", help="approval id (apr_…)")
     a_approve.add_argument("--reason", help="why (recorded and told to the caller)")
     a_approve.set_defaults(handler=_approval_approve)
+    a_retry = approval.add_parser(
+        "retry",
+        parents=[common],
+        help="run a call that failed after approval again (once)",
+        description="A call that failed after its approval goes back to approved; checked "
+        "again (tool, token, permission, arguments) and run once more. " + outcome_help,
+    )
+    a_retry.add_argument("id", metavar="ID", help="approval id (apr_…)")
+    a_retry.add_argument("--reason", help="why (recorded in the audit log)")
+    a_retry.set_defaults(handler=_approval_retry)
+    for command in (a_approve, a_retry):
+        waiting = command.add_mutually_exclusive_group()
+        waiting.add_argument(
+            "--wait",
+            type=_wait_seconds,
+            default=_OUTCOME_WAIT_S,
+            metavar="SECONDS",
+            help=f"how long to wait for the outcome (default {_OUTCOME_WAIT_S:g})",
+        )
+        waiting.add_argument(
+            "--no-wait",
+            dest="wait",
+            action="store_const",
+            const=0.0,
+            help="record the decision and return at once",
+        )
     a_deny = approval.add_parser("deny", parents=[common], help="deny a queued call")
     a_deny.add_argument("id", metavar="ID", help="approval id (apr_…)")
     a_deny.add_argument("--reason", help="why (recorded and told to the caller)")

@@ -97,6 +97,19 @@ def _positive_seconds(value: str) -> float:
     return number
 
 
+# A confirm token (or an elicitation's answer) must give a person time to read
+# and decide, and stay short-lived: from 5 seconds to an hour.
+_CONFIRM_TTL_RANGE_S = (5.0, 3600.0)
+
+
+def _confirm_ttl(value: str) -> float:
+    number = _seconds(value)
+    low, high = _CONFIRM_TTL_RANGE_S
+    if not low <= number <= high:
+        raise ValueError(f"expected {low:g} to {high:g} seconds, got {value!r}")
+    return number
+
+
 def _positive_int(value: str) -> int:
     number = int(value) if value.isdigit() else 0
     if number < 1:
@@ -188,7 +201,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
-    ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _seconds, "300"),
+    ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _confirm_ttl, "300"),
     ("anthropic_api_key", "ANTHROPIC_API_KEY", str, None),
     ("anthropic_base_url", "ANTHROPIC_BASE_URL", _base_url, None),
     ("model", "AGENTWS_MODEL", _model_name, DEFAULT_MODEL),
@@ -270,7 +283,7 @@ class Settings:
     #: A queued call not decided within this long expires (and never runs).
     approval_ttl_s: float = 7 * 24 * 3600.0
     #: How long a caller has to confirm a destructive call (elicitation answer
-    #: or confirm token).
+    #: or confirm token, which works once, with the same bearer token), 5 to 3600.
     confirm_ttl_s: float = 300.0
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)

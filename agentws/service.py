@@ -19,6 +19,7 @@ from agentws.agent.model import ModelClient
 from agentws.agent.runner import AgentRunner
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.notifier import ApprovalWatch
+from agentws.approvals.runs import ApprovalRuns
 from agentws.audit import AuditWriter
 from agentws.changes import ChangeFeed
 from agentws.chat.router import SinkRouter
@@ -31,6 +32,7 @@ from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
+from agentws.secret_box import SecretBox
 from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
@@ -65,6 +67,7 @@ class Service:
     _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
     _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
     _reports: ChannelReports | None = attrs.field(default=None, init=False)
+    _runs: ApprovalRuns | None = attrs.field(default=None, init=False)
     _worker: EventWorker | None = attrs.field(default=None, init=False)
     _intake: Intake | None = attrs.field(default=None, init=False)
     _batcher: IngestBatcher | None = attrs.field(default=None, init=False)
@@ -89,7 +92,8 @@ class Service:
         Resource handling:
             Opens the root nursery, which owns the change feed (its listening
             connection), the instance heartbeat, the MCP session supervisor,
-            the approval watch (outcomes to sessions, expiry), the links
+            the approval watch (outcomes to sessions, expiry), the runs of
+            approved calls (decided anywhere, run here once), the links
             to remote MCP connectors (which keep their tool caches current),
             the webhook ingest batcher (group commit) and the event worker
             pool (agent runs).
@@ -146,6 +150,14 @@ class Service:
                 self._sessions = await nursery.start(supervisor.serve)
                 self._watch = ApprovalWatch(self.store, supervisor, self.changes)
                 await nursery.start(self._watch.serve)
+                self._runs = ApprovalRuns(
+                    self.store,
+                    self.runner,
+                    SecretBox.optional(self.settings),
+                    self.changes,
+                    self.settings.instance_id,
+                )
+                await nursery.start(self._runs.serve)
                 await nursery.start(self.links.serve)
                 agent = AgentRunner(catalog, gate, model, base_url=self.settings.public_base_url)
                 sinks = SinkRouter(self.store, self.settings)
@@ -186,6 +198,13 @@ class Service:
         return self._worker
 
     @property
+    def approval_runs(self) -> ApprovalRuns:
+        """Runs approved calls (decided anywhere) in this instance."""
+        if self._runs is None:
+            raise RuntimeError("the service is not running")
+        return self._runs
+
+    @property
     def sessions(self) -> SessionSupervisor:
         """The supervisor of this process's MCP sessions."""
         if self._sessions is None:
@@ -207,6 +226,8 @@ class Service:
             self.registry.close()
         if self._watch is not None:
             self._watch.close()
+        if self._runs is not None:
+            self._runs.close()
         if self._reports is not None:
             self._reports.close()
         if self._worker is not None:

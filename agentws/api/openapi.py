@@ -147,7 +147,15 @@ _SCHEMAS: dict[str, Any] = {
             "event_id": _STR_OR_NULL,
             "status": {
                 "type": "string",
-                "enum": ["pending", "approved", "executed", "failed", "denied", "expired"],
+                "enum": [
+                    "pending",
+                    "approved",
+                    "running",
+                    "executed",
+                    "failed",
+                    "denied",
+                    "expired",
+                ],
             },
             "reason": _STR_OR_NULL,
             "decided_by": _STR_OR_NULL,
@@ -159,7 +167,20 @@ _SCHEMAS: dict[str, Any] = {
             "finished_at": _TIME_OR_NULL,
         }
     ),
-    "Decision": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    "Decision": {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "wait_s": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 300,
+                "description": "approve/retry: seconds to wait for the service to run the call "
+                "before answering (default 30); the answer shows it approved or running if it "
+                "has not finished by then",
+            },
+        },
+    },
     "Token": _object(
         {
             "id": {"type": "string"},
@@ -442,6 +463,7 @@ def _paths() -> dict[str, Any]:
                             "enum": [
                                 "pending",
                                 "approved",
+                                "running",
                                 "executed",
                                 "failed",
                                 "denied",
@@ -463,11 +485,20 @@ def _paths() -> dict[str, Any]:
         },
         "/approvals/{approval_id}/approve": {
             "post": _operation(
-                "Approve a queued call: it runs once, now",
+                "Approve a queued call: the service runs it once (the answer waits for it)",
                 "Approval",
                 params=_path_params("approval_id"),
                 body="Decision",
                 operation_id="approveCall",
+            )
+        },
+        "/approvals/{approval_id}/retry": {
+            "post": _operation(
+                "Run a call that failed after approval again, once",
+                "Approval",
+                params=_path_params("approval_id"),
+                body="Decision",
+                operation_id="retryCall",
             )
         },
         "/approvals/{approval_id}/deny": {

@@ -16,6 +16,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+import trio
 from quart import Blueprint, Response, current_app, jsonify, request
 
 from agentws import libraries, registry
@@ -45,7 +46,6 @@ from agentws.errors import (
     UnauthorizedError,
     ValidationError,
 )
-from agentws.secret_box import SecretBox
 from agentws.tools import admin as tools_admin
 from agentws.views import (
     approval_json,
@@ -66,6 +66,10 @@ __all__ = ["api_blueprint"]
 api_blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _MAX_LIMIT = 200
+# How long approve/retry wait for the service to run the call before answering, by
+# default and at most (the answer then shows it approved or running).
+_OUTCOME_WAIT_S = 30.0
+_MAX_OUTCOME_WAIT_S = 300.0
 _STATUS = {
     ValidationError: 400,
     UnauthorizedError: 401,
@@ -403,13 +407,28 @@ async def approve_call(caller: Caller, approval_id: str) -> Any:
     data = await _body()
     service = _service()
     await decisions.approve(
-        service.store,
-        approval_id,
-        actor=caller.actor,
-        reason=_field(data, "reason", str),
-        runner=service.runner,
-        box=SecretBox.optional(service.settings),
+        service.store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
     )
+    return await _approval_outcome(approval_id, data)
+
+
+@api_blueprint.post("/approvals/<approval_id>/retry")
+@endpoint
+async def retry_call(caller: Caller, approval_id: str) -> Any:
+    data = await _body()
+    await decisions.retry(
+        _service().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
+    )
+    return await _approval_outcome(approval_id, data)
+
+
+async def _approval_outcome(approval_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The approval once the service ran it, or after ``wait_s`` (default 30, at most 300)."""
+    wait_s = _field(data, "wait_s", (int, float), _OUTCOME_WAIT_S)
+    if not 0 <= wait_s <= _MAX_OUTCOME_WAIT_S:
+        raise ValidationError(f"'wait_s' must be 0 to {_MAX_OUTCOME_WAIT_S:g}")
+    with trio.move_on_after(wait_s):
+        await _service().approval_runs.outcome(approval_id)
     return await _approval_view(approval_id)
 
 

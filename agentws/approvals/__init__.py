@@ -2,8 +2,10 @@
 
 - :mod:`~agentws.approvals.queue` puts a call in the queue and reads it back
   (``get_approval``, ``agentws approval list|show``);
-- :mod:`~agentws.approvals.decisions` approves (running the call exactly
-  once), denies and expires;
+- :mod:`~agentws.approvals.decisions` approves, denies, retries a failed
+  call and expires (decisions are recorded, wherever they are made);
+- :mod:`~agentws.approvals.runs` runs approved calls in the service, with
+  its settings, once, on one instance;
 - :mod:`~agentws.approvals.notifier` tells a caller's open MCP session the
   outcome, and expires requests whose time is up.
 """

@@ -99,7 +99,7 @@ class ApprovalWatch:
         finished = [
             (approval, data)
             for approval in sorted(found, key=lambda a: a.created_at)
-            if (data := outcome_data(approval))["status"] not in ("pending", "approved")
+            if (data := outcome_data(approval))["status"] not in ("pending", "approved", "running")
         ]
         if any(approval.status is ApprovalStatus.PENDING for approval, _ in finished):
             # Past their time but not yet swept: expire them (recorded) before saying so.

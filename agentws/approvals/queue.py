@@ -131,9 +131,12 @@ def queued_result(approval: Approval) -> types.CallToolResult:
 
 
 def current_status(approval: Approval) -> ApprovalStatus:
-    """Its status, counting a pending approval past its expiry as expired (before the sweep)."""
+    """Its status, counting a pending approval past its expiry as expired (before the sweep),
+    and an approved one that an instance holds the lease of as running."""
     if approval.status is ApprovalStatus.PENDING and approval.expires_at <= utcnow():
         return ApprovalStatus.EXPIRED
+    if approval.status is ApprovalStatus.APPROVED and approval.lease_owner is not None:
+        return ApprovalStatus.RUNNING
     return approval.status
 
 
@@ -159,7 +162,8 @@ def outcome_data(approval: Approval) -> dict[str, Any]:
 
 _STATUS_TEXT = {
     ApprovalStatus.PENDING: "is waiting for an admin's decision",
-    ApprovalStatus.APPROVED: "was approved and is running",
+    ApprovalStatus.APPROVED: "was approved and waits for the service to run it",
+    ApprovalStatus.RUNNING: "was approved and is running",
     ApprovalStatus.EXECUTED: "was approved and ran",
     ApprovalStatus.FAILED: "was approved but failed",
     ApprovalStatus.DENIED: "was denied by an admin; it did not run",
@@ -214,7 +218,12 @@ async def list_approvals(
         raise ValidationError("--limit must be at least 1")
     # Filtered by the status a person sees: a pending request past its time is expired.
     stored = (
-        {ApprovalStatus.EXPIRED: ApprovalStatus.PENDING}.get(status, status) if status else None
+        {
+            ApprovalStatus.EXPIRED: ApprovalStatus.PENDING,
+            ApprovalStatus.RUNNING: ApprovalStatus.APPROVED,
+        }.get(status, status)
+        if status
+        else None
     )
     where: dict[str, Any] = {} if stored is None else {"status": stored}
     workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None

@@ -18,6 +18,7 @@ import urllib.parse
 from datetime import datetime
 from typing import Any, cast
 
+import trio
 from quart import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
@@ -40,7 +41,6 @@ from agentws.domain.models import (
 )
 from agentws.domain.signatures import SHARED_SECRET_HEADER
 from agentws.errors import AgentwsError, NotFoundError, PermissionDeniedError, UnauthorizedError
-from agentws.secret_box import SecretBox
 from agentws.tools import admin as tools_admin
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
@@ -69,6 +69,9 @@ dashboard_blueprint = Blueprint(
 )
 _FLASH = "agentws_flash"
 _MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+# Approving (or retrying) waits this long for the service to run the call before the
+# page comes back; it shows "approved" or "running" if the call has not finished.
+_OUTCOME_WAIT_S = 10.0
 
 
 def _service() -> Any:
@@ -630,15 +633,13 @@ async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Re
     service = _service()
     reason = form.get("reason") or None
     try:
-        if decision == "approve":
-            decided = await decisions.approve(
-                service.store,
-                approval_id,
-                actor=caller.actor,
-                reason=reason,
-                runner=service.runner,
-                box=SecretBox.optional(service.settings),
-            )
+        if decision in ("approve", "retry"):
+            decide = decisions.approve if decision == "approve" else decisions.retry
+            decided = await decide(service.store, approval_id, actor=caller.actor, reason=reason)
+            # The service runs it: show the outcome if it comes soon, else where it stands.
+            with trio.move_on_after(_OUTCOME_WAIT_S):
+                decided = await service.approval_runs.outcome(approval_id)
+            decided = await find_approval(service.store, approval_id)
         elif decision == "deny":
             decided = await decisions.deny(
                 service.store, approval_id, actor=caller.actor, reason=reason
@@ -647,6 +648,8 @@ async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Re
             return _done(here, f"unknown decision {decision!r}", error=True)
     except AgentwsError as exc:
         return _done(here, exc.message, error=True)
+    if decided.status is ApprovalStatus.FAILED:
+        return _done(here, f"{decided.tool_name} failed: {decided.error}", error=True)
     return _done(here, f"{decided.tool_name}: {current_status(decided).value}.")
 
 

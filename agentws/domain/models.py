@@ -143,13 +143,18 @@ class EventStatus(StrEnum):
 class ApprovalStatus(StrEnum):
     """Where a queued call stands::
 
-    pending --approve--> approved (running) --> executed | failed
-    pending --deny-----> denied
+    pending --approve--> approved --a service claims it--> (running) --> executed | failed
+    pending --deny-----> denied                          failed --retry--> approved
     pending --TTL------> expired
+
+    ``running`` is never stored: it is an approved call whose run an
+    instance holds a lease on (as ``expired`` is, for a person, a pending
+    one past its time before the sweep marks it).
     """
 
     PENDING = "pending"
-    APPROVED = "approved"  # an admin approved it; it is running (or the process stopped mid-run)
+    APPROVED = "approved"  # an admin approved it; it waits for a service to run it
+    RUNNING = "running"  # approved, and an instance is running it (shown, never stored)
     EXECUTED = "executed"  # it ran and the tool returned a result
     FAILED = "failed"  # it ran and failed, or could not be run
     DENIED = "denied"
@@ -162,7 +167,7 @@ class ApprovalStatus(StrEnum):
     @property
     def finished(self) -> bool:
         """Whether nothing more will happen to it."""
-        return self not in (ApprovalStatus.PENDING, ApprovalStatus.APPROVED)
+        return self not in (ApprovalStatus.PENDING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
 def _slug(_: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -486,6 +491,31 @@ class Approval:
     event_id: str | None = None
     #: When the outcome's report to the event's channel was taken (None: not yet).
     reported_at: datetime | None = None
+    #: The instance running (or that ran) the approved call; None: no service took it yet.
+    lease_owner: str | None = None
+    #: While it runs: when the owner's claim lapses unless renewed.
+    lease_expires_at: datetime | None = None
+    #: Runs begun (an admin may retry a failed call).
+    attempts: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmToken:
+    """A one-time confirm token given for a destructive call, kept by its hash only.
+
+    It confirms exactly one call: the same MCP bearer token, tool and
+    arguments (their hash), once, before it expires, in whatever session
+    and on whatever instance it comes back.
+    """
+
+    #: SHA-256 of the token.
+    id: str
+    #: The MCP bearer token it was given to.
+    token_id: str
+    tool_name: str
+    arguments_hash: str
+    created_at: datetime = _now()
+    expires_at: datetime
 
 
 @attrs.frozen(kw_only=True)

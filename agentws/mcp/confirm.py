@@ -8,16 +8,18 @@
 - Any other client (2024-11-05 has no elicitation) gets a result carrying a
   one-time confirm token. Calling the same tool again with the same
   arguments plus ``"_confirm_token": "<token>"`` runs it. The token is bound
-  to the session (so to its bearer token), the tool and the SHA-256 of the
-  arguments; it works once, right or wrong, and only within the TTL. Only
-  its hash is kept, in the session's memory: sessions are process-local,
-  and so are their confirmations.
+  to the bearer token (not to the session: one-shot clients such as the
+  MCP Inspector's command line open a session per call), the tool and the
+  SHA-256 of the arguments; it works once, right or wrong, and only within
+  the TTL. Only its hash is kept, in the store, so the confirming call may
+  reach any instance; presented with another bearer token it does not exist.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from datetime import timedelta
 from typing import Any
 
 import attrs
@@ -27,9 +29,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from agentws.domain.rules import hash_secret, new_secret
+from agentws.domain.models import ConfirmToken
+from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
-from agentws.mcp.sessions import McpSession, PendingConfirmation
+from agentws.mcp.sessions import McpSession
+from agentws.store import Store
 from agentws.tools.builtins import error_result
 from agentws.tools.gate import ConfirmAnswer
 from agentws.tools.spec import ToolSpec
@@ -42,6 +46,8 @@ log = logging.getLogger("agentws.mcp")
 CONFIRM_ARGUMENT = "_confirm_token"
 CONFIRM_TOKEN_PREFIX = "agwc_"  # noqa: S105 - a prefix, not a secret
 
+# Confirm tokens a bearer token holds at once; asking for more forgets the oldest.
+_MAX_CONFIRMATIONS = 16
 # Elicitation exists from this protocol version on.
 _ELICITATION_SINCE = "2025-06-18"
 _CONFIRM_SCHEMA: dict[str, Any] = {
@@ -100,6 +106,8 @@ class McpConfirmer:
     #: The confirm token the call came with, if any (not necessarily a string).
     presented: Any
     ttl_s: float
+    #: Where confirm tokens are kept (shared by every instance).
+    store: Store
 
     @property
     def session(self) -> McpSession:
@@ -109,19 +117,22 @@ class McpConfirmer:
         self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
     ) -> ConfirmAnswer:
         if self.presented is not None:
-            return self._check_token(tool, arguments_hash)
+            return await self._check_token(tool, arguments_hash)
         if _supports_elicitation(self.ctx):
             return await self._elicit(tool, arguments)
-        return self._issue_token(tool, arguments, arguments_hash)
+        return await self._issue_token(tool, arguments, arguments_hash)
 
-    def _check_token(self, tool: ToolSpec, arguments_hash: str) -> ConfirmAnswer:
+    async def _check_token(self, tool: ToolSpec, arguments_hash: str) -> ConfirmAnswer:
         pending = None
         if isinstance(self.presented, str) and self.presented.startswith(CONFIRM_TOKEN_PREFIX):
-            pending = self.session.take_confirmation(hash_secret(self.presented))
+            pending = await self.store.take_confirm_token(
+                hash_secret(self.presented), self.session.token_id
+            )
         if pending is None:
-            why = "it is unknown in this session, or was used already"
-        elif pending.expires_at <= trio.current_time():
-            why = f"it expired ({self.ttl_s:g} s after it was given)"
+            why = "it is unknown for this token, or was used already"
+        elif pending.expires_at <= utcnow():
+            given_s = (pending.expires_at - pending.created_at).total_seconds()
+            why = f"it expired ({given_s:g} s after it was given)"
         elif pending.tool_name != tool.name or pending.arguments_hash != arguments_hash:
             why = "it was given for another call: the tool or the arguments differ"
         else:
@@ -135,19 +146,28 @@ class McpConfirmer:
             outcome="confirmation_refused",
         )
 
-    def _issue_token(
+    async def _issue_token(
         self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
     ) -> ConfirmAnswer:
         secret = new_secret(CONFIRM_TOKEN_PREFIX)
-        self.session.remember_confirmation(
-            hash_secret(secret),
-            PendingConfirmation(tool.name, arguments_hash, trio.current_time() + self.ttl_s),
+        now = utcnow()
+        await self.store.issue_confirm_token(
+            ConfirmToken(
+                id=hash_secret(secret),
+                token_id=self.session.token_id,
+                tool_name=tool.name,
+                arguments_hash=arguments_hash,
+                created_at=now,
+                expires_at=now + timedelta(seconds=self.ttl_s),
+            ),
+            keep=_MAX_CONFIRMATIONS,
         )
         text = (
             f"Confirmation required: {tool.name} is destructive and has NOT run. Show the person "
             f"what it will do and ask them. To run it, call {tool.name} again with exactly the "
-            f'same arguments plus "{CONFIRM_ARGUMENT}": "{secret}". The token works once, '
-            f"for this call only, within {self.ttl_s:g} seconds.\nArguments:\n"
+            f'same arguments plus "{CONFIRM_ARGUMENT}": "{secret}" (in this session or a new '
+            f"one). The token works once, for this call only, within {self.ttl_s:g} "
+            "seconds.\nArguments:\n"
             f"{_shown(tool, arguments)}"
         )
         return ConfirmAnswer(

@@ -166,7 +166,7 @@ def build_server(
         caller = ToolCaller.mcp(
             session.caller.token_id, session.caller.token.scope, group, session.id
         )
-        confirmer = McpConfirmer(ctx, presented, settings.confirm_ttl_s)
+        confirmer = McpConfirmer(ctx, presented, settings.confirm_ttl_s, store)
         try:
             outcome = await gate.call(caller, tool, arguments, confirmer=confirmer)
         except PermissionDeniedError as exc:

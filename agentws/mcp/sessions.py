@@ -48,7 +48,7 @@ from agentws.mcp.auth import Caller
 from agentws.mcp.rendered import RenderedResults
 from agentws.store import Store
 
-__all__ = ["McpSession", "PendingConfirmation", "SessionSupervisor", "Transport"]
+__all__ = ["McpSession", "SessionSupervisor", "Transport"]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -64,8 +64,6 @@ STREAM_BUFFER = 32
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
 
-# Confirm tokens a session holds at once; asking for more forgets the oldest.
-_MAX_CONFIRMATIONS = 16
 # MCP log levels, lowest first (RFC 5424 severities).
 _LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 # Queued calls a session is told the outcome of, at most (the newest).
@@ -75,16 +73,6 @@ _NOTIFY_S = 5.0
 
 #: What a waiting POST receives: (is it the final response, the JSON text).
 Reply = tuple[bool, str]
-
-
-@attrs.frozen
-class PendingConfirmation:
-    """A destructive call this session was asked to confirm, by a one-time token."""
-
-    tool_name: str
-    arguments_hash: str
-    #: trio clock time after which the token is refused.
-    expires_at: float
 
 
 @attrs.define(eq=False)
@@ -108,8 +96,6 @@ class McpSession:
     server_session: ServerSession | None = None
     #: The lowest log level the client wants (``logging/setLevel``); None: all.
     log_level: str | None = None
-    #: Confirm tokens handed out, by their SHA-256.
-    confirmations: dict[str, PendingConfirmation] = attrs.field(factory=dict)
     #: Approval requests this session queued whose outcome it has not been told
     #: (the newest ``_MAX_AWAITING``; older ones are read with ``get_approval``).
     awaiting: dict[str, None] = attrs.field(factory=dict)
@@ -119,19 +105,6 @@ class McpSession:
         if len(self.awaiting) >= _MAX_AWAITING:
             del self.awaiting[next(iter(self.awaiting))]
         self.awaiting[approval_id] = None
-
-    def remember_confirmation(self, token_hash: str, pending: PendingConfirmation) -> None:
-        """Keep a confirm token (its hash); the oldest goes when there are too many."""
-        now = trio.current_time()
-        for key in [k for k, p in self.confirmations.items() if p.expires_at <= now]:
-            del self.confirmations[key]
-        while len(self.confirmations) >= _MAX_CONFIRMATIONS:
-            del self.confirmations[next(iter(self.confirmations))]
-        self.confirmations[token_hash] = pending
-
-    def take_confirmation(self, token_hash: str) -> PendingConfirmation | None:
-        """The confirmation for this token, removed: a token works once, right or wrong."""
-        return self.confirmations.pop(token_hash, None)
 
     async def tell_outcome(self, approval: Approval, data: dict[str, Any]) -> bool:
         """Send a queued call's outcome as a ``notifications/message``; whether it went out."""

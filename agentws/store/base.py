@@ -33,6 +33,7 @@ from agentws.domain.models import (
     AuditEntry,
     CachedTool,
     ChatMessage,
+    ConfirmToken,
     Connector,
     ContextDocument,
     DocumentHit,
@@ -151,12 +152,51 @@ class Store(Protocol):
         self,
         approval_id: str,
         *,
+        owner: str,
         status: ApprovalStatus,
         result: dict[str, Any] | None,
         error: str | None,
         now: datetime,
     ) -> Approval | None:
-        """Record the outcome of an approved call (executed or failed); None if not approved."""
+        """Record the outcome of an approved call (executed or failed) that ``owner`` runs;
+        None if it does not (it is not approved, or another holds its lease)."""
+        ...
+
+    async def claim_approvals(
+        self, *, owner: str, lease_expires_at: datetime, limit: int
+    ) -> list[Approval]:
+        """Claim up to ``limit`` approved calls no service has taken, oldest first, to run.
+
+        Each is leased to ``owner`` until ``lease_expires_at`` (its
+        ``attempts`` counts one more); concurrent claimers, on any instance,
+        never get the same call.
+        """
+        ...
+
+    async def renew_approval_lease(
+        self, approval_id: str, *, owner: str, lease_expires_at: datetime
+    ) -> bool:
+        """Extend ``owner``'s lease on a call it runs; False if it no longer holds it."""
+        ...
+
+    async def lapse_approval_leases(self, *, now: datetime, error: str) -> list[Approval]:
+        """Fail the running calls whose lease ran out by ``now`` (their instance stopped)
+        with ``error``; the ones this call failed."""
+        ...
+
+    async def retry_approval(self, approval_id: str) -> Approval | None:
+        """Put a failed call back to approved (outcome cleared, to be claimed again);
+        None if it is not failed (of concurrent retries, one wins)."""
+        ...
+
+    async def issue_confirm_token(self, token: ConfirmToken, *, keep: int) -> None:
+        """Keep a confirm token; its bearer token's oldest beyond ``keep`` and every
+        expired one are forgotten."""
+        ...
+
+    async def take_confirm_token(self, token_hash: str, token_id: str) -> ConfirmToken | None:
+        """Take (delete) the confirm token with this hash given to ``token_id``; None if
+        there is none (never given, given to another token, or taken already)."""
         ...
 
     async def approvals(self, ids: list[str]) -> list[Approval]:

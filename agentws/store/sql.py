@@ -53,6 +53,7 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError, NotFoundError
 from agentws.store.database import Database, Row
+from agentws.store.sql_approvals import ApprovalRunQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.tables import Dialect, Table, table_for
 
@@ -112,7 +113,7 @@ def _unprefix(row: Row, table: Table, prefix: str) -> Row:
     return {c: row[prefix + c] for c in table.columns}
 
 
-class SqlStore(EventQueries):
+class SqlStore(EventQueries, ApprovalRunQueries):
     """The store over a :class:`~agentws.store.database.Database`."""
 
     def __init__(self, db: Database) -> None:
@@ -307,6 +308,7 @@ class SqlStore(EventQueries):
         self,
         approval_id: str,
         *,
+        owner: str,
         status: ApprovalStatus,
         result: dict[str, Any] | None,
         error: str | None,
@@ -315,13 +317,15 @@ class SqlStore(EventQueries):
         table = table_for(Approval)
         async with self._db.transaction() as tx:
             changed = await tx.execute(
-                "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5"
-                " WHERE id = $1 AND status = 'approved'",
+                "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5,"
+                " lease_expires_at = NULL"
+                " WHERE id = $1 AND status = 'approved' AND lease_owner = $6",
                 approval_id,
                 status.value,
                 table.encode_value("result", result, self.dialect),
                 error,
                 table.encode_value("finished_at", now, self.dialect),
+                owner,
             )
         return await self.get(Approval, approval_id) if changed else None
 

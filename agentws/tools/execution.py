@@ -1,12 +1,11 @@
 """Running a tool call that the gate has let through: built-ins, native actions, remote tools.
 
-Nothing here decides whether a call may run; :mod:`agentws.tools.gate`
-does, and is the only caller. Remote MCP calls go through whatever the
-process has: the service's shared links (:class:`~agentws.connectors.links.RemoteLinks`),
-or a session of their own in a one-off process such as the CLI
-(:func:`~agentws.connectors.remote_mcp.call_once`). Every failure comes back
-as a tool error result the caller can read; nothing here raises for an
-upstream's sake.
+Nothing here decides whether a call may run: :mod:`agentws.tools.gate`
+does, and approved calls are run by the service
+(:mod:`agentws.approvals.runs`), never by the CLI. Remote MCP calls go
+through the service's shared links (:class:`~agentws.connectors.links.RemoteLinks`).
+Every failure comes back as a tool error result the caller can read;
+nothing here raises for an upstream's sake.
 """
 
 from __future__ import annotations
@@ -28,30 +27,10 @@ from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["RemoteCall", "ToolRunner", "one_off_remote_call"]
+__all__ = ["RemoteCall", "ToolRunner"]
 
 #: ``call(connector, remote tool name, arguments, retry_safe=...)``: a remote MCP tool call.
 RemoteCall = Callable[..., Awaitable[types.CallToolResult]]
-
-
-def one_off_remote_call(settings: Settings) -> RemoteCall:
-    """Remote calls in a session of their own each (for processes without links)."""
-    from agentws.connectors.remote_mcp import call_once
-
-    async def call(
-        connector: Connector, name: str, arguments: dict[str, Any], *, retry_safe: bool
-    ) -> types.CallToolResult:
-        box = SecretBox.from_settings(settings) if connector.secret else None
-        return await call_once(
-            connector,
-            name,
-            arguments,
-            box=box,
-            allowlist=settings.connector_allowlist,
-            timeout_s=settings.tool_timeout_s,
-        )
-
-    return call
 
 
 @attrs.define(eq=False)

@@ -1,4 +1,4 @@
-"""``agentws tool``, ``approval`` (all but ``approve``) and ``audit tail``, run as real processes.
+"""``agentws tool``, ``approval`` (all but ``approve``/``retry``) and ``audit tail``, as processes.
 
 One SQLite database is seeded once per module and copied for each test:
 through the CLI a workspace ``acme`` with groups ``ops`` and ``dev`` (the
@@ -6,8 +6,9 @@ native GitHub connector ``gh`` attached to both), an empty group and a
 second workspace ``beta``; straight through the store what the CLI cannot
 make without a live server: a remote MCP connector ``docs`` with one
 unlabeled tool (attached to ``ops`` and ``dev``) and two queued calls, one
-pending and one past its expiry. ``approval approve`` runs the call
-upstream, so it is tested with a live server elsewhere. Commands that change
+pending and one past its expiry. ``approval approve`` and ``retry`` wait
+for a running service to run the call, so they are tested with a live
+server elsewhere (tests/e2e/test_approval_runs.py). Commands that change
 something run as the login name ``alice``, which the audit log must name.
 Each process costs the better part of a second, so a test walks through a
 whole story; ``--help`` is checked in-process.
@@ -222,6 +223,8 @@ def _line(text: str, first_column: str) -> list[str]:
         ["approval", "list"],
         ["approval", "show"],
         ["approval", "deny"],
+        ["approval", "approve"],
+        ["approval", "retry"],
         ["audit"],
         ["audit", "tail"],
     ],
@@ -241,6 +244,10 @@ def test_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         assert "requires_approval" in out  # the description explains the permissions
     if command == ["audit", "tail"]:
         assert "--action PREFIX" in out
+    if command[1:] in (["approve"], ["retry"]):
+        # The service runs the call; the command waits for it, bounded.
+        assert "--wait SECONDS | --no-wait" in out
+        assert "running agentws service runs the call" in " ".join(out.split())
 
 
 # --- tool list ----------------------------------------------------------------------------

@@ -44,6 +44,8 @@ from agentws.store import SqlStore
 # Parents are created this long before ``now``, so they sort before anything else.
 _PARENTS_AGO = timedelta(days=1)
 _TTL = timedelta(hours=1)
+# The instance that runs approved calls in these tests.
+OWNER = "inst-1"
 
 
 @attrs.frozen
@@ -322,12 +324,16 @@ async def test_racing_deciders_decide_exactly_once(
 
 
 async def _approved(store: SqlStore, w: World, n: int) -> Approval:
+    """An approval approved, and claimed by ``OWNER`` to run."""
     pending = await store.insert(_approval(w, n))
     decided = await store.decide_approval(
         pending.id, status=ApprovalStatus.APPROVED, decided_by="admin:alice", reason=None, now=w.now
     )
     assert decided is not None
-    return decided
+    lease = w.now + timedelta(seconds=30)
+    (claimed,) = await store.claim_approvals(owner=OWNER, lease_expires_at=lease, limit=10)
+    assert claimed == attrs.evolve(decided, lease_owner=OWNER, lease_expires_at=lease, attempts=1)
+    return claimed
 
 
 async def test_finishing_an_approved_call_records_its_result(store: SqlStore) -> None:
@@ -340,10 +346,20 @@ async def test_finishing_an_approved_call_records_its_result(store: SqlStore) ->
     }
     done_at = w.now + timedelta(seconds=3)
     got = await store.finish_approval(
-        approved.id, status=ApprovalStatus.EXECUTED, result=result, error=None, now=done_at
+        approved.id,
+        owner=OWNER,
+        status=ApprovalStatus.EXECUTED,
+        result=result,
+        error=None,
+        now=done_at,
     )
     expected = attrs.evolve(
-        approved, status=ApprovalStatus.EXECUTED, result=result, error=None, finished_at=done_at
+        approved,
+        status=ApprovalStatus.EXECUTED,
+        result=result,
+        error=None,
+        finished_at=done_at,
+        lease_expires_at=None,
     )
     assert got == expected
     assert await store.get(Approval, approved.id) == expected
@@ -355,6 +371,7 @@ async def test_finishing_a_failed_call_records_its_error(store: SqlStore) -> Non
     done_at = w.now + timedelta(seconds=3)
     got = await store.finish_approval(
         approved.id,
+        owner=OWNER,
         status=ApprovalStatus.FAILED,
         result=None,
         error="tool definition changed",
@@ -366,6 +383,7 @@ async def test_finishing_a_failed_call_records_its_error(store: SqlStore) -> Non
         result=None,
         error="tool definition changed",
         finished_at=done_at,
+        lease_expires_at=None,
     )
     assert got == expected
     assert await store.get(Approval, approved.id) == expected
@@ -382,7 +400,12 @@ async def test_only_an_approved_call_can_be_finished(store: SqlStore) -> None:
     expired = await store.insert(_approval(w, 3, status=ApprovalStatus.EXPIRED))
     finished = await _approved(store, w, 4)
     finished = await store.finish_approval(
-        finished.id, status=ApprovalStatus.EXECUTED, result={"ok": 1}, error=None, now=w.now
+        finished.id,
+        owner=OWNER,
+        status=ApprovalStatus.EXECUTED,
+        result={"ok": 1},
+        error=None,
+        now=w.now,
     )
     assert finished is not None
 
@@ -390,13 +413,23 @@ async def test_only_an_approved_call_can_be_finished(store: SqlStore) -> None:
     for approval in (pending, denied, expired, finished):
         for status in (ApprovalStatus.EXECUTED, ApprovalStatus.FAILED):
             got = await store.finish_approval(
-                approval.id, status=status, result={"late": True}, error="late", now=later
+                approval.id,
+                owner=OWNER,
+                status=status,
+                result={"late": True},
+                error="late",
+                now=later,
             )
             assert got is None, (approval.status, status)
         assert await store.get(Approval, approval.id) == approval
     assert (
         await store.finish_approval(
-            "apr_missing", status=ApprovalStatus.EXECUTED, result=None, error=None, now=later
+            "apr_missing",
+            owner=OWNER,
+            status=ApprovalStatus.EXECUTED,
+            result=None,
+            error=None,
+            now=later,
         )
         is None
     )
@@ -472,7 +505,7 @@ async def test_an_expired_approval_cannot_be_decided_or_finished(store: SqlStore
     )
     assert got is None
     got = await store.finish_approval(
-        pending.id, status=ApprovalStatus.EXECUTED, result=None, error=None, now=w.now
+        pending.id, owner=OWNER, status=ApprovalStatus.EXECUTED, result=None, error=None, now=w.now
     )
     assert got is None
     assert await store.get(Approval, pending.id) == expired

@@ -252,14 +252,7 @@ async def test_a_queued_call_is_announced_and_its_outcome_follows_in_the_thread(
         one, two = sorted(await server.store.select(Approval), key=lambda a: a.created_at)
         assert (one.event_id, two.event_id) == (first.id, second.id)
 
-        await approve(
-            server.store,
-            one.id,
-            actor="admin:alice",
-            reason=None,
-            runner=server.service.runner,
-            box=SecretBox.from_settings(server.service.settings),
-        )
+        await approve(server.store, one.id, actor="admin:alice", reason=None)
         await deny(server.store, two.id, actor="admin:bob", reason="once is enough")
         # A report is claimed (reported_at) before it is posted: wait for the posts.
         await wait_until(

@@ -9,13 +9,15 @@ operator would run it.
 
 - a read tool runs at once;
 - a write tool is queued: the caller gets the approval id, ``agentws
-  approval approve`` runs it exactly once against the upstream, the caller's
-  open session is told the outcome, and ``get_approval`` reads it later;
+  approval approve`` records the decision and the server runs it exactly
+  once against the upstream, the caller's open session is told the outcome,
+  and ``get_approval`` reads it later;
 - a denied request, a ``deny`` permission and a read-scoped token never
   reach the upstream;
 - a destructive tool asks for confirmation, through elicitation or through
   a one-time confirm token that works once, for this call only, within its
-  TTL, in this session only;
+  TTL, for this bearer token only (tests/e2e/test_confirm_tokens.py: in any
+  session, on any instance);
 - two concurrent approvals run the call once;
 - the audit log holds all of it, and never a value the schema marks secret.
 """
@@ -30,6 +32,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import mcp.client.session
 import mcp_types as types
 import pytest
@@ -37,7 +40,8 @@ import trio
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from agentws.domain.models import Approval, AuditEntry, Capability, McpToken
+from agentws.domain.models import Approval, AuditEntry, Capability, ConfirmToken, McpToken
+from agentws.domain.rules import hash_secret
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.registry import create_token
 from agentws.secret_box import ensure_key_file
@@ -351,12 +355,10 @@ async def test_destructive_calls_are_confirmed_with_a_one_time_token(
             assert refused.is_error
             assert "used already" in _text(refused)
 
-            # Expired: refused. The server's clock is this test's trio clock.
+            # Expired: refused. Its time runs out (as if 5 s had passed).
             token = await ask(session, {"q": "users"})
-            lead = await server.store.find(McpToken, name="ops-lead")
-            assert lead is not None
-            (live,) = server.service.sessions.sessions_of(lead.id)
-            await trio.sleep_until(max(p.expires_at for p in live.confirmations.values()))
+            kept = await server.store.get(ConfirmToken, hash_secret(token))
+            await server.store.update(attrs.evolve(kept, expires_at=kept.created_at))
             refused = await call(session, {"q": "users", "_confirm_token": token})
             assert refused.is_error
             assert "expired" in _text(refused)

@@ -82,6 +82,9 @@ def test_empty_variables_count_as_unset():
         ("AGENTWS_MAX_BODY_BYTES", "1MB", "whole number"),
         ("AGENTWS_LOG_LEVEL", "LOUD", "DEBUG"),
         ("AGENTWS_INSTANCE_ID", "a b", "letters"),
+        ("AGENTWS_CONFIRM_TTL_S", "0", "5 to 3600 seconds"),
+        ("AGENTWS_CONFIRM_TTL_S", "86400", "5 to 3600 seconds"),
+        ("AGENTWS_CONFIRM_TTL_S", "soon", "seconds"),
     ],
 )
 def test_a_bad_value_names_the_variable(variable, value, says):
