@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from agentws.domain.previews import json_bytes, json_preview
 from agentws.domain.rules import check_identifier, check_slug, new_id, utcnow
 
 __all__ = [
@@ -480,6 +481,18 @@ class Approval:
     event_id: str | None = None
     #: When the outcome's report to the event's channel was taken (None: not yet).
     reported_at: datetime | None = None
+    #: The start of ``arguments`` as JSON, what lists show (the whole is on its own page).
+    arguments_preview: str = attrs.field()
+    #: Size of ``arguments`` as stored (compact JSON, UTF-8 bytes).
+    arguments_bytes: int = attrs.field()
+
+    @arguments_preview.default
+    def _preview(self) -> str:
+        return json_preview(self.arguments)
+
+    @arguments_bytes.default
+    def _size(self) -> int:
+        return json_bytes(self.arguments)
 
 
 @attrs.frozen(kw_only=True)

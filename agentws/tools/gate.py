@@ -30,13 +30,13 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.approvals.queue import queue_call, queued_result
+from agentws.approvals.queue import QueueLimits, queue_call, queued_result
 from agentws.audit import AuditSink
 from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, Capability, arguments_hash
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.secrets_in_arguments import redact
-from agentws.errors import ConfigError, PermissionDeniedError
+from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
 from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -140,9 +140,9 @@ class ToolGate:
                     arguments,
                     digest,
                     box=self._box,
-                    ttl_s=self.settings.approval_ttl_s,
+                    limits=QueueLimits.from_settings(self.settings),
                 )
-            except ConfigError as exc:
+            except (ConfigError, ValidationError, OverCapacityError) as exc:
                 await self._audit(caller, tool, arguments, digest, decision, "not_queued")
                 return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
             await self._audit(
