@@ -5,6 +5,13 @@ needs: the tool, the arguments as an admin may read them (values the
 tool's schema marks secret are redacted), the whole arguments sealed with
 the service key when some are secret, their SHA-256 (what is approved is
 exactly that call), who asked, from which session, and when it expires.
+
+The queue has limits (:class:`QueueLimits`), so that one caller cannot
+fill it: a call's arguments are capped in size, and so are the calls one
+requester (an MCP token, or one webhook's runs) may have waiting. Lists of
+the queue carry a preview of each call's arguments, a page at a time
+(:mod:`agentws.domain.approval_lists`); the whole arguments are read only
+for one call.
 """
 
 from __future__ import annotations

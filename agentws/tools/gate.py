@@ -8,7 +8,8 @@ capability and permission and the caller's scope, then:
 - **run**: checks the arguments against the tool's schema and runs it;
 - **queue**: stores an approval request bound to the SHA-256 of the tool
   name and the exact arguments, and answers (not as an error) that the
-  call waits for an admin, with the approval id;
+  call waits for an admin, with the approval id (or, over the queue's
+  limits on argument size and waiting calls, a tool error naming the limit);
 - **confirm**: asks the door's :class:`Confirmer` (MCP: elicitation, or a
   one-time confirm token) and runs only on an explicit yes;
 - **deny**: raises :class:`~agentws.errors.PermissionDeniedError`.
