@@ -2,8 +2,10 @@
 
 One run, on loopback, in a temp directory of its own:
 
-1. a fresh SQLite database (``agentws init``, a workspace, a group, an MCP
-   token, an admin and an admin API token, through the CLI), then
+1. a fresh database, on each of ``--stores`` in turn (a SQLite file, a new
+   PostgreSQL schema in ``--database-url``): ``agentws init``, a workspace,
+   a group, an MCP token, an admin and an admin API token, through the CLI;
+   then
    ``--approvals`` pending calls of that token, each with
    ``--argument-bytes`` of arguments (by default 1,000 of 256 KiB, the
    default cap ``AGENTWS_APPROVAL_MAX_ARGUMENT_BYTES``: 256 MB of
@@ -25,11 +27,15 @@ and ``GET /api/v1/approvals`` answer in under 200 ms (median) and in under
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
 from benchlib.agentws_setup import agentws_bin, agentws_env
+from benchlib.instances import psql
 from benchlib.load import percentile
 from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Processes, read_json, rss_kb
@@ -58,13 +65,21 @@ _WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
 _say = cli.logger("approvals")
 
 
+def _stores(text: str) -> list[str]:
+    stores = [part.strip() for part in text.split(",") if part.strip()]
+    if not stores or any(store not in ("sqlite", "postgres") for store in stores):
+        raise argparse.ArgumentTypeError(f"expected sqlite, postgres or both, got {text!r}")
+    return stores
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="scripts/bench approvals",
         description=(
             "Benchmark the approval queue's lists with many large pending calls: latency "
             "and size of the dashboard's approvals page and of GET /api/v1/approvals, and "
-            "the server's memory, on SQLite. About a minute with the defaults."
+            "the server's memory, on SQLite and on PostgreSQL (--stores). About two minutes "
+            "with the defaults."
         ),
         epilog=(
             f"Target: each list answers in under {TARGET_MS:g} ms (median) and under "
@@ -78,6 +93,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--argument-bytes", type=int, default=256 * 1024, help="size of each call's arguments"
     )
     parser.add_argument("--requests", type=int, default=20, help="timed requests per measure")
+    parser.add_argument(
+        "--stores",
+        type=_stores,
+        default=["sqlite", "postgres"],
+        metavar="STORE[,STORE]",
+        help="the stores to measure on, one after the other: sqlite, postgres",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "AGENTWS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+        ),
+        help="the PostgreSQL database the postgres run makes its schema in",
+    )
     cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
     if min(args.approvals, args.argument_bytes, args.requests) <= 0:
@@ -100,9 +129,8 @@ def _cli(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None) -
     return read_json(done.stdout, f"`agentws {' '.join(args)}` output")
 
 
-def _set_up(args: argparse.Namespace, work: Path) -> tuple[dict[str, str], str, str]:
+def _set_up(args: argparse.Namespace, work: Path, url: str) -> tuple[dict[str, str], str, str]:
     """The database with its queue; the server's environment, the password, the API token."""
-    url = f"sqlite:///{work / 'agentws.db'}"
     env = agentws_env(url, AGENTWS_DATA_DIR=str(work), AGENTWS_BIND="127.0.0.1:0")
     _cli(env, work, "init")
     _cli(env, work, "workspace", "create", _WORKSPACE)
@@ -173,20 +201,30 @@ def _measure(http: httpx2.Client, name: str, path: str, requests: int) -> dict[s
     return result
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {
-        "mode": "approvals",
-        "date": cli.now_utc(),
-        "machine": describe_machine(_PACKAGES),
-        "config": {
-            "approvals": args.approvals,
-            "argument_bytes": args.argument_bytes,
-            "requests": args.requests,
-            "store": "sqlite",
-        },
-    }
-    with cli.workdir("approvals", args.keep) as work, Processes(work) as procs:
-        env, password, api_token = _set_up(args, work)
+@contextlib.contextmanager
+def _database(args: argparse.Namespace, store: str, work: Path) -> Iterator[str]:
+    """The URL of an empty database on ``store``: a SQLite file, or a fresh PostgreSQL schema."""
+    if store == "sqlite":
+        yield f"sqlite:///{work / 'agentws.db'}"
+        return
+    schema = f"bench_{secrets.token_hex(6)}"
+    psql(args.database_url, f'CREATE SCHEMA "{schema}"')
+    joiner = "&" if "?" in args.database_url else "?"
+    try:
+        yield f"{args.database_url}{joiner}search_path={schema}"
+    finally:
+        psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
+    _say(f"on {store}")
+    results: dict[str, Any] = {"store": store}
+    with (
+        cli.workdir(f"approvals-{store}", args.keep) as work,
+        Processes(work) as procs,
+        _database(args, store, work) as url,
+    ):
+        env, password, api_token = _set_up(args, work, url)
         child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=env)
         base = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
         cli.wait_until_answering(child, base + "/readyz", _START_TIMEOUT_S, want_status=200)
@@ -224,10 +262,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "mode": "approvals",
+        "date": cli.now_utc(),
+        "machine": describe_machine(_PACKAGES),
+        "config": {
+            "approvals": args.approvals,
+            "argument_bytes": args.argument_bytes,
+            "requests": args.requests,
+            "stores": args.stores,
+        },
+        "runs": [_run_store(args, store) for store in args.stores],
+    }
+
+
 def render(results: dict[str, Any]) -> str:
     config = results["config"]
     rows = [
         [
+            run["store"],
             m["name"],
             fmt(m["median_ms"]),
             fmt(m["p95_ms"]),
@@ -236,25 +290,31 @@ def render(results: dict[str, Any]) -> str:
             "—" if m.get("informative") else f"< {TARGET_MS:g} ms, < {TARGET_BYTES / 1e6:g} MB",
             verdict(m.get("passed")),
         ]
-        for m in results["measures"]
+        for run in results["runs"]
+        for m in run["measures"]
     ]
-    growth = (results["rss_after_kb"] - results["rss_before_kb"]) / 1024
+    memory = "; ".join(
+        f"{run['store']}: {run['rss_before_kb'] / 1024:.0f} MiB before the measures, "
+        f"{run['rss_after_kb'] / 1024:.0f} MiB after "
+        f"({(run['rss_after_kb'] - run['rss_before_kb']) / 1024:+.0f} MiB)"
+        for run in results["runs"]
+    )
+    shown = ", ".join(f"{run['store']}: {run['waiting_shown']:,}" for run in results["runs"])
     return "\n".join(
         [
             f"## scripts/bench approvals — {results['date']}",
             "",
             markdown_table(
-                ["measure", "median ms", "p95 ms", "max ms", "bytes", "target", "result"], rows
+                ["store", "measure", "median ms", "p95 ms", "max ms", "bytes", "target", "result"],
+                rows,
             ),
             "",
             machine_line(results["machine"]),
             f"- Queue: {config['approvals']:,} pending calls of one token, each with "
-            f"{config['argument_bytes']:,} bytes of arguments, on SQLite; "
-            f"{config['requests']} timed requests per measure, one at a time, after "
-            f'{_WARMUP} warm-up requests. The page said "Waiting '
-            f'({results["waiting_shown"]:,})".',
-            f"- Server memory (RSS): {results['rss_before_kb'] / 1024:.0f} MiB before the "
-            f"measures, {results['rss_after_kb'] / 1024:.0f} MiB after ({growth:+.0f} MiB).",
+            f"{config['argument_bytes']:,} bytes of arguments; {config['requests']} timed "
+            f"requests per measure, one at a time, after {_WARMUP} warm-up requests. The page's "
+            f'"Waiting (N)" said {shown}.',
+            f"- Server memory (RSS): {memory}.",
         ]
     )
 
@@ -264,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     results = cli.run_and_report("approvals", args, run, render)
     if isinstance(results, int):
         return results
-    if args.check and not all(m.get("passed", True) for m in results["measures"]):
+    measures = [m for run in results["runs"] for m in run["measures"]]
+    if args.check and not all(m.get("passed", True) for m in measures):
         return 2
     return 0
 
