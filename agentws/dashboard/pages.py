@@ -578,7 +578,6 @@ async def approvals(caller: Caller) -> Response:
         cursor=request.args.get("cursor") or None,
         history_cursor=request.args.get("history") or None,
         limit=request.args.get("limit") or None,
-        max_bulk=MAX_PAGE,
     )
 
 

@@ -144,7 +144,9 @@ class ToolGate:
                     limits=QueueLimits.from_settings(self.settings),
                 )
             except (ConfigError, ValidationError, OverCapacityError) as exc:
-                await self._audit(caller, tool, arguments, digest, decision, "not_queued")
+                await self._audit(
+                    caller, tool, arguments, digest, decision, "not_queued", reason=exc.message
+                )
                 return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
             await self._audit(
                 caller, tool, arguments, digest, decision, "queued", approval_id=approval.id

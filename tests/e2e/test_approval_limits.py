@@ -78,12 +78,17 @@ async def test_an_mcp_token_cannot_queue_huge_or_endless_calls(tmp_path: Path) -
             assert not again.is_error, _text(again)
         assert await server.store.count(Approval) == 4
         # Each refusal is audited like any call (the audit log is written in batches).
-        await wait_until(
+        entries = await wait_until(
             lambda: server.store.select(AuditEntry, action="tool.call"),
             lambda entries: [e.detail["outcome"] for e in entries].count("not_queued") == 2,
             timeout_s=5.0,
             what="both refusals in the audit log",
         )
+        reasons = [e.detail["reason"] for e in entries if e.detail["outcome"] == "not_queued"]
+        assert "AGENTWS_APPROVAL_MAX_ARGUMENT_BYTES" in reasons[0]
+        assert "AGENTWS_APPROVAL_MAX_PENDING_PER_TOKEN" in reasons[1]
+        # The huge arguments are audited by size only.
+        assert entries[0].detail["arguments_bytes"] > 4096
     assert state.calls == []
 
 
