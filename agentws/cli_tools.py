@@ -184,20 +184,36 @@ def _age(when: datetime) -> str:
 
 async def _approval_list(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.approvals.queue import list_approvals
+    from agentws.domain.approval_lists import MAX_PAGE, ApprovalSummary
+    from agentws.views import approval_summary_json
 
-    status = None if args.status == "all" else ApprovalStatus(args.status)
-    found = await list_approvals(
-        ctx.store, workspace_slug=args.workspace, status=status, limit=args.limit
-    )
-    rows = [_approval_json(a, g, w) for a, g, w in found]
+    statuses = None if args.status == "all" else frozenset({ApprovalStatus(args.status)})
+    # The newest N, read newest first a page at a time, then shown oldest first.
+    found: list[ApprovalSummary] = []
+    cursor: str | None = None
+    while len(found) < args.limit:
+        page = await list_approvals(
+            ctx.store,
+            workspace_slug=args.workspace,
+            statuses=statuses,
+            limit=min(MAX_PAGE, args.limit - len(found)),
+            cursor=cursor,
+            newest_first=True,
+        )
+        found += page.items
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    found.reverse()
+    rows = [{**approval_summary_json(a), "session_id": a.session_id} for a in found]
     table_rows = [
         {
             **row,
             "where": f"{row['workspace']}/{row['group']}",
             "age": _age(a.created_at),
-            "arguments": _short(json.dumps(row["arguments"], ensure_ascii=False)),
+            "arguments": _short(a.arguments_preview),
         }
-        for row, (a, _, _) in zip(rows, found, strict=True)
+        for row, a in zip(rows, found, strict=True)
     ]
     what = "pending calls" if args.status == "pending" else f"{args.status} approvals"
     empty = f"No {what}." if args.status != "all" else "No approvals yet."

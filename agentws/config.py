@@ -201,6 +201,18 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
+    (
+        "approval_max_argument_bytes",
+        "AGENTWS_APPROVAL_MAX_ARGUMENT_BYTES",
+        _positive_int,
+        str(256 * 1024),
+    ),
+    (
+        "approval_max_pending_per_token",
+        "AGENTWS_APPROVAL_MAX_PENDING_PER_TOKEN",
+        _positive_int,
+        "100",
+    ),
     ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _confirm_ttl, "300"),
     ("anthropic_api_key", "ANTHROPIC_API_KEY", str, None),
     ("anthropic_base_url", "ANTHROPIC_BASE_URL", _base_url, None),
@@ -282,6 +294,10 @@ class Settings:
     connector_refresh_s: float = 900.0
     #: A queued call not decided within this long expires (and never runs).
     approval_ttl_s: float = 7 * 24 * 3600.0
+    #: Size limit of a queued call's arguments (compact JSON): a larger call is refused.
+    approval_max_argument_bytes: int = 256 * 1024
+    #: Calls one MCP token (or one webhook's runs) may have waiting for a decision at once.
+    approval_max_pending_per_token: int = 100
     #: How long a caller has to confirm a destructive call (elicitation answer
     #: or confirm token, which works once, with the same bearer token), 5 to 3600.
     confirm_ttl_s: float = 300.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agentws.domain.approval_lists import ApprovalSummary
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to l
 
 __all__ = [
     "approval_json",
+    "approval_summary_json",
     "document_json",
     "event_json",
     "library_json",
@@ -101,6 +103,34 @@ def approval_json(a: Approval, group: Group, workspace: Workspace) -> dict[str, 
         "decided_by": a.decided_by,
         "error": a.error,
         "result": a.result,
+        "created_at": _iso(a.created_at),
+        "expires_at": _iso(a.expires_at),
+        "decided_at": _iso(a.decided_at),
+        "finished_at": _iso(a.finished_at),
+    }
+
+
+def approval_summary_json(a: ApprovalSummary) -> dict[str, Any]:
+    """A row of a list of queued calls: the arguments' preview and size, not the arguments."""
+    return {
+        "id": a.id,
+        "workspace": a.workspace_slug,
+        "group": a.group_slug,
+        "tool": a.tool_name,
+        "capability": a.capability.value,
+        "arguments_preview": a.arguments_preview,
+        "arguments_bytes": a.arguments_bytes,
+        "arguments_hash": a.arguments_hash,
+        "requested_by": a.requested_by,
+        "caller": a.caller,
+        "token_id": a.token_id,
+        "token_name": a.token_name,
+        "webhook": a.webhook_name,
+        "event_id": a.event_id,
+        "status": a.status.value,
+        "reason": a.reason,
+        "decided_by": a.decided_by,
+        "error": a.error,
         "created_at": _iso(a.created_at),
         "expires_at": _iso(a.expires_at),
         "decided_at": _iso(a.decided_at),

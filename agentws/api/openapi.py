@@ -167,6 +167,66 @@ _SCHEMAS: dict[str, Any] = {
             "finished_at": _TIME_OR_NULL,
         }
     ),
+    "ApprovalSummary": _object(
+        {
+            "id": {"type": "string"},
+            "workspace": {"type": "string"},
+            "group": {"type": "string"},
+            "tool": {"type": "string"},
+            "capability": {"type": "string", "enum": ["read", "write", "destructive"]},
+            "arguments_preview": {
+                "type": "string",
+                "description": "The arguments as JSON, cut to 300 characters (then ending in "
+                "…); the whole arguments are in GET /approvals/{approval_id}",
+            },
+            "arguments_bytes": {"type": "integer", "description": "size of the arguments"},
+            "arguments_hash": {"type": "string"},
+            "requested_by": {"type": "string"},
+            "caller": {
+                "type": "string",
+                "description": "who asked, by name: 'token <name>', 'webhook <name>'",
+            },
+            "token_id": _STR_OR_NULL,
+            "token_name": _STR_OR_NULL,
+            "webhook": _STR_OR_NULL,
+            "event_id": _STR_OR_NULL,
+            "status": {
+                "type": "string",
+                "enum": [
+                    "pending",
+                    "approved",
+                    "running",
+                    "executed",
+                    "failed",
+                    "denied",
+                    "expired",
+                ],
+            },
+            "reason": _STR_OR_NULL,
+            "decided_by": _STR_OR_NULL,
+            "error": {
+                "type": ["string", "null"],
+                "description": "the start of the error (the whole is in the approval)",
+            },
+            "created_at": _TIME,
+            "expires_at": _TIME,
+            "decided_at": _TIME_OR_NULL,
+            "finished_at": _TIME_OR_NULL,
+        }
+    ),
+    "ApprovalSummaryPage": _object(
+        {
+            "items": {"type": "array", "items": _ref("ApprovalSummary")},
+            "next_cursor": {
+                "type": ["string", "null"],
+                "description": "pass as `cursor` for the next page; null on the last page",
+            },
+            "previous_cursor": {
+                "type": ["string", "null"],
+                "description": "pass as `cursor` for the page before; null on the first page",
+            },
+        }
+    ),
     "Decision": {
         "type": "object",
         "properties": {
@@ -307,7 +367,7 @@ _SCHEMAS |= {
         }
     ),
 }
-for _name in ("Workspace", "Webhook", "Event", "Approval", "Token", "Tool", "Library", "Message"):
+for _name in ("Workspace", "Webhook", "Event", "Token", "Tool", "Library", "Message"):
     _SCHEMAS[f"{_name}Page"] = _page(_name)
 
 _ERRORS = {
@@ -450,10 +510,21 @@ def _paths() -> dict[str, Any]:
         },
         "/approvals": {
             "get": _operation(
-                "List queued calls, oldest first",
-                "ApprovalPage",
+                "List queued calls, oldest first, a page at a time, each with a preview of "
+                "its arguments (the whole arguments: GET /approvals/{approval_id})",
+                "ApprovalSummaryPage",
                 params=[
-                    *_PAGING,
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+                    },
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "description": "a next_cursor or previous_cursor of a page of this list",
+                        "schema": {"type": "string"},
+                    },
                     {"name": "workspace", "in": "query", "schema": {"type": "string"}},
                     {
                         "name": "status",

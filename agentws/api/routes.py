@@ -49,6 +49,7 @@ from agentws.errors import (
 from agentws.tools import admin as tools_admin
 from agentws.views import (
     approval_json,
+    approval_summary_json,
     document_json,
     event_json,
     library_json,
@@ -378,13 +379,22 @@ async def replay_event(caller: Caller, event_id: str) -> Any:
 @endpoint
 async def list_approvals(caller: Caller) -> Any:
     status = _enum(ApprovalStatus, "status", request.args.get("status"))
-    found = await approvals_listed(
+    try:
+        limit = int(request.args.get("limit", "50"))
+    except ValueError:
+        raise ValidationError("limit must be a whole number") from None
+    page = await approvals_listed(
         _service().store,
         workspace_slug=request.args.get("workspace"),
-        status=status,
-        limit=10_000,
+        statuses=frozenset({status}) if status else None,
+        limit=limit,
+        cursor=request.args.get("cursor") or None,
     )
-    return _page([approval_json(a, g, w) for a, g, w in found])
+    return {
+        "items": [approval_summary_json(a) for a in page.items],
+        "next_cursor": page.next_cursor,
+        "previous_cursor": page.previous_cursor,
+    }
 
 
 async def _approval_view(approval_id: str) -> dict[str, Any]:

@@ -5,6 +5,13 @@ needs: the tool, the arguments as an admin may read them (values the
 tool's schema marks secret are redacted), the whole arguments sealed with
 the service key when some are secret, their SHA-256 (what is approved is
 exactly that call), who asked, from which session, and when it expires.
+
+The queue has limits (:class:`QueueLimits`), so that one caller cannot
+fill it: a call's arguments are capped in size, and so are the calls one
+requester (an MCP token, or one webhook's runs) may have waiting. Lists of
+the queue carry a preview of each call's arguments, a page at a time
+(:mod:`agentws.domain.approval_lists`); the whole arguments are read only
+for one call.
 """
 
 from __future__ import annotations
@@ -13,12 +20,16 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import mcp_types as types
 
-from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
+from agentws.config import Settings
+from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery, Cursor
+from agentws.domain.models import Approval, ApprovalStatus
+from agentws.domain.previews import json_bytes
 from agentws.domain.rules import utcnow
 from agentws.domain.secrets_in_arguments import has_secrets, redact
-from agentws.errors import ConfigError, NotFoundError, ValidationError
+from agentws.errors import ConfigError, NotFoundError, OverCapacityError, ValidationError
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 from agentws.tools.builtins import error_result
@@ -26,8 +37,10 @@ from agentws.tools.caller import ToolCaller
 from agentws.tools.spec import ToolSpec
 
 __all__ = [
+    "QueueLimits",
     "approval_outcome",
     "approval_url",
+    "count_approvals",
     "current_status",
     "find_approval",
     "list_approvals",
@@ -47,15 +60,27 @@ async def queue_call(
     arguments_hash: str,
     *,
     box: SecretBox | None,
-    ttl_s: float,
+    limits: QueueLimits,
 ) -> Approval:
-    """Store a pending approval for this exact call.
+    """Store a pending approval for this exact call, within the queue's limits.
 
     Error handling:
-        :class:`~agentws.errors.ConfigError` when some arguments are secret
-        and there is no service key to seal them with (they are never
-        stored in clear).
+        :class:`~agentws.errors.ValidationError` when the arguments are
+        larger than ``limits.max_argument_bytes``;
+        :class:`~agentws.errors.OverCapacityError` when the caller (its
+        token, or its webhook's runs) already has ``limits.max_pending``
+        calls waiting; :class:`~agentws.errors.ConfigError` when some
+        arguments are secret and there is no service key to seal them with
+        (they are never stored in clear). Each message names the limit.
     """
+    size = json_bytes(arguments)
+    if size > limits.max_argument_bytes:
+        raise ValidationError(
+            f"its arguments are {size:,} bytes as JSON, over the limit of "
+            f"{limits.max_argument_bytes:,} bytes for a call queued for approval "
+            "(AGENTWS_APPROVAL_MAX_ARGUMENT_BYTES): send smaller arguments, such as a "
+            "reference to the content instead of the content"
+        )
     sealed: bytes | None = None
     if has_secrets(arguments, tool.input_schema):
         if box is None:
@@ -65,23 +90,48 @@ async def queue_call(
             )
         sealed = box.seal(json.dumps(arguments, separators=(",", ":")))
     now = utcnow()
-    return await store.insert(
-        Approval(
-            group_id=caller.group.id,
-            token_id=caller.token_id,
-            session_id=caller.session_id,
-            event_id=caller.event_id,
-            requested_by=caller.actor,
-            tool_name=tool.name,
-            capability=tool.capability,
-            definition_hash=tool.definition_hash,
-            arguments=redact(arguments, tool.input_schema),
-            sealed_arguments=sealed,
-            arguments_hash=arguments_hash,
-            created_at=now,
-            expires_at=now + timedelta(seconds=ttl_s),
-        )
+    approval = Approval(
+        group_id=caller.group.id,
+        token_id=caller.token_id,
+        session_id=caller.session_id,
+        event_id=caller.event_id,
+        requested_by=caller.actor,
+        tool_name=tool.name,
+        capability=tool.capability,
+        definition_hash=tool.definition_hash,
+        arguments=redact(arguments, tool.input_schema),
+        sealed_arguments=sealed,
+        arguments_hash=arguments_hash,
+        created_at=now,
+        expires_at=now + timedelta(seconds=limits.ttl_s),
     )
+    if not await store.queue_approval(approval, max_pending=limits.max_pending, now=now):
+        who = "this token already has" if caller.token_id else "this webhook's runs already have"
+        raise OverCapacityError(
+            f"{who} {limits.max_pending} calls waiting for an admin's decision, "
+            "the limit (AGENTWS_APPROVAL_MAX_PENDING_PER_TOKEN): wait until an admin decides "
+            "or they expire"
+        )
+    return approval
+
+
+@attrs.frozen
+class QueueLimits:
+    """How long a queued call waits, how large it may be, and how many one caller may queue."""
+
+    ttl_s: float
+    #: Size of a call's arguments as compact JSON, in bytes.
+    max_argument_bytes: int
+    #: Calls one token (or one webhook's runs) may have waiting at once.
+    max_pending: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QueueLimits:
+        return cls(
+            ttl_s=settings.approval_ttl_s,
+            max_argument_bytes=settings.approval_max_argument_bytes,
+            max_pending=settings.approval_max_pending_per_token,
+        )
 
 
 def stored_arguments(approval: Approval, box: SecretBox | None) -> dict[str, Any]:
@@ -211,36 +261,42 @@ async def find_approval(store: Store, approval_id: str) -> Approval:
 
 
 async def list_approvals(
-    store: Store, *, workspace_slug: str | None, status: ApprovalStatus | None, limit: int
-) -> list[tuple[Approval, Group, Workspace]]:
-    """Approvals, oldest first, with their group and workspace; at most ``limit``."""
-    if limit < 1:
-        raise ValidationError("--limit must be at least 1")
-    # Filtered by the status a person sees: a pending request past its time is expired.
-    stored = (
-        {
-            ApprovalStatus.EXPIRED: ApprovalStatus.PENDING,
-            ApprovalStatus.RUNNING: ApprovalStatus.APPROVED,
-        }.get(status, status)
-        if status
-        else None
-    )
-    where: dict[str, Any] = {} if stored is None else {"status": stored}
+    store: Store,
+    *,
+    workspace_slug: str | None,
+    statuses: frozenset[ApprovalStatus] | None,
+    limit: int,
+    cursor: str | None = None,
+    newest_first: bool = False,
+) -> ApprovalPage:
+    """One page of queued calls as summaries (argument previews, never whole arguments).
+
+    Args:
+        statuses: as a person sees them (a pending call past its time is
+            expired); None lists every status.
+        limit: rows of the page, 1 to :data:`~agentws.domain.approval_lists.MAX_PAGE`.
+        cursor: a ``next_cursor`` or ``previous_cursor`` of a page of the same list.
+        newest_first: a history's order instead of a queue's (oldest first).
+
+    Error handling:
+        :class:`~agentws.errors.ValidationError` for a bad limit or cursor;
+        NotFoundError for an unknown workspace.
+    """
     workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None
-    found: list[tuple[Approval, Group, Workspace]] = []
-    groups: dict[str, tuple[Group, Workspace]] = {}
-    candidates = await store.select(Approval, **where)
-    if status is ApprovalStatus.EXPIRED:
-        candidates += await store.select(Approval, status=ApprovalStatus.EXPIRED)
-        candidates.sort(key=lambda a: (a.created_at, a.id))
-    for approval in candidates:
-        if status is not None and current_status(approval) is not status:
-            continue
-        pair = groups.get(approval.group_id)
-        if pair is None:
-            group = await store.get(Group, approval.group_id)
-            pair = groups[group.id] = (group, await store.get(Workspace, group.workspace_id))
-        if workspace is not None and pair[1].id != workspace.id:
-            continue
-        found.append((approval, *pair))
-    return found[-limit:]
+    query = ApprovalQuery(
+        statuses=statuses,
+        workspace_id=workspace.id if workspace else None,
+        newest_first=newest_first,
+        limit=limit,
+        cursor=Cursor.decode(cursor) if cursor else None,
+    )
+    return await store.approval_page(query, now=utcnow())
+
+
+async def count_approvals(
+    store: Store, *, workspace_slug: str | None, statuses: frozenset[ApprovalStatus] | None
+) -> int:
+    """How many queued calls :func:`list_approvals` lists over all its pages."""
+    workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None
+    query = ApprovalQuery(statuses=statuses, workspace_id=workspace.id if workspace else None)
+    return await store.count_approvals(query, now=utcnow())

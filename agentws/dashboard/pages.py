@@ -26,21 +26,35 @@ from agentws import libraries, registry
 from agentws.admin_access import sign_in, sign_out
 from agentws.api.auth import Caller
 from agentws.approvals import decisions
-from agentws.approvals.queue import current_status, find_approval, list_approvals
+from agentws.approvals.queue import (
+    count_approvals,
+    current_status,
+    find_approval,
+    list_approvals,
+)
+from agentws.domain.approval_lists import DECIDED, MAX_PAGE, ApprovalPage
 from agentws.domain.models import (
+    Approval,
     ApprovalStatus,
     Capability,
     ChatMessage,
     DocumentPolicy,
     EventStatus,
     Group,
+    McpToken,
     Permission,
     VerificationScheme,
     Webhook,
     Workspace,
 )
 from agentws.domain.signatures import SHARED_SECRET_HEADER
-from agentws.errors import AgentwsError, NotFoundError, PermissionDeniedError, UnauthorizedError
+from agentws.errors import (
+    AgentwsError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthorizedError,
+    ValidationError,
+)
 from agentws.tools import admin as tools_admin
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
@@ -72,6 +86,10 @@ _MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 # Approving (or retrying) waits this long for the service to run the call before the
 # page comes back; it shows "approved" or "running" if the call has not finished.
 _OUTCOME_WAIT_S = 10.0
+
+
+# Rows of each list on the approvals page (``?limit=`` up to MAX_PAGE).
+_APPROVALS_PAGE = 50
 
 
 def _service() -> Any:
@@ -178,6 +196,13 @@ def _ago_filter(when: datetime | None) -> str:
 # A form field's value sent back as stored (see agentws.dashboard.visible).
 dashboard_blueprint.add_app_template_filter(exact, "exact")
 dashboard_blueprint.add_app_template_test(has_hidden, "has_hidden")
+
+
+@dashboard_blueprint.app_template_filter("size")
+def _size_filter(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MiB"
 
 
 @dashboard_blueprint.app_template_filter("pretty_json")
@@ -596,16 +621,113 @@ async def permission_change(caller: Caller, workspace: str) -> Response:
 # --- Approvals --------------------------------------------------------------------------------
 
 
+def _page_size() -> int:
+    text = request.args.get("limit", "")
+    return min(int(text), MAX_PAGE) if text.isdigit() and int(text) > 0 else _APPROVALS_PAGE
+
+
+async def _approval_list(cursor_arg: str, **query: Any) -> ApprovalPage:
+    """A page of a list of approvals; a cursor that is not one a page gave starts at the top."""
+    store = _service().store
+    try:
+        return await list_approvals(store, cursor=request.args.get(cursor_arg) or None, **query)
+    except ValidationError:
+        return await list_approvals(store, **query)
+
+
 @dashboard_blueprint.get("/approvals")
 @signed_in
 async def approvals(caller: Caller) -> Response:
     store = _service().store
-    pending = await list_approvals(
-        store, workspace_slug=None, status=ApprovalStatus.PENDING, limit=500
+    # The queue spans workspaces; the one named (else the first) is where the menu points.
+    workspaces = await registry.list_workspaces(store)
+    wanted = request.args.get("workspace")
+    workspace = next((w for w in workspaces if w.slug == wanted), None)
+    if workspace is None and workspaces:
+        workspace = workspaces[0]
+    waiting = frozenset({ApprovalStatus.PENDING})
+    size = _page_size()
+    pending = await _approval_list("cursor", workspace_slug=None, statuses=waiting, limit=size)
+    history = await _approval_list(
+        "history", workspace_slug=None, statuses=DECIDED, limit=size, newest_first=True
     )
-    everything = await list_approvals(store, workspace_slug=None, status=None, limit=10_000)
-    history = [row for row in reversed(everything) if current_status(row[0]).decided][:100]
-    return await _page("approvals.html", caller, pending=pending, history=history, workspace=None)
+    return await _page(
+        "approvals.html",
+        caller,
+        pending=pending,
+        waiting=await count_approvals(store, workspace_slug=None, statuses=waiting),
+        history=history,
+        workspace=workspace,
+        cursor=request.args.get("cursor") or None,
+        history_cursor=request.args.get("history") or None,
+        limit=request.args.get("limit") or None,
+    )
+
+
+@dashboard_blueprint.post("/approvals/bulk")
+@signed_in
+async def approvals_bulk(caller: Caller) -> Response:
+    """Approve or deny the calls ticked in the queue, each as its own page would."""
+    form = await request.form
+    here = url_for("dashboard.approvals", workspace=form.get("workspace") or None)
+    decision = form.get("decision")
+    ids = list(dict.fromkeys(form.getlist("id")))
+    if decision not in ("approve", "deny"):
+        return _done(here, f"unknown decision {decision!r}", error=True)
+    if not ids:
+        return _done(here, "Tick at least one call to decide.", error=True)
+    if len(ids) > MAX_PAGE:
+        return _done(here, f"Decide at most {MAX_PAGE} calls at once.", error=True)
+    service = _service()
+    reason = form.get("reason") or None
+    problems: list[str] = []
+    decided_ids: list[str] = []
+    for approval_id in ids:
+        try:
+            if decision == "approve":
+                await decisions.approve(
+                    service.store, approval_id, actor=caller.actor, reason=reason
+                )
+            else:
+                await decisions.deny(service.store, approval_id, actor=caller.actor, reason=reason)
+        except AgentwsError as exc:
+            problems.append(exc.message)
+            continue
+        decided_ids.append(approval_id)
+    if decision == "approve":
+        # The service runs them: as for one call, show outcomes that come soon (one
+        # deadline for them all), else where each stands.
+        with trio.move_on_after(_OUTCOME_WAIT_S):
+            for approval_id in decided_ids:
+                await service.approval_runs.outcome(approval_id)
+    outcomes: dict[str, int] = {}
+    for approval_id in decided_ids:
+        status = current_status(await find_approval(service.store, approval_id)).value
+        outcomes[status] = outcomes.get(status, 0) + 1
+    done = sum(outcomes.values())
+    verb = "Approved" if decision == "approve" else "Denied"
+    notice = f"{verb} {done} call{'s' if done != 1 else ''}"
+    if decision == "approve" and done:
+        notice += ": " + ", ".join(f"{n} {status}" for status, n in sorted(outcomes.items()))
+    notice += "."
+    if problems:
+        notice += f" {len(problems)} not decided: " + "; ".join(problems)
+    return _done(here, notice, error=bool(problems) and not done)
+
+
+async def _asked_by(approval: Approval) -> str:
+    """Who asked, by the name an admin knows them by (a token's, a webhook's)."""
+    store = _service().store
+    if approval.token_id is not None:
+        token = await store.find(McpToken, id=approval.token_id)
+        if token is not None:
+            return f"token {token.name}"
+    kind, _, ident = approval.requested_by.partition(":")
+    if kind == "webhook":
+        hook = await store.find(Webhook, id=ident)
+        if hook is not None:
+            return f"webhook {hook.name}"
+    return approval.requested_by
 
 
 @dashboard_blueprint.get("/approvals/<approval_id>")
@@ -618,6 +740,7 @@ async def approval(caller: Caller, approval_id: str) -> Response:
     return await _page(
         "approval.html",
         caller,
+        asked_by=await _asked_by(found),
         approval=found,
         approval_status=current_status(found).value,
         group=group,

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from agentws.domain.previews import json_bytes, json_preview
 from agentws.domain.rules import check_identifier, check_slug, new_id, utcnow
 
 __all__ = [
@@ -497,6 +498,19 @@ class Approval:
     lease_expires_at: datetime | None = None
     #: Runs begun (an admin may retry a failed call).
     attempts: int = 0
+
+    #: The start of ``arguments`` as JSON, what lists show (the whole is on its own page).
+    arguments_preview: str = attrs.field()
+    #: Size of ``arguments`` as stored (compact JSON, UTF-8 bytes).
+    arguments_bytes: int = attrs.field()
+
+    @arguments_preview.default
+    def _preview(self) -> str:
+        return json_preview(self.arguments)
+
+    @arguments_bytes.default
+    def _size(self) -> int:
+        return json_bytes(self.arguments)
 
 
 @attrs.frozen(kw_only=True)

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
+from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
 from agentws.domain.deliveries import Ingested
 from agentws.domain.models import (
     Approval,
@@ -201,6 +202,29 @@ class Store(Protocol):
 
     async def approvals(self, ids: list[str]) -> list[Approval]:
         """The approvals with these ids (those that exist), in no particular order."""
+        ...
+
+    async def queue_approval(self, approval: Approval, *, max_pending: int, now: datetime) -> bool:
+        """Store a new pending approval unless its requester already has ``max_pending``.
+
+        Counts the requester's (``requested_by``: one token, one webhook)
+        pending approvals not yet expired at ``now``, and inserts in the same
+        transaction, serialized per requester: concurrent calls cannot pass
+        the cap together. False, and nothing stored, when at the cap.
+        """
+        ...
+
+    async def approval_page(self, query: ApprovalQuery, *, now: datetime) -> ApprovalPage:
+        """One page of queued calls as summaries: previews, never whole arguments or results.
+
+        Statuses are as a person sees them at ``now`` (a pending request past
+        its expiry is expired). Ordered by ``(created_at, id)``, oldest first
+        unless ``query.newest_first``; ``query.cursor`` is one a page gave.
+        """
+        ...
+
+    async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
+        """How many queued calls ``query`` lists, over all its pages."""
         ...
 
     async def expire_approvals(self, now: datetime) -> list[Approval]:

@@ -53,7 +53,8 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError, NotFoundError
 from agentws.store.database import Database, Row
-from agentws.store.sql_approvals import ApprovalRunQueries
+from agentws.store.sql_approval_runs import ApprovalRunQueries
+from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.tables import Dialect, Table, table_for
 
@@ -113,7 +114,7 @@ def _unprefix(row: Row, table: Table, prefix: str) -> Row:
     return {c: row[prefix + c] for c in table.columns}
 
 
-class SqlStore(EventQueries, ApprovalRunQueries):
+class SqlStore(EventQueries, ApprovalQueries, ApprovalRunQueries):
     """The store over a :class:`~agentws.store.database.Database`."""
 
     def __init__(self, db: Database) -> None:

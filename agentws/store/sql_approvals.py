@@ -1,17 +1,14 @@
-"""Approved calls run under a lease, and one-time confirm tokens, in SQL (a part of
-:class:`~agentws.store.sql.SqlStore`).
+"""Lists of queued calls and the cap on queueing, in SQL (a part of :class:`SqlStore`).
 
-An approved call waits (``status = 'approved'``, no ``lease_owner``) until a
-service claims it; the claim is one conditional ``UPDATE``, with ``FOR
-UPDATE SKIP LOCKED`` on PostgreSQL so that instances claiming at once take
-different calls, and so one instance runs each. Its owner renews the lease
-while the call runs and finishes it only while it holds it. A lease that
-lapses (its instance died) fails the call: it is never run again unasked,
-because whether the upstream acted cannot be known. An admin's retry puts
-a failed call back to ``approved``, once (the move is conditional too).
+Lists read only what a row shows (:class:`~agentws.domain.approval_lists.ApprovalSummary`):
+the arguments' stored preview and size, never the arguments, their sealed
+copy or the result, which may be hundreds of KiB each. On SQLite those
+large columns are the last of the row (migration 0014), so reading a row's
+other columns does not walk the pages they overflow into; PostgreSQL keeps
+large values out of line (TOAST) and reads them only when selected.
 
-A confirm token is taken by deleting its row (``DELETE … RETURNING``): of
-any number of calls presenting it at once, on any instances, one gets it.
+Pages are keyset pages over ``(created_at, id)`` (see :class:`Cursor`): a
+page costs one indexed range scan of ``limit + 1`` rows, wherever it is.
 """
 
 from __future__ import annotations
@@ -19,18 +16,60 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentws.domain.models import Approval, ConfirmToken
+from agentws.domain.approval_lists import (
+    ApprovalPage,
+    ApprovalQuery,
+    ApprovalSummary,
+    Cursor,
+    shown_status,
+)
+from agentws.domain.models import Approval, ApprovalStatus, Capability
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database
+    from agentws.store.database import Database, Row
     from agentws.store.tables import Dialect
 
-__all__ = ["ApprovalRunQueries"]
+__all__ = ["ApprovalQueries"]
+
+# Characters of an error a list shows; the whole is on the approval's own page.
+_ERROR_CHARS = 300
+_PENDING, _EXPIRED = ApprovalStatus.PENDING.value, ApprovalStatus.EXPIRED.value
+_APPROVED = ApprovalStatus.APPROVED.value
+_WEBHOOK_ACTOR = "webhook:"
+
+_SUMMARY = (
+    "a.id, w.slug AS workspace_slug, g.slug AS group_slug, a.token_id, t.name AS token_name,"
+    " wh.name AS webhook_name, a.session_id, a.event_id, a.requested_by, a.tool_name,"
+    " a.capability, a.arguments_preview, a.arguments_bytes, a.arguments_hash, a.status,"
+    f" a.reason, a.decided_by, substr(a.error, 1, {_ERROR_CHARS}) AS error, a.created_at,"
+    " a.expires_at, a.decided_at, a.finished_at, a.lease_owner"
+)
+# A webhook's run asks as ``webhook:<id>``; its webhook is found by that id (primary key).
+_FROM = (
+    " FROM approvals a JOIN workspace_groups g ON g.id = a.group_id"
+    " JOIN workspaces w ON w.id = g.workspace_id"
+    " LEFT JOIN mcp_tokens t ON t.id = a.token_id"
+    f" LEFT JOIN webhooks wh ON substr(a.requested_by, 1, {len(_WEBHOOK_ACTOR)})"
+    f" = '{_WEBHOOK_ACTOR}' AND wh.id = substr(a.requested_by, {len(_WEBHOOK_ACTOR) + 1})"
+)
 
 
-class ApprovalRunQueries:
-    """Approval runs and confirm tokens; mixed into :class:`~agentws.store.sql.SqlStore`."""
+def _status_condition(status: ApprovalStatus, now: str) -> str:
+    """Rows a person sees with ``status``: a pending row past its expiry counts as expired."""
+    if status is ApprovalStatus.PENDING:
+        return f"(a.status = '{_PENDING}' AND a.expires_at > {now})"
+    if status is ApprovalStatus.EXPIRED:
+        return f"(a.status = '{_EXPIRED}' OR (a.status = '{_PENDING}' AND a.expires_at <= {now}))"
+    if status is ApprovalStatus.RUNNING:  # approved, and an instance holds its lease
+        return f"(a.status = '{_APPROVED}' AND a.lease_owner IS NOT NULL)"
+    if status is ApprovalStatus.APPROVED:
+        return f"(a.status = '{_APPROVED}' AND a.lease_owner IS NULL)"
+    return f"a.status = '{status.value}'"
+
+
+class ApprovalQueries:
+    """Approval list and queueing queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
     _db: Database
 
@@ -38,118 +77,147 @@ class ApprovalRunQueries:
     def dialect(self) -> Dialect:
         return self._db.dialect
 
-    def _when(self, value: datetime) -> Any:
-        return table_for(Approval).encode_value("lease_expires_at", value, self.dialect)
+    def _at(self, value: datetime) -> Any:
+        return table_for(Approval).encode_value("created_at", value, self.dialect)
 
-    async def claim_approvals(
-        self, *, owner: str, lease_expires_at: datetime, limit: int
-    ) -> list[Approval]:
-        if limit < 1:
-            return []
-        # Asked every poll: a read first, so that nothing waiting costs no write.
-        if not await self._db.fetch(
-            "SELECT 1 FROM approvals WHERE status = 'approved' AND lease_owner IS NULL LIMIT 1"
-        ):
-            return []
-        table = table_for(Approval)
-        candidates = (
-            "SELECT id FROM approvals WHERE status = 'approved' AND lease_owner IS NULL"
-            " ORDER BY created_at, id LIMIT $3"
+    def _filter(self, query: ApprovalQuery, now: datetime) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        if query.statuses is not None:
+            at = f"${len(args) + 1}"
+            shown = [_status_condition(s, at) for s in sorted(query.statuses)]
+            if any(at in condition for condition in shown):  # pending and expired depend on now
+                args.append(self._at(now))
+            clauses.append("(" + (" OR ".join(shown) or "1 = 0") + ")")
+        if query.workspace_id is not None:
+            args.append(query.workspace_id)
+            clauses.append(f"g.workspace_id = ${len(args)}")
+        return clauses, args
+
+    async def _scan(
+        self,
+        query: ApprovalQuery,
+        now: datetime,
+        *,
+        key: Cursor | None,
+        ascending: bool,
+        limit: int,
+    ) -> list[Row]:
+        """Rows after ``key`` in ascending (or before it in descending) key order."""
+        clauses, args = self._filter(query, now)
+        if key is not None:
+            args += [self._at(key.created_at), key.id]
+            op = ">" if ascending else "<"
+            clauses.append(f"(a.created_at, a.id) {op} (${len(args) - 1}, ${len(args)})")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "ASC" if ascending else "DESC"
+        return await self._db.fetch(
+            f"SELECT {_SUMMARY}{_FROM}{where}"
+            f" ORDER BY a.created_at {order}, a.id {order} LIMIT {int(limit)}",
+            *args,
         )
-        if self.dialect == "postgres":
-            # Locked rows are skipped, so concurrent claimers take different calls; the
-            # ARRAY makes PostgreSQL run the subquery once (an IN list may be run again
-            # per row, and then take more than the limit).
-            chosen = f"id = ANY(ARRAY({candidates} FOR UPDATE SKIP LOCKED))"
-        else:
-            chosen = f"id IN ({candidates})"  # SQLite: one writer at a time anyway
-        # Durable: a claim lost in a crash after the call ran would let it run again.
-        async with self._db.transaction() as tx:
-            rows = await tx.fetch(
-                "UPDATE approvals SET lease_owner = $1, lease_expires_at = $2,"
-                f" attempts = attempts + 1 WHERE {chosen}"
-                " AND status = 'approved' AND lease_owner IS NULL"
-                f" RETURNING {', '.join(table.columns)}",
-                owner,
-                self._when(lease_expires_at),
-                limit,
-            )
-        claimed = [table.decode(row, self.dialect) for row in rows]
-        return sorted(claimed, key=lambda a: (a.created_at, a.id))
 
-    async def renew_approval_lease(
-        self, approval_id: str, *, owner: str, lease_expires_at: datetime
-    ) -> bool:
-        async with self._db.transaction(durable=False) as tx:
-            changed = await tx.execute(
-                "UPDATE approvals SET lease_expires_at = $3"
-                " WHERE id = $1 AND status = 'approved' AND lease_owner = $2",
-                approval_id,
-                owner,
-                self._when(lease_expires_at),
-            )
-        return bool(changed)
-
-    async def lapse_approval_leases(self, *, now: datetime, error: str) -> list[Approval]:
+    def _summary(self, row: Row, now: datetime) -> ApprovalSummary:
         table = table_for(Approval)
-        lapsed = "status = 'approved' AND lease_owner IS NOT NULL AND lease_expires_at <= $1"
-        if not await self._db.fetch(
-            f"SELECT 1 FROM approvals WHERE {lapsed} LIMIT 1", self._when(now)
-        ):
-            return []
-        async with self._db.transaction() as tx:
-            rows = await tx.fetch(
-                "UPDATE approvals SET status = 'failed', error = $2, finished_at = $1,"
-                f" lease_expires_at = NULL WHERE {lapsed}"
-                f" RETURNING {', '.join(table.columns)}",
-                self._when(now),
-                error,
-            )
-        found = [table.decode(row, self.dialect) for row in rows]
-        return sorted(found, key=lambda a: (a.created_at, a.id))
 
-    async def retry_approval(self, approval_id: str) -> Approval | None:
+        def at(column: str) -> Any:
+            return table.decode_value(column, row[column], self.dialect)
+
+        expires_at = at("expires_at")
+        return ApprovalSummary(
+            id=row["id"],
+            workspace_slug=row["workspace_slug"],
+            group_slug=row["group_slug"],
+            token_id=row["token_id"],
+            token_name=row["token_name"],
+            webhook_name=row["webhook_name"],
+            session_id=row["session_id"],
+            event_id=row["event_id"],
+            requested_by=row["requested_by"],
+            tool_name=row["tool_name"],
+            capability=Capability(row["capability"]),
+            arguments_preview=row["arguments_preview"],
+            arguments_bytes=int(row["arguments_bytes"]),
+            arguments_hash=row["arguments_hash"],
+            status=shown_status(
+                ApprovalStatus(row["status"]),
+                expires_at,
+                now,
+                leased=row["lease_owner"] is not None,
+            ),
+            reason=row["reason"],
+            decided_by=row["decided_by"],
+            error=row["error"],
+            created_at=at("created_at"),
+            expires_at=expires_at,
+            decided_at=at("decided_at"),
+            finished_at=at("finished_at"),
+        )
+
+    async def approval_page(self, query: ApprovalQuery, *, now: datetime) -> ApprovalPage:
+        # "Forward" is the list's own order: oldest first, or newest first for a history.
+        cursor = query.cursor
+        forward = cursor is None or cursor.forward
+        ascending = forward != query.newest_first
+        rows = await self._scan(query, now, key=cursor, ascending=ascending, limit=query.limit + 1)
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        if not forward:
+            rows.reverse()
+        items = tuple(self._summary(row, now) for row in rows)
+        first = Cursor(items[0].created_at, items[0].id) if items else cursor
+        last = Cursor(items[-1].created_at, items[-1].id) if items else cursor
+
+        async def beyond(key: Cursor | None, onward: bool) -> bool:
+            if key is None:
+                return False
+            up = onward != query.newest_first
+            return bool(await self._scan(query, now, key=key, ascending=up, limit=1))
+
+        has_next = more if forward else await beyond(last, True)
+        has_previous = more if not forward else cursor is not None and await beyond(first, False)
+        return ApprovalPage(
+            items=items,
+            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
+            previous_cursor=(
+                Cursor(first.created_at, first.id, forward=False).encode()
+                if has_previous and first
+                else None
+            ),
+        )
+
+    async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
+        clauses, args = self._filter(query, now)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        rows = await self._db.fetch(
+            "SELECT count(*) AS n FROM approvals a JOIN workspace_groups g ON g.id = a.group_id"
+            + where,
+            *args,
+        )
+        return int(rows[0]["n"])
+
+    async def queue_approval(self, approval: Approval, *, max_pending: int, now: datetime) -> bool:
         table = table_for(Approval)
-        async with self._db.transaction() as tx:
-            rows = await tx.fetch(
-                "UPDATE approvals SET status = 'approved', result = NULL, error = NULL,"
-                " finished_at = NULL, lease_owner = NULL, lease_expires_at = NULL,"
-                " reported_at = NULL"
-                " WHERE id = $1 AND status = 'failed'"
-                f" RETURNING {', '.join(table.columns)}",
-                approval_id,
-            )
-        return table.decode(rows[0], self.dialect) if rows else None
-
-    async def issue_confirm_token(self, token: ConfirmToken, *, keep: int) -> None:
-        table = table_for(ConfirmToken)
-        now = table.encode_value("created_at", token.created_at, self.dialect)
         marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
         async with self._db.transaction() as tx:
-            # Expired tokens go whenever one is given: the table holds live ones only.
-            await tx.execute("DELETE FROM confirm_tokens WHERE expires_at <= $1", now)
-            # A bearer token holds ``keep`` at most: asking for more forgets the oldest.
-            await tx.execute(
-                "DELETE FROM confirm_tokens WHERE id IN (SELECT id FROM confirm_tokens"
-                " WHERE token_id = $1 ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET $2)"
-                if self.dialect == "sqlite"
-                else "DELETE FROM confirm_tokens WHERE id IN (SELECT id FROM confirm_tokens"
-                " WHERE token_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2)",
-                token.token_id,
-                max(0, keep - 1),
-            )
-            await tx.execute(
-                f"INSERT INTO confirm_tokens ({', '.join(table.columns)}) VALUES ({marks})",
-                *table.encode(token, self.dialect),
-            )
-
-    async def take_confirm_token(self, token_hash: str, token_id: str) -> ConfirmToken | None:
-        table = table_for(ConfirmToken)
-        async with self._db.transaction() as tx:
+            if self.dialect == "postgres":
+                # One queuer per requester at a time, so the count below stays true until
+                # the insert commits. SQLite's write transactions are one at a time anyway.
+                await tx.fetch(
+                    "SELECT pg_advisory_xact_lock("
+                    "hashtext('agentws:approvals:' || current_schema() || ':' || $1))",
+                    approval.requested_by,
+                )
             rows = await tx.fetch(
-                "DELETE FROM confirm_tokens WHERE id = $1 AND token_id = $2"
-                f" RETURNING {', '.join(table.columns)}",
-                token_hash,
-                token_id,
+                "SELECT count(*) AS n FROM approvals"
+                f" WHERE requested_by = $1 AND status = '{_PENDING}' AND expires_at > $2",
+                approval.requested_by,
+                self._at(now),
             )
-        return table.decode(rows[0], self.dialect) if rows else None
+            if int(rows[0]["n"]) >= max_pending:
+                return False
+            await tx.execute(
+                f"INSERT INTO approvals ({', '.join(table.columns)}) VALUES ({marks})",
+                *table.encode(approval, self.dialect),
+            )
+        return True

@@ -9,7 +9,8 @@ capability and permission and the caller's scope, then:
   action's path arguments against its API's grammar) and runs it;
 - **queue**: stores an approval request bound to the SHA-256 of the tool
   name and the exact arguments, and answers (not as an error) that the
-  call waits for an admin, with the approval id;
+  call waits for an admin, with the approval id (or, over the queue's
+  limits on argument size and waiting calls, a tool error naming the limit);
 - **confirm**: asks the door's :class:`Confirmer` (MCP: elicitation, or a
   one-time confirm token) and runs only on an explicit yes;
 - **deny**: raises :class:`~agentws.errors.PermissionDeniedError`.
@@ -31,13 +32,13 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.approvals.queue import queue_call, queued_result
+from agentws.approvals.queue import QueueLimits, queue_call, queued_result
 from agentws.audit import AuditSink
 from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, Capability, arguments_hash
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.secrets_in_arguments import redact
-from agentws.errors import ConfigError, PermissionDeniedError
+from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
 from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -145,10 +146,12 @@ class ToolGate:
                     arguments,
                     digest,
                     box=self._box,
-                    ttl_s=self.settings.approval_ttl_s,
+                    limits=QueueLimits.from_settings(self.settings),
                 )
-            except ConfigError as exc:
-                await self._audit(caller, tool, arguments, digest, decision, "not_queued")
+            except (ConfigError, ValidationError, OverCapacityError) as exc:
+                await self._audit(
+                    caller, tool, arguments, digest, decision, "not_queued", reason=exc.message
+                )
                 return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
             await self._audit(
                 caller, tool, arguments, digest, decision, "queued", approval_id=approval.id

@@ -58,6 +58,7 @@ REFERENCES = {
     "mcp": "the mcp SDK's MCPServer on uvicorn (same search_context, same index)",
     "webhooks": "a bare QuartTrio endpoint on Hypercorn (parses the JSON, stores nothing)",
     "sessions": "the mcp SDK's MCPServer on uvicorn (Streamable HTTP and legacy SSE)",
+    "approvals": "none: absolute targets (a list under 200 ms and under 1 MB)",
 }
 _PACKAGES = [
     "agentws",

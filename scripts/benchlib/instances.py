@@ -33,7 +33,7 @@ from benchlib.webhook_setup import (
     WORKSPACE,
 )
 
-__all__ = ["render_instances", "run_instances"]
+__all__ = ["psql", "render_instances", "run_instances"]
 
 _START_TIMEOUT_S = 30.0
 _WORKER_CONCURRENCY = "16"
@@ -41,7 +41,7 @@ _WORKER_CONCURRENCY = "16"
 _say = cli.logger("webhooks --instances")
 
 
-def _psql(base_url: str, sql: str) -> str:
+def psql(base_url: str, sql: str) -> str:
     parts = urlsplit(base_url)
     argv = [
         "psql",
@@ -69,7 +69,7 @@ def _psql(base_url: str, sql: str) -> str:
 def _fresh_site(base_url: str, directory: Path) -> tuple[str, str, str]:
     """A new schema with the benchmark's webhook: its database URL, hook path, schema name."""
     schema = f"bench_{secrets.token_hex(6)}"
-    _psql(base_url, f'CREATE SCHEMA "{schema}"')
+    psql(base_url, f'CREATE SCHEMA "{schema}"')
     joiner = "&" if "?" in base_url else "?"
     url = f"{base_url}{joiner}search_path={schema}"
     env = agentws_env(url, AGENTWS_DATA_DIR=str(directory), AGENTWS_BIND="127.0.0.1:0")
@@ -136,8 +136,8 @@ def _measure(
     finally:
         for child, _ in servers:
             procs.stop(child)
-    stored = int(_psql(args.database_url, f'SELECT COUNT(*) FROM "{schema}".events') or 0)
-    _psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
+    stored = int(psql(args.database_url, f'SELECT COUNT(*) FROM "{schema}".events') or 0)
+    psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
     result["instances"] = instances
     result["events_stored"] = stored
     result["acknowledged_missing"] = max(0, result["accepted_total"] - stored)

@@ -16,6 +16,7 @@ whole story; ``--help`` is checked in-process.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from datetime import timedelta
@@ -587,7 +588,10 @@ def test_a_pending_call_is_listed_shown_and_denied_once(seeded: Seeded) -> None:
     assert list(listed) == [pending]
     row = listed[pending]
     assert row["status"] == "pending"
-    assert row["arguments"] == PENDING_ARGUMENTS
+    # A list shows a preview of the arguments and their size; `approval show` shows them all.
+    assert "arguments" not in row
+    assert row["arguments_preview"] == json.dumps(PENDING_ARGUMENTS, ensure_ascii=False)
+    assert row["arguments_bytes"] == len(json.dumps(PENDING_ARGUMENTS, separators=(",", ":")))
     assert row["arguments_hash"] == digest
     assert (row["workspace"], row["group"], row["tool"], row["capability"]) == (
         "acme",
@@ -598,7 +602,6 @@ def test_a_pending_call_is_listed_shown_and_denied_once(seeded: Seeded) -> None:
     assert row["requested_by"] == f"mcp:{seeded.token_id}"
     assert row["token_id"] == seeded.token_id
     assert row["session_id"] == "session-1"
-    assert row["secret_arguments_sealed"] is False
     assert (row["decided_by"], row["reason"], row["decided_at"]) == (None, None, None)
 
     everything = cli.json("approval", "list", "--status", "all")
@@ -608,7 +611,7 @@ def test_a_pending_call_is_listed_shown_and_denied_once(seeded: Seeded) -> None:
     ]
     by_status = cli.json("approval", "list", "--status", "expired")
     assert [(a["id"], a["status"]) for a in by_status] == [(expired, "expired")]
-    assert by_status[0]["arguments"] == EXPIRED_ARGUMENTS
+    assert by_status[0]["arguments_preview"] == json.dumps(EXPIRED_ARGUMENTS, ensure_ascii=False)
     assert cli.ok("approval", "list", "--workspace", "beta").strip() == "No pending calls."
     newest = cli.json("approval", "list", "--status", "all", "--limit", "1")
     assert [a["id"] for a in newest] == [pending]

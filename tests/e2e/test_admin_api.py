@@ -196,9 +196,11 @@ async def test_a_queued_call_is_listed_and_approved_through_the_api(tmp_path: Pa
         approval_id = (queued.structured_content or {})["approval_id"]
         async with _client(server, token) as api:
             pending = (await api.get("/approvals", params={"status": "pending"})).json()["items"]
-            assert [(a["id"], a["tool"], a["arguments"]) for a in pending] == [
-                (approval_id, "third_send", {"q": "hello"})
+            assert [(a["id"], a["tool"], a["arguments_preview"], a["caller"]) for a in pending] == [
+                (approval_id, "third_send", '{"q": "hello"}', "token tests")
             ]
+            shown = (await api.get(f"/approvals/{approval_id}")).json()
+            assert shown["arguments"] == {"q": "hello"}
             approved = await api.post(f"/approvals/{approval_id}/approve", json={"reason": "ok"})
             assert approved.status_code == 200, approved.text
             assert approved.json()["status"] == "executed", approved.json()["error"]

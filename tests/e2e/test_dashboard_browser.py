@@ -264,6 +264,47 @@ async def test_approving_a_queued_call_in_the_dashboard_runs_it_once(tmp_path: P
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_denying_every_waiting_call_at_once_in_the_dashboard(tmp_path: Path) -> None:
+    state = ThirdParty([tool("send", "Send a page")])
+    async with (
+        running(tmp_path, with_library=False, **LOOPBACK) as server,
+        third_party_server(state) as url,
+        open_browser("bulk") as browser,
+    ):
+        await attach_remote(server.store, url, {})
+        await _admin(server)
+        async with sdk_session(server, "streamable") as session:
+            queued = [await session.call_tool("third_send", {"q": f"page {n}"}) for n in range(3)]
+        ids = [(r.structured_content or {})["approval_id"] for r in queued]
+        tab = await browser.new_tab(tolerate=JOURNEY_TOLERATES)
+        base = server.base_url
+
+        def deny_all() -> None:
+            page = tab.page
+            _signed_in(tab, base)
+            _nav(tab, "Approvals")
+            expect(page.get_by_role("heading", level=2).first).to_have_text("Waiting (3)")
+            # The menu is the workspace's, as on every other page.
+            _nav(tab, "Permissions")
+            expect(page).to_have_url(f"{base}/dashboard/w/acme/permissions")
+            _nav(tab, "Approvals")
+            expect(page.get_by_role("row").filter(has_text="page 1")).to_contain_text("token tests")
+            page.get_by_label("Select every call on this page").check()
+            page.get_by_label("Reason (optional)").fill("not during the freeze")
+            page.get_by_role("button", name="Deny selected").click()
+            expect(page.get_by_role("status")).to_have_text("Denied 3 calls.")
+            expect(page.get_by_role("heading", level=2).first).to_have_text("Waiting (0)")
+            tab.assert_clean("the bulk decision")
+
+        await browser.run(deny_all)
+        for approval_id in ids:
+            denied = await server.store.get(Approval, approval_id)
+            assert denied.status is ApprovalStatus.DENIED
+            assert (denied.decided_by, denied.reason) == ("admin:alice", "not during the freeze")
+        assert state.calls == []
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Path) -> None:
     # Names as people give them: snake_case, long enough to need wrapping on a phone.
     state = ThirdParty([tool("create_pull_request_review", "Review a pull request")])

@@ -20,6 +20,13 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const select of document.querySelectorAll("select[data-autosubmit]")) {
     select.addEventListener("change", () => select.form.submit());
   }
+  for (const all of document.querySelectorAll("[data-select-all]")) {
+    const boxes = all.form.querySelectorAll('input[type="checkbox"][name="id"]');
+    all.hidden = boxes.length === 0;
+    all.addEventListener("change", () => {
+      for (const box of boxes) box.checked = all.checked;
+    });
+  }
   const ws = document.querySelector("[data-workspace-switch] select");
   if (ws) ws.addEventListener("change", () => ws.form.submit());
 });
