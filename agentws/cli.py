@@ -386,7 +386,34 @@ def _serve(settings: Settings, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    A reader that stops early (``agentws … | head -2``) ends the command
+    quietly, with status 1 and no traceback, as other Unix tools do.
+    """
+    try:
+        status = _main(argv)
+        # What is still buffered goes now, while a closed pipe can be caught here.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return 1
+    return status
+
+
+def _discard_stdout() -> None:
+    # Python flushes stdout again on exit: point it at /dev/null, so that
+    # flush does not fail with a second BrokenPipeError.
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return  # not a file (tests swap in a buffer): nothing is flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = _settings(args)
@@ -404,6 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BaseException as exc:
         error = _leaf_error(exc)
+        if isinstance(error, BrokenPipeError):
+            raise error from None  # the reader has gone (see main)
         if not isinstance(error, AgentwsError | OSError):
             raise
         return _fail(error, args.json)

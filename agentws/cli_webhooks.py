@@ -571,7 +571,14 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
     tail.add_argument(
-        "--limit", type=_positive, default=20, metavar="N", help="how many (default 20)"
+        "-n",
+        "--lines",
+        "--limit",
+        dest="limit",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="how many (default 20)",
     )
     tail.add_argument(
         "--follow",
