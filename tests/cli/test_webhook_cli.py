@@ -672,7 +672,7 @@ def test_channel_tail_shows_a_channels_newest_messages_oldest_first(acme: Cli) -
     assert "no workspace 'nope'" in cli.fails("channel", "tail", "nope", "ops")
     result = cli.run("channel", "tail", "acme", "ops", "--limit", "0")
     assert result.returncode == 2
-    assert "argument --limit:" in result.stderr
+    assert "argument -n/--lines/--limit:" in result.stderr
 
 
 class _Lines:
@@ -823,9 +823,7 @@ def _closed_pipe_run(cli: Cli, *args: str) -> subprocess.CompletedProcess[str]:
     ],
     ids=["show", "show-json", "tail", "tail-follow"],
 )
-def test_a_reader_that_stops_early_ends_the_command_quietly(
-    acme: Cli, command: list[str]
-) -> None:
+def test_a_reader_that_stops_early_ends_the_command_quietly(acme: Cli, command: list[str]) -> None:
     _create(acme, "ci")
     trio.run(_insert_messages, acme.database, "local:ops", ["one", "two"])
     result = _closed_pipe_run(acme, *command)
