@@ -29,7 +29,9 @@ def ensure_key_file(data_dir: Path) -> tuple[Path, bool]:
     path = data_dir / KEY_FILE
     if path.exists():
         return path, False
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # A directory made for it holds nothing others should read (the key, and
+    # usually the database): owner only. One that exists keeps its mode.
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as file:
         file.write(Fernet.generate_key() + b"\n")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,19 @@ def test_init_json_gives_the_password_and_stores_only_its_hash(cli: Cli, tmp_pat
     ((admin_id, username, password_hash, _created),) = rows["admins"]
     assert (admin_id, username) == (data["admin"]["id"], "root")
     assert PasswordHasher().verify(password_hash, password)
+
+
+def test_init_makes_the_data_dir_and_the_database_private(tmp_path: Path) -> None:
+    # The usual umask would leave both readable by every user of the machine.
+    saved = os.umask(0o022)
+    try:
+        cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'agentws.db'}")
+        cli.ok("init", env={"AGENTWS_DATA_DIR": "state/agentws"})
+    finally:
+        os.umask(saved)
+    assert stat.S_IMODE((tmp_path / "state" / "agentws").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "agentws" / "secret.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "agentws.db").stat().st_mode) == 0o600
 
 
 # --- workspaces and groups -----------------------------------------------------------------
