@@ -2,8 +2,10 @@
 
 Every subcommand takes ``--database URL`` (default: ``AGENTWS_DATABASE_URL``,
 else ``sqlite:///./agentws.db``) and ``--json`` (one JSON document on
-stdout, for scripts). Errors go to stderr with exit status 1 (2 for a
-malformed command line); stdout then stays empty.
+stdout, for scripts). Only ``init`` and ``serve`` create the database;
+the other commands refuse one that is not there. Errors go to stderr with
+exit status 1 (2 for a malformed command line or a database that is not
+there); stdout then stays empty.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from agentws import __version__
 from agentws.accounts import initialise
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
-from agentws.errors import AgentwsError, ConfigError
+from agentws.errors import AgentwsError, ConfigError, NoDatabaseError
 from agentws.registry import (
     create_group,
     create_token,
@@ -319,7 +321,8 @@ def _fail(error: BaseException, as_json: bool) -> int:
         print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
     else:
         print(f"agentws: error: {message}", file=sys.stderr)
-    return 1
+    # Pointed at no database is a usage mistake, like a malformed command line.
+    return 2 if isinstance(error, NoDatabaseError) else 1
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -423,7 +426,11 @@ def _main(argv: Sequence[str] | None) -> int:
         actor = f"cli:{getpass.getuser()}"
 
         async def run() -> Output:
-            async with open_store(settings.database_url, pool_size=2) as store:
+            # Only init makes a database: any other command run in the wrong
+            # directory (or with a mistyped URL) would leave an empty one there.
+            async with open_store(
+                settings.database_url, pool_size=2, create=args.command == "init"
+            ) as store:
                 return await handler(args, Context(settings, store, actor))
 
         output = trio.run(run)
@@ -435,6 +442,11 @@ def _main(argv: Sequence[str] | None) -> int:
             raise error from None  # the reader has gone (see main)
         if not isinstance(error, AgentwsError | OSError):
             raise
+        if isinstance(error, NoDatabaseError):
+            error = NoDatabaseError(
+                f"{error.message}: create it with `agentws init`, or point --database "
+                "(or AGENTWS_DATABASE_URL) at the one you mean"
+            )
         return _fail(error, args.json)
     if args.json:
         print(json.dumps(output.data, indent=2))

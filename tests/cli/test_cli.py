@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from argon2 import PasswordHasher
 
+from agentws.store.postgres import open_postgres
 from tests.cli.conftest import Cli
+from tests.support import fresh_schema_sync
 
 DEFAULT_BASE = "http://127.0.0.1:8080"  # from the default bind, AGENTWS_BIND unset
 
@@ -292,11 +295,77 @@ def test_malformed_database_variable_is_named(cli: Cli, tmp_path: Path) -> None:
     stderr = cli.fails("init", env={"AGENTWS_DATABASE_URL": "nope"}, database=False)
     assert "AGENTWS_DATABASE_URL" in stderr
     assert "'nope'" in stderr
-    assert list(tmp_path.iterdir()) == []  # no fallback database was created
+    assert not (tmp_path / "agentws.db").exists()  # no fallback database was created
 
 
 def test_database_flag_overrides_a_malformed_variable(cli: Cli) -> None:
     assert cli.json("workspace", "list", env={"AGENTWS_DATABASE_URL": "nope"}) == []
+
+
+NON_CREATING = [
+    ["workspace", "list"],
+    ["workspace", "create", "acme"],
+    ["token", "list", "acme", "ops"],
+    ["webhook", "list", "acme"],
+    ["doctor"],
+]
+
+
+@pytest.mark.parametrize("command", NON_CREATING, ids=lambda c: "-".join(c[:2]))
+def test_a_command_elsewhere_refuses_rather_than_creating_an_empty_database(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # What a new user did: `cd /tmp/x && agentws workspace list`.
+    elsewhere = tmp_path / "x"
+    elsewhere.mkdir()
+    result = Cli(elsewhere, "").run(*command, database=False)  # default: ./agentws.db
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert str(elsewhere / "agentws.db") in result.stderr
+    assert "--database" in result.stderr
+    assert "AGENTWS_DATABASE_URL" in result.stderr
+    assert "agentws init" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_missing_database_named_by_flag_or_variable_is_refused(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    for env, database in (({}, True), ({"AGENTWS_DATABASE_URL": f"sqlite:///{missing}"}, False)):
+        flagged = Cli(tmp_path, f"sqlite:///{missing}")
+        result = flagged.run("workspace", "list", "--json", env=env, database=database)
+        assert result.returncode == 2, result.stderr
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] == "no_database"
+        assert str(missing) in error["message"]
+    assert not missing.exists()
+
+
+@pytest.mark.postgres
+def test_a_postgres_database_without_agentws_is_refused_not_migrated(tmp_path: Path) -> None:
+    with fresh_schema_sync() as url:
+        cli = Cli(tmp_path, url)
+        result = cli.run("workspace", "list")
+        assert result.returncode == 2, result.stderr
+        assert "has no agentws schema" in result.stderr
+        assert "agentws init" in result.stderr
+        assert trio.run(_tables, url) == []  # nothing was created
+        assert "Initialised" in cli.ok("init")
+        assert cli.json("workspace", "list") == []
+
+
+async def _tables(url: str) -> list[str]:
+    async with open_postgres(url, pool_size=1) as db:
+        rows = await db.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return [r["table_name"] for r in rows]
+
+
+def test_init_creates_the_database_and_then_other_commands_use_it(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, "")
+    assert "Initialised" in cli.run("init", database=False).stdout
+    assert (tmp_path / "agentws.db").is_file()
+    assert cli.run("workspace", "list", database=False).returncode == 0
 
 
 def test_unreachable_postgres_fails_cleanly(cli: Cli) -> None:
