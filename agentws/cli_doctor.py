@@ -3,8 +3,9 @@
 It checks, without changing anything and without posting a message:
 
 - the store answers;
-- the service key is there (connector secrets and webhook verification
-  secrets are sealed with it);
+- the service key is there and opens the stored secrets (connector
+  secrets and webhook verification secrets are sealed with it): one that
+  cannot open them fails, as ``/readyz`` does;
 - the model: the offline digest, or Anthropic's, asked about the configured
   model with the configured key;
 - every chat channel a webhook posts to: local channels need nothing; a
@@ -27,7 +28,7 @@ from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.cli import Context, Output
 from agentws.domain.models import ConnectorKind, Webhook, Workspace
 from agentws.errors import AgentwsError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import SecretBox, key_problem
 
 __all__ = ["add_doctor_command"]
 
@@ -53,12 +54,23 @@ async def _store(ctx: Context) -> Check:
     return Check("store", "ok", f"{ctx.store.dialect} answers")
 
 
-def _secret_key(ctx: Context) -> Check:
+async def _secret_key(ctx: Context) -> Check:
+    try:
+        sealed = await ctx.store.sealed_samples()
+    except AgentwsError as exc:
+        return Check("secret key", "fail", f"cannot read the stored secrets: {exc.message}")
     try:
         SecretBox.from_settings(ctx.settings)
     except AgentwsError as exc:
-        return Check("secret key", "warn", f"{exc.message}; connector secrets cannot be used")
-    return Check("secret key", "ok", "present")
+        if sealed:  # the service reports not ready for this (see /readyz)
+            return Check("secret key", "fail", f"{exc.message}; stored secrets cannot be opened")
+        return Check("secret key", "warn", f"{exc.message}; no secret can be stored yet")
+    problem = key_problem(ctx.settings, sealed)
+    if problem is not None:
+        return Check("secret key", "fail", problem)
+    if sealed:
+        return Check("secret key", "ok", "opens the stored secrets")
+    return Check("secret key", "ok", "present (nothing sealed with it yet)")
 
 
 async def _model(ctx: Context, timeout_s: float) -> Check:
@@ -131,7 +143,7 @@ async def _sinks(ctx: Context, timeout_s: float) -> list[Check]:
 
 
 async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
-    checks = [await _store(ctx), _secret_key(ctx)]
+    checks = [await _store(ctx), await _secret_key(ctx)]
     checks.append(await _model(ctx, args.timeout))
     if checks[0].status != "fail":
         checks += await _sinks(ctx, args.timeout)

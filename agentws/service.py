@@ -31,6 +31,7 @@ from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
+from agentws.secret_box import SecretBox, key_problem
 from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
@@ -241,8 +242,9 @@ class Service:
         self.registry.announce(internal_url)
 
     async def readiness(self) -> Readiness:
-        """Whether the service can do its work now: the store answers in time, and
-        (PostgreSQL) the change feed listens."""
+        """Whether the service can do its work now: the store answers in time,
+        (PostgreSQL) the change feed listens, and the service key opens the
+        stored secrets (when there are any)."""
         if self._stopping.is_set():
             return Readiness(False, "shutting down")
         if self._draining:
@@ -253,8 +255,20 @@ class Service:
             except StoreError as exc:
                 return Readiness(False, f"store: {exc.message}")
             problem = self.changes.problem()
+            if problem is None:
+                problem = await self._secrets_problem()
             return Readiness(problem is None, problem or "")
         return Readiness(False, f"store: no answer within {self.settings.store_timeout_s:g} s")
+
+    async def _secrets_problem(self) -> str | None:
+        # Signed webhooks and connectors with credentials need the stored
+        # secrets opened: an instance whose key cannot is not ready for them.
+        try:
+            sealed = await self.store.sealed_samples()
+        except StoreError as exc:
+            return f"store: {exc.message}"
+        problem = key_problem(self.settings, sealed)
+        return None if problem is None else f"secret key: {problem}"
 
 
 async def run_service(
@@ -273,8 +287,10 @@ async def run_service(
         The store is closed after the service's tasks have ended.
 
     Error handling:
-        Store errors at start (unreachable, migration) propagate from
+        A key that is configured but malformed (ConfigError naming it) and
+        store errors at start (unreachable, migration) propagate from
         ``nursery.start``, so a service that cannot work never reports started.
     """
+    SecretBox.check_settings(settings)
     async with open_store(settings.database_url, pool_size=settings.store_pool_size) as store:
         await Service(settings, store, model).serve(task_status=task_status)

@@ -123,10 +123,17 @@ async def _get(url: str) -> httpx2.Response:
             return await client.get(url)
 
 
-async def _run(*args: str) -> subprocess.CompletedProcess[bytes]:
+async def _run(
+    *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[bytes]:
     with trio.fail_after(STARTUP_S):
         return await trio.run_process(
-            _command(*args), capture_stdout=True, capture_stderr=True, check=False, env=_env()
+            _command(*args),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=cwd,
+            env=_env(**env),
         )
 
 
@@ -217,3 +224,29 @@ async def test_serve_on_postgres_is_ready_and_exits_0(tmp_path: Path, postgres_u
         stderr = server.stderr()
     assert "Traceback" not in stderr
     assert "received SIGTERM" in stderr
+
+
+MALFORMED_KEY = "c2hvcnQta2V5LXRoYXQtaXMtbm90LTMyLWJ5dGVz"
+
+
+@pytest.mark.parametrize("where", ["variable", "file"])
+async def test_serve_with_a_malformed_secret_key_refuses_to_start(
+    tmp_path: Path, sqlite_url: str, where: str
+) -> None:
+    # It used to start, say ready, and answer every signed webhook 503.
+    env = {"AGENTWS_DATA_DIR": str(tmp_path)}
+    if where == "variable":
+        env["AGENTWS_SECRET_KEY"] = MALFORMED_KEY
+        names = "AGENTWS_SECRET_KEY"
+    else:
+        (tmp_path / "secret.key").write_text(MALFORMED_KEY + "\n")
+        names = str(tmp_path / "secret.key")
+    result = await _run(
+        "serve", "--bind", "127.0.0.1:0", "--database", sqlite_url, cwd=tmp_path, **env
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert result.stdout == b""  # never announced, never bound
+    assert "Traceback" not in stderr
+    assert stderr.startswith(f"agentws: error: {names}: not a valid key"), stderr
+    assert MALFORMED_KEY not in stderr

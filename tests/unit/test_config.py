@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 from agentws.config import Settings, parse_bind, parse_database_url
 from agentws.errors import ConfigError
@@ -148,3 +149,26 @@ def test_the_model_settings_and_a_key_that_never_shows():
 def test_bad_model_settings_name_their_variable(variable: str, value: str):
     with pytest.raises(ConfigError, match=variable):
         Settings.from_env({variable: value})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not-a-key",
+        "x" * 44,  # 33 bytes, not 32
+        Fernet.generate_key().decode()[:-4],  # cut short, as in a bad paste
+        "é" * 44,
+    ],
+)
+def test_a_malformed_secret_key_stops_the_process_without_showing_the_value(value):
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"AGENTWS_SECRET_KEY": value})
+    message = caught.value.message
+    assert message.startswith("AGENTWS_SECRET_KEY: ")
+    assert "32 bytes in URL-safe base64" in message
+    assert value not in message
+
+
+def test_a_secret_key_is_taken_as_is():
+    key = Fernet.generate_key().decode()
+    assert Settings.from_env({"AGENTWS_SECRET_KEY": f" {key}\n"}).secret_key == key
