@@ -23,6 +23,7 @@ import trio
 
 from agentws import __version__
 from agentws.accounts import initialise
+from agentws.cli_urls import printed_base_url
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
 from agentws.errors import AgentwsError, ConfigError, NoDatabaseError
@@ -55,9 +56,16 @@ class Output:
 
 @attrs.frozen
 class Context:
+    #: ``base_url`` is the one URLs are printed with (see :mod:`agentws.cli_urls`).
     settings: Settings
     store: Store
     actor: str
+    #: Said under a printed URL that is only a guess (no AGENTWS_BASE_URL, no instance).
+    url_note: str | None = None
+
+    def noted(self, text: str) -> str:
+        """``text`` (which shows a URL), with the note on that URL if there is one."""
+        return f"{text}\n{self.url_note}" if self.url_note else text
 
 
 Handler = Callable[[argparse.Namespace, Context], Awaitable[Output]]
@@ -131,9 +139,8 @@ async def _workspace_list(args: argparse.Namespace, ctx: Context) -> Output:
 async def _group_create(args: argparse.Namespace, ctx: Context) -> Output:
     g = await create_group(ctx.store, args.workspace, args.slug, name=args.name, actor=ctx.actor)
     data = _group_json(g, args.workspace, ctx.settings)
-    return Output(
-        data, f"Created group {args.workspace}/{g.slug} ({g.id}).\nEndpoint: {data['url']}"
-    )
+    text = f"Created group {args.workspace}/{g.slug} ({g.id}).\nEndpoint: {data['url']}"
+    return Output(data, ctx.noted(text))
 
 
 async def _group_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -168,7 +175,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"Token:    {issued.secret}\n"
         "Copy the token now: only its hash is stored and it cannot be shown again."
     )
-    return Output(data, text)
+    return Output(data, ctx.noted(text))
 
 
 async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -431,7 +438,9 @@ def _main(argv: Sequence[str] | None) -> int:
             async with open_store(
                 settings.database_url, pool_size=2, create=args.command == "init"
             ) as store:
-                return await handler(args, Context(settings, store, actor))
+                base = await printed_base_url(settings, store)
+                printing = attrs.evolve(settings, base_url=base.url)
+                return await handler(args, Context(printing, store, actor, base.note))
 
         output = trio.run(run)
     except KeyboardInterrupt:

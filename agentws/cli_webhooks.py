@@ -135,7 +135,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"  curl -X POST -H 'Content-Type: application/json' -d '{{\"event\": \"test\"}}' "
         f"'{issued.url}'"
     )
-    return Output(data, text)
+    return Output(data, ctx.noted(text))
 
 
 async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:

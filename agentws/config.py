@@ -338,9 +338,13 @@ class Settings:
     @property
     def public_base_url(self) -> str:
         """``base_url`` if set, else ``http://`` + the bind address."""
+        return self.public_url_for(self.bind_port)
+
+    def public_url_for(self, port: int) -> str:
+        """``base_url`` if set, else ``http://`` + the bind host and ``port`` (the bound one)."""
         if self.base_url:
             return self.base_url
-        host, port = parse_bind(self.bind)
+        host = self.bind_host
         if host in ("0.0.0.0", "::", ""):  # noqa: S104 - naming the wildcard, not binding it
             host = "localhost"
         if ":" in host:

@@ -125,7 +125,10 @@ class Service:
                 self.registry = InstanceRegistry(self.store, self.settings.instance_id)
                 await nursery.start(self.registry.serve)
                 if self.settings.internal_url or self.settings.bind_port:
-                    self.registry.announce(self.settings.internal_url_for(self.settings.bind_port))
+                    port = self.settings.bind_port
+                    self.registry.announce(
+                        self.settings.internal_url_for(port), self.settings.public_url_for(port)
+                    )
                 self.forwarder = SessionForwarder(
                     self.registry, hop_client, self.settings.sse_stall_s
                 )
@@ -237,9 +240,9 @@ class Service:
         with trio.move_on_after(timeout_s):
             await self._sessions.wait_until_empty()
 
-    def announce(self, internal_url: str) -> None:
-        """Tell the other instances where this one is, once its port is bound."""
-        self.registry.announce(internal_url)
+    def announce(self, internal_url: str, public_url: str | None = None) -> None:
+        """Tell the other instances (and the CLI) where this one is, once its port is bound."""
+        self.registry.announce(internal_url, public_url)
 
     async def readiness(self) -> Readiness:
         """Whether the service can do its work now: the store answers in time,

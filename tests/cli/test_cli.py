@@ -196,6 +196,19 @@ def test_group_url_honours_base_url_and_bind(cli: Cli) -> None:
     assert by_bind["url"] == "http://localhost:9000/mcp/g/acme/ops"
 
 
+def test_a_guessed_url_comes_with_a_note_on_how_to_set_it(cli: Cli) -> None:
+    # No AGENTWS_BASE_URL and no running instance: the default, said to be a guess.
+    cli.ok("workspace", "create", "acme")
+    text = cli.ok("group", "create", "acme", "ops")
+    assert f"Endpoint: {DEFAULT_BASE}/mcp/g/acme/ops\nNote: " in text
+    assert "AGENTWS_BASE_URL" in text and "agentws serve" in text
+    env = {"AGENTWS_BASE_URL": "https://agents.example.com"}
+    token = cli.ok("token", "create", "acme", "ops", "--name", "t", env=env)
+    assert "Note:" not in token
+    # Scripts get the URL alone.
+    assert "Note" not in json.dumps(cli.json("token", "create", "acme", "ops", "--name", "u"))
+
+
 # --- tokens -------------------------------------------------------------------------------
 
 
