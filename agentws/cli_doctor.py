@@ -2,7 +2,7 @@
 
 It checks, without changing anything and without posting a message:
 
-- the store answers;
+- the store answers (and a SQLite file is not readable by other users);
 - the service key is there and opens the stored secrets (connector
   secrets and webhook verification secrets are sealed with it): one that
   cannot open them fails, as ``/readyz`` does;
@@ -19,6 +19,8 @@ Each check is ``ok``, ``warn`` (works, but something deserves a look) or
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from typing import Any
 
 import attrs
@@ -29,6 +31,7 @@ from agentws.cli import Context, Output
 from agentws.domain.models import ConnectorKind, Webhook, Workspace
 from agentws.errors import AgentwsError
 from agentws.secret_box import SecretBox, key_problem
+from agentws.store.sqlite import sqlite_path
 
 __all__ = ["add_doctor_command"]
 
@@ -51,7 +54,36 @@ async def _store(ctx: Context) -> Check:
         await ctx.store.ping()
     except AgentwsError as exc:
         return Check("store", "fail", exc.message)
+    exposed = _readable_by_others(ctx.settings.database_url)
+    if exposed:
+        return Check(
+            "store",
+            "warn",
+            f"{ctx.store.dialect} answers, but other users of this machine can read "
+            f"{', '.join(exposed)}: chmod 600 them (agentws now creates them 0600)",
+        )
     return Check("store", "ok", f"{ctx.store.dialect} answers")
+
+
+def _readable_by_others(database_url: str) -> list[str]:
+    """The SQLite files (database, -wal, -shm) whose mode lets others read them.
+
+    agentws creates them 0600; one made by an older version (or copied) may not be.
+    """
+    if not database_url.startswith("sqlite:"):
+        return []
+    path = sqlite_path(database_url)
+    if path == ":memory:":
+        return []
+    found = []
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            continue
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            found.append(f"{os.path.abspath(name)} (mode {stat.S_IMODE(mode):o})")
+    return found
 
 
 async def _secret_key(ctx: Context) -> Check:

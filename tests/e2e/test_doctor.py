@@ -188,3 +188,21 @@ async def test_doctor_fails_when_the_key_cannot_open_the_stored_secrets(tmp_path
 
 def _checks(report: dict[str, Any]) -> dict[str, list[str]]:
     return {c["check"]: [c["status"], c["detail"]] for c in report["checks"]}
+
+
+async def test_doctor_warns_of_a_database_other_users_can_read(tmp_path: Path) -> None:
+    # Files made before agentws created them 0600 keep their mode: say so.
+    path = tmp_path / "old.db"
+    database = f"sqlite:///{path}"
+    env = {"AGENTWS_DATABASE_URL": database, "AGENTWS_DATA_DIR": str(tmp_path)}
+    async with open_store(database):
+        pass
+    code, report = await _doctor(env)
+    assert _checks(report)["store"] == ["ok", "sqlite answers"]
+
+    path.chmod(0o644)
+    code, report = await _doctor(env)
+    assert code == 0  # works: a warning, not a failure
+    status, detail = _checks(report)["store"]
+    assert status == "warn"
+    assert str(path) in detail and "chmod 600" in detail
