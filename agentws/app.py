@@ -63,8 +63,8 @@ async def healthz() -> Response:
 
 
 async def readyz() -> Response | tuple[Response, int, dict[str, str]]:
-    """Readiness: the store answers (and, on PostgreSQL, the change feed listens);
-    503 with ``Retry-After`` otherwise."""
+    """Readiness: the store answers (and, on PostgreSQL, the change feed listens),
+    and the service key opens the stored secrets; 503 with ``Retry-After`` otherwise."""
     readiness = await _service().readiness()
     if readiness.ready:
         return jsonify({"status": "ready"})

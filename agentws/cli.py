@@ -2,8 +2,10 @@
 
 Every subcommand takes ``--database URL`` (default: ``AGENTWS_DATABASE_URL``,
 else ``sqlite:///./agentws.db``) and ``--json`` (one JSON document on
-stdout, for scripts). Errors go to stderr with exit status 1 (2 for a
-malformed command line); stdout then stays empty.
+stdout, for scripts). Only ``init`` and ``serve`` create the database;
+the other commands refuse one that is not there. Errors go to stderr with
+exit status 1 (2 for a malformed command line or a database that is not
+there); stdout then stays empty.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import trio
 
 from agentws import __version__
 from agentws.accounts import initialise
+from agentws.cli_urls import printed_base_url
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
-from agentws.errors import AgentwsError, ConfigError
+from agentws.errors import AgentwsError, ConfigError, NoDatabaseError
 from agentws.registry import (
     create_group,
     create_token,
@@ -53,9 +56,16 @@ class Output:
 
 @attrs.frozen
 class Context:
+    #: ``base_url`` is the one URLs are printed with (see :mod:`agentws.cli_urls`).
     settings: Settings
     store: Store
     actor: str
+    #: Said under a printed URL that is only a guess (no AGENTWS_BASE_URL, no instance).
+    url_note: str | None = None
+
+    def noted(self, text: str) -> str:
+        """``text`` (which shows a URL), with the note on that URL if there is one."""
+        return f"{text}\n{self.url_note}" if self.url_note else text
 
 
 Handler = Callable[[argparse.Namespace, Context], Awaitable[Output]]
@@ -130,9 +140,8 @@ async def _workspace_list(args: argparse.Namespace, ctx: Context) -> Output:
 async def _group_create(args: argparse.Namespace, ctx: Context) -> Output:
     g = await create_group(ctx.store, args.workspace, args.slug, name=args.name, actor=ctx.actor)
     data = _group_json(g, args.workspace, ctx.settings)
-    return Output(
-        data, f"Created group {args.workspace}/{g.slug} ({g.id}).\nEndpoint: {data['url']}"
-    )
+    text = f"Created group {args.workspace}/{g.slug} ({g.id}).\nEndpoint: {data['url']}"
+    return Output(data, ctx.noted(text))
 
 
 async def _group_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -167,7 +176,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"Token:    {issued.secret}\n"
         "Copy the token now: only its hash is stored and it cannot be shown again."
     )
-    return Output(data, text)
+    return Output(data, ctx.noted(text))
 
 
 async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -320,7 +329,8 @@ def _fail(error: BaseException, as_json: bool) -> int:
         print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
     else:
         print(f"agentws: error: {message}", file=sys.stderr)
-    return 1
+    # Pointed at no database is a usage mistake, like a malformed command line.
+    return 2 if isinstance(error, NoDatabaseError) else 1
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -387,7 +397,34 @@ def _serve(settings: Settings, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    A reader that stops early (``agentws … | head -2``) ends the command
+    quietly, with status 1 and no traceback, as other Unix tools do.
+    """
+    try:
+        status = _main(argv)
+        # What is still buffered goes now, while a closed pipe can be caught here.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return 1
+    return status
+
+
+def _discard_stdout() -> None:
+    # Python flushes stdout again on exit: point it at /dev/null, so that
+    # flush does not fail with a second BrokenPipeError.
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return  # not a file (tests swap in a buffer): nothing is flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = _settings(args)
@@ -397,16 +434,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         actor = f"cli:{getpass.getuser()}"
 
         async def run() -> Output:
-            async with open_store(settings.database_url, pool_size=2) as store:
-                return await handler(args, Context(settings, store, actor))
+            # Only init makes a database: any other command run in the wrong
+            # directory (or with a mistyped URL) would leave an empty one there.
+            async with open_store(
+                settings.database_url, pool_size=2, create=args.command == "init"
+            ) as store:
+                base = await printed_base_url(settings, store)
+                printing = attrs.evolve(settings, base_url=base.url)
+                return await handler(args, Context(printing, store, actor, base.note))
 
         output = trio.run(run)
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
         error = _leaf_error(exc)
+        if isinstance(error, BrokenPipeError):
+            raise error from None  # the reader has gone (see main)
         if not isinstance(error, AgentwsError | OSError):
             raise
+        if isinstance(error, NoDatabaseError):
+            error = NoDatabaseError(
+                f"{error.message}: create it with `agentws init`, or point --database "
+                "(or AGENTWS_DATABASE_URL) at the one you mean"
+            )
         return _fail(error, args.json)
     if args.json:
         print(json.dumps(output.data, indent=2))

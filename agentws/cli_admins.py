@@ -64,7 +64,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"Token (shown once): {secret}\n"
         f"Use it: curl -H 'Authorization: Bearer {secret}' {base}/api/v1/workspaces"
     )
-    return Output(data, text)
+    return Output(data, ctx.noted(text))
 
 
 async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:

@@ -2,9 +2,10 @@
 
 It checks, without changing anything and without posting a message:
 
-- the store answers;
-- the service key is there (connector secrets and webhook verification
-  secrets are sealed with it);
+- the store answers (and a SQLite file is not readable by other users);
+- the service key is there and opens the stored secrets (connector
+  secrets and webhook verification secrets are sealed with it): one that
+  cannot open them fails, as ``/readyz`` does;
 - the model: the offline digest, or Anthropic's, asked about the configured
   model with the configured key;
 - every tool name means one tool: a tool left out of listings because
@@ -20,6 +21,8 @@ Each check is ``ok``, ``warn`` (works, but something deserves a look) or
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from collections import Counter
 from typing import Any
 
@@ -37,7 +40,8 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.errors import AgentwsError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import SecretBox, key_problem
+from agentws.store.sqlite import sqlite_path
 
 __all__ = ["add_doctor_command"]
 
@@ -60,15 +64,55 @@ async def _store(ctx: Context) -> Check:
         await ctx.store.ping()
     except AgentwsError as exc:
         return Check("store", "fail", exc.message)
+    exposed = _readable_by_others(ctx.settings.database_url)
+    if exposed:
+        return Check(
+            "store",
+            "warn",
+            f"{ctx.store.dialect} answers, but other users of this machine can read "
+            f"{', '.join(exposed)}: chmod 600 them (agentws now creates them 0600)",
+        )
     return Check("store", "ok", f"{ctx.store.dialect} answers")
 
 
-def _secret_key(ctx: Context) -> Check:
+def _readable_by_others(database_url: str) -> list[str]:
+    """The SQLite files (database, -wal, -shm) whose mode lets others read them.
+
+    agentws creates them 0600; one made by an older version (or copied) may not be.
+    """
+    if not database_url.startswith("sqlite:"):
+        return []
+    path = sqlite_path(database_url)
+    if path == ":memory:":
+        return []
+    found = []
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            continue
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            found.append(f"{os.path.abspath(name)} (mode {stat.S_IMODE(mode):o})")
+    return found
+
+
+async def _secret_key(ctx: Context) -> Check:
+    try:
+        sealed = await ctx.store.sealed_samples()
+    except AgentwsError as exc:
+        return Check("secret key", "fail", f"cannot read the stored secrets: {exc.message}")
     try:
         SecretBox.from_settings(ctx.settings)
     except AgentwsError as exc:
-        return Check("secret key", "warn", f"{exc.message}; connector secrets cannot be used")
-    return Check("secret key", "ok", "present")
+        if sealed:  # the service reports not ready for this (see /readyz)
+            return Check("secret key", "fail", f"{exc.message}; stored secrets cannot be opened")
+        return Check("secret key", "warn", f"{exc.message}; no secret can be stored yet")
+    problem = key_problem(ctx.settings, sealed)
+    if problem is not None:
+        return Check("secret key", "fail", problem)
+    if sealed:
+        return Check("secret key", "ok", "opens the stored secrets")
+    return Check("secret key", "ok", "present (nothing sealed with it yet)")
 
 
 async def _model(ctx: Context, timeout_s: float) -> Check:
@@ -164,7 +208,7 @@ async def _tool_names(ctx: Context) -> Check:
 
 
 async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
-    checks = [await _store(ctx), _secret_key(ctx)]
+    checks = [await _store(ctx), await _secret_key(ctx)]
     checks.append(await _model(ctx, args.timeout))
     if checks[0].status != "fail":
         checks.append(await _tool_names(ctx))

@@ -136,7 +136,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"  curl -X POST -H 'Content-Type: application/json' -d '{{\"event\": \"test\"}}' "
         f"'{issued.url}'"
     )
-    return Output(data, text)
+    return Output(data, ctx.noted(text))
 
 
 async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -591,7 +591,14 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
     tail.add_argument(
-        "--limit", type=_positive, default=20, metavar="N", help="how many (default 20)"
+        "-n",
+        "--lines",
+        "--limit",
+        dest="limit",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="how many (default 20)",
     )
     tail.add_argument(
         "--follow",

@@ -8,6 +8,7 @@ some request. Durations end in ``_s`` (seconds), sizes in ``_bytes``.
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 from collections.abc import Callable, Mapping
@@ -162,6 +163,21 @@ def _allowlist(value: str) -> Allowlist:
     return Allowlist.parse(value)
 
 
+def _secret_key(value: str) -> str:
+    # Checked here so a bad key stops the process at start; the value is never
+    # echoed in the message (a key cut short is most of the real key).
+    try:
+        raw = base64.urlsafe_b64decode(value.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        raw = b""
+    if len(raw) != 32:
+        raise ValueError(
+            "not a valid key (32 bytes in URL-safe base64, as `agentws init` makes in "
+            "secret.key, or Fernet.generate_key())"
+        )
+    return value
+
+
 def _default_instance_id() -> str:
     host = "".join(c for c in socket.gethostname() if c.isalnum() or c == "-")[:24] or "host"
     return f"{host}-{os.getpid()}"
@@ -197,7 +213,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
-    ("secret_key", "AGENTWS_SECRET_KEY", str, None),
+    ("secret_key", "AGENTWS_SECRET_KEY", _secret_key, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
@@ -362,9 +378,13 @@ class Settings:
     @property
     def public_base_url(self) -> str:
         """``base_url`` if set, else ``http://`` + the bind address."""
+        return self.public_url_for(self.bind_port)
+
+    def public_url_for(self, port: int) -> str:
+        """``base_url`` if set, else ``http://`` + the bind host and ``port`` (the bound one)."""
         if self.base_url:
             return self.base_url
-        host, port = parse_bind(self.bind)
+        host = self.bind_host
         if host in ("0.0.0.0", "::", ""):  # noqa: S104 - naming the wildcard, not binding it
             host = "localhost"
         if ":" in host:

@@ -8,6 +8,7 @@ which driver or library sits underneath::
 
     AgentwsError
     ├── ConfigError            a setting is missing or malformed (names the variable)
+    │   └── NoDatabaseError    the database named is not there (or holds no agentws schema)
     ├── ValidationError        input that breaks a domain rule (bad slug, bad policy...)
     │   └── UnsafeUrlError     an outbound URL or address connectors may not reach
     ├── NotFoundError          the addressed object does not exist
@@ -34,6 +35,7 @@ __all__ = [
     "ConflictError",
     "ListenError",
     "MigrationError",
+    "NoDatabaseError",
     "NotFoundError",
     "OverCapacityError",
     "PermissionDeniedError",
@@ -60,6 +62,12 @@ class ConfigError(AgentwsError):
     """A setting is missing or malformed; the message names the variable."""
 
     code = "config_error"
+
+
+class NoDatabaseError(ConfigError):
+    """The database named is not there, or holds no agentws schema; nothing was created."""
+
+    code = "no_database"
 
 
 class ValidationError(AgentwsError):

@@ -1,7 +1,8 @@
 """Instances sharing one database: this one's heartbeat, and where the others are.
 
 Every instance keeps a row in ``instances`` with the URL the others reach it
-at (``AGENTWS_INTERNAL_URL``, or its bind address) and a heartbeat written
+at (``AGENTWS_INTERNAL_URL``, or its bind address), its public base URL (for
+the URLs the CLI prints) and a heartbeat written
 every ``HEARTBEAT_S``. An MCP session's id starts with its instance's id, so
 a request for a session that reached another instance can be forwarded to
 its owner (:mod:`agentws.mcp.forward`) while the owner's heartbeat is recent;
@@ -52,6 +53,7 @@ class InstanceRegistry:
     store: Store
     instance_id: str
     _internal_url: str | None = attrs.field(default=None, init=False)
+    _public_url: str | None = attrs.field(default=None, init=False)
     _announced: trio.Event = attrs.field(factory=trio.Event, init=False)
     _beat: trio.Event = attrs.field(factory=trio.Event, init=False)
     _started_at: datetime = attrs.field(factory=utcnow, init=False)
@@ -65,9 +67,11 @@ class InstanceRegistry:
         """Where the other instances reach this one; None until announced."""
         return self._internal_url
 
-    def announce(self, internal_url: str) -> None:
-        """Start heartbeats with the address the others forward to (once it is bound)."""
+    def announce(self, internal_url: str, public_url: str | None = None) -> None:
+        """Start heartbeats with the address the others forward to (once it is bound),
+        and the public base URL the CLI prints in URLs."""
         self._internal_url = internal_url.rstrip("/")
+        self._public_url = public_url.rstrip("/") if public_url else None
         self._announced.set()
         self._beat.set()
 
@@ -115,6 +119,7 @@ class InstanceRegistry:
             started_at=self._started_at,
             heartbeat_at=utcnow(),
             draining=self._draining,
+            public_url=self._public_url,
         )
 
     async def live(self, instance_id: str) -> Instance | None:

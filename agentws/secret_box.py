@@ -11,6 +11,7 @@ in memory, for the request that needs them.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -19,7 +20,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from agentws.config import Settings
 from agentws.errors import ConfigError, StoreError
 
-__all__ = ["KEY_FILE", "SecretBox", "ensure_key_file"]
+__all__ = ["KEY_FILE", "SecretBox", "ensure_key_file", "key_problem"]
 
 KEY_FILE = "secret.key"
 
@@ -29,7 +30,9 @@ def ensure_key_file(data_dir: Path) -> tuple[Path, bool]:
     path = data_dir / KEY_FILE
     if path.exists():
         return path, False
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # A directory made for it holds nothing others should read (the key, and
+    # usually the database): owner only. One that exists keeps its mode.
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as file:
         file.write(Fernet.generate_key() + b"\n")
@@ -66,13 +69,31 @@ class SecretBox:
                     "no secret key to encrypt secrets with: set AGENTWS_SECRET_KEY or run "
                     f"`agentws init` to create {path}"
                 )
-            source, key = str(path), path.read_text().strip()
+            try:
+                source, key = str(path), path.read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not text"
+                raise ConfigError(f"{path}: cannot read the key: {reason}") from None
         try:
             return cls(Fernet(key.encode("ascii")))
         except (ValueError, UnicodeEncodeError):
             raise ConfigError(
                 f"{source}: not a valid key (32 bytes in URL-safe base64, as `agentws init` makes)"
             ) from None
+
+    @classmethod
+    def check_settings(cls, settings: Settings) -> None:
+        """Make sure a configured key can be used; having none is not an error here.
+
+        ``agentws serve`` calls this before it opens anything, so a malformed
+        key file stops it at start (a malformed ``AGENTWS_SECRET_KEY`` already
+        stops :meth:`Settings.from_env <agentws.config.Settings.from_env>`).
+
+        Error handling:
+            :class:`~agentws.errors.ConfigError` naming the variable or the file.
+        """
+        if settings.secret_key is not None or (settings.data_dir / KEY_FILE).exists():
+            cls.from_settings(settings)
 
     def seal(self, secret: str) -> bytes:
         return self._fernet.encrypt(secret.encode("utf-8"))
@@ -91,3 +112,32 @@ class SecretBox:
                 "a stored secret cannot be decrypted: was AGENTWS_SECRET_KEY changed? "
                 "Set the old key back, or save the secret again"
             ) from None
+
+
+def key_problem(settings: Settings, sealed: Sequence[bytes]) -> str | None:
+    """Why the configured key cannot open ``sealed`` (stored secrets); None if it can.
+
+    ``sealed`` is a sample (the store's newest sealed value of each kind);
+    with nothing sealed there is no problem, key or no key. The answer is
+    shown on ``/readyz``, so it names neither a secret nor a file path.
+    """
+    if not sealed:
+        return None
+    try:
+        box = SecretBox.from_settings(settings)
+    except ConfigError:
+        if settings.secret_key is None and not (settings.data_dir / KEY_FILE).exists():
+            return (
+                "secrets are stored but there is no key to open them: set AGENTWS_SECRET_KEY, "
+                f"or put back {KEY_FILE} in AGENTWS_DATA_DIR"
+            )
+        return "the key cannot be used (run `agentws doctor`)"
+    for value in sealed:
+        try:
+            box.open(value)
+        except StoreError:
+            return (
+                "the key does not open the stored secrets: was AGENTWS_SECRET_KEY (or "
+                f"{KEY_FILE}) changed? Set the old key back"
+            )
+    return None

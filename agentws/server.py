@@ -105,7 +105,8 @@ async def serve(
                     ) from None
                 # Other instances forward requests for this one's MCP sessions here.
                 bound = (sockets.insecure_sockets or sockets.secure_sockets)[0]
-                service.announce(settings.internal_url_for(bound.getsockname()[1]))
+                port = bound.getsockname()[1]
+                service.announce(settings.internal_url_for(port), settings.public_url_for(port))
 
                 async def trigger() -> None:
                     await shutdown_trigger()

@@ -32,7 +32,7 @@ from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
-from agentws.secret_box import SecretBox
+from agentws.secret_box import SecretBox, key_problem
 from agentws.store import Store, open_store
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
@@ -128,7 +128,10 @@ class Service:
                 self.registry = InstanceRegistry(self.store, self.settings.instance_id)
                 await nursery.start(self.registry.serve)
                 if self.settings.internal_url or self.settings.bind_port:
-                    self.registry.announce(self.settings.internal_url_for(self.settings.bind_port))
+                    port = self.settings.bind_port
+                    self.registry.announce(
+                        self.settings.internal_url_for(port), self.settings.public_url_for(port)
+                    )
                 self.forwarder = SessionForwarder(
                     self.registry, hop_client, self.settings.sse_stall_s
                 )
@@ -257,13 +260,14 @@ class Service:
         with trio.move_on_after(timeout_s):
             await self._sessions.wait_until_empty()
 
-    def announce(self, internal_url: str) -> None:
-        """Tell the other instances where this one is, once its port is bound."""
-        self.registry.announce(internal_url)
+    def announce(self, internal_url: str, public_url: str | None = None) -> None:
+        """Tell the other instances (and the CLI) where this one is, once its port is bound."""
+        self.registry.announce(internal_url, public_url)
 
     async def readiness(self) -> Readiness:
-        """Whether the service can do its work now: the store answers in time, and
-        (PostgreSQL) the change feed listens."""
+        """Whether the service can do its work now: the store answers in time,
+        (PostgreSQL) the change feed listens, and the service key opens the
+        stored secrets (when there are any)."""
         if self._stopping.is_set():
             return Readiness(False, "shutting down")
         if self._draining:
@@ -274,8 +278,20 @@ class Service:
             except StoreError as exc:
                 return Readiness(False, f"store: {exc.message}")
             problem = self.changes.problem()
+            if problem is None:
+                problem = await self._secrets_problem()
             return Readiness(problem is None, problem or "")
         return Readiness(False, f"store: no answer within {self.settings.store_timeout_s:g} s")
+
+    async def _secrets_problem(self) -> str | None:
+        # Signed webhooks and connectors with credentials need the stored
+        # secrets opened: an instance whose key cannot is not ready for them.
+        try:
+            sealed = await self.store.sealed_samples()
+        except StoreError as exc:
+            return f"store: {exc.message}"
+        problem = key_problem(self.settings, sealed)
+        return None if problem is None else f"secret key: {problem}"
 
 
 async def run_service(
@@ -294,8 +310,10 @@ async def run_service(
         The store is closed after the service's tasks have ended.
 
     Error handling:
-        Store errors at start (unreachable, migration) propagate from
+        A key that is configured but malformed (ConfigError naming it) and
+        store errors at start (unreachable, migration) propagate from
         ``nursery.start``, so a service that cannot work never reports started.
     """
+    SecretBox.check_settings(settings)
     async with open_store(settings.database_url, pool_size=settings.store_pool_size) as store:
         await Service(settings, store, model).serve(task_status=task_status)

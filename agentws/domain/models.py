@@ -613,6 +613,9 @@ class Instance:
     heartbeat_at: datetime = _now()
     #: Finishing its sessions before it stops; it takes no new one.
     draining: bool = False
+    #: Its public base URL (``AGENTWS_BASE_URL``, else its bound address): what
+    #: the CLI prints in endpoint and webhook URLs. None: an older instance.
+    public_url: str | None = None
 
 
 #: Every record type the store keeps.

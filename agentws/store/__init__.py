@@ -6,34 +6,43 @@ scale-out one; both are migrated to the current schema before use.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from agentws.config import parse_database_url
-from agentws.errors import ConfigError
+from agentws.errors import ConfigError, NoDatabaseError
 from agentws.store.base import Store
-from agentws.store.migrations import migrate
+from agentws.store.database import Database
+from agentws.store.migrations import has_schema, migrate
 from agentws.store.postgres import open_postgres, redact_url
 from agentws.store.sql import SqlStore
-from agentws.store.sqlite import open_sqlite
+from agentws.store.sqlite import open_sqlite, sqlite_path
 from agentws.store.timed import TimedDatabase
 
 __all__ = ["SqlStore", "Store", "open_store", "redact_url"]
 
 
 @asynccontextmanager
-async def open_store(url: str, *, pool_size: int = 10) -> AsyncIterator[SqlStore]:
+async def open_store(
+    url: str, *, pool_size: int = 10, create: bool = True
+) -> AsyncIterator[SqlStore]:
     """Open and migrate the store named by ``url``.
 
     Args:
         url: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB``.
         pool_size: PostgreSQL connections to keep at most.
+        create: make the agentws schema (and the SQLite file) if it is not
+            there. Without it, a database agentws has never migrated is
+            refused and left as it was; one agentws made is still upgraded.
 
     Resource handling:
         Connections are closed when the block exits.
 
     Error handling:
         :class:`~agentws.errors.ConfigError` for a malformed URL,
+        :class:`~agentws.errors.NoDatabaseError` (``create=False``) for a
+        missing SQLite file or a database without the agentws schema,
         :class:`~agentws.errors.StoreUnavailableError` if the database cannot
         be reached, :class:`~agentws.errors.MigrationError` if its schema
         cannot be brought up to date.
@@ -43,10 +52,29 @@ async def open_store(url: str, *, pool_size: int = 10) -> AsyncIterator[SqlStore
     except ValueError as exc:
         raise ConfigError(f"database URL: {exc}") from None
     if url.startswith("sqlite:"):
+        where = _sqlite_file(url, create)
         async with open_sqlite(url) as sqlite_db:
-            await migrate(sqlite_db)
+            await _migrate(sqlite_db, where, create)
             yield SqlStore(TimedDatabase(sqlite_db))
     else:
         async with open_postgres(url, pool_size=pool_size) as pg_db:
-            await migrate(pg_db)
+            await _migrate(pg_db, redact_url(url), create)
             yield SqlStore(TimedDatabase(pg_db))
+
+
+def _sqlite_file(url: str, create: bool) -> str:
+    """Its absolute path (for messages); NoDatabaseError if it must exist and does not."""
+    path = sqlite_path(url)
+    if path == ":memory:":
+        return path
+    # A stat, not disk I/O worth a thread: the file is opened in one next.
+    where = os.path.abspath(path)
+    if not create and not os.path.exists(path):
+        raise NoDatabaseError(f"no agentws database at {where}")
+    return where
+
+
+async def _migrate(db: Database, where: str, create: bool) -> None:
+    if not create and not await has_schema(db):
+        raise NoDatabaseError(f"{where} has no agentws schema")
+    await migrate(db)

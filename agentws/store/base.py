@@ -303,6 +303,12 @@ class Store(Protocol):
         """Webhook events by status, every status present (0 when none)."""
         ...
 
+    async def sealed_samples(self) -> list[bytes]:
+        """The newest value sealed with the service key of each kind kept (a connector's
+        secret, a webhook's verification secret, a queued call's arguments): enough to
+        tell whether the key opens what is stored. Empty when nothing is sealed."""
+        ...
+
     async def heartbeat(self, instance: Instance) -> None:
         """Record that ``instance`` is alive (insert or replace its row)."""
         ...

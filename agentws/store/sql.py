@@ -557,6 +557,25 @@ class SqlStore(EventQueries, ApprovalQueries, ApprovalRunQueries):
         counts.update({row["status"]: int(row["n"]) for row in rows})
         return counts
 
+    async def sealed_samples(self) -> list[bytes]:
+        # Newest first through small tables, and the status index for approvals:
+        # cheap enough for every readiness probe.
+        waiting = (ApprovalStatus.PENDING.value, ApprovalStatus.APPROVED.value)
+        queries: list[tuple[str, tuple[str, ...]]] = [
+            ("SELECT secret AS v FROM connectors WHERE secret IS NOT NULL", ()),
+            ("SELECT secret AS v FROM webhooks WHERE secret IS NOT NULL", ()),
+            (
+                "SELECT sealed_arguments AS v FROM approvals"
+                " WHERE status IN ($1, $2) AND sealed_arguments IS NOT NULL",
+                waiting,
+            ),
+        ]
+        samples: list[bytes] = []
+        for sql, args in queries:
+            rows = await self._fetch(f"{sql} ORDER BY created_at DESC LIMIT 1", *args)
+            samples += [bytes(row["v"]) for row in rows]
+        return samples
+
     async def heartbeat(self, instance: Instance) -> None:
         table = table_for(Instance)
         columns = ", ".join(table.columns)

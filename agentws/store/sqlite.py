@@ -12,6 +12,7 @@ runs) wait for the write lock up to ``busy_timeout``.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import sqlite3
 import time
@@ -256,6 +257,21 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
             return
 
 
+def _create_private(path: str) -> None:
+    """Create the empty database file (a valid SQLite database), readable by its owner only.
+
+    SQLite would create it with the umask's mode (usually world-readable);
+    the write-ahead log and shared-memory files it makes beside it later take
+    the database file's mode, so they are private too. An existing file
+    keeps the mode it has.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return  # another process made it first
+    os.close(fd)
+
+
 def _connect(path: str) -> sqlite3.Connection:
     if path != ":memory:":
         parent = Path(path).parent
@@ -263,6 +279,10 @@ def _connect(path: str) -> sqlite3.Connection:
             raise StoreUnavailableError(
                 f"cannot open SQLite database {path!r}: directory {str(parent)!r} does not exist"
             )
+        try:
+            _create_private(path)
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot create SQLite database {path!r}: {exc}") from exc
     # isolation_level=None: we issue BEGIN/COMMIT ourselves.
     conn = sqlite3.connect(
         path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000

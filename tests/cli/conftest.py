@@ -22,8 +22,10 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
 from agentws.secret_box import KEY_FILE
+from agentws.store import open_store
 from tests.support import clean_env, fresh_schema_sync
 
 # One CLI run: interpreter start, store open and migration, one command.
@@ -96,10 +98,26 @@ class Cli:
         return dict(error)
 
 
+def created(cli: Cli) -> Cli:
+    """``cli`` once its database exists, with the agentws schema and nothing in it.
+
+    Only ``init`` and ``serve`` create a database (the other commands refuse
+    one that is not there); this is what ``init`` leaves, before its admin
+    and key, so tests of ``init`` itself still see it make them.
+    """
+
+    async def create() -> None:
+        async with open_store(cli.database, pool_size=1):
+            pass
+
+    trio.run(create)
+    return cli
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    """The CLI on a SQLite file of this test's own."""
-    return Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
+    """The CLI on a SQLite file of this test's own (created, empty)."""
+    return created(Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}"))
 
 
 @pytest.fixture(
@@ -109,12 +127,12 @@ def cli(tmp_path: Path) -> Cli:
     ]
 )
 def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
-    """The CLI on SQLite, then on a fresh PostgreSQL schema."""
+    """The CLI on SQLite, then on a fresh PostgreSQL schema (created, empty)."""
     if request.param == "sqlite":
-        yield Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
+        yield created(Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}"))
         return
     with fresh_schema_sync() as url:
-        yield Cli(tmp_path, url)
+        yield created(Cli(tmp_path, url))
 
 
 def seeded_copy(template: Path, tmp_path: Path) -> Cli:

@@ -10,15 +10,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from argon2 import PasswordHasher
 
+from agentws.store.postgres import open_postgres
 from tests.cli.conftest import Cli
+from tests.support import fresh_schema_sync
 
 DEFAULT_BASE = "http://127.0.0.1:8080"  # from the default bind, AGENTWS_BIND unset
 
@@ -124,6 +129,19 @@ def test_init_json_gives_the_password_and_stores_only_its_hash(cli: Cli, tmp_pat
     assert PasswordHasher().verify(password_hash, password)
 
 
+def test_init_makes_the_data_dir_and_the_database_private(tmp_path: Path) -> None:
+    # The usual umask would leave both readable by every user of the machine.
+    saved = os.umask(0o022)
+    try:
+        cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'agentws.db'}")
+        cli.ok("init", env={"AGENTWS_DATA_DIR": "state/agentws"})
+    finally:
+        os.umask(saved)
+    assert stat.S_IMODE((tmp_path / "state" / "agentws").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "agentws" / "secret.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "agentws.db").stat().st_mode) == 0o600
+
+
 # --- workspaces and groups -----------------------------------------------------------------
 
 
@@ -176,6 +194,19 @@ def test_group_url_honours_base_url_and_bind(cli: Cli) -> None:
     # Without a base URL the bind address stands in, with the wildcard named localhost.
     (by_bind,) = cli.json("group", "list", "acme", env={"AGENTWS_BIND": "0.0.0.0:9000"})
     assert by_bind["url"] == "http://localhost:9000/mcp/g/acme/ops"
+
+
+def test_a_guessed_url_comes_with_a_note_on_how_to_set_it(cli: Cli) -> None:
+    # No AGENTWS_BASE_URL and no running instance: the default, said to be a guess.
+    cli.ok("workspace", "create", "acme")
+    text = cli.ok("group", "create", "acme", "ops")
+    assert f"Endpoint: {DEFAULT_BASE}/mcp/g/acme/ops\nNote: " in text
+    assert "AGENTWS_BASE_URL" in text and "agentws serve" in text
+    env = {"AGENTWS_BASE_URL": "https://agents.example.com"}
+    token = cli.ok("token", "create", "acme", "ops", "--name", "t", env=env)
+    assert "Note:" not in token
+    # Scripts get the URL alone.
+    assert "Note" not in json.dumps(cli.json("token", "create", "acme", "ops", "--name", "u"))
 
 
 # --- tokens -------------------------------------------------------------------------------
@@ -277,11 +308,77 @@ def test_malformed_database_variable_is_named(cli: Cli, tmp_path: Path) -> None:
     stderr = cli.fails("init", env={"AGENTWS_DATABASE_URL": "nope"}, database=False)
     assert "AGENTWS_DATABASE_URL" in stderr
     assert "'nope'" in stderr
-    assert list(tmp_path.iterdir()) == []  # no fallback database was created
+    assert not (tmp_path / "agentws.db").exists()  # no fallback database was created
 
 
 def test_database_flag_overrides_a_malformed_variable(cli: Cli) -> None:
     assert cli.json("workspace", "list", env={"AGENTWS_DATABASE_URL": "nope"}) == []
+
+
+NON_CREATING = [
+    ["workspace", "list"],
+    ["workspace", "create", "acme"],
+    ["token", "list", "acme", "ops"],
+    ["webhook", "list", "acme"],
+    ["doctor"],
+]
+
+
+@pytest.mark.parametrize("command", NON_CREATING, ids=lambda c: "-".join(c[:2]))
+def test_a_command_elsewhere_refuses_rather_than_creating_an_empty_database(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # What a new user did: `cd /tmp/x && agentws workspace list`.
+    elsewhere = tmp_path / "x"
+    elsewhere.mkdir()
+    result = Cli(elsewhere, "").run(*command, database=False)  # default: ./agentws.db
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert str(elsewhere / "agentws.db") in result.stderr
+    assert "--database" in result.stderr
+    assert "AGENTWS_DATABASE_URL" in result.stderr
+    assert "agentws init" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_missing_database_named_by_flag_or_variable_is_refused(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.db"
+    for env, database in (({}, True), ({"AGENTWS_DATABASE_URL": f"sqlite:///{missing}"}, False)):
+        flagged = Cli(tmp_path, f"sqlite:///{missing}")
+        result = flagged.run("workspace", "list", "--json", env=env, database=database)
+        assert result.returncode == 2, result.stderr
+        error = json.loads(result.stderr)["error"]
+        assert error["code"] == "no_database"
+        assert str(missing) in error["message"]
+    assert not missing.exists()
+
+
+@pytest.mark.postgres
+def test_a_postgres_database_without_agentws_is_refused_not_migrated(tmp_path: Path) -> None:
+    with fresh_schema_sync() as url:
+        cli = Cli(tmp_path, url)
+        result = cli.run("workspace", "list")
+        assert result.returncode == 2, result.stderr
+        assert "has no agentws schema" in result.stderr
+        assert "agentws init" in result.stderr
+        assert trio.run(_tables, url) == []  # nothing was created
+        assert "Initialised" in cli.ok("init")
+        assert cli.json("workspace", "list") == []
+
+
+async def _tables(url: str) -> list[str]:
+    async with open_postgres(url, pool_size=1) as db:
+        rows = await db.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return [r["table_name"] for r in rows]
+
+
+def test_init_creates_the_database_and_then_other_commands_use_it(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, "")
+    assert "Initialised" in cli.run("init", database=False).stdout
+    assert (tmp_path / "agentws.db").is_file()
+    assert cli.run("workspace", "list", database=False).returncode == 0
 
 
 def test_unreachable_postgres_fails_cleanly(cli: Cli) -> None:

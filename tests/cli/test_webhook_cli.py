@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import secrets
 import signal
@@ -673,7 +674,7 @@ def test_channel_tail_shows_a_channels_newest_messages_oldest_first(acme: Cli) -
     assert "no workspace 'nope'" in cli.fails("channel", "tail", "nope", "ops")
     result = cli.run("channel", "tail", "acme", "ops", "--limit", "0")
     assert result.returncode == 2
-    assert "argument --limit:" in result.stderr
+    assert "argument -n/--lines/--limit:" in result.stderr
 
 
 class _Lines:
@@ -780,3 +781,53 @@ async def test_channel_tail_follow_of_an_empty_channel_prints_its_first_message(
         with trio.fail_after(FOLLOW_S):
             assert json.loads(await lines.next()) == _message_json(second)
         await _interrupt(process, lines)
+
+
+def test_channel_tail_takes_n_like_audit_tail(acme: Cli) -> None:
+    cli = acme
+    messages = trio.run(_insert_messages, cli.database, "local:ops", ["a", "b", "c", "d"])
+    newest = [_message_json(m) for m in messages[-2:]]
+    assert cli.json("channel", "tail", "acme", "ops", "-n", "2") == newest
+    assert cli.json("channel", "tail", "acme", "ops", "--lines", "2") == newest
+    assert cli.json("channel", "tail", "acme", "ops", "--limit", "2") == newest
+
+
+def _closed_pipe_run(cli: Cli, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m agentws ARGS`` writing into a pipe whose reader has already gone.
+
+    What ``agentws … | head -2`` does once ``head`` has what it wants, without
+    the race of a reader that may still be there when the output comes.
+    """
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "agentws", *args, "--database", cli.database],
+            cwd=cli.cwd,
+            env=clean_env(),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=FOLLOW_S,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["webhook", "show", "acme", "ci"],
+        ["webhook", "show", "acme", "ci", "--json"],
+        ["channel", "tail", "acme", "ops", "-n", "5"],
+        ["channel", "tail", "acme", "ops", "--follow"],
+    ],
+    ids=["show", "show-json", "tail", "tail-follow"],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(acme: Cli, command: list[str]) -> None:
+    _create(acme, "ci")
+    trio.run(_insert_messages, acme.database, "local:ops", ["one", "two"])
+    result = _closed_pipe_run(acme, *command)
+    assert result.stderr == ""
+    assert result.returncode == 1

@@ -52,6 +52,7 @@ async def test_heartbeats_keep_the_start_and_live_instances_are_the_recent_ones(
         started_at=now + timedelta(minutes=1),
         heartbeat_at=now + timedelta(seconds=30),
         draining=True,
+        public_url="https://agents.example.com",
     )
     await store.heartbeat(later)
     old = Instance(id="inst-b", internal_url="http://b", heartbeat_at=now - timedelta(minutes=5))
@@ -61,9 +62,11 @@ async def test_heartbeats_keep_the_start_and_live_instances_are_the_recent_ones(
     assert found.id == "inst-a"
     assert found.internal_url == "http://10.0.0.1:9091"
     assert found.draining
+    assert found.public_url == "https://agents.example.com"
     assert abs(found.started_at - now) < timedelta(milliseconds=1)
     both = await store.live_instances(now - timedelta(minutes=10))
     assert {i.id for i in both} == {"inst-a", "inst-b"}
+    assert {i.id: i.public_url for i in both}["inst-b"] is None  # not said: none
 
     await store.delete(Instance, "inst-a")
     assert await store.live_instances(now) == []

@@ -53,9 +53,16 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.errors import ConflictError, MigrationError, NotFoundError, StoreUnavailableError
+from agentws.errors import (
+    ConflictError,
+    MigrationError,
+    NoDatabaseError,
+    NotFoundError,
+    StoreUnavailableError,
+)
 from agentws.store import SqlStore, open_store
-from agentws.store.migrations import MIGRATIONS, migrate
+from agentws.store.migrations import MIGRATIONS, has_schema, migrate
+from agentws.store.sqlite import sqlite_path
 
 from .conftest import open_database
 
@@ -1119,6 +1126,34 @@ async def _migration_versions(url: str) -> list[int]:
     return [row["version"] for row in rows]
 
 
+async def test_sealed_samples_are_the_newest_sealed_value_of_each_kind(store: SqlStore) -> None:
+    t = await seed(store, ["token"])
+    assert await store.sealed_samples() == []
+    for i in range(4):  # the even ones have no secret
+        await store.insert(
+            Connector(
+                workspace_id=t.ws.id,
+                name=_key(i),
+                kind=ConnectorKind.GITHUB,
+                url="https://api.github.com",
+                secret=f"connector {i}".encode() if i % 2 else None,
+                created_at=_at(i),
+            )
+        )
+        await store.insert(
+            attrs.evolve(_webhook(t, i), secret=f"hook {i}".encode() if i % 2 else None)
+        )
+    # Approvals: only a call still waiting (pending or approved) needs its arguments opened.
+    for i, status in enumerate(ApprovalStatus):
+        approval = attrs.evolve(
+            _approval(t, i), status=status, sealed_arguments=f"{status}".encode()
+        )
+        await store.insert(approval)
+    assert sorted(await store.sealed_samples()) == sorted(
+        [b"connector 3", b"hook 3", f"{ApprovalStatus.APPROVED}".encode()]
+    )
+
+
 async def test_opening_twice_is_idempotent(database_url: str) -> None:
     async with open_store(database_url, pool_size=1) as store:
         await store.ping()
@@ -1134,6 +1169,23 @@ async def test_migrate_applies_each_migration_once(database_url: str) -> None:
     async with open_database(database_url) as db:
         assert await migrate(db) == []
     assert await _migration_versions(database_url) == [m.version for m in MIGRATIONS]
+
+
+async def test_open_store_without_create_refuses_a_database_agentws_never_made(
+    database_url: str,
+) -> None:
+    with pytest.raises(NoDatabaseError):
+        async with open_store(database_url, pool_size=1, create=False):
+            pass
+    if database_url.startswith("sqlite"):
+        assert not await trio.Path(sqlite_path(database_url)).exists()
+    else:
+        async with open_database(database_url) as db:
+            assert not await has_schema(db)
+    # Created once, it is opened (and brought up to date) without create.
+    await _open_and_close(database_url)
+    async with open_store(database_url, pool_size=1, create=False) as store:
+        await store.ping()
 
 
 async def _mark_newer(url: str, version: int) -> None:

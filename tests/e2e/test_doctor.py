@@ -18,7 +18,7 @@ from cryptography.fernet import Fernet
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector
 from agentws.connectors.url_guard import Allowlist
-from agentws.domain.models import ConnectorKind
+from agentws.domain.models import ConnectorKind, VerificationScheme
 from agentws.secret_box import SecretBox
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
@@ -128,14 +128,81 @@ async def test_doctor_reports_the_model_and_every_channel(tmp_path: Path) -> Non
 
 def test_doctor_on_a_fresh_install_passes(tmp_path: Path) -> None:
     env = clean_env(AGENTWS_DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.db'}")
-    done = subprocess.run(
-        [sys.executable, "-m", "agentws", "doctor"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    for command in ("init", "doctor"):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentws", command],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
     assert "offline digest" in done.stdout
     assert "Everything checked is ready." in done.stdout
-    assert "warn  secret key" in done.stdout  # no key yet: said, not fatal
+    assert "ok    secret key" in done.stdout
+
+
+async def test_doctor_fails_when_the_key_cannot_open_the_stored_secrets(tmp_path: Path) -> None:
+    # It said "present" for any well-formed key, even one that opens nothing stored.
+    database = f"sqlite:///{tmp_path / 'doctor.db'}"
+    no_key = str(tmp_path / "no-key-here")
+    sealed_with = Fernet.generate_key().decode()
+    async with open_store(database) as store:
+        await seed(store, tmp_path, with_library=False)
+
+    # Nothing sealed yet: no key is worth a warning, not a failure.
+    code, report = await _doctor({"AGENTWS_DATABASE_URL": database, "AGENTWS_DATA_DIR": no_key})
+    assert code == 0
+    assert _checks(report)["secret key"][0] == "warn"
+
+    settings = Settings.from_env(
+        {"AGENTWS_DATABASE_URL": database, "AGENTWS_SECRET_KEY": sealed_with}
+    )
+    async with open_store(database) as store:
+        options = WebhookOptions(verification=VerificationScheme.GITHUB, secret="gh-secret")
+        await create_webhook(
+            store,
+            settings,
+            "acme",
+            name="signed",
+            channel="ops",
+            prompt="Say it.",
+            options=options,
+            actor="test",
+        )
+    other = Fernet.generate_key().decode()
+    for env in ({"AGENTWS_SECRET_KEY": other}, {"AGENTWS_DATA_DIR": no_key}):
+        code, report = await _doctor({"AGENTWS_DATABASE_URL": database, **env})
+        assert code == 1, report
+        status, detail = _checks(report)["secret key"]
+        assert status == "fail"
+        assert "stored secrets" in detail
+        assert other not in json.dumps(report)
+
+    code, report = await _doctor(
+        {"AGENTWS_DATABASE_URL": database, "AGENTWS_SECRET_KEY": sealed_with}
+    )
+    assert _checks(report)["secret key"] == ["ok", "opens the stored secrets"]
+
+
+def _checks(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {c["check"]: [c["status"], c["detail"]] for c in report["checks"]}
+
+
+async def test_doctor_warns_of_a_database_other_users_can_read(tmp_path: Path) -> None:
+    # Files made before agentws created them 0600 keep their mode: say so.
+    path = tmp_path / "old.db"
+    database = f"sqlite:///{path}"
+    env = {"AGENTWS_DATABASE_URL": database, "AGENTWS_DATA_DIR": str(tmp_path)}
+    async with open_store(database):
+        pass
+    code, report = await _doctor(env)
+    assert _checks(report)["store"] == ["ok", "sqlite answers"]
+
+    path.chmod(0o644)
+    code, report = await _doctor(env)
+    assert code == 0  # works: a warning, not a failure
+    status, detail = _checks(report)["store"]
+    assert status == "warn"
+    assert str(path) in detail and "chmod 600" in detail

@@ -13,16 +13,20 @@ import httpx2
 import hypercorn.trio
 import pytest
 import trio
+from cryptography.fernet import Fernet
 from hypercorn.config import Config
 
 import agentws.server
 from agentws import __version__
 from agentws.app import create_app
 from agentws.config import Settings
+from agentws.domain.models import VerificationScheme
 from agentws.errors import StoreUnavailableError
+from agentws.registry import create_workspace
 from agentws.server import serve
 from agentws.service import Service
 from agentws.store import open_store
+from agentws.webhooks.admin import WebhookOptions, create_webhook
 
 GRACE_S = 3.0
 # Shutdown with nothing in flight must end within the grace period; this much
@@ -294,3 +298,57 @@ async def test_readyz_is_503_while_the_change_listener_is_down(tmp_path: Path) -
     assert ready.json()["detail"] == (
         "change listener: PostgreSQL: the listening connection was closed"
     )
+
+
+async def _seal_a_webhook_secret(settings: Settings) -> None:
+    """A GitHub-signed webhook, its secret sealed with ``settings``' key."""
+    async with open_store(settings.database_url, pool_size=1) as store:
+        await create_workspace(store, "acme", name=None, actor="test")
+        options = WebhookOptions(verification=VerificationScheme.GITHUB, secret="gh-secret")
+        await create_webhook(
+            store,
+            settings,
+            "acme",
+            name="gh",
+            channel="ops",
+            prompt="Say it.",
+            options=options,
+            actor="test",
+        )
+
+
+@pytest.mark.parametrize("key", ["another", "none"])
+async def test_readyz_is_503_while_stored_secrets_cannot_be_opened(
+    tmp_path: Path, key: str
+) -> None:
+    # Ready while every signed delivery got 503 verification_unavailable, before.
+    sealed_with = Fernet.generate_key().decode()
+    await _seal_a_webhook_secret(_settings(tmp_path, AGENTWS_SECRET_KEY=sealed_with))
+    empty = tmp_path / "no-key-here"
+    empty.mkdir()
+    if key == "another":
+        env = {"AGENTWS_SECRET_KEY": Fernet.generate_key().decode()}
+    else:
+        env = {"AGENTWS_DATA_DIR": str(empty)}
+
+    async with serving(_settings(tmp_path, **env)) as base_url:
+        response = await _get(f"{base_url}/readyz")
+    assert response.status_code == 503
+    assert int(response.headers["retry-after"]) > 0
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["detail"].startswith("secret key: "), body
+    assert sealed_with not in response.text and str(empty) not in response.text
+
+    async with serving(_settings(tmp_path, AGENTWS_SECRET_KEY=sealed_with)) as base_url:
+        response = await _get(f"{base_url}/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ready"}
+
+
+async def test_readyz_without_a_key_or_stored_secrets_is_ready(tmp_path: Path) -> None:
+    empty = tmp_path / "no-key-here"
+    empty.mkdir()
+    async with serving(_settings(tmp_path, AGENTWS_DATA_DIR=str(empty))) as base_url:
+        response = await _get(f"{base_url}/readyz")
+    assert response.status_code == 200

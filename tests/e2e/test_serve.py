@@ -5,11 +5,13 @@ with one clear line (exit 1, no traceback) when it cannot start."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,10 @@ import httpx2
 import pytest
 import trio
 
-from tests.support import clean_env
+from agentws.domain.rules import utcnow
+from agentws.instances import STALE_S
+from agentws.store import open_store
+from tests.support import clean_env, run_agentws
 
 GRACE_S = 3.0
 # Exit must come within the grace period; this much slack covers interpreter teardown.
@@ -123,10 +128,17 @@ async def _get(url: str) -> httpx2.Response:
             return await client.get(url)
 
 
-async def _run(*args: str) -> subprocess.CompletedProcess[bytes]:
+async def _run(
+    *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[bytes]:
     with trio.fail_after(STARTUP_S):
         return await trio.run_process(
-            _command(*args), capture_stdout=True, capture_stderr=True, check=False, env=_env()
+            _command(*args),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=cwd,
+            env=_env(**env),
         )
 
 
@@ -217,3 +229,112 @@ async def test_serve_on_postgres_is_ready_and_exits_0(tmp_path: Path, postgres_u
         stderr = server.stderr()
     assert "Traceback" not in stderr
     assert "received SIGTERM" in stderr
+
+
+MALFORMED_KEY = "c2hvcnQta2V5LXRoYXQtaXMtbm90LTMyLWJ5dGVz"
+
+
+@pytest.mark.parametrize("where", ["variable", "file"])
+async def test_serve_with_a_malformed_secret_key_refuses_to_start(
+    tmp_path: Path, sqlite_url: str, where: str
+) -> None:
+    # It used to start, say ready, and answer every signed webhook 503.
+    env = {"AGENTWS_DATA_DIR": str(tmp_path)}
+    if where == "variable":
+        env["AGENTWS_SECRET_KEY"] = MALFORMED_KEY
+        names = "AGENTWS_SECRET_KEY"
+    else:
+        (tmp_path / "secret.key").write_text(MALFORMED_KEY + "\n")
+        names = str(tmp_path / "secret.key")
+    result = await _run(
+        "serve", "--bind", "127.0.0.1:0", "--database", sqlite_url, cwd=tmp_path, **env
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert result.stdout == b""  # never announced, never bound
+    assert "Traceback" not in stderr
+    assert stderr.startswith(f"agentws: error: {names}: not a valid key"), stderr
+    assert MALFORMED_KEY not in stderr
+
+
+async def _wait_until_recorded(database_url: str) -> None:
+    """Until the running instance's heartbeat is in the store (it follows the announcement)."""
+    async with open_store(database_url, pool_size=1) as store:
+        with trio.fail_after(STARTUP_S):
+            while True:
+                if await store.live_instances(utcnow() - timedelta(seconds=STALE_S)):
+                    return
+                await trio.sleep(0.05)
+
+
+async def _cli_ok(tmp_path: Path, database_url: str, *args: str, **env: str) -> str:
+    code, stdout, stderr = await run_agentws(tmp_path, database_url, *args, **env)
+    assert code == 0, stderr
+    return stdout
+
+
+_HOOK_URL = re.compile(r"^  (http\S+/hooks/agwh_\S+)$", re.MULTILINE)
+_TRY_IT = re.compile(r"^  curl -X POST .* -d '(.+)' '(http\S+)'$", re.MULTILINE)
+
+
+async def test_cli_prints_the_urls_of_the_running_instance(tmp_path: Path, sqlite_url: str) -> None:
+    # What a new user saw: serve on another port, then URLs for :8080 that failed.
+    async with running_serve(tmp_path, sqlite_url) as server:
+        base = server.base_url
+        assert not base.endswith(":8080")
+        await _wait_until_recorded(sqlite_url)
+        await _cli_ok(tmp_path, sqlite_url, "workspace", "create", "acme")
+        group = await _cli_ok(tmp_path, sqlite_url, "group", "create", "acme", "ops")
+        assert f"Endpoint: {base}/mcp/g/acme/ops\n" in group
+        token = await _cli_ok(tmp_path, sqlite_url, "token", "create", "acme", "ops", "--name", "t")
+        assert f"Endpoint: {base}/mcp/g/acme/ops\n" in token
+        assert "AGENTWS_BASE_URL" not in token  # no note: the URL is right
+
+        (tmp_path / "prompt.txt").write_text("Say what happened.")
+        args = ("--channel", "ops", "--prompt-file", str(tmp_path / "prompt.txt"))
+        hook = await _cli_ok(
+            tmp_path, sqlite_url, "webhook", "create", "acme", "--name", "ci", *args
+        )
+        (url,) = _HOOK_URL.findall(hook)
+        assert url.startswith(f"{base}/hooks/")
+        ((body, tried),) = _TRY_IT.findall(hook)
+        assert tried == url
+        # The printed "try it" works.
+        with trio.fail_after(REQUEST_S):
+            async with httpx2.AsyncClient() as client:
+                response = await client.post(
+                    tried, content=body, headers={"Content-Type": "application/json"}
+                )
+        assert response.status_code == 202, response.text
+
+        # AGENTWS_BASE_URL, where the CLI runs, still wins.
+        token = await _cli_ok(
+            tmp_path,
+            sqlite_url,
+            "token",
+            "create",
+            "acme",
+            "ops",
+            "--name",
+            "u",
+            AGENTWS_BASE_URL="https://agents.example.com",
+        )
+        assert "Endpoint: https://agents.example.com/mcp/g/acme/ops\n" in token
+        assert await server.stop(signal.SIGTERM) == 0
+
+    # Nobody serves this database now: the default, and a note on how to set it.
+    token = await _cli_ok(tmp_path, sqlite_url, "token", "create", "acme", "ops", "--name", "v")
+    assert "Endpoint: http://127.0.0.1:8080/mcp/g/acme/ops\n" in token
+    assert "AGENTWS_BASE_URL" in token
+
+
+async def test_cli_prints_the_public_url_the_running_instance_was_given(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    public = "https://agents.example.com"
+    async with running_serve(tmp_path, sqlite_url, AGENTWS_BASE_URL=public) as server:
+        await _wait_until_recorded(sqlite_url)
+        await _cli_ok(tmp_path, sqlite_url, "workspace", "create", "acme")
+        group = await _cli_ok(tmp_path, sqlite_url, "group", "create", "acme", "ops", "--json")
+        assert json.loads(group)["url"] == f"{public}/mcp/g/acme/ops"
+        assert await server.stop(signal.SIGTERM) == 0

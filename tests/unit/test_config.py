@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 from agentws.config import Settings, parse_bind, parse_database_url
 from agentws.errors import ConfigError
@@ -159,3 +160,26 @@ def test_the_body_read_timeout_is_a_positive_number_of_seconds():
     for bad in ("0", "-1", "soon", "inf"):
         with pytest.raises(ConfigError, match="AGENTWS_BODY_READ_TIMEOUT_S"):
             Settings.from_env({"AGENTWS_BODY_READ_TIMEOUT_S": bad})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not-a-key",
+        "x" * 44,  # 33 bytes, not 32
+        Fernet.generate_key().decode()[:-4],  # cut short, as in a bad paste
+        "é" * 44,
+    ],
+)
+def test_a_malformed_secret_key_stops_the_process_without_showing_the_value(value):
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"AGENTWS_SECRET_KEY": value})
+    message = caught.value.message
+    assert message.startswith("AGENTWS_SECRET_KEY: ")
+    assert "32 bytes in URL-safe base64" in message
+    assert value not in message
+
+
+def test_a_secret_key_is_taken_as_is():
+    key = Fernet.generate_key().decode()
+    assert Settings.from_env({"AGENTWS_SECRET_KEY": f" {key}\n"}).secret_key == key

@@ -32,7 +32,14 @@ from agentws.errors import MigrationError
 from agentws.store.database import Database, Transaction
 from agentws.store.tables import Dialect
 
-__all__ = ["MIGRATIONS", "Migration", "load_migrations", "migrate", "split_statements"]
+__all__ = [
+    "MIGRATIONS",
+    "Migration",
+    "has_schema",
+    "load_migrations",
+    "migrate",
+    "split_statements",
+]
 
 _TYPES: dict[Dialect, dict[str, str]] = {
     "sqlite": {"ts": "TEXT", "json": "TEXT", "bytes": "BLOB", "bool": "INTEGER"},
@@ -132,6 +139,18 @@ async def _lock(tx: Transaction, dialect: Dialect) -> None:
     if dialect == "postgres":
         await tx.execute("SELECT pg_advisory_xact_lock(hashtext('agentws:' || current_schema()))")
     # SQLite: the transaction is BEGIN IMMEDIATE, which already excludes other writers.
+
+
+async def has_schema(db: Database) -> bool:
+    """Whether agentws has migrated this database (its current schema, on PostgreSQL)."""
+    if db.dialect == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    else:
+        sql = (
+            "SELECT 1 FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
+        )
+    return bool(await db.fetch(sql))
 
 
 async def migrate(db: Database) -> list[int]:
