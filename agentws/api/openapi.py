@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentws import __version__
-from agentws.domain.models import VerificationScheme
+from agentws.domain.models import ApprovalStatus, VerificationScheme
 
 __all__ = ["openapi_document"]
 
@@ -36,6 +36,9 @@ def _object(properties: dict[str, Any], required: list[str] | None = None) -> di
 def _page(item: str) -> dict[str, Any]:
     return _object({"items": {"type": "array", "items": _ref(item)}, "next_cursor": _STR_OR_NULL})
 
+
+# The statuses a person sees (``running``: approved, and an instance runs it now).
+_APPROVAL_STATUS = {"type": "string", "enum": [s.value for s in ApprovalStatus]}
 
 _SCHEMAS: dict[str, Any] = {
     "Error": _object(
@@ -145,18 +148,7 @@ _SCHEMAS: dict[str, Any] = {
             "arguments": {"type": "object"},
             "requested_by": {"type": "string"},
             "event_id": _STR_OR_NULL,
-            "status": {
-                "type": "string",
-                "enum": [
-                    "pending",
-                    "approved",
-                    "running",
-                    "executed",
-                    "failed",
-                    "denied",
-                    "expired",
-                ],
-            },
+            "status": _APPROVAL_STATUS,
             "reason": _STR_OR_NULL,
             "decided_by": _STR_OR_NULL,
             "error": _STR_OR_NULL,
@@ -190,18 +182,7 @@ _SCHEMAS: dict[str, Any] = {
             "token_name": _STR_OR_NULL,
             "webhook": _STR_OR_NULL,
             "event_id": _STR_OR_NULL,
-            "status": {
-                "type": "string",
-                "enum": [
-                    "pending",
-                    "approved",
-                    "running",
-                    "executed",
-                    "failed",
-                    "denied",
-                    "expired",
-                ],
-            },
+            "status": _APPROVAL_STATUS,
             "reason": _STR_OR_NULL,
             "decided_by": _STR_OR_NULL,
             "error": {
@@ -529,18 +510,7 @@ def _paths() -> dict[str, Any]:
                     {
                         "name": "status",
                         "in": "query",
-                        "schema": {
-                            "type": "string",
-                            "enum": [
-                                "pending",
-                                "approved",
-                                "running",
-                                "executed",
-                                "failed",
-                                "denied",
-                                "expired",
-                            ],
-                        },
+                        "schema": _APPROVAL_STATUS,
                     },
                 ],
                 operation_id="listApprovals",
