@@ -1144,7 +1144,8 @@ async def test_sealed_samples_are_the_newest_sealed_value_of_each_kind(store: Sq
             attrs.evolve(_webhook(t, i), secret=f"hook {i}".encode() if i % 2 else None)
         )
     # Approvals: only a call still waiting (pending or approved) needs its arguments opened.
-    for i, status in enumerate(ApprovalStatus):
+    stored = [s for s in ApprovalStatus if s is not ApprovalStatus.RUNNING]  # never stored
+    for i, status in enumerate(stored):
         approval = attrs.evolve(
             _approval(t, i), status=status, sealed_arguments=f"{status}".encode()
         )

@@ -26,7 +26,7 @@ import pytest
 import trio
 
 from agentws.approvals.decisions import approve
-from agentws.approvals.queue import queue_call
+from agentws.approvals.queue import QueueLimits, queue_call
 from agentws.connectors.native import ACTIONS, run_action
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.url_guard import Allowlist
@@ -429,16 +429,11 @@ async def test_an_approved_call_queued_before_the_check_sends_nothing(tmp_path: 
             arguments,
             arguments_hash(tool.name, arguments),
             box=None,
-            ttl_s=60,
+            limits=QueueLimits.from_settings(server.service.settings),
         )
-        outcome = await approve(
-            server.store,
-            queued.id,
-            actor="admin",
-            reason=None,
-            runner=server.service.runner,
-            box=None,
-        )
+        await approve(server.store, queued.id, actor="admin", reason=None)
+        with trio.fail_after(10):  # the service runs it
+            outcome = await server.service.approval_runs.outcome(queued.id)
 
     assert recorder.lines == []
     assert outcome.status is ApprovalStatus.FAILED

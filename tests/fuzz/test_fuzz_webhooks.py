@@ -952,7 +952,15 @@ def sign(delivery: SignedDelivery, base: int) -> tuple[Headers, SignedAs]:
 async def test_fuzzed_signed_delivery_ids(tmp_path: Path) -> None:
     async with hook_server(tmp_path) as server, httpx2.AsyncClient(timeout=REQUEST_S) as http:
         hooks = {
-            name: await make_hook(server, f"ids-{name}", verification=scheme, secret=secret, **RATE)
+            # The oracle's size limit, as for the other fuzzed webhooks.
+            name: await make_hook(
+                server,
+                f"ids-{name}",
+                verification=scheme,
+                secret=secret,
+                max_body_bytes=LIMIT,
+                **RATE,
+            )
             for name, (scheme, secret) in SCHEMES.items()
             if name != "shared_secret"
         }
