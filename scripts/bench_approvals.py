@@ -44,11 +44,11 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
-from benchlib.agentws_setup import agentws_bin, agentws_env
+from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
 from benchlib.instances import psql
 from benchlib.load import percentile
 from benchlib.machine import describe_machine
-from benchlib.procs import BenchError, Processes, read_json, rss_kb
+from benchlib.procs import BenchError, Processes, rss_kb
 from benchlib.report import fmt, machine_line, markdown_table, verdict
 
 SCRIPTS = Path(__file__).resolve().parent
@@ -114,19 +114,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _cli(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(agentws_bin()), *args, "--json"],
-        env=env,
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BenchError(f"`agentws {' '.join(args)}` failed:\n{done.stderr.strip()[-2000:]}")
-    return read_json(done.stdout, f"`agentws {' '.join(args)}` output")
+def _cli(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
+    return run_cli(env, *args, cwd=cwd)
 
 
 def _set_up(args: argparse.Namespace, work: Path, url: str) -> tuple[dict[str, str], str, str]:

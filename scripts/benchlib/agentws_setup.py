@@ -59,11 +59,16 @@ def agentws_env(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def _cli(env: dict[str, str], *args: str) -> dict[str, Any]:
+def run_cli(
+    env: dict[str, str], *args: str, cwd: Path | None = None, stdin: str | None = None
+) -> dict[str, Any]:
+    """Run ``agentws ARGS --json`` and return what it printed; BenchError when it fails."""
     argv = [str(agentws_bin()), *args, "--json"]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        argv, env=env, cwd=cwd, input=stdin, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
-        raise BenchError(f"`agentws {' '.join(args)}` failed:\n{done.stderr.strip()}")
+        raise BenchError(f"`agentws {' '.join(args)}` failed:\n{done.stderr.strip()[-3000:]}")
     return read_json(done.stdout, f"`agentws {' '.join(args)}` output")
 
 
@@ -82,12 +87,12 @@ def set_up_agentws(directory: Path, documents: Sequence[Path]) -> AgentwsSite:
     database_path = directory / "agentws.db"
     database_url = f"sqlite:///{database_path}"
     env = agentws_env(database_url)
-    _cli(env, "init")
-    _cli(env, "workspace", "create", WORKSPACE)
-    _cli(env, "group", "create", WORKSPACE, GROUP)
-    token = _cli(env, "token", "create", WORKSPACE, GROUP, "--name", "bench")["token"]
-    _cli(env, "library", "create", WORKSPACE, LIBRARY)
-    _cli(env, "library", "attach", WORKSPACE, GROUP, LIBRARY)
+    run_cli(env, "init")
+    run_cli(env, "workspace", "create", WORKSPACE)
+    run_cli(env, "group", "create", WORKSPACE, GROUP)
+    token = run_cli(env, "token", "create", WORKSPACE, GROUP, "--name", "bench")["token"]
+    run_cli(env, "library", "create", WORKSPACE, LIBRARY)
+    run_cli(env, "library", "attach", WORKSPACE, GROUP, LIBRARY)
     _add_documents(env, database_url, documents)
     return AgentwsSite(database_url=database_url, database_path=database_path, token=token)
 

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchlib import cli
-from benchlib.agentws_setup import agentws_bin, agentws_env
-from benchlib.procs import BenchError, Child, Processes, read_json
+from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
+from benchlib.procs import BenchError, Child, Processes
 from benchlib.report import fmt, machine_line, markdown_table
 from benchlib.webhook_setup import (
     BURST,
@@ -75,17 +75,7 @@ def _fresh_site(base_url: str, directory: Path) -> tuple[str, str, str]:
     env = agentws_env(url, AGENTWS_DATA_DIR=str(directory), AGENTWS_BIND="127.0.0.1:0")
 
     def run(*args: str) -> dict[str, Any]:
-        done = subprocess.run(
-            [str(agentws_bin()), *args, "--json"],
-            env=env,
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise BenchError(f"`agentws {' '.join(args)}` failed:\n{done.stderr.strip()[-2000:]}")
-        return read_json(done.stdout, f"`agentws {' '.join(args)}` output")
+        return run_cli(env, *args, cwd=directory)
 
     run("init")
     run("workspace", "create", WORKSPACE)

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import subprocess
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
 
-from benchlib.agentws_setup import agentws_bin, agentws_env
-from benchlib.procs import BenchError, read_json
+from benchlib.agentws_setup import agentws_env, run_cli
+from benchlib.procs import BenchError
 
 __all__ = ["WebhookSite", "fresh_copy", "set_up_webhook", "site_env"]
 
@@ -52,24 +50,15 @@ def site_env(directory: Path, database_path: Path, **extra: str) -> dict[str, st
     return agentws_env(f"sqlite:///{database_path}", AGENTWS_DATA_DIR=str(directory), **extra)
 
 
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
-    argv = [str(agentws_bin()), *args, "--json"]
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise BenchError(f"`agentws {' '.join(args)}` failed:\n{done.stderr.strip()[-3000:]}")
-    return read_json(done.stdout, f"`agentws {' '.join(args)}` output")
-
-
 def set_up_webhook(directory: Path) -> WebhookSite:
     """Create ``directory/agentws.db`` with a workspace and the benchmark's webhook."""
     database_path = directory / "agentws.db"
     # The URL is printed with the bind address; only its path is used.
     env = site_env(directory, database_path, AGENTWS_BIND="127.0.0.1:0")
-    _cli(env, directory, "init")
-    _cli(env, directory, "workspace", "create", WORKSPACE)
-    created = _cli(
+    run_cli(env, "init", cwd=directory)
+    run_cli(env, "workspace", "create", WORKSPACE, cwd=directory)
+    created = run_cli(
         env,
-        directory,
         "webhook",
         "create",
         WORKSPACE,
@@ -85,6 +74,7 @@ def set_up_webhook(directory: Path) -> WebhookSite:
         BURST,
         "--concurrency",
         WEBHOOK_CONCURRENCY,
+        cwd=directory,
     )
     path = urlsplit(str(created.get("url", ""))).path
     if not path.startswith("/hooks/"):
