@@ -11,27 +11,47 @@
   and per client address; past a few, further attempts are refused for a
   while that doubles with each failure, whatever the password.
 
+- **Callers.** :func:`authenticate` tells who calls the admin doors: an
+  admin API token, or a dashboard session with its CSRF token.
+- **What the admin doors are given.** :class:`AdminServices`, built once by
+  the service for the dashboard and the JSON API.
+
 Every sign-in, sign-out, failure and token change is audited.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import attrs
 import trio
 
 from agentws.accounts import hash_password, verify_password
-from agentws.domain.models import Admin, AdminSession, AdminToken, AuditEntry
+from agentws.config import Settings
+from agentws.domain.models import Admin, AdminSession, AdminToken, Approval, AuditEntry
 from agentws.domain.rules import ADMIN_TOKEN_PREFIX, hash_secret, new_secret, utcnow
-from agentws.errors import ConflictError, NotFoundError, UnauthorizedError, ValidationError
+from agentws.errors import (
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthorizedError,
+    ValidationError,
+)
+from agentws.secret_box import Keys
 from agentws.store import Store
 
 __all__ = [
+    "SAFE_METHODS",
+    "SESSION_COOKIE",
+    "AdminServices",
+    "Caller",
     "LoginThrottle",
     "admin_for_token",
+    "authenticate",
     "create_admin_token",
     "find_admin",
     "list_admin_tokens",
@@ -210,3 +230,84 @@ async def admin_for_token(store: Store, secret: str) -> Admin | None:
 def _decoy() -> Admin:
     """An admin nobody is, whose hash an unknown username is checked against."""
     return Admin(username="", password_hash=hash_password(secrets.token_urlsafe(16)))
+
+
+# --- who calls the admin doors ------------------------------------------------------
+#
+# ``Authorization: Bearer agwa_…``: an admin API token (``agentws admin token
+# create``), for scripts. The dashboard's session cookie, for the dashboard and
+# its own scripts; then an unsafe method (anything but GET/HEAD/OPTIONS) must
+# carry the session's CSRF token in ``X-CSRF-Token``, so that another site
+# cannot make the browser send one.
+
+#: The dashboard session's cookie.
+SESSION_COOKIE = "agentws_session"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@attrs.frozen
+class Caller:
+    admin: Admin
+    #: The dashboard session, when the call came with its cookie.
+    session: AdminSession | None = None
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names them."""
+        return f"admin:{self.admin.username}"
+
+
+async def authenticate(
+    store: Store,
+    *,
+    method: str,
+    authorization: str | None,
+    cookie: str | None,
+    csrf: str | None,
+) -> Caller:
+    """The admin making the request.
+
+    Error handling:
+        UnauthorizedError without valid credentials; PermissionDeniedError
+        for a session's unsafe call without its CSRF token.
+    """
+    if authorization is not None:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise UnauthorizedError("the Authorization header must be 'Bearer agwa_…'")
+        admin = await admin_for_token(store, token.strip())
+        if admin is None:
+            raise UnauthorizedError("unknown or revoked admin API token")
+        return Caller(admin)
+    if cookie:
+        found = await session_for(store, cookie)
+        if found is None:
+            raise UnauthorizedError("the session has expired: sign in again")
+        admin, session = found
+        if method.upper() not in SAFE_METHODS and not (
+            csrf and hmac.compare_digest(csrf, session.csrf_token)
+        ):
+            raise PermissionDeniedError("missing or wrong X-CSRF-Token for this session")
+        return Caller(admin, session)
+    raise UnauthorizedError(
+        "sign in, or send an admin API token: Authorization: Bearer agwa_… "
+        "(agentws admin token create)"
+    )
+
+
+@attrs.frozen
+class AdminServices:
+    """What the admin doors (the dashboard and the JSON API) are given, once,
+    by the running service: nothing they reach is looked up per request."""
+
+    settings: Settings
+    store: Store
+    #: The service key (sealing webhook and connector secrets).
+    keys: Keys
+    #: Wakes the event worker: a replayed event runs without waiting for its next poll.
+    notify_events: Callable[[], None]
+    #: Waits for the outcome of an approved call (bounded by the caller), woken
+    #: by this instance's runs of approved calls.
+    approval_outcome: Callable[[str], Awaitable[Approval]]
+    #: Failed sign-ins, per username and client address.
+    login_throttle: LoginThrottle = attrs.field(factory=LoginThrottle)

@@ -1,45 +1,56 @@
-"""The QuartTrio application: its lifespan runs the Service; doors are blueprints.
+"""The ASGI application: the doors, each given what it uses of the running service.
 
-:func:`create_app` is the ASGI entry point (``hypercorn 'agentws.app:create_app()'``
-works as well as ``agentws serve``). The app's nursery, opened by
-quart-trio for the life of the server, is where the service runs; HTTP
-handlers reach it as ``current_app.service``.
+:func:`create_app` builds it for a :class:`~agentws.service.Runtime`
+(``agentws serve`` opens the service before binding the port). Without
+one, it returns a :class:`ServiceApp`, whose ASGI lifespan runs the
+service and then builds the app: that is what a bare
+``hypercorn --worker-class trio 'agentws.app:create_app()'`` serves.
+
+Outermost first: request ids (every request has one in its logs), the
+webhook door (``/hooks/…``), the MCP door (``/mcp/…``), then Quart with
+``/healthz``, ``/readyz``, ``/metrics``, the admin API and the dashboard.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import os
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, cast, overload
 
-from quart import Response, current_app, jsonify, request
+import attrs
+import trio
+from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestTimeout
 
 from agentws import __version__
+from agentws.admin_access import AdminServices
 from agentws.api.routes import api_blueprint
+from agentws.asgi import ASGIApp, Receive, Scope, Send, error_body, respond_json
 from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
 from agentws.dashboard.visible import visible
 from agentws.errors import StoreError
-from agentws.mcp.auth import Authenticator
 from agentws.mcp.endpoint import McpDoor
-from agentws.mcp.forward import SessionForwarder
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from agentws.metrics import render
 from agentws.quart_fix import ClosingQuart
 from agentws.request_ids import RequestIds
-from agentws.service import Service, run_service
-from agentws.webhooks.ingest import HookDoor, Intake
+from agentws.service import Readiness, Runtime, run_service
+from agentws.store import Store
+from agentws.webhooks.ingest import HookDoor
 
-__all__ = ["AgentwsApp", "create_app", "error_response"]
+__all__ = ["AgentwsApp", "ServiceApp", "create_app", "error_response"]
+
+log = logging.getLogger("agentws")
 
 
 class AgentwsApp(QuartTrio):
-    """QuartTrio with the running :class:`Service` attached."""
+    """QuartTrio with the templates' escaping of invisible characters."""
 
-    service: Service
     # Every value a template prints shows its invisible and bidi characters
     # escaped (agentws.dashboard.visible), on every page.
     jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
@@ -47,124 +58,189 @@ class AgentwsApp(QuartTrio):
 
 def error_response(status: int, code: str, message: str, **headers: str) -> Response:
     """The JSON error body every door uses: ``{"error": {"code", "message"}}``."""
-    response = jsonify({"error": {"code": code, "message": message}})
+    response = jsonify(error_body(code, message))
     response.status_code = status
     response.headers.update(headers)
     return response
 
 
-def _service() -> Service:
-    return cast(AgentwsApp, current_app).service
+@attrs.frozen
+class _OpsPages:
+    """``/healthz``, ``/readyz`` and ``/metrics``: what operators and their tools read."""
 
+    settings: Settings
+    store: Store
+    sessions: SessionSupervisor
+    readiness: Callable[[], Awaitable[Readiness]]
 
-async def healthz() -> Response:
-    """Liveness: the process is up and serving requests."""
-    return jsonify({"status": "ok", "version": __version__})
+    def register(self, app: AgentwsApp) -> None:
+        app.add_url_rule("/healthz", view_func=self.healthz, methods=["GET"])
+        app.add_url_rule("/readyz", view_func=self.readyz, methods=["GET"])
+        app.add_url_rule("/metrics", view_func=self.metrics_page, methods=["GET"])
 
+    async def healthz(self) -> Response:
+        """Liveness: the process is up and serving requests."""
+        return jsonify({"status": "ok", "version": __version__})
 
-async def readyz() -> Response | tuple[Response, int, dict[str, str]]:
-    """Readiness: the store answers (and, on PostgreSQL, the change feed listens),
-    and the service key opens the stored secrets; 503 with ``Retry-After`` otherwise."""
-    readiness = await _service().readiness()
-    if readiness.ready:
-        return jsonify({"status": "ready"})
-    body = jsonify({"status": "unavailable", "detail": readiness.detail})
-    return body, 503, {"Retry-After": "5"}
+    async def readyz(self) -> Response | tuple[Response, int, dict[str, str]]:
+        """Readiness: the store answers (and, on PostgreSQL, the change feed listens),
+        and the service key opens the stored secrets; 503 with ``Retry-After`` otherwise."""
+        readiness: Readiness = await self.readiness()
+        if readiness.ready:
+            return jsonify({"status": "ready"})
+        body = jsonify({"status": "unavailable", "detail": readiness.detail})
+        return body, 503, {"Retry-After": "5"}
 
-
-async def metrics_page() -> Response:
-    """Prometheus metrics; with ``AGENTWS_METRICS_TOKEN`` set, only for its bearer."""
-    service = _service()
-    expected = service.settings.metrics_token
-    if expected is not None:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(given.encode(), expected.encode()):
+    async def metrics_page(self) -> Response:
+        """Prometheus metrics; with ``AGENTWS_METRICS_TOKEN`` set, only for its bearer."""
+        expected = self.settings.metrics_token
+        if expected is not None:
+            given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return error_response(
+                    401,
+                    "unauthorized",
+                    "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>",
+                    **{"WWW-Authenticate": 'Bearer realm="agentws-metrics"'},
+                )
+        try:
+            pending, oldest_s = await self.store.pending_approvals_summary()
+            events = await self.store.event_counts()
+        except StoreError as exc:
             return error_response(
-                401,
-                "unauthorized",
-                "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>",
-                **{"WWW-Authenticate": 'Bearer realm="agentws-metrics"'},
+                503, "store_unavailable", f"store: {exc.message}", **{"Retry-After": "5"}
             )
-    try:
-        page = await render(service)
-    except StoreError as exc:
-        return error_response(
-            503, "store_unavailable", f"store: {exc.message}", **{"Retry-After": "5"}
+        page = render(
+            transports=(session.transport for session in self.sessions.all()),
+            pending_approvals=pending,
+            oldest_approval_s=oldest_s,
+            events=events,
         )
-    return Response(page, status=200, content_type=METRICS_CONTENT_TYPE)
+        return Response(page, status=200, content_type=METRICS_CONTENT_TYPE)
 
 
-async def _http_error(error: HTTPException) -> Response:
-    if isinstance(error, RequestTimeout):
-        # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
-        # the same answer as the two doors give.
-        timeout_s = cast(AgentwsApp, current_app).config["BODY_TIMEOUT"]
-        return error_response(
-            408,
-            "body_read_timeout",
-            f"the body did not all arrive within {timeout_s:g} s; send it again, "
-            "whole and without pauses",
-            Connection="close",
-        )
-    if is_dashboard_path(request.path):  # browsers there get a page, not JSON
-        return await http_error_page(error)
-    code = (error.name or "error").lower().replace(" ", "_")
-    return error_response(error.code or 500, code, error.description or error.name)
+def _http_error_handler(body_timeout_s: float) -> Any:
+    async def http_error(error: HTTPException) -> Response:
+        if isinstance(error, RequestTimeout):
+            # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
+            # the same answer as the two doors give.
+            return error_response(
+                408,
+                "body_read_timeout",
+                f"the body did not all arrive within {body_timeout_s:g} s; send it again, "
+                "whole and without pauses",
+                Connection="close",
+            )
+        if is_dashboard_path(request.path):  # browsers there get a page, not JSON
+            return await http_error_page(error)
+        code = (error.name or "error").lower().replace(" ", "_")
+        return error_response(error.code or 500, code, error.description or error.name)
+
+    return http_error
 
 
-def create_app(settings: Settings | None = None, *, service: Service | None = None) -> AgentwsApp:
-    """Build the application for ``settings`` (from the environment if omitted).
-
-    Args:
-        settings: the service's settings; read from ``AGENTWS_*`` if omitted.
-        service: an already running service to serve (``agentws serve`` opens
-            it before binding, so a store that cannot be opened fails before
-            the port is taken). Without one, the app's lifespan runs its own
-            in the app's nursery, which is what a bare
-            ``hypercorn 'agentws.app:create_app()'`` gets.
-
-    Error handling:
-        :class:`~agentws.errors.ConfigError` if the environment is malformed;
-        store errors at startup abort the server's lifespan.
-    """
-    settings = settings or Settings.from_env(os.environ)
+def _quart_app(settings: Settings, admin: AdminServices, ops: _OpsPages) -> AgentwsApp:
     app = AgentwsApp(__name__)
     app.config["BACKGROUND_TASK_SHUTDOWN_TIMEOUT"] = settings.shutdown_grace_s
     # Bodies are limited per door (webhooks have their own per-hook limit).
     app.config["MAX_CONTENT_LENGTH"] = None
     # The whole body of a dashboard or API request, as the doors have theirs.
     app.config["BODY_TIMEOUT"] = settings.body_read_timeout_s
-    app.add_url_rule("/healthz", view_func=healthz, methods=["GET"])
-    app.add_url_rule("/readyz", view_func=readyz, methods=["GET"])
-    app.add_url_rule("/metrics", view_func=metrics_page, methods=["GET"])
-    app.register_error_handler(HTTPException, _http_error)
+    app.config["AGENTWS_ADMIN"] = admin
+    ops.register(app)
+    app.register_error_handler(HTTPException, _http_error_handler(settings.body_read_timeout_s))
     app.register_blueprint(api_blueprint)
     app.register_blueprint(dashboard_blueprint)
+    return app
 
-    def mcp_components() -> tuple[Authenticator, SessionSupervisor, SessionForwarder]:
-        return app.service.authenticator, app.service.sessions, app.service.forwarder
 
+@overload
+def create_app(runtime: Runtime) -> AgentwsApp: ...
+@overload
+def create_app(runtime: None = None, *, settings: Settings | None = None) -> ServiceApp: ...
+def create_app(
+    runtime: Runtime | None = None, *, settings: Settings | None = None
+) -> AgentwsApp | ServiceApp:
+    """The application serving ``runtime``'s doors.
+
+    Args:
+        runtime: the running service (``agentws serve`` starts it before it
+            binds the port, so a store that cannot be opened fails first).
+            Without one: a :class:`ServiceApp` for ``settings`` (from the
+            environment if omitted), whose lifespan runs the service.
+
+    Error handling:
+        :class:`~agentws.errors.ConfigError` if the environment is malformed.
+    """
+    if runtime is None:
+        return ServiceApp(settings or Settings.from_env(os.environ))
+    settings = runtime.settings
+    ops = _OpsPages(settings, runtime.store, runtime.sessions, runtime.service.readiness)
+    app = _quart_app(settings, runtime.admin, ops)
     # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
-    door = McpDoor(ClosingQuart(cast(Any, app.asgi_app)), settings, mcp_components)
-
-    def intake() -> Intake:
-        return app.service.intake
-
+    door = McpDoor(
+        ClosingQuart(cast(Any, app.asgi_app)),
+        settings,
+        runtime.authenticator,
+        runtime.sessions,
+        runtime.forwarder,
+    )
     # So is the webhook door (see agentws.webhooks.ingest).
-    hooks = HookDoor(cast(Any, door), settings, intake)
+    hooks = HookDoor(cast(Any, door), settings, runtime.intake)
     # Outermost: every request, whichever door takes it, has an id in its logs.
     app.asgi_app = cast(Any, RequestIds(cast(Any, hooks)))  # type: ignore[method-assign]
-
-    if service is not None:
-        app.service = service
-        return app
-
-    @app.before_serving
-    async def start_service() -> None:
-        app.service = cast(Service, await app.nursery.start(run_service, settings))
-
-    @app.after_serving
-    async def stop_service() -> None:
-        await app.service.stop()
-
     return app
+
+
+@attrs.define(eq=False)
+class ServiceApp:
+    """An ASGI app whose lifespan runs the service, then serves :func:`create_app` of it.
+
+    For servers that only take an ASGI app (``hypercorn 'agentws.app:create_app()'``).
+    The service runs in the lifespan's own nursery: it starts before the
+    server reports started, and stops (within its grace period) at shutdown.
+    Requests before it has started, or after a failed start, get 503.
+    """
+
+    settings: Settings
+    _app: ASGIApp | None = attrs.field(default=None, init=False)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+        elif self._app is not None:
+            await self._app(scope, receive, send)
+        elif scope["type"] == "http":
+            body = error_body("unavailable", "the service is not running")
+            await respond_json(send, 503, body, [("Retry-After", "5")])
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with trio.open_nursery() as nursery:
+            try:
+                runtime: Runtime = await nursery.start(run_service, self.settings)
+            except Exception as exc:
+                log.exception("the service did not start")
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            app = create_app(runtime)
+            # Quart's own lifespan (its nursery for background tasks) runs inside.
+            inner_send, inner_receive = trio.open_memory_channel[dict[str, Any]](1)
+            answers_send, answers_receive = trio.open_memory_channel[dict[str, Any]](1)
+            quart: ASGIApp = cast(Any, app)
+            nursery.start_soon(quart, scope, inner_receive.receive, answers_send.send)
+            await inner_send.send({"type": "lifespan.startup"})
+            answer = await answers_receive.receive()
+            if answer["type"] != "lifespan.startup.complete":
+                await runtime.service.stop()
+                await send(answer)
+                return
+            self._app = quart
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            await inner_send.send({"type": "lifespan.shutdown"})
+            await answers_receive.receive()
+            await runtime.service.stop()
+        await send({"type": "lifespan.shutdown.complete"})

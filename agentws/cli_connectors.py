@@ -155,7 +155,8 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
     # Imported when used: the MCP client takes most of a second to load.
-    from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
+    from agentws.connectors.remote_mcp import fetch_tools
+    from agentws.tools.cache_sync import sync_tool_cache
 
     box = SecretBox.from_settings(ctx.settings) if connector.secret else None
     tools = await fetch_tools(

@@ -185,7 +185,7 @@ async def _sinks(ctx: Context, timeout_s: float) -> list[Check]:
 
 
 async def _tool_names(ctx: Context) -> Check:
-    """Tools not listed because their names are other tools' (see agentws.tools.names)."""
+    """Tools not listed because their names are other tools' (see agentws.connectors.names)."""
     connectors = {c.id: c for c in await ctx.store.select(Connector)}
     problems = [
         f"connector {connectors[t.connector_id].name!r}: {t.left_out}"

@@ -144,7 +144,7 @@ async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def _approval_json(a: Approval, group: Group | None, workspace: Workspace | None) -> dict[str, Any]:
-    from agentws.approvals.queue import current_status
+    from agentws.tools.approval_queue import current_status
 
     return {
         "id": a.id,
@@ -183,8 +183,8 @@ def _age(when: datetime) -> str:
 
 
 async def _approval_list(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.approvals.queue import list_approvals
     from agentws.domain.approval_lists import MAX_PAGE, ApprovalSummary
+    from agentws.tools.approval_queue import list_approvals
     from agentws.views import approval_summary_json
 
     statuses = None if args.status == "all" else frozenset({ApprovalStatus(args.status)})
@@ -233,7 +233,7 @@ async def _approval_data(ctx: Context, approval: Approval) -> dict[str, Any]:
 
 
 async def _approval_show(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.approvals.queue import find_approval
+    from agentws.tools.approval_queue import find_approval
 
     data = await _approval_data(ctx, await find_approval(ctx.store, args.id))
     return Output(data, _approval_text(data))
@@ -278,8 +278,8 @@ def _wait_seconds(text: str) -> float:
 
 async def _outcome(ctx: Context, approval: Approval, verb: str, wait_s: float) -> Output:
     """Wait up to ``wait_s`` for a service to run the call; what became of it."""
-    from agentws.approvals.queue import current_status, find_approval
     from agentws.approvals.runs import await_outcome
+    from agentws.tools.approval_queue import current_status, find_approval
 
     if wait_s > 0:
         with trio.move_on_after(wait_s):

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.errors import ConfigError
 
 __all__ = [

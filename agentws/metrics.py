@@ -5,7 +5,7 @@ default registry (with its process collector: CPU, memory, open files), moved
 where the work happens: doors count what they refuse, the permission gate
 counts decisions, the worker times runs. What is state rather than a count
 (open sessions, the approval queue, webhook events by status) is read when
-``/metrics`` is scraped, by :func:`render`, so nothing keeps a second copy of
+``/metrics`` is scraped and handed to :func:`render`, so nothing keeps a second copy of
 it. Label values are small fixed sets (capabilities, decisions, error codes,
 outcomes), never ids, so the number of series stays bounded.
 """
@@ -13,9 +13,8 @@ outcomes), never ids, so the number of series stays bounded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -25,9 +24,6 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-
-if TYPE_CHECKING:
-    from agentws.service import Service
 
 __all__ = [
     "APPROVALS_OLDEST_S",
@@ -113,20 +109,23 @@ def timed_store(operation: str) -> Iterator[None]:
         STORE_SECONDS.labels(operation).observe(time.perf_counter() - started)
 
 
-async def render(service: Service) -> bytes:
-    """The metrics page: state read now from ``service``, then every metric.
-
-    Error handling:
-        StoreError from the store reads (the caller answers 503).
-    """
+def render(
+    *,
+    transports: Iterable[str],
+    pending_approvals: int,
+    oldest_approval_s: float,
+    events: Mapping[str, int],
+) -> bytes:
+    """The metrics page: the state read at scrape time (the transports of the
+    open MCP sessions, the approval queue, webhook events by status), then
+    every metric."""
     by_transport = {"sse": 0, "streamable": 0}
-    for session in service.sessions.all():
-        by_transport[session.transport] = by_transport.get(session.transport, 0) + 1
+    for transport in transports:
+        by_transport[transport] = by_transport.get(transport, 0) + 1
     for transport, count in by_transport.items():
         MCP_SESSIONS.labels(transport).set(count)
-    pending, oldest_s = await service.store.pending_approvals_summary()
-    APPROVALS_PENDING.set(pending)
-    APPROVALS_OLDEST_S.set(oldest_s)
-    for status, count in (await service.store.event_counts()).items():
+    APPROVALS_PENDING.set(pending_approvals)
+    APPROVALS_OLDEST_S.set(oldest_approval_s)
+    for status, count in events.items():
         WEBHOOK_EVENTS.labels(status).set(count)
     return generate_latest(REGISTRY)

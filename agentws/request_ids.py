@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 
+from agentws.asgi import ASGIApp, Receive, Scope, Send
 from agentws.logs import log_context
 
 __all__ = ["RequestIds"]
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # What a proxy's request id looks like; anything else (long, odd bytes) is replaced.
 _PLAUSIBLE = re.compile(rb"[A-Za-z0-9._:-]{8,128}")

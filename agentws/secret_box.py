@@ -20,7 +20,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from agentws.config import Settings
 from agentws.errors import ConfigError, StoreError
 
-__all__ = ["KEY_FILE", "SecretBox", "ensure_key_file", "key_problem"]
+__all__ = ["KEY_FILE", "Keys", "SecretBox", "ensure_key_file", "key_problem"]
 
 KEY_FILE = "secret.key"
 
@@ -112,6 +112,46 @@ class SecretBox:
                 "a stored secret cannot be decrypted: was AGENTWS_SECRET_KEY changed? "
                 "Set the old key back, or save the secret again"
             ) from None
+
+
+@attrs.frozen
+class Keys:
+    """The service key, read once when the service starts: its box, or why there is none.
+
+    A process reads its key file once (:meth:`load`); whatever needs a stored
+    secret opened or sealed asks :meth:`box`, which costs nothing more.
+    """
+
+    _box: SecretBox | None = attrs.field(repr=False)
+    #: Why there is no box (no key configured, or a malformed one); "" with a box.
+    problem: str = ""
+
+    @classmethod
+    def load(cls, settings: Settings) -> Keys:
+        """Read the configured key (the variable, else the key file) now."""
+        try:
+            return cls(SecretBox.from_settings(settings))
+        except ConfigError as exc:
+            return cls(None, exc.message)
+
+    @classmethod
+    def of(cls, box: SecretBox) -> Keys:
+        """Keys holding ``box``: for a caller that has made its own."""
+        return cls(box)
+
+    def box(self) -> SecretBox:
+        """The box for the service key.
+
+        Error handling:
+            :class:`~agentws.errors.ConfigError` saying why there is none.
+        """
+        if self._box is None:
+            raise ConfigError(self.problem)
+        return self._box
+
+    def optional(self) -> SecretBox | None:
+        """The box, or None when there is no usable key."""
+        return self._box
 
 
 def key_problem(settings: Settings, sealed: Sequence[bytes]) -> str | None:

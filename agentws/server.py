@@ -27,7 +27,7 @@ from agentws.app import create_app
 from agentws.config import Settings
 from agentws.errors import ListenError
 from agentws.hypercorn_fix import install as install_hypercorn_fix
-from agentws.service import Service, run_service
+from agentws.service import Runtime, run_service
 
 __all__ = ["hypercorn_config", "serve", "serve_until_signalled"]
 
@@ -67,7 +67,7 @@ async def serve(
     settings: Settings,
     *,
     shutdown_trigger: Callable[[], Awaitable[None]],
-    service: Service | None = None,
+    runtime: Runtime | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until ``shutdown_trigger`` returns, then shut down within the grace period.
@@ -79,8 +79,8 @@ async def serve(
     Args:
         settings: what to serve and where.
         shutdown_trigger: returns when a graceful shutdown should begin.
-        service: a running service to serve (and stop on shutdown) instead
-            of opening one; tests use it to look inside.
+        runtime: a running service's runtime to serve (and stop on shutdown)
+            instead of opening one; tests use it to look inside.
         task_status: receives the list of bound URLs (real ports when bound to 0).
 
     Error handling:
@@ -91,8 +91,9 @@ async def serve(
     install_hypercorn_fix()
     with trio.CancelScope() as hard_stop:
         async with trio.open_nursery() as nursery:
-            if service is None:
-                service = cast(Service, await nursery.start(run_service, settings))
+            if runtime is None:
+                runtime = cast(Runtime, await nursery.start(run_service, settings))
+            service = runtime.service
             try:
                 try:
                     sockets = config.create_sockets()
@@ -106,7 +107,9 @@ async def serve(
                 # Other instances forward requests for this one's MCP sessions here.
                 bound = (sockets.insecure_sockets or sockets.secure_sockets)[0]
                 port = bound.getsockname()[1]
-                service.announce(settings.internal_url_for(port), settings.public_url_for(port))
+                runtime.registry.announce(
+                    settings.internal_url_for(port), settings.public_url_for(port)
+                )
 
                 async def trigger() -> None:
                     await shutdown_trigger()
@@ -115,7 +118,7 @@ async def serve(
                         log.info(
                             "draining: up to %g s for %d MCP session(s) to end",
                             settings.drain_s,
-                            len(service.sessions),
+                            len(runtime.sessions),
                         )
                         await service.drain(settings.drain_s)
                     log.info("shutting down: grace period %g s", settings.shutdown_grace_s)
@@ -127,9 +130,7 @@ async def serve(
                         trio.current_time() + settings.shutdown_grace_s + _CLOSE_MARGIN_S
                     )
 
-                app = wrap_app(
-                    create_app(settings, service=service), config.wsgi_max_body_size, "asgi"
-                )
+                app = wrap_app(create_app(runtime), config.wsgi_max_body_size, "asgi")
                 await worker_serve(
                     app, config, sockets=sockets, shutdown_trigger=trigger, task_status=task_status
                 )

@@ -10,10 +10,14 @@ service started outlives ``serve``.
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 
+from agentws.admin_access import AdminServices
 from agentws.agent.choose import open_model
 from agentws.agent.model import ModelClient
 from agentws.agent.runner import AgentRunner
@@ -24,6 +28,7 @@ from agentws.audit import AuditWriter
 from agentws.changes import ChangeFeed
 from agentws.chat.router import SinkRouter
 from agentws.config import Settings
+from agentws.connectors.links import ACTOR as LINK_ACTOR
 from agentws.connectors.links import RemoteLinks
 from agentws.errors import StoreError
 from agentws.instances import InstanceRegistry
@@ -32,17 +37,18 @@ from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
-from agentws.secret_box import SecretBox, key_problem
+from agentws.secret_box import Keys, SecretBox, key_problem
 from agentws.store import Store, open_store
+from agentws.tools.cache_sync import sync_tool_cache
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
 from agentws.webhooks.batcher import IngestBatcher
-from agentws.webhooks.ingest import Intake
+from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
 from agentws.webhooks.worker import EventWorker
 
-__all__ = ["Readiness", "Service", "run_service"]
+__all__ = ["Readiness", "Runtime", "Service", "run_service"]
 
 
 @attrs.frozen
@@ -50,6 +56,45 @@ class Readiness:
     ready: bool
     #: What is not ready, for operators; never a secret.
     detail: str = ""
+
+
+@attrs.frozen(eq=False)
+class Runtime:
+    """Everything the running service made that the doors and the server use.
+
+    Built whole by :meth:`Service.serve` before it reports started, and handed
+    out with ``task_status.started(runtime)``: nothing in it is missing or
+    looked up later. :func:`agentws.app.create_app` gives each door the
+    fields it uses.
+    """
+
+    settings: Settings
+    store: Store
+    #: The service key, read once at start.
+    keys: Keys
+    #: Changes announced by the store (revocations, decisions, catalog) from any process.
+    changes: ChangeFeed
+    #: This instance's heartbeat, and where the others are.
+    registry: InstanceRegistry
+    #: The supervisor of this process's MCP sessions.
+    sessions: SessionSupervisor
+    authenticator: Authenticator
+    #: Relays requests for other instances' MCP sessions.
+    forwarder: SessionForwarder
+    #: What the webhook door hands deliveries to.
+    intake: Intake
+    #: The pool running webhook events.
+    worker: EventWorker
+    #: Runs approved calls (decided anywhere) in this instance.
+    approval_runs: ApprovalRuns
+    #: Live sessions with remote MCP connectors.
+    links: RemoteLinks
+    #: Runs the group's tools (for the permission gate, and for approved calls).
+    runner: ToolRunner
+    #: What the dashboard and the admin API are given.
+    admin: AdminServices
+    #: The lifecycle: readiness, drain, stop.
+    service: Service
 
 
 @attrs.define(eq=False)
@@ -63,31 +108,18 @@ class Service:
     _stopping: trio.Event = attrs.field(factory=trio.Event, init=False)
     _draining: bool = attrs.field(default=False, init=False)
     _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
-    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
-    _sessions: SessionSupervisor | None = attrs.field(default=None, init=False)
-    _watch: ApprovalWatch | None = attrs.field(default=None, init=False)
-    _reports: ChannelReports | None = attrs.field(default=None, init=False)
-    _runs: ApprovalRuns | None = attrs.field(default=None, init=False)
-    _worker: EventWorker | None = attrs.field(default=None, init=False)
-    _intake: Intake | None = attrs.field(default=None, init=False)
-    _batcher: IngestBatcher | None = attrs.field(default=None, init=False)
-    links: RemoteLinks = attrs.field(init=False)
-    authenticator: Authenticator = attrs.field(init=False)
-    #: Changes announced by the store (revocations, decisions, catalog) from any process.
-    changes: ChangeFeed = attrs.field(init=False)
-    #: This instance's heartbeat, and where the others are.
-    registry: InstanceRegistry = attrs.field(init=False)
-    #: Relays requests for other instances' MCP sessions.
-    forwarder: SessionForwarder = attrs.field(init=False)
-    audit: AuditWriter = attrs.field(init=False)
-    #: Runs the group's tools (for the permission gate, and for approved calls).
-    runner: ToolRunner = attrs.field(init=False)
+    #: What :meth:`serve` made, once it has started.
+    _runtime: Runtime | None = attrs.field(default=None, init=False)
+    #: Each long-lived task's ``close``, in the order they started.
+    _closers: list[Callable[[], None]] = attrs.field(factory=list, init=False)
     _stop_deadline: float = attrs.field(default=float("inf"), init=False)
 
     async def serve(
-        self, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+        self, *, task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Run the service's tasks until :meth:`stop`; never returns before then.
+
+        Hands out the :class:`Runtime` once every task has started.
 
         Resource handling:
             Opens the root nursery, which owns the change feed (its listening
@@ -102,117 +134,104 @@ class Service:
             nursery and is closed after it: what the others audited on their
             way out is written too.
         """
-        self.audit = AuditWriter(self.store)
+        audit = AuditWriter(self.store)
         try:
             async with trio.open_nursery() as outer:
-                await outer.start(self.audit.serve)
+                await outer.start(audit.serve)
                 try:
-                    await self._serve_tasks(task_status)
+                    await self._serve_tasks(audit, task_status)
                 finally:
-                    self.audit.close()
+                    audit.close()
         finally:
             self._stopped.set()
 
-    async def _serve_tasks(self, task_status: trio.TaskStatus[Service]) -> None:
-        try:
-            async with (
-                (
-                    contextlib.nullcontext(self.model) if self.model else open_model(self.settings)
-                ) as model,
-                open_hop_client() as hop_client,
-                trio.open_nursery() as nursery,
-            ):
-                self._nursery = nursery
-                self.changes = ChangeFeed(self.store)
-                await nursery.start(self.changes.serve)
-                self.registry = InstanceRegistry(self.store, self.settings.instance_id)
-                await nursery.start(self.registry.serve)
-                if self.settings.internal_url or self.settings.bind_port:
-                    port = self.settings.bind_port
-                    self.registry.announce(
-                        self.settings.internal_url_for(port), self.settings.public_url_for(port)
-                    )
-                self.forwarder = SessionForwarder(
-                    self.registry, hop_client, self.settings.sse_stall_s
-                )
-                self.authenticator = Authenticator(self.store)
-                self.links = RemoteLinks(self.store, self.settings)
-                self.runner = ToolRunner(self.store, self.settings, self.links.call_tool)
-                gate = ToolGate(self.store, self.settings, self.runner, self.audit)
-                rendered = RenderedResults()
-                catalog = Catalog(self.store, self.changes)
-                server = build_server(self.store, self.settings, gate, catalog, rendered)
-                supervisor = SessionSupervisor(
-                    self.settings,
-                    self.store,
-                    server,
-                    server.create_initialization_options(),
-                    self.changes,
-                    rendered=rendered,
-                )
-                self._sessions = await nursery.start(supervisor.serve)
-                self._watch = ApprovalWatch(self.store, supervisor, self.changes)
-                await nursery.start(self._watch.serve)
-                self._runs = ApprovalRuns(
-                    self.store,
-                    self.runner,
-                    SecretBox.optional(self.settings),
-                    self.changes,
-                    self.settings.instance_id,
-                )
-                await nursery.start(self._runs.serve)
-                await nursery.start(self.links.serve)
-                agent = AgentRunner(catalog, gate, model, base_url=self.settings.public_base_url)
-                sinks = SinkRouter(self.store, self.settings)
-                processor = EventProcessor(self.store, agent, sinks)
-                self._reports = ChannelReports(self.store, sinks)
-                await nursery.start(self._reports.serve)
-                self._worker = EventWorker(self.store, self.settings, processor)
-                await nursery.start(self._worker.serve)
-                self._batcher = IngestBatcher(self.store, on_stored=self._worker.notify)
-                self._worker.door_busy = self._batcher.busy
-                await nursery.start(self._batcher.serve)
-                self._intake = Intake(self.store, self.settings, self._batcher)
-                task_status.started(self)
-                await self._stopping.wait()
-                nursery.cancel_scope.deadline = self._stop_deadline
-        finally:
-            self._nursery = None
+    async def _serve_tasks(self, audit: AuditWriter, task_status: trio.TaskStatus[Runtime]) -> None:
+        settings, store = self.settings, self.store
+        keys = Keys.load(settings)
+        async with (
+            contextlib.nullcontext(self.model) if self.model else open_model(settings) as model,
+            open_hop_client() as hop_client,
+            trio.open_nursery() as nursery,
+        ):
+            changes = ChangeFeed(store)
+            await self._start(nursery, changes.serve, changes.close)
+            registry = InstanceRegistry(store, settings.instance_id)
+            await self._start(nursery, registry.serve, registry.close)
+            if settings.internal_url or settings.bind_port:
+                port = settings.bind_port
+                registry.announce(settings.internal_url_for(port), settings.public_url_for(port))
+            forwarder = SessionForwarder(registry, hop_client, settings.sse_stall_s)
+            links = RemoteLinks(
+                store, settings, keys, functools.partial(sync_tool_cache, store, actor=LINK_ACTOR)
+            )
+            runner = ToolRunner(store, settings, keys, links.call_tool)
+            gate = ToolGate(store, settings, runner, audit, keys)
+            rendered = RenderedResults()
+            catalog = Catalog(store, changes)
+            server = build_server(store, settings, gate, catalog, rendered)
+            supervisor = SessionSupervisor(
+                settings,
+                store,
+                server,
+                server.create_initialization_options(),
+                changes,
+                rendered=rendered,
+            )
+            sessions = await self._start(nursery, supervisor.serve, supervisor.close_all)
+            watch = ApprovalWatch(store, supervisor, changes)
+            await self._start(nursery, watch.serve, watch.close)
+            runs = ApprovalRuns(store, runner, keys, changes, settings.instance_id)
+            await self._start(nursery, runs.serve, runs.close)
+            await self._start(nursery, links.serve, links.close)
+            agent = AgentRunner(catalog, gate, model, base_url=settings.public_base_url)
+            sinks = SinkRouter(store, settings, keys)
+            processor = EventProcessor(store, agent, sinks)
+            reports = ChannelReports(store, sinks)
+            await self._start(nursery, reports.serve, reports.close)
+            worker = EventWorker(store, settings, processor)
+            await self._start(nursery, worker.serve, worker.close)
+            batcher = IngestBatcher(store, on_stored=worker.notify)
+            worker.door_busy = batcher.busy
+            await self._start(nursery, batcher.serve, batcher.close)
+            self._runtime = Runtime(
+                settings=settings,
+                store=store,
+                keys=keys,
+                changes=changes,
+                registry=registry,
+                sessions=sessions,
+                authenticator=Authenticator(store),
+                forwarder=forwarder,
+                intake=Intake(store, batcher, keys),
+                worker=worker,
+                approval_runs=runs,
+                links=links,
+                runner=runner,
+                admin=AdminServices(
+                    settings=settings,
+                    store=store,
+                    keys=keys,
+                    notify_events=worker.notify,
+                    approval_outcome=runs.outcome,
+                ),
+                service=self,
+            )
+            task_status.started(self._runtime)
+            await self._stopping.wait()
+            nursery.cancel_scope.deadline = self._stop_deadline
 
-    @property
-    def nursery(self) -> trio.Nursery:
-        """The root nursery, for components that start their own long-lived tasks."""
-        if self._nursery is None:
-            raise RuntimeError("the service is not running")
-        return self._nursery
-
-    @property
-    def intake(self) -> Intake:
-        """What the webhook door hands deliveries to."""
-        if self._intake is None:
-            raise RuntimeError("the service is not running")
-        return self._intake
-
-    @property
-    def worker(self) -> EventWorker:
-        """The pool running webhook events."""
-        if self._worker is None:
-            raise RuntimeError("the service is not running")
-        return self._worker
-
-    @property
-    def approval_runs(self) -> ApprovalRuns:
-        """Runs approved calls (decided anywhere) in this instance."""
-        if self._runs is None:
-            raise RuntimeError("the service is not running")
-        return self._runs
-
-    @property
-    def sessions(self) -> SessionSupervisor:
-        """The supervisor of this process's MCP sessions."""
-        if self._sessions is None:
-            raise RuntimeError("the service is not running")
-        return self._sessions
+    async def _start(
+        self,
+        nursery: trio.Nursery,
+        serve: Callable[..., Awaitable[Any]],
+        close: Callable[[], None],
+    ) -> Any:
+        """Start a long-lived task in the root nursery; :meth:`request_stop` calls ``close``."""
+        started = await nursery.start(serve)
+        self._closers.append(close)
+        if self._stopping.is_set():  # a stop asked for while starting
+            close()
+        return started
 
     def request_stop(self) -> None:
         """Begin shutdown: running tasks have ``shutdown_grace_s`` from now to finish.
@@ -221,22 +240,8 @@ class Service:
         the server's drain is not held up by them. Idempotent; the first
         call sets the deadline.
         """
-        if self._sessions is not None:
-            self._sessions.close_all()
-        if self._nursery is not None:
-            self.links.close()
-            self.changes.close()
-            self.registry.close()
-        if self._watch is not None:
-            self._watch.close()
-        if self._runs is not None:
-            self._runs.close()
-        if self._reports is not None:
-            self._reports.close()
-        if self._worker is not None:
-            self._worker.close()
-        if self._batcher is not None:
-            self._batcher.close()
+        for close in self._closers:
+            close()
         if not self._stopping.is_set():
             self._stop_deadline = trio.current_time() + self.settings.shutdown_grace_s
             self._stopping.set()
@@ -253,16 +258,12 @@ class Service:
         Webhook deliveries and runs go on as usual: they are not tied to an instance.
         """
         self._draining = True
-        if self._sessions is None:
+        if self._runtime is None:
             return
-        self.registry.drain()
-        self._sessions.drain()
+        self._runtime.registry.drain()
+        self._runtime.sessions.drain()
         with trio.move_on_after(timeout_s):
-            await self._sessions.wait_until_empty()
-
-    def announce(self, internal_url: str, public_url: str | None = None) -> None:
-        """Tell the other instances (and the CLI) where this one is, once its port is bound."""
-        self.registry.announce(internal_url, public_url)
+            await self._runtime.sessions.wait_until_empty()
 
     async def readiness(self) -> Readiness:
         """Whether the service can do its work now: the store answers in time,
@@ -277,7 +278,7 @@ class Service:
                 await self.store.ping()
             except StoreError as exc:
                 return Readiness(False, f"store: {exc.message}")
-            problem = self.changes.problem()
+            problem = self._runtime.changes.problem() if self._runtime else "not started"
             if problem is None:
                 problem = await self._secrets_problem()
             return Readiness(problem is None, problem or "")
@@ -298,12 +299,13 @@ async def run_service(
     settings: Settings,
     *,
     model: ModelClient | None = None,
-    task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open the store and serve a :class:`Service` on it until the service is stopped.
 
     Started with ``await nursery.start(run_service, settings)``, which hands
-    back the running service once its store is open and migrated. ``model``
+    back the service's :class:`Runtime` once its store is open and migrated
+    and its tasks have started (``runtime.service`` stops it). ``model``
     is the agent's model (default: the offline model).
 
     Resource handling:

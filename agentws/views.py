@@ -87,7 +87,7 @@ def event_json(e: Event, webhook: Webhook) -> dict[str, Any]:
 
 
 def approval_json(a: Approval, group: Group, workspace: Workspace) -> dict[str, Any]:
-    from agentws.approvals.queue import current_status
+    from agentws.tools.approval_queue import current_status
 
     return {
         "id": a.id,

@@ -25,7 +25,6 @@ import mcp_types as types
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
-from agentws.approvals.queue import approval_url
 from agentws.domain.models import (
     Capability,
     ContextDocument,
@@ -37,6 +36,7 @@ from agentws.domain.models import (
 from agentws.domain.payloads import fence_payload
 from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import PermissionDeniedError
+from agentws.tools.approval_queue import approval_url
 from agentws.tools.builtins import GET_APPROVAL, error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import Catalog

@@ -1,6 +1,6 @@
 """The ``/api/v1`` blueprint: thin handlers over the service layer the CLI uses.
 
-Every handler authenticates the caller (:mod:`agentws.api.auth`), reads and
+Every handler authenticates the caller (:func:`agentws.admin_access.authenticate`), reads and
 checks its input, calls the same service function as the matching CLI
 command (so the same rules and audit entries apply, with the admin as the
 actor), and answers JSON. Errors are ``{"error": {"code", "message"}}`` with
@@ -20,11 +20,9 @@ import trio
 from quart import Blueprint, Response, current_app, jsonify, request
 
 from agentws import libraries, registry
-from agentws.api.auth import SESSION_COOKIE, Caller, authenticate
+from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
 from agentws.api.openapi import openapi_document
 from agentws.approvals import decisions
-from agentws.approvals.queue import find_approval
-from agentws.approvals.queue import list_approvals as approvals_listed
 from agentws.chat.channels import parse_channel
 from agentws.domain.models import (
     ApprovalStatus,
@@ -47,6 +45,8 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.tools import admin as tools_admin
+from agentws.tools.approval_queue import find_approval
+from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import (
     approval_json,
     approval_summary_json,
@@ -101,8 +101,9 @@ def _error(status: int, code: str, message: str) -> Response:
     return response
 
 
-def _service() -> Any:
-    return cast(Any, current_app).service
+def _admin() -> AdminServices:
+    # Until the blueprints take it through a constructor.
+    return cast(AdminServices, current_app.config["AGENTWS_ADMIN"])
 
 
 def endpoint(handler: Handler) -> Callable[..., Awaitable[Response]]:
@@ -110,7 +111,7 @@ def endpoint(handler: Handler) -> Callable[..., Awaitable[Response]]:
 
     @functools.wraps(handler)
     async def wrapped(**path: str) -> Response:
-        service = _service()
+        service = _admin()
         try:
             caller = await authenticate(
                 service.store,
@@ -226,7 +227,7 @@ async def _webhook_view(store: Any, webhook: Webhook) -> dict[str, Any]:
 @api_blueprint.get("/openapi.json")
 async def openapi() -> Response:
     """The OpenAPI 3.1 document of this API (no credentials needed)."""
-    return jsonify(openapi_document(_service().settings.public_base_url))
+    return jsonify(openapi_document(_admin().settings.public_base_url))
 
 
 # --- workspaces -----------------------------------------------------------------------------
@@ -235,7 +236,7 @@ async def openapi() -> Response:
 @api_blueprint.get("/workspaces")
 @endpoint
 async def list_workspaces(caller: Caller) -> Any:
-    return _page([workspace_json(w) for w in await registry.list_workspaces(_service().store)])
+    return _page([workspace_json(w) for w in await registry.list_workspaces(_admin().store)])
 
 
 # --- webhooks -------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ async def list_workspaces(caller: Caller) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/webhooks")
 @endpoint
 async def list_webhooks(caller: Caller, workspace: str) -> Any:
-    store = _service().store
+    store = _admin().store
     return _page(
         [
             await _webhook_view(store, w)
@@ -272,7 +273,7 @@ async def create_webhook(caller: Caller, workspace: str) -> Any:
         allow_tools=_names(data, "allow_tools"),
         allow_mentions=_field(data, "allow_mentions", bool, False),
     )
-    service = _service()
+    service = _admin()
     issued = await webhooks_admin.create_webhook(
         service.store,
         service.settings,
@@ -290,7 +291,7 @@ async def create_webhook(caller: Caller, workspace: str) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/webhooks/<webhook>")
 @endpoint
 async def show_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
-    store = _service().store
+    store = _admin().store
     return await _webhook_view(store, await webhooks_admin.find_webhook(store, workspace, webhook))
 
 
@@ -298,7 +299,7 @@ async def show_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
 @endpoint
 async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
     data = await _body()
-    store = _service().store
+    store = _admin().store
     changes = webhooks_admin.WebhookChanges(
         prompt=_field(data, "prompt", str),
         channel=_field(data, "channel", str),
@@ -313,7 +314,7 @@ async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
         workspace,
         webhook,
         changes=changes,
-        allowlist=_service().settings.connector_allowlist,
+        allowlist=_admin().settings.connector_allowlist,
         actor=caller.actor,
     )
     if active is not None:
@@ -327,7 +328,7 @@ async def update_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
 @endpoint
 async def delete_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
     deleted = await webhooks_admin.delete_webhook(
-        _service().store, workspace, webhook, actor=caller.actor
+        _admin().store, workspace, webhook, actor=caller.actor
     )
     return {"id": deleted.id, "deleted": True}
 
@@ -338,7 +339,7 @@ async def delete_webhook(caller: Caller, workspace: str, webhook: str) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/events")
 @endpoint
 async def list_events(caller: Caller, workspace: str) -> Any:
-    store = _service().store
+    store = _admin().store
     status = _enum(EventStatus, "status", request.args.get("status"))
     only = request.args.get("webhook")
     webhook = await webhooks_admin.find_webhook(store, workspace, only) if only else None
@@ -352,7 +353,7 @@ async def list_events(caller: Caller, workspace: str) -> Any:
 @api_blueprint.get("/events/<event_id>")
 @endpoint
 async def show_event(caller: Caller, event_id: str) -> Any:
-    event, webhook = await webhook_events.find_event(_service().store, event_id)
+    event, webhook = await webhook_events.find_event(_admin().store, event_id)
     return event_json(event, webhook)
 
 
@@ -360,14 +361,14 @@ async def show_event(caller: Caller, event_id: str) -> Any:
 @endpoint
 async def replay_event(caller: Caller, event_id: str) -> Any:
     data = await _body()
-    store = _service().store
+    store = _admin().store
     replayed = await webhook_events.replay_event(
         store,
         event_id,
         current_prompt=_field(data, "current_prompt", bool, False),
         actor=caller.actor,
     )
-    _service().worker.notify()
+    _admin().notify_events()
     event, webhook = await webhook_events.find_event(store, replayed.id)
     return event_json(event, webhook), 201
 
@@ -384,7 +385,7 @@ async def list_approvals(caller: Caller) -> Any:
     except ValueError:
         raise ValidationError("limit must be a whole number") from None
     page = await approvals_listed(
-        _service().store,
+        _admin().store,
         workspace_slug=request.args.get("workspace"),
         statuses=frozenset({status}) if status else None,
         limit=limit,
@@ -399,7 +400,7 @@ async def list_approvals(caller: Caller) -> Any:
 
 async def _approval_view(approval_id: str) -> dict[str, Any]:
 
-    store = _service().store
+    store = _admin().store
     approval = await find_approval(store, approval_id)
     group = await store.get(Group, approval.group_id)
     return approval_json(approval, group, await store.get(Workspace, group.workspace_id))
@@ -415,7 +416,7 @@ async def show_approval(caller: Caller, approval_id: str) -> Any:
 @endpoint
 async def approve_call(caller: Caller, approval_id: str) -> Any:
     data = await _body()
-    service = _service()
+    service = _admin()
     await decisions.approve(
         service.store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
     )
@@ -427,7 +428,7 @@ async def approve_call(caller: Caller, approval_id: str) -> Any:
 async def retry_call(caller: Caller, approval_id: str) -> Any:
     data = await _body()
     await decisions.retry(
-        _service().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
+        _admin().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
     )
     return await _approval_outcome(approval_id, data)
 
@@ -438,7 +439,7 @@ async def _approval_outcome(approval_id: str, data: dict[str, Any]) -> dict[str,
     if not 0 <= wait_s <= _MAX_OUTCOME_WAIT_S:
         raise ValidationError(f"'wait_s' must be 0 to {_MAX_OUTCOME_WAIT_S:g}")
     with trio.move_on_after(wait_s):
-        await _service().approval_runs.outcome(approval_id)
+        await _admin().approval_outcome(approval_id)
     return await _approval_view(approval_id)
 
 
@@ -447,7 +448,7 @@ async def _approval_outcome(approval_id: str, data: dict[str, Any]) -> dict[str,
 async def deny_call(caller: Caller, approval_id: str) -> Any:
     data = await _body()
     await decisions.deny(
-        _service().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
+        _admin().store, approval_id, actor=caller.actor, reason=_field(data, "reason", str)
     )
     return await _approval_view(approval_id)
 
@@ -458,7 +459,7 @@ async def deny_call(caller: Caller, approval_id: str) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/groups/<group>/tokens")
 @endpoint
 async def list_tokens(caller: Caller, workspace: str, group: str) -> Any:
-    tokens = await registry.list_tokens(_service().store, workspace, group)
+    tokens = await registry.list_tokens(_admin().store, workspace, group)
     return _page([token_json(t, workspace, group) for t in tokens])
 
 
@@ -468,7 +469,7 @@ async def create_token(caller: Caller, workspace: str, group: str) -> Any:
     data = await _body()
     scope = _enum(Capability, "scope", _field(data, "scope", str, "write"))
     issued = await registry.create_token(
-        _service().store,
+        _admin().store,
         workspace,
         group,
         name=_required(data, "name"),
@@ -482,7 +483,7 @@ async def create_token(caller: Caller, workspace: str, group: str) -> Any:
 @endpoint
 async def revoke_token(caller: Caller, workspace: str, group: str, token: str) -> Any:
     revoked = await registry.revoke_token(
-        _service().store, workspace, group, token, actor=caller.actor
+        _admin().store, workspace, group, token, actor=caller.actor
     )
     return token_json(revoked, workspace, group)
 
@@ -493,7 +494,7 @@ async def revoke_token(caller: Caller, workspace: str, group: str, token: str) -
 @api_blueprint.get("/workspaces/<workspace>/groups/<group>/tools")
 @endpoint
 async def list_tools(caller: Caller, workspace: str, group: str) -> Any:
-    rows = await tools_admin.group_tool_list(_service().store, workspace, group)
+    rows = await tools_admin.group_tool_list(_admin().store, workspace, group)
     return _page([tool_json(row) for row in rows])
 
 
@@ -503,7 +504,7 @@ async def label_tool(caller: Caller, workspace: str, tool: str) -> Any:
     data = await _body()
     label = _field(data, "label", str)
     capability = _enum(Capability, "label", label) if label else None
-    store = _service().store
+    store = _admin().store
     _, cached = await tools_admin.set_label(store, workspace, tool, capability, actor=caller.actor)
     return {"name": tool, "label": cached.label.value if cached.label else None}
 
@@ -514,7 +515,7 @@ async def set_tool_permission(caller: Caller, workspace: str, tool: str) -> Any:
     data = await _body()
     group = _field(data, "group", str)
     permission = _field(data, "permission", str)
-    store = _service().store
+    store = _admin().store
     if permission is None:
         await tools_admin.clear_permission(
             store, workspace, tool, group_slug=group, actor=caller.actor
@@ -537,7 +538,7 @@ async def set_tool_permission(caller: Caller, workspace: str, tool: str) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/libraries")
 @endpoint
 async def list_libraries(caller: Caller, workspace: str) -> Any:
-    store = _service().store
+    store = _admin().store
     attached = await libraries.attached_groups(store, workspace)
     shelves = []
     for library in await libraries.list_libraries(store, workspace):
@@ -554,7 +555,7 @@ async def add_document(caller: Caller, workspace: str, library: str) -> Any:
     title = _required(data, "title")
     slug = _field(data, "slug", str) or libraries.slug_from(title)
     document = await libraries.add_document(
-        _service().store,
+        _admin().store,
         workspace,
         library,
         slug=slug,
@@ -574,7 +575,7 @@ async def add_document(caller: Caller, workspace: str, library: str) -> Any:
 @api_blueprint.get("/workspaces/<workspace>/channels/<channel>/messages")
 @endpoint
 async def channel_messages(caller: Caller, workspace: str, channel: str) -> Any:
-    store = _service().store
+    store = _admin().store
     ws = await store.workspace_by_slug(workspace)
     messages = await store.channel_messages(ws.id, str(parse_channel(channel)), limit=1000)
     return _page([message_json(m) for m in reversed(messages)])

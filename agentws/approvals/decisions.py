@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentws.approvals.queue import current_status, find_approval
 from agentws.audit import record
 from agentws.domain.models import Approval, ApprovalStatus, Group
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError
 from agentws.store import Store
+from agentws.tools.approval_queue import current_status, find_approval
 
 __all__ = ["approve", "deny", "expire_due", "retry"]
 

@@ -19,11 +19,11 @@ import attrs
 import trio
 
 from agentws.approvals.decisions import expire_due
-from agentws.approvals.queue import outcome_data
 from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import Approval, ApprovalStatus
 from agentws.errors import StoreError
 from agentws.store import Store
+from agentws.tools.approval_queue import outcome_data
 
 __all__ = ["ACTOR", "ApprovalWatch", "OutcomeListener"]
 

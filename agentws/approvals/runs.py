@@ -31,7 +31,6 @@ import attrs
 import mcp_types as types
 import trio
 
-from agentws.approvals.queue import current_status, find_approval, stored_arguments
 from agentws.audit import record
 from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import Approval, ApprovalStatus, Capability, Group, McpToken
@@ -39,8 +38,9 @@ from agentws.domain.models import arguments_hash as hash_arguments
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, StoreError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys, SecretBox
 from agentws.store import Store
+from agentws.tools.approval_queue import current_status, find_approval, stored_arguments
 from agentws.tools.catalog import group_tool
 from agentws.tools.execution import ToolRunner
 from agentws.tools.spec import ToolSpec
@@ -227,14 +227,14 @@ class ApprovalRuns:
     Args:
         store: where decisions are recorded.
         runner: runs a group's tools with this process's settings and links.
-        box: the service's secret key, for sealed arguments.
+        keys: the service key, which opens sealed arguments.
         changes: announces decisions made anywhere.
         owner: this instance's id, which its leases carry.
     """
 
     store: Store
     runner: ToolRunner
-    box: SecretBox | None
+    keys: Keys
     changes: ChangeFeed
     owner: str
     _closed: bool = attrs.field(default=False, init=False)
@@ -325,7 +325,11 @@ class ApprovalRuns:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._renew, approval.id)
                 outcome = await run_claimed(
-                    self.store, approval, owner=self.owner, runner=self.runner, box=self.box
+                    self.store,
+                    approval,
+                    owner=self.owner,
+                    runner=self.runner,
+                    box=self.keys.optional(),
                 )
                 nursery.cancel_scope.cancel()
             if outcome is not None:

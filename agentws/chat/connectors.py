@@ -12,7 +12,8 @@ since: the event fails, terminally).
 from __future__ import annotations
 
 from agentws.chat.channels import ChannelRef
-from agentws.connectors.url_guard import Allowlist, check_saved_url
+from agentws.connectors.url_guard import check_saved_url
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import UnsafeUrlError, ValidationError
 from agentws.store import Store

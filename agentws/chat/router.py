@@ -10,6 +10,7 @@ from agentws.chat.sinks import ChatSink, KeyRing, LocalSink
 from agentws.chat.slack import SlackSink
 from agentws.config import Settings
 from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.secret_box import Keys
 from agentws.store import Store
 
 __all__ = ["SinkRouter"]
@@ -21,11 +22,12 @@ class SinkRouter:
 
     store: Store
     settings: Settings
+    keys: Keys
     resolve: Resolver = system_resolver
     _sinks: dict[str, ChatSink] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        keys = KeyRing(self.settings)
+        keys = KeyRing(self.keys)
         self._sinks = {
             "local": LocalSink(self.store),
             "slack": SlackSink(self.store, self.settings, keys, self.resolve),

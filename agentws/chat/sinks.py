@@ -17,10 +17,9 @@ from typing import Protocol
 import attrs
 
 from agentws.chat.channels import ChannelRef
-from agentws.config import Settings
 from agentws.domain.models import ChatMessage
 from agentws.errors import ConfigError, NotFoundError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys, SecretBox
 from agentws.store import Store
 
 __all__ = ["ChatSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
@@ -76,10 +75,9 @@ class ChatSink(Protocol):
 
 @attrs.define(eq=False)
 class KeyRing:
-    """The service key, read once (by the first post that opens a secret), for the sinks."""
+    """The service key (read once, when the service started), for the sinks."""
 
-    settings: Settings
-    _box: SecretBox | None = attrs.field(default=None, init=False)
+    keys: Keys
 
     def box(self) -> SecretBox:
         """The service key's box.
@@ -87,12 +85,10 @@ class KeyRing:
         Error handling:
             A terminal :class:`SinkError` when no key is configured.
         """
-        if self._box is None:
-            try:
-                self._box = SecretBox.from_settings(self.settings)
-            except ConfigError as exc:
-                raise SinkError(exc.message, retryable=False) from None
-        return self._box
+        try:
+            return self.keys.box()
+        except ConfigError as exc:
+            raise SinkError(exc.message, retryable=False) from None
 
 
 def record_of(message: OutgoingMessage, *, external_id: str | None = None) -> ChatMessage:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,21 +50,23 @@ from agentws.connectors.remote_mcp import (
     first_leaf,
     list_all_tools,
     open_transport,
-    sync_tool_cache,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import AgentwsError, NotFoundError
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys
 from agentws.store import Store
 
-__all__ = ["ACTOR", "RemoteLinks"]
+__all__ = ["ACTOR", "RemoteLinks", "SyncTools"]
 
 log = logging.getLogger("agentws.connectors")
 
 #: Who the audit log says refreshed a cache over a link.
 ACTOR = "system:connector-link"
+
+#: ``sync(connector, tools)``: make the connector's tool cache hold ``tools``.
+SyncTools = Callable[[Connector, list[types.Tool]], Awaitable[SyncReport]]
 
 # An idle link asks the remote for a ping this often: it finds dead
 # connections before a caller does, and keeps proxies from dropping the stream.
@@ -158,6 +160,9 @@ class RemoteLinks:
         store: where connectors are read and the tool cache is written.
         settings: the URL allowlist, the per-call deadline
             (``tool_timeout_s``) and the secret key.
+        keys: the service key, which opens connectors' stored credentials.
+        sync: makes the tool cache hold what a connector's remote listed
+            (:func:`agentws.tools.cache_sync.sync_tool_cache` with its store and actor).
         resolve: the resolver the URL guard uses (tests give their own).
 
     Start it with ``await nursery.start(links.serve)``; :meth:`close` ends it.
@@ -165,6 +170,8 @@ class RemoteLinks:
 
     store: Store
     settings: Settings
+    keys: Keys
+    sync: SyncTools
     resolve: Resolver = system_resolver
     _links: dict[str, _Link] = attrs.field(factory=dict, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
@@ -244,7 +251,7 @@ class RemoteLinks:
                     f"{upstream_excerpt(exc.error.message)}"
                 ) from None
         async with link.syncing:
-            report = await sync_tool_cache(self.store, connector, tools, actor=ACTOR)
+            report = await self.sync(connector, tools)
         link.refreshes += 1
         return report
 
@@ -402,7 +409,7 @@ class RemoteLinks:
         connector = link.connector
         if connector.url is None:
             raise RemoteError(f"connector {connector.name!r} has no URL")
-        box = SecretBox.from_settings(self.settings) if connector.secret else None
+        box = self.keys.box() if connector.secret else None
         headers = connector_headers(connector, box)
         kinds = sorted(TRANSPORTS, key=lambda kind: kind != link.transport)
         problems = []
@@ -500,7 +507,7 @@ class RemoteLinks:
             with trio.fail_after(self.settings.tool_timeout_s):
                 tools = await list_all_tools(session)
             async with link.syncing:
-                await sync_tool_cache(self.store, link.connector, tools, actor=ACTOR)
+                await self.sync(link.connector, tools)
         except trio.TooSlowError:
             log.warning("connector %s: tools/list took longer than the deadline", name)
         except MCPError as exc:

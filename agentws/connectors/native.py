@@ -31,7 +31,8 @@ from agentws.connectors.paths import (
     branch_segments,
     join_path,
 )
-from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
+from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import UpstreamError
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt

@@ -17,6 +17,7 @@ import re
 import attrs
 
 from agentws.audit import record
+from agentws.connectors.names import check_attach
 from agentws.connectors.native import cache_native_tools
 from agentws.connectors.url_guard import (
     Allowlist,
@@ -36,7 +37,6 @@ from agentws.errors import (
 )
 from agentws.secret_box import SecretBox
 from agentws.store import Store
-from agentws.tools.names import check_attach
 
 __all__ = [
     "DEFAULT_URLS",

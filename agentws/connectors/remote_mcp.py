@@ -31,18 +31,14 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from agentws.audit import record
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.registry import connector_headers
-from agentws.connectors.url_guard import Allowlist, GuardedTransport, Resolver, system_resolver
-from agentws.domain.models import CachedTool, Capability, Connector
-from agentws.domain.rules import utcnow
-from agentws.errors import AgentwsError, ConflictError, UpstreamError
+from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.domain.allowlist import Allowlist
+from agentws.domain.models import Capability, Connector
+from agentws.errors import AgentwsError, UpstreamError
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
-from agentws.store import Store
-from agentws.tools.admin import reset_loosened_permissions
-from agentws.tools.names import mark_clashes
 
 __all__ = [
     "TRANSPORTS",
@@ -58,7 +54,6 @@ __all__ = [
     "open_transport",
     "probe",
     "suggested_label",
-    "sync_tool_cache",
 ]
 
 log = logging.getLogger("agentws.connectors")
@@ -371,91 +366,3 @@ class SyncReport:
     unchanged: int = 0
     #: Why each tool left out of listings (its name is another tool's in a group) is.
     left_out: tuple[str, ...] = ()
-
-
-async def sync_tool_cache(
-    store: Store, connector: Connector, tools: list[types.Tool], *, actor: str
-) -> SyncReport:
-    """Make the cache hold exactly ``tools`` for ``connector``.
-
-    A tool whose definition hash changed keeps no admin label: it is
-    ``write`` (so ``requires_approval``) until an admin labels it again,
-    and permissions looser than that default are removed; the resets are
-    audited.
-    """
-    cached = {t.name: t for t in await store.select(CachedTool, connector_id=connector.id)}
-    added, changed = [], []
-    seen: set[str] = set()
-    now = utcnow()
-    for tool in tools:
-        if tool.name in seen:
-            log.warning("connector %s lists %r twice; the first is kept", connector.name, tool.name)
-            continue
-        seen.add(tool.name)
-        digest = definition_hash(tool)
-        annotations: dict[str, Any] = (
-            tool.annotations.model_dump(by_alias=True, exclude_none=True)
-            if tool.annotations
-            else {}
-        )
-        fields: dict[str, Any] = {
-            "description": tool.description or "",
-            "input_schema": dict(tool.input_schema),
-            "annotations": annotations,
-            "definition_hash": digest,
-            "suggested_label": suggested_label(tool),
-            "fetched_at": now,
-        }
-        old = cached.pop(tool.name, None)
-        if old is None:
-            try:
-                await store.insert(CachedTool(connector_id=connector.id, name=tool.name, **fields))
-            except ConflictError:
-                # Another refresh (the CLI, another instance) cached it meanwhile.
-                continue
-            added.append(tool.name)
-        elif old.definition_hash != digest:
-            await store.update(attrs.evolve(old, label=None, **fields))
-            changed.append(tool.name)
-            await record(
-                store,
-                connector.workspace_id,
-                actor,
-                "tool.definition_changed",
-                f"{connector.name}_{tool.name}",
-                previous_label=old.label.value if old.label else None,
-                label="unset (write)",
-            )
-            await reset_loosened_permissions(
-                store,
-                connector.workspace_id,
-                f"{connector.name}_{tool.name}",
-                Capability.WRITE,
-                actor=actor,
-                why="the tool's definition changed",
-            )
-    for gone in cached.values():
-        await store.delete(CachedTool, gone.id)
-    # Unchanged tools only get the time: writing their rows back whole would
-    # undo a label an admin set while this refresh ran.
-    await store.mark_tools_fetched(connector.id, now)
-    # A new tool must not take a name another tool has in the connector's groups.
-    left_out = await mark_clashes(store, connector)
-    for reason in left_out:
-        log.warning("connector %s: %s", connector.name, reason)
-    report = SyncReport(
-        tuple(added),
-        tuple(changed),
-        tuple(cached),
-        len(seen) - len(added) - len(changed),
-        left_out,
-    )
-    log.info(
-        "connector %s: %d tools (%d new, %d changed, %d removed)",
-        connector.name,
-        len(tools),
-        len(added),
-        len(changed),
-        len(cached),
-    )
-    return report

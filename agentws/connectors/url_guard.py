@@ -33,7 +33,6 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
-from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
 import anyio
@@ -41,6 +40,7 @@ import attrs
 import httpx2
 
 from agentws.connectors.addresses import Address, is_public, refusal
+from agentws.domain.allowlist import Allowlist
 from agentws.errors import UnsafeUrlError
 
 __all__ = [
@@ -56,54 +56,12 @@ __all__ = [
     "url_origin",
 ]
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: ``resolve(host, port)`` → the addresses the host has.
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 #: How long saving a connector waits for its host's addresses. A name that
 #: does not resolve in time is saved: every connection checks it anyway.
 SAVE_RESOLVE_S = 5.0
-
-
-@attrs.frozen
-class Allowlist:
-    """Hosts and networks connectors may reach even though they are not public."""
-
-    hosts: tuple[str, ...] = ()
-    networks: tuple[Network, ...] = ()
-
-    @classmethod
-    def parse(cls, value: str) -> Allowlist:
-        """Parse ``AGENTWS_CONNECTOR_ALLOWLIST``.
-
-        Raises:
-            ValueError: naming the entry that is neither a host pattern nor a CIDR.
-        """
-        hosts: list[str] = []
-        networks: list[Network] = []
-        for entry in (item.strip().lower() for item in value.split(",")):
-            if not entry:
-                continue
-            try:
-                networks.append(ipaddress.ip_network(entry, strict=False))
-                continue
-            except ValueError:
-                pass
-            label = entry.removeprefix("*.")
-            if not label or not all(c.isalnum() or c in "-." for c in label):
-                raise ValueError(f"{entry!r} is neither a host name pattern nor a CIDR")
-            hosts.append(entry)
-        return cls(tuple(hosts), tuple(networks))
-
-    def __bool__(self) -> bool:
-        return bool(self.hosts or self.networks)
-
-    def names_host(self, host: str) -> bool:
-        host = host.lower().rstrip(".")
-        return any(fnmatchcase(host, pattern) for pattern in self.hosts)
-
-    def names_address(self, address: Address) -> bool:
-        return any(address in network for network in self.networks)
 
 
 def _literal(host: str) -> Address | None:

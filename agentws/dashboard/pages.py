@@ -23,15 +23,8 @@ from quart import Blueprint, Response, current_app, redirect, render_template, r
 from werkzeug.exceptions import HTTPException
 
 from agentws import libraries, registry
-from agentws.admin_access import sign_in, sign_out
-from agentws.api.auth import Caller
+from agentws.admin_access import AdminServices, Caller, sign_in, sign_out
 from agentws.approvals import decisions
-from agentws.approvals.queue import (
-    count_approvals,
-    current_status,
-    find_approval,
-    list_approvals,
-)
 from agentws.domain.approval_lists import DECIDED, MAX_PAGE, ApprovalPage
 from agentws.domain.models import (
     Approval,
@@ -56,6 +49,12 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.tools import admin as tools_admin
+from agentws.tools.approval_queue import (
+    count_approvals,
+    current_status,
+    find_approval,
+    list_approvals,
+)
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
@@ -92,8 +91,9 @@ _OUTCOME_WAIT_S = 10.0
 _APPROVALS_PAGE = 50
 
 
-def _service() -> Any:
-    return cast(Any, current_app).service
+def _admin() -> AdminServices:
+    # Until the blueprints take it through a constructor.
+    return cast(AdminServices, current_app.config["AGENTWS_ADMIN"])
 
 
 @dashboard_blueprint.after_request
@@ -159,7 +159,7 @@ async def _page(
 
     ``error`` is a notice of this answer's own (a form shown again with what was wrong).
     """
-    store = _service().store
+    store = _admin().store
     flash = urllib.parse.unquote(request.cookies.get(_FLASH, ""))
     if error is not None:
         flash = "!" + error
@@ -248,7 +248,7 @@ async def login_post() -> Response:
         return await _login_again(
             f"Too many failed sign-ins: try again in {int(wait) + 1} s.", 429, int(wait) + 1
         )
-    service = _service()
+    service = _admin()
     try:
         _, _, secret = await sign_in(
             service.store,
@@ -284,7 +284,7 @@ async def _login_again(error: str, status: int, retry_after: int | None = None) 
 @signed_in
 async def logout(caller: Caller) -> Response:
     if caller.session is not None:
-        await sign_out(_service().store, caller.admin, caller.session)
+        await sign_out(_admin().store, caller.admin, caller.session)
     response = cast(Response, redirect(url_for("dashboard.login")))
     clear_session_cookie(response)
     return response
@@ -293,7 +293,7 @@ async def logout(caller: Caller) -> Response:
 @dashboard_blueprint.get("/")
 @signed_in
 async def home(caller: Caller) -> Response:
-    workspaces = await registry.list_workspaces(_service().store)
+    workspaces = await registry.list_workspaces(_admin().store)
     if not workspaces:
         return await _page("empty.html", caller)
     wanted = request.args.get("workspace")
@@ -305,7 +305,7 @@ async def home(caller: Caller) -> Response:
 
 
 async def _workspace(slug: str) -> Workspace:
-    return cast(Workspace, await _service().store.workspace_by_slug(slug))
+    return await _admin().store.workspace_by_slug(slug)
 
 
 @dashboard_blueprint.get("/w/<workspace>/webhooks")
@@ -318,7 +318,7 @@ async def _webhooks_page(
     caller: Caller, workspace: str, *, typed: Any = None, error: str | None = None
 ) -> Response:
     """The webhooks listing; with ``typed``, its form filled with what was posted."""
-    store = _service().store
+    store = _admin().store
     ws = await _workspace(workspace)
     hooks = await webhooks_admin.list_webhooks(store, workspace)
     groups = await registry.list_groups(store, workspace)
@@ -357,7 +357,7 @@ async def webhook_create(caller: Caller, workspace: str) -> Response:
             concurrency=_int(form.get("concurrency"), 4, "concurrency"),
             allow_mentions=form.get("mentions") == "allowed",
         )
-        service = _service()
+        service = _admin()
         issued = await webhooks_admin.create_webhook(
             service.store,
             service.settings,
@@ -409,7 +409,7 @@ def _message(exc: Exception) -> str:
 @dashboard_blueprint.get("/w/<workspace>/webhooks/<webhook>")
 @signed_in
 async def webhook_show(caller: Caller, workspace: str, webhook: str) -> Response:
-    store = _service().store
+    store = _admin().store
     found = await webhooks_admin.find_webhook(store, workspace, webhook)
     events = await webhook_events.list_events(store, workspace, webhook=found, limit=50)
     group = await store.find(Group, id=found.group_id) if found.group_id else None
@@ -427,7 +427,7 @@ async def webhook_show(caller: Caller, workspace: str, webhook: str) -> Response
 @signed_in
 async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response:
     form = await request.form
-    store = _service().store
+    store = _admin().store
     here = url_for("dashboard.webhook_show", workspace=workspace, webhook=webhook)
     try:
         current = await webhooks_admin.find_webhook(store, workspace, webhook)
@@ -444,7 +444,7 @@ async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response
             workspace,
             current.id,
             changes=changes,
-            allowlist=_service().settings.connector_allowlist,
+            allowlist=_admin().settings.connector_allowlist,
             actor=caller.actor,
         )
     except AgentwsError as exc:
@@ -455,7 +455,7 @@ async def webhook_edit(caller: Caller, workspace: str, webhook: str) -> Response
 @dashboard_blueprint.post("/w/<workspace>/webhooks/<webhook>/<action>")
 @signed_in
 async def webhook_action(caller: Caller, workspace: str, webhook: str, action: str) -> Response:
-    store = _service().store
+    store = _admin().store
     listing = url_for("dashboard.webhooks", workspace=workspace)
     try:
         if action in ("activate", "deactivate"):
@@ -480,8 +480,8 @@ async def webhook_action(caller: Caller, workspace: str, webhook: str, action: s
 @dashboard_blueprint.get("/w/<workspace>/endpoints")
 @signed_in
 async def endpoints(caller: Caller, workspace: str) -> Response:
-    store = _service().store
-    base = _service().settings.public_base_url
+    store = _admin().store
+    base = _admin().settings.public_base_url
     groups = []
     for group in await registry.list_groups(store, workspace):
         url = registry.endpoint_url(base, workspace, group.slug)
@@ -532,7 +532,7 @@ async def token_create(caller: Caller, workspace: str, group: str) -> Response:
     here = url_for("dashboard.endpoints", workspace=workspace)
     try:
         issued = await registry.create_token(
-            _service().store,
+            _admin().store,
             workspace,
             group,
             name=form.get("name") or "",
@@ -548,7 +548,7 @@ async def token_create(caller: Caller, workspace: str, group: str) -> Response:
         token=issued.token,
         secret=issued.secret,
         group=group,
-        url=registry.endpoint_url(_service().settings.public_base_url, workspace, group),
+        url=registry.endpoint_url(_admin().settings.public_base_url, workspace, group),
     )
 
 
@@ -558,7 +558,7 @@ async def token_revoke(caller: Caller, workspace: str, group: str, token: str) -
     here = url_for("dashboard.endpoints", workspace=workspace)
     try:
         revoked = await registry.revoke_token(
-            _service().store, workspace, group, token, actor=caller.actor
+            _admin().store, workspace, group, token, actor=caller.actor
         )
     except AgentwsError as exc:
         return _done(here, exc.message, error=True)
@@ -571,7 +571,7 @@ async def token_revoke(caller: Caller, workspace: str, group: str, token: str) -
 @dashboard_blueprint.get("/w/<workspace>/permissions")
 @signed_in
 async def permissions(caller: Caller, workspace: str) -> Response:
-    store = _service().store
+    store = _admin().store
     groups = await registry.list_groups(store, workspace)
     chosen = request.args.get("group") or (groups[0].slug if groups else None)
     rows = await tools_admin.group_tool_list(store, workspace, chosen) if chosen else []
@@ -594,7 +594,7 @@ async def permission_change(caller: Caller, workspace: str) -> Response:
     group = form.get("group") or None
     tool = form.get("tool") or ""
     here = url_for("dashboard.permissions", workspace=workspace, group=group or "")
-    store = _service().store
+    store = _admin().store
     try:
         if form.get("label") is not None:
             label = form.get("label") or None
@@ -628,7 +628,7 @@ def _page_size() -> int:
 
 async def _approval_list(cursor_arg: str, **query: Any) -> ApprovalPage:
     """A page of a list of approvals; a cursor that is not one a page gave starts at the top."""
-    store = _service().store
+    store = _admin().store
     try:
         return await list_approvals(store, cursor=request.args.get(cursor_arg) or None, **query)
     except ValidationError:
@@ -638,7 +638,7 @@ async def _approval_list(cursor_arg: str, **query: Any) -> ApprovalPage:
 @dashboard_blueprint.get("/approvals")
 @signed_in
 async def approvals(caller: Caller) -> Response:
-    store = _service().store
+    store = _admin().store
     # The queue spans workspaces; the one named (else the first) is where the menu points.
     workspaces = await registry.list_workspaces(store)
     wanted = request.args.get("workspace")
@@ -678,7 +678,7 @@ async def approvals_bulk(caller: Caller) -> Response:
         return _done(here, "Tick at least one call to decide.", error=True)
     if len(ids) > MAX_PAGE:
         return _done(here, f"Decide at most {MAX_PAGE} calls at once.", error=True)
-    service = _service()
+    service = _admin()
     reason = form.get("reason") or None
     problems: list[str] = []
     decided_ids: list[str] = []
@@ -699,7 +699,7 @@ async def approvals_bulk(caller: Caller) -> Response:
         # deadline for them all), else where each stands.
         with trio.move_on_after(_OUTCOME_WAIT_S):
             for approval_id in decided_ids:
-                await service.approval_runs.outcome(approval_id)
+                await service.approval_outcome(approval_id)
     outcomes: dict[str, int] = {}
     for approval_id in decided_ids:
         status = current_status(await find_approval(service.store, approval_id)).value
@@ -717,7 +717,7 @@ async def approvals_bulk(caller: Caller) -> Response:
 
 async def _asked_by(approval: Approval) -> str:
     """Who asked, by the name an admin knows them by (a token's, a webhook's)."""
-    store = _service().store
+    store = _admin().store
     if approval.token_id is not None:
         token = await store.find(McpToken, id=approval.token_id)
         if token is not None:
@@ -733,7 +733,7 @@ async def _asked_by(approval: Approval) -> str:
 @dashboard_blueprint.get("/approvals/<approval_id>")
 @signed_in
 async def approval(caller: Caller, approval_id: str) -> Response:
-    store = _service().store
+    store = _admin().store
     found = await find_approval(store, approval_id)
     group = await store.get(Group, found.group_id)
     workspace = await store.get(Workspace, group.workspace_id)
@@ -753,7 +753,7 @@ async def approval(caller: Caller, approval_id: str) -> Response:
 async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Response:
     form = await request.form
     here = url_for("dashboard.approval", approval_id=approval_id)
-    service = _service()
+    service = _admin()
     reason = form.get("reason") or None
     try:
         if decision in ("approve", "retry"):
@@ -761,7 +761,7 @@ async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Re
             decided = await decide(service.store, approval_id, actor=caller.actor, reason=reason)
             # The service runs it: show the outcome if it comes soon, else where it stands.
             with trio.move_on_after(_OUTCOME_WAIT_S):
-                decided = await service.approval_runs.outcome(approval_id)
+                decided = await service.approval_outcome(approval_id)
             decided = await find_approval(service.store, approval_id)
         elif decision == "deny":
             decided = await decisions.deny(
@@ -782,7 +782,7 @@ async def approval_decide(caller: Caller, approval_id: str, decision: str) -> Re
 @dashboard_blueprint.get("/w/<workspace>/events")
 @signed_in
 async def events(caller: Caller, workspace: str) -> Response:
-    store = _service().store
+    store = _admin().store
     hooks = await webhooks_admin.list_webhooks(store, workspace)
     only = request.args.get("webhook") or None
     status_text = request.args.get("status") or None
@@ -811,7 +811,7 @@ async def events(caller: Caller, workspace: str) -> Response:
 @dashboard_blueprint.get("/events/<event_id>")
 @signed_in
 async def event(caller: Caller, event_id: str) -> Response:
-    store = _service().store
+    store = _admin().store
     timeline = await webhook_events.event_timeline(store, event_id)
     workspace = await store.get(Workspace, timeline.webhook.workspace_id)
     return await _page(
@@ -829,14 +829,14 @@ async def event_replay(caller: Caller, event_id: str) -> Response:
     form = await request.form
     try:
         replayed = await webhook_events.replay_event(
-            _service().store,
+            _admin().store,
             event_id,
             current_prompt=form.get("current_prompt") == "on",
             actor=caller.actor,
         )
     except AgentwsError as exc:
         return _done(url_for("dashboard.event", event_id=event_id), exc.message, error=True)
-    _service().worker.notify()
+    _admin().notify_events()
     return _done(url_for("dashboard.event", event_id=replayed.id), "Replayed as this new event.")
 
 
@@ -846,7 +846,7 @@ async def event_replay(caller: Caller, event_id: str) -> Response:
 @dashboard_blueprint.get("/w/<workspace>/libraries")
 @signed_in
 async def libraries_page(caller: Caller, workspace: str) -> Response:
-    store = _service().store
+    store = _admin().store
     shelves = []
     attached = await libraries.attached_groups(store, workspace)
     for library in await libraries.list_libraries(store, workspace):
@@ -883,7 +883,7 @@ async def document_upload(caller: Caller, workspace: str, library: str) -> Respo
         text = data.decode("utf-8")
         title = form.get("title") or upload.filename
         document = await libraries.add_document(
-            _service().store,
+            _admin().store,
             workspace,
             library,
             slug=libraries.slug_from(form.get("slug") or upload.filename.rsplit(".", 1)[0]),
@@ -915,7 +915,7 @@ def _mime(filename: str) -> str:
 @dashboard_blueprint.get("/w/<workspace>/channels")
 @signed_in
 async def channels(caller: Caller, workspace: str) -> Response:
-    store = _service().store
+    store = _admin().store
     ws = await _workspace(workspace)
     hooks = await store.select(Webhook, workspace_id=ws.id)
     known = sorted({w.channel for w in hooks})

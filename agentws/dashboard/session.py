@@ -24,8 +24,7 @@ from typing import Any, cast
 
 from quart import Response, current_app, redirect, request, url_for
 
-from agentws.admin_access import LoginThrottle, session_for
-from agentws.api.auth import SESSION_COOKIE, Caller
+from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, LoginThrottle, session_for
 from agentws.errors import PermissionDeniedError
 
 __all__ = [
@@ -48,19 +47,17 @@ _CSP = (
 Page = Callable[..., Awaitable[Any]]
 
 
-def _service() -> Any:
-    return cast(Any, current_app).service
+def _admin() -> AdminServices:
+    # Until the blueprints take it through a constructor.
+    return cast(AdminServices, current_app.config["AGENTWS_ADMIN"])
 
 
 def login_throttle() -> LoginThrottle:
-    app = cast(Any, current_app)
-    if not hasattr(app, "login_throttle"):
-        app.login_throttle = LoginThrottle()
-    return cast(LoginThrottle, app.login_throttle)
+    return _admin().login_throttle
 
 
 def _over_tls() -> bool:
-    base = _service().settings.base_url or ""
+    base = _admin().settings.base_url or ""
     forwarded = request.headers.get("X-Forwarded-Proto", "")
     return request.scheme == "https" or base.startswith("https://") or forwarded == "https"
 
@@ -117,7 +114,7 @@ def signed_in(page: Page) -> Callable[..., Awaitable[Any]]:
 
     @functools.wraps(page)
     async def wrapped(**path: str) -> Any:
-        found = await session_for(_service().store, request.cookies.get(SESSION_COOKIE, ""))
+        found = await session_for(_admin().store, request.cookies.get(SESSION_COOKIE, ""))
         if found is None:
             target = request.full_path if request.method == "GET" else url_for("dashboard.home")
             return redirect(url_for("dashboard.login", next=target.rstrip("?")))

@@ -271,7 +271,7 @@ class CachedTool:
     suggested_label: Capability | None = None
     fetched_at: datetime = _now()
     #: Why it is not listed: its name is another tool's in one of its groups
-    #: (:mod:`agentws.tools.names`); None: listed.
+    #: (:mod:`agentws.connectors.names`); None: listed.
     left_out: str | None = None
 
     @property

@@ -41,6 +41,19 @@ import trio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from agentws.asgi import (
+    ASGIApp,
+    BodyReader,
+    HttpRefusal,
+    Receive,
+    Scope,
+    Send,
+    encode_headers,
+    error_body,
+    header,
+    respond,
+    respond_json,
+)
 from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
 from agentws.logs import add_log_context
@@ -61,11 +74,6 @@ __all__ = ["McpDoor"]
 
 log = logging.getLogger("agentws.mcp")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)?/?")
 SESSION_HEADER = "mcp-session-id"
 _SSE_HEADERS = [
@@ -75,49 +83,19 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _PING = b": ping\n\n"
+_GONE = HttpRefusal(400, "disconnected", "the client went away")
 _NO_SESSION = "no such session (it may have expired): initialize again"
 
 
-class _HttpError(Exception):
-    def __init__(
-        self, status: int, code: str, message: str, headers: Iterable[tuple[str, str]] = ()
-    ) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.headers = list(headers)
-
-
-def _store_unavailable(doing: str, exc: StoreError) -> _HttpError:
+def _store_unavailable(doing: str, exc: StoreError) -> HttpRefusal:
     log.error("cannot %s: %s", doing, exc.message)
-    return _HttpError(
+    return HttpRefusal(
         503, "store_unavailable", "the store is unavailable; retry shortly", [("Retry-After", "5")]
     )
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def _json_headers(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[bytes, bytes]]:
-    headers = [(b"content-type", b"application/json")]
-    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra]
-    return headers
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*headers, (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    return [(b"content-type", b"application/json"), *encode_headers(extra)]
 
 
 def _jsonrpc_error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
@@ -150,7 +128,7 @@ class _Request:
         return str(self.scope["method"])
 
     def header(self, name: bytes) -> str | None:
-        return _header(self.scope, name)
+        return header(self.scope, name)
 
     @property
     def session_id(self) -> str | None:
@@ -173,14 +151,15 @@ class _Request:
 class McpDoor:
     """The ASGI handler of ``/mcp/g/...``; everything else goes to ``app``.
 
-    ``components`` returns the running service's authenticator and session
-    supervisor; it is called per request because the service starts after
-    the ASGI app is built (in the app's lifespan).
+    Given the running service's authenticator, session supervisor and
+    forwarder (to other instances' sessions) when it is built.
     """
 
     app: ASGIApp
     settings: Settings
-    components: Callable[[], tuple[Authenticator, SessionSupervisor, SessionForwarder]]
+    auth: Authenticator
+    sessions: SessionSupervisor
+    forwarder: SessionForwarder
     guard: HostOriginGuard = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -200,37 +179,35 @@ class McpDoor:
         try:
             match = _PATH.fullmatch(scope["path"])
             if match is None:
-                raise _HttpError(
+                raise HttpRefusal(
                     404, "not_found", "no MCP endpoint here: use /mcp/g/<workspace>/<group>"
                 )
             request = _Request(scope, receive, tracked_send, match[1], match[2], bool(match[3]))
             add_log_context(workspace=match[1], group=match[2], session=request.session_id)
             await self._handle(request)
-        except _HttpError as error:
+        except HttpRefusal as error:
             REJECTED.labels("mcp", error.code).inc()
-            body = json.dumps({"error": {"code": error.code, "message": error.message}}).encode()
-            await _respond(send, error.status, body, _json_headers(error.headers))
+            await respond_json(send, error.status, error.body(), error.headers)
         except Exception:
             REJECTED.labels("mcp", "internal_error").inc()
             log.exception("MCP request %s %s failed", scope["method"], scope["path"])
             if not started:
-                body = b'{"error": {"code": "internal_error", "message": "see the server log"}}'
-                await _respond(send, 500, body, _json_headers())
+                await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
     async def _handle(self, request: _Request) -> None:
         refusal = self.guard.refusal(request.header(b"host"), request.header(b"origin"))
         if refusal is not None:
             log.warning("refused MCP request: %s", refusal)
-            raise _HttpError(403, "forbidden", refusal)
+            raise HttpRefusal(403, "forbidden", refusal)
         allowed = ("POST",) if request.messages_path else ("GET", "POST", "DELETE")
         if request.method not in allowed:
-            raise _HttpError(
+            raise HttpRefusal(
                 405,
                 "method_not_allowed",
                 f"{request.method} is not supported here; use {', '.join(allowed)}",
                 [("Allow", ", ".join(allowed))],
             )
-        auth, sessions, forwarder = self.components()
+        auth, sessions, forwarder = self.auth, self.sessions, self.forwarder
         try:
             request.caller = await auth.authenticate(
                 request.header(b"authorization"), request.workspace, request.group
@@ -240,7 +217,7 @@ class McpDoor:
             if request.header(b"authorization"):
                 description = exc.message.replace('"', "'")
                 challenge += f', error="invalid_token", error_description="{description}"'
-            raise _HttpError(
+            raise HttpRefusal(
                 401, "unauthorized", exc.message, [("WWW-Authenticate", challenge)]
             ) from None
         except StoreError as exc:
@@ -278,7 +255,7 @@ class McpDoor:
             or session.token_id != request.caller.token_id
             or session.transport != transport
         ):
-            raise _HttpError(404, "session_not_found", _NO_SESSION)
+            raise HttpRefusal(404, "session_not_found", _NO_SESSION)
         return session
 
     async def _open(
@@ -287,20 +264,20 @@ class McpDoor:
         try:
             return await sessions.open(request.authorized, transport)
         except OverCapacityError as exc:
-            raise _HttpError(
+            raise HttpRefusal(
                 503, exc.code, exc.message, [("Retry-After", str(exc.retry_after_s))]
             ) from None
 
     async def _forward(self, request: _Request, forwarder: SessionForwarder, owner_id: str) -> None:
         """Relay a request for another instance's session to that instance."""
-        gone = _HttpError(
+        gone = HttpRefusal(
             404,
             "session_not_found",
             "no such session: the instance that held it is gone; initialize again",
         )
         if request.header(FORWARDED_HEADER) is not None:
             # Forwarded once already: the owner does not have it either.
-            raise _HttpError(404, "session_not_found", _NO_SESSION)
+            raise HttpRefusal(404, "session_not_found", _NO_SESSION)
         try:
             owner = await forwarder.owner(owner_id)
         except StoreError as exc:
@@ -315,7 +292,7 @@ class McpDoor:
             raise gone from None
         except ForwardError as exc:
             log.warning("cannot forward an MCP request: %s", exc)
-            raise _HttpError(
+            raise HttpRefusal(
                 502,
                 "owner_unreachable",
                 f"the instance holding this session ({owner_id}) cannot be reached; retry shortly",
@@ -326,17 +303,9 @@ class McpDoor:
 
     async def _read_body(self, request: _Request) -> bytes:
         limit = self.settings.mcp_max_body_bytes
-        length = request.header(b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise _HttpError(413, "too_large", f"a message may be at most {limit} bytes")
-        # One deadline for the whole body, not one per chunk: a client that sends
-        # a byte now and then would renew a per-chunk deadline for ever. (Hypercorn's
-        # keep-alive timer stops once the headers are in, and its read timeout
-        # would also cut the idle SSE streams this door keeps open.)
         timeout_s = self.settings.body_read_timeout_s
-        with trio.move_on_after(timeout_s):
-            return await self._read_chunks(request, limit)
-        raise _HttpError(
+        too_large = HttpRefusal(413, "too_large", f"a message may be at most {limit} bytes")
+        late = HttpRefusal(
             408,
             "body_read_timeout",
             f"the message did not all arrive within {timeout_s:g} s; send it again, "
@@ -344,26 +313,15 @@ class McpDoor:
             # The rest of the body is not read: the connection cannot carry another request.
             [("Connection", "close")],
         )
-
-    async def _read_chunks(self, request: _Request, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await request.receive()
-            if message["type"] == "http.disconnect":
-                raise _HttpError(400, "disconnected", "the client went away")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise _HttpError(413, "too_large", f"a message may be at most {limit} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        reader = BodyReader(request.receive, timeout_s)
+        return await reader.read(
+            request.header(b"content-length"), too_large, limit, late=late, gone=_GONE
+        )
 
     async def _parse(self, request: _Request, session_id: str | None) -> types.JSONRPCMessage:
         content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
-            raise _HttpError(
+            raise HttpRefusal(
                 415, "unsupported_media_type", "send JSON-RPC as Content-Type: application/json"
             )
         body = await self._read_body(request)
@@ -419,7 +377,7 @@ class McpDoor:
     ) -> None:
         REJECTED.labels("mcp", "jsonrpc_error").inc()
         headers = _json_headers([("Mcp-Session-Id", session_id)] if session_id else [])
-        await _respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)
+        await respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)
 
     # --- Streamable HTTP ------------------------------------------------------------------
 
@@ -445,7 +403,7 @@ class McpDoor:
                         {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
                     )
                     return
-                raise _HttpError(
+                raise HttpRefusal(
                     400, "missing_session", "no Mcp-Session-Id header: send initialize first"
                 )
             session = await self._open(request, sessions, "streamable")
@@ -453,7 +411,7 @@ class McpDoor:
             session = self._session(request, sessions, session_id, "streamable")
         if not is_request:
             await self._submit(session, message)
-            await _respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
+            await respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
             return
         await self._answer(request, session, message)  # type: ignore[arg-type]
 
@@ -461,7 +419,7 @@ class McpDoor:
         try:
             await session.submit(SessionMessage(message))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise _HttpError(
+            raise HttpRefusal(
                 404, "session_not_found", "the session has ended: initialize again"
             ) from None
 
@@ -475,7 +433,7 @@ class McpDoor:
                 request_id,
             )
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise _HttpError(
+            raise HttpRefusal(
                 404, "session_not_found", "the session has ended: initialize again"
             ) from None
         except ValueError as exc:
@@ -503,7 +461,7 @@ class McpDoor:
                     (b"content-type", b"application/json"),
                     (b"mcp-session-id", session.id.encode()),
                 ]
-                await _respond(request.send, 200, first[0][1].encode(), headers)
+                await respond(request.send, 200, first[0][1].encode(), headers)
                 return
             # Something came before the response, or it is slow: stream the rest.
             await self._stream(request, session, _until_final(first, replies), prelude=())
@@ -516,10 +474,10 @@ class McpDoor:
             request, sessions, request.header(SESSION_HEADER.encode()) or "", "streamable"
         )
         if not request.accepts("text/event-stream"):
-            raise _HttpError(406, "not_acceptable", "this stream is text/event-stream")
+            raise HttpRefusal(406, "not_acceptable", "this stream is text/event-stream")
         receive = session.open_stream()
         if receive is None:
-            raise _HttpError(409, "conflict", "this session already has an open stream")
+            raise HttpRefusal(409, "conflict", "this session already has an open stream")
         try:
             await self._stream(request, session, _forward(receive), prelude=())
         finally:
@@ -528,16 +486,16 @@ class McpDoor:
     async def _delete(self, request: _Request, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())
         if session_id is None:
-            raise _HttpError(400, "missing_session", "DELETE needs the Mcp-Session-Id header")
+            raise HttpRefusal(400, "missing_session", "DELETE needs the Mcp-Session-Id header")
         session = self._session(request, sessions, session_id, "streamable")
         session.close()
-        await _respond(request.send, 204, b"", [(b"mcp-session-id", session.id.encode())])
+        await respond(request.send, 204, b"", [(b"mcp-session-id", session.id.encode())])
 
     # --- legacy HTTP+SSE ------------------------------------------------------------------
 
     async def _legacy_stream(self, request: _Request, sessions: SessionSupervisor) -> None:
         if not request.accepts("text/event-stream"):
-            raise _HttpError(
+            raise HttpRefusal(
                 406,
                 "not_acceptable",
                 "GET opens an SSE stream (Accept: text/event-stream); "
@@ -546,7 +504,7 @@ class McpDoor:
         session = await self._open(request, sessions, "sse")
         receive = session.open_stream()
         if receive is None:  # the session ended before its stream opened
-            raise _HttpError(
+            raise HttpRefusal(
                 503, "over_capacity", "the session closed at once; retry", [("Retry-After", "1")]
             )
         root = request.scope.get("root_path", "")
@@ -568,7 +526,7 @@ class McpDoor:
     async def _legacy_post(self, request: _Request, sessions: SessionSupervisor) -> None:
         session_id = request.session_id
         if not session_id:
-            raise _HttpError(
+            raise HttpRefusal(
                 400,
                 "missing_session",
                 "POST to the URL of the stream's endpoint event (…?session_id=…)",
@@ -579,7 +537,7 @@ class McpDoor:
         except _Answered:
             return
         await self._submit(session, message)
-        await _respond(
+        await respond(
             request.send,
             202,
             b"Accepted",

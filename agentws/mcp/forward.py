@@ -18,13 +18,13 @@ initialize a new session.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 import httpx2
 import trio
 
+from agentws.asgi import Receive, Send
 from agentws.domain.models import Instance
 from agentws.instances import InstanceRegistry
 
@@ -42,8 +42,6 @@ log = logging.getLogger("agentws.mcp")
 #: Set on a forwarded request, to the forwarding instance's id.
 FORWARDED_HEADER = b"agentws-forwarded-by"
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 # Headers that belong to one connection, not to the request or response
 # (RFC 9110 §7.6.1), plus what the hop sets itself.

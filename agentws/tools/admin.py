@@ -17,6 +17,7 @@ from __future__ import annotations
 import attrs
 
 from agentws.audit import record
+from agentws.connectors.names import ambiguity
 from agentws.domain.models import (
     CachedTool,
     Capability,
@@ -33,7 +34,6 @@ from agentws.errors import NotFoundError, ValidationError
 from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.catalog import connector_tool, group_tool, group_tools
-from agentws.tools.names import ambiguity
 from agentws.tools.spec import ToolSpec
 
 __all__ = [

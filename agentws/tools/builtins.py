@@ -251,7 +251,7 @@ BUILTINS: dict[str, Builtin] = {
 
 #: The outcome of a call queued for approval, for the caller that queued it.
 #: Offered where calls can be queued (a group with connector tools); it runs
-#: with the caller's identity, so it lives in :mod:`agentws.approvals.queue`.
+#: with the caller's identity, so it lives in :mod:`agentws.tools.approval_queue`.
 GET_APPROVAL = ToolSpec(
     name="get_approval",
     title="Outcome of a queued call",

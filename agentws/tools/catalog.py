@@ -3,7 +3,7 @@
 ``tools/list`` is answered from here and never waits on a remote server:
 connector tools come from the cache table (filled by connector refreshes),
 named ``<connector>_<action>``, each name one tool (a tool left out for a
-name clash is not listed, see :mod:`agentws.tools.names`); the context
+name clash is not listed, see :mod:`agentws.connectors.names`); the context
 built-ins are offered when the group has a library, and ``get_approval``
 (the outcome of a queued call) when it has connector tools. Each tool
 states its capability twice: as MCP annotations for clients that read them,

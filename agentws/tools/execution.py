@@ -16,14 +16,14 @@ from typing import Any
 import attrs
 import mcp_types as types
 
-from agentws.approvals.queue import approval_outcome
 from agentws.config import Settings
 from agentws.connectors.native import ACTIONS, run_action
 from agentws.connectors.registry import connector_headers
 from agentws.domain.models import Capability, Connector, ConnectorKind, Group
 from agentws.errors import NotFoundError, UpstreamError, ValidationError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys
 from agentws.store import Store
+from agentws.tools.approval_queue import approval_outcome
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
 from agentws.tools.spec import ToolSpec
 
@@ -39,6 +39,7 @@ class ToolRunner:
 
     store: Store
     settings: Settings
+    keys: Keys
     remote_call: RemoteCall
 
     async def run(
@@ -67,7 +68,7 @@ class ToolRunner:
         action = ACTIONS[connector.kind].get(tool.remote_name or "")
         if action is None:
             return error_result(f"{tool.name} is not an action of {connector.kind.value}")
-        box = SecretBox.from_settings(self.settings) if connector.secret else None
+        box = self.keys.box() if connector.secret else None
         return await run_action(
             connector,
             action,

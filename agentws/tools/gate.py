@@ -32,7 +32,6 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.approvals.queue import QueueLimits, queue_call, queued_result
 from agentws.audit import AuditSink
 from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, Capability, arguments_hash
@@ -40,8 +39,9 @@ from agentws.domain.permissions import Decision, decide
 from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
 from agentws.metrics import TOOL_CALLS
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys
 from agentws.store import Store
+from agentws.tools.approval_queue import QueueLimits, queue_call, queued_result
 from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.execution import ToolRunner
@@ -91,11 +91,8 @@ class ToolGate:
     settings: Settings
     runner: ToolRunner
     audit: AuditSink
-    #: Seals queued calls' secret arguments; None without a service key.
-    _box: SecretBox | None = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._box = SecretBox.optional(self.settings)
+    #: The service key: seals queued calls' secret arguments (not without one).
+    keys: Keys
 
     async def call(
         self,
@@ -145,7 +142,7 @@ class ToolGate:
                     tool,
                     arguments,
                     digest,
-                    box=self._box,
+                    box=self.keys.optional(),
                     limits=QueueLimits.from_settings(self.settings),
                 )
             except (ConfigError, ValidationError, OverCapacityError) as exc:

@@ -20,7 +20,7 @@ from agentws.audit import record
 from agentws.chat.channels import parse_channel
 from agentws.chat.connectors import check_channel
 from agentws.config import Settings
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret

@@ -31,6 +31,7 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
+from agentws.secret_box import Keys
 from agentws.store import SqlStore
 from agentws.tools.catalog import group_tool
 from agentws.tools.execution import ToolRunner
@@ -101,8 +102,8 @@ class Upstream:
 
 
 def _runs(store: SqlStore, upstream: Upstream, owner: str) -> ApprovalRuns:
-    runner = ToolRunner(store, Settings.from_env({}), upstream)
-    return ApprovalRuns(store, runner, None, ChangeFeed(store), owner)
+    runner = ToolRunner(store, Settings.from_env({}), Keys(None, "no key"), upstream)
+    return ApprovalRuns(store, runner, Keys(None, "no key"), ChangeFeed(store), owner)
 
 
 async def _until_finished(store: SqlStore, ids: list[str]) -> list[Approval]:

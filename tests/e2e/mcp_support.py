@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from agentws.config import Settings
 from agentws.registry import create_group, create_token, create_workspace, endpoint_url
 from agentws.server import serve
-from agentws.service import Service, run_service
+from agentws.service import Runtime, run_service
 from agentws.store import Store
 
 GRACE_S = 3.0
@@ -62,13 +62,13 @@ class Running:
     """A serving agentws and what the tests seeded into it."""
 
     base_url: str
-    service: Service
+    runtime: Runtime
     token: str
     other_token: str
 
     @property
     def store(self) -> Store:
-        return self.service.store
+        return self.runtime.store
 
     @property
     def url(self) -> str:
@@ -136,15 +136,15 @@ async def running(
     settings = settings_for(tmp_path, **env)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        service: Service = await nursery.start(
+        runtime: Runtime = await nursery.start(
             functools.partial(run_service, settings, model=model)
         )
-        token, other = await seed(service.store, tmp_path, with_library=with_library)
+        token, other = await seed(runtime.store, tmp_path, with_library=with_library)
         binds = await nursery.start(
-            functools.partial(serve, settings, shutdown_trigger=stop.wait, service=service)
+            functools.partial(serve, settings, shutdown_trigger=stop.wait, runtime=runtime)
         )
         try:
-            yield Running(binds[0], service, token, other)
+            yield Running(binds[0], runtime, token, other)
         finally:
             stop.set()
 

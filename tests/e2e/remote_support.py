@@ -25,13 +25,14 @@ from mcp.server.session import ServerSession
 
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
-from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
-from agentws.connectors.url_guard import Allowlist
+from agentws.connectors.remote_mcp import fetch_tools
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector, ConnectorKind
 from agentws.registry import create_workspace
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store, open_store
 from agentws.tools.admin import set_label
+from agentws.tools.cache_sync import sync_tool_cache
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 TIMEOUT_S = 10.0

@@ -305,7 +305,7 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
 async def _private_hook_connector(server: Running) -> None:
     """Incoming-webhook connector ``alerts`` at a private address, saved while allow-listed."""
     from agentws.connectors.registry import ConnectorSecret, add_connector
-    from agentws.connectors.url_guard import Allowlist
+    from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
     from agentws.secret_box import SecretBox
 
@@ -317,7 +317,7 @@ async def _private_hook_connector(server: Running) -> None:
         url=None,
         headers={},
         secret=ConnectorSecret("http://10.0.0.5:8080/services/T0/B0/PrivateHookToken"),
-        box=SecretBox.from_settings(server.service.settings),
+        box=SecretBox.from_settings(server.runtime.settings),
         allowlist=Allowlist.parse("10.0.0.0/8"),
         actor="t",
     )

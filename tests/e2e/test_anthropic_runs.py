@@ -41,7 +41,7 @@ async def test_a_read_tool_its_result_and_a_write_left_for_approval(tmp_path: Pa
         served(tmp_path, replies, **env) as (server, fake),
         third_party_server(state) as url,
     ):
-        assert isinstance(server.service.worker.processor.agent.model, AnthropicModel)
+        assert isinstance(server.runtime.worker.processor.agent.model, AnthropicModel)
         await attach_remote(server.store, url, {"third_search": Capability.READ})
         issued = await hook(server, group="ops", prompt="Explain failed deploys.")
         event_id = await deliver(issued, {"deploy": 42, "status": "failed"})

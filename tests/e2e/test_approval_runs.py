@@ -275,7 +275,7 @@ async def test_a_call_cut_off_on_a_dead_instance_fails_and_an_api_retry_runs_it_
         assert (ran.status, ran.attempts, ran.lease_owner) == (
             ApprovalStatus.EXECUTED,
             2,
-            server.service.settings.instance_id,
+            server.runtime.settings.instance_id,
         )
         actions = [e.action for e in await store.select(AuditEntry, target=approval_id)]
         assert actions.count("approval.retry") == 1

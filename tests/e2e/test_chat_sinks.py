@@ -22,7 +22,7 @@ from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.decisions import approve, deny
 from agentws.chat.router import SinkRouter
 from agentws.connectors.registry import ConnectorSecret, add_connector
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     Approval,
     Capability,
@@ -66,7 +66,7 @@ async def with_slack(
             url=fake.api_url,
             headers={},
             secret=ConnectorSecret(token),
-            box=SecretBox.from_settings(server.service.settings),
+            box=SecretBox.from_settings(server.runtime.settings),
             allowlist=LOOPBACK,
             actor="t",
         )
@@ -199,7 +199,7 @@ async def test_an_incoming_webhook_gets_the_message_and_a_removed_one_fails_clea
         fake_slack(gone_hooks={"T0/B0/GONE"}) as chat,
         served(tmp_path, [Turn("Deploy **42** done."), Turn("never")], **ENV) as (server, _),
     ):
-        box = SecretBox.from_settings(server.service.settings)
+        box = SecretBox.from_settings(server.runtime.settings)
         for name, url in (("alerts", chat.hook_url()), ("old", chat.hook_url("T0/B0/GONE"))):
             await add_connector(
                 server.store,
@@ -261,7 +261,7 @@ async def test_a_queued_call_is_announced_and_its_outcome_follows_in_the_thread(
             what="both outcomes to be reported",
         )
         assert all(a.reported_at is not None for a in await server.store.select(Approval))
-        base = server.service.settings.public_base_url
+        base = server.runtime.settings.public_base_url
 
     notice, other_notice, *follow_ups = slack.messages
     assert len(follow_ups) == 2  # one report per approval, no more
@@ -308,7 +308,7 @@ async def test_an_outcome_decided_mid_run_follows_the_runs_message_once(tmp_path
         await wait_until(lambda: _messages(slack), lambda found: len(found) >= 2, what="the report")
         assert (await server.store.get(Approval, pending.id)).reported_at is not None
         # Another instance's reporter (or this one's next round) finds nothing to do.
-        again = ChannelReports(server.store, SinkRouter(server.store, server.service.settings))
+        again = ChannelReports(server.store, SinkRouter(server.store, server.runtime.settings))
         assert await again.report_due() == 0
     notice, report = slack.messages
     assert notice.body["text"].startswith("Waiting for approval.")
@@ -320,8 +320,9 @@ async def test_an_outcome_decided_mid_run_follows_the_runs_message_once(tmp_path
 async def test_a_preauthorized_write_tool_runs_until_its_definition_changes(
     tmp_path: Path,
 ) -> None:
-    from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
+    from agentws.connectors.remote_mcp import fetch_tools
     from agentws.domain.models import Connector
+    from agentws.tools.cache_sync import sync_tool_cache
 
     state = ThirdParty([tool("send", "Send a page"), tool("wipe", "Wipe", destructive_hint=True)])
     replies: list[Reply] = [
@@ -381,7 +382,7 @@ async def test_mass_mentions_reach_incoming_webhooks_inert_unless_the_webhook_al
             url=None,
             headers={},
             secret=ConnectorSecret(chat.hook_url()),
-            box=SecretBox.from_settings(server.service.settings),
+            box=SecretBox.from_settings(server.runtime.settings),
             allowlist=LOOPBACK,
             actor="t",
         )
@@ -427,7 +428,7 @@ async def test_an_html_error_page_becomes_a_short_clean_error(tmp_path: Path) ->
             url=None,
             headers={},
             secret=ConnectorSecret(chat.hook_url(secret_path)),
-            box=SecretBox.from_settings(server.service.settings),
+            box=SecretBox.from_settings(server.runtime.settings),
             allowlist=LOOPBACK,
             actor="t",
         )

@@ -67,7 +67,7 @@ async def _label(store: Store, connector: Connector, name: str, label: Capabilit
 async def test_a_link_fills_the_cache_and_follows_list_changed(tmp_path: Path) -> None:
     state = ThirdParty([tool("search", "Search", read_only_hint=True)])
     async with running(tmp_path, with_library=False, **ENV) as server:
-        links = server.service.links
+        links = server.runtime.links
         async with third_party_server(state) as url:
             connector = await _connect(server.store, url)
             await links.reconcile()  # what the service does every 30 s
@@ -103,7 +103,7 @@ async def test_calls_share_one_session_and_outlive_a_remote_restart(tmp_path: Pa
     async with running(tmp_path, with_library=False, **ENV) as server:
         async with third_party_server(state) as url:
             connector = await _connect(server.store, url)
-            await server.service.links.refresh(connector)
+            await server.runtime.links.refresh(connector)
             await _label(server.store, connector, "search", Capability.READ)
 
             async def call(session: object, n: int) -> None:
@@ -149,7 +149,7 @@ async def test_a_restarted_remote_gets_a_new_session_for_a_read_call(tmp_path: P
     # call meets "session terminated" and goes again over a new session.
     state = ThirdParty([tool("search", "Search", read_only_hint=True)])
     async with running(tmp_path, with_library=False, **ENV) as server:
-        links = server.service.links
+        links = server.runtime.links
         async with third_party_server(state) as url:
             connector = await _connect(server.store, url)
             await links.refresh(connector)
@@ -167,13 +167,13 @@ async def test_shutdown_closes_every_remote_connection(tmp_path: Path) -> None:
         server: Running
         async with running(tmp_path, with_library=False, **ENV) as server:
             connector = await _connect(server.store, url)
-            await server.service.links.reconcile()
+            await server.runtime.links.reconcile()
             await _until_cached(server.store, connector, {"search"})
             # The link holds the session's GET stream open for notifications.
             await wait_for(
                 lambda: state.open_requests.get("GET") == 1, timeout_s=TIMEOUT_S, what="GET stream"
             )
-        assert server.service.links.states() == []
+        assert server.runtime.links.states() == []
         await wait_for(
             lambda: state.open_requests.get("GET") == 0,
             timeout_s=TIMEOUT_S,
@@ -200,7 +200,7 @@ async def test_the_periodic_round_refreshes_and_a_down_remote_is_retried(
             timeout_s=TIMEOUT_S,
             what="the link's warning",
         )
-        assert not server.service.links.states()[0].connected
+        assert not server.runtime.links.states()[0].connected
         assert await _cached(server.store, connector) == {"search", "fetch"}
         assert await server.store.select(AuditEntry, action="tool.definition_changed") == []
 
@@ -212,7 +212,7 @@ async def test_a_link_refuses_an_address_the_guard_refuses(tmp_path: Path) -> No
         async with third_party_server(state) as url:
             connector = await _connect(server.store, url)
             with trio.fail_after(TIMEOUT_S), pytest.raises(Exception, match="not a public address"):
-                await server.service.links.call_tool(connector, "search", {}, retry_safe=True)
+                await server.runtime.links.call_tool(connector, "search", {}, retry_safe=True)
         assert state.sessions == []  # nothing reached the remote
 
 
@@ -225,11 +225,11 @@ async def test_a_links_secret_reaches_the_remote_and_no_log_line(
     ensure_key_file(tmp_path)
     env = {**ENV, "AGENTWS_DATA_DIR": str(tmp_path)}
     async with running(tmp_path, with_library=False, **env) as server:
-        box = SecretBox.from_settings(server.service.settings)
+        box = SecretBox.from_settings(server.runtime.settings)
         async with third_party_server(state) as url:
             connector = await add_remote(server.store, url, secret=secret, box=box)
             await attach_connector(server.store, "acme", "ops", "third", actor="t")
-            await server.service.links.refresh(connector)
+            await server.runtime.links.refresh(connector)
             await _label(server.store, connector, "search", Capability.READ)
             async with sdk_session(server, "streamable") as session:
                 with trio.fail_after(TIMEOUT_S):

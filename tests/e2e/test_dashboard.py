@@ -457,7 +457,7 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
 
 async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
     from agentws.connectors.registry import add_connector, attach_connector
-    from agentws.connectors.url_guard import Allowlist
+    from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
     from tests.e2e.run_support import hook
 

@@ -199,7 +199,7 @@ async def test_revoking_a_token_in_the_dashboard_closes_its_client_stream(
         async with trio.open_nursery() as nursery:
             revoked_id = await nursery.start(hold, "revoked", secret)
             kept_id = await nursery.start(hold, "kept", server.token)
-            assert server.service.sessions.get(revoked_id) is not None
+            assert server.runtime.sessions.get(revoked_id) is not None
             await browser.run(revoke)
             revoked_at = trio.current_time()
             with trio.move_on_after(REVOKED_STREAM_S):
@@ -209,10 +209,10 @@ async def test_revoking_a_token_in_the_dashboard_closes_its_client_stream(
                 "after the dashboard said its sessions were closing"
             )
             assert ended["revoked"] - revoked_at < REVOKED_STREAM_S
-            assert server.service.sessions.get(revoked_id) is None
+            assert server.runtime.sessions.get(revoked_id) is None
             # Another token's stream is untouched.
             assert "kept" not in ended
-            assert server.service.sessions.get(kept_id) is not None
+            assert server.runtime.sessions.get(kept_id) is not None
             nursery.cancel_scope.cancel()
         assert tab.dialogs == ["Revoke cursor-ada? Its sessions close at once."]
 
@@ -327,7 +327,7 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
         executed_id = (second.structured_content or {})["approval_id"]
         await decisions.approve(server.store, executed_id, actor="admin:alice", reason="fine")
         with trio.fail_after(10):
-            executed = await server.service.approval_runs.outcome(executed_id)
+            executed = await server.runtime.approval_runs.outcome(executed_id)
         assert executed.status is ApprovalStatus.EXECUTED
 
         base = server.base_url

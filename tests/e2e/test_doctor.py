@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet
 
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, VerificationScheme
 from agentws.secret_box import SecretBox
 from agentws.store import open_store

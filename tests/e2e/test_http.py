@@ -24,7 +24,7 @@ from agentws.domain.models import VerificationScheme
 from agentws.errors import StoreUnavailableError
 from agentws.registry import create_workspace
 from agentws.server import serve
-from agentws.service import Service
+from agentws.service import Runtime, Service
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 
@@ -237,15 +237,15 @@ async def test_readyz_is_503_when_the_store_stops_answering(
     config.accesslog = None
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        service: Service = await nursery.start(Service(settings, store).serve)
-        app = create_app(settings, service=service)
+        runtime: Runtime = await nursery.start(Service(settings, store).serve)
+        app = create_app(runtime)
         binds = await nursery.start(
             functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
         )
         ready = await _get(f"{binds[0]}/readyz")
         health = await _get(f"{binds[0]}/healthz")
         stop.set()
-        await service.stop()
+        await runtime.service.stop()
         nursery.cancel_scope.deadline = trio.current_time() + GRACE_S + SHUTDOWN_SLACK_S
     assert not nursery.cancel_scope.cancelled_caught
 
@@ -285,14 +285,14 @@ async def test_readyz_is_503_while_the_change_listener_is_down(tmp_path: Path) -
     stop = trio.Event()
     async with open_store(settings.database_url) as real, trio.open_nursery() as nursery:
         store = _DeafStore(real)
-        service: Service = await nursery.start(Service(settings, store).serve)  # type: ignore[arg-type]
-        app = create_app(settings, service=service)
+        runtime: Runtime = await nursery.start(Service(settings, store).serve)  # type: ignore[arg-type]
+        app = create_app(runtime)
         binds = await nursery.start(
             functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
         )
         ready = await _get(f"{binds[0]}/readyz")
         stop.set()
-        await service.stop()
+        await runtime.service.stop()
     assert store.attempts >= 1
     assert ready.status_code == 503
     assert ready.json()["detail"] == (

@@ -24,7 +24,7 @@ from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, Event, EventStatus, VerificationScheme
 from agentws.domain.signatures import sign_github
 from agentws.secret_box import SecretBox

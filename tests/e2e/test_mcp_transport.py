@@ -125,7 +125,7 @@ async def test_wrong_missing_other_group_and_revoked_tokens_get_401(tmp_path: Pa
             )
             assert response.status_code == 401
         # No session was opened by any refused request.
-        await wait_for(lambda: len(server.service.sessions) == 0, what="no sessions")
+        await wait_for(lambda: len(server.runtime.sessions) == 0, what="no sessions")
 
 
 async def test_a_session_used_with_another_token_is_404(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ async def test_revoking_a_token_closes_its_streams_within_a_second(tmp_path: Pat
             async with trio.open_nursery() as nursery:
                 await nursery.start(hold_legacy)
                 await nursery.start(hold_standalone)
-                assert len(server.service.sessions) == 3
+                assert len(server.runtime.sessions) == 3
                 # As `agentws token revoke` does, from any process: the store changes,
                 # the server notices on its own.
                 await revoke_token(server.store, "acme", "ops", "tests", actor="t")
@@ -201,7 +201,7 @@ async def test_revoking_a_token_closes_its_streams_within_a_second(tmp_path: Pat
         )
         assert response.status_code == 401
         assert "revoked" in response.json()["error"]["message"]
-        assert server.service.sessions.get(other_session) is not None
+        assert server.runtime.sessions.get(other_session) is not None
 
 
 # --- DNS rebinding ----------------------------------------------------------------------------
@@ -280,8 +280,8 @@ async def test_idle_sessions_expire(tmp_path: Path) -> None:
     idle = {"AGENTWS_MCP_IDLE_S": "0.5"}
     async with running(tmp_path, with_library=False, **idle) as server, _http() as http:
         session_id = await _initialize(http, server)
-        assert server.service.sessions.get(session_id) is not None
-        await wait_for(lambda: server.service.sessions.get(session_id) is None, what="expiry")
+        assert server.runtime.sessions.get(session_id) is not None
+        await wait_for(lambda: server.runtime.sessions.get(session_id) is None, what="expiry")
         response = await http.post(
             server.url,
             json=_rpc("ping"),
@@ -291,7 +291,7 @@ async def test_idle_sessions_expire(tmp_path: Path) -> None:
         # A session with an open stream is not idle.
         async with legacy_stream(server) as (legacy_id, _):
             await trio.sleep(1.0)
-            assert server.service.sessions.get(legacy_id) is not None
+            assert server.runtime.sessions.get(legacy_id) is not None
 
 
 async def test_session_caps_answer_503_with_retry_after(tmp_path: Path) -> None:
@@ -317,7 +317,7 @@ async def test_session_caps_answer_503_with_retry_after(tmp_path: Path) -> None:
         )
         assert full.status_code == 503
         assert "AGENTWS_MCP_MAX_SESSIONS" in full.json()["error"]["message"]
-        assert len(server.service.sessions) == 3
+        assert len(server.runtime.sessions) == 3
 
 
 # --- malformed input ----------------------------------------------------------------------------
@@ -450,8 +450,8 @@ async def test_sdk_clients_connect_and_disconnect_cleanly(tmp_path: Path, transp
         async with sdk_session(server, transport) as session:
             await session.send_ping()
             assert (await session.list_tools()).tools == []
-            assert len(server.service.sessions) == 1
-        await wait_for(lambda: len(server.service.sessions) == 0, what="session closed")
+            assert len(server.runtime.sessions) == 1
+        await wait_for(lambda: len(server.runtime.sessions) == 0, what="session closed")
 
 
 async def test_sdk_client_in_auto_mode_falls_back_to_the_handshake(tmp_path: Path) -> None:
@@ -498,7 +498,7 @@ async def test_a_stalled_reader_is_disconnected_and_its_session_freed(tmp_path: 
                         break
             assert statuses[-1] == 404, statuses[-3:]
             assert len(statuses) > 20
-            await wait_for(lambda: server.service.sessions.get(session_id) is None, what="freed")
+            await wait_for(lambda: server.runtime.sessions.get(session_id) is None, what="freed")
             # The connection itself is dropped, not just the session.
             await wait_for(_never_read.dropped_by_server, timeout_s=REQUEST_S, what="the drop")
         # Other clients were never affected.
@@ -523,7 +523,7 @@ async def test_agentws_token_revoke_in_another_process_closes_the_stream(tmp_pat
         with trio.fail_after(REQUEST_S):
             await stream.read_to_end()
         assert trio.current_time() - revoked_at < REVOCATION_S
-        assert server.service.sessions.get(session_id) is None
+        assert server.runtime.sessions.get(session_id) is None
 
 
 async def test_idle_streams_get_keep_alive_comments(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from agentws.connectors.registry import (
     attach_connector,
     connector_headers,
 )
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.mcp.handlers import PERMISSION_DENIED
 from agentws.secret_box import SecretBox, ensure_key_file
@@ -266,7 +266,7 @@ async def test_native_tools_on_the_endpoint_read_runs_write_is_queued(tmp_path: 
         fake_upstreams() as (base, upstream),
         running(tmp_path, with_library=False, **env) as server,
     ):
-        box = SecretBox.from_settings(server.service.settings)
+        box = SecretBox.from_settings(server.runtime.settings)
         connector = await add_connector(
             server.store,
             "acme",

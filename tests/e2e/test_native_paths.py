@@ -26,10 +26,9 @@ import pytest
 import trio
 
 from agentws.approvals.decisions import approve
-from agentws.approvals.queue import QueueLimits, queue_call
 from agentws.connectors.native import ACTIONS, run_action
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
-from agentws.connectors.url_guard import Allowlist
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -46,6 +45,7 @@ from agentws.domain.models import (
 )
 from agentws.registry import create_token
 from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.tools.approval_queue import QueueLimits, queue_call
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import group_tool
 from tests.e2e.fake_anthropic import Reply, Turn
@@ -333,7 +333,7 @@ def test_the_tables_cover_every_native_action_and_path_argument() -> None:
 
 
 async def _github(server: Running, base: str) -> None:
-    box = SecretBox.from_settings(server.service.settings)
+    box = SecretBox.from_settings(server.runtime.settings)
     await add_connector(
         server.store,
         "acme",
@@ -429,11 +429,11 @@ async def test_an_approved_call_queued_before_the_check_sends_nothing(tmp_path: 
             arguments,
             arguments_hash(tool.name, arguments),
             box=None,
-            limits=QueueLimits.from_settings(server.service.settings),
+            limits=QueueLimits.from_settings(server.runtime.settings),
         )
         await approve(server.store, queued.id, actor="admin", reason=None)
         with trio.fail_after(10):  # the service runs it
-            outcome = await server.service.approval_runs.outcome(queued.id)
+            outcome = await server.runtime.approval_runs.outcome(queued.id)
 
     assert recorder.lines == []
     assert outcome.status is ApprovalStatus.FAILED

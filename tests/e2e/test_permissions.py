@@ -132,7 +132,7 @@ async def _admin(server: Running, tmp_path: Path, *args: str) -> tuple[int, str,
     """``agentws ARGS`` against the server's database, as an operator runs it."""
     return await run_agentws(
         tmp_path,
-        server.service.settings.database_url,
+        server.runtime.settings.database_url,
         *args,
         AGENTWS_CONNECTOR_ALLOWLIST="127.0.0.1/32",
         AGENTWS_DATA_DIR=str(tmp_path),

@@ -28,8 +28,9 @@ import pytest
 import trio
 
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import fetch_tools, sync_tool_cache
+from agentws.connectors.remote_mcp import fetch_tools
 from agentws.domain.models import CachedTool, Capability
+from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session, wait_for
 from tests.e2e.node_support import NODE_DIR, free_port, require_node
 from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, add_remote
@@ -218,7 +219,7 @@ async def test_everything_as_a_remote_connector(tmp_path: Path, everything: Ever
         # tools/list_changed as it registers its post-handshake tool, on the
         # stream the link already holds (over Streamable HTTP it sends that
         # before the link's GET stream exists, so it is not asserted there).
-        links = server.service.links
+        links = server.runtime.links
         await links.reconcile()
         await wait_for(lambda: links.states()[0].connected, timeout_s=TIMEOUT_S, what="link")
         link = links.states()[0]

@@ -15,10 +15,11 @@ import pytest
 import trio
 
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import RemoteError, fetch_tools, sync_tool_cache
-from agentws.connectors.url_guard import Allowlist
+from agentws.connectors.remote_mcp import RemoteError, fetch_tools
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability
 from agentws.errors import UnsafeUrlError
+from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.remote_support import (
     LOOPBACK,

@@ -24,7 +24,7 @@ import trio
 from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import SyncReport, fetch_tools, sync_tool_cache
+from agentws.connectors.remote_mcp import SyncReport, fetch_tools
 from agentws.domain.models import (
     CachedTool,
     Capability,
@@ -35,6 +35,7 @@ from agentws.domain.models import (
 )
 from agentws.errors import ValidationError
 from agentws.tools.admin import set_label, set_permission
+from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     LOOPBACK,
@@ -119,7 +120,7 @@ async def test_a_tool_added_later_under_a_taken_name_is_left_out_and_reported(
         # Refreshing again changes nothing: the tool that was there keeps its name.
         await refresh(server, third)
         again = await listed(server)
-        database = server.service.settings.database_url
+        database = server.runtime.settings.database_url
         code, shown, err = await run_agentws(
             tmp_path, database, "connector", "show", "acme", "third", "--json"
         )
@@ -160,7 +161,7 @@ async def test_label_and_workspace_permission_refuse_a_name_that_means_two_tools
     async with two_remotes(tmp_path, first, second) as (server, _, _):
         await attach_connector(server.store, "acme", "ops", "third", actor="t")
         await attach_connector(server.store, "acme", "sales", "third_party", actor="t")
-        database = server.service.settings.database_url
+        database = server.runtime.settings.database_url
         code, _, err = await run_agentws(tmp_path, database, "tool", "label", "acme", CLASH, "read")
         with pytest.raises(ValidationError) as permission:
             await set_permission(
@@ -219,7 +220,7 @@ async def test_a_name_that_already_means_two_tools_is_listed_for_neither(tmp_pat
             await store.insert(GroupConnector(group_id=ops.id, connector_id=connector.id))
         names = [name for name, _ in await listed(server)]
         _, doctor, _ = await run_agentws(
-            tmp_path, server.service.settings.database_url, "doctor", "--json"
+            tmp_path, server.runtime.settings.database_url, "doctor", "--json"
         )
     assert CLASH not in names
     checks = {c["check"]: c for c in json.loads(doctor)["checks"]}

@@ -188,7 +188,7 @@ async def test_runs_take_a_quarter_of_the_slots_while_deliveries_queue(tmp_path:
     held = HeldTurns()
     env = {"AGENTWS_WORKER_CONCURRENCY": "8"}
     async with served(tmp_path, ScriptedModel(lambda r: held.turn), **env) as server:
-        worker = server.service.worker
+        worker = server.runtime.worker
         door_busy = True
         # The batcher says so under a burst (tests/unit/test_ingest_batcher.py).
         worker.door_busy = lambda: door_busy
@@ -254,7 +254,7 @@ async def test_shutdown_puts_a_running_event_back_in_the_queue(tmp_path: Path) -
     async with served(tmp_path, model, **{**env, "AGENTWS_DATABASE_URL": db}) as server:
         event_id = await deliver(await hook(server), {"event": "long"})
         await started.wait()
-        store_url = server.service.settings.database_url
+        store_url = server.runtime.settings.database_url
     from agentws.store import open_store
 
     async with open_store(store_url) as store:

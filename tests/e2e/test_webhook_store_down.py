@@ -23,7 +23,7 @@ async def test_a_locked_store_answers_503_with_retry_after(tmp_path: Path) -> No
     async with running(tmp_path, with_library=False, **env) as server:
         issued = await create_webhook(
             server.store,
-            server.service.settings,
+            server.runtime.settings,
             "acme",
             name="ci",
             channel="ops",
@@ -32,7 +32,7 @@ async def test_a_locked_store_answers_503_with_retry_after(tmp_path: Path) -> No
             actor="test",
         )
         url = f"{server.base_url}/hooks/{issued.url.rsplit('/', 1)[1]}"
-        path = server.service.settings.database_url.removeprefix("sqlite:///")
+        path = server.runtime.settings.database_url.removeprefix("sqlite:///")
         blocker = sqlite3.connect(path, isolation_level=None)
         try:
             blocker.execute("BEGIN EXCLUSIVE")

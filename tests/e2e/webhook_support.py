@@ -107,7 +107,7 @@ async def make_hook(
     """
     issued = await create_webhook(
         server.store,
-        server.service.settings,
+        server.runtime.settings,
         WORKSPACE,
         name=name,
         channel=channel,
@@ -117,7 +117,7 @@ async def make_hook(
     )
     prefix, sep, token = issued.url.rpartition(_HOOK_PATH)
     assert sep and token, f"the issued URL has no {_HOOK_PATH}<token>: {issued.url!r}"
-    assert prefix == server.service.settings.public_base_url.rstrip("/")
+    assert prefix == server.runtime.settings.public_base_url.rstrip("/")
     return Hook(issued.webhook, server.base_url.rstrip("/") + _HOOK_PATH + token)
 
 

@@ -627,7 +627,7 @@ async def test_fuzzed_mcp_requests(tmp_path: Path) -> None:
         legacy_session(server, http) as (legacy_id, legacy_reader),
     ):
         fuzz_id = await _initialize(http, server)
-        baseline = len(server.service.sessions)
+        baseline = len(server.runtime.sessions)
         assert baseline == 4
         tally = Tally()
 
@@ -687,15 +687,15 @@ async def test_fuzzed_mcp_requests(tmp_path: Path) -> None:
         assert legacy_reader.problems == [], legacy_reader.problems[:5]
         # No session leaked; a new one opens and closes.
         await wait_for(
-            lambda: len(server.service.sessions) == baseline,
+            lambda: len(server.runtime.sessions) == baseline,
             what=f"no more than the {baseline} sessions the test holds",
         )
         fresh = await _initialize(http, server)
         await _ping(http, server, fresh)
-        assert len(server.service.sessions) == baseline + 1
+        assert len(server.runtime.sessions) == baseline + 1
         deleted = await http.delete(server.url, headers=_headers(server, Mcp_Session_Id=fresh))
         assert deleted.status_code == 204
-        await wait_for(lambda: len(server.service.sessions) == baseline, what="fresh one closed")
+        await wait_for(lambda: len(server.runtime.sessions) == baseline, what="fresh one closed")
 
 
 def check_answer(

@@ -1,0 +1,150 @@
+"""Plain-ASGI plumbing the doors share: types, headers, the error body, JSON
+answers and a bounded body reader.
+
+The MCP door, the webhook door and the request-id middleware sit in front of
+Quart as plain ASGI handlers (see docs/architecture.md); what they have in
+common lives here, once. Nothing here knows about a door's rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import trio
+
+__all__ = [
+    "ASGIApp",
+    "BodyReader",
+    "HttpRefusal",
+    "Receive",
+    "Scope",
+    "Send",
+    "error_body",
+    "header",
+    "respond",
+    "respond_json",
+]
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_JSON = (b"content-type", b"application/json")
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The error every door answers with: ``{"error": {"code", "message"}}``."""
+    return {"error": {"code": code, "message": message}}
+
+
+class HttpRefusal(Exception):
+    """A request refused with an HTTP status and the common error body."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        pairs = headers.items() if isinstance(headers, Mapping) else headers
+        self.headers: list[tuple[str, str]] = list(pairs)
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.code, self.message)
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of header ``name`` (lower case) in ``scope``, or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+
+
+async def respond(
+    send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]]
+) -> None:
+    """Send a whole response: ``headers`` as given, plus its ``content-length``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def respond_json(
+    send: Send,
+    status: int,
+    document: Any,
+    headers: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Send ``document`` as a JSON response (an already encoded ``bytes`` goes as is)."""
+    body = document if isinstance(document, bytes) else json.dumps(document).encode()
+    await respond(send, status, body, [_JSON, *encode_headers(headers)])
+
+
+@attrs.define(eq=False)
+class BodyReader:
+    """Reads a request body up to a limit, within one deadline for the whole of it.
+
+    One deadline for the whole body, not one per chunk: a deadline that each
+    chunk renews lets a client sending a byte now and then hold the connection
+    (and a task) for as long as it likes, which is the attack. Hypercorn's own
+    timers do not help here: its keep-alive timer stops once the headers are
+    in, and a read timeout would cut the idle SSE streams the doors keep open.
+    """
+
+    receive: Receive
+    #: The whole body must be there this long after reading starts.
+    timeout_s: float
+    #: Whether the body was read to its end (or the client left): if not, the
+    #: connection cannot carry another request.
+    complete: bool = False
+
+    async def read(
+        self,
+        length: str | None,
+        too_large: HttpRefusal,
+        limit: int,
+        *,
+        late: HttpRefusal,
+        gone: HttpRefusal,
+    ) -> bytes:
+        """The body, or: ``too_large`` past ``limit`` bytes (or a ``Content-Length``
+        announcing more), ``late`` past the deadline, ``gone`` if the client left."""
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise too_large
+        with trio.move_on_after(self.timeout_s):
+            return await self._read(limit, too_large, gone)
+        raise late
+
+    async def _read(self, limit: int, too_large: HttpRefusal, gone: HttpRefusal) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.complete = True
+                raise gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                self.complete = True
+                return b"".join(chunks)

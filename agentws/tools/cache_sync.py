@@ -1,0 +1,118 @@
+"""The tool cache of a remote MCP connector, made to hold what the remote lists.
+
+Called with the tools a connector's remote listed (by its link, by
+``agentws connector refresh``): new tools are cached, changed ones lose
+their admin label (and permissions looser than the default), gone ones are
+removed, and a name another tool has in the connector's groups is left out
+of listings. The links (:mod:`agentws.connectors.links`) take this as a
+callback: the catalog's permission policy lives here, above the transport.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from agentws.audit import record
+from agentws.connectors.names import mark_clashes
+from agentws.connectors.remote_mcp import SyncReport, definition_hash, suggested_label
+from agentws.domain.models import CachedTool, Capability, Connector
+from agentws.domain.rules import utcnow
+from agentws.errors import ConflictError
+from agentws.store import Store
+from agentws.tools.admin import reset_loosened_permissions
+
+__all__ = ["sync_tool_cache"]
+
+log = logging.getLogger("agentws.connectors")
+
+
+async def sync_tool_cache(
+    store: Store, connector: Connector, tools: list[types.Tool], *, actor: str
+) -> SyncReport:
+    """Make the cache hold exactly ``tools`` for ``connector``.
+
+    A tool whose definition hash changed keeps no admin label: it is
+    ``write`` (so ``requires_approval``) until an admin labels it again,
+    and permissions looser than that default are removed; the resets are
+    audited.
+    """
+    cached = {t.name: t for t in await store.select(CachedTool, connector_id=connector.id)}
+    added, changed = [], []
+    seen: set[str] = set()
+    now = utcnow()
+    for tool in tools:
+        if tool.name in seen:
+            log.warning("connector %s lists %r twice; the first is kept", connector.name, tool.name)
+            continue
+        seen.add(tool.name)
+        digest = definition_hash(tool)
+        annotations: dict[str, Any] = (
+            tool.annotations.model_dump(by_alias=True, exclude_none=True)
+            if tool.annotations
+            else {}
+        )
+        fields: dict[str, Any] = {
+            "description": tool.description or "",
+            "input_schema": dict(tool.input_schema),
+            "annotations": annotations,
+            "definition_hash": digest,
+            "suggested_label": suggested_label(tool),
+            "fetched_at": now,
+        }
+        old = cached.pop(tool.name, None)
+        if old is None:
+            try:
+                await store.insert(CachedTool(connector_id=connector.id, name=tool.name, **fields))
+            except ConflictError:
+                # Another refresh (the CLI, another instance) cached it meanwhile.
+                continue
+            added.append(tool.name)
+        elif old.definition_hash != digest:
+            await store.update(attrs.evolve(old, label=None, **fields))
+            changed.append(tool.name)
+            await record(
+                store,
+                connector.workspace_id,
+                actor,
+                "tool.definition_changed",
+                f"{connector.name}_{tool.name}",
+                previous_label=old.label.value if old.label else None,
+                label="unset (write)",
+            )
+            await reset_loosened_permissions(
+                store,
+                connector.workspace_id,
+                f"{connector.name}_{tool.name}",
+                Capability.WRITE,
+                actor=actor,
+                why="the tool's definition changed",
+            )
+    for gone in cached.values():
+        await store.delete(CachedTool, gone.id)
+    # Unchanged tools only get the time: writing their rows back whole would
+    # undo a label an admin set while this refresh ran.
+    await store.mark_tools_fetched(connector.id, now)
+    # A new tool must not take a name another tool has in the connector's groups.
+    left_out = await mark_clashes(store, connector)
+    for reason in left_out:
+        log.warning("connector %s: %s", connector.name, reason)
+    report = SyncReport(
+        tuple(added),
+        tuple(changed),
+        tuple(cached),
+        len(seen) - len(added) - len(changed),
+        left_out,
+    )
+    log.info(
+        "connector %s: %d tools (%d new, %d changed, %d removed)",
+        connector.name,
+        len(tools),
+        len(added),
+        len(changed),
+        len(cached),
+    )
+    return report

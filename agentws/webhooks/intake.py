@@ -1,0 +1,137 @@
+"""What the webhook door hands deliveries to: webhooks by token, rate buckets,
+verification secrets, and the batcher that commits accepted deliveries.
+
+Built once by the service (it outlives every request); the door
+(:mod:`agentws.webhooks.ingest`) holds it from its constructor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import trio
+
+from agentws.domain.deliveries import TokenBucket
+from agentws.domain.models import Webhook
+from agentws.domain.rules import hash_secret, utcnow
+from agentws.errors import StoreError
+from agentws.secret_box import Keys
+from agentws.store import Store
+from agentws.webhooks.batcher import IngestBatcher
+
+__all__ = ["Intake"]
+
+# Active webhooks remembered by the door; more than this many starts afresh.
+_MAX_REMEMBERED = 10_000
+
+
+@attrs.define(eq=False)
+class _Lookup:
+    """A webhook read in flight, which concurrent deliveries wait for."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    answered: bool = False
+    webhook: Webhook | None = None
+    error: StoreError | None = None
+
+
+@attrs.define(eq=False)
+class Intake:
+    """What the door needs of the running service: the store, the batcher, rate buckets."""
+
+    store: Store
+    batcher: IngestBatcher
+    keys: Keys
+    _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
+    _secrets: dict[bytes, str] = attrs.field(factory=dict)
+    _lookups: dict[str, _Lookup] = attrs.field(factory=dict)
+    # token hash -> an active webhook, as read
+    _active: dict[str, Webhook] = attrs.field(factory=dict)
+
+    async def webhook(self, token: str) -> Webhook | None:
+        """The webhook whose URL holds ``token``, or None.
+
+        An active webhook is remembered: a webhook changes after it is made
+        only by being deactivated or deleted, and the transaction that stores
+        an event checks both again (see :meth:`forget`). So a delivery costs
+        no read of its own, and a deleted webhook's URL still answers 404 from
+        the moment it is deleted, by any process.
+
+        Otherwise concurrent deliveries to one webhook share one read in
+        flight. A read begun before a request arrived answers it too, which
+        is no staler than the request arriving a moment earlier.
+        """
+        digest = hash_secret(token)
+        known = self._active.get(digest)
+        if known is not None:
+            return known
+        flight = self._lookups.get(digest)
+        if flight is not None:
+            await flight.done.wait()
+            if flight.answered:
+                if flight.error is not None:
+                    raise flight.error
+                return flight.webhook
+        flight = self._lookups[digest] = _Lookup()
+        try:
+            flight.webhook = await self.store.find(Webhook, token_hash=digest)
+            flight.answered = True
+        except StoreError as exc:
+            flight.error, flight.answered = exc, True
+            raise
+        finally:
+            if self._lookups.get(digest) is flight:
+                del self._lookups[digest]
+            flight.done.set()
+        if flight.webhook is not None and flight.webhook.active:
+            if len(self._active) >= _MAX_REMEMBERED:
+                self._active.clear()
+            self._active[digest] = flight.webhook
+        return flight.webhook
+
+    def known(self, token: str) -> Webhook | None:
+        """The active webhook whose URL holds ``token``, if remembered (see :meth:`webhook`)."""
+        return self._active.get(hash_secret(token))
+
+    def forget(self, webhook: Webhook) -> None:
+        """Read ``webhook`` afresh next time: storing its event found it deleted or a draft."""
+        self._active.pop(webhook.token_hash, None)
+
+    async def take(self, webhook: Webhook) -> int | None:
+        """A token from the webhook's bucket: None, or the whole seconds to wait for one.
+
+        This process's bucket answers first. On PostgreSQL, where several
+        instances may share the database, a delivery this process would let
+        through also takes a token from the webhook's shared bucket in the
+        store, so that a sender cannot multiply the rate by the number of
+        instances. (This process's deliveries are a part of all of them: a
+        refusal here would be a refusal there too, and costs no query.)
+
+        Error handling:
+            StoreError from the shared bucket.
+        """
+        shape = (webhook.rate_per_min, webhook.burst)
+        held = self._buckets.get(webhook.id)
+        if held is None or held[0] != shape:
+            held = (shape, TokenBucket(webhook.rate_per_min, webhook.burst))
+            self._buckets[webhook.id] = held
+        wait = held[1].take(trio.current_time())
+        if wait is not None or self.store.dialect != "postgres":
+            return wait
+        shared = await self.store.take_rate_token(
+            webhook.id, rate_per_min=webhook.rate_per_min, burst=webhook.burst, now=utcnow()
+        )
+        return None if shared is None else max(1, math.ceil(shared))
+
+    def secret(self, webhook: Webhook) -> str | None:
+        """The webhook's verification secret, unsealed (and kept in memory)."""
+        if webhook.secret is None:
+            return None
+        found = self._secrets.get(webhook.secret)
+        if found is None:
+            found = self.keys.box().open(webhook.secret)
+            if len(self._secrets) > 10_000:
+                self._secrets.clear()
+            self._secrets[webhook.secret] = found
+        return found
