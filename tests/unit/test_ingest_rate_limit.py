@@ -13,9 +13,9 @@ import attrs
 import trio
 import trio.testing
 
-from agentws.config import Settings
 from agentws.domain.models import Webhook
-from agentws.webhooks.ingest import Intake
+from agentws.secret_box import Keys
+from agentws.webhooks.intake import Intake
 
 
 def _webhook(name: str, *, rate_per_min: int, burst: int) -> Webhook:
@@ -33,7 +33,7 @@ def _webhook(name: str, *, rate_per_min: int, burst: int) -> Webhook:
 def _intake() -> Intake:
     # On SQLite (one process) taking tokens touches neither the store nor the batcher.
     sqlite = types.SimpleNamespace(dialect="sqlite")
-    return Intake(store=sqlite, settings=Settings(), batcher=None)  # type: ignore[arg-type]
+    return Intake(store=sqlite, batcher=None, keys=Keys(None, "no key"))  # type: ignore[arg-type]
 
 
 async def test_retry_after_is_exactly_long_enough(autojump_clock: trio.testing.MockClock) -> None:
