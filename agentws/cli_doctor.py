@@ -40,7 +40,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.errors import AgentwsError
-from agentws.secret_box import SecretBox, key_problem
+from agentws.secret_box import Keys, SecretBox, key_problem
 from agentws.store.sqlite import sqlite_path
 
 __all__ = ["add_doctor_command"]
@@ -107,7 +107,7 @@ async def _secret_key(ctx: Context) -> Check:
         if sealed:  # the service reports not ready for this (see /readyz)
             return Check("secret key", "fail", f"{exc.message}; stored secrets cannot be opened")
         return Check("secret key", "warn", f"{exc.message}; no secret can be stored yet")
-    problem = key_problem(ctx.settings, sealed)
+    problem = key_problem(Keys.load(ctx.settings), ctx.settings, sealed)
     if problem is not None:
         return Check("secret key", "fail", problem)
     if sealed:

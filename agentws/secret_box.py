@@ -154,8 +154,9 @@ class Keys:
         return self._box
 
 
-def key_problem(settings: Settings, sealed: Sequence[bytes]) -> str | None:
-    """Why the configured key cannot open ``sealed`` (stored secrets); None if it can.
+def key_problem(keys: Keys, settings: Settings, sealed: Sequence[bytes]) -> str | None:
+    """Why the key (``keys``, read from ``settings``) cannot open ``sealed`` (stored
+    secrets); None if it can.
 
     ``sealed`` is a sample (the store's newest sealed value of each kind);
     with nothing sealed there is no problem, key or no key. The answer is
@@ -163,9 +164,8 @@ def key_problem(settings: Settings, sealed: Sequence[bytes]) -> str | None:
     """
     if not sealed:
         return None
-    try:
-        box = SecretBox.from_settings(settings)
-    except ConfigError:
+    box = keys.optional()
+    if box is None:
         if settings.secret_key is None and not (settings.data_dir / KEY_FILE).exists():
             return (
                 "secrets are stored but there is no key to open them: set AGENTWS_SECRET_KEY, "

@@ -291,7 +291,8 @@ class Service:
             sealed = await self.store.sealed_samples()
         except StoreError as exc:
             return f"store: {exc.message}"
-        problem = key_problem(self.settings, sealed)
+        keys = self._runtime.keys if self._runtime else Keys.load(self.settings)
+        problem = key_problem(keys, self.settings, sealed)
         return None if problem is None else f"secret key: {problem}"
 
 
