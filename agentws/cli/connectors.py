@@ -14,7 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentws.cli import Context, Output, _iso, _table
+from agentws.cli.output import Context, Output, iso, table
 from agentws.connectors.registry import (
     SECRET_HEADER_FIELD,
     ConnectorSecret,
@@ -32,7 +32,6 @@ from agentws.errors import UnsafeUrlError, ValidationError
 
 if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import SyncReport
-from agentws.secret_box import SecretBox
 
 __all__ = ["add_connector_commands"]
 
@@ -62,7 +61,7 @@ def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         # Whether there is a secret, and in which header; never the secret.
         "secret": _secret_kind(c),
         "active": c.active,
-        "created_at": _iso(c.created_at),
+        "created_at": iso(c.created_at),
     }
 
 
@@ -110,7 +109,7 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         url=args.url,
         headers=headers,
         secret=secret,
-        box=SecretBox.from_settings(ctx.settings) if secret else None,
+        box=ctx.keys.box() if secret else None,
         allowlist=ctx.settings.connector_allowlist,
         actor=ctx.actor,
     )
@@ -158,7 +157,7 @@ async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
     from agentws.connectors.remote_mcp import fetch_tools
     from agentws.tools.cache_sync import sync_tool_cache
 
-    box = SecretBox.from_settings(ctx.settings) if connector.secret else None
+    box = ctx.keys.box() if connector.secret else None
     tools = await fetch_tools(
         connector,
         box=box,
@@ -203,7 +202,7 @@ async def _list(args: argparse.Namespace, ctx: Context) -> Output:
     empty = (
         f"No connectors yet: add one with `agentws connector add {args.workspace} NAME --kind ...`."
     )
-    return Output(rows, _table(rows, ("name", "kind", "url", "secret", "active", "id"), empty))
+    return Output(rows, table(rows, ("name", "kind", "url", "secret", "active", "id"), empty))
 
 
 def _tool_json(connector: Connector, tool: CachedTool) -> dict[str, Any]:
@@ -218,7 +217,7 @@ def _tool_json(connector: Connector, tool: CachedTool) -> dict[str, Any]:
         "annotations": tool.annotations,
         "description": tool.description,
         "definition_hash": tool.definition_hash,
-        "fetched_at": _iso(tool.fetched_at),
+        "fetched_at": iso(tool.fetched_at),
         # Why it is not listed (its name is another tool's in a group); None: listed.
         "left_out": tool.left_out,
     }
@@ -247,7 +246,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
         note = f"; {unlabeled} unlabeled, so write until an admin labels them" if unlabeled else ""
         lines.append(f"Tools ({len(tools)}, from the cache{note}):")
         columns = ("name", "capability", "label", "suggested", "fetched_at")
-        lines.append(_table(tools, columns, ""))
+        lines.append(table(tools, columns, ""))
         if unlabeled:
             lines.append(
                 f"Label one with: agentws tool label {args.workspace} "
@@ -263,7 +262,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     connector = await find_connector(ctx.store, args.workspace, args.name)
-    box = SecretBox.from_settings(ctx.settings) if connector.secret else None
+    box = ctx.keys.box() if connector.secret else None
     data: dict[str, Any] = {
         "ok": True,
         "workspace": args.workspace,
@@ -302,7 +301,7 @@ async def _test(args: argparse.Namespace, ctx: Context) -> Output:
 
             detail = await probe_hook(
                 connector,
-                SecretBox.from_settings(ctx.settings),
+                ctx.keys.box(),
                 ctx.settings.connector_allowlist,
                 timeout_s=args.timeout,
             )

@@ -1,146 +1,31 @@
-"""The ``agentws tool``, ``approval`` and ``audit`` commands: permissions, approvals, the log.
+"""The ``agentws approval`` commands: the queue of tool calls waiting for an admin.
 
-- ``tool list|label|permission``: what each tool of a group is (capability),
-  what callers get (permission) and where both come from;
-- ``approval list|show|approve|deny|retry``: the queue of calls waiting
-  for an admin; approving records the decision, which a running service
-  carries out with its own settings (never this process's environment),
-  and waits a bounded time for the outcome;
-- ``audit tail``: the newest entries of the audit log, or follow it.
+``approval list|show|approve|deny|retry``: approving records the decision,
+which a running service carries out with its own settings (never this
+process's environment), and waits a bounded time for the outcome.
 
-The work is done by :mod:`agentws.tools.admin`, :mod:`agentws.approvals`.
+The work is done by :mod:`agentws.tools.approval_queue` and :mod:`agentws.approvals`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import datetime
 from typing import Any
 
 import trio
 
-from agentws.cli import Context, Output, _iso, _table
-from agentws.domain.models import (
-    Approval,
-    ApprovalStatus,
-    AuditEntry,
-    Capability,
-    Group,
-    Permission,
-    Workspace,
-)
+from agentws.cli.arguments import bounded_count
+from agentws.cli.output import Context, Output, iso, table
+from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 
-__all__ = ["add_tool_commands"]
+__all__ = ["NOT_FINISHED", "add_approval_commands"]
 
-# How often `audit tail --follow` looks for new entries.
-_FOLLOW_POLL_S = 0.5
 # How long `approval approve|retry` waits for a service to run the call, by default.
 _OUTCOME_WAIT_S = 30.0
 # The exit status when the decision is recorded but the call has no outcome yet.
 NOT_FINISHED = 3
-
-
-def _bounded_count(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError(f"expected a number from 1 to 10000, got {text!r}")
-    return value
-
-
-# --- tool ---------------------------------------------------------------------------------
-
-
-async def _tool_list(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.tools.admin import group_tool_list
-
-    rows = []
-    for row in await group_tool_list(ctx.store, args.workspace, args.group):
-        tool = row.tool
-        rows.append(
-            {
-                "name": tool.name,
-                "source": tool.source,
-                "capability": tool.capability.value,
-                "label": row.label_source,
-                "suggested": row.suggested.value if row.suggested else None,
-                "permission": tool.permission.value,
-                "permission_source": tool.permission_source,
-                "note": tool.permission_note,
-            }
-        )
-    empty = (
-        f"{args.workspace}/{args.group} offers no tools: attach a connector "
-        f"(`agentws connector attach`) or a library (`agentws library attach`)."
-    )
-    columns = ("name", "source", "capability", "label", "suggested", "permission")
-    text = _table(
-        [{**r, "permission": f"{r['permission']} ({r['permission_source']})"} for r in rows],
-        columns,
-        empty,
-    )
-    notes = [f"{r['name']}: {r['note']}" for r in rows if r["note"]]
-    if notes:
-        text += "\n\nNot applied:\n" + "\n".join(notes)
-    return Output(rows, text)
-
-
-async def _tool_label(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.tools.admin import set_label
-
-    label = None if args.capability == "unset" else Capability(args.capability)
-    connector, cached = await set_label(
-        ctx.store, args.workspace, args.tool, label, actor=ctx.actor
-    )
-    data = {
-        "workspace": args.workspace,
-        "tool": args.tool,
-        "connector": connector.name,
-        "label": cached.label.value if cached.label else None,
-        "capability": cached.capability.value,
-        "suggested": cached.suggested_label.value if cached.suggested_label else None,
-    }
-    if label is None:
-        text = f"{args.tool} is unlabeled again: callers get it as write."
-    else:
-        text = f"Labeled {args.tool} {label.value}."
-    return Output(data, text)
-
-
-async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.tools.admin import clear_permission, set_permission
-
-    where = f"group {args.workspace}/{args.group}" if args.group else f"workspace {args.workspace}"
-    data: dict[str, Any] = {
-        "workspace": args.workspace,
-        "group": args.group,
-        "tool": args.tool,
-    }
-    if args.permission == "default":
-        removed = await clear_permission(
-            ctx.store, args.workspace, args.tool, group_slug=args.group, actor=ctx.actor
-        )
-        data["permission"] = None
-        if removed is None:
-            return Output(data, f"{args.tool} had no permission of its own in {where}.")
-        fallback = "the workspace's, if set, else " if args.group else ""
-        text = f"Removed {args.tool}'s permission in {where}: {fallback}its capability's default"
-        return Output(data, text + " applies.")
-    saved = await set_permission(
-        ctx.store,
-        args.workspace,
-        args.tool,
-        Permission(args.permission),
-        group_slug=args.group,
-        actor=ctx.actor,
-    )
-    data["permission"] = saved.permission.value
-    data["id"] = saved.id
-    return Output(data, f"{args.tool} is {saved.permission.value} in {where}.")
-
-
-# --- approval -----------------------------------------------------------------------------
 
 
 def _approval_json(a: Approval, group: Group | None, workspace: Workspace | None) -> dict[str, Any]:
@@ -163,10 +48,10 @@ def _approval_json(a: Approval, group: Group | None, workspace: Workspace | None
         "decided_by": a.decided_by,
         "result": a.result,
         "error": a.error,
-        "created_at": _iso(a.created_at),
-        "expires_at": _iso(a.expires_at),
-        "decided_at": _iso(a.decided_at),
-        "finished_at": _iso(a.finished_at),
+        "created_at": iso(a.created_at),
+        "expires_at": iso(a.expires_at),
+        "decided_at": iso(a.decided_at),
+        "finished_at": iso(a.finished_at),
         "attempts": a.attempts,
         "instance": a.lease_owner,
     }
@@ -218,7 +103,7 @@ async def _approval_list(args: argparse.Namespace, ctx: Context) -> Output:
     what = "pending calls" if args.status == "pending" else f"{args.status} approvals"
     empty = f"No {what}." if args.status != "all" else "No approvals yet."
     columns = ("id", "where", "tool", "status", "requested_by", "age", "arguments")
-    return Output(rows, _table(table_rows, columns, empty))
+    return Output(rows, table(table_rows, columns, empty))
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -336,140 +221,11 @@ async def _approval_deny(args: argparse.Namespace, ctx: Context) -> Output:
     )
 
 
-# --- audit --------------------------------------------------------------------------------
-
-
-def _audit_json(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "at": _iso(entry.created_at),
-        "workspace_id": entry.workspace_id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "target": entry.target,
-        "detail": entry.detail,
-    }
-
-
-def _audit_line(entry: AuditEntry) -> str:
-    detail = entry.detail
-    keys = (
-        "group",
-        "tool",
-        "scope",
-        "decision",
-        "outcome",
-        "previous_label",
-        "label",
-        "previous_permission",
-        "permission",
-        "reason",
-        "error",
-    )
-    # A key that is there with no value says something too (a label or permission removed).
-    shown = [f"{k}={'-' if detail[k] is None else detail[k]}" for k in keys if k in detail]
-    if "arguments_hash" in detail:
-        shown.append(f"args={str(detail['arguments_hash'])[:12]}")
-    return (
-        f"{entry.created_at.isoformat(timespec='seconds')}  {entry.actor}  {entry.action}  "
-        f"{entry.target}  {' '.join(shown)}".rstrip()
-    )
-
-
-async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
-    workspace_id = None
-    if args.workspace:
-        workspace_id = (await ctx.store.workspace_by_slug(args.workspace)).id
-    entries = await ctx.store.audit_log(
-        limit=args.lines, workspace_id=workspace_id, action_prefix=args.action
-    )
-    if not args.follow:
-        rows = [_audit_json(e) for e in entries]
-        text = "\n".join(_audit_line(e) for e in entries) or "The audit log is empty."
-        return Output(rows, text)
-
-    # --follow prints as it goes (JSON lines with --json) until interrupted.
-    def emit(batch: list[AuditEntry]) -> None:
-        for entry in batch:
-            print(json.dumps(_audit_json(entry)) if args.json else _audit_line(entry))
-        sys.stdout.flush()
-
-    emit(entries)
-    last = entries[-1].created_at if entries else None
-    seen = {e.id for e in entries}
-    while True:
-        await trio.sleep(_FOLLOW_POLL_S)
-        batch = await ctx.store.audit_log(
-            limit=1000, workspace_id=workspace_id, action_prefix=args.action, after=last
-        )
-        fresh = [e for e in batch if e.id not in seen]
-        emit(fresh)
-        if batch:
-            last = batch[-1].created_at
-            seen = {e.id for e in batch if e.created_at == last}
-
-
-def add_tool_commands(
+def add_approval_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     common: argparse.ArgumentParser,
 ) -> None:
-    """Add ``tool``, ``approval`` and ``audit`` to the ``agentws`` command line."""
-    tool = commands.add_parser(
-        "tool",
-        help="tools' capabilities (labels) and permissions",
-        description="Each tool has a capability (read, write, destructive) and a permission "
-        "saying what MCP callers get: allow (runs), requires_approval (queued for an admin), "
-        "requires_confirmation (the caller confirms each call) or deny. Without an admin's "
-        "setting, read is allow, write requires_approval, destructive requires_confirmation.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-
-    listing = tool.add_parser(
-        "list",
-        parents=[common],
-        help="a group's tools: capability, label, permission and where each comes from",
-    )
-    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    listing.add_argument("group", metavar="GROUP", help="group slug")
-    listing.set_defaults(handler=_tool_list)
-
-    label = tool.add_parser(
-        "label",
-        parents=[common],
-        help="set a remote MCP tool's capability",
-        description="Label a remote MCP connector's tool. Unlabeled tools are write, whatever "
-        "the remote claims; a tool whose definition changes loses its label. Built-ins and "
-        "native actions have fixed labels. Applies in every group the connector is attached to.",
-    )
-    label.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    label.add_argument("tool", metavar="TOOL", help="tool name, <connector>_<action>")
-    label.add_argument(
-        "capability",
-        metavar="CAPABILITY",
-        choices=[*(c.value for c in Capability), "unset"],
-        help="read, write, destructive, or unset (back to unlabeled: write)",
-    )
-    label.set_defaults(handler=_tool_label)
-
-    permission = tool.add_parser(
-        "permission",
-        parents=[common],
-        help="set what callers get for a tool, in a group or the whole workspace",
-        description="Set a tool's permission for one group (--group) or for every group of "
-        "the workspace; a group's own wins. 'default' removes the setting. A destructive tool "
-        "cannot be 'allow'. A permission looser than the default is removed when a remote "
-        "tool's definition changes or the tool is labeled again.",
-    )
-    permission.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    permission.add_argument("tool", metavar="TOOL", help="tool name")
-    permission.add_argument(
-        "permission",
-        metavar="PERMISSION",
-        choices=[*(p.value for p in Permission), "default"],
-        help="allow, requires_approval, requires_confirmation, deny, or default",
-    )
-    permission.add_argument("--group", metavar="GROUP", help="only in this group")
-    permission.set_defaults(handler=_tool_permission)
-
+    """Add ``approval`` to the ``agentws`` command line."""
     approval = commands.add_parser(
         "approval",
         help="the queue of tool calls waiting for an admin",
@@ -487,7 +243,7 @@ def add_tool_commands(
         help="which to list (default: pending)",
     )
     a_list.add_argument(
-        "--limit", type=_bounded_count, default=100, metavar="N", help="newest N (default 100)"
+        "--limit", type=bounded_count, default=100, metavar="N", help="newest N (default 100)"
     )
     a_list.set_defaults(handler=_approval_list)
     a_show = approval.add_parser("show", parents=[common], help="one queued call, in full")
@@ -538,23 +294,3 @@ def add_tool_commands(
     a_deny.add_argument("id", metavar="ID", help="approval id (apr_…)")
     a_deny.add_argument("--reason", help="why (recorded and told to the caller)")
     a_deny.set_defaults(handler=_approval_deny)
-
-    audit = commands.add_parser("audit", help="read the audit log").add_subparsers(
-        dest="action", metavar="ACTION", required=True
-    )
-    tail = audit.add_parser(
-        "tail",
-        parents=[common],
-        help="the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
-    )
-    tail.add_argument(
-        "-n", "--lines", type=_bounded_count, default=20, metavar="N", help="how many (default 20)"
-    )
-    tail.add_argument("--workspace", metavar="WORKSPACE", help="only this workspace's")
-    tail.add_argument(
-        "--action", metavar="PREFIX", help="only actions starting with this (tool., approval.)"
-    )
-    tail.add_argument(
-        "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
-    )
-    tail.set_defaults(handler=_audit_tail)

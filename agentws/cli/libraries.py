@@ -1,11 +1,11 @@
 """The ``agentws library``, ``doc`` and ``skill`` commands.
 
 Handlers for libraries, their context documents and skills, and the parsers
-that route to them; :func:`agentws.cli.build_parser` registers them with
+that route to them; :func:`agentws.cli.main.build_parser` registers them with
 :func:`add_library_commands`. They follow the conventions of
-:mod:`agentws.cli`: every command takes ``--database`` and ``--json``,
-prints an :class:`~agentws.cli.Output`, and leaves errors to
-:func:`agentws.cli.main`. The work is done by :mod:`agentws.libraries`.
+:mod:`agentws.cli.main`: every command takes ``--database`` and ``--json``,
+returns an :class:`~agentws.cli.output.Output`, and leaves errors to
+:func:`agentws.cli.main.main`. The work is done by :mod:`agentws.libraries`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from agentws.cli import Context, Output, _iso, _table
+from agentws.cli.output import Context, Output, iso, table
 from agentws.domain.models import ContextDocument, DocumentPolicy, Library, Skill
 from agentws.libraries import (
     DOCUMENT_EXTENSIONS,
@@ -53,7 +53,7 @@ def _library_json(lib: Library, workspace: str, groups: list[str]) -> dict[str, 
         "slug": lib.slug,
         "name": lib.name,
         "groups": groups,
-        "created_at": _iso(lib.created_at),
+        "created_at": iso(lib.created_at),
     }
 
 
@@ -67,8 +67,8 @@ def _document_json(d: ContextDocument, workspace: str, library: str) -> dict[str
         "mime_type": d.mime_type,
         "policy": d.policy.value,
         "bytes": _bytes(d.body),
-        "created_at": _iso(d.created_at),
-        "updated_at": _iso(d.updated_at),
+        "created_at": iso(d.created_at),
+        "updated_at": iso(d.updated_at),
     }
 
 
@@ -83,8 +83,8 @@ def _skill_json(s: Skill, workspace: str, library: str) -> dict[str, Any]:
         "assets": [
             {"name": a.name, "mime_type": a.mime_type, "bytes": _bytes(a.text)} for a in s.assets
         ],
-        "created_at": _iso(s.created_at),
-        "updated_at": _iso(s.updated_at),
+        "created_at": iso(s.created_at),
+        "updated_at": iso(s.updated_at),
     }
 
 
@@ -112,7 +112,7 @@ async def _library_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"No libraries in {args.workspace!r}: "
         f"create one with `agentws library create {args.workspace} SLUG`."
     )
-    return Output(rows, _table(shown, ("slug", "name", "groups", "id"), empty))
+    return Output(rows, table(shown, ("slug", "name", "groups", "id"), empty))
 
 
 async def _library_attach(args: argparse.Namespace, ctx: Context) -> Output:
@@ -127,7 +127,7 @@ async def _library_attach(args: argparse.Namespace, ctx: Context) -> Output:
         "library": args.library,
         "library_id": attachment.library_id,
         "url": url,
-        "attached_at": _iso(attachment.created_at),
+        "attached_at": iso(attachment.created_at),
     }
     text = (
         f"Library {args.library!r} is attached to {args.workspace}/{args.group}: "
@@ -195,7 +195,7 @@ async def _doc_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"`agentws doc add {args.workspace} {args.library} FILE --policy POLICY`."
     )
     columns = ("slug", "title", "policy", "mime", "size")
-    return Output(rows, _table(shown, columns, empty))
+    return Output(rows, table(shown, columns, empty))
 
 
 async def _doc_remove(args: argparse.Namespace, ctx: Context) -> Output:
@@ -241,7 +241,7 @@ async def _skill_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"No skills in {args.workspace}/{args.library}: add one with "
         f"`agentws skill add {args.workspace} {args.library} FOLDER`."
     )
-    return Output(rows, _table(shown, ("slug", "description", "assets", "id"), empty))
+    return Output(rows, table(shown, ("slug", "description", "assets", "id"), empty))
 
 
 async def _skill_remove(args: argparse.Namespace, ctx: Context) -> Output:

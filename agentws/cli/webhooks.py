@@ -1,40 +1,28 @@
-"""The ``agentws webhook``, ``event`` and ``channel`` commands.
+"""The ``agentws webhook`` commands: incoming webhooks.
 
-- ``webhook create|list|show|activate|deactivate|delete``: incoming webhooks;
-  ``create`` prints the URL once (it holds the token, which is not kept);
-- ``event list|show|replay``: the event log, an event's timeline, replays;
-- ``channel tail``: the local chat channels' messages, or follow them.
-
-The work is done by :mod:`agentws.webhooks.admin` and :mod:`agentws.webhooks.events`.
+``webhook create|update|list|show|activate|deactivate|delete``; ``create``
+prints the URL once (it holds the token, which is not kept). The work is
+done by :mod:`agentws.webhooks.admin`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import typing
 from typing import Any
 
 import trio
 
-from agentws.chat.channels import parse_channel
-from agentws.cli import Context, Output, _iso, _table
-from agentws.domain.models import (
-    ChatMessage,
-    EventStatus,
-    Group,
-    VerificationScheme,
-    Webhook,
-    Workspace,
-)
+from agentws.cli.arguments import positive_int
+from agentws.cli.events import event_row
+from agentws.cli.output import Context, Output, table
+from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
-from agentws.views import message_json, webhook_json
+from agentws.views import webhook_json
 
 __all__ = ["add_webhook_commands"]
 
-# How often `channel tail --follow` looks for new messages.
-_FOLLOW_POLL_S = 0.25
 # A secret read from stdin may not be longer (it is a key, not a document).
 _MAX_SECRET_CHARS = 4096
 
@@ -47,12 +35,6 @@ def _rate(text: str) -> int:
     if not number.strip().isdigit() or factor is None or int(number) < 1:
         raise argparse.ArgumentTypeError(f"expected a rate such as 60/min or 2/s, got {text!r}")
     return int(number) * factor
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
 
 
 async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
@@ -150,7 +132,7 @@ async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"Workspace {args.workspace} has no webhooks: create one with "
         f"`agentws webhook create {args.workspace} --name NAME --channel CHANNEL --prompt-file F`."
     )
-    return Output(rows, _table(rows, columns, empty))
+    return Output(rows, table(rows, columns, empty))
 
 
 async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
@@ -160,14 +142,14 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     w = await find_webhook(ctx.store, args.workspace, args.webhook)
     data = webhook_json(w, *await _names(ctx, w))
     recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
-    data["recent_events"] = [_event_row(e, w) for e in recent]
+    data["recent_events"] = [event_row(e, w) for e in recent]
     text = "\n".join(
         f"{key}: {', '.join(value) or 'none' if isinstance(value, list) else value}"
         for key, value in data.items()
         if key not in ("prompt", "recent_events", "active")
     )
     text += "\nprompt:\n" + "\n".join("  " + line for line in w.prompt.splitlines())
-    text += "\n\nRecent events:\n" + _table(
+    text += "\n\nRecent events:\n" + table(
         data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
     )
     text += "\n\nThe URL is not kept: to get a new one, delete the webhook and create it again."
@@ -227,182 +209,11 @@ async def _webhook_delete(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, f"Deleted webhook {w.name!r} ({w.id}): its URL answers 404 from now on.")
 
 
-# --- event ----------------------------------------------------------------------------------
-
-
-def _event_row(e: Any, w: Webhook) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "webhook": w.name,
-        "status": e.status.value,
-        "attempts": e.attempts,
-        "error": e.error,
-        "message_id": e.message_id,
-        "dedup_key": e.dedup_key,
-        "replay_of": e.replay_of,
-        "received_at": _iso(e.received_at),
-        "finished_at": _iso(e.finished_at),
-    }
-
-
-async def _event_list(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.webhooks.admin import find_webhook
-    from agentws.webhooks.events import list_events
-
-    webhook = await find_webhook(ctx.store, args.workspace, args.webhook) if args.webhook else None
-    status = EventStatus(args.status) if args.status else None
-    events = await list_events(
-        ctx.store, args.workspace, webhook=webhook, status=status, limit=args.limit
-    )
-    names: dict[str, Webhook] = {}
-    rows = []
-    for e in events:
-        if e.webhook_id not in names:
-            names[e.webhook_id] = await ctx.store.get(Webhook, e.webhook_id)
-        rows.append(_event_row(e, names[e.webhook_id]))
-    columns = ("id", "webhook", "status", "attempts", "received_at", "error")
-    return Output(rows, _table(rows, columns, "No events."))
-
-
-async def _event_show(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.webhooks.events import event_timeline
-
-    t = await event_timeline(ctx.store, args.event)
-    attempts = [
-        {
-            "number": a.number,
-            "instance_id": a.instance_id,
-            "outcome": a.outcome,
-            "error": a.error,
-            "started_at": _iso(a.started_at),
-            "finished_at": _iso(a.finished_at),
-            "usage": a.usage,
-            "tool_calls": a.tool_calls.get("calls", []),
-            "transcript": a.transcript,
-        }
-        for a in t.attempts
-    ]
-    message = None
-    if t.message is not None:
-        message = {
-            "id": t.message.id,
-            "channel": t.message.channel,
-            "text": t.message.text,
-            "created_at": _iso(t.message.created_at),
-        }
-    data = {
-        "event": _event_row(t.event, t.webhook),
-        "request": {
-            "headers": t.event.headers,
-            "bytes": len(t.event.body),
-            "body": t.request_body(),
-        },
-        "attempts": attempts,
-        # Attempts end their record when they end: one whose process died has none.
-        "unfinished_attempts": max(0, t.event.attempts - len(attempts)),
-        "message": message,
-    }
-    return Output(data, _timeline_text(data))
-
-
-def _timeline_text(data: dict[str, Any]) -> str:
-    e = data["event"]
-    lines = [
-        f"Event {e['id']} of webhook {e['webhook']!r}: {e['status']} "
-        f"after {e['attempts']} attempt(s)"
-        + (f" (replay of {e['replay_of']})" if e["replay_of"] else ""),
-        f"{e['received_at']}  received ({data['request']['bytes']} bytes)"
-        + (f", delivery id {e['dedup_key']}" if e["dedup_key"] else ""),
-    ]
-    for name, value in data["request"]["headers"].items():
-        lines.append(f"    {name}: {value}")
-    body = json.dumps(data["request"]["body"], indent=2, ensure_ascii=False)
-    lines += ["    " + line for line in body.splitlines()[:40]]
-    if len(body.splitlines()) > 40:
-        lines.append("    … (see --json for the whole body)")
-    for a in data["attempts"]:
-        lines.append(
-            f"{a['started_at']}  attempt {a['number']} on {a['instance_id']}: {a['outcome']}"
-            + (f" — {a['error']}" if a["error"] else "")
-        )
-        model = a["transcript"].get("model")
-        if model:
-            lines.append(f"    model: {model}")
-        for call in a["tool_calls"]:
-            extra = f" (approval {call['approval_id']})" if call.get("approval_id") else ""
-            lines.append(f"    tool {call['name']}: {call.get('outcome')}{extra}")
-    lost = data["unfinished_attempts"]
-    if lost:
-        lines.append(
-            f"    ({lost} attempt(s) left no record: the process running them stopped "
-            "or it is running now)"
-        )
-    m = data["message"]
-    if m is not None:
-        lines.append(f"{m['created_at']}  posted to {m['channel']} ({m['id']}):")
-        lines += ["    " + line for line in m["text"].splitlines()]
-    elif e["error"]:
-        lines.append(f"error: {e['error']}")
-    return "\n".join(lines)
-
-
-async def _event_replay(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.webhooks.events import replay_event
-
-    replay = await replay_event(
-        ctx.store, args.event, current_prompt=args.current_prompt, actor=ctx.actor
-    )
-    prompt = "the webhook's current prompt" if args.current_prompt else "the original prompt"
-    data = {"event_id": replay.id, "replay_of": args.event, "status": replay.status.value}
-    return Output(
-        data,
-        f"Queued {replay.id}, a replay of {args.event} with {prompt}. "
-        f"Follow it with `agentws event show {replay.id}`.",
-    )
-
-
-# --- channel --------------------------------------------------------------------------------
-
-
-def _message_text(m: ChatMessage) -> str:
-    head = f"── {m.created_at.isoformat(timespec='seconds')} {m.channel}"
-    if m.event_id:
-        head += f" (event {m.event_id})"
-    return head + "\n" + m.text + "\n"
-
-
-async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
-    workspace = await ctx.store.workspace_by_slug(args.workspace)
-    channel = str(parse_channel(args.channel))
-    messages = await ctx.store.channel_messages(workspace.id, channel, limit=args.limit)
-    if not args.follow:
-        text = "\n".join(_message_text(m) for m in messages) or f"No messages in {channel} yet."
-        return Output([message_json(m) for m in messages], text.rstrip("\n"))
-
-    # --follow prints as it goes (JSON lines with --json) until interrupted.
-    def emit(batch: list[ChatMessage]) -> None:
-        for m in batch:
-            print(json.dumps(message_json(m)) if args.json else _message_text(m))
-        sys.stdout.flush()
-
-    emit(messages)
-    last = messages[-1] if messages else None
-    while True:
-        await trio.sleep(_FOLLOW_POLL_S)
-        if last is None:
-            batch = await ctx.store.channel_messages(workspace.id, channel, limit=1000)
-        else:
-            batch = await ctx.store.channel_messages(workspace.id, channel, limit=1000, after=last)
-        if batch:
-            emit(batch)
-            last = batch[-1]
-
-
 # --- parser ---------------------------------------------------------------------------------
 
 
 def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``webhook``, ``event`` and ``channel`` to the ``agentws`` command."""
+    """Add ``webhook`` to the ``agentws`` command."""
     webhook = commands.add_parser(
         "webhook",
         help="incoming webhooks: create (URL shown once), list, activate, delete",
@@ -441,7 +252,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     create.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         default=4,
         metavar="K",
         help="events run at once at most (default 4; 1 runs them in arrival order)",
@@ -466,13 +277,13 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     create.add_argument(
         "--burst",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="deliveries accepted at once before the rate applies (default: min(30, rate))",
     )
     create.add_argument(
         "--max-body-bytes",
-        type=_positive,
+        type=positive_int,
         metavar="B",
         help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 10 MiB)",
     )
@@ -550,60 +361,3 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
         sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
         sub.set_defaults(handler=handler)
-
-    event = commands.add_parser(
-        "event", help="the webhook event log: list, show a timeline, replay"
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    e_list = event.add_parser("list", parents=[common], help="a workspace's events, newest first")
-    e_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    e_list.add_argument("--webhook", metavar="WEBHOOK", help="only this webhook's (id or name)")
-    e_list.add_argument(
-        "--status", choices=[s.value for s in EventStatus], help="only events in this state"
-    )
-    e_list.add_argument(
-        "--limit", type=_positive, default=50, metavar="N", help="how many (default 50)"
-    )
-    e_list.set_defaults(handler=_event_list)
-    e_show = event.add_parser(
-        "show",
-        parents=[common],
-        help="an event's timeline: request, attempts, transcript, tool calls, message",
-    )
-    e_show.add_argument("event", metavar="EVENT", help="event id (evt_…)")
-    e_show.set_defaults(handler=_event_show)
-    e_replay = event.add_parser(
-        "replay", parents=[common], help="queue an event again (a new event, same body)"
-    )
-    e_replay.add_argument("event", metavar="EVENT", help="event id (evt_…)")
-    e_replay.add_argument(
-        "--current-prompt",
-        action="store_true",
-        help="run with the webhook's prompt as it is now (default: the prompt it ran with)",
-    )
-    e_replay.set_defaults(handler=_event_replay)
-
-    channel = commands.add_parser("channel", help="read the local chat channels").add_subparsers(
-        dest="action", metavar="ACTION", required=True
-    )
-    tail = channel.add_parser(
-        "tail", parents=[common], help="a local channel's newest messages, or follow them"
-    )
-    tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
-    tail.add_argument(
-        "-n",
-        "--lines",
-        "--limit",
-        dest="limit",
-        type=_positive,
-        default=20,
-        metavar="N",
-        help="how many (default 20)",
-    )
-    tail.add_argument(
-        "--follow",
-        "-f",
-        action="store_true",
-        help="keep printing new messages until interrupted (JSON lines with --json)",
-    )
-    tail.set_defaults(handler=_channel_tail)

@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
-from agentws.cli import Context, Output
+from agentws.cli.output import Context, Output
 from agentws.domain.models import (
     CachedTool,
     Connector,
@@ -40,7 +40,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.errors import AgentwsError
-from agentws.secret_box import Keys, SecretBox, key_problem
+from agentws.secret_box import key_problem
 from agentws.store.sqlite import sqlite_path
 
 __all__ = ["add_doctor_command"]
@@ -102,12 +102,12 @@ async def _secret_key(ctx: Context) -> Check:
     except AgentwsError as exc:
         return Check("secret key", "fail", f"cannot read the stored secrets: {exc.message}")
     try:
-        SecretBox.from_settings(ctx.settings)
+        ctx.keys.box()
     except AgentwsError as exc:
         if sealed:  # the service reports not ready for this (see /readyz)
             return Check("secret key", "fail", f"{exc.message}; stored secrets cannot be opened")
         return Check("secret key", "warn", f"{exc.message}; no secret can be stored yet")
-    problem = key_problem(Keys.load(ctx.settings), ctx.settings, sealed)
+    problem = key_problem(ctx.keys, ctx.settings, sealed)
     if problem is not None:
         return Check("secret key", "fail", problem)
     if sealed:
@@ -150,7 +150,7 @@ async def _channel(
     if channel.sink == "local":
         return "embedded chat (read it with `agentws channel tail`)"
     connector = await chat_connector(ctx.store, workspace.id, channel)
-    box = SecretBox.from_settings(ctx.settings)
+    box = ctx.keys.box()
     allowlist = ctx.settings.connector_allowlist
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
         return await probe_hook(connector, box, allowlist, timeout_s=timeout_s)

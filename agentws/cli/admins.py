@@ -6,15 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from agentws.cli import Context, Output
+from agentws.cli.output import Context, Output, iso
 from agentws.domain.models import Admin, AdminToken
 from agentws.errors import ValidationError
 
 __all__ = ["add_admin_commands"]
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
 
 
 def _token_json(token: AdminToken, admin: Admin) -> dict[str, Any]:
@@ -23,9 +19,9 @@ def _token_json(token: AdminToken, admin: Admin) -> dict[str, Any]:
         "admin": admin.username,
         "name": token.name,
         "revoked": token.revoked_at is not None,
-        "created_at": _iso(token.created_at),
-        "last_used_at": _iso(token.last_used_at),
-        "revoked_at": _iso(token.revoked_at),
+        "created_at": iso(token.created_at),
+        "last_used_at": iso(token.last_used_at),
+        "revoked_at": iso(token.revoked_at),
     }
 
 
@@ -48,7 +44,7 @@ async def _create(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _list(args: argparse.Namespace, ctx: Context) -> Output:
     admins = await ctx.store.select(Admin)
-    rows = [{"id": a.id, "username": a.username, "created_at": _iso(a.created_at)} for a in admins]
+    rows = [{"id": a.id, "username": a.username, "created_at": iso(a.created_at)} for a in admins]
     text = "\n".join(f"{r['username']}  {r['id']}  {r['created_at']}" for r in rows)
     return Output(rows, text or "No admins yet: run `agentws init`.")
 

@@ -1,0 +1,165 @@
+"""The ``agentws workspace``, ``group`` and ``token`` commands.
+
+Workspaces, their groups (one MCP endpoint each) and the bearer tokens for
+those endpoints. The work is done by :mod:`agentws.registry`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from agentws.cli.output import Context, Output, iso, table
+from agentws.config import Settings
+from agentws.domain.models import Capability, Group
+from agentws.registry import (
+    create_group,
+    create_token,
+    create_workspace,
+    endpoint_url,
+    list_groups,
+    list_tokens,
+    list_workspaces,
+    revoke_token,
+)
+from agentws.views import token_json, workspace_json
+
+__all__ = ["add_workspace_commands"]
+
+
+def _group_json(g: Group, workspace: str, settings: Settings) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "workspace": workspace,
+        "slug": g.slug,
+        "name": g.name,
+        "url": endpoint_url(settings.public_base_url, workspace, g.slug),
+        "created_at": iso(g.created_at),
+    }
+
+
+async def _workspace_create(args: argparse.Namespace, ctx: Context) -> Output:
+    w = await create_workspace(ctx.store, args.slug, name=args.name, actor=ctx.actor)
+    return Output(workspace_json(w), f"Created workspace {w.slug!r} ({w.id}).")
+
+
+async def _workspace_list(args: argparse.Namespace, ctx: Context) -> Output:
+    rows = [workspace_json(w) for w in await list_workspaces(ctx.store)]
+    empty = "No workspaces yet: create one with `agentws workspace create SLUG`."
+    return Output(rows, table(rows, ("slug", "name", "id", "created_at"), empty))
+
+
+async def _group_create(args: argparse.Namespace, ctx: Context) -> Output:
+    g = await create_group(ctx.store, args.workspace, args.slug, name=args.name, actor=ctx.actor)
+    data = _group_json(g, args.workspace, ctx.settings)
+    text = f"Created group {args.workspace}/{g.slug} ({g.id}).\nEndpoint: {data['url']}"
+    return Output(data, ctx.noted(text))
+
+
+async def _group_list(args: argparse.Namespace, ctx: Context) -> Output:
+    groups = await list_groups(ctx.store, args.workspace)
+    rows = [_group_json(g, args.workspace, ctx.settings) for g in groups]
+    empty = (
+        f"No groups in {args.workspace!r}: "
+        f"create one with `agentws group create {args.workspace} SLUG`."
+    )
+    return Output(rows, table(rows, ("slug", "name", "id", "url"), empty))
+
+
+async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
+    issued = await create_token(
+        ctx.store,
+        args.workspace,
+        args.group,
+        name=args.name,
+        scope=Capability(args.scope),
+        actor=ctx.actor,
+    )
+    url = endpoint_url(ctx.settings.public_base_url, args.workspace, args.group)
+    data = {
+        **token_json(issued.token, args.workspace, args.group),
+        "token": issued.secret,
+        "url": url,
+    }
+    text = (
+        f"Created token {issued.token.name!r} ({issued.token.id}) "
+        f"for {args.workspace}/{args.group}, scope {issued.token.scope.value}.\n"
+        f"Endpoint: {url}\n"
+        f"Token:    {issued.secret}\n"
+        "Copy the token now: only its hash is stored and it cannot be shown again."
+    )
+    return Output(data, ctx.noted(text))
+
+
+async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
+    tokens = await list_tokens(ctx.store, args.workspace, args.group)
+    rows = [token_json(t, args.workspace, args.group) for t in tokens]
+    empty = (
+        f"No tokens for {args.workspace}/{args.group}: create one with "
+        f"`agentws token create {args.workspace} {args.group} --name NAME`."
+    )
+    columns = ("name", "id", "scope", "status", "hint", "last_used_at")
+    return Output(rows, table(rows, columns, empty))
+
+
+async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
+    t = await revoke_token(ctx.store, args.workspace, args.group, args.token, actor=ctx.actor)
+    data = token_json(t, args.workspace, args.group)
+    return Output(data, f"Revoked token {t.name!r} ({t.id}) of {args.workspace}/{args.group}.")
+
+
+def add_workspace_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    """Add ``workspace``, ``group`` and ``token`` to the ``agentws`` command line."""
+    workspace = commands.add_parser("workspace", help="create and list workspaces").add_subparsers(
+        dest="action", metavar="ACTION", required=True
+    )
+    w_create = workspace.add_parser("create", parents=[common], help="create a workspace")
+    w_create.add_argument("slug", metavar="SLUG", help="address in URLs: [a-z0-9][a-z0-9-]*")
+    w_create.add_argument("--name", help="display name (default: the slug)")
+    w_create.set_defaults(handler=_workspace_create)
+    workspace.add_parser("list", parents=[common], help="list workspaces").set_defaults(
+        handler=_workspace_list
+    )
+
+    group = commands.add_parser(
+        "group", help="create and list groups of a workspace"
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    g_create = group.add_parser(
+        "create", parents=[common], help="create a group (one MCP endpoint)"
+    )
+    g_create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    g_create.add_argument("slug", metavar="SLUG", help="group slug: [a-z0-9][a-z0-9-]*")
+    g_create.add_argument("--name", help="display name (default: the slug)")
+    g_create.set_defaults(handler=_group_create)
+    g_list = group.add_parser("list", parents=[common], help="list a workspace's groups")
+    g_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    g_list.set_defaults(handler=_group_list)
+
+    token = commands.add_parser(
+        "token", help="issue, list and revoke MCP endpoint tokens"
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    t_create = token.add_parser(
+        "create", parents=[common], help="issue a bearer token for a group endpoint (shown once)"
+    )
+    t_create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    t_create.add_argument("group", metavar="GROUP", help="group slug")
+    t_create.add_argument("--name", required=True, help="who or what uses it, e.g. 'cursor-ada'")
+    t_create.add_argument(
+        "--scope",
+        choices=[c.value for c in Capability],
+        default=Capability.WRITE.value,
+        help="highest tool capability the token may use (default: write)",
+    )
+    t_create.set_defaults(handler=_token_create)
+    t_list = token.add_parser("list", parents=[common], help="list a group's tokens")
+    t_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    t_list.add_argument("group", metavar="GROUP", help="group slug")
+    t_list.set_defaults(handler=_token_list)
+    t_revoke = token.add_parser("revoke", parents=[common], help="revoke a token at once")
+    t_revoke.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    t_revoke.add_argument("group", metavar="GROUP", help="group slug")
+    t_revoke.add_argument("token", metavar="TOKEN", help="token id (tok_…) or name")
+    t_revoke.set_defaults(handler=_token_revoke)
