@@ -146,11 +146,10 @@ def _quart_app(settings: Settings, admin: AdminServices, ops: _OpsPages) -> Agen
     app.config["MAX_CONTENT_LENGTH"] = None
     # The whole body of a dashboard or API request, as the doors have theirs.
     app.config["BODY_TIMEOUT"] = settings.body_read_timeout_s
-    app.config["AGENTWS_ADMIN"] = admin
     ops.register(app)
     app.register_error_handler(HTTPException, _http_error_handler(settings.body_read_timeout_s))
-    app.register_blueprint(api_blueprint)
-    app.register_blueprint(dashboard_blueprint)
+    app.register_blueprint(api_blueprint(admin))
+    app.register_blueprint(dashboard_blueprint(admin))
     return app
 
 

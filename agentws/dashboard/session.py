@@ -20,22 +20,27 @@ import functools
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
-from quart import Response, current_app, redirect, request, url_for
+from quart import Response, redirect, request, url_for
 
-from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, LoginThrottle, session_for
+from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, session_for
+from agentws.config import Settings
 from agentws.errors import PermissionDeniedError
 
 __all__ = [
     "LOGIN_COOKIE",
     "check_csrf",
     "clear_session_cookie",
-    "login_throttle",
+    "new_login_token",
     "secure_headers",
+    "set_login_cookie",
     "set_session_cookie",
     "signed_in",
 ]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: The pre-session cookie of the sign-in form's double-submit CSRF token.
 LOGIN_COOKIE = "agentws_login"
@@ -44,32 +49,22 @@ _CSP = (
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 
-Page = Callable[..., Awaitable[Any]]
 
-
-def _admin() -> AdminServices:
-    # Until the blueprints take it through a constructor.
-    return cast(AdminServices, current_app.config["AGENTWS_ADMIN"])
-
-
-def login_throttle() -> LoginThrottle:
-    return _admin().login_throttle
-
-
-def _over_tls() -> bool:
-    base = _admin().settings.base_url or ""
+def _over_tls(settings: Settings) -> bool:
+    base = settings.base_url or ""
     forwarded = request.headers.get("X-Forwarded-Proto", "")
     return request.scheme == "https" or base.startswith("https://") or forwarded == "https"
 
 
-def set_session_cookie(response: Response, secret: str, max_age_s: float) -> None:
+def set_session_cookie(response: Response, settings: Settings, secret: str) -> None:
+    """The new session's cookie, for as long as a session lasts (``settings.admin_session_s``)."""
     response.set_cookie(
         SESSION_COOKIE,
         secret,
-        max_age=int(max_age_s),
+        max_age=int(settings.admin_session_s),
         httponly=True,
         samesite="Lax",
-        secure=_over_tls(),
+        secure=_over_tls(settings),
         path="/",
     )
 
@@ -82,14 +77,14 @@ def new_login_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def set_login_cookie(response: Response, token: str) -> None:
+def set_login_cookie(response: Response, settings: Settings, token: str) -> None:
     response.set_cookie(
         LOGIN_COOKIE,
         token,
         max_age=3600,
         httponly=True,
         samesite="Strict",
-        secure=_over_tls(),
+        secure=_over_tls(settings),
         path="/dashboard/login",
     )
 
@@ -106,23 +101,27 @@ def check_csrf(expected: str, given: str | None) -> None:
         )
 
 
-def signed_in(page: Page) -> Callable[..., Awaitable[Any]]:
-    """Run ``page(caller, **path)`` for a signed-in admin; else redirect to the sign-in form.
+def signed_in(
+    page: Callable[Concatenate[AdminServices, Caller, P], Awaitable[R]],
+) -> Callable[Concatenate[AdminServices, P], Awaitable[R | Response]]:
+    """Run ``page(admin, caller, **path)`` for a signed-in admin; else redirect to the sign-in form.
 
     A POST must carry the session's CSRF token in its ``csrf`` field.
     """
 
     @functools.wraps(page)
-    async def wrapped(**path: str) -> Any:
-        found = await session_for(_admin().store, request.cookies.get(SESSION_COOKIE, ""))
+    async def wrapped(
+        services: AdminServices, /, *args: P.args, **kwargs: P.kwargs
+    ) -> R | Response:
+        found = await session_for(services.store, request.cookies.get(SESSION_COOKIE, ""))
         if found is None:
             target = request.full_path if request.method == "GET" else url_for("dashboard.home")
-            return redirect(url_for("dashboard.login", next=target.rstrip("?")))
+            return cast(Response, redirect(url_for("dashboard.login", next=target.rstrip("?"))))
         admin, session = found
         if request.method == "POST":
             form = await request.form
             check_csrf(session.csrf_token, form.get("csrf"))
-        return await page(Caller(admin, session), **path)
+        return await page(services, Caller(admin, session), *args, **kwargs)
 
     return wrapped
 

@@ -1,0 +1,98 @@
+"""The admin API's access to tools: a group's MCP tokens, tool labels and permissions."""
+
+from __future__ import annotations
+
+from agentws import registry
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.domain.models import Capability, Permission
+from agentws.tools import admin as tools_admin
+from agentws.views import token_json, tool_json
+
+from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+
+# --- MCP tokens -----------------------------------------------------------------------------
+
+
+@routes.get("/workspaces/<workspace>/groups/<group>/tokens")
+@endpoint
+async def list_tokens(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
+    tokens = await registry.list_tokens(admin.store, workspace, group)
+    return page_of([token_json(t, workspace, group) for t in tokens])
+
+
+@routes.post("/workspaces/<workspace>/groups/<group>/tokens")
+@endpoint
+async def create_token(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
+    data = await json_body()
+    scope = enum_value(Capability, "scope", field(data, "scope", str, "write"))
+    issued = await registry.create_token(
+        admin.store,
+        workspace,
+        group,
+        name=required(data, "name"),
+        scope=scope,
+        actor=caller.actor,
+    )
+    return {**token_json(issued.token, workspace, group), "token": issued.secret}, 201
+
+
+@routes.delete("/workspaces/<workspace>/groups/<group>/tokens/<token>")
+@endpoint
+async def revoke_token(
+    admin: AdminServices, caller: Caller, workspace: str, group: str, token: str
+) -> Answer:
+    revoked = await registry.revoke_token(admin.store, workspace, group, token, actor=caller.actor)
+    return token_json(revoked, workspace, group)
+
+
+# --- tools and permissions ------------------------------------------------------------------
+
+
+@routes.get("/workspaces/<workspace>/groups/<group>/tools")
+@endpoint
+async def list_tools(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
+    rows = await tools_admin.group_tool_list(admin.store, workspace, group)
+    return page_of([tool_json(row) for row in rows])
+
+
+@routes.put("/workspaces/<workspace>/tools/<tool>/label")
+@endpoint
+async def label_tool(admin: AdminServices, caller: Caller, workspace: str, tool: str) -> Answer:
+    data = await json_body()
+    label = field(data, "label", str)
+    capability = enum_value(Capability, "label", label) if label else None
+    _, cached = await tools_admin.set_label(
+        admin.store, workspace, tool, capability, actor=caller.actor
+    )
+    return {"name": tool, "label": cached.label.value if cached.label else None}
+
+
+@routes.put("/workspaces/<workspace>/tools/<tool>/permission")
+@endpoint
+async def set_tool_permission(
+    admin: AdminServices, caller: Caller, workspace: str, tool: str
+) -> Answer:
+    data = await json_body()
+    group = field(data, "group", str)
+    permission = field(data, "permission", str)
+    store = admin.store
+    if permission is None:
+        await tools_admin.clear_permission(
+            store, workspace, tool, group_slug=group, actor=caller.actor
+        )
+    else:
+        await tools_admin.set_permission(
+            store,
+            workspace,
+            tool,
+            enum_value(Permission, "permission", permission),
+            group_slug=group,
+            actor=caller.actor,
+        )
+    return {"name": tool, "group": group, "permission": permission}

@@ -1,0 +1,200 @@
+"""How the admin API handles every call: the caller, the JSON in and out, the errors.
+
+:func:`endpoint` authenticates the caller (:func:`agentws.admin_access.authenticate`)
+and turns agentws errors into ``{"error": {"code", "message"}}`` with the
+status the error's kind calls for. The rest reads input the same way for
+every handler: the JSON body (:func:`json_body`) and its fields, and the
+page of a list the request asks for (:func:`page_of`: ``limit`` 1 to 200,
+default 50, and the opaque ``cursor`` a page's ``next_cursor`` gives).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Awaitable, Callable
+from enum import Enum
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+
+from quart import Response, jsonify, request
+
+from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
+from agentws.errors import (
+    AgentwsError,
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    StoreUnavailableError,
+    UnauthorizedError,
+    ValidationError,
+)
+
+__all__ = [
+    "Answer",
+    "endpoint",
+    "enum_value",
+    "field",
+    "json_body",
+    "page_of",
+    "required",
+    "tool_names",
+]
+
+P = ParamSpec("P")
+EnumT = TypeVar("EnumT", bound=Enum)
+
+#: What a handler answers: a response, or JSON data (and its status, 200 if not given).
+Answer = Response | dict[str, Any] | tuple[dict[str, Any], int]
+
+_MAX_LIMIT = 200
+_STATUS = {
+    ValidationError: 400,
+    UnauthorizedError: 401,
+    PermissionDeniedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    StoreUnavailableError: 503,
+}
+
+# A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
+# which json accepts and no UTF-8 encoder (the stores, the JSON answer) does.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class _InvalidJson(ValidationError):
+    """The body is not JSON text (as the webhook door calls it)."""
+
+    code = "invalid_json"
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    response = jsonify({"error": {"code": code, "message": message}})
+    response.status_code = status
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="agentws admin API"'
+    return response
+
+
+def endpoint(
+    handler: Callable[Concatenate[AdminServices, Caller, P], Awaitable[Answer]],
+) -> Callable[Concatenate[AdminServices, P], Awaitable[Response]]:
+    """Authenticate, run ``handler(admin, caller, **path)``, and turn agentws errors into JSON."""
+
+    @functools.wraps(handler)
+    async def wrapped(admin: AdminServices, /, *args: P.args, **kwargs: P.kwargs) -> Response:
+        try:
+            caller = await authenticate(
+                admin.store,
+                method=request.method,
+                authorization=request.headers.get("Authorization"),
+                cookie=request.cookies.get(SESSION_COOKIE),
+                csrf=request.headers.get("X-CSRF-Token"),
+            )
+            result = await handler(admin, caller, *args, **kwargs)
+        except AgentwsError as exc:
+            status = next((s for k, s in _STATUS.items() if isinstance(exc, k)), 500)
+            return _error(status, exc.code, exc.message)
+        if isinstance(result, Response):
+            return result
+        data, status = result if isinstance(result, tuple) else (result, 200)
+        response = jsonify(data)
+        response.status_code = status
+        return response
+
+    return wrapped
+
+
+async def json_body() -> dict[str, Any]:
+    """The request's JSON object (ValidationError if it is not one).
+
+    Every handler that reads a body reads it here, so a body that is not
+    JSON text is refused the same way everywhere: 400 ``invalid_json``.
+    """
+    raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except (ValueError, RecursionError):  # UnicodeDecodeError included
+        raise _InvalidJson("the body is not valid JSON: send a JSON object") from None
+    if _SURROGATE_ESCAPE.search(raw) and not _encodable(data):
+        raise _InvalidJson(
+            "the body has an unpaired UTF-16 surrogate escape (\\ud800-\\udfff), which is not text"
+        )
+    if not isinstance(data, dict):
+        raise ValidationError("the body must be a JSON object")
+    return data
+
+
+def _encodable(data: Any) -> bool:
+    try:
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def field(
+    data: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = None
+) -> Any:
+    """``data[name]`` if it is a ``kind`` (a bool only where ``kind`` says so), else ``default``.
+
+    Error handling:
+        ValidationError for a value of another kind.
+    """
+    value = data.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+        names = "/".join(k.__name__ for k in _kinds(kind))
+        raise ValidationError(f"{name!r} must be a {names}")
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def required(data: dict[str, Any], name: str) -> str:
+    value = field(data, name, str)
+    if value is None:
+        raise ValidationError(f"{name!r} is required")
+    return str(value)
+
+
+def tool_names(data: dict[str, Any], name: str) -> tuple[str, ...]:
+    value = field(data, name, list, [])
+    if not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{name!r} must be a list of tool names")
+    return tuple(value)
+
+
+def page_of(items: list[Any]) -> dict[str, Any]:
+    """One page of ``items`` by the request's ``limit`` and ``cursor``."""
+    try:
+        limit = int(request.args.get("limit", "50"))
+        start = int(request.args.get("cursor", "0") or "0")
+    except ValueError:
+        raise ValidationError("limit and cursor must be whole numbers") from None
+    if not 1 <= limit <= _MAX_LIMIT or start < 0:
+        raise ValidationError(f"limit must be 1 to {_MAX_LIMIT}, and cursor one a page gave")
+    end = start + limit
+    return {"items": items[start:end], "next_cursor": str(end) if end < len(items) else None}
+
+
+@overload
+def enum_value(kind: type[EnumT], name: str, value: str) -> EnumT: ...
+@overload
+def enum_value(kind: type[EnumT], name: str, value: str | None) -> EnumT | None: ...
+def enum_value(kind: type[EnumT], name: str, value: str | None) -> EnumT | None:
+    """``kind(value)``; None for None.
+
+    Error handling:
+        ValidationError naming the allowed values.
+    """
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(v.value for v in kind)
+        raise ValidationError(f"{name} must be one of {allowed}") from None

@@ -1,0 +1,38 @@
+"""The dashboard's Channels page: what the service said in a workspace's chat channels."""
+
+from __future__ import annotations
+
+from quart import Response, request
+
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.domain.models import ChatMessage, Webhook
+
+from .frame import find_workspace, render_page
+from .session import signed_in
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+
+@routes.get("/w/<workspace>/channels")
+@signed_in
+async def channels(admin: AdminServices, caller: Caller, workspace: str) -> Response:
+    store = admin.store
+    ws = await find_workspace(admin, workspace)
+    hooks = await store.select(Webhook, workspace_id=ws.id)
+    known = sorted({w.channel for w in hooks})
+    chosen = request.args.get("channel") or (known[0] if known else None)
+    messages: list[ChatMessage] = []
+    if chosen:
+        messages = await store.channel_messages(ws.id, chosen, limit=100)
+    return await render_page(
+        admin,
+        "channels.html",
+        caller,
+        workspace=ws,
+        channels=known,
+        chosen=chosen,
+        messages=list(reversed(messages)),
+    )

@@ -1,0 +1,71 @@
+"""What every dashboard page shares: its frame, and the notice a change leaves.
+
+:func:`render_page` renders a page with what every page shows (the admin,
+the workspaces, the notice); :func:`done` answers a change with a redirect
+to the page it came from and a one-time notice (a cookie), so a reload
+never posts twice.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any, cast
+
+from quart import Response, redirect, render_template, request
+
+from agentws import registry
+from agentws.admin_access import AdminServices, Caller
+from agentws.domain.models import Workspace
+from agentws.errors import AgentwsError
+
+__all__ = ["done", "error_text", "find_workspace", "render_page"]
+
+_FLASH = "agentws_flash"
+
+
+def done(target: str, notice: str, *, error: bool = False) -> Response:
+    """Redirect to ``target`` with a one-time notice."""
+    response = cast(Response, redirect(target))
+    value = urllib.parse.quote(("!" if error else "") + notice[:500])
+    response.set_cookie(_FLASH, value, max_age=60, httponly=True, samesite="Lax", path="/dashboard")
+    return response
+
+
+async def render_page(
+    admin: AdminServices,
+    template: str,
+    caller: Caller,
+    *,
+    status: int = 200,
+    error: str | None = None,
+    **context: Any,
+) -> Response:
+    """Render ``template`` with what every page shows: the admin, the workspaces, the notice.
+
+    ``error`` is a notice of this answer's own (a form shown again with what was wrong).
+    """
+    flash = urllib.parse.unquote(request.cookies.get(_FLASH, ""))
+    if error is not None:
+        flash = "!" + error
+    body = await render_template(
+        template,
+        caller=caller,
+        csrf=caller.session.csrf_token if caller.session else "",
+        workspaces=await registry.list_workspaces(admin.store),
+        notice=flash.removeprefix("!") if flash else None,
+        notice_is_error=flash.startswith("!"),
+        **context,
+    )
+    response = Response(body, status=status, content_type="text/html; charset=utf-8")
+    if request.cookies.get(_FLASH):
+        response.delete_cookie(_FLASH, path="/dashboard")
+    return response
+
+
+async def find_workspace(admin: AdminServices, slug: str) -> Workspace:
+    return await admin.store.workspace_by_slug(slug)
+
+
+def error_text(exc: Exception) -> str:
+    """What a notice says of a refused change."""
+    return exc.message if isinstance(exc, AgentwsError) else str(exc)
