@@ -1,0 +1,340 @@
+"""One link of :class:`~agentws.connectors.links.RemoteLinks`: its state and its session.
+
+A :class:`Link` is what the pool knows of one connector: its connection
+while there is one, the last error, and the events callers wait on. The
+:class:`SessionKeeper` connects a link (Streamable HTTP, then legacy SSE,
+the transport that worked last first), refreshes the connector's tool cache
+over it, pings an idle remote, and returns when the session ends; the pool
+decides when to connect again. The session's stream and HTTP transport are
+watched, so that a remote that ends the stream or forgets the session is
+noticed (:class:`WatchedStream`, :class:`SessionWatch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import attrs
+import httpx2
+import mcp_types as types
+import trio
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from agentws.config import Settings
+from agentws.connectors.registry import connector_headers
+from agentws.connectors.remote_mcp import (
+    TRANSPORTS,
+    RemoteError,
+    SyncReport,
+    describe,
+    first_leaf,
+    list_all_tools,
+    open_transport,
+)
+from agentws.connectors.url_guard import GuardedTransport, Resolver
+from agentws.domain.models import Connector
+from agentws.errors import AgentwsError, NotFoundError
+from agentws.redaction import redact_url, redact_urls, upstream_excerpt
+from agentws.secret_box import Keys
+
+__all__ = [
+    "Connection",
+    "Link",
+    "LinkState",
+    "NotConnected",
+    "SessionKeeper",
+    "SessionWatch",
+    "SyncTools",
+    "WatchedStream",
+]
+
+log = logging.getLogger("agentws.connectors")
+
+#: ``sync(connector, tools)``: make the connector's tool cache hold ``tools``.
+SyncTools = Callable[[Connector, list[types.Tool]], Awaitable[SyncReport]]
+
+# An idle link asks the remote for a ping this often: it finds dead
+# connections before a caller does, and keeps proxies from dropping the stream.
+_PING_S = 60.0
+
+
+class NotConnected(Exception):
+    """A connection attempt failed before the session was initialized."""
+
+
+@attrs.define(eq=False)
+class Connection:
+    """One initialized session of a link, until its transport ends."""
+
+    session: ClientSession
+    transport: str
+    scope: trio.CancelScope
+    #: Set when the remote ended the stream the session reads from.
+    ended: bool = False
+    #: Set when the remote answered 404 to our session id: it no longer knows
+    #: the session (it restarted), so it ran nothing we sent since.
+    forgotten: bool = False
+
+
+@attrs.define(eq=False)
+class Link:
+    """What the pool knows of one connector: its connection, its errors, what waits on it."""
+
+    connector: Connector
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    connection: Connection | None = None
+    #: Which transport worked last; tried first next time.
+    transport: str | None = None
+    last_error: str | None = None
+    #: Failed connection attempts so far; callers wait for this to move.
+    failures: int = 0
+    #: Fires (and is replaced) whenever the link is up or an attempt failed.
+    changed: trio.Event = attrs.field(factory=trio.Event)
+    #: Wakes the link from its back-off or its idle wait.
+    wake: trio.Event = attrs.field(factory=trio.Event)
+    refresh_wanted: bool = False
+    #: One sync of the cache at a time per connector in this process.
+    syncing: trio.Lock = attrs.field(factory=trio.Lock)
+    refreshes: int = 0
+    list_changed: int = 0
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def poke(self) -> None:
+        self.wake.set()
+
+    def request_refresh(self) -> None:
+        self.refresh_wanted = True
+        self.poke()
+
+    def drop(self, connection: Connection) -> None:
+        """Give up ``connection`` (it is lost, or the remote forgot it); reconnect."""
+        connection.scope.cancel()
+        if self.connection is connection:
+            self.connection = None
+
+
+@attrs.frozen
+class LinkState:
+    """What a link is doing, for operators and tests."""
+
+    connector: str
+    connected: bool
+    transport: str | None
+    last_error: str | None
+    failures: int
+    refreshes: int
+    list_changed: int
+
+
+@attrs.frozen
+class SessionKeeper:
+    """Connects links and keeps their sessions; what :class:`RemoteLinks` runs for each link.
+
+    Args:
+        settings: the URL allowlist and the per-call deadline (``tool_timeout_s``).
+        keys: the service key, which opens connectors' stored credentials.
+        sync: makes the tool cache hold what a connector's remote listed.
+        resolve: the resolver the URL guard uses.
+    """
+
+    settings: Settings
+    keys: Keys
+    sync: SyncTools
+    resolve: Resolver
+
+    async def connect_and_keep(self, link: Link) -> None:
+        """Connect (Streamable HTTP, then legacy SSE) and serve the link until it ends."""
+        connector = link.connector
+        if connector.url is None:
+            raise RemoteError(f"connector {connector.name!r} has no URL")
+        box = self.keys.box() if connector.secret else None
+        headers = connector_headers(connector, box)
+        kinds = sorted(TRANSPORTS, key=lambda kind: kind != link.transport)
+        problems = []
+        for kind in kinds:
+            # A guard per attempt: its connection pool closes with the attempt's client.
+            guard = GuardedTransport(self.settings.connector_allowlist, resolve=self.resolve)
+            try:
+                await self._serve_over(link, kind, headers, SessionWatch(guard))
+                return
+            except NotConnected as exc:
+                problems.append(f"{kind}: {redact_urls(str(exc))}")
+        raise RemoteError(
+            f"connector {connector.name!r}: cannot connect to {redact_url(connector.url or '')} "
+            f"({'; '.join(problems)})"
+        )
+
+    async def _serve_over(
+        self, link: Link, kind: str, headers: dict[str, str], watch: SessionWatch
+    ) -> None:
+        connector = link.connector
+        timeout_s = self.settings.tool_timeout_s
+        url = connector.url or ""
+        connection: Connection | None = None
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                log.info("connector %s: the remote's tool list changed", connector.name)
+                link.list_changed += 1
+                link.request_refresh()
+
+        try:
+            with trio.CancelScope(deadline=trio.current_time() + timeout_s) as connecting:
+                async with open_transport(
+                    kind, url, headers, watch, timeout_s=timeout_s, stream_read_timeout_s=None
+                ) as (read, write):
+                    watched = WatchedStream(read)
+                    async with ClientSession(watched, write, message_handler=on_message) as session:
+                        await session.initialize()
+                        connecting.deadline = math.inf
+                        with trio.CancelScope() as scope:
+                            connection = watch.connection = Connection(session, kind, scope)
+                            watched.on_end = on_end_of(link, connection)
+                            link.connection, link.transport = connection, kind
+                            link.last_error = None
+                            link.notify()
+                            log.info("connector %s: linked over %s", connector.name, kind)
+                            await self._keep(link, connection)
+        except AgentwsError:
+            raise
+        except Exception as exc:
+            leaf = first_leaf(exc)
+            if isinstance(leaf, AgentwsError):
+                raise leaf from None
+            if connection is None:
+                raise NotConnected(describe(leaf)) from None
+            raise RemoteError(
+                f"connector {connector.name!r}: the connection to {url} failed: {describe(leaf)}"
+            ) from None
+        finally:
+            if link.connection is connection:
+                link.connection = None
+        if connection is None:
+            raise NotConnected(f"no answer within {timeout_s:g} s")
+
+    async def _keep(self, link: Link, connection: Connection) -> None:
+        """Refresh the cache now and whenever asked; ping an idle remote; end when it does."""
+        link.refresh_wanted = True
+        timeout_s = self.settings.tool_timeout_s
+        while not connection.ended:
+            if link.refresh_wanted:
+                link.refresh_wanted = False
+                await self._refresh_over(link, connection.session)
+                continue
+            link.wake = trio.Event()
+            with trio.move_on_after(_PING_S) as idle:
+                await link.wake.wait()
+            if idle.cancelled_caught:
+                try:
+                    with trio.fail_after(timeout_s):
+                        await connection.session.send_ping()
+                except trio.TooSlowError:
+                    raise RemoteError(
+                        f"connector {link.connector.name!r}: no answer to a ping "
+                        f"within {timeout_s:g} s"
+                    ) from None
+                except MCPError as exc:
+                    raise RemoteError(
+                        f"connector {link.connector.name!r}: ping failed: "
+                        f"{upstream_excerpt(exc.error.message)}"
+                    ) from None
+
+    async def _refresh_over(self, link: Link, session: ClientSession) -> None:
+        name = link.connector.name
+        try:
+            with trio.fail_after(self.settings.tool_timeout_s):
+                tools = await list_all_tools(session)
+            async with link.syncing:
+                await self.sync(link.connector, tools)
+        except trio.TooSlowError:
+            log.warning("connector %s: tools/list took longer than the deadline", name)
+        except MCPError as exc:
+            log.warning("connector %s: tools/list failed: %s", name, exc.error.message)
+        except NotFoundError:
+            log.info("connector %s was removed", name)
+        except AgentwsError as exc:
+            log.warning("connector %s: cannot update the tool cache: %s", name, exc.message)
+        else:
+            link.refreshes += 1
+
+
+def on_end_of(link: Link, connection: Connection) -> Callable[[], None]:
+    def ended() -> None:
+        connection.ended = True
+        link.poke()
+
+    return ended
+
+
+@attrs.define(eq=False)
+class SessionWatch(httpx2.AsyncBaseTransport):
+    """Passes requests on; notes a 404 to a request that carried our session id.
+
+    A Streamable HTTP server answers 404 to a session it no longer knows
+    (MCP 2025-03-26, "Session Management"); the client must start a new one.
+    """
+
+    inner: httpx2.AsyncBaseTransport
+    connection: Connection | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        if (
+            response.status_code == 404
+            and "mcp-session-id" in request.headers
+            and self.connection is not None
+        ):
+            self.connection.forgotten = True
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@attrs.define(eq=False)
+class WatchedStream:
+    """A read stream that reports when it ends: the remote closed the session's stream."""
+
+    inner: Any
+    on_end: Callable[[], None] | None = None
+
+    async def receive(self) -> Any:
+        try:
+            return await self.inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._ended()
+            raise
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> WatchedStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.inner, "last_context", None)
+
+    def _ended(self) -> None:
+        if self.on_end is not None:
+            self.on_end()

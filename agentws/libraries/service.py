@@ -1,0 +1,412 @@
+"""The library service: creating, attaching, listing and removing libraries, documents and skills.
+
+The one place these operations live, like :mod:`agentws.registry` for
+workspaces and groups: the CLI, the dashboard and the admin API call these
+functions, and each change is recorded in the audit log with the acting
+operator.
+
+Attaching and detaching state what should be true: attaching a library that
+is already attached, or detaching one that is not, changes nothing and is not
+an error. Adding a document or skill whose slug is taken in the library is a
+:class:`~agentws.errors.ConflictError` unless ``replace=True``, which updates
+it in place (same id, so MCP clients' references stay valid).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+import attrs
+import trio
+
+from agentws.audit import record
+from agentws.domain.models import (
+    ContextDocument,
+    DocumentPolicy,
+    Group,
+    GroupLibrary,
+    Library,
+    Skill,
+)
+from agentws.domain.rules import check_slug, utcnow
+from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.libraries.checks import (
+    MAX_DOCUMENT_BYTES,
+    MAX_SKILL_BYTES,
+    MAX_TITLE_CHARS,
+    check_mime,
+    check_name,
+    check_policy,
+    check_size,
+    pretty_json,
+    text_bytes,
+)
+from agentws.libraries.loading import SkillFolder, load_skill_folder
+from agentws.store import Store
+
+__all__ = [
+    "add_document",
+    "add_skill",
+    "attach_library",
+    "attached_groups",
+    "create_library",
+    "detach_library",
+    "list_documents",
+    "list_libraries",
+    "list_skills",
+    "remove_document",
+    "remove_skill",
+]
+
+# The limit the SKILL.md convention sets for descriptions (they go into prompts).
+_MAX_DESCRIPTION = 1024
+
+
+async def _library(store: Store, workspace_slug: str, library_slug: str) -> Library:
+    workspace = await store.workspace_by_slug(workspace_slug)
+    found = await store.find(Library, workspace_id=workspace.id, slug=library_slug)
+    if found is None:
+        raise NotFoundError(
+            f"no library {library_slug!r} in workspace {workspace_slug!r} "
+            f"(see `agentws library list {workspace_slug}`)"
+        )
+    return found
+
+
+async def create_library(
+    store: Store, workspace_slug: str, slug: str, *, name: str | None = None, actor: str
+) -> Library:
+    """Create a library in a workspace; ConflictError if the slug is taken there."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    library = Library(
+        workspace_id=workspace.id,
+        slug=check_slug(slug, what="library slug"),
+        name=check_name(name or slug, "library name"),
+    )
+    try:
+        await store.insert(library)
+    except ConflictError:
+        raise ConflictError(
+            f"library {library.slug!r} already exists in workspace {workspace.slug!r}"
+        ) from None
+    await record(store, workspace.id, actor, "library.create", f"{workspace.slug}/{library.slug}")
+    return library
+
+
+async def list_libraries(store: Store, workspace_slug: str) -> list[Library]:
+    """A workspace's libraries, oldest first."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    return await store.select(Library, workspace_id=workspace.id)
+
+
+async def attached_groups(store: Store, workspace_slug: str) -> dict[str, list[str]]:
+    """Library id -> slugs of the groups it is attached to, for a workspace's libraries."""
+    workspace = await store.workspace_by_slug(workspace_slug)
+    attached: dict[str, list[str]] = {}
+    for group in await store.select(Group, workspace_id=workspace.id):
+        for library in await store.group_libraries(group.id):
+            attached.setdefault(library.id, []).append(group.slug)
+    return attached
+
+
+async def attach_library(
+    store: Store, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
+) -> GroupLibrary:
+    """Attach a library to a group, so the group's endpoint offers its documents and skills.
+
+    Attaching is idempotent: if the library already is attached, the
+    existing attachment is returned and nothing is recorded.
+
+    Error handling:
+        NotFoundError naming the workspace, group or library that does not exist.
+    """
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    library = await _library(store, workspace_slug, library_slug)
+    existing = await store.find(GroupLibrary, group_id=group.id, library_id=library.id)
+    if existing is not None:
+        return existing
+    try:
+        attachment = await store.insert(GroupLibrary(group_id=group.id, library_id=library.id))
+    except ConflictError:
+        # Attached by someone else since we looked: what we wanted is true.
+        raced = await store.find(GroupLibrary, group_id=group.id, library_id=library.id)
+        if raced is None:
+            raise
+        return raced
+    await record(
+        store,
+        group.workspace_id,
+        actor,
+        "library.attach",
+        f"{workspace_slug}/{library.slug}",
+        group=group.slug,
+    )
+    return attachment
+
+
+async def detach_library(
+    store: Store, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
+) -> GroupLibrary | None:
+    """Detach a library from a group; its documents and skills stay in the library.
+
+    Detaching is idempotent: if the library is not attached, nothing happens
+    and None is returned; otherwise the removed attachment.
+
+    Error handling:
+        NotFoundError naming the workspace, group or library that does not exist.
+    """
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    library = await _library(store, workspace_slug, library_slug)
+    existing = await store.find(GroupLibrary, group_id=group.id, library_id=library.id)
+    if existing is None:
+        return None
+    try:
+        await store.delete(GroupLibrary, existing.id)
+    except NotFoundError:
+        return None  # detached by someone else since we looked
+    await record(
+        store,
+        group.workspace_id,
+        actor,
+        "library.detach",
+        f"{workspace_slug}/{library.slug}",
+        group=group.slug,
+    )
+    return existing
+
+
+async def add_document(
+    store: Store,
+    workspace_slug: str,
+    library_slug: str,
+    *,
+    slug: str,
+    title: str,
+    body: str,
+    mime_type: str = "text/markdown",
+    policy: DocumentPolicy | str,
+    replace: bool = False,
+    actor: str,
+) -> ContextDocument:
+    """Add a document to a library, or with ``replace=True`` update the one with that slug.
+
+    A replaced document keeps its id and creation time.
+
+    Error handling:
+        NotFoundError for an unknown workspace or library; ConflictError if
+        the slug is taken and ``replace`` is false; ValidationError for a bad
+        slug, title, MIME type or policy, a body over
+        :data:`MAX_DOCUMENT_BYTES`, or an ``application/json`` body that
+        does not parse.
+    """
+    library = await _library(store, workspace_slug, library_slug)
+    slug = check_slug(slug, what="document slug")
+    title = check_name(title, "a document title", MAX_TITLE_CHARS)
+    size = text_bytes(body, f"document {slug!r}")
+    check_size(size, f"document {slug!r}", MAX_DOCUMENT_BYTES)
+    mime = check_mime(mime_type)
+    if mime == "application/json":
+        pretty_json(body, f"document {slug!r}")  # only to check that it parses
+    checked_policy = check_policy(policy)
+    existing = await store.find(ContextDocument, library_id=library.id, slug=slug)
+    if existing is not None and not replace:
+        raise ConflictError(
+            f"document {slug!r} already exists in library {library.slug!r} "
+            "(replace it with --replace)"
+        )
+    if existing is None:
+        now = utcnow()  # one instant: a document never replaced has updated_at == created_at
+        document = ContextDocument(
+            library_id=library.id,
+            slug=slug,
+            title=title,
+            body=body,
+            mime_type=mime,
+            policy=checked_policy,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            await store.insert(document)
+        except ConflictError:
+            raise ConflictError(
+                f"document {slug!r} already exists in library {library.slug!r}"
+            ) from None
+        action = "document.add"
+    else:
+        document = attrs.evolve(
+            existing,
+            title=title,
+            body=body,
+            mime_type=mime,
+            policy=checked_policy,
+            updated_at=utcnow(),
+        )
+        await store.update(document)
+        action = "document.replace"
+    await record(
+        store,
+        library.workspace_id,
+        actor,
+        action,
+        f"{workspace_slug}/{library.slug}/{slug}",
+        id=document.id,
+        policy=document.policy.value,
+        bytes=size,
+    )
+    return document
+
+
+async def list_documents(
+    store: Store, workspace_slug: str, library_slug: str
+) -> list[ContextDocument]:
+    """A library's documents, oldest first, ``never`` ones included."""
+    library = await _library(store, workspace_slug, library_slug)
+    return await store.select(ContextDocument, library_id=library.id)
+
+
+async def remove_document(
+    store: Store, workspace_slug: str, library_slug: str, document_slug: str, *, actor: str
+) -> ContextDocument:
+    """Delete a document from a library; the removed document is returned.
+
+    Error handling:
+        NotFoundError naming the workspace, library or document that does not exist.
+    """
+    return await _remove(
+        store, ContextDocument, "document", workspace_slug, library_slug, document_slug, actor
+    )
+
+
+async def add_skill(
+    store: Store,
+    workspace_slug: str,
+    library_slug: str,
+    skill_folder: SkillFolder | str | os.PathLike[str],
+    *,
+    replace: bool = False,
+    actor: str,
+) -> Skill:
+    """Add a skill to a library, or with ``replace=True`` update the one with its slug.
+
+    Args:
+        skill_folder: a folder in the SKILL.md layout, or what
+            :func:`load_skill_folder` read from one.
+
+    Error handling:
+        NotFoundError for an unknown workspace or library; ConflictError if
+        the slug is taken and ``replace`` is false; ValidationError for a
+        folder :func:`load_skill_folder` refuses or a description over 1024
+        characters.
+    """
+    if not isinstance(skill_folder, SkillFolder):
+        skill_folder = await trio.to_thread.run_sync(load_skill_folder, skill_folder)
+    library = await _library(store, workspace_slug, library_slug)
+    slug = check_slug(skill_folder.slug, what="skill name")
+    if not skill_folder.prompt.strip():
+        raise ValidationError(f"skill {slug!r} has no prompt: write it after the front matter")
+    description = " ".join(skill_folder.description.split())
+    if not description or len(description) > _MAX_DESCRIPTION:
+        raise ValidationError(
+            f"skill {slug!r}: the description must be 1 to {_MAX_DESCRIPTION} characters"
+        )
+    total = text_bytes(skill_folder.prompt, f"skill {slug!r}") + sum(
+        text_bytes(a.text, f"asset {a.name!r} of skill {slug!r}") for a in skill_folder.assets
+    )
+    check_size(total, f"skill {slug!r} with its assets", MAX_SKILL_BYTES)
+    for asset in skill_folder.assets:
+        check_name(asset.name, f"asset name {asset.name!r}", MAX_TITLE_CHARS)
+        check_mime(asset.mime_type)
+    existing = await store.find(Skill, library_id=library.id, slug=slug)
+    if existing is not None and not replace:
+        raise ConflictError(
+            f"skill {slug!r} already exists in library {library.slug!r} (replace it with --replace)"
+        )
+    if existing is None:
+        now = utcnow()  # one instant, as for documents
+        skill = Skill(
+            library_id=library.id,
+            slug=slug,
+            description=description,
+            prompt=skill_folder.prompt,
+            assets=skill_folder.assets,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            await store.insert(skill)
+        except ConflictError:
+            raise ConflictError(
+                f"skill {slug!r} already exists in library {library.slug!r}"
+            ) from None
+        action = "skill.add"
+    else:
+        skill = attrs.evolve(
+            existing,
+            description=description,
+            prompt=skill_folder.prompt,
+            assets=skill_folder.assets,
+            updated_at=utcnow(),
+        )
+        await store.update(skill)
+        action = "skill.replace"
+    await record(
+        store,
+        library.workspace_id,
+        actor,
+        action,
+        f"{workspace_slug}/{library.slug}/{slug}",
+        id=skill.id,
+        assets=len(skill.assets),
+    )
+    return skill
+
+
+async def list_skills(store: Store, workspace_slug: str, library_slug: str) -> list[Skill]:
+    """A library's skills, oldest first."""
+    library = await _library(store, workspace_slug, library_slug)
+    return await store.select(Skill, library_id=library.id)
+
+
+async def remove_skill(
+    store: Store, workspace_slug: str, library_slug: str, skill_slug: str, *, actor: str
+) -> Skill:
+    """Delete a skill from a library; the removed skill is returned.
+
+    Error handling:
+        NotFoundError naming the workspace, library or skill that does not exist.
+    """
+    return await _remove(store, Skill, "skill", workspace_slug, library_slug, skill_slug, actor)
+
+
+_Item = TypeVar("_Item", ContextDocument, Skill)
+
+
+async def _remove(
+    store: Store,
+    kind: type[_Item],
+    noun: str,
+    workspace_slug: str,
+    library_slug: str,
+    slug: str,
+    actor: str,
+) -> _Item:
+    library = await _library(store, workspace_slug, library_slug)
+    item = await store.find(kind, library_id=library.id, slug=slug)
+    if item is None:
+        command = "doc" if noun == "document" else noun
+        raise NotFoundError(
+            f"no {noun} {slug!r} in library {library.slug!r} "
+            f"(see `agentws {command} list {workspace_slug} {library.slug}`)"
+        )
+    await store.delete(kind, item.id)
+    await record(
+        store,
+        library.workspace_id,
+        actor,
+        f"{noun}.remove",
+        f"{workspace_slug}/{library.slug}/{item.slug}",
+        id=item.id,
+    )
+    return item

@@ -1,0 +1,197 @@
+"""What the MCP door reads of a request: who asked, its session, its JSON-RPC message.
+
+A :class:`DoorRequest` is one HTTP request with what the door's checks
+established. :func:`parse_message` reads its body within the size and time
+limits and validates the one JSON-RPC message it must hold; a malformed one
+is answered here with a JSON-RPC error (:func:`rpc_error`) and the caller
+learns of it by :class:`Answered`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qs
+
+import attrs
+import mcp_types as types
+import pydantic
+
+from agentws.asgi import (
+    BodyReader,
+    HttpRefusal,
+    Receive,
+    Scope,
+    Send,
+    encode_headers,
+    header,
+    respond,
+)
+from agentws.config import Settings
+from agentws.mcp.auth import Caller
+from agentws.metrics import REJECTED
+
+__all__ = [
+    "SESSION_HEADER",
+    "Answered",
+    "DoorRequest",
+    "parse_message",
+    "read_body",
+    "rpc_error",
+]
+
+SESSION_HEADER = "mcp-session-id"
+_GONE = HttpRefusal(400, "disconnected", "the client went away")
+
+
+def _json_headers(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", b"application/json"), *encode_headers(extra)]
+
+
+def _jsonrpc_error(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+@attrs.define(eq=False)
+class DoorRequest:
+    """One HTTP request to the door, with what its checks established."""
+
+    scope: Scope
+    receive: Receive
+    send: Send
+    workspace: str
+    group: str
+    messages_path: bool
+    caller: Caller | None = None
+
+    @property
+    def authorized(self) -> Caller:
+        if self.caller is None:
+            raise RuntimeError("the request has not been authenticated")
+        return self.caller
+
+    @property
+    def method(self) -> str:
+        return str(self.scope["method"])
+
+    def header(self, name: bytes) -> str | None:
+        return header(self.scope, name)
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the request names: the header, or the legacy POST URL's query."""
+        if self.messages_path:
+            query: dict[str, list[str]] = parse_qs(
+                self.scope.get("query_string", b"").decode("latin-1")
+            )
+            from_query = query.get("session_id")
+            if from_query and from_query[0]:
+                return from_query[0]
+        return self.header(SESSION_HEADER.encode())
+
+    def accepts(self, media_type: str) -> bool:
+        accept = self.header(b"accept") or "*/*"
+        return media_type in accept or "*/*" in accept
+
+
+class Answered(Exception):
+    """The request has been answered already (with a JSON-RPC error)."""
+
+
+def _echoed_id(document: Any) -> str | int | None:
+    """The id to answer an invalid message with: its own, if JSON-RPC allows it, else null."""
+    request_id = document.get("id") if isinstance(document, dict) else None
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return request_id
+    return None
+
+
+async def read_body(request: DoorRequest, settings: Settings) -> bytes:
+    """The request's body, refused if over ``mcp_max_body_bytes`` or slower than allowed."""
+    limit = settings.mcp_max_body_bytes
+    timeout_s = settings.body_read_timeout_s
+    too_large = HttpRefusal(413, "too_large", f"a message may be at most {limit} bytes")
+    late = HttpRefusal(
+        408,
+        "body_read_timeout",
+        f"the message did not all arrive within {timeout_s:g} s; send it again, "
+        "whole and without pauses",
+        # The rest of the body is not read: the connection cannot carry another request.
+        [("Connection", "close")],
+    )
+    reader = BodyReader(request.receive, timeout_s)
+    return await reader.read(
+        request.header(b"content-length"), too_large, limit, late=late, gone=_GONE
+    )
+
+
+async def parse_message(
+    request: DoorRequest, settings: Settings, session_id: str | None
+) -> types.JSONRPCMessage:
+    """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent."""
+    content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise HttpRefusal(
+            415, "unsupported_media_type", "send JSON-RPC as Content-Type: application/json"
+        )
+    body = await read_body(request, settings)
+    try:
+        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
+            body, by_name=False
+        )
+    except pydantic.ValidationError:
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):
+            await rpc_error(
+                request,
+                400,
+                None,
+                types.PARSE_ERROR,
+                "Parse error: the body is not JSON",
+                session_id,
+            )
+            raise Answered from None
+        if isinstance(document, list):
+            text = "JSON-RPC batches are not supported; send one message per request"
+        else:
+            text = "Invalid request: not a JSON-RPC 2.0 message"
+        request_id = _echoed_id(document)
+        await rpc_error(request, 400, request_id, types.INVALID_REQUEST, text, session_id)
+        raise Answered from None
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in body:
+        # A request whose id is not a string or an integer (1.5, null, true)
+        # validates as a notification, which is never answered: say so instead.
+        document = json.loads(body)
+        if isinstance(document, dict) and "id" in document:
+            await rpc_error(
+                request,
+                400,
+                None,
+                types.INVALID_REQUEST,
+                "Invalid request: an id must be a string or an integer",
+                session_id,
+            )
+            raise Answered
+    return message
+
+
+async def rpc_error(
+    request: DoorRequest,
+    status: int,
+    request_id: Any,
+    code: int,
+    text: str,
+    session_id: str | None,
+    data: Any = None,
+) -> None:
+    """Answer with a JSON-RPC error object (and count the rejection)."""
+    REJECTED.labels("mcp", "jsonrpc_error").inc()
+    headers = _json_headers([("Mcp-Session-Id", session_id)] if session_id else [])
+    await respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)

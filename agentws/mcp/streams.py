@@ -1,0 +1,130 @@
+"""Writing MCP's SSE streams: a request's replies, a session's stream, the legacy stream.
+
+Both transports stream the same way (:func:`write_sse`): events come from
+an :data:`EventSource`; a keep-alive comment goes out when none arrives
+within the keep-alive interval; a client that reads nothing for
+``sse_stall_s`` has its session closed; the client's disconnect ends the
+stream. The nursery that watches the disconnect lives in :func:`write_sse`,
+not in a generator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+import trio
+
+from agentws.asgi import Receive, Send
+from agentws.mcp.forward import cancel_on_disconnect
+from agentws.mcp.sessions import McpSession
+
+__all__ = ["EventSource", "forward_events", "until_final", "write_sse"]
+
+log = logging.getLogger("agentws.mcp")
+
+#: ``next_event() -> (chunk, last)``: the next SSE event and whether it is the
+#: stream's last; ``(None, True)`` once there are no more.
+EventSource = Callable[[], Awaitable[tuple[bytes | None, bool]]]
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    # nginx would otherwise buffer the stream and deliver nothing until it ends.
+    (b"x-accel-buffering", b"no"),
+]
+_PING = b": ping\n\n"
+
+
+async def write_sse(
+    send: Send,
+    receive: Receive,
+    session: McpSession,
+    events: EventSource,
+    *,
+    prelude: Iterable[bytes],
+    keepalive_s: float,
+    stall_s: float,
+) -> None:
+    """Write an SSE response from ``events`` until it ends, the client leaves, or stalls.
+
+    Args:
+        send, receive: the ASGI request's; ``receive`` is watched for the
+            client's disconnect, which ends the stream.
+        session: the MCP session the stream is of (closed if its client stalls).
+        events: returns ``(chunk, last)``; a None chunk means nothing
+            arrived within ``keepalive_s`` (a comment line is sent).
+        prelude: events sent first (the legacy ``endpoint`` event).
+        keepalive_s: the longest silence before a keep-alive comment.
+        stall_s: how long a write may wait on a client that reads nothing.
+    """
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [*_SSE_HEADERS, (b"mcp-session-id", session.id.encode())],
+        }
+    )
+    pending = list(prelude)
+    completed = False
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+        while True:
+            chunk: bytes | None
+            if pending:
+                chunk, last = pending.pop(0), False
+            else:
+                chunk, last = _PING, False
+                with trio.move_on_after(keepalive_s):
+                    chunk, last = await events()
+                if chunk is None:
+                    completed = True
+                    break
+            with trio.move_on_after(stall_s) as stalled:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if stalled.cancelled_caught:
+                log.warning(
+                    "session %s: client read nothing for %g s; closing it", session.id, stall_s
+                )
+                session.close()
+                break
+            if last:
+                completed = True
+                break
+        nursery.cancel_scope.cancel()
+    if completed:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _event(data: str) -> bytes:
+    return f"event: message\ndata: {data}\n\n".encode()
+
+
+def forward_events(receive: trio.MemoryReceiveChannel[str]) -> EventSource:
+    """The messages of a session's stream, each as one ``message`` event, until it closes."""
+
+    async def next_event() -> tuple[bytes | None, bool]:
+        try:
+            return _event(await receive.receive()), False
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return None, True
+
+    return next_event
+
+
+def until_final(
+    first: list[tuple[bool, str]], replies: trio.MemoryReceiveChannel[tuple[bool, str]]
+) -> EventSource:
+    """A request's replies (``first``, then ``replies``) as events; the last is its response."""
+
+    async def next_event() -> tuple[bytes | None, bool]:
+        if first:
+            final, data = first.pop(0)
+        else:
+            try:
+                final, data = await replies.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return None, True
+        return _event(data), final
+
+    return next_event

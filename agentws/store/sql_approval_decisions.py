@@ -1,0 +1,151 @@
+"""Approvals decided, finished, expired and reported back, in SQL (a part of
+:class:`~agentws.store.sql.SqlStore`).
+
+Each change of state is one conditional ``UPDATE`` (``WHERE status = …``), so
+of two instances deciding, expiring or finishing the same approval at once,
+one changes it and the other learns it lost (``None``, or the approval left
+out). A finished approval that came from a webhook event is reported back to
+its chat once: the report is taken by setting ``reported_at``, and given back
+if posting it failed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agentws.domain.models import Approval, ApprovalStatus
+from agentws.store.tables import table_for
+
+if TYPE_CHECKING:
+    from agentws.store.database import Database
+    from agentws.store.tables import Dialect
+
+__all__ = ["ApprovalDecisionQueries"]
+
+R = TypeVar("R")
+
+# Ids per IN list: far below either database's limit on parameters.
+_IDS_PER_STATEMENT = 200
+
+
+class ApprovalDecisionQueries:
+    """Approval decisions, outcomes, expiry and reports; mixed into
+    :class:`~agentws.store.sql.SqlStore`."""
+
+    _db: Database
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
+
+    if TYPE_CHECKING:
+        # The store's own lookup (SqlStore.get), declared for the type checker only.
+        async def get(self, kind: type[R], record_id: str, /) -> R: ...
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        decided_by: str,
+        reason: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        table = table_for(Approval)
+        when = table.encode_value("decided_at", now, self.dialect)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET status = $2, decided_by = $3, reason = $4, decided_at = $5,"
+                " finished_at = CASE WHEN $2 = 'approved' THEN NULL ELSE $5 END"
+                " WHERE id = $1 AND status = 'pending' AND expires_at > $5",
+                approval_id,
+                status.value,
+                decided_by,
+                reason,
+                when,
+            )
+        return await self.get(Approval, approval_id) if changed else None
+
+    async def finish_approval(
+        self,
+        approval_id: str,
+        *,
+        owner: str,
+        status: ApprovalStatus,
+        result: dict[str, Any] | None,
+        error: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        table = table_for(Approval)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5,"
+                " lease_expires_at = NULL"
+                " WHERE id = $1 AND status = 'approved' AND lease_owner = $6",
+                approval_id,
+                status.value,
+                table.encode_value("result", result, self.dialect),
+                error,
+                table.encode_value("finished_at", now, self.dialect),
+                owner,
+            )
+        return await self.get(Approval, approval_id) if changed else None
+
+    async def approvals(self, ids: list[str]) -> list[Approval]:
+        table = table_for(Approval)
+        found: list[Approval] = []
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start : start + _IDS_PER_STATEMENT]
+            marks = ", ".join(f"${i}" for i in range(1, len(chunk) + 1))
+            rows = await self._db.fetch(
+                f"SELECT {', '.join(table.columns)} FROM approvals WHERE id IN ({marks})", *chunk
+            )
+            found += [table.decode(row, self.dialect) for row in rows]
+        return found
+
+    async def unreported_approvals(self, *, limit: int) -> list[Approval]:
+        table = table_for(Approval)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM approvals"
+            " WHERE reported_at IS NULL AND event_id IS NOT NULL"
+            " AND status IN ('executed', 'failed', 'denied', 'expired')"
+            " ORDER BY finished_at, id LIMIT $1",
+            limit,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def take_approval_report(self, approval_id: str, now: datetime) -> bool:
+        when = table_for(Approval).encode_value("reported_at", now, self.dialect)
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE approvals SET reported_at = $2 WHERE id = $1 AND reported_at IS NULL",
+                approval_id,
+                when,
+            )
+        return bool(changed)
+
+    async def release_approval_report(self, approval_id: str) -> None:
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE approvals SET reported_at = NULL WHERE id = $1", approval_id)
+
+    async def expire_approvals(self, now: datetime) -> list[Approval]:
+        table = table_for(Approval)
+        when = table.encode_value("expires_at", now, self.dialect)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM approvals"
+            " WHERE status = 'pending' AND expires_at <= $1 ORDER BY created_at, id",
+            when,
+        )
+        expired: list[Approval] = []
+        for row in rows:
+            async with self._db.transaction() as tx:
+                changed = await tx.execute(
+                    "UPDATE approvals SET status = 'expired', finished_at = $2"
+                    " WHERE id = $1 AND status = 'pending'",
+                    row["id"],
+                    when,
+                )
+            if changed:
+                expired.append(await self.get(Approval, row["id"]))
+        return expired

@@ -1,0 +1,255 @@
+"""What a group's endpoint offers, in SQL (a part of :class:`~agentws.store.sql.SqlStore`):
+its tools, its attached libraries with their documents and skills, and full-text
+search over those documents.
+
+Full-text search is the one place the dialects part ways (FTS5 and
+``bm25`` on SQLite, ``tsvector`` and ``ts_rank_cd`` on PostgreSQL; see
+migration 0002). Both are given the same query shape so they rank alike: the
+user's text is cut into words here, each word is passed as a quoted term
+(never as query syntax), and the score is the same sum on both sides::
+
+    score = (n + 1 if the title is the query) + (words matched) + relevance
+
+where ``n`` is the number of words and ``relevance`` is the backend's rank
+squashed into [0, 1). So an exact title beats everything, more matched words
+beat fewer, and the backend's ranking (title weighted above body) orders the
+rest. "The title is the query" compares both with spaces collapsed and case
+ignored (by SQL ``lower()``, which on SQLite folds ASCII letters only).
+Stemming differs a little (Porter on SQLite, Snowball english on
+PostgreSQL, which also drops stop words such as "the").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from agentws.domain.models import (
+    CachedTool,
+    Connector,
+    ContextDocument,
+    DocumentHit,
+    DocumentPolicy,
+    Library,
+    Skill,
+)
+from agentws.store.tables import Table, table_for
+
+if TYPE_CHECKING:
+    from agentws.store.database import Database, Row
+    from agentws.store.tables import Dialect
+
+__all__ = ["CatalogQueries"]
+
+# Search hits returned at most; more is noise to a reader and work for the database.
+_MAX_HITS = 50
+# Words of a query used at most: each one is a lookup of its own (words matched).
+_MAX_TERMS = 16
+# Longer "words" are not words (hashes, base64); PostgreSQL ignores lexemes over 2 KiB.
+_MAX_TERM_CHARS = 100
+# Letters and digits; everything else, the underscore included, separates words,
+# as it does for the FTS5 unicode61 tokenizer.
+_WORD = re.compile(r"[^\W_]+")
+# Title matches count this many times a body match in SQLite's bm25 (PostgreSQL
+# weighs title A = 1.0 against body B = 0.4 by default).
+_TITLE_WEIGHT = 10.0
+# Snippet length in words, and how matches are marked (the agent reads Markdown).
+_SNIPPET_WORDS = 24
+_MARK = "**"
+
+# Joins rows ``d`` of a library (documents, skills) to the groups they are exposed
+# to: through an attachment, and only within the group's own workspace.
+_EXPOSED = """
+    JOIN group_libraries gl ON gl.library_id = d.library_id
+    JOIN workspace_groups g ON g.id = gl.group_id
+    JOIN libraries l ON l.id = gl.library_id AND l.workspace_id = g.workspace_id
+"""
+
+
+def _search_terms(query: str) -> list[str]:
+    """The distinct words of ``query``, lowercased, in order, at most ``_MAX_TERMS``."""
+    terms: list[str] = []
+    for word in _WORD.findall(query.lower()):
+        if len(word) <= _MAX_TERM_CHARS and word not in terms:
+            terms.append(word)
+    return terms[:_MAX_TERMS]
+
+
+def _title_key(query: str) -> str:
+    """The query as a title would be compared to it: spaces collapsed, storable text only."""
+    text = " ".join(query.replace("\x00", " ").split())
+    # Lone surrogates cannot be sent to either database; no title contains one.
+    return text.encode("utf-8", "ignore").decode("utf-8")
+
+
+def _columns(table: Table, alias: str, prefix: str = "") -> str:
+    return ", ".join(f"{alias}.{c} AS {prefix}{c}" for c in table.columns)
+
+
+def _unprefix(row: Row, table: Table, prefix: str) -> Row:
+    return {c: row[prefix + c] for c in table.columns}
+
+
+class CatalogQueries:
+    """A group's tools, libraries, documents, skills and search; mixed into
+    :class:`~agentws.store.sql.SqlStore`."""
+
+    _db: Database
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
+
+    async def group_libraries(self, group_id: str) -> list[Library]:
+        table = table_for(Library)
+        rows = await self._db.fetch(
+            f"SELECT {_columns(table, 'l')} FROM group_libraries gl"
+            " JOIN workspace_groups g ON g.id = gl.group_id"
+            " JOIN libraries l ON l.id = gl.library_id AND l.workspace_id = g.workspace_id"
+            " WHERE gl.group_id = $1 ORDER BY gl.created_at, gl.id",
+            group_id,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def _exposed_documents(self, condition: str, *args: Any) -> list[ContextDocument]:
+        table = table_for(ContextDocument)
+        rows = await self._db.fetch(
+            f"SELECT {_columns(table, 'd')} FROM context_documents d {_EXPOSED}"
+            f" WHERE gl.group_id = $1 AND d.policy <> '{DocumentPolicy.NEVER.value}'{condition}"
+            " ORDER BY gl.created_at, gl.id, d.created_at, d.id",
+            *args,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def group_documents(self, group_id: str) -> list[ContextDocument]:
+        return await self._exposed_documents("", group_id)
+
+    async def group_document(self, group_id: str, document_id: str) -> ContextDocument | None:
+        found = await self._exposed_documents(" AND d.id = $2", group_id, document_id)
+        return found[0] if found else None
+
+    async def group_skills(self, group_id: str) -> list[Skill]:
+        table = table_for(Skill)
+        rows = await self._db.fetch(
+            f"SELECT {_columns(table, 'd')} FROM skills d {_EXPOSED}"
+            " WHERE gl.group_id = $1 ORDER BY gl.created_at, gl.id, d.created_at, d.id",
+            group_id,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:
+        connectors, tools = table_for(Connector), table_for(CachedTool)
+        # Byte order on both backends: SQLite's default, and PostgreSQL's "C"
+        # whatever collation the database was created with.
+        collate = ' COLLATE "C"' if self.dialect == "postgres" else ""
+        rows = await self._db.fetch(
+            f"SELECT {_columns(connectors, 'c', 'c_')}, {_columns(tools, 't', 't_')}"
+            " FROM group_connectors gc"
+            " JOIN workspace_groups g ON g.id = gc.group_id"
+            " JOIN connectors c ON c.id = gc.connector_id AND c.workspace_id = g.workspace_id"
+            " JOIN cached_tools t ON t.connector_id = c.id"
+            f" WHERE gc.group_id = $1 AND c.active = $2"
+            f" ORDER BY c.name{collate}, t.name{collate}, t.id",
+            group_id,
+            connectors.encode_value("active", True, self.dialect),
+        )
+        return [
+            (
+                connectors.decode(_unprefix(row, connectors, "c_"), self.dialect),
+                tools.decode(_unprefix(row, tools, "t_"), self.dialect),
+            )
+            for row in rows
+        ]
+
+    async def search_documents(self, group_id: str, query: str, *, limit: int) -> list[DocumentHit]:
+        terms = _search_terms(query)
+        if not terms:
+            return []
+        limit = max(1, min(int(limit), _MAX_HITS))
+        if self.dialect == "sqlite":
+            sql, match, quoted = _sqlite_search(len(terms), limit), " OR ", '"{}"'
+        else:
+            sql, match, quoted = _postgres_search(len(terms), limit), " | ", "'{}'"
+        phrases = [quoted.format(term) for term in terms]
+        rows = await self._db.fetch(
+            sql, group_id, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
+        )
+        return [
+            DocumentHit(
+                document_id=row["document_id"],
+                library_id=row["library_id"],
+                library_slug=row["library_slug"],
+                slug=row["slug"],
+                title=row["title"],
+                mime_type=row["mime_type"],
+                snippet=row["snippet"] or "",
+                score=float(row["score"]),
+            )
+            for row in rows
+        ]
+
+
+# Parameters of both search queries: $1 group id, $2 the query (any word),
+
+
+# $3 the title key, $4 the exact-title bonus, $5... one query per word.
+_HIT_COLUMNS = (
+    "d.id AS document_id, d.library_id, l.slug AS library_slug, d.slug, d.title, d.mime_type"
+)
+_ORDER = "gl.created_at, gl.id, d.created_at, d.id"
+
+
+def _sqlite_search(n_terms: int, limit: int) -> str:
+    fts = "context_documents_fts"
+    bm25 = f"bm25({fts}, {_TITLE_WEIGHT}, 1.0)"
+    matched = " + ".join(
+        f"(d.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ${5 + i}))" for i in range(n_terms)
+    )
+    # bm25 is negative, better when lower: -bm25 / (1 - bm25) is in [0, 1), better when higher.
+    # snippet() reads the document's text, so it is made only for the hits returned.
+    return (
+        f"WITH hits AS (SELECT d.rowid AS hit_rowid, {_HIT_COLUMNS},"
+        " gl.created_at AS attached_at, gl.id AS attachment_id, d.created_at,"
+        " (CASE WHEN lower(trim(d.title)) = lower($3) THEN $4 ELSE 0 END)"
+        f" + {matched} + (-{bm25}) / (1.0 - {bm25}) AS score"
+        f" FROM {fts} JOIN context_documents d ON d.rowid = {fts}.rowid {_EXPOSED}"
+        f" WHERE {fts} MATCH $2 AND gl.group_id = $1"
+        f" AND d.policy <> '{DocumentPolicy.NEVER.value}'"
+        f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
+        " SELECT hits.document_id, hits.library_id, hits.library_slug, hits.slug, hits.title,"
+        " hits.mime_type,"
+        f" snippet({fts}, 1, '{_MARK}', '{_MARK}', '…', {_SNIPPET_WORDS}) AS snippet,"
+        " hits.score"
+        f" FROM hits JOIN {fts} ON {fts}.rowid = hits.hit_rowid WHERE {fts} MATCH $2"
+        " ORDER BY hits.score DESC, hits.attached_at, hits.attachment_id, hits.created_at,"
+        " hits.document_id"
+    )
+
+
+def _postgres_search(n_terms: int, limit: int) -> str:
+    matched = " + ".join(
+        f"(d.search @@ to_tsquery('english', ${5 + i}))::int" for i in range(n_terms)
+    )
+    headline = (
+        f"StartSel={_MARK}, StopSel={_MARK}, MaxWords={_SNIPPET_WORDS},"
+        f" MinWords={_SNIPPET_WORDS // 3}, MaxFragments=1"
+    )
+    # The headline, which reparses the body, is made only for the hits returned.
+    # ts_rank_cd normalisation 32 is rank / (rank + 1): in [0, 1).
+    return (
+        "WITH q AS (SELECT to_tsquery('english', $2) AS query), hits AS ("
+        f" SELECT {_HIT_COLUMNS}, d.body, gl.created_at AS attached_at, gl.id AS attachment_id,"
+        " d.created_at,"
+        " (CASE WHEN lower(btrim(d.title)) = lower($3) THEN $4 ELSE 0 END)"
+        f" + {matched} + ts_rank_cd(d.search, q.query, 32)::float8 AS score"
+        f" FROM q CROSS JOIN context_documents d {_EXPOSED}"
+        " WHERE d.search @@ q.query AND gl.group_id = $1"
+        f" AND d.policy <> '{DocumentPolicy.NEVER.value}'"
+        f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
+        " SELECT hits.document_id, hits.library_id, hits.library_slug, hits.slug, hits.title,"
+        " hits.mime_type,"
+        f" ts_headline('english', hits.body, q.query, '{headline}') AS snippet, hits.score"
+        " FROM hits CROSS JOIN q"
+        " ORDER BY hits.score DESC, hits.attached_at, hits.attachment_id, hits.created_at,"
+        " hits.document_id"
+    )
