@@ -47,13 +47,12 @@ from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
     describe,
-    first_leaf,
     list_all_tools,
     open_transport,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import AgentwsError, NotFoundError
+from agentws.errors import AgentwsError, NotFoundError, sole_exception
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.secret_box import Keys
 from agentws.store import Store
@@ -381,7 +380,8 @@ class RemoteLinks:
                     except Exception as exc:
                         # A transport failure we did not foresee must not end the link.
                         log.exception("connector link %s failed", name)
-                        self._failed(link, f"connector {name!r}: {describe(first_leaf(exc))}")
+                        leaf = sole_exception(exc, first_of_several=True)
+                        self._failed(link, f"connector {name!r}: {describe(leaf)}")
                     else:
                         log.info("connector %s: the connection ended; connecting again", name)
                         backoff = _BACKOFF_MIN_S
@@ -460,7 +460,7 @@ class RemoteLinks:
         except AgentwsError:
             raise
         except Exception as exc:
-            leaf = first_leaf(exc)
+            leaf = sole_exception(exc, first_of_several=True)
             if isinstance(leaf, AgentwsError):
                 raise leaf from None
             if connection is None:

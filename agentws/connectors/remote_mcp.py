@@ -36,7 +36,7 @@ from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
-from agentws.errors import AgentwsError, UpstreamError
+from agentws.errors import AgentwsError, UpstreamError, sole_exception
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 
@@ -49,7 +49,6 @@ __all__ = [
     "definition_hash",
     "describe",
     "fetch_tools",
-    "first_leaf",
     "list_all_tools",
     "open_transport",
     "probe",
@@ -198,7 +197,8 @@ async def _with_remote(
                 try:
                     return await attempt(kind)
                 except Exception as error:
-                    leaf = first_leaf(error)
+                    # Transports raise groups; one cause is enough to say what failed.
+                    leaf = sole_exception(error, first_of_several=True)
                     if isinstance(leaf, AgentwsError):
                         raise leaf from None
                     if initialized or kind == TRANSPORTS[-1]:
@@ -212,13 +212,6 @@ async def _with_remote(
             f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
         ) from None
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def first_leaf(error: BaseException) -> BaseException:
-    """The first non-group exception of an exception group (transports raise groups)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return error
 
 
 def describe(error: BaseException) -> str:

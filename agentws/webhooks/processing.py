@@ -17,13 +17,12 @@ from collections.abc import Callable
 
 import attrs
 
-from agentws.agent.model import ModelError
 from agentws.agent.runner import AgentRunner, RunLog
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.connectors import check_channel
-from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
+from agentws.chat.sinks import ChatSink, OutgoingMessage
 from agentws.domain.models import ChatMessage, Event, Group, Webhook
-from agentws.errors import StoreUnavailableError, ValidationError
+from agentws.errors import RetryableError, StoreUnavailableError, ValidationError
 from agentws.store import Store
 
 __all__ = ["EventProcessor", "RunFailure", "thread_of"]
@@ -32,19 +31,11 @@ __all__ = ["EventProcessor", "RunFailure", "thread_of"]
 _THREAD = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
 
 
-class RunFailure(Exception):
-    """An attempt failed; ``retryable`` when trying again later may succeed.
+class RunFailure(RetryableError):
+    """An attempt at an event failed; ``retryable`` when trying again later may succeed.
 
     ``retry_after_s``: not before this (a rate limit said so), if known.
     """
-
-    def __init__(
-        self, message: str, *, retryable: bool, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
 
 
 @attrs.define(eq=False)
@@ -95,13 +86,13 @@ class EventProcessor:
             text = await self.agent.run(
                 webhook=webhook, event=event, prompt=prompt, group=group, log=log
             )
-        except ModelError as exc:
+        except RetryableError as exc:  # the model's: ModelError
             raise RunFailure(
                 f"model: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
             ) from None
         try:
             return await sink.post(attrs.evolve(outgoing, text=text))
-        except SinkError as exc:
+        except RetryableError as exc:  # the chat's: SinkError
             raise RunFailure(
                 f"chat: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
             ) from None

@@ -308,7 +308,9 @@ async def test_an_outcome_decided_mid_run_follows_the_runs_message_once(tmp_path
         await wait_until(lambda: _messages(slack), lambda found: len(found) >= 2, what="the report")
         assert (await server.store.get(Approval, pending.id)).reported_at is not None
         # Another instance's reporter (or this one's next round) finds nothing to do.
-        again = ChannelReports(server.store, SinkRouter(server.store, server.runtime.settings))
+        again = ChannelReports(
+            server.store, SinkRouter(server.store, server.runtime.settings, server.runtime.keys)
+        )
         assert await again.report_due() == 0
     notice, report = slack.messages
     assert notice.body["text"].startswith("Waiting for approval.")
