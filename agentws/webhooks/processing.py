@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -63,13 +64,19 @@ class EventProcessor:
             await check_channel(self.store, webhook.workspace_id, channel)
         except ValidationError as exc:
             raise RunFailure(f"chat: {exc.message}", retryable=False) from None
+        # Parsed once per attempt; the run reads the same payload.
+        body_error: ValueError | None = None
+        try:
+            payload = json.loads(event.body)
+        except ValueError as exc:  # ingest stores JSON objects only
+            payload, body_error = None, exc
         sink = self.sinks(channel)
         outgoing = OutgoingMessage(
             workspace_id=webhook.workspace_id,
             channel=channel,
             text="",
             event_id=event.id,
-            thread=thread_of(event),
+            thread=thread_of(payload),
             since=event.received_at,
             allow_mentions=webhook.allow_mentions,
         )
@@ -82,9 +89,11 @@ class EventProcessor:
         if webhook.group_id is not None:
             group = await self.store.find(Group, id=webhook.group_id)
         prompt = event.prompt if event.prompt is not None else webhook.prompt
+        if body_error is not None:
+            raise body_error
         try:
             text = await self.agent.run(
-                webhook=webhook, event=event, prompt=prompt, group=group, log=log
+                webhook=webhook, event=event, payload=payload, prompt=prompt, group=group, log=log
             )
         except RetryableError as exc:  # the model's: ModelError
             raise RunFailure(
@@ -100,17 +109,13 @@ class EventProcessor:
             raise RunFailure(f"chat: {exc.message}", retryable=True) from None
 
 
-def thread_of(event: Event) -> str | None:
-    """The chat thread the event asks to be answered in: its top-level ``thread_ts``.
+def thread_of(payload: Any) -> str | None:
+    """The chat thread an event's parsed body asks to be answered in: its top-level ``thread_ts``.
 
     (Slack's name; a Slack event forwarded to a webhook carries it.) The
     thread is in the webhook's channel, whatever the payload says: a
     payload can choose a thread, never a channel.
     """
-    try:
-        payload = json.loads(event.body)
-    except ValueError:
-        return None
     thread = payload.get("thread_ts") if isinstance(payload, dict) else None
     if isinstance(thread, str) and _THREAD.fullmatch(thread):
         return thread
