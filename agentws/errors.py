@@ -19,12 +19,19 @@ which driver or library sits underneath::
     ├── ListenError            the server cannot listen on its address (port in use...)
     ├── UpstreamError          a connector's third party is down, refuses us or fails
     │   └── RemoteError        ... a remote MCP server (agentws.connectors.remote_mcp)
+    ├── RetryableError         an attempt failed; ``retryable`` says whether trying later may help
+    │   ├── ModelError         ... the model's (agentws.agent.model)
+    │   ├── SinkError          ... a chat post (agentws.chat.sinks)
+    │   └── RunFailure         ... a webhook event's run (agentws.webhooks.processing)
     └── StoreError             the store failed
         ├── StoreUnavailableError  cannot reach the database (callers may retry: 503)
         └── MigrationError         the schema cannot be brought up to date
 
 Each error carries a stable machine-readable ``code`` used by the HTTP doors
 (``{"error": {"code": ..., "message": ...}}``) and the CLI's ``--json`` output.
+
+trio's nurseries wrap what leaves them in exception groups;
+:func:`sole_exception` unwraps the one error inside nested one-member groups.
 """
 
 from __future__ import annotations
@@ -39,12 +46,14 @@ __all__ = [
     "NotFoundError",
     "OverCapacityError",
     "PermissionDeniedError",
+    "RetryableError",
     "StoreError",
     "StoreUnavailableError",
     "UnauthorizedError",
     "UnsafeUrlError",
     "UpstreamError",
     "ValidationError",
+    "sole_exception",
 ]
 
 
@@ -128,6 +137,22 @@ class UpstreamError(AgentwsError):
     code = "upstream_error"
 
 
+class RetryableError(AgentwsError):
+    """An attempt failed; ``retryable`` when trying again later may succeed.
+
+    ``retry_after_s``: not before this (a rate limit said so), if known.
+    """
+
+    code = "attempt_failed"
+
+    def __init__(
+        self, message: str, *, retryable: bool, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
 class StoreError(AgentwsError):
     """The store failed in a way callers cannot fix by changing their input."""
 
@@ -144,3 +169,17 @@ class MigrationError(StoreError):
     """The schema cannot be brought to the version this code needs."""
 
     code = "migration_error"
+
+
+def sole_exception(error: BaseException, *, first_of_several: bool = False) -> BaseException:
+    """The exception inside nested one-member exception groups (``error`` itself if no group).
+
+    At a group of several members the unwrapping stops and that group is
+    returned, unless ``first_of_several``: then it goes on into the first
+    member (for a description of a failure, where one cause is enough).
+    """
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1 and not first_of_several:
+            return error
+        error = error.exceptions[0]
+    return error

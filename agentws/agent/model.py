@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from agentws.errors import RetryableError
+
 __all__ = [
     "EventBrief",
     "ModelClient",
@@ -25,19 +27,11 @@ __all__ = [
 ]
 
 
-class ModelError(Exception):
+class ModelError(RetryableError):
     """The model could not answer. ``retryable``: busy, rate-limited, unreachable.
 
     ``retry_after_s``: how long the API asked to wait before trying again, if it said.
     """
-
-    def __init__(
-        self, message: str, *, retryable: bool, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
 
 
 @attrs.frozen

@@ -25,6 +25,7 @@ import mcp_types as types
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
+from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import (
     Capability,
     ContextDocument,
@@ -34,7 +35,6 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.domain.payloads import fence_payload
-from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import PermissionDeniedError
 from agentws.tools.approval_queue import approval_url
 from agentws.tools.builtins import GET_APPROVAL, error_result
@@ -106,15 +106,23 @@ class AgentRunner:
     base_url: str = attrs.field(default="", kw_only=True)
 
     async def run(
-        self, *, webhook: Webhook, event: Event, prompt: str, group: Group | None, log: RunLog
+        self,
+        *,
+        webhook: Webhook,
+        event: Event,
+        payload: Any,
+        prompt: str,
+        group: Group | None,
+        log: RunLog,
     ) -> str:
-        """Run the agent on ``event``; the message to post (also in ``log.text``).
+        """Run the agent on ``event``, whose body parsed is ``payload``; the message to post.
+
+        The message is also in ``log.text``.
 
         Error handling:
             :class:`~agentws.agent.model.ModelError` from the model; store
             errors from the catalog. Tool failures are results the model reads.
         """
-        payload = json.loads(event.body)
         fenced = fence_payload(payload, max_bytes=self.model.max_payload_bytes)
         received_at = event.received_at.isoformat(timespec="seconds")
         log.model = self.model.name
@@ -235,12 +243,12 @@ class AgentRunner:
         if tool is None or caller is None:
             entry.update(arguments={}, outcome="unknown_tool")
             return error_result(f"There is no tool called {call.name!r} here.")
-        entry["arguments"] = redact(call.arguments, tool.input_schema)
+        # Redacted once, for this log and the gate's audit and queue.
+        arguments = CallArguments.of(tool.name, call.arguments, tool.input_schema)
+        entry["arguments"] = arguments.shown
         entry["capability"] = tool.capability.value
         try:
-            outcome = await self.gate.call(
-                caller, tool, call.arguments, confirmer=_NoConfirmation()
-            )
+            outcome = await self.gate.call(caller, tool, arguments, confirmer=_NoConfirmation())
         except PermissionDeniedError as exc:
             entry.update(outcome="denied", result=exc.message)
             return error_result(exc.message)

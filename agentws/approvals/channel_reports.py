@@ -26,7 +26,7 @@ from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
 from agentws.domain.models import Approval, ApprovalStatus, ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError, ValidationError
+from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.store import Store
 
 __all__ = ["ChannelReports", "report_text"]
@@ -137,7 +137,7 @@ class ChannelReports:
             await self.sinks(channel).post(message)
         except (SinkError, StoreError) as exc:
             text = exc.message
-            retryable = not isinstance(exc, SinkError) or exc.retryable
+            retryable = not isinstance(exc, RetryableError) or exc.retryable
             if retryable:
                 self._not_before[approval.id] = trio.current_time() + _RETRY_S
                 await self.store.release_approval_report(approval.id)

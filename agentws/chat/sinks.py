@@ -18,26 +18,18 @@ import attrs
 
 from agentws.chat.channels import ChannelRef
 from agentws.domain.models import ChatMessage
-from agentws.errors import ConfigError, NotFoundError
+from agentws.errors import ConfigError, NotFoundError, RetryableError
 from agentws.secret_box import Keys, SecretBox
 from agentws.store import Store
 
 __all__ = ["ChatSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
 
 
-class SinkError(Exception):
+class SinkError(RetryableError):
     """A post failed. ``retryable``: the service was busy or unreachable, not wrong.
 
     ``retry_after_s``: not before this (the service's rate limit said so), if known.
     """
-
-    def __init__(
-        self, message: str, *, retryable: bool, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
 
 
 @attrs.frozen

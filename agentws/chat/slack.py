@@ -32,7 +32,7 @@ from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
 from agentws.chat.sinks import KeyRing, OutgoingMessage, SinkError, record_of, recorded
 from agentws.config import Settings
-from agentws.connectors.native import send_to_connector
+from agentws.connectors.native import send_to_connector, upstream_deadline
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage, Connector
@@ -169,14 +169,14 @@ class SlackSink:
 
         async def send() -> httpx2.Response:
             try:
-                return await send_to_connector(
-                    connector,
-                    lambda http: http.request(verb, path, json=json, params=params),
-                    headers=headers,
-                    allowlist=self.settings.connector_allowlist,
-                    timeout_s=_TIMEOUT_S,
-                    resolve=self.resolve,
-                )
+                with upstream_deadline(connector, _TIMEOUT_S):
+                    return await send_to_connector(
+                        connector,
+                        lambda http: http.request(verb, path, json=json, params=params),
+                        headers=headers,
+                        allowlist=self.settings.connector_allowlist,
+                        resolve=self.resolve,
+                    )
             except UpstreamError as exc:
                 raise SinkError(f"Slack {method}: {exc.message}", retryable=True) from None
             except UnsafeUrlError as exc:

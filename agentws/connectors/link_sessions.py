@@ -32,13 +32,12 @@ from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
     describe,
-    first_leaf,
     list_all_tools,
     open_transport,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver
 from agentws.domain.models import Connector
-from agentws.errors import AgentwsError, NotFoundError
+from agentws.errors import AgentwsError, NotFoundError, sole_exception
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.secret_box import Keys
 
@@ -206,7 +205,7 @@ class SessionKeeper:
         except AgentwsError:
             raise
         except Exception as exc:
-            leaf = first_leaf(exc)
+            leaf = sole_exception(exc, first_of_several=True)
             if isinstance(leaf, AgentwsError):
                 raise leaf from None
             if connection is None:

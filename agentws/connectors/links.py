@@ -49,12 +49,11 @@ from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
     describe,
-    first_leaf,
     list_all_tools,
 )
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import AgentwsError
+from agentws.errors import AgentwsError, sole_exception
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import Keys
 from agentws.store import Store
@@ -314,7 +313,8 @@ class RemoteLinks:
                     except Exception as exc:
                         # A transport failure we did not foresee must not end the link.
                         log.exception("connector link %s failed", name)
-                        self._failed(link, f"connector {name!r}: {describe(first_leaf(exc))}")
+                        leaf = sole_exception(exc, first_of_several=True)
+                        self._failed(link, f"connector {name!r}: {describe(leaf)}")
                     else:
                         log.info("connector %s: the connection ended; connecting again", name)
                         backoff = _BACKOFF_MIN_S

@@ -14,7 +14,9 @@ text rendering for every client.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -45,10 +47,13 @@ __all__ = [
     "ACTIONS",
     "Action",
     "ApiRequest",
+    "action_error",
     "cache_native_tools",
     "check_connector",
     "run_action",
     "send_to_connector",
+    "time_left_s",
+    "upstream_deadline",
 ]
 
 # Text returned to the model is cut here; the full JSON is in structuredContent.
@@ -296,14 +301,14 @@ async def run_action(
     *,
     headers: dict[str, str],
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver = system_resolver,
 ) -> types.CallToolResult:
     """Call ``action`` at the connector's upstream; errors are tool errors, never exceptions.
 
     Arguments that would not stay in their path segments are refused here
     too (the gate refuses them first; an approved call comes straight here),
-    and then nothing is sent.
+    and then nothing is sent. The caller owns the deadline
+    (:func:`upstream_deadline`, then :func:`action_error` for its error).
     """
     import mcp_types as types
 
@@ -317,11 +322,10 @@ async def run_action(
             lambda http: _send(http, request),
             headers=headers,
             allowlist=allowlist,
-            timeout_s=timeout_s,
             resolve=resolve,
         )
     except UpstreamError as exc:
-        return _error(f"{connector.name}_{action.name}: {exc.message}")
+        return action_error(connector, action, exc)
     problem = _upstream_error(connector.kind, response)
     if problem is not None:
         return _error(f"{connector.name}_{action.name} failed: {problem}")
@@ -396,14 +400,14 @@ async def check_connector(
         address may not be reached.
     """
     try:
-        response = await send_to_connector(
-            connector,
-            lambda http: _CHECKS[connector.kind](http, headers),
-            headers=headers,
-            allowlist=allowlist,
-            timeout_s=timeout_s,
-            resolve=resolve,
-        )
+        with upstream_deadline(connector, timeout_s):
+            response = await send_to_connector(
+                connector,
+                lambda http: _CHECKS[connector.kind](http, headers),
+                headers=headers,
+                allowlist=allowlist,
+                resolve=resolve,
+            )
     except UpstreamError as exc:
         raise UpstreamError(f"connector {connector.name!r}: {exc.message}") from None
     problem = _upstream_error(connector.kind, response)
@@ -422,15 +426,16 @@ async def send_to_connector(
     *,
     headers: dict[str, str],
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver,
 ) -> httpx2.Response:
-    """Make ``request`` at the connector's base URL through the URL guard, within ``timeout_s``.
+    """Make ``request`` at the connector's base URL through the URL guard.
+
+    The caller owns the deadline (:func:`upstream_deadline`); each request
+    waits no longer than what is left of it.
 
     Error handling:
-        UpstreamError when the upstream cannot be reached or does not
-        answer in time (any HTTP answer is returned); UnsafeUrlError from
-        the guard.
+        UpstreamError when the upstream cannot be reached (any HTTP answer
+        is returned); UnsafeUrlError from the guard.
     """
     base = (connector.url or "").rstrip("/")
     request_headers = {"User-Agent": "agentws", **headers}
@@ -441,15 +446,40 @@ async def send_to_connector(
         }
     guard = GuardedTransport(allowlist, resolve=resolve)
     try:
-        with trio.fail_after(timeout_s):
-            async with httpx2.AsyncClient(
-                base_url=base, transport=guard, headers=request_headers, timeout=timeout_s
-            ) as http:
-                return await request(http)
-    except trio.TooSlowError:
-        raise UpstreamError(f"{redact_url(base)} did not answer within {timeout_s:g} s") from None
+        async with httpx2.AsyncClient(
+            base_url=base, transport=guard, headers=request_headers, timeout=time_left_s()
+        ) as http:
+            return await request(http)
     except httpx2.HTTPError as exc:
         raise UpstreamError(f"cannot reach {redact_url(base)}: {redact_urls(str(exc))}") from None
+
+
+@contextmanager
+def upstream_deadline(connector: Connector, seconds: float) -> Iterator[None]:
+    """A deadline for the connector's upstream to answer within the block.
+
+    Error handling:
+        UpstreamError naming the upstream when ``seconds`` pass.
+    """
+    try:
+        with trio.fail_after(seconds):
+            yield
+    except trio.TooSlowError:
+        base = redact_url((connector.url or "").rstrip("/"))
+        raise UpstreamError(f"{base} did not answer within {seconds:g} s") from None
+
+
+def time_left_s() -> float | None:
+    """Seconds to the caller's deadline (None: it set none), for an HTTP client's timeouts."""
+    deadline = trio.current_effective_deadline()
+    return None if deadline == math.inf else max(deadline - trio.current_time(), 0.0)
+
+
+def action_error(
+    connector: Connector, action: Action, error: UpstreamError
+) -> types.CallToolResult:
+    """The tool error result of ``action`` failing upstream with ``error``."""
+    return _error(f"{connector.name}_{action.name}: {error.message}")
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -17,8 +17,8 @@ service keeps long-lived ones in :mod:`agentws.connectors.links`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import attrs
@@ -32,11 +32,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.definitions import definition_hash as hash_definition
+from agentws.connectors.native import time_left_s
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
-from agentws.errors import AgentwsError, UpstreamError
+from agentws.errors import AgentwsError, UpstreamError, sole_exception
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 
@@ -49,10 +50,10 @@ __all__ = [
     "definition_hash",
     "describe",
     "fetch_tools",
-    "first_leaf",
     "list_all_tools",
     "open_transport",
     "probe",
+    "remote_deadline",
     "suggested_label",
 ]
 
@@ -162,15 +163,15 @@ async def _with_remote(
     *,
     box: SecretBox | None,
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver,
     what: str,
     work: Work[T],
 ) -> T:
-    """Run ``work`` in an initialized session with the remote, within ``timeout_s``.
+    """Run ``work`` in an initialized session with the remote, within the caller's deadline.
 
     Streamable HTTP is tried first; legacy SSE only if the first attempt
     failed before the session was initialized, so ``work`` never runs twice.
+    Each request waits no longer than what is left of the deadline.
     """
     if connector.url is None:
         raise RemoteError(f"connector {connector.name!r} has no URL")
@@ -182,9 +183,12 @@ async def _with_remote(
         nonlocal initialized
         # A guard per attempt: its connection pool closes with the attempt's client.
         guard = GuardedTransport(allowlist, resolve=resolve)
+        left_s = time_left_s()
+        if left_s is None:  # no deadline: the transport's own limits must not end the work
+            left_s = _FOREVER_S
         async with (
             open_transport(
-                kind, url, headers, guard, timeout_s=timeout_s, stream_read_timeout_s=timeout_s
+                kind, url, headers, guard, timeout_s=left_s, stream_read_timeout_s=left_s
             ) as (read, write),
             ClientSession(read, write) as session,
         ):
@@ -192,33 +196,36 @@ async def _with_remote(
             initialized = True
             return await work(session, kind)
 
-    try:
-        with trio.fail_after(timeout_s):
-            for kind in TRANSPORTS:
-                try:
-                    return await attempt(kind)
-                except Exception as error:
-                    leaf = first_leaf(error)
-                    if isinstance(leaf, AgentwsError):
-                        raise leaf from None
-                    if initialized or kind == TRANSPORTS[-1]:
-                        raise RemoteError(
-                            f"connector {connector.name!r}: cannot {what} at {url}: "
-                            f"{describe(leaf)}"
-                        ) from None
-                    log.info("%s: no %s (%s); trying the next transport", url, kind, describe(leaf))
-    except trio.TooSlowError:
-        raise RemoteError(
-            f"connector {connector.name!r}: {url} did not answer within {timeout_s:g} s"
-        ) from None
+    for kind in TRANSPORTS:
+        try:
+            return await attempt(kind)
+        except Exception as error:
+            # Transports raise groups; one cause is enough to say what failed.
+            leaf = sole_exception(error, first_of_several=True)
+            if isinstance(leaf, AgentwsError):
+                raise leaf from None
+            if initialized or kind == TRANSPORTS[-1]:
+                raise RemoteError(
+                    f"connector {connector.name!r}: cannot {what} at {url}: {describe(leaf)}"
+                ) from None
+            log.info("%s: no %s (%s); trying the next transport", url, kind, describe(leaf))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def first_leaf(error: BaseException) -> BaseException:
-    """The first non-group exception of an exception group (transports raise groups)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return error
+@contextmanager
+def remote_deadline(connector: Connector, seconds: float) -> Iterator[None]:
+    """A deadline for the remote to answer within the block.
+
+    Error handling:
+        :class:`RemoteError` naming the connector and its URL when ``seconds`` pass.
+    """
+    try:
+        with trio.fail_after(seconds):
+            yield
+    except trio.TooSlowError:
+        raise RemoteError(
+            f"connector {connector.name!r}: {connector.url} did not answer within {seconds:g} s"
+        ) from None
 
 
 def describe(error: BaseException) -> str:
@@ -244,15 +251,15 @@ async def fetch_tools(
         refuses us, times out or does not speak MCP; UnsafeUrlError if its
         address may not be reached.
     """
-    return await _with_remote(
-        connector,
-        box=box,
-        allowlist=allowlist,
-        timeout_s=timeout_s,
-        resolve=resolve,
-        what="list tools",
-        work=lambda session, _: list_all_tools(session),
-    )
+    with remote_deadline(connector, timeout_s):
+        return await _with_remote(
+            connector,
+            box=box,
+            allowlist=allowlist,
+            resolve=resolve,
+            what="list tools",
+            work=lambda session, _: list_all_tools(session),
+        )
 
 
 async def call_once(
@@ -292,15 +299,15 @@ async def call_once(
                 is_error=True,
             )
 
-    return await _with_remote(
-        connector,
-        box=box,
-        allowlist=allowlist,
-        timeout_s=timeout_s,
-        resolve=resolve,
-        what=f"call {name}",
-        work=call,
-    )
+    with remote_deadline(connector, timeout_s):
+        return await _with_remote(
+            connector,
+            box=box,
+            allowlist=allowlist,
+            resolve=resolve,
+            what=f"call {name}",
+            work=call,
+        )
 
 
 @attrs.frozen
@@ -345,15 +352,15 @@ async def probe(
             ),
         )
 
-    return await _with_remote(
-        connector,
-        box=box,
-        allowlist=allowlist,
-        timeout_s=timeout_s,
-        resolve=resolve,
-        what="connect",
-        work=ask,
-    )
+    with remote_deadline(connector, timeout_s):
+        return await _with_remote(
+            connector,
+            box=box,
+            allowlist=allowlist,
+            resolve=resolve,
+            what="connect",
+            work=ask,
+        )
 
 
 @attrs.frozen

@@ -24,6 +24,7 @@ from agentws.errors import (
     StoreError,
     StoreUnavailableError,
     ValidationError,
+    sole_exception,
 )
 from agentws.redaction import redact_url
 from agentws.store.database import Row
@@ -278,17 +279,7 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
     except BaseExceptionGroup as group:
         # trio-asyncio runs its loop in a nursery, which wraps whatever
         # leaves this block (ours or the caller's) in exception groups.
-        leaf = _lone_leaf(group)
-        if leaf is None:
+        leaf = sole_exception(group)
+        if isinstance(leaf, BaseExceptionGroup):
             raise
         raise leaf from leaf.__cause__
-
-
-def _lone_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The single exception inside nested one-member groups, else None."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        if len(exc.exceptions) != 1:
-            return None
-        exc = exc.exceptions[0]
-    return exc

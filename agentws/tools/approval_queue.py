@@ -25,10 +25,9 @@ import mcp_types as types
 
 from agentws.config import Settings
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery, Cursor
+from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import Approval, ApprovalStatus
-from agentws.domain.previews import json_bytes
 from agentws.domain.rules import utcnow
-from agentws.domain.secrets_in_arguments import has_secrets, redact
 from agentws.errors import ConfigError, NotFoundError, OverCapacityError, ValidationError
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -56,13 +55,14 @@ async def queue_call(
     store: Store,
     caller: ToolCaller,
     tool: ToolSpec,
-    arguments: dict[str, Any],
-    arguments_hash: str,
+    arguments: CallArguments,
     *,
     box: SecretBox | None,
     limits: QueueLimits,
 ) -> Approval:
     """Store a pending approval for this exact call, within the queue's limits.
+
+    ``arguments`` carry their redaction, hash and size, computed once for the call.
 
     Error handling:
         :class:`~agentws.errors.ValidationError` when the arguments are
@@ -73,7 +73,7 @@ async def queue_call(
         arguments are secret and there is no service key to seal them with
         (they are never stored in clear). Each message names the limit.
     """
-    size = json_bytes(arguments)
+    size = arguments.whole_bytes
     if size > limits.max_argument_bytes:
         raise ValidationError(
             f"its arguments are {size:,} bytes as JSON, over the limit of "
@@ -82,13 +82,13 @@ async def queue_call(
             "reference to the content instead of the content"
         )
     sealed: bytes | None = None
-    if has_secrets(arguments, tool.input_schema):
+    if arguments.has_secrets:
         if box is None:
             raise ConfigError(
                 "this call has secret arguments and no secret key is configured to keep them "
                 "encrypted until an admin decides: set AGENTWS_SECRET_KEY or run `agentws init`"
             )
-        sealed = box.seal(json.dumps(arguments, separators=(",", ":")))
+        sealed = box.seal(arguments.sealable())
     now = utcnow()
     approval = Approval(
         group_id=caller.group.id,
@@ -99,9 +99,10 @@ async def queue_call(
         tool_name=tool.name,
         capability=tool.capability,
         definition_hash=tool.definition_hash,
-        arguments=redact(arguments, tool.input_schema),
+        arguments=arguments.shown,
+        arguments_bytes=arguments.shown_bytes,
         sealed_arguments=sealed,
-        arguments_hash=arguments_hash,
+        arguments_hash=arguments.hash,
         created_at=now,
         expires_at=now + timedelta(seconds=limits.ttl_s),
     )

@@ -17,7 +17,7 @@ import attrs
 import mcp_types as types
 
 from agentws.config import Settings
-from agentws.connectors.native import ACTIONS, run_action
+from agentws.connectors.native import ACTIONS, action_error, run_action, upstream_deadline
 from agentws.connectors.registry import connector_headers
 from agentws.domain.models import Capability, Connector, ConnectorKind, Group
 from agentws.errors import NotFoundError, UpstreamError, ValidationError
@@ -69,11 +69,14 @@ class ToolRunner:
         if action is None:
             return error_result(f"{tool.name} is not an action of {connector.kind.value}")
         box = self.keys.box() if connector.secret else None
-        return await run_action(
-            connector,
-            action,
-            arguments,
-            headers=connector_headers(connector, box),
-            allowlist=self.settings.connector_allowlist,
-            timeout_s=self.settings.tool_timeout_s,
-        )
+        try:
+            with upstream_deadline(connector, self.settings.tool_timeout_s):
+                return await run_action(
+                    connector,
+                    action,
+                    arguments,
+                    headers=connector_headers(connector, box),
+                    allowlist=self.settings.connector_allowlist,
+                )
+        except UpstreamError as exc:  # the deadline passed
+            return action_error(connector, action, exc)

@@ -25,7 +25,6 @@ not a thing a token can carry.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, Protocol
 
@@ -34,9 +33,9 @@ import mcp_types as types
 
 from agentws.audit import AuditSink
 from agentws.config import Settings
-from agentws.domain.models import Approval, AuditEntry, Capability, arguments_hash
+from agentws.domain.call_arguments import CallArguments
+from agentws.domain.models import Approval, AuditEntry, Capability
 from agentws.domain.permissions import Decision, decide
-from agentws.domain.secrets_in_arguments import redact
 from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
 from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import Keys
@@ -98,7 +97,7 @@ class ToolGate:
         self,
         caller: ToolCaller,
         tool: ToolSpec,
-        arguments: dict[str, Any],
+        arguments: dict[str, Any] | CallArguments,
         *,
         confirmer: Confirmer,
     ) -> GateResult:
@@ -107,7 +106,9 @@ class ToolGate:
         Args:
             caller: who calls; never a system actor.
             tool: the tool, as the group's catalog has it (with its permission).
-            arguments: the call's arguments, nothing of the door's mixed in.
+            arguments: the call's arguments, nothing of the door's mixed in
+                (or them already hashed and redacted, when the caller needs
+                the redaction too).
             confirmer: how to ask this caller for a confirmation.
 
         Returns:
@@ -118,13 +119,19 @@ class ToolGate:
             (audited; nothing runs). Invalid arguments and upstream failures
             are tool error results, not exceptions.
         """
-        digest = arguments_hash(tool.name, arguments)
+        # Hashed, redacted and measured once for the queue, the audit and the caller.
+        prepared = (
+            arguments
+            if isinstance(arguments, CallArguments)
+            else CallArguments.of(tool.name, arguments, tool.input_schema)
+        )
+        arguments = prepared.whole
         preauthorized = caller.preauthorizes(tool.name, tool.definition_hash)
         decision = decide(
             tool.capability, tool.permission, caller.scope, preauthorized=preauthorized
         )
         if decision is Decision.DENY:
-            await self._audit(caller, tool, arguments, digest, decision, "denied")
+            await self._audit(caller, tool, prepared, decision, "denied")
             raise PermissionDeniedError(_denied_message(tool, caller))
         # Before queueing or confirming: a call the action would refuse is
         # never put to an admin or a caller.
@@ -132,7 +139,7 @@ class ToolGate:
             tool, arguments
         )
         if problem is not None:
-            await self._audit(caller, tool, arguments, digest, decision, "invalid_arguments")
+            await self._audit(caller, tool, prepared, decision, "invalid_arguments")
             return GateResult(error_result(f"Invalid arguments for {tool.name}: {problem}"))
         if decision is Decision.QUEUE:
             try:
@@ -140,25 +147,22 @@ class ToolGate:
                     self.store,
                     caller,
                     tool,
-                    arguments,
-                    digest,
+                    prepared,
                     box=self.keys.optional(),
                     limits=QueueLimits.from_settings(self.settings),
                 )
             except (ConfigError, ValidationError, OverCapacityError) as exc:
                 await self._audit(
-                    caller, tool, arguments, digest, decision, "not_queued", reason=exc.message
+                    caller, tool, prepared, decision, "not_queued", reason=exc.message
                 )
                 return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
-            await self._audit(
-                caller, tool, arguments, digest, decision, "queued", approval_id=approval.id
-            )
+            await self._audit(caller, tool, prepared, decision, "queued", approval_id=approval.id)
             return GateResult(queued_result(approval), approval)
         outcome = "ran"
         if decision is Decision.CONFIRM:
-            answer = await confirmer.confirm(tool, arguments, digest)
+            answer = await confirmer.confirm(tool, arguments, prepared.hash)
             if not answer.confirmed:
-                await self._audit(caller, tool, arguments, digest, decision, answer.outcome)
+                await self._audit(caller, tool, prepared, decision, answer.outcome)
                 return GateResult(
                     answer.result or error_result(f"{tool.name} did not run: not confirmed")
                 )
@@ -169,15 +173,14 @@ class ToolGate:
         extra: dict[str, Any] = {"error": bool(result.is_error)}
         if preauthorized and tool.capability is Capability.WRITE:
             extra["preauthorized"] = True
-        await self._audit(caller, tool, arguments, digest, decision, outcome, **extra)
+        await self._audit(caller, tool, prepared, decision, outcome, **extra)
         return GateResult(result)
 
     async def _audit(
         self,
         caller: ToolCaller,
         tool: ToolSpec,
-        arguments: dict[str, Any],
-        digest: str,
+        arguments: CallArguments,
         decision: Decision,
         outcome: str,
         **extra: Any,
@@ -190,17 +193,16 @@ class ToolGate:
             "scope": caller.scope.value,
             "decision": decision.value,
             "outcome": outcome,
-            "arguments_hash": digest,
+            "arguments_hash": arguments.hash,
             **extra,
         }
         if caller.session_id is not None:
             detail["session_id"] = caller.session_id
         if caller.event_id is not None:
             detail["event_id"] = caller.event_id
-        shown = redact(arguments, tool.input_schema)
-        size = len(json.dumps(shown, separators=(",", ":"), default=str))
+        size = arguments.shown_json_chars
         if size <= _MAX_AUDITED_ARGUMENTS:
-            detail["arguments"] = shown
+            detail["arguments"] = arguments.shown
         else:
             detail["arguments_bytes"] = size
         await self.audit.append(

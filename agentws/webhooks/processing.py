@@ -14,16 +14,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
-from agentws.agent.model import ModelError
 from agentws.agent.runner import AgentRunner, RunLog
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.connectors import check_channel
-from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
+from agentws.chat.sinks import ChatSink, OutgoingMessage
 from agentws.domain.models import ChatMessage, Event, Group, Webhook
-from agentws.errors import StoreUnavailableError, ValidationError
+from agentws.errors import RetryableError, StoreUnavailableError, ValidationError
 from agentws.store import Store
 
 __all__ = ["EventProcessor", "RunFailure", "thread_of"]
@@ -32,19 +32,11 @@ __all__ = ["EventProcessor", "RunFailure", "thread_of"]
 _THREAD = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
 
 
-class RunFailure(Exception):
-    """An attempt failed; ``retryable`` when trying again later may succeed.
+class RunFailure(RetryableError):
+    """An attempt at an event failed; ``retryable`` when trying again later may succeed.
 
     ``retry_after_s``: not before this (a rate limit said so), if known.
     """
-
-    def __init__(
-        self, message: str, *, retryable: bool, retry_after_s: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
 
 
 @attrs.define(eq=False)
@@ -72,13 +64,19 @@ class EventProcessor:
             await check_channel(self.store, webhook.workspace_id, channel)
         except ValidationError as exc:
             raise RunFailure(f"chat: {exc.message}", retryable=False) from None
+        # Parsed once per attempt; the run reads the same payload.
+        body_error: ValueError | None = None
+        try:
+            payload = json.loads(event.body)
+        except ValueError as exc:  # ingest stores JSON objects only
+            payload, body_error = None, exc
         sink = self.sinks(channel)
         outgoing = OutgoingMessage(
             workspace_id=webhook.workspace_id,
             channel=channel,
             text="",
             event_id=event.id,
-            thread=thread_of(event),
+            thread=thread_of(payload),
             since=event.received_at,
             allow_mentions=webhook.allow_mentions,
         )
@@ -91,17 +89,19 @@ class EventProcessor:
         if webhook.group_id is not None:
             group = await self.store.find(Group, id=webhook.group_id)
         prompt = event.prompt if event.prompt is not None else webhook.prompt
+        if body_error is not None:
+            raise body_error
         try:
             text = await self.agent.run(
-                webhook=webhook, event=event, prompt=prompt, group=group, log=log
+                webhook=webhook, event=event, payload=payload, prompt=prompt, group=group, log=log
             )
-        except ModelError as exc:
+        except RetryableError as exc:  # the model's: ModelError
             raise RunFailure(
                 f"model: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
             ) from None
         try:
             return await sink.post(attrs.evolve(outgoing, text=text))
-        except SinkError as exc:
+        except RetryableError as exc:  # the chat's: SinkError
             raise RunFailure(
                 f"chat: {exc.message}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
             ) from None
@@ -109,17 +109,13 @@ class EventProcessor:
             raise RunFailure(f"chat: {exc.message}", retryable=True) from None
 
 
-def thread_of(event: Event) -> str | None:
-    """The chat thread the event asks to be answered in: its top-level ``thread_ts``.
+def thread_of(payload: Any) -> str | None:
+    """The chat thread an event's parsed body asks to be answered in: its top-level ``thread_ts``.
 
     (Slack's name; a Slack event forwarded to a webhook carries it.) The
     thread is in the webhook's channel, whatever the payload says: a
     payload can choose a thread, never a channel.
     """
-    try:
-        payload = json.loads(event.body)
-    except ValueError:
-        return None
     thread = payload.get("thread_ts") if isinstance(payload, dict) else None
     if isinstance(thread, str) and _THREAD.fullmatch(thread):
         return thread

@@ -166,14 +166,14 @@ async def _run(
     arguments: dict[str, Any],
     headers: dict[str, str] | None = None,
 ) -> types.CallToolResult:
-    return await run_action(
-        connector,
-        ACTIONS[connector.kind][action],
-        arguments,
-        headers=headers or {},
-        allowlist=LOOPBACK,
-        timeout_s=TIMEOUT_S,
-    )
+    with trio.fail_after(TIMEOUT_S):
+        return await run_action(
+            connector,
+            ACTIONS[connector.kind][action],
+            arguments,
+            headers=headers or {},
+            allowlist=LOOPBACK,
+        )
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -29,6 +29,7 @@ from agentws.approvals.decisions import approve
 from agentws.connectors.native import ACTIONS, run_action
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.domain.allowlist import Allowlist
+from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -41,7 +42,6 @@ from agentws.domain.models import (
     EventStatus,
     Group,
     McpToken,
-    arguments_hash,
 )
 from agentws.registry import create_token
 from agentws.secret_box import SecretBox, ensure_key_file
@@ -123,7 +123,6 @@ async def _call(
             arguments,
             headers={},
             allowlist=LOOPBACK,
-            timeout_s=TIMEOUT_S,
         )
 
 
@@ -426,8 +425,7 @@ async def test_an_approved_call_queued_before_the_check_sends_nothing(tmp_path: 
             server.store,
             ToolCaller.mcp(token.id, token.scope, group, None),
             tool,
-            arguments,
-            arguments_hash(tool.name, arguments),
+            CallArguments.of(tool.name, arguments, tool.input_schema),
             box=None,
             limits=QueueLimits.from_settings(server.runtime.settings),
         )
