@@ -64,6 +64,7 @@ async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -
     issued = await webhooks_admin.create_webhook(
         admin.store,
         admin.settings,
+        admin.keys,
         workspace,
         name=required(data, "name"),
         channel=required(data, "channel"),

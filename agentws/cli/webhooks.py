@@ -98,6 +98,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
     issued = await create_webhook(
         ctx.store,
         ctx.settings,
+        ctx.keys,
         args.workspace,
         name=args.name,
         channel=args.channel,

@@ -85,6 +85,7 @@ async def webhook_create(admin: AdminServices, caller: Caller, workspace: str) -
         issued = await webhooks_admin.create_webhook(
             admin.store,
             admin.settings,
+            admin.keys,
             workspace,
             name=form.get("name") or "",
             channel=form.get("channel") or "",

@@ -25,7 +25,7 @@ from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
 from agentws.errors import ConflictError, NotFoundError, ValidationError
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys
 from agentws.store import Store
 
 __all__ = [
@@ -107,6 +107,7 @@ def _check_range(value: int, low: int, high: int, what: str) -> int:
 async def create_webhook(
     store: Store,
     settings: Settings,
+    keys: Keys,
     workspace_slug: str,
     *,
     name: str,
@@ -145,7 +146,7 @@ async def create_webhook(
     _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
     allowed = await preauthorized_tools(store, group, options.allow_tools)
     check_secret(options.verification, options.secret)
-    sealed = SecretBox.from_settings(settings).seal(options.secret) if options.secret else None
+    sealed = keys.box().seal(options.secret) if options.secret else None
     token = new_secret(WEBHOOK_TOKEN_PREFIX)
     webhook = Webhook(
         workspace_id=workspace.id,

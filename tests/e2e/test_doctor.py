@@ -19,7 +19,7 @@ from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, VerificationScheme
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys, SecretBox
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic
@@ -86,6 +86,7 @@ async def test_doctor_reports_the_model_and_every_channel(tmp_path: Path) -> Non
                 await create_webhook(
                     store,
                     settings,
+                    Keys.load(settings),
                     "acme",
                     name=name,
                     channel=channel,
@@ -164,6 +165,7 @@ async def test_doctor_fails_when_the_key_cannot_open_the_stored_secrets(tmp_path
         await create_webhook(
             store,
             settings,
+            Keys.load(settings),
             "acme",
             name="signed",
             channel="ops",

@@ -23,6 +23,7 @@ from agentws.config import Settings
 from agentws.domain.models import VerificationScheme
 from agentws.errors import StoreUnavailableError
 from agentws.registry import create_workspace
+from agentws.secret_box import Keys
 from agentws.server import serve
 from agentws.service import Runtime, Service
 from agentws.store import open_store
@@ -308,6 +309,7 @@ async def _seal_a_webhook_secret(settings: Settings) -> None:
         await create_webhook(
             store,
             settings,
+            Keys.load(settings),
             "acme",
             name="gh",
             channel="ops",

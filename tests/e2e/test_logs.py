@@ -27,7 +27,7 @@ from agentws.connectors.registry import ConnectorSecret, add_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, Event, EventStatus, VerificationScheme
 from agentws.domain.signatures import sign_github
-from agentws.secret_box import SecretBox
+from agentws.secret_box import Keys, SecretBox
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic
@@ -89,6 +89,7 @@ async def test_a_full_runs_logs_are_json_with_ids_and_carry_no_secret(tmp_path: 
             issued = await create_webhook(
                 store,
                 settings,
+                Keys.load(settings),
                 "acme",
                 name="ci",
                 channel="webhook:alerts",

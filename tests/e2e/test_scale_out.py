@@ -32,6 +32,7 @@ from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.config import Settings
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, McpToken
+from agentws.secret_box import Keys
 from agentws.store import Store, open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import seed
@@ -60,6 +61,7 @@ async def _site(url: str, tmp_path: Path) -> tuple[str, str, str]:
         issued = await create_webhook(
             store,
             _settings(url),
+            Keys.load(_settings(url)),
             "acme",
             name="ci",
             channel="local:ops",
@@ -293,6 +295,7 @@ async def test_a_webhooks_rate_limit_holds_across_instances(tmp_path: Path) -> N
             limited = await create_webhook(
                 store,
                 _settings(url),
+                Keys.load(_settings(url)),
                 "acme",
                 name="limited",
                 channel="local:ops",

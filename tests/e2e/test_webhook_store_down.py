@@ -24,6 +24,7 @@ async def test_a_locked_store_answers_503_with_retry_after(tmp_path: Path) -> No
         issued = await create_webhook(
             server.store,
             server.runtime.settings,
+            server.runtime.keys,
             "acme",
             name="ci",
             channel="ops",

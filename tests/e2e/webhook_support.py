@@ -108,6 +108,7 @@ async def make_hook(
     issued = await create_webhook(
         server.store,
         server.runtime.settings,
+        server.runtime.keys,
         WORKSPACE,
         name=name,
         channel=channel,
