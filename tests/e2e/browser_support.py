@@ -48,7 +48,6 @@ __all__ = [
     "SCREENSHOTS",
     "Browser",
     "Tab",
-    "eventually",
     "fits",
     "open_browser",
     "sign_in",
@@ -277,25 +276,3 @@ def fits(tab: Tab) -> tuple[bool, dict[str, Any]]:
         }"""
     )
     return measures["scrollWidth"] <= measures["innerWidth"] + 1, measures
-
-
-async def eventually(
-    browser: Browser,
-    probe: Callable[..., T],
-    *args: Any,
-    what: str,
-    timeout_s: float = 10.0,
-) -> T:
-    """Run ``probe(*args)`` on the browser's thread until it returns something true; that.
-
-    Fails after ``timeout_s``, naming ``what`` and the last answer. Between
-    tries this yields to the server for a moment, as ``wait_until`` in the
-    other e2e helpers does.
-    """
-    result = await browser.run(probe, *args)
-    with trio.move_on_after(timeout_s):
-        while not result:
-            await trio.sleep(0.05)
-            result = await browser.run(probe, *args)
-        return result
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {result!r}")

@@ -177,15 +177,6 @@ async def sdk_session(
             yield session
 
 
-async def wait_for(predicate: Any, *, timeout_s: float = 5.0, what: str = "condition") -> None:
-    """Poll ``predicate()`` until true; fail after ``timeout_s``."""
-    with trio.move_on_after(timeout_s):
-        while not predicate():  # noqa: ASYNC110 - the state lives in the server, no event to wait on
-            await trio.sleep(0.01)
-        return
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 @attrs.define
 class RawStream:
     """An HTTP response read over a plain TCP connection with h11.

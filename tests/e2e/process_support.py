@@ -7,7 +7,6 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx2
@@ -15,7 +14,7 @@ import trio
 
 from tests.support import clean_env
 
-__all__ = ["Server", "free_port", "poll", "serve_process", "wait_ready"]
+__all__ = ["Server", "alive", "free_port", "serve_process", "wait_ready"]
 
 # From exec to answering /readyz: imports, opening the store, binding.
 STARTUP_S = 30.0
@@ -97,17 +96,14 @@ async def wait_ready(server: Server) -> None:
                 await trio.sleep(POLL_S)
 
 
-async def poll(
-    check: Callable[[], Any], *, timeout_s: float, what: str, servers: list[Server]
-) -> None:
-    """Await ``check()`` until true; fail after ``timeout_s`` or if a server exits."""
-    with trio.move_on_after(timeout_s):
-        while not await check():
-            for server in servers:
-                assert server.process.returncode is None, (
-                    f"serve exited ({server.process.returncode}) while waiting for {what}:\n"
-                    f"{server.stderr()}"
-                )
-            await trio.sleep(POLL_S)
-        return
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+def alive(servers: list[Server]) -> Callable[[str], None]:
+    """For :func:`~tests.e2e.polling.wait_until`: give up at once if one of ``servers`` exited."""
+
+    def check(what: str) -> None:
+        for server in servers:
+            assert server.process.returncode is None, (
+                f"serve exited ({server.process.returncode}) while waiting for {what}:\n"
+                f"{server.stderr()}"
+            )
+
+    return check

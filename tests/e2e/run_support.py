@@ -14,7 +14,8 @@ from agentws.domain.models import ChatMessage, Event
 from agentws.store import Store
 from tests.e2e.fake_anthropic import API_KEY, FakeAnthropic, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running
-from tests.e2e.webhook_support import CHANNEL, Hook, make_hook, wait_until
+from tests.e2e.polling import wait_until
+from tests.e2e.webhook_support import CHANNEL, Hook, make_hook
 
 __all__ = ["MODEL", "deliver", "finished", "hook", "message_of", "served"]
 

@@ -21,6 +21,7 @@ from agentws.approvals import decisions
 from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, EventAttempt, EventStatus
 from tests.e2e.mcp_support import running, sdk_session
+from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -28,7 +29,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.e2e.run_support import deliver, finished, hook, wait_until
+from tests.e2e.run_support import deliver, finished, hook
 from tests.e2e.test_webhook_runs import ScriptedModel, served
 
 LIMITS = {

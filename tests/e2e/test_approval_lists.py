@@ -32,6 +32,7 @@ from agentws.domain.models import (
 from agentws.domain.previews import PREVIEW_CHARS, json_bytes
 from agentws.domain.rules import utcnow
 from tests.e2e.mcp_support import Running, running, sdk_session
+from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -39,7 +40,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.e2e.run_support import hook, wait_until
+from tests.e2e.run_support import hook
 from tests.e2e.test_dashboard import LOOPBACK, _browser, _hidden, _signed_in
 
 #: The target of issue 21: a list answers in under 1 MB whatever the queue holds.

@@ -43,7 +43,8 @@ from agentws.secret_box import ensure_key_file
 from agentws.store import open_store
 from agentws.tools.catalog import group_tool
 from tests.e2e.mcp_support import running, sdk_session, seed
-from tests.e2e.process_support import Server, poll, serve_process
+from tests.e2e.polling import wait_until
+from tests.e2e.process_support import POLL_S, Server, alive, serve_process
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
@@ -208,7 +209,13 @@ async def test_a_decision_made_while_no_service_runs_waits_for_one(tmp_path: Pat
                 found = await store.get(Approval, queued.id)
                 return found.status is ApprovalStatus.EXECUTED
 
-            await poll(ran, timeout_s=TIMEOUT_S, what="the approved call to run", servers=[server])
+            await wait_until(
+                ran,
+                timeout_s=TIMEOUT_S,
+                what="the approved call to run",
+                interval_s=POLL_S,
+                still_worth_it=alive([server]),
+            )
         assert world.state.calls == ["send"]
         code, out, err = await _cli(world, tmp_path, "approval", "show", queued.id)
         assert code == 0, err
@@ -250,9 +257,9 @@ async def test_a_call_cut_off_on_a_dead_instance_fails_and_an_api_retry_runs_it_
             found = await store.get(Approval, approval_id)
             return found.status is ApprovalStatus.FAILED
 
-        with trio.fail_after(TIMEOUT_S):
-            while not await failed():  # noqa: ASYNC110 - the service's lapse round
-                await trio.sleep(0.05)
+        # The service's lapse round (every few seconds; its timing is tested on
+        # the autojump clock in tests/unit/test_approval_leases.py).
+        await wait_until(failed, what="the lapsed call to be failed", timeout_s=TIMEOUT_S)
         cut = await store.get(Approval, approval_id)
         assert "whether it acted upstream is unknown" in (cut.error or "")
         assert state.calls == []  # never run again by itself

@@ -31,7 +31,8 @@ from agentws.store import open_store
 from agentws.store.postgres import LISTENER_NAME
 from agentws.tools.admin import set_label
 from tests.e2e.mcp_support import seed
-from tests.e2e.process_support import poll, serve_process
+from tests.e2e.polling import wait_until
+from tests.e2e.process_support import POLL_S, alive, serve_process
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     Outcomes,
@@ -106,7 +107,13 @@ async def test_a_decision_and_a_label_made_elsewhere_reach_instance_a_at_once(
                 # Another process (as `agentws tool label` would) labels the tool read.
                 await set_label(store, "acme", "third_send", Capability.READ, actor="admin")
                 changed_at = trio.current_time()
-                await poll(read_only, timeout_s=TIMEOUT_S, what="the new label", servers=[a])
+                await wait_until(
+                    read_only,
+                    timeout_s=TIMEOUT_S,
+                    what="the new label",
+                    interval_s=POLL_S,
+                    still_worth_it=alive([a]),
+                )
                 listed_after = trio.current_time() - changed_at
                 ran = await session.call_tool("third_send", {"q": "now"})
                 assert not ran.is_error

@@ -36,6 +36,7 @@ from agentws.secret_box import SecretBox
 from tests.e2e.fake_anthropic import FakeAnthropic, Reply, Turn
 from tests.e2e.fake_slack import BOT_TOKEN, FakeSlack, Posted, fake_slack
 from tests.e2e.mcp_support import Running
+from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -44,7 +45,6 @@ from tests.e2e.remote_support import (
     tool,
 )
 from tests.e2e.run_support import deliver, finished, hook, message_of, served
-from tests.e2e.webhook_support import wait_until
 from tests.support import run_agentws
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")

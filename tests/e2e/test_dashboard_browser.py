@@ -22,8 +22,9 @@ from playwright.sync_api import expect
 from agentws.accounts import create_admin
 from agentws.approvals import decisions
 from agentws.domain.models import Approval, ApprovalStatus, EventStatus
-from tests.e2e.browser_support import Tab, eventually, fits, open_browser, sign_in
+from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running, legacy_stream, running, sdk_session
+from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -123,8 +124,11 @@ async def test_sign_in_create_a_webhook_and_follow_its_event_to_the_channel(
             status = row.locator(".badge").inner_text()
             return status if status in {s.value for s in EventStatus if s.finished} else ""
 
-        status = await eventually(
-            browser, event_status, what=f"event {event_id} to finish", timeout_s=EVENT_S
+        status = await wait_until(
+            lambda: browser.run(event_status),
+            what=f"event {event_id} to finish",
+            timeout_s=EVENT_S,
+            interval_s=0.05,
         )
         assert status == "done"
 

@@ -33,7 +33,8 @@ from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic
 from tests.e2e.fake_slack import BOT_TOKEN, fake_slack
 from tests.e2e.mcp_support import seed
-from tests.e2e.process_support import poll, serve_process
+from tests.e2e.polling import wait_until
+from tests.e2e.process_support import POLL_S, alive, serve_process
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -170,7 +171,13 @@ async def test_a_full_runs_logs_are_json_with_ids_and_carry_no_secret(tmp_path: 
                     event = await store.get(Event, event_id)
                 return event.status is EventStatus.DONE
 
-            await poll(done, timeout_s=15, what="the event to be posted", servers=[server])
+            await wait_until(
+                done,
+                timeout_s=15,
+                what="the event to be posted",
+                interval_s=POLL_S,
+                still_worth_it=alive([server]),
+            )
         log_text = server.stderr()
 
     assert chat.hook_posts and chat.hook_posts[0][0] == HOOK_PATH

@@ -395,7 +395,9 @@ async def test_two_concurrent_approvals_run_the_call_once(tmp_path: Path, databa
 
 
 async def test_an_undecided_request_expires_and_the_caller_is_told(tmp_path: Path) -> None:
-    async with _served(tmp_path, AGENTWS_APPROVAL_TTL_S="1") as (server, state):
+    # Due as soon as queued: the wiring only, the watch's timers are tested
+    # on the autojump clock (tests/unit/test_approval_expiry.py).
+    async with _served(tmp_path, AGENTWS_APPROVAL_TTL_S="0") as (server, state):
         outcomes = Outcomes()
         async with sdk_session(server, "streamable", logging_callback=outcomes) as session:
             with trio.fail_after(TIMEOUT_S):

@@ -31,8 +31,9 @@ from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools
 from agentws.domain.models import CachedTool, Capability
 from agentws.tools.cache_sync import sync_tool_cache
-from tests.e2e.mcp_support import running, sdk_session, wait_for
+from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.node_support import NODE_DIR, free_port, require_node
+from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, add_remote
 from tests.support import clean_env
 

@@ -37,7 +37,8 @@ from agentws.store import Store, open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import seed
 from tests.e2e.nginx_support import access_log, behind_nginx
-from tests.e2e.process_support import Server, poll
+from tests.e2e.polling import wait_until
+from tests.e2e.process_support import POLL_S, Server, alive
 from tests.support import fresh_schema
 
 pytestmark = pytest.mark.postgres
@@ -139,11 +140,12 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
             behind_nginx(tmp_path, url, **INSTANCE_ENV) as (a, b, nginx),
         ):
             shared = await _deliver(nginx, path, 0, 500)
-            await poll(
+            await wait_until(
                 lambda: _all_done(store, shared),
                 timeout_s=FINISH_S,
                 what="the 500 events to be done",
-                servers=[a, b],
+                interval_s=POLL_S,
+                still_worth_it=alive([a, b]),
             )
             attempts = await store.select(EventAttempt)
             by_instance = Counter(x.instance_id for x in attempts if x.outcome == "done")
@@ -166,13 +168,25 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
 
             async def a_frozen_mid_run() -> bool:
                 a.process.send_signal(signal.SIGSTOP)
-                await poll(a_stopped, timeout_s=5, what="A to stop", servers=[a])
+                await wait_until(
+                    a_stopped,
+                    timeout_s=5,
+                    what="A to stop",
+                    interval_s=POLL_S,
+                    still_worth_it=alive([a]),
+                )
                 leased.update((e.id, e.lease_expires_at) for e in await a_leased())
                 if not leased:
                     a.process.send_signal(signal.SIGCONT)
                 return bool(leased)
 
-            await poll(a_frozen_mid_run, timeout_s=FINISH_S, what="A's runs", servers=[a, b])
+            await wait_until(
+                a_frozen_mid_run,
+                timeout_s=FINISH_S,
+                what="A's runs",
+                interval_s=POLL_S,
+                still_worth_it=alive([a, b]),
+            )
             a.process.send_signal(signal.SIGKILL)
             with trio.fail_after(5):
                 assert await a.process.wait() == -signal.SIGKILL
@@ -185,11 +199,12 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
             # connections, it retries on B.
             after = await _deliver(nginx, path, 700, 20)
             # B may run what A held only once the leases expire.
-            await poll(
+            await wait_until(
                 lambda: _all_done(store, burst + after),
                 timeout_s=FINISH_S,
                 what="B to finish A's events and the later ones",
-                servers=[b],
+                interval_s=POLL_S,
+                still_worth_it=alive([b]),
             )
             messages = await store.select(ChatMessage)
             events = {e.id: e for e in await store.select(Event)}

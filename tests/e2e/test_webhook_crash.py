@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import httpx2
 import trio
 
-from tests.e2e.process_support import Server, poll, serve_process
+from tests.e2e.polling import wait_until
+from tests.e2e.process_support import POLL_S, Server, alive, serve_process
 from tests.support import run_agentws
 
 EVENTS = 240
@@ -150,8 +151,12 @@ async def test_sigkill_mid_work_then_restart_posts_every_event_once(
             posted_before = await _count(db, "SELECT COUNT(*) FROM chat_messages")
             return posted_before > 0
 
-        await poll(
-            some_posted, timeout_s=FIRST_MESSAGE_S, what="crash-a's first message", servers=[first]
+        await wait_until(
+            some_posted,
+            timeout_s=FIRST_MESSAGE_S,
+            what="crash-a's first message",
+            interval_s=POLL_S,
+            still_worth_it=alive([first]),
         )
         assert posted_before < total, (
             f"crash-a posted all {total} messages before it could be killed: "
@@ -198,8 +203,12 @@ async def test_sigkill_mid_work_then_restart_posts_every_event_once(
             )
             return finished == total
 
-        await poll(
-            all_finished, timeout_s=RECOVERY_S, what="every event to finish", servers=[second]
+        await wait_until(
+            all_finished,
+            timeout_s=RECOVERY_S,
+            what="every event to finish",
+            interval_s=POLL_S,
+            still_worth_it=alive([second]),
         )
         recovery_s = trio.current_time() - started
 

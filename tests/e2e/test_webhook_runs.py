@@ -32,7 +32,8 @@ from agentws.domain.models import (
 )
 from agentws.store import Store
 from agentws.webhooks.events import replay_event
-from tests.e2e.mcp_support import Running, running, wait_for
+from tests.e2e.mcp_support import Running, running
+from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,

@@ -11,10 +11,10 @@ deliveries left in the store: events, attempts (agent runs) and messages.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import httpx2
@@ -25,6 +25,7 @@ from agentws.domain.models import ChatMessage, Event, EventAttempt, Webhook
 from agentws.store import Store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import Running, running
+from tests.e2e.polling import wait_until
 
 __all__ = [
     "ACTOR",
@@ -42,7 +43,6 @@ __all__ = [
     "messages",
     "post",
     "wait_for_messages",
-    "wait_until",
 ]
 
 ACTOR = "test"
@@ -57,8 +57,6 @@ WAIT_S = 5.0
 # connection the server failed to close) waits this out; short keeps it cheap.
 GRACE_S = 1.0
 _HOOK_PATH = "/hooks/"
-
-T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -179,23 +177,6 @@ async def messages(
     """The messages of a local channel, oldest first."""
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.channel_messages(workspace.id, channel, limit=1000)
-
-
-async def wait_until(
-    probe: Callable[[], Awaitable[T]],
-    done: Callable[[T], bool],
-    *,
-    timeout_s: float = WAIT_S,
-    what: str = "condition",
-) -> T:
-    """Call ``probe()`` until ``done(result)``; the last result. Fails after ``timeout_s``."""
-    result = await probe()
-    with trio.move_on_after(timeout_s):
-        while not done(result):
-            await trio.sleep(0.01)
-            result = await probe()
-        return result
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; last: {result!r}")
 
 
 async def wait_for_messages(

@@ -58,15 +58,8 @@ import httpx2
 import trio
 from hypothesis import strategies as st
 
-from tests.e2e.mcp_support import (
-    REQUEST_S,
-    RawStream,
-    Running,
-    legacy_stream,
-    running,
-    sdk_session,
-    wait_for,
-)
+from tests.e2e.mcp_support import REQUEST_S, RawStream, Running, legacy_stream, running, sdk_session
+from tests.e2e.polling import wait_for
 from tests.fuzz.fuzz_support import fuzz, header_text
 
 LIMIT = 16_384

@@ -1,0 +1,174 @@
+"""The MCP sessions' own timers on trio's clock, driven by the autojump clock.
+
+A :class:`~agentws.mcp.sessions.SessionSupervisor` closes a session that has
+been idle for ``mcp_idle_s`` (an open stream or a request in flight is not
+idle), and a session whose SSE reader takes nothing for ``sse_stall_s`` is
+closed rather than buffered for. Both run on ``trio.current_time()``, so the
+clock jumps over the wait instead of the test sitting through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+import trio
+import trio.testing
+from mcp.server.lowlevel.server import Server
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCNotification
+
+from agentws.changes import ChangeFeed
+from agentws.config import Settings
+from agentws.domain.models import Group, McpToken, Workspace
+from agentws.mcp.auth import Caller
+from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor
+
+IDLE_S = 60.0
+STALL_S = 30.0
+
+
+def _caller() -> Caller:
+    workspace = Workspace(slug="acme", name="Acme")
+    group = Group(workspace_id=workspace.id, slug="ops", name="Ops")
+    token = McpToken(group_id=group.id, name="tests", token_hash="hash", hint="hint")
+    return Caller(token=token, group=group, workspace=workspace)
+
+
+class _TokenStore:
+    """The one query the supervisor makes: the live tokens (the caller's stays live)."""
+
+    notifies = False
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+
+    async def select(self, model: object, **where: object) -> list[McpToken]:
+        return [self.caller.token]
+
+
+@asynccontextmanager
+async def _supervisor(caller: Caller) -> AsyncIterator[SessionSupervisor]:
+    store = _TokenStore(caller)
+    settings = Settings(mcp_idle_s=IDLE_S, sse_stall_s=STALL_S)
+    server: Server[McpSession] = Server("timers")
+    supervisor = SessionSupervisor(
+        settings,
+        store,  # type: ignore[arg-type]
+        server,
+        server.create_initialization_options(),
+        ChangeFeed(store),  # type: ignore[arg-type]
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.serve)
+        yield supervisor
+        supervisor.close_all()
+
+
+async def test_an_idle_session_expires_after_mcp_idle_s(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    caller = _caller()
+    async with _supervisor(caller) as supervisor:
+        session = await supervisor.open(caller, "streamable")
+        opened = trio.current_time()
+        await trio.sleep(IDLE_S - 1)
+        assert supervisor.get(session.id) is session
+        # Activity restarts the wait.
+        session.forget("no-such-request")
+        touched = trio.current_time()
+        await trio.sleep(IDLE_S - 1)
+        assert supervisor.get(session.id) is session
+        with trio.fail_after(2 * IDLE_S):
+            await session.ended.wait()
+        assert trio.current_time() - touched == pytest.approx(IDLE_S)
+        assert trio.current_time() - opened > IDLE_S
+        assert supervisor.get(session.id) is None
+        assert len(supervisor) == 0
+
+
+async def test_a_session_with_an_open_stream_is_never_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    caller = _caller()
+    async with _supervisor(caller) as supervisor:
+        session = await supervisor.open(caller, "sse")
+        stream = session.open_stream()
+        assert stream is not None
+        await trio.sleep(3 * IDLE_S)
+        assert supervisor.get(session.id) is session
+        session.detach_stream(stream)
+        detached = trio.current_time()
+        with trio.fail_after(2 * IDLE_S):
+            await session.ended.wait()
+        assert trio.current_time() - detached == pytest.approx(IDLE_S)
+        assert supervisor.get(session.id) is None
+
+
+def _notification(n: int) -> SessionMessage:
+    return SessionMessage(
+        message=JSONRPCNotification(jsonrpc="2.0", method="notifications/progress", params={"n": n})
+    )
+
+
+@asynccontextmanager
+async def _session() -> AsyncIterator[McpSession]:
+    inbound, unread = anyio.create_memory_object_stream[SessionMessage | Exception](1)
+    with inbound, unread:
+        yield McpSession(
+            id="test.stalls", caller=_caller(), transport="sse", stall_s=STALL_S, inbound=inbound
+        )
+
+
+async def _route_forever(session: McpSession, slow_reader: trio.MemoryReceiveChannel[str]) -> None:
+    """Feed the session's router more messages than its stream holds, until it is closed."""
+    send, outbound = anyio.create_memory_object_stream[SessionMessage](0)
+    with send, session.scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.route, outbound)
+            n = 0
+            while True:
+                await send.send(_notification(n))
+                n += 1
+
+
+async def test_a_reader_that_takes_nothing_for_sse_stall_s_is_cut_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with _session() as session:
+        stream = session.open_stream()
+        assert stream is not None
+        started = trio.current_time()
+        with trio.fail_after(2 * STALL_S):
+            await _route_forever(session, stream)
+        assert session.scope.cancel_called
+        # The stream's buffer filled at once; then the router waited STALL_S for the reader.
+        assert trio.current_time() - started == pytest.approx(STALL_S)
+        assert len([m async for m in _drain(stream)]) == STREAM_BUFFER
+
+
+async def test_a_slow_reader_that_keeps_reading_is_not_cut_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    read = 0
+    async with _session() as session, trio.open_nursery() as nursery:
+        stream = session.open_stream()
+        assert stream is not None
+        nursery.start_soon(_route_forever, session, stream)
+        for _ in range(3 * STREAM_BUFFER):
+            await trio.sleep(STALL_S * 0.9)
+            await stream.receive()
+            read += 1
+        assert not session.scope.cancel_called
+        session.close()
+    assert read == 3 * STREAM_BUFFER
+
+
+async def _drain(stream: trio.MemoryReceiveChannel[str]) -> AsyncIterator[str]:
+    while True:
+        try:
+            yield stream.receive_nowait()
+        except trio.WouldBlock:
+            return
