@@ -2,9 +2,6 @@
 binding either to one exact call.
 """
 
-# attrs field factories (id_field, now_field) are what RUF009 mistakes for call defaults.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import hashlib

@@ -1,8 +1,5 @@
 """Libraries and what they hold: context documents and skills, and search hits over documents."""
 
-# attrs field factories (id_field, now_field) are what RUF009 mistakes for call defaults.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 from datetime import datetime

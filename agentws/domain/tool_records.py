@@ -6,9 +6,6 @@ in a workspace; its tools are cached as last fetched. A tool's capability
 one (:class:`ToolPermission`).
 """
 
-# attrs field factories (id_field, now_field) are what RUF009 mistakes for call defaults.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 from datetime import datetime

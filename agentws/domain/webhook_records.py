@@ -1,8 +1,5 @@
 """Incoming webhooks and what they bring: events, the runs of an event, the chat messages posted."""
 
-# attrs field factories (id_field, now_field) are what RUF009 mistakes for call defaults.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import hashlib

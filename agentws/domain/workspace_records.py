@@ -1,8 +1,5 @@
 """Who and where: workspaces, groups and their MCP tokens, admins, the audit log, instances."""
 
-# attrs field factories (id_field, now_field) are what RUF009 mistakes for call defaults.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 from datetime import datetime

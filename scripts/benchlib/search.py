@@ -3,7 +3,7 @@
 The reference opens a copy of the benchmark's agentws database, so both
 servers search the same rows through the same FTS5 index
 (``context_documents_fts``: external content, ``porter unicode61``). The
-query below is agentws's SQLite search (``agentws/store/sql.py``) without
+query below is agentws's SQLite search (``agentws/store/sql_catalog.py``) without
 the joins that decide what a group may see: the same words quoted and
 OR-ed, the same per-word match counts, the same ``bm25`` weights and
 ``snippet``, the same score and order. The result is formatted as
@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["Hit", "format_results", "search", "search_terms"]
 
-# Mirrors of agentws/store/sql.py's search constants.
+# Mirrors of agentws/store/sql_catalog.py's search constants.
 _MAX_HITS = 50
 _MAX_TERMS = 16
 _MAX_TERM_CHARS = 100
