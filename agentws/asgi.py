@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 import trio
 
+from agentws.errors import error_body
+
 __all__ = [
     "ASGIApp",
     "BodyReader",
@@ -34,11 +36,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _JSON = (b"content-type", b"application/json")
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    """The error every door answers with: ``{"error": {"code", "message"}}``."""
-    return {"error": {"code": code, "message": message}}
 
 
 class HttpRefusal(Exception):

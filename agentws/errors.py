@@ -36,6 +36,8 @@ trio's nurseries wrap what leaves them in exception groups;
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AgentwsError",
     "ConfigError",
@@ -183,3 +185,9 @@ def sole_exception(error: BaseException, *, first_of_several: bool = False) -> B
             return error
         error = error.exceptions[0]
     return error
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The error every door answers with, and the CLI prints with ``--json``:
+    ``{"error": {"code", "message"}}``."""
+    return {"error": {"code": code, "message": message}}

@@ -19,18 +19,14 @@ peer that takes nothing (see ``agentws.server``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 import trio
 
-__all__ = ["ClosingQuart"]
+from agentws.asgi import ASGIApp, Receive, Scope, Send
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["ClosingQuart"]
 
 
 @attrs.frozen

@@ -28,6 +28,7 @@ from agentws.errors import (
     StoreUnavailableError,
     UnauthorizedError,
     ValidationError,
+    error_body,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ class _InvalidJson(ValidationError):
 
 
 def _error(status: int, code: str, message: str) -> Response:
-    response = jsonify({"error": {"code": code, "message": message}})
+    response = jsonify(error_body(code, message))
     response.status_code = status
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="agentws admin API"'

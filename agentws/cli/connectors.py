@@ -154,16 +154,12 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
     # Imported when used: the MCP client takes most of a second to load.
-    from agentws.connectors.remote_mcp import fetch_tools
+    from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
     from agentws.tools.cache_sync import sync_tool_cache
 
     box = ctx.keys.box() if connector.secret else None
-    tools = await fetch_tools(
-        connector,
-        box=box,
-        allowlist=ctx.settings.connector_allowlist,
-        timeout_s=_REFRESH_TIMEOUT_S,
-    )
+    with remote_deadline(connector, _REFRESH_TIMEOUT_S):
+        tools = await fetch_tools(connector, box=box, allowlist=ctx.settings.connector_allowlist)
     return await sync_tool_cache(ctx.store, connector, tools, actor=ctx.actor)
 
 
@@ -272,14 +268,10 @@ async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     }
     started = time.monotonic()
     if connector.kind is ConnectorKind.REMOTE_MCP:
-        from agentws.connectors.remote_mcp import probe
+        from agentws.connectors.remote_mcp import probe, remote_deadline
 
-        found = await probe(
-            connector,
-            box=box,
-            allowlist=ctx.settings.connector_allowlist,
-            timeout_s=args.timeout,
-        )
+        with remote_deadline(connector, args.timeout):
+            found = await probe(connector, box=box, allowlist=ctx.settings.connector_allowlist)
         data |= {
             "transport": found.transport,
             "server": {"name": found.server_name, "version": found.server_version},

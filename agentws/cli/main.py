@@ -39,7 +39,7 @@ from agentws.cli.urls import printed_base_url
 from agentws.cli.webhooks import add_webhook_commands
 from agentws.cli.workspaces import add_workspace_commands
 from agentws.config import Settings
-from agentws.errors import AgentwsError, ConfigError, NoDatabaseError
+from agentws.errors import AgentwsError, ConfigError, NoDatabaseError, sole_exception
 from agentws.store import open_store
 
 __all__ = ["build_parser", "main"]
@@ -85,8 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _leaf_error(exc: BaseException) -> BaseException:
     """The error a person should see, out of trio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = sole_exception(exc)
     if isinstance(exc, BaseExceptionGroup):
         found = exc.subgroup(lambda e: isinstance(e, AgentwsError | OSError))
         if found is not None:

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from agentws.config import Settings
-from agentws.errors import AgentwsError, NoDatabaseError
+from agentws.errors import AgentwsError, NoDatabaseError, error_body
 from agentws.secret_box import Keys
 from agentws.store import Store
 
@@ -92,7 +92,7 @@ def print_error(error: BaseException, as_json: bool) -> int:
     code = error.code if isinstance(error, AgentwsError) else "error"
     message = error.message if isinstance(error, AgentwsError) else str(error)
     if as_json:
-        print(json.dumps({"error": {"code": code, "message": message}}), file=sys.stderr)
+        print(json.dumps(error_body(code, message)), file=sys.stderr)
     else:
         print(f"agentws: error: {message}", file=sys.stderr)
     # Pointed at no database is a usage mistake, like a malformed command line.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 import httpx2
@@ -29,7 +29,6 @@ from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.native import time_left_s
@@ -38,7 +37,6 @@ from agentws.connectors.url_guard import GuardedTransport, Resolver, system_reso
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
 from agentws.errors import AgentwsError, UpstreamError, sole_exception
-from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
 
 __all__ = [
@@ -46,7 +44,6 @@ __all__ = [
     "Probe",
     "RemoteError",
     "SyncReport",
-    "call_once",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -241,73 +238,24 @@ async def fetch_tools(
     *,
     box: SecretBox | None,
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver = system_resolver,
 ) -> list[types.Tool]:
-    """Every tool the remote lists (all pages).
+    """Every tool the remote lists (all pages), within the caller's deadline
+    (:func:`remote_deadline` names the remote when it passes).
 
     Error handling:
         :class:`RemoteError` naming the connector when the remote is down,
         refuses us, times out or does not speak MCP; UnsafeUrlError if its
         address may not be reached.
     """
-    with remote_deadline(connector, timeout_s):
-        return await _with_remote(
-            connector,
-            box=box,
-            allowlist=allowlist,
-            resolve=resolve,
-            what="list tools",
-            work=lambda session, _: list_all_tools(session),
-        )
-
-
-async def call_once(
-    connector: Connector,
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    box: SecretBox | None,
-    allowlist: Allowlist,
-    timeout_s: float,
-    resolve: Resolver = system_resolver,
-) -> types.CallToolResult:
-    """Call the remote's tool ``name`` in a session of its own (processes without links: the CLI).
-
-    The call is sent at most once: a second transport is tried only when the
-    first failed before the session was initialized.
-
-    Returns:
-        The remote's result; a JSON-RPC error from the remote becomes a
-        result with ``isError``.
-
-    Error handling:
-        As :func:`fetch_tools`.
-    """
-
-    async def call(session: ClientSession, _: str) -> types.CallToolResult:
-        try:
-            return await session.call_tool(name, arguments)
-        except MCPError as exc:
-            return types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text",
-                        text=f"{connector.name} answered: {upstream_excerpt(exc.error.message)}",
-                    )
-                ],
-                is_error=True,
-            )
-
-    with remote_deadline(connector, timeout_s):
-        return await _with_remote(
-            connector,
-            box=box,
-            allowlist=allowlist,
-            resolve=resolve,
-            what=f"call {name}",
-            work=call,
-        )
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        resolve=resolve,
+        what="list tools",
+        work=lambda session, _: list_all_tools(session),
+    )
 
 
 @attrs.frozen
@@ -328,10 +276,10 @@ async def probe(
     *,
     box: SecretBox | None,
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver = system_resolver,
 ) -> Probe:
-    """Connect, shake hands and list the tools, changing nothing (``agentws connector test``).
+    """Connect, shake hands and list the tools, changing nothing (``agentws connector test``),
+    within the caller's deadline (see :func:`fetch_tools`).
 
     Error handling:
         As :func:`fetch_tools`.
@@ -352,15 +300,14 @@ async def probe(
             ),
         )
 
-    with remote_deadline(connector, timeout_s):
-        return await _with_remote(
-            connector,
-            box=box,
-            allowlist=allowlist,
-            resolve=resolve,
-            what="connect",
-            work=ask,
-        )
+    return await _with_remote(
+        connector,
+        box=box,
+        allowlist=allowlist,
+        resolve=resolve,
+        what="connect",
+        work=ask,
+    )
 
 
 @attrs.frozen

@@ -25,7 +25,7 @@ from mcp.server.session import ServerSession
 
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
-from agentws.connectors.remote_mcp import fetch_tools
+from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector, ConnectorKind
 from agentws.registry import create_workspace
@@ -166,7 +166,8 @@ async def add_remote(
 async def attach_remote(store: Store, url: str, labels: dict[str, Capability]) -> Connector:
     """Remote connector ``third`` at ``url``, its tools cached, attached to acme/ops, labelled."""
     connector = await add_remote(store, url)
-    tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+    with remote_deadline(connector, TIMEOUT_S):
+        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
     await sync_tool_cache(store, connector, tools, actor="t")
     await attach_connector(store, "acme", "ops", "third", actor="t")
     for name, capability in labels.items():

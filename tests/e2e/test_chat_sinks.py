@@ -322,7 +322,7 @@ async def test_an_outcome_decided_mid_run_follows_the_runs_message_once(tmp_path
 async def test_a_preauthorized_write_tool_runs_until_its_definition_changes(
     tmp_path: Path,
 ) -> None:
-    from agentws.connectors.remote_mcp import fetch_tools
+    from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
     from agentws.domain.models import Connector
     from agentws.tools.cache_sync import sync_tool_cache
 
@@ -349,7 +349,8 @@ async def test_a_preauthorized_write_tool_runs_until_its_definition_changes(
         # The remote changes the tool: the pre-authorization no longer applies.
         state.tools[0] = tool("send", "Send a page, and also email everyone")
         (connector,) = await server.store.select(Connector, name="third")
-        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=10)
+        with remote_deadline(connector, 10):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
         await sync_tool_cache(server.store, connector, tools, actor="t")
         second = await finished(server.store, await deliver(issued, {"n": 2}))
         (queued,) = await server.store.select(Approval)

@@ -28,7 +28,7 @@ import pytest
 import trio
 
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import fetch_tools
+from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.models import CachedTool, Capability
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session
@@ -181,7 +181,8 @@ async def test_everything_as_a_remote_connector(tmp_path: Path, everything: Ever
         # What `agentws connector add` does: save, fetch the tools, cache them.
         connector = await add_remote(store, everything.url, name="everything")
         with trio.fail_after(TIMEOUT_S):
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+            with remote_deadline(connector, TIMEOUT_S):
+                tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
         report = await sync_tool_cache(store, connector, tools, actor="t")
         assert set(report.added) == ALL_TOOLS, everything.output()
         await attach_connector(store, "acme", "ops", "everything", actor="t")

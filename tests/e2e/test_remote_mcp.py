@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import RemoteError, fetch_tools
+from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability
 from agentws.errors import UnsafeUrlError
@@ -51,7 +51,8 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
     async with store_and_box(tmp_path) as (store, box), third_party_server(state) as url:
         connector = await add_remote(store, url, secret=SECRET, box=box)
         with trio.fail_after(TIMEOUT_S):
-            tools = await fetch_tools(connector, box=box, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+            with remote_deadline(connector, TIMEOUT_S):
+                tools = await fetch_tools(connector, box=box, allowlist=LOOPBACK)
         report = await sync_tool_cache(store, connector, tools, actor="t")
         assert sorted(report.added) == ["drop", "search", "send"]
         assert state.authorizations[-1] == f"Bearer {SECRET}"
@@ -72,7 +73,8 @@ async def test_tools_are_fetched_cached_and_reset_when_their_definition_changes(
             state.tools[1],
         ]
         with trio.fail_after(TIMEOUT_S):
-            tools = await fetch_tools(connector, box=box, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+            with remote_deadline(connector, TIMEOUT_S):
+                tools = await fetch_tools(connector, box=box, allowlist=LOOPBACK)
         report = await sync_tool_cache(store, connector, tools, actor="t")
         assert report.changed == ("search",)
         assert report.removed == ("send",)
@@ -91,8 +93,11 @@ async def test_a_remote_that_is_down_is_a_clear_error_not_a_hang(tmp_path: Path)
         async with third_party_server(state) as url:
             connector = await add_remote(store, url)
         # The server is gone now.
-        with trio.fail_after(TIMEOUT_S), pytest.raises(RemoteError, match="cannot list tools"):
-            await fetch_tools(connector, box=box, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+        with (
+            pytest.raises(RemoteError, match="cannot list tools"),
+            remote_deadline(connector, TIMEOUT_S),
+        ):
+            await fetch_tools(connector, box=box, allowlist=LOOPBACK)
 
 
 async def test_a_loopback_remote_needs_the_allowlist(tmp_path: Path) -> None:
@@ -102,8 +107,11 @@ async def test_a_loopback_remote_needs_the_allowlist(tmp_path: Path) -> None:
             await add_remote(store, url, allowlist=Allowlist())  # refused when saved...
         # ... and on connecting, if saved while the allowlist named it.
         connector = await add_remote(store, url)
-        with trio.fail_after(TIMEOUT_S), pytest.raises(UnsafeUrlError, match="not a public"):
-            await fetch_tools(connector, box=box, allowlist=Allowlist(), timeout_s=TIMEOUT_S)
+        with (
+            pytest.raises(UnsafeUrlError, match="not a public"),
+            remote_deadline(connector, TIMEOUT_S),
+        ):
+            await fetch_tools(connector, box=box, allowlist=Allowlist())
         assert state.authorizations == []  # nothing reached the server
 
 
@@ -185,7 +193,8 @@ async def test_read_tools_of_a_remote_are_forwarded_and_writes_are_queued(tmp_pa
         store = server.store
         async with third_party_server(state) as url:
             connector = await add_remote(store, url)
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+            with remote_deadline(connector, TIMEOUT_S):
+                tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
             await sync_tool_cache(store, connector, tools, actor="t")
             await attach_connector(store, "acme", "ops", "third", actor="t")
             search = await store.find(CachedTool, connector_id=connector.id, name="search")

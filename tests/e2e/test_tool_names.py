@@ -24,7 +24,7 @@ import trio
 from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.connectors.registry import attach_connector
-from agentws.connectors.remote_mcp import SyncReport, fetch_tools
+from agentws.connectors.remote_mcp import SyncReport, fetch_tools, remote_deadline
 from agentws.domain.models import (
     CachedTool,
     Capability,
@@ -73,7 +73,8 @@ async def two_remotes(
 
 async def refresh(server: Running, connector: Connector) -> SyncReport:
     with trio.fail_after(TIMEOUT_S):
-        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK, timeout_s=TIMEOUT_S)
+        with remote_deadline(connector, TIMEOUT_S):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
     return await sync_tool_cache(server.store, connector, tools, actor="t")
 
 
