@@ -20,6 +20,7 @@ from agentws.errors import error_body
 __all__ = [
     "ASGIApp",
     "BodyReader",
+    "BodyRefusals",
     "HttpRefusal",
     "Receive",
     "Scope",
@@ -94,6 +95,19 @@ async def respond_json(
     await respond(send, status, body, [_JSON, *encode_headers(headers)])
 
 
+@attrs.frozen
+class BodyRefusals:
+    """How a door words its refusals of a body; built once per door, each
+    refusal made only when a body is refused."""
+
+    #: The body is over ``limit`` bytes.
+    too_large: Callable[[int], HttpRefusal]
+    #: The body did not all arrive within ``timeout_s``.
+    late: Callable[[float], HttpRefusal]
+    #: The client went away before the body ended.
+    gone: HttpRefusal
+
+
 @attrs.define(eq=False)
 class BodyReader:
     """Reads a request body up to a limit, within one deadline for the whole of it.
@@ -112,35 +126,27 @@ class BodyReader:
     #: connection cannot carry another request.
     complete: bool = False
 
-    async def read(
-        self,
-        length: str | None,
-        too_large: HttpRefusal,
-        limit: int,
-        *,
-        late: HttpRefusal,
-        gone: HttpRefusal,
-    ) -> bytes:
-        """The body, or: ``too_large`` past ``limit`` bytes (or a ``Content-Length``
-        announcing more), ``late`` past the deadline, ``gone`` if the client left."""
+    async def read(self, length: str | None, limit: int, refusals: BodyRefusals) -> bytes:
+        """The body, or a refusal: over ``limit`` bytes (or a ``Content-Length``
+        announcing more), past the deadline, or the client left."""
         if length is not None and length.strip().isdigit() and int(length) > limit:
-            raise too_large
+            raise refusals.too_large(limit)
         with trio.move_on_after(self.timeout_s):
-            return await self._read(limit, too_large, gone)
-        raise late
+            return await self._read(limit, refusals)
+        raise refusals.late(self.timeout_s)
 
-    async def _read(self, limit: int, too_large: HttpRefusal, gone: HttpRefusal) -> bytes:
+    async def _read(self, limit: int, refusals: BodyRefusals) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
                 self.complete = True
-                raise gone
+                raise refusals.gone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise too_large
+                raise refusals.too_large(limit)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 self.complete = True

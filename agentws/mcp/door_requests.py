@@ -20,6 +20,7 @@ import pydantic
 
 from agentws.asgi import (
     BodyReader,
+    BodyRefusals,
     HttpRefusal,
     Receive,
     Scope,
@@ -42,7 +43,20 @@ __all__ = [
 ]
 
 SESSION_HEADER = "mcp-session-id"
-_GONE = HttpRefusal(400, "disconnected", "the client went away")
+_REFUSALS = BodyRefusals(
+    too_large=lambda limit: HttpRefusal(
+        413, "too_large", f"a message may be at most {limit} bytes"
+    ),
+    late=lambda timeout_s: HttpRefusal(
+        408,
+        "body_read_timeout",
+        f"the message did not all arrive within {timeout_s:g} s; send it again, "
+        "whole and without pauses",
+        # The rest of the body is not read: the connection cannot carry another request.
+        [("Connection", "close")],
+    ),
+    gone=HttpRefusal(400, "disconnected", "the client went away"),
+)
 
 
 def _json_headers(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[bytes, bytes]]:
@@ -114,20 +128,9 @@ def _echoed_id(document: Any) -> str | int | None:
 
 async def read_body(request: DoorRequest, settings: Settings) -> bytes:
     """The request's body, refused if over ``mcp_max_body_bytes`` or slower than allowed."""
-    limit = settings.mcp_max_body_bytes
-    timeout_s = settings.body_read_timeout_s
-    too_large = HttpRefusal(413, "too_large", f"a message may be at most {limit} bytes")
-    late = HttpRefusal(
-        408,
-        "body_read_timeout",
-        f"the message did not all arrive within {timeout_s:g} s; send it again, "
-        "whole and without pauses",
-        # The rest of the body is not read: the connection cannot carry another request.
-        [("Connection", "close")],
-    )
-    reader = BodyReader(request.receive, timeout_s)
+    reader = BodyReader(request.receive, settings.body_read_timeout_s)
     return await reader.read(
-        request.header(b"content-length"), too_large, limit, late=late, gone=_GONE
+        request.header(b"content-length"), settings.mcp_max_body_bytes, _REFUSALS
     )
 
 

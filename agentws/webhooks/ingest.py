@@ -45,6 +45,7 @@ import trio
 from agentws.asgi import (
     ASGIApp,
     BodyReader,
+    BodyRefusals,
     HttpRefusal,
     Receive,
     Scope,
@@ -73,20 +74,22 @@ _NOT_FOUND = "no webhook at this URL (it may have been deleted)"
 _INACTIVE = "this webhook is a draft: an admin must activate it"
 
 
-_GONE = HttpRefusal(400, "disconnected", "the client went away before the body ended")
-
 # A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
 # which json accepts and no UTF-8 encoder (nor the agent's run) does.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
-
-def _late(timeout_s: float) -> HttpRefusal:
-    return HttpRefusal(
+_REFUSALS = BodyRefusals(
+    too_large=lambda limit: HttpRefusal(
+        413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
+    ),
+    late=lambda timeout_s: HttpRefusal(
         408,
         "body_read_timeout",
         f"the body did not all arrive within {timeout_s:g} s; send it again, "
         "whole and without pauses",
-    )
+    ),
+    gone=HttpRefusal(400, "disconnected", "the client went away before the body ended"),
+)
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -166,19 +169,7 @@ class HookDoor:
     ) -> tuple[int, dict[str, Any]]:
         add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        limit = webhook.max_body_bytes
-        too_large = HttpRefusal(
-            413,
-            "payload_too_large",
-            f"the body is larger than this webhook's limit of {limit} bytes",
-        )
-        body = await body_in.read(
-            headers.get("content-length"),
-            too_large,
-            limit,
-            late=_late(body_in.timeout_s),
-            gone=_GONE,
-        )
+        body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
         if not _is_json(headers.get("content-type")):
             raise HttpRefusal(
                 415, "unsupported_media_type", "send the event as Content-Type: application/json"
