@@ -120,7 +120,8 @@ async def serve(
                             settings.drain_s,
                             len(runtime.sessions),
                         )
-                        await service.drain(settings.drain_s)
+                        with trio.move_on_after(settings.drain_s):
+                            await service.drain()
                     log.info("shutting down: grace period %g s", settings.shutdown_grace_s)
                     # The service's work and the open requests share one grace
                     # period, so a slow (or idle keep-alive) connection does not

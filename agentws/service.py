@@ -251,9 +251,10 @@ class Service:
         self.request_stop()
         await self._stopped.wait()
 
-    async def drain(self, timeout_s: float) -> None:
-        """Stop taking new MCP sessions and report not ready; wait up to ``timeout_s``
-        for the open sessions to end (their clients go on meanwhile).
+    async def drain(self) -> None:
+        """Stop taking new MCP sessions and report not ready; wait for the open
+        sessions to end (their clients go on meanwhile), for as long as the
+        caller allows.
 
         Webhook deliveries and runs go on as usual: they are not tied to an instance.
         """
@@ -262,8 +263,7 @@ class Service:
             return
         self._runtime.registry.drain()
         self._runtime.sessions.drain()
-        with trio.move_on_after(timeout_s):
-            await self._runtime.sessions.wait_until_empty()
+        await self._runtime.sessions.wait_until_empty()
 
     async def readiness(self) -> Readiness:
         """Whether the service can do its work now: the store answers in time,

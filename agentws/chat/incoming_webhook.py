@@ -17,6 +17,8 @@ between the post and its record can repeat a message; nothing else can.)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +32,7 @@ from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
 from agentws.chat.sinks import KeyRing, OutgoingMessage, SinkError, record_of, recorded
 from agentws.config import Settings
+from agentws.connectors.native import time_left_s
 from agentws.connectors.url_guard import (
     Allowlist,
     GuardedTransport,
@@ -156,10 +159,31 @@ class IncomingWebhookSink:
         return await within_rate_limits(send, what=where)
 
 
-async def probe_hook(
-    connector: Connector, box: SecretBox, allowlist: Allowlist, *, timeout_s: float
-) -> str:
-    """Check the URL answers, without posting: what it proved.
+def _hook_url(connector: Connector, box: SecretBox) -> str:
+    if connector.secret is None:
+        raise UpstreamError(f"connector {connector.name!r} has no URL (its secret)")
+    return box.open(connector.secret)
+
+
+@contextmanager
+def hook_deadline(connector: Connector, box: SecretBox, seconds: float) -> Iterator[None]:
+    """A deadline for the connector's webhook URL to answer within the block.
+
+    Error handling:
+        UpstreamError naming the URL's origin (never its secret path) when
+        ``seconds`` pass.
+    """
+    try:
+        with trio.fail_after(seconds):
+            yield
+    except trio.TooSlowError:
+        where = url_origin(_hook_url(connector, box))
+        raise UpstreamError(f"{where} did not answer within {seconds:g} s") from None
+
+
+async def probe_hook(connector: Connector, box: SecretBox, allowlist: Allowlist) -> str:
+    """Check the URL answers, without posting, within the caller's deadline
+    (:func:`hook_deadline`): what it proved.
 
     A GET posts nothing; a live webhook answers it with some HTTP status
     (405, 400 or 200 by service), a removed one with 401/403/404/410.
@@ -167,18 +191,13 @@ async def probe_hook(
     Error handling:
         UpstreamError (unreachable, refused); UnsafeUrlError from the guard.
     """
-    if connector.secret is None:
-        raise UpstreamError(f"connector {connector.name!r} has no URL (its secret)")
-    url = box.open(connector.secret)
+    url = _hook_url(connector, box)
     where = url_origin(url)
     try:
-        with trio.fail_after(timeout_s):
-            async with httpx2.AsyncClient(
-                transport=GuardedTransport(allowlist), timeout=timeout_s
-            ) as http:
-                response = await http.get(url)
-    except trio.TooSlowError:
-        raise UpstreamError(f"{where} did not answer within {timeout_s:g} s") from None
+        async with httpx2.AsyncClient(
+            transport=GuardedTransport(allowlist), timeout=time_left_s()
+        ) as http:
+            response = await http.get(url)
     except httpx2.HTTPError as exc:
         raise UpstreamError(f"cannot reach {where}: {type(exc).__name__}") from None
     if response.status_code in _GONE:

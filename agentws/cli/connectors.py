@@ -286,26 +286,23 @@ async def _test(args: argparse.Namespace, ctx: Context) -> Output:
             "changes to its tool list"
         )
     else:
-        from agentws.connectors.native import check_connector
+        from agentws.connectors.native import check_connector, upstream_deadline
 
         if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-            from agentws.chat.incoming_webhook import probe_hook
+            from agentws.chat.incoming_webhook import hook_deadline, probe_hook
 
-            detail = await probe_hook(
-                connector,
-                ctx.keys.box(),
-                ctx.settings.connector_allowlist,
-                timeout_s=args.timeout,
-            )
+            hook_box = ctx.keys.box()
+            with hook_deadline(connector, hook_box, args.timeout):
+                detail = await probe_hook(connector, hook_box, ctx.settings.connector_allowlist)
             data["detail"] = detail
             data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
             return Output(data, f"Connector {connector.name!r} works: {detail}.")
-        detail = await check_connector(
-            connector,
-            headers=connector_headers(connector, box),
-            allowlist=ctx.settings.connector_allowlist,
-            timeout_s=args.timeout,
-        )
+        with upstream_deadline(connector, args.timeout, named=True):
+            detail = await check_connector(
+                connector,
+                headers=connector_headers(connector, box),
+                allowlist=ctx.settings.connector_allowlist,
+            )
         data["detail"] = detail
     data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
     text = (

@@ -143,8 +143,8 @@ async def _channel(
         AgentwsError saying what is wrong.
     """
     from agentws.chat.connectors import chat_connector
-    from agentws.chat.incoming_webhook import probe_hook
-    from agentws.connectors.native import check_connector
+    from agentws.chat.incoming_webhook import hook_deadline, probe_hook
+    from agentws.connectors.native import check_connector, upstream_deadline
     from agentws.connectors.registry import connector_headers
 
     if channel.sink == "local":
@@ -153,13 +153,12 @@ async def _channel(
     box = ctx.keys.box()
     allowlist = ctx.settings.connector_allowlist
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-        return await probe_hook(connector, box, allowlist, timeout_s=timeout_s)
-    detail = await check_connector(
-        connector,
-        headers=connector_headers(connector, box),
-        allowlist=allowlist,
-        timeout_s=timeout_s,
-    )
+        with hook_deadline(connector, box, timeout_s):
+            return await probe_hook(connector, box, allowlist)
+    with upstream_deadline(connector, timeout_s, named=True):
+        detail = await check_connector(
+            connector, headers=connector_headers(connector, box), allowlist=allowlist
+        )
     return f"Slack connector {connector.name!r}: {detail}"
 
 

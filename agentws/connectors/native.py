@@ -389,10 +389,10 @@ async def check_connector(
     *,
     headers: dict[str, str],
     allowlist: Allowlist,
-    timeout_s: float,
     resolve: Resolver = system_resolver,
 ) -> str:
-    """Make one harmless authenticated read at the upstream; what it proved.
+    """Make one harmless authenticated read at the upstream, within the caller's
+    deadline (``upstream_deadline(connector, s, named=True)``); what it proved.
 
     Error handling:
         :class:`~agentws.errors.UpstreamError` naming the connector and the
@@ -400,14 +400,13 @@ async def check_connector(
         address may not be reached.
     """
     try:
-        with upstream_deadline(connector, timeout_s):
-            response = await send_to_connector(
-                connector,
-                lambda http: _CHECKS[connector.kind](http, headers),
-                headers=headers,
-                allowlist=allowlist,
-                resolve=resolve,
-            )
+        response = await send_to_connector(
+            connector,
+            lambda http: _CHECKS[connector.kind](http, headers),
+            headers=headers,
+            allowlist=allowlist,
+            resolve=resolve,
+        )
     except UpstreamError as exc:
         raise UpstreamError(f"connector {connector.name!r}: {exc.message}") from None
     problem = _upstream_error(connector.kind, response)
@@ -455,18 +454,22 @@ async def send_to_connector(
 
 
 @contextmanager
-def upstream_deadline(connector: Connector, seconds: float) -> Iterator[None]:
+def upstream_deadline(
+    connector: Connector, seconds: float, *, named: bool = False
+) -> Iterator[None]:
     """A deadline for the connector's upstream to answer within the block.
 
     Error handling:
-        UpstreamError naming the upstream when ``seconds`` pass.
+        UpstreamError naming the upstream (and, ``named``, the connector)
+        when ``seconds`` pass.
     """
     try:
         with trio.fail_after(seconds):
             yield
     except trio.TooSlowError:
         base = redact_url((connector.url or "").rstrip("/"))
-        raise UpstreamError(f"{base} did not answer within {seconds:g} s") from None
+        prefix = f"connector {connector.name!r}: " if named else ""
+        raise UpstreamError(f"{prefix}{base} did not answer within {seconds:g} s") from None
 
 
 def time_left_s() -> float | None:
