@@ -43,7 +43,7 @@ from agentws.service import Readiness, Runtime, run_service
 from agentws.store import Store
 from agentws.webhooks.ingest import HookDoor
 
-__all__ = ["AgentwsApp", "ServiceApp", "create_app", "error_response"]
+__all__ = ["AgentwsApp", "ServiceApp", "create_app"]
 
 log = logging.getLogger("agentws")
 
@@ -56,7 +56,7 @@ class AgentwsApp(QuartTrio):
     jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
 
 
-def error_response(status: int, code: str, message: str, **headers: str) -> Response:
+def _error_response(status: int, code: str, message: str, **headers: str) -> Response:
     """The JSON error body every door uses: ``{"error": {"code", "message"}}``."""
     response = jsonify(error_body(code, message))
     response.status_code = status
@@ -97,7 +97,7 @@ class _OpsPages:
         if expected is not None:
             given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
             if not hmac.compare_digest(given.encode(), expected.encode()):
-                return error_response(
+                return _error_response(
                     401,
                     "unauthorized",
                     "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>",
@@ -107,7 +107,7 @@ class _OpsPages:
             pending, oldest_s = await self.store.pending_approvals_summary()
             events = await self.store.event_counts()
         except StoreError as exc:
-            return error_response(
+            return _error_response(
                 503, "store_unavailable", f"store: {exc.message}", **{"Retry-After": "5"}
             )
         page = render(
@@ -119,12 +119,14 @@ class _OpsPages:
         return Response(page, status=200, content_type=METRICS_CONTENT_TYPE)
 
 
-def _http_error_handler(body_timeout_s: float) -> Any:
+def _http_error_handler(
+    body_timeout_s: float,
+) -> Callable[[HTTPException], Awaitable[Response]]:
     async def http_error(error: HTTPException) -> Response:
         if isinstance(error, RequestTimeout):
             # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
             # the same answer as the two doors give.
-            return error_response(
+            return _error_response(
                 408,
                 "body_read_timeout",
                 f"the body did not all arrive within {body_timeout_s:g} s; send it again, "
@@ -134,7 +136,7 @@ def _http_error_handler(body_timeout_s: float) -> Any:
         if is_dashboard_path(request.path):  # browsers there get a page, not JSON
             return await http_error_page(error)
         code = (error.name or "error").lower().replace(" ", "_")
-        return error_response(error.code or 500, code, error.description or error.name)
+        return _error_response(error.code or 500, code, error.description or error.name)
 
     return http_error
 
