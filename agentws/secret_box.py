@@ -134,11 +134,6 @@ class Keys:
         except ConfigError as exc:
             return cls(None, exc.message)
 
-    @classmethod
-    def of(cls, box: SecretBox) -> Keys:
-        """Keys holding ``box``: for a caller that has made its own."""
-        return cls(box)
-
     def box(self) -> SecretBox:
         """The box for the service key.
 
