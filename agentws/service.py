@@ -35,6 +35,7 @@ from agentws.instances import InstanceRegistry
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import build_server
+from agentws.mcp.listen import ListenStreams
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.secret_box import Keys, SecretBox, key_problem
@@ -168,7 +169,8 @@ class Service:
             gate = ToolGate(store, settings, runner, audit, keys)
             rendered = RenderedResults()
             catalog = Catalog(store, changes)
-            server = build_server(store, settings, gate, catalog, rendered)
+            listens = ListenStreams(max_streams=settings.mcp_max_sessions)
+            server = build_server(store, settings, gate, catalog, rendered, listens)
             supervisor = SessionSupervisor(
                 settings,
                 store,
@@ -176,6 +178,7 @@ class Service:
                 server.create_initialization_options(),
                 changes,
                 rendered=rendered,
+                listens=listens,
             )
             sessions = await self._start(nursery, supervisor.serve, supervisor.close_all)
             watch = ApprovalWatch(store, supervisor, changes)

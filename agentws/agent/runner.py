@@ -252,13 +252,17 @@ class AgentRunner:
         except PermissionDeniedError as exc:
             entry.update(outcome="denied", result=exc.message)
             return error_result(exc.message)
+        result = outcome.result
+        if not isinstance(result, types.CallToolResult):
+            # Only a door that asked its client a question gets one back; this one asks none.
+            result = error_result(f"{tool.name} did not run: it needs a confirmation")
         if outcome.approval is not None:
             entry.update(outcome="queued", approval_id=outcome.approval.id)
             queued.append((tool.name, outcome.approval.id))
         else:
-            entry["outcome"] = "error" if outcome.result.is_error else "ran"
-        entry["result"] = _text(outcome.result)[:_MAX_RESULT_CHARS]
-        return outcome.result
+            entry["outcome"] = "error" if result.is_error else "ran"
+        entry["result"] = _text(result)[:_MAX_RESULT_CHARS]
+        return result
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -5,6 +5,13 @@
   request shows the tool and its arguments (secrets redacted) and the call
   runs only if the person accepts *and* ticks "confirm". Declining,
   cancelling or not answering within ``AGENTWS_CONFIRM_TTL_S`` runs nothing.
+- A client of the stateless revision (2026-07-28) that declared
+  ``elicitation`` gets the same question as an ``input_required`` result:
+  one elicitation request and a ``requestState`` that is a one-time confirm
+  token (below). The client asks the person and calls again with the answer
+  and the state; the call runs only if the state is valid for this bearer
+  token, tool and arguments, unused and in time, and the answer is "accept"
+  with "confirm" ticked. Any instance can take the second request.
 - Any other client (2024-11-05 has no elicitation) gets a result carrying a
   one-time confirm token. Calling the same tool again with the same
   arguments plus ``"_confirm_token": "<token>"`` runs it. The token is bound
@@ -27,7 +34,9 @@ import mcp_types as types
 import trio
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 
 from agentws.domain.models import ConfirmToken
 from agentws.domain.rules import hash_secret, new_secret, utcnow
@@ -50,6 +59,8 @@ CONFIRM_TOKEN_PREFIX = "agwc_"  # noqa: S105 - a prefix, not a secret
 _MAX_CONFIRMATIONS = 16
 # Elicitation exists from this protocol version on.
 _ELICITATION_SINCE = "2025-06-18"
+# The key of the one input request a stateless confirmation asks.
+_CONFIRM_INPUT = "confirm"
 _CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -108,6 +119,9 @@ class McpConfirmer:
     ttl_s: float
     #: Where confirm tokens are kept (shared by every instance).
     store: Store
+    #: A stateless client's retry: its answers to our input requests, and our state.
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
 
     @property
     def session(self) -> McpSession:
@@ -117,16 +131,24 @@ class McpConfirmer:
         self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
     ) -> ConfirmAnswer:
         if self.presented is not None:
-            return await self._check_token(tool, arguments_hash)
-        if _supports_elicitation(self.ctx):
+            return await self._check_token(tool, arguments_hash, self.presented)
+        if self.ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if self.request_state is not None:
+                return await self._check_answer(tool, arguments_hash)
+            capabilities = self.ctx.session.client_capabilities
+            if capabilities is not None and capabilities.elicitation is not None:
+                return await self._ask_input(tool, arguments, arguments_hash)
+        elif _supports_elicitation(self.ctx):
             return await self._elicit(tool, arguments)
         return await self._issue_token(tool, arguments, arguments_hash)
 
-    async def _check_token(self, tool: ToolSpec, arguments_hash: str) -> ConfirmAnswer:
+    async def _check_token(
+        self, tool: ToolSpec, arguments_hash: str, presented: Any
+    ) -> ConfirmAnswer:
         pending = None
-        if isinstance(self.presented, str) and self.presented.startswith(CONFIRM_TOKEN_PREFIX):
+        if isinstance(presented, str) and presented.startswith(CONFIRM_TOKEN_PREFIX):
             pending = await self.store.take_confirm_token(
-                hash_secret(self.presented), self.session.token_id
+                hash_secret(presented), self.session.token_id
             )
         if pending is None:
             why = "it is unknown for this token, or was used already"
@@ -146,9 +168,39 @@ class McpConfirmer:
             outcome="confirmation_refused",
         )
 
-    async def _issue_token(
+    async def _check_answer(self, tool: ToolSpec, arguments_hash: str) -> ConfirmAnswer:
+        """A stateless retry: the state must be a valid token, the answer a yes."""
+        checked = await self._check_token(tool, arguments_hash, self.request_state)
+        if not checked.confirmed:
+            return checked
+        raw = (self.input_responses or {}).get(_CONFIRM_INPUT)
+        if isinstance(raw, BaseModel):
+            raw = raw.model_dump(by_alias=True, exclude_none=True)
+        try:
+            answer = types.ElicitResult.model_validate(raw)
+        except PydanticValidationError:
+            return self._not_run(tool, "the confirmation request was not answered", "no_answer")
+        return self._judge(tool, answer, "confirmed_by_input")
+
+    async def _ask_input(
         self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
     ) -> ConfirmAnswer:
+        secret = await self._store_token(tool, arguments_hash)
+        question = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=self._question(tool, arguments), requested_schema=_CONFIRM_SCHEMA
+            )
+        )
+        return ConfirmAnswer(
+            False,
+            types.InputRequiredResult(
+                input_requests={_CONFIRM_INPUT: question}, request_state=secret
+            ),
+            outcome="confirmation_requested",
+        )
+
+    async def _store_token(self, tool: ToolSpec, arguments_hash: str) -> str:
+        """A new one-time confirm token for this call; only its hash is kept."""
         secret = new_secret(CONFIRM_TOKEN_PREFIX)
         now = utcnow()
         await self.store.issue_confirm_token(
@@ -162,6 +214,12 @@ class McpConfirmer:
             ),
             keep=_MAX_CONFIRMATIONS,
         )
+        return secret
+
+    async def _issue_token(
+        self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
+    ) -> ConfirmAnswer:
+        secret = await self._store_token(tool, arguments_hash)
         text = (
             f"Confirmation required: {tool.name} is destructive and has NOT run. Show the person "
             f"what it will do and ask them. To run it, call {tool.name} again with exactly the "
@@ -185,11 +243,15 @@ class McpConfirmer:
             outcome="confirmation_requested",
         )
 
-    async def _elicit(self, tool: ToolSpec, arguments: dict[str, Any]) -> ConfirmAnswer:
-        message = (
+    @staticmethod
+    def _question(tool: ToolSpec, arguments: dict[str, Any]) -> str:
+        return (
             f"Run the destructive action {tool.name}?\n{tool.description}\n\n"
             f"Arguments:\n{_shown(tool, arguments)}"
         )
+
+    async def _elicit(self, tool: ToolSpec, arguments: dict[str, Any]) -> ConfirmAnswer:
+        message = self._question(tool, arguments)
         answer: types.ElicitResult | None = None
         with trio.move_on_after(self.ttl_s):
             try:
@@ -201,8 +263,11 @@ class McpConfirmer:
                 return self._not_run(tool, f"the confirmation request failed ({exc.error.message})")
         if answer is None:
             return self._not_run(tool, f"no answer within {self.ttl_s:g} s", "no_answer")
+        return self._judge(tool, answer, "confirmed_by_elicitation")
+
+    def _judge(self, tool: ToolSpec, answer: types.ElicitResult, outcome: str) -> ConfirmAnswer:
         if answer.action == "accept" and (answer.content or {}).get("confirm") is True:
-            return ConfirmAnswer(True, outcome="confirmed_by_elicitation")
+            return ConfirmAnswer(True, outcome=outcome)
         if answer.action == "accept":
             return self._not_run(tool, "the person did not tick 'Run it'", "declined")
         return self._not_run(tool, f"the person chose {answer.action}", "declined")

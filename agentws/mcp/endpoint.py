@@ -39,7 +39,6 @@ import attrs
 import mcp_types as types
 import trio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.asgi import (
     ASGIApp,
@@ -71,6 +70,7 @@ from agentws.mcp.forward import (
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
+from agentws.mcp.modern import is_stateless, serve_stateless
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, forward_events, until_final, write_sse
 from agentws.metrics import REJECTED
@@ -167,6 +167,17 @@ class McpDoor:
             raise _store_unavailable("authenticate an MCP request", exc) from None
 
         session_id = request.session_id
+        if not request.messages_path and is_stateless(request.scope, session_id):
+            body = await read_body(request, self.settings) if request.method == "POST" else b""
+            await serve_stateless(
+                sessions.server,
+                request.authorized,
+                body,
+                request.scope,
+                request.receive,
+                request.send,
+            )
+            return
         if session_id is not None and sessions.get(session_id) is None:
             owner_id = owner_of(session_id)
             if owner_id is not None and owner_id != self.settings.instance_id:
@@ -255,19 +266,6 @@ class McpDoor:
         is_request = isinstance(message, types.JSONRPCRequest)
         if session_id is None:
             if not (is_request and message.method == "initialize"):  # type: ignore[union-attr]
-                version = request.header(b"mcp-protocol-version")
-                if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                    await rpc_error(
-                        request,
-                        400,
-                        getattr(message, "id", None),
-                        types.UNSUPPORTED_PROTOCOL_VERSION,
-                        f"protocol version {version} is not supported; initialize with one of "
-                        f"{', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}",
-                        None,
-                        {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
-                    )
-                    return
                 raise HttpRefusal(
                     400, "missing_session", "no Mcp-Session-Id header: send initialize first"
                 )

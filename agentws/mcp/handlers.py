@@ -35,9 +35,11 @@ from agentws.config import Settings
 from agentws.domain.models import Library, Skill
 from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
+from agentws.mcp.listen import ListenStreams, read_approval
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import McpSession
 from agentws.store import Store
+from agentws.tools.approval_queue import approval_id_of
 from agentws.tools.builtins import document_uri, find_document
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import Catalog
@@ -125,6 +127,7 @@ def build_server(
     gate: ToolGate,
     catalog: Catalog,
     rendered: RenderedResults,
+    listens: ListenStreams,
 ) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
@@ -147,7 +150,9 @@ def build_server(
             types.INVALID_PARAMS, f"Unknown tool {name!r}: tools/list shows this group's tools"
         )
 
-    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         session = ctx.lifespan_context
         # Kept for telling this session, later, what became of a queued call.
         session.server_session = ctx.session
@@ -166,7 +171,14 @@ def build_server(
         caller = ToolCaller.mcp(
             session.caller.token_id, session.caller.token.scope, group, session.id
         )
-        confirmer = McpConfirmer(ctx, presented, settings.confirm_ttl_s, store)
+        confirmer = McpConfirmer(
+            ctx,
+            presented,
+            settings.confirm_ttl_s,
+            store,
+            input_responses=params.input_responses,
+            request_state=params.request_state,
+        )
         try:
             outcome = await gate.call(caller, tool, arguments, confirmer=confirmer)
         except PermissionDeniedError as exc:
@@ -197,6 +209,8 @@ def build_server(
     async def read_resource(
         ctx: Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        if approval_id_of(str(params.uri)) is not None:
+            return await read_approval(store, ctx.lifespan_context.caller, str(params.uri))
         group = ctx.lifespan_context.caller.group
         found = await find_document(store, group, uri=str(params.uri))
         if found is None:
@@ -273,6 +287,7 @@ def build_server(
             on_list_prompts=_guarded(list_prompts),
             on_get_prompt=_guarded(get_prompt),
             on_set_logging_level=set_logging_level,
+            on_subscriptions_listen=listens,
         )
     # No tracing exporter is configured; the per-message span would be pure cost.
     server.middleware = [_ListingReuse(catalog, rendered)]

@@ -45,6 +45,7 @@ from agentws.domain.models import Approval, McpToken
 from agentws.errors import OverCapacityError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
+from agentws.mcp.listen import ListenStreams
 from agentws.mcp.rendered import RenderedResults
 from agentws.store import Store
 
@@ -275,6 +276,8 @@ class SessionSupervisor:
     #: Announces revocations made anywhere; without it (or while it is deaf) the store is polled.
     changes: ChangeFeed
     rendered: RenderedResults = attrs.field(factory=RenderedResults)
+    #: The stateless revision's listen streams: told of outcomes too, closed with the rest.
+    listens: ListenStreams = attrs.field(factory=ListenStreams)
     _sessions: dict[str, McpSession] = attrs.field(factory=dict, init=False)
     _by_token: defaultdict[str, set[str]] = attrs.field(
         factory=lambda: defaultdict(set), init=False
@@ -308,7 +311,8 @@ class SessionSupervisor:
 
     def awaited(self) -> set[str]:
         """Approval requests some open session waits to hear about."""
-        return {a for session in self._sessions.values() for a in session.awaiting}
+        waited = {a for session in self._sessions.values() for a in session.awaiting}
+        return waited | self.listens.awaited()
 
     def forget(self, approval_id: str) -> None:
         """No session waits for ``approval_id`` any more (it no longer exists)."""
@@ -317,7 +321,7 @@ class SessionSupervisor:
 
     async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
         """Tell every open session waiting for ``approval`` its outcome; how many were told."""
-        told = 0
+        told = self.listens.deliver(approval)
         for session in list(self._sessions.values()):
             if approval.id in session.awaiting and await session.tell_outcome(approval, data):
                 told += 1
@@ -393,6 +397,7 @@ class SessionSupervisor:
     def close_all(self) -> None:
         """Refuse new sessions and close every open one (shutdown)."""
         self._closing.set()
+        self.listens.close()
         for session in list(self._sessions.values()):
             session.close()
 

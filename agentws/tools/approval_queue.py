@@ -17,6 +17,7 @@ for one call.
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -155,6 +156,22 @@ def approval_url(base_url: str, approval_id: str) -> str:
     return f"{base_url.rstrip('/')}/dashboard/approvals/{approval_id}"
 
 
+#: Where a queued call's outcome is read (``resources/read``) and announced
+#: (``notifications/resources/updated`` to a client listening for the URI).
+APPROVAL_URI_PREFIX = "agentws://approvals/"
+_APPROVAL_URI = re.compile(re.escape(APPROVAL_URI_PREFIX) + r"([A-Za-z0-9_-]+)")
+
+
+def approval_uri(approval_id: str) -> str:
+    return f"{APPROVAL_URI_PREFIX}{approval_id}"
+
+
+def approval_id_of(uri: str) -> str | None:
+    """The approval a URI names, if it is an approval's URI."""
+    match = _APPROVAL_URI.fullmatch(uri)
+    return match[1] if match else None
+
+
 def queued_result(approval: Approval) -> types.CallToolResult:
     """What the caller gets back for a queued call: not an error, with the approval id."""
     text = (
@@ -170,11 +187,24 @@ def queued_result(approval: Approval) -> types.CallToolResult:
             "This session is told the outcome if it is still open; "
             f"get_approval(approval_id={approval.id!r}) reads it at any time."
         )
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if approval.event_id is None:
+        # A client of the stateless revision listens for this URI to hear the outcome.
+        content.append(
+            types.ResourceLink(
+                type="resource_link",
+                uri=approval_uri(approval.id),
+                name=f"approval {approval.id}",
+                description=f"Where the queued {approval.tool_name} call stands",
+                mime_type="application/json",
+            )
+        )
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=content,
         structured_content={
             "status": "queued",
             "approval_id": approval.id,
+            "uri": approval_uri(approval.id),
             "tool": approval.tool_name,
             "expires_at": approval.expires_at.isoformat(),
         },

@@ -61,7 +61,9 @@ class ConfirmAnswer:
 
     confirmed: bool
     #: When not confirmed: what the caller gets instead (a question, a refusal).
-    result: types.CallToolResult | None = None
+    #: A question may be an ``input_required`` result (2026-07-28), the client
+    #: retrying the call with the answer.
+    result: types.CallToolResult | types.InputRequiredResult | None = None
     #: For the audit log: ``confirmed``, ``asked``, ``declined``, ``refused``...
     outcome: str = "confirmed"
 
@@ -78,7 +80,7 @@ class Confirmer(Protocol):
 class GateResult:
     """The call's result, and the approval request if it was queued."""
 
-    result: types.CallToolResult
+    result: types.CallToolResult | types.InputRequiredResult
     approval: Approval | None = None
 
 

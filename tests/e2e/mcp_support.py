@@ -17,6 +17,7 @@ import attrs
 import h11
 import httpx2
 import trio
+from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -30,6 +31,8 @@ from agentws.store import Store
 GRACE_S = 3.0
 # Every request of these tests is answered at once; this bounds a hang.
 REQUEST_S = 15.0
+#: The stateless revision.
+MODERN = "2026-07-28"
 ACTOR = "test"
 
 HANDBOOK_DOCS = {
@@ -175,6 +178,20 @@ async def sdk_session(
             with trio.fail_after(REQUEST_S):
                 await session.initialize()
             yield session
+
+
+@asynccontextmanager
+async def modern_client(
+    server: Running, *, token: str | None = None, mode: str = MODERN, **options: Any
+) -> AsyncIterator[Client]:
+    """The SDK's high-level client of the group endpoint in ``mode`` (default: 2026-07-28).
+
+    ``options`` go to :class:`~mcp.client.client.Client` (``elicitation_callback``...).
+    """
+    async with httpx2.AsyncClient(headers=server.headers(token), timeout=REQUEST_S) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(transport, mode=mode, **options) as client:
+            yield client
 
 
 @attrs.define

@@ -451,7 +451,8 @@ async def test_sdk_clients_connect_and_disconnect_cleanly(tmp_path: Path, transp
         await wait_for(lambda: len(server.runtime.sessions) == 0, what="session closed")
 
 
-async def test_sdk_client_in_auto_mode_falls_back_to_the_handshake(tmp_path: Path) -> None:
+async def test_sdk_client_in_auto_mode_takes_the_newest_revision(tmp_path: Path) -> None:
+    # server/discover answers, so the client speaks 2026-07-28: no handshake, no session.
     async with (
         running(tmp_path, with_library=False) as server,
         httpx2.AsyncClient(headers=server.headers(), timeout=REQUEST_S) as http,
@@ -459,8 +460,9 @@ async def test_sdk_client_in_auto_mode_falls_back_to_the_handshake(tmp_path: Pat
         transport = streamable_http_client(server.url, http_client=http)
         with trio.fail_after(REQUEST_S):
             async with Client(transport, mode="auto") as client:
-                assert client.protocol_version == "2025-11-25"
+                assert client.protocol_version == "2026-07-28"
                 assert (await client.list_tools()).tools == []
+                assert len(server.runtime.sessions) == 0
 
 
 # --- a client that stops reading ---------------------------------------------------------

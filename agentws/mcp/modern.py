@@ -1,0 +1,131 @@
+"""The stateless MCP revision (2026-07-28) on the group endpoint's URL.
+
+A request of that revision is self-contained: no ``initialize``, no
+``Mcp-Session-Id``; its ``_meta`` carries the protocol version, the
+client's capabilities and its name, and its ``MCP-Protocol-Version`` header
+names the revision. Such a request is routed here by the door (after the
+Host/Origin guard and the bearer token, exactly as any other request) and
+served by the SDK's own single-exchange handler with the same
+:class:`~mcp.server.lowlevel.server.Server` the sessions run: one JSON-RPC
+request in, one response out (JSON, or an SSE stream when the handler sends
+notifications such as progress first). ``server/discover`` replaces the
+handshake; header validation, ``resultType`` on every result and the
+``UnsupportedProtocolVersion`` error listing what is served are the SDK's.
+
+The handlers see a :class:`StatelessCaller` as their ``lifespan_context``:
+the caller (token, group) of this one request, and nothing that outlives it.
+Nothing here holds state between requests, so any instance answers any
+request: no sticky routing is needed for this revision.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Any, cast
+
+import attrs
+from mcp.server._streamable_http_modern import handle_modern_request
+from mcp.server.lowlevel.server import Server
+from mcp.server.session import ServerSession
+from mcp.shared.inbound import unsupported_protocol_version_rejection
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from agentws.asgi import Receive, Scope, Send, header, respond_json
+from agentws.mcp.auth import Caller
+
+__all__ = ["StatelessCaller", "is_stateless", "serve_stateless"]
+
+log = logging.getLogger("agentws.mcp")
+
+_VERSION_HEADER = b"mcp-protocol-version"
+#: Every revision the endpoint serves, newest first: a client told its version is
+#: not served picks from these (a handshake one means: initialize).
+SERVED_VERSIONS = (*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(HANDSHAKE_PROTOCOL_VERSIONS))
+
+
+def is_stateless(scope: Scope, session_id: str | None) -> bool:
+    """Whether a request is of a stateless revision (or claims one we do not know).
+
+    As the SDK routes: a request without a session whose ``MCP-Protocol-Version``
+    header names no handshake revision. Unknown values go here too, so that the
+    answer is the SDK's structured ``UnsupportedProtocolVersion`` error.
+    """
+    if session_id is not None:
+        return False
+    versions = [value for name, value in scope["headers"] if name == _VERSION_HEADER]
+    return bool(versions) and versions[0].decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+@attrs.define(eq=False)
+class StatelessCaller:
+    """What the handlers know of a stateless request: its caller, and no session.
+
+    It has the attributes the handlers read off a session, so that one set of
+    handlers serves both: a queued call's outcome is not pushed to a stateless
+    caller (it has no stream to push to); it reads the approval instead.
+    """
+
+    caller: Caller
+    id: str = attrs.field(factory=lambda: f"stateless.{secrets.token_urlsafe(9)}")
+    log_level: str | None = None
+    server_session: ServerSession | None = None
+
+    @property
+    def token_id(self) -> str:
+        return self.caller.token_id
+
+    def await_outcome(self, approval_id: str) -> None:
+        """Nothing to do: a stateless caller has no stream to be told on."""
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body, already read (and bounded) by the door, given again first."""
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _request_id(body: bytes) -> str | int | None:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    request_id = document.get("id") if isinstance(document, dict) else None
+    return request_id if isinstance(request_id, str | int) else None
+
+
+async def serve_stateless(
+    server: Server[Any],
+    caller: Caller,
+    body: bytes,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Answer one stateless request (its body read already) with the SDK's handler.
+
+    The SDK validates the headers against the body, negotiates nothing (the
+    request names its revision) and maps errors to HTTP statuses as the
+    revision says. The Host/Origin guard ran in the door, so the SDK's own
+    DNS-rebinding check is off here.
+    """
+    requested = header(scope, _VERSION_HEADER) or ""
+    refused = unsupported_protocol_version_rejection(requested, SERVED_VERSIONS)
+    if refused is not None:
+        error = {"code": refused.code, "message": refused.message, "data": refused.data}
+        await respond_json(send, 400, {"jsonrpc": "2.0", "id": _request_id(body), "error": error})
+        return
+    state = StatelessCaller(caller)
+    # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
+    await handle_modern_request(
+        server, None, False, state, scope, _replaying(body, receive), cast(Any, send)
+    )
