@@ -20,7 +20,6 @@ request: no sticky routing is needed for this revision.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from typing import Any, cast
@@ -29,10 +28,9 @@ import attrs
 from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
-from mcp.shared.inbound import unsupported_protocol_version_rejection
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from agentws.asgi import Receive, Scope, Send, header, respond_json
+from agentws.asgi import Receive, Scope, Send
 from agentws.mcp.auth import Caller
 
 __all__ = ["StatelessCaller", "is_stateless", "serve_stateless"]
@@ -40,9 +38,6 @@ __all__ = ["StatelessCaller", "is_stateless", "serve_stateless"]
 log = logging.getLogger("agentws.mcp")
 
 _VERSION_HEADER = b"mcp-protocol-version"
-#: Every revision the endpoint serves, newest first: a client told its version is
-#: not served picks from these (a handshake one means: initialize).
-SERVED_VERSIONS = (*reversed(MODERN_PROTOCOL_VERSIONS), *reversed(HANDSHAKE_PROTOCOL_VERSIONS))
 
 
 def is_stateless(scope: Scope, session_id: str | None) -> bool:
@@ -94,15 +89,6 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _request_id(body: bytes) -> str | int | None:
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
-    request_id = document.get("id") if isinstance(document, dict) else None
-    return request_id if isinstance(request_id, str | int) else None
-
-
 async def serve_stateless(
     server: Server[Any],
     caller: Caller,
@@ -115,15 +101,11 @@ async def serve_stateless(
 
     The SDK validates the headers against the body, negotiates nothing (the
     request names its revision) and maps errors to HTTP statuses as the
-    revision says. The Host/Origin guard ran in the door, so the SDK's own
-    DNS-rebinding check is off here.
+    revision says. A revision it does not serve is refused with the stateless
+    revisions it does (those ``server/discover`` lists); the handshake ones
+    are found the handshake's way, by ``initialize``. The Host/Origin guard
+    ran in the door, so the SDK's own DNS-rebinding check is off here.
     """
-    requested = header(scope, _VERSION_HEADER) or ""
-    refused = unsupported_protocol_version_rejection(requested, SERVED_VERSIONS)
-    if refused is not None:
-        error = {"code": refused.code, "message": refused.message, "data": refused.data}
-        await respond_json(send, 400, {"jsonrpc": "2.0", "id": _request_id(body), "error": error})
-        return
     state = StatelessCaller(caller)
     # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
     await handle_modern_request(
