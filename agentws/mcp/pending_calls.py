@@ -1,0 +1,222 @@
+"""Tool calls of stateless (2026-07-28) clients that wait for their client's input.
+
+A remote MCP connector may, while it runs a call, ask for elicitation or
+sampling. A client of the stateless revision takes no request from the
+server: it is answered ``input_required`` instead, with the question(s) and a
+``requestState``, and retries the call with its ``inputResponses`` and that
+state. Meanwhile the call goes on here, in a task of the process, waiting for
+the answers (at most ``answer_s``); the retry hands them over and waits for
+what comes next: the result, or another question (any number of rounds).
+
+The state is ``<instance id>.<random>``: the instance holding the call can be
+read off it, so a retry that reaches another instance is forwarded there by
+the door, as a request of another instance's session is; any instance
+accepts a stateless client's request. Only the bearer token that made the
+call can continue it.
+
+A step that is cancelled (its client went away) while the call runs, rather
+than waits for an answer, cancels the call: the remote is told, as for any
+client that gave up. Every pending call ends at shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+import trio
+from mcp.shared.exceptions import MCPError
+
+from agentws.errors import OverCapacityError
+
+__all__ = ["PendingCall", "PendingCalls", "Step", "is_pending_state", "owner_of_state"]
+
+log = logging.getLogger("agentws.mcp")
+
+#: What a call comes to, or a step of it: its result, or questions to answer first.
+Step = types.CallToolResult | types.InputRequiredResult
+_STATE_PREFIX = "agwp_"
+
+
+def _new_state(instance_id: str) -> str:
+    return f"{_STATE_PREFIX}{instance_id}.{secrets.token_urlsafe(18)}"
+
+
+def is_pending_state(state: object) -> bool:
+    """Whether a ``requestState`` names a pending call (not, say, a confirm token)."""
+    return isinstance(state, str) and state.startswith(_STATE_PREFIX)
+
+
+def owner_of_state(state: str) -> str | None:
+    """The instance holding the pending call ``state`` names."""
+    owner, dot, _ = state.removeprefix(_STATE_PREFIX).partition(".")
+    return owner if dot and owner else None
+
+
+@attrs.define(eq=False)
+class _Question:
+    key: str
+    request: types.ElicitRequest | types.CreateMessageRequest
+    answered: trio.Event = attrs.field(factory=trio.Event)
+    answer: Any = None
+
+
+@attrs.define(eq=False)
+class PendingCall:
+    """One call in flight: its questions to its client, and its outcome when it has one."""
+
+    state: str
+    token_id: str
+    answer_s: float
+    #: Asked and not yet answered, by key, in the order asked.
+    open: dict[str, _Question] = attrs.field(factory=dict)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    finished: trio.Event = attrs.field(factory=trio.Event)
+    outcome: Step | None = None
+    failure: BaseException | None = None
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+    _asked: int = 0
+
+    async def ask(
+        self, request: types.ElicitRequest | types.CreateMessageRequest
+    ) -> types.Result | types.ErrorData:
+        """Put a question to the client (on its next step) and wait for the answer.
+
+        Answers with the client's result, or an error for the remote when the
+        client does not answer in ``answer_s``.
+        """
+        self._asked += 1
+        question = _Question(f"q{self._asked}", request)
+        self.open[question.key] = question
+        self._wake()
+        with trio.move_on_after(self.answer_s):
+            await question.answered.wait()
+            result: types.Result | types.ErrorData = question.answer
+            return result
+        self.open.pop(question.key, None)
+        return types.ErrorData(
+            code=types.INTERNAL_ERROR,
+            message=f"the client did not answer within {self.answer_s:g} s",
+        )
+
+    def give(self, responses: dict[str, Any]) -> None:
+        """The client's answers, by the keys it was asked with (unknown keys are ignored)."""
+        for key, response in responses.items():
+            question = self.open.pop(key, None)
+            if question is not None:
+                question.answer = response
+                question.answered.set()
+
+    def finish(self) -> None:
+        """The call ended (:attr:`outcome` or :attr:`failure` says how)."""
+        self.finished.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def next_step(self) -> Step:
+        """The outcome once there is one, or the open questions once there are any."""
+        while not self.finished.is_set() and not self.open:
+            await self._changed.wait()
+        if self.finished.is_set():
+            if self.failure is not None or self.outcome is None:
+                raise self.failure or MCPError(
+                    types.INTERNAL_ERROR, "the call ended without a result"
+                )
+            return self.outcome
+        return types.InputRequiredResult(
+            input_requests={key: question.request for key, question in self.open.items()},
+            request_state=self.state,
+        )
+
+
+@attrs.define(eq=False)
+class PendingCalls:
+    """The pending calls of this process, run in a nursery of their own."""
+
+    instance_id: str
+    #: How long a question waits for its client's answer.
+    answer_s: float
+    max_calls: int = 1000
+    _calls: dict[str, PendingCall] = attrs.field(factory=dict, init=False)
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run pending calls until :meth:`close` (or cancelled), which ends every one."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await self._closing.wait()
+            nursery.cancel_scope.cancel()
+
+    def close(self) -> None:
+        self._closing.set()
+
+    async def start(self, token_id: str, run: Callable[[PendingCall], Awaitable[Step]]) -> Step:
+        """Run ``run(call)`` as a call that may ask its client; its first step.
+
+        Error handling:
+            :class:`~agentws.errors.OverCapacityError` at ``max_calls`` or shutting down.
+        """
+        if self._nursery is None or self._closing.is_set():
+            raise OverCapacityError("the server is shutting down", retry_after_s=5)
+        if len(self._calls) >= self.max_calls:
+            raise OverCapacityError(
+                f"{len(self._calls)} calls wait for their clients' input here, the limit; "
+                "retry later",
+                retry_after_s=5,
+            )
+        call = PendingCall(_new_state(self.instance_id), token_id, self.answer_s)
+        self._calls[call.state] = call
+        self._nursery.start_soon(self._run, call, run)
+        return await self._step(call)
+
+    async def resume(self, state: str, token_id: str, responses: dict[str, Any]) -> Step:
+        """The next step of the call ``state`` names, given the client's answers."""
+        call = self._calls.get(state)
+        if call is None or call.token_id != token_id:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                "requestState names no call waiting for input here (it ended, expired or "
+                "was never made with this token): call the tool again",
+            )
+        call.give(responses)
+        return await self._step(call)
+
+    async def _step(self, call: PendingCall) -> Step:
+        try:
+            step = await call.next_step()
+        except trio.Cancelled:
+            # The client left while the call ran: nobody will take its outcome.
+            if not call.open:
+                call.scope.cancel()
+            raise
+        if call.finished.is_set():
+            self._calls.pop(call.state, None)
+        return step
+
+    async def _run(self, call: PendingCall, run: Callable[[PendingCall], Awaitable[Step]]) -> None:
+        try:
+            with call.scope:
+                call.outcome = await run(call)
+            if call.scope.cancelled_caught:
+                call.failure = MCPError(types.INTERNAL_ERROR, "the call was cancelled")
+        except Exception as exc:
+            call.failure = exc
+        finally:
+            call.finish()
+        if call.state in self._calls:
+            # The client's next step takes the outcome; if none comes in a
+            # question's time, nobody will.
+            await trio.sleep(self.answer_s)
+            self._calls.pop(call.state, None)
