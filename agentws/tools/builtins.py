@@ -129,12 +129,12 @@ async def _search_context(
     found.content.extend(
         types.ResourceLink(
             type="resource_link",
-            uri=result["uri"],
+            uri=f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",
             name=hit.slug,
             title=hit.title,
             mime_type=hit.mime_type,
         )
-        for hit, result in zip(hits, results, strict=True)
+        for hit in hits
     )
     return found
 
