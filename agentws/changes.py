@@ -51,6 +51,8 @@ class Topic(enum.StrEnum):
     TOKENS = "tokens"
     APPROVALS = "approvals"
     CATALOG = "catalog"
+    #: Documents and skills of libraries, and attachments (migration 0016).
+    LIBRARIES = "libraries"
 
 
 @attrs.define

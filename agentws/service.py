@@ -34,7 +34,8 @@ from agentws.errors import StoreError
 from agentws.instances import InstanceRegistry
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.forward import SessionForwarder, open_hop_client
-from agentws.mcp.handlers import build_server
+from agentws.mcp.handlers import NOTIFICATIONS, build_server
+from agentws.mcp.list_changes import ListChanges
 from agentws.mcp.listen import ListenStreams
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
@@ -175,12 +176,14 @@ class Service:
                 settings,
                 store,
                 server,
-                server.create_initialization_options(),
+                server.create_initialization_options(NOTIFICATIONS),
                 changes,
                 rendered=rendered,
                 listens=listens,
             )
             sessions = await self._start(nursery, supervisor.serve, supervisor.close_all)
+            list_changes = ListChanges(store, supervisor, catalog, changes)
+            await self._start(nursery, list_changes.serve, list_changes.close)
             watch = ApprovalWatch(store, supervisor, changes)
             await self._start(nursery, watch.serve, watch.close)
             runs = ApprovalRuns(store, runner, keys, changes, settings.instance_id)

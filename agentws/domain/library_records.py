@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
@@ -16,6 +17,7 @@ __all__ = [
     "GroupLibrary",
     "Library",
     "Skill",
+    "SkillArgument",
     "SkillAsset",
 ]
 
@@ -90,6 +92,22 @@ class SkillAsset:
     text: str = ""
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    # Read back from JSON as a list; kept as a tuple so the record stays hashable.
+    return tuple(values)
+
+
+@attrs.frozen(kw_only=True)
+class SkillArgument:
+    """An argument a skill's prompt takes (an MCP prompt argument), put in as ``{{name}}``."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+    #: Values to offer when a client asks for completions (``enum`` or ``examples``).
+    values: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+
 @attrs.frozen(kw_only=True)
 class Skill:
     id: str = id_field("skl")
@@ -98,5 +116,6 @@ class Skill:
     description: str = ""
     prompt: str
     assets: tuple[SkillAsset, ...] = ()
+    arguments: tuple[SkillArgument, ...] = ()
     created_at: datetime = now_field()
     updated_at: datetime = now_field()

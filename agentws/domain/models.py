@@ -31,6 +31,7 @@ from agentws.domain.library_records import (
     GroupLibrary,
     Library,
     Skill,
+    SkillArgument,
     SkillAsset,
 )
 from agentws.domain.tool_records import (
@@ -91,6 +92,7 @@ __all__ = [
     "Permission",
     "Record",
     "Skill",
+    "SkillArgument",
     "SkillAsset",
     "ToolPermission",
     "VerificationScheme",

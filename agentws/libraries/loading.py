@@ -20,9 +20,10 @@ from typing import Any, BinaryIO
 import attrs
 import yaml
 
-from agentws.domain.models import SkillAsset
+from agentws.domain.models import SkillArgument, SkillAsset
 from agentws.domain.rules import check_slug
 from agentws.errors import ValidationError
+from agentws.libraries.arguments import parse_arguments
 from agentws.libraries.checks import (
     MAX_DOCUMENT_BYTES,
     MAX_SKILL_BYTES,
@@ -86,6 +87,7 @@ class SkillFolder:
     description: str
     prompt: str
     assets: tuple[SkillAsset, ...] = ()
+    arguments: tuple[SkillArgument, ...] = ()
 
 
 def slug_from(text: str) -> str:
@@ -249,7 +251,8 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
     """Read a skill from a folder in the common ``SKILL.md`` layout.
 
     ``SKILL.md`` starts with YAML front matter between ``---`` lines with
-    ``name`` (the skill's slug) and ``description``; the rest is the prompt.
+    ``name`` (the skill's slug) and ``description``, and optionally
+    ``arguments`` (see :mod:`agentws.libraries.arguments`); the rest is the prompt.
     Every other file in the folder and its subfolders is an asset, named by
     its relative POSIX path; hidden files and ``__pycache__`` are left out.
 
@@ -281,6 +284,7 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
     check_slug(name, what=f"skill name in {_SKILL_FILE}")
     if not isinstance(description, str) or not description.strip():
         raise ValidationError(f"{_SKILL_FILE}: the front matter needs 'description: ...'")
+    arguments = parse_arguments(meta.get("arguments"), _SKILL_FILE)
     assets = []
     for asset_name, asset_path in _asset_files(folder):
         if asset_path.stat().st_size > budget:
@@ -291,5 +295,9 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
         text = _decode(data, repr(asset_name), _TEXT_ONLY)
         assets.append(SkillAsset(name=asset_name, mime_type=mime, text=text))
     return SkillFolder(
-        slug=name, description=description.strip(), prompt=prompt.strip(), assets=tuple(assets)
+        slug=name,
+        description=description.strip(),
+        prompt=prompt.strip(),
+        assets=tuple(assets),
+        arguments=arguments,
     )

@@ -331,6 +331,7 @@ async def add_skill(
             description=description,
             prompt=skill_folder.prompt,
             assets=skill_folder.assets,
+            arguments=skill_folder.arguments,
             created_at=now,
             updated_at=now,
         )
@@ -347,6 +348,7 @@ async def add_skill(
             description=description,
             prompt=skill_folder.prompt,
             assets=skill_folder.assets,
+            arguments=skill_folder.arguments,
             updated_at=utcnow(),
         )
         await store.update(skill)

@@ -11,9 +11,15 @@ negotiation, JSON-RPC, error replies —; these handlers only answer:
   admin, asks for confirmation of destructive calls (:mod:`agentws.mcp.confirm`)
   and refuses what the caller may not do ("permission denied", an MCP
   error); a bad call is an error a client can show, never a 500;
-- ``resources/list`` / ``resources/read``: the group's exposed documents;
-- ``prompts/list`` / ``prompts/get``: the group's skills, with their assets
-  as embedded resources.
+- ``resources/*``: the group's exposed documents (:mod:`agentws.mcp.resources`);
+- ``prompts/list`` / ``prompts/get``: the group's skills, with their
+  arguments and assets (:mod:`agentws.mcp.prompts`);
+- ``completion/complete``: prompt arguments and template variables
+  (:mod:`agentws.mcp.completion`).
+
+The list-changed and resource-updated notifications are sent from outside
+any request, by :mod:`agentws.mcp.list_changes`; the capabilities that
+announce them are :data:`NOTIFICATIONS`.
 """
 
 from __future__ import annotations
@@ -27,35 +33,39 @@ from typing import TypeVar
 import attrs
 import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from agentws import __version__
 from agentws.config import Settings
-from agentws.domain.models import Library, Skill
 from agentws.errors import PermissionDeniedError, StoreError
+from agentws.mcp.completion import Completions
 from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
-from agentws.mcp.listen import ListenStreams, read_approval
+from agentws.mcp.listen import ListenStreams
+from agentws.mcp.prompts import Prompts
 from agentws.mcp.rendered import RenderedResults
+from agentws.mcp.resources import RESOURCE_NOT_FOUND, Resources
 from agentws.mcp.sessions import McpSession
 from agentws.store import Store
-from agentws.tools.approval_queue import approval_id_of
-from agentws.tools.builtins import document_uri, find_document
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import Catalog
 from agentws.tools.gate import ToolGate
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
+__all__ = ["NOTIFICATIONS", "PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
 
-#: The MCP specification's error code for an unknown resource.
-RESOURCE_NOT_FOUND = -32002
 #: Ours, in JSON-RPC's server range: the caller may not run this tool.
 PERMISSION_DENIED = -32003
 
 _INSTRUCTIONS = (
     "This server is one agentws group: its tools, its context documents (as resources; "
     "search them with search_context) and its skills (as prompts)."
+)
+
+#: Sessions hear when their group's tools, resources or prompts change
+#: (:mod:`agentws.mcp.list_changes`): the capabilities say so.
+NOTIFICATIONS = NotificationOptions(
+    prompts_changed=True, resources_changed=True, tools_changed=True
 )
 
 log = logging.getLogger("agentws.mcp")
@@ -105,20 +115,6 @@ def _mcp_tool(tool: ToolSpec) -> types.Tool:
             open_world_hint=hints["openWorldHint"],
         ),
     )
-
-
-async def _named_skills(store: Store, ctx: Context) -> dict[str, tuple[Library, Skill]]:
-    """The group's skills by prompt name: the slug, qualified by library on a clash."""
-    group = ctx.lifespan_context.caller.group
-    libraries = {library.id: library for library in await store.group_libraries(group.id)}
-    named: dict[str, tuple[Library, Skill]] = {}
-    for skill in await store.group_skills(group.id):
-        library = libraries.get(skill.library_id)
-        if library is None:
-            continue
-        name = skill.slug if skill.slug not in named else f"{library.slug}.{skill.slug}"
-        named[name] = (library, skill)
-    return named
 
 
 def build_server(
@@ -187,91 +183,13 @@ def build_server(
             session.await_outcome(outcome.approval.id)
         return outcome.result
 
-    async def list_resources(
-        ctx: Context, params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        group = ctx.lifespan_context.caller.group
-        libraries = {library.id: library for library in await store.group_libraries(group.id)}
-        resources = [
-            types.Resource(
-                uri=document_uri(libraries[doc.library_id], doc),
-                name=doc.slug,
-                title=doc.title,
-                description=f"{doc.title} (library {libraries[doc.library_id].name}, {doc.policy})",
-                mime_type=doc.mime_type,
-                size=len(doc.body.encode("utf-8")),
-            )
-            for doc in await store.group_documents(group.id)
-            if doc.library_id in libraries
-        ]
-        return types.ListResourcesResult(resources=resources)
-
-    async def read_resource(
-        ctx: Context, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        if approval_id_of(str(params.uri)) is not None:
-            return await read_approval(store, ctx.lifespan_context.caller, str(params.uri))
-        group = ctx.lifespan_context.caller.group
-        found = await find_document(store, group, uri=str(params.uri))
-        if found is None:
-            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": str(params.uri)})
-        library, document = found
-        return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(
-                    uri=document_uri(library, document),
-                    mime_type=document.mime_type,
-                    text=document.body,
-                )
-            ]
-        )
-
-    async def list_prompts(
-        ctx: Context, params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        prompts = [
-            types.Prompt(name=name, title=skill.slug, description=skill.description, arguments=[])
-            for name, (_, skill) in (await _named_skills(store, ctx)).items()
-        ]
-        return types.ListPromptsResult(prompts=prompts)
-
-    async def get_prompt(
-        ctx: Context, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        found = (await _named_skills(store, ctx)).get(params.name)
-        if found is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"Unknown prompt {params.name!r}: prompts/list shows this group's skills",
-            )
-        library, skill = found
-        messages = [
-            types.PromptMessage(
-                role="user", content=types.TextContent(type="text", text=skill.prompt)
-            )
-        ]
-        for asset in skill.assets:
-            messages.append(
-                types.PromptMessage(
-                    role="user",
-                    content=types.EmbeddedResource(
-                        type="resource",
-                        resource=types.TextResourceContents(
-                            uri=f"agentws://{library.slug}/skills/{skill.slug}/{asset.name}",
-                            mime_type=asset.mime_type,
-                            text=asset.text,
-                        ),
-                    ),
-                )
-            )
-        return types.GetPromptResult(description=skill.description, messages=messages)
-
     async def set_logging_level(
         ctx: Context, params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         ctx.lifespan_context.log_level = params.level
         return types.EmptyResult()
 
+    resources, prompts, completions = Resources(store), Prompts(store), Completions(store)
     with warnings.catch_warnings():
         # Deprecated from 2026-07-28 on; the handshake versions served here have
         # it, and outcomes of queued calls are sent as log messages.
@@ -282,16 +200,28 @@ def build_server(
             instructions=_INSTRUCTIONS,
             on_list_tools=_guarded(list_tools),
             on_call_tool=_guarded(call_tool),
-            on_list_resources=_guarded(list_resources),
-            on_read_resource=_guarded(read_resource),
-            on_list_prompts=_guarded(list_prompts),
-            on_get_prompt=_guarded(get_prompt),
+            on_list_resources=_guarded(resources.list),
+            on_list_resource_templates=_guarded(resources.templates),
+            on_read_resource=_guarded(resources.read),
+            on_subscribe_resource=_guarded(resources.subscribe),
+            on_unsubscribe_resource=_guarded(resources.unsubscribe),
+            on_list_prompts=_guarded(prompts.list),
+            on_get_prompt=_guarded(prompts.get),
+            on_completion=_guarded(completions.complete),
             on_set_logging_level=set_logging_level,
             on_subscriptions_listen=listens,
         )
     # No tracing exporter is configured; the per-message span would be pure cost.
-    server.middleware = [_ListingReuse(catalog, rendered)]
+    server.middleware = [_keep_server_session, _ListingReuse(catalog, rendered)]
     return server
+
+
+async def _keep_server_session(ctx: Context, call_next: CallNext) -> HandlerResult:
+    """Keep a session's handle toward its client, for notifications outside any request."""
+    session = ctx.lifespan_context
+    if isinstance(session, McpSession) and session.server_session is None:
+        session.server_session = ctx.session
+    return await call_next(ctx)
 
 
 @attrs.define(eq=False)

@@ -7,7 +7,7 @@ endpoint of the process and fans events out to them:
 
 - list changes (``notifications/tools/list_changed`` and the resources and
   prompts ones) go to the open streams of the group that changed, when the
-  stream asked for that kind;
+  stream asked for that kind (:mod:`agentws.mcp.list_changes` finds them);
 - ``notifications/resources/updated`` goes to the streams that subscribed to
   the URI: a document's, or a queued call's ``agentws://approvals/<id>``,
   which is updated once an admin decided it (only the bearer token that
@@ -41,7 +41,7 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
-from agentws.domain.models import Approval
+from agentws.domain.models import Approval, Group
 from agentws.errors import NotFoundError
 from agentws.mcp.auth import Caller
 from agentws.store import Store
@@ -51,8 +51,8 @@ __all__ = ["ListenStreams", "read_approval"]
 
 log = logging.getLogger("agentws.mcp")
 
-#: The MCP specification's error code for an unknown resource.
-RESOURCE_NOT_FOUND = -32002
+# The MCP specification's error code for an unknown resource.
+_RESOURCE_NOT_FOUND = -32002
 # Undelivered events one stream may hold before its client counts as gone.
 _BUFFER = 256
 
@@ -70,7 +70,7 @@ async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadRes
         except NotFoundError:
             approval = None
     if approval is None or approval.token_id != caller.token_id:
-        raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        raise MCPError(_RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
     return types.ReadResourceResult(
         contents=[
             types.TextResourceContents(
@@ -84,7 +84,7 @@ async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadRes
 
 @attrs.define(eq=False)
 class _Stream:
-    group_id: str
+    group: Group
     token_id: str
     honored: types.SubscriptionFilter
     uris: frozenset[str]
@@ -130,7 +130,7 @@ class ListenStreams:
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         send, receive = trio.open_memory_channel[ServerEvent](_BUFFER)
         stream = _Stream(
-            caller.group.id,
+            caller.group,
             caller.token_id,
             honored,
             frozenset(honored.resource_subscriptions or ()),
@@ -164,7 +164,7 @@ class ListenStreams:
         """
         delivered = 0
         for stream in list(self._streams):
-            if stream.group_id != group_id or (
+            if stream.group.id != group_id or (
                 token_id is not None and stream.token_id != token_id
             ):
                 continue
@@ -180,6 +180,10 @@ class ListenStreams:
             except trio.ClosedResourceError:
                 self._streams.discard(stream)
         return delivered
+
+    def groups(self) -> dict[str, Group]:
+        """The groups some open stream listens to, by id."""
+        return {stream.group.id: stream.group for stream in self._streams}
 
     def awaited(self) -> set[str]:
         """Queued calls whose outcome some open stream listens for."""

@@ -100,6 +100,8 @@ class McpSession:
     #: Approval requests this session queued whose outcome it has not been told
     #: (the newest ``_MAX_AWAITING``; older ones are read with ``get_approval``).
     awaiting: dict[str, None] = attrs.field(factory=dict)
+    #: Resource URIs this session subscribed to (``resources/subscribe``).
+    subscriptions: set[str] = attrs.field(factory=set)
 
     def await_outcome(self, approval_id: str) -> None:
         """Tell this session the outcome of ``approval_id`` when there is one."""

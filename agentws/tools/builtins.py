@@ -4,7 +4,9 @@ Both read the documents a group exposes (policy ``spine`` or ``on_demand``
 in its attached libraries); a ``never`` document does not exist for them.
 Documents are addressed by a stable URI, ``agentws://<library>/<document>``,
 the same URI MCP ``resources/*`` uses, or by their id. Results are text for
-every client plus ``structuredContent`` for clients that read it.
+every client plus ``structuredContent`` for clients that read it; search
+results also come as ``resource_link`` items, one per hit, which clients
+can open with ``resources/read``.
 """
 
 from __future__ import annotations
@@ -123,7 +125,18 @@ async def _search_context(
         lines.append(f"{n}. {result['title']} — {result['uri']}")
         lines.append(f"   {result['snippet']}")
     lines.append("Read one in full with read_context_document(uri=...).")
-    return _text("\n".join(lines), {"results": results})
+    found = _text("\n".join(lines), {"results": results})
+    found.content.extend(
+        types.ResourceLink(
+            type="resource_link",
+            uri=f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",
+            name=hit.slug,
+            title=hit.title,
+            mime_type=hit.mime_type,
+        )
+        for hit in hits
+    )
+    return found
 
 
 async def _read_context_document(

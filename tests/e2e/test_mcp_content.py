@@ -57,8 +57,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 def _text(result: types.CallToolResult) -> str:
-    assert len(result.content) == 1
-    content = result.content[0]
+    # One text item; search results carry resource links beside it.
+    (content,) = [c for c in result.content if not isinstance(c, types.ResourceLink)]
     assert isinstance(content, types.TextContent)
     return content.text
 

@@ -5,12 +5,15 @@ The SDK's own client, pinned to the modern era (``mode="2026-07-28"``) and in
 tools, resources and prompts with no ``initialize`` and no session; then the
 wire itself with raw HTTP: header validation, the version error that lists
 what is served, ``resultType`` on results, and that no request leaves a
-session behind.
+session behind; and a ``subscriptions/listen`` stream hearing its group's
+lists and a followed document change.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,11 @@ import httpx2
 import mcp_types as types
 import pytest
 import trio
+from mcp.shared.subscriptions import ResourceUpdated
 
+from agentws import libraries
 from tests.e2e.mcp_support import (
+    ACTOR,
     HANDBOOK_DOCS,
     MODERN,
     REQUEST_S,
@@ -28,6 +34,7 @@ from tests.e2e.mcp_support import (
     modern_client,
     running,
 )
+from tests.e2e.notifications_support import change_until_heard
 
 
 def _envelope(**extra: Any) -> dict[str, Any]:
@@ -153,3 +160,87 @@ async def test_handshake_clients_still_get_sessions(tmp_path: Path) -> None:
             assert client.session.protocol_version == "2025-11-25"
             assert len((await client.list_tools()).tools) == 2
             assert len(server.runtime.sessions) == 1
+
+
+async def test_a_listening_client_hears_its_group_change(tmp_path: Path) -> None:
+    heard: list[object] = []
+    arrived = trio.Event()
+    n = itertools.count()
+
+    class Events:
+        """What the listen stream brought, as notifications_support.Heard expects."""
+
+        def methods(self) -> list[str]:
+            return [type(event).__name__ for event in heard]
+
+        async def wait_for(self, predicate: Callable[[], bool]) -> bool:
+            while not predicate():
+                await arrived.wait()
+            return True
+
+    events = Events()
+    async with running(tmp_path) as server, modern_client(server) as client:
+        store = server.store
+        refunds = "agentws://handbook/refunds"
+        async with (
+            client.listen(
+                tools_list_changed=True,
+                resources_list_changed=True,
+                prompts_list_changed=True,
+                resource_subscriptions=[refunds],
+            ) as subscription,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def collect() -> None:
+                nonlocal arrived
+                async for event in subscription:
+                    heard.append(event)
+                    arrived.set()
+                    arrived = trio.Event()
+
+            nursery.start_soon(collect)
+
+            async def add_document() -> None:
+                await libraries.add_document(
+                    store,
+                    "acme",
+                    "handbook",
+                    slug=f"new-{next(n)}",
+                    title="New",
+                    body="# New\n",
+                    mime_type="text/markdown",
+                    policy="on_demand",
+                    actor=ACTOR,
+                )
+
+            await change_until_heard(
+                events, add_document, lambda: "ResourcesListChanged" in events.methods()
+            )
+
+            async def edit_refunds() -> None:
+                await libraries.add_document(
+                    store,
+                    "acme",
+                    "handbook",
+                    slug="refunds",
+                    title="Refund policy",
+                    body=f"Changed {next(n)}",
+                    policy="on_demand",
+                    replace=True,
+                    actor=ACTOR,
+                )
+
+            await change_until_heard(
+                events,
+                edit_refunds,
+                lambda: any(isinstance(e, ResourceUpdated) and e.uri == refunds for e in heard),
+            )
+
+            async def detach() -> None:
+                await libraries.detach_library(store, "acme", "ops", "handbook", actor=ACTOR)
+
+            await change_until_heard(events, detach, lambda: "ToolsListChanged" in events.methods())
+            nursery.cancel_scope.cancel()
+        with trio.fail_after(REQUEST_S):
+            assert (await client.list_tools(cache_mode="bypass")).tools == []

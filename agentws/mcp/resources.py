@@ -1,0 +1,216 @@
+"""What a group endpoint answers about resources: its exposed context documents.
+
+- ``resources/list``: every document the group exposes, at its URI
+  ``agentws://<library>/<document>``;
+- ``resources/templates/list``: the two URI templates documents are read by,
+  :data:`DOCUMENT_TEMPLATE` and :data:`LINES_TEMPLATE` (RFC 6570);
+- ``resources/read``: a document by its URI, or some of its lines with
+  ``?lines=START-END`` (1-based, inclusive; ``START-`` runs to the end, a
+  single number is one line); or where a queued call of the caller's
+  stands, at ``agentws://approvals/<id>`` (:mod:`agentws.mcp.listen`);
+- ``resources/subscribe`` / ``resources/unsubscribe``: on a session, the
+  documents whose changes it hears of (:mod:`agentws.mcp.list_changes`
+  sends ``notifications/resources/updated``).
+
+Handlers read only ``ctx.lifespan_context.caller``; what belongs to a
+long-lived session (subscriptions) is kept only when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qs
+
+import attrs
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from agentws.domain.models import ContextDocument, Library
+from agentws.mcp.listen import read_approval
+from agentws.mcp.sessions import McpSession
+from agentws.store import Store
+from agentws.tools.approval_queue import approval_id_of
+from agentws.tools.builtins import DOCUMENT_URI_SCHEME, document_uri, find_document
+
+__all__ = [
+    "DOCUMENT_TEMPLATE",
+    "LINES_TEMPLATE",
+    "RESOURCE_NOT_FOUND",
+    "LineRange",
+    "Resources",
+    "parse_lines",
+]
+
+#: The MCP specification's error code for an unknown resource.
+RESOURCE_NOT_FOUND = -32002
+
+DOCUMENT_TEMPLATE = f"{DOCUMENT_URI_SCHEME}://{{library}}/{{document}}"
+LINES_TEMPLATE = f"{DOCUMENT_URI_SCHEME}://{{library}}/{{document}}{{?lines}}"
+_LINES = re.compile(r"(\d+)(?:(-)(\d*))?")
+# A session hears of this many documents at most: each costs a comparison per change.
+_MAX_SUBSCRIPTIONS = 1000
+
+Context = ServerRequestContext[Any]
+
+
+@attrs.frozen
+class LineRange:
+    """Lines ``first`` to ``last`` (1-based, inclusive; ``last`` None: to the end)."""
+
+    first: int
+    last: int | None
+
+    def cut(self, text: str) -> str:
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[self.first - 1 : self.last])
+
+
+def parse_lines(value: str) -> LineRange:
+    """The range a ``lines`` value names: ``12``, ``12-40`` or ``12-``.
+
+    Error handling:
+        ValueError saying what a range looks like, for anything else or a
+        range that ends before it starts.
+    """
+    match = _LINES.fullmatch(value.strip())
+    if match is None or int(match[1]) < 1:
+        raise ValueError(f"lines={value!r}: give START-END, START- or N (lines count from 1)")
+    first = int(match[1])
+    if match[2] is None:
+        return LineRange(first, first)
+    last = int(match[3]) if match[3] else None
+    if last is not None and last < first:
+        raise ValueError(f"lines={value!r}: the range ends before it starts")
+    return LineRange(first, last)
+
+
+def split_uri(uri: str) -> tuple[str, LineRange | None]:
+    """The document URI and line range of a URI the templates make.
+
+    Error handling:
+        MCPError INVALID_PARAMS for query parameters other than one ``lines``
+        or a malformed range.
+    """
+    base, _, query = uri.partition("?")
+    if not query:
+        return base, None
+    params = parse_qs(query, keep_blank_values=True)
+    if set(params) != {"lines"} or len(params["lines"]) != 1:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"{uri}: a document URI takes one query parameter, lines (e.g. ?lines=10-20)",
+        )
+    try:
+        return base, parse_lines(params["lines"][0])
+    except ValueError as exc:
+        raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+
+
+@attrs.frozen
+class Resources:
+    """The resource handlers of the group endpoint, reading ``store``."""
+
+    store: Store
+
+    async def list(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        group = ctx.lifespan_context.caller.group
+        libraries = {lib.id: lib for lib in await self.store.group_libraries(group.id)}
+        resources = [
+            types.Resource(
+                uri=document_uri(libraries[doc.library_id], doc),
+                name=doc.slug,
+                title=doc.title,
+                description=f"{doc.title} (library {libraries[doc.library_id].name}, {doc.policy})",
+                mime_type=doc.mime_type,
+                size=len(doc.body.encode("utf-8")),
+            )
+            for doc in await self.store.group_documents(group.id)
+            if doc.library_id in libraries
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def templates(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=DOCUMENT_TEMPLATE,
+                    name="context-document",
+                    title="Context document",
+                    description=(
+                        "One of this group's context documents, by library slug and "
+                        "document slug (resources/list shows them)."
+                    ),
+                ),
+                types.ResourceTemplate(
+                    uri_template=LINES_TEMPLATE,
+                    name="context-document-lines",
+                    title="Lines of a context document",
+                    description=(
+                        "Some lines of a context document: lines=START-END (from 1, "
+                        "inclusive), START- to the end, or N for one line."
+                    ),
+                ),
+            ]
+        )
+
+    async def find(self, ctx: Context, uri: str) -> tuple[Library, ContextDocument]:
+        """The document ``uri`` names; MCPError RESOURCE_NOT_FOUND if the group has none."""
+        found = await find_document(self.store, ctx.lifespan_context.caller.group, uri=uri)
+        if found is None:
+            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        return found
+
+    async def read(
+        self, ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        requested = str(params.uri)
+        if approval_id_of(requested) is not None:
+            return await read_approval(self.store, ctx.lifespan_context.caller, requested)
+        base, lines = split_uri(requested)
+        library, document = await self.find(ctx, base)
+        text = document.body if lines is None else lines.cut(document.body)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=requested if lines is not None else document_uri(library, document),
+                    mime_type=document.mime_type,
+                    text=text,
+                )
+            ]
+        )
+
+    async def subscribe(
+        self, ctx: Context, params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        # Any URI may be followed, also one no document has yet: the session
+        # hears of it once a document with that URI appears or changes.
+        session = ctx.lifespan_context
+        base, _ = split_uri(str(params.uri))
+        if isinstance(session, McpSession):
+            if (
+                base not in session.subscriptions
+                and len(session.subscriptions) >= _MAX_SUBSCRIPTIONS
+            ):
+                raise MCPError(
+                    types.INVALID_PARAMS,
+                    f"this session follows {_MAX_SUBSCRIPTIONS} resources, its limit; "
+                    "unsubscribe from some first",
+                )
+            session.server_session = ctx.session
+            session.subscriptions.add(base)
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Context, params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        session = ctx.lifespan_context
+        if isinstance(session, McpSession):
+            base, _ = split_uri(str(params.uri))
+            session.subscriptions.discard(base)
+        return types.EmptyResult()
