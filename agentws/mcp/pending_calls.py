@@ -72,6 +72,8 @@ class PendingCall:
     state: str
     token_id: str
     answer_s: float
+    #: The caller's own object for the call (its way back to the client).
+    context: Any = None
     #: Asked and not yet answered, by key, in the order asked.
     open: dict[str, _Question] = attrs.field(factory=dict)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
@@ -162,7 +164,9 @@ class PendingCalls:
     def close(self) -> None:
         self._closing.set()
 
-    async def start(self, token_id: str, run: Callable[[PendingCall], Awaitable[Step]]) -> Step:
+    async def start(
+        self, token_id: str, run: Callable[[PendingCall], Awaitable[Step]], context: Any = None
+    ) -> Step:
         """Run ``run(call)`` as a call that may ask its client; its first step.
 
         Error handling:
@@ -176,13 +180,23 @@ class PendingCalls:
                 "retry later",
                 retry_after_s=5,
             )
-        call = PendingCall(_new_state(self.instance_id), token_id, self.answer_s)
+        call = PendingCall(_new_state(self.instance_id), token_id, self.answer_s, context)
         self._calls[call.state] = call
         self._nursery.start_soon(self._run, call, run)
         return await self._step(call)
 
-    async def resume(self, state: str, token_id: str, responses: dict[str, Any]) -> Step:
-        """The next step of the call ``state`` names, given the client's answers."""
+    async def resume(
+        self,
+        state: str,
+        token_id: str,
+        responses: dict[str, Any],
+        *,
+        on_step: Callable[[Any], None] | None = None,
+    ) -> Step:
+        """The next step of the call ``state`` names, given the client's answers.
+
+        ``on_step(context)`` is told of the new round first (its request is now the client's).
+        """
         call = self._calls.get(state)
         if call is None or call.token_id != token_id:
             raise MCPError(
@@ -190,6 +204,8 @@ class PendingCalls:
                 "requestState names no call waiting for input here (it ended, expired or "
                 "was never made with this token): call the tool again",
             )
+        if on_step is not None:
+            on_step(call.context)
         call.give(responses)
         return await self._step(call)
 

@@ -1,0 +1,191 @@
+"""Remote tool calls of stateless (2026-07-28) clients: the relay, round by round.
+
+What a remote MCP connector sends while it runs a call reaches a client of
+the stateless revision this way (:class:`ModernChannel`):
+
+- progress, when the request carried a ``progressToken``: on the request's
+  own response stream (which then becomes SSE), with the client's token;
+- log messages only when the request opted in with the
+  ``io.modelcontextprotocol/logLevel`` ``_meta`` key, at that level or above
+  (the revision's rule: no opt-in, no log messages);
+- ``elicitation/create`` and ``sampling/createMessage``: the client takes no
+  request from the server, so the call is answered ``input_required`` with
+  the question, and goes on in a :class:`~agentws.mcp.pending_calls.PendingCalls`
+  task until the client retries with the answer (any number of rounds);
+- a question the client did not declare the capability for fails the call
+  with ``MissingRequiredClientCapability`` (-32021, HTTP 400) naming it, as
+  the revision requires; the remote is told the client cannot answer.
+
+Only calls of remote MCP tools can ask; every other call runs in the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+from mcp.server.connection import allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
+from agentws.tools.caller_channel import CallerChannel, ElicitFn, LogFn, ProgressFn, SampleFn
+
+__all__ = ["ModernChannel", "call_modern"]
+
+Context = ServerRequestContext[Any]
+
+
+def _as(model: type[BaseModel], raw: Any) -> Any:
+    """The client's answer as ``model``, or None if it is not one."""
+    if isinstance(raw, BaseModel):
+        raw = raw.model_dump(by_alias=True, exclude_none=True)
+    try:
+        return model.model_validate(raw)
+    except PydanticValidationError:
+        return None
+
+
+@attrs.define(eq=False)
+class ModernChannel:
+    """One stateless client's call, as a remote's way back to it (a ``CallerChannel``)."""
+
+    ctx: Context
+    call: PendingCall | None = None
+    #: Capabilities a question needed that the client did not declare.
+    missing: list[str] = attrs.field(factory=list)
+
+    def step(self, ctx: Context) -> None:
+        """A new round of the call: notifications go to this request from now on."""
+        self.ctx = ctx
+
+    @property
+    def progress(self) -> ProgressFn | None:
+        return self._progress
+
+    @property
+    def log(self) -> LogFn | None:
+        return self._log
+
+    @property
+    def elicit(self) -> ElicitFn | None:
+        return self._elicit
+
+    @property
+    def sample(self) -> SampleFn | None:
+        return self._sample
+
+    def _declared(self, name: str) -> bool:
+        capabilities = self.ctx.session.client_capabilities
+        return capabilities is not None and getattr(capabilities, name, None) is not None
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        token = progress_token_from_params(self.ctx.params)
+        if token is None:
+            return
+        await self.ctx.session.send_notification(
+            types.ProgressNotification(
+                params=types.ProgressNotificationParams(
+                    progress_token=token, progress=progress, total=total, message=message
+                )
+            ),
+            related_request_id=self.ctx.request_id,
+        )
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        meta = self.ctx.params.get("_meta") if isinstance(self.ctx.params, dict) else None
+        if params.level not in allowed_log_levels(self.ctx.protocol_version, meta):
+            return
+        await self.ctx.session.send_notification(
+            types.LoggingMessageNotification(params=params),
+            related_request_id=self.ctx.request_id,
+        )
+
+    async def _elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answer = await self._ask("elicitation", types.ElicitRequest(params=params))
+        if isinstance(answer, types.ErrorData):
+            return answer
+        result = _as(types.ElicitResult, answer)
+        return result if result is not None else self._unreadable("elicitation")
+
+    async def _sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        answer = await self._ask("sampling", types.CreateMessageRequest(params=params))
+        if isinstance(answer, types.ErrorData):
+            return answer
+        model = types.CreateMessageResultWithTools if params.tools else types.CreateMessageResult
+        result = _as(model, answer)
+        return result if result is not None else self._unreadable("sampling")
+
+    async def _ask(
+        self, capability: str, request: types.ElicitRequest | types.CreateMessageRequest
+    ) -> Any:
+        if not self._declared(capability) or self.call is None:
+            self.missing.append(capability)
+            return types.ErrorData(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=f"the calling client did not declare the {capability} capability",
+            )
+        return await self.call.ask(request)
+
+    @staticmethod
+    def _unreadable(what: str) -> types.ErrorData:
+        return types.ErrorData(
+            code=types.INVALID_PARAMS,
+            message=f"the calling client's answer to the {what} request is not one",
+        )
+
+    def check(self) -> None:
+        """Fail the call if a question needed a capability the client did not declare."""
+        if self.missing:
+            raise MCPError(
+                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"this call needs the client capabilities {', '.join(sorted(set(self.missing)))}, "
+                "which the request did not declare in its _meta",
+                {"requiredCapabilities": {name: {} for name in sorted(set(self.missing))}},
+            )
+
+
+async def call_modern(
+    ctx: Context,
+    params: types.CallToolRequestParams,
+    pending: PendingCalls,
+    remote: bool,
+    run: Callable[[CallerChannel], Awaitable[Step]],
+) -> Step:
+    """A stateless client's ``tools/call``: run it, or its next round.
+
+    ``run(channel)`` makes the call through the gate; ``remote`` says whether
+    the tool may ask questions (a remote MCP tool), so must run as a pending call.
+    """
+    token_id = ctx.lifespan_context.caller.token_id
+    if is_pending_state(params.request_state):
+        return await pending.resume(
+            str(params.request_state),
+            token_id,
+            dict(params.input_responses or {}),
+            on_step=lambda channel: channel.step(ctx),
+        )
+    channel = ModernChannel(ctx)
+    if not remote:
+        return await _checked(channel, run)
+
+    async def in_call(call: PendingCall) -> Step:
+        channel.call = call
+        return await _checked(channel, run)
+
+    return await pending.start(token_id, in_call, channel)
+
+
+async def _checked(channel: ModernChannel, run: Callable[[CallerChannel], Awaitable[Step]]) -> Step:
+    result = await run(channel)
+    channel.check()
+    return result
