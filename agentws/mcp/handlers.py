@@ -35,6 +35,7 @@ from agentws.config import Settings
 from agentws.domain.models import Library, Skill
 from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
+from agentws.mcp.relay_channel import McpRelayChannel
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import McpSession
 from agentws.store import Store
@@ -85,23 +86,23 @@ def _guarded(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context
 
 
 def _mcp_tool(tool: ToolSpec) -> types.Tool:
-    hints = tool.annotations
-    return types.Tool(
-        name=tool.name,
-        title=tool.title,
-        description=tool.tagged_description,
-        input_schema=(
-            with_confirm_argument(tool.input_schema)
-            if tool.asks_confirmation
-            else tool.input_schema
-        ),
-        annotations=types.ToolAnnotations(
-            title=hints["title"],
-            read_only_hint=hints["readOnlyHint"],
-            destructive_hint=hints["destructiveHint"],
-            idempotent_hint=hints["idempotentHint"],
-            open_world_hint=hints["openWorldHint"],
-        ),
+    return types.Tool.model_validate(
+        {
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.tagged_description,
+            "inputSchema": (
+                with_confirm_argument(tool.input_schema)
+                if tool.asks_confirmation
+                else tool.input_schema
+            ),
+            # A queued or confirmation result is not the tool's output: a client
+            # checking results against the schema would reject it.
+            "outputSchema": tool.output_schema if tool.runs_directly else None,
+            "icons": tool.icons,
+            "annotations": tool.annotations,
+            "_meta": tool.meta,
+        }
     )
 
 
@@ -168,7 +169,9 @@ def build_server(
         )
         confirmer = McpConfirmer(ctx, presented, settings.confirm_ttl_s, store)
         try:
-            outcome = await gate.call(caller, tool, arguments, confirmer=confirmer)
+            outcome = await gate.call(
+                caller, tool, arguments, confirmer=confirmer, channel=McpRelayChannel(ctx)
+            )
         except PermissionDeniedError as exc:
             raise MCPError(PERMISSION_DENIED, exc.message) from None
         if outcome.approval is not None:
