@@ -37,17 +37,6 @@ OUTPUT_SCHEMA = {
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-@attrs.define
-class Remote:
-    """What the remote saw."""
-
-    #: The progress token each ``progress`` call carried.
-    progress_tokens: list[Any] = attrs.field(factory=list)
-    #: Set when the ``slow`` call started, and when it was cancelled.
-    slow_started: trio.Event = attrs.field(factory=trio.Event)
-    slow_cancelled: trio.Event = attrs.field(factory=trio.Event)
-
-
 TOOLS = [
     types.Tool(
         name="rich",
@@ -72,6 +61,19 @@ TOOLS = [
 ]
 
 
+@attrs.define
+class Remote:
+    """What the remote saw."""
+
+    #: The progress token each ``progress`` call carried.
+    progress_tokens: list[Any] = attrs.field(factory=list)
+    #: Set when the ``slow`` call started, and when it was cancelled.
+    slow_started: trio.Event = attrs.field(factory=trio.Event)
+    slow_cancelled: trio.Event = attrs.field(factory=trio.Event)
+    #: What it lists (tests change it).
+    tools: list[types.Tool] = attrs.field(factory=lambda: list(TOOLS))
+
+
 def _text(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -80,7 +82,7 @@ def build_remote(state: Remote) -> Server[Any]:
     """The remote's server."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=state.tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = ctx.session

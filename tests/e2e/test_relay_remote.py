@@ -22,7 +22,7 @@ import trio
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from agentws.domain.models import Capability
+from agentws.domain.models import Capability, Connector
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.relay_support import OUTPUT_SCHEMA, PNG, TOOLS, WAV, Remote, remote_server
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote
@@ -86,6 +86,25 @@ async def test_a_connector_tool_keeps_its_definition_and_its_results(tmp_path: P
             failing = await session.call_tool("third_failing", {})
             assert failing.is_error
             assert _text(failing) == "it broke"
+
+
+async def test_a_new_title_or_output_schema_keeps_the_label(tmp_path: Path) -> None:
+    state = Remote()
+    async with relayed(tmp_path, state) as server, sdk_session(server, "streamable") as session:
+        connector = await server.store.find(Connector, name="third")
+        assert connector is not None
+        schema = {"type": "object", "properties": {"total": {"type": "number"}}}
+        state.tools[0] = state.tools[0].model_copy(
+            update={"title": "Richer", "output_schema": schema}
+        )
+        with trio.fail_after(TIMEOUT_S):
+            report = await server.runtime.links.refresh(connector)
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+    # Name, description and input schema stand: not a changed definition.
+    assert report.changed == ()
+    rich = listed["third_rich"]
+    assert (rich.title, rich.output_schema) == ("Richer", schema)
+    assert (rich.description or "").startswith("[capability: read] ")
 
 
 async def test_progress_reaches_the_client_under_its_own_token(tmp_path: Path) -> None:
