@@ -210,7 +210,8 @@ class RemoteLinks:
 
         Returns:
             The remote's result; a JSON-RPC error from the remote (unknown
-            tool, invalid arguments) becomes a result with ``isError``.
+            tool, invalid arguments) or a result that breaks the tool's output
+            schema becomes a result with ``isError``.
 
         Error handling:
             :class:`RemoteError` naming the connector when the remote cannot
@@ -238,6 +239,13 @@ class RemoteLinks:
                     if attempt == 2 or not (retry_safe or connection.forgotten):
                         raise failure from None
                     log.info("%s; calling again over a new connection", failure.message)
+                except RuntimeError as exc:
+                    # The SDK's checks of the result: structured content that does
+                    # not match the tool's output schema, a result of another era.
+                    return _error_result(
+                        f"{connector.name} answered what cannot be passed on: "
+                        f"{upstream_excerpt(str(exc))}"
+                    )
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- internals ---------------------------------------------------------

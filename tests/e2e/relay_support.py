@@ -54,6 +54,12 @@ TOOLS = [
         ),
         _meta={"example.com/owner": "team-a"},
     ),
+    types.Tool(
+        name="bad_output",
+        description="Breaks its output schema",
+        input_schema={"type": "object", "properties": {}},
+        output_schema=OUTPUT_SCHEMA,
+    ),
     *(
         types.Tool(name=name, description=name, input_schema={"type": "object", "properties": {}})
         for name in ("failing", "progress", "logs", "ask", "sample", "slow")
@@ -106,6 +112,8 @@ def build_remote(state: Remote) -> Server[Any]:
                 ],
                 structured_content={"total": 2, "items": ["a", "b"]},
             )
+        if params.name == "bad_output":
+            return types.CallToolResult(content=[], structured_content={"total": "many"})
         if params.name == "failing":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="it broke")], is_error=True

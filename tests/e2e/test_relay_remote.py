@@ -87,6 +87,14 @@ async def test_a_connector_tool_keeps_its_definition_and_its_results(tmp_path: P
             assert failing.is_error
             assert _text(failing) == "it broke"
 
+            # Structured content that breaks the remote's own schema is a tool error.
+            bad = await session.call_tool("third_bad_output", {})
+            assert bad.is_error
+            assert _text(bad).startswith(
+                "third answered what cannot be passed on: "
+                "Invalid structured content returned by tool bad_output: "
+            ), _text(bad)
+
 
 async def test_a_new_title_or_output_schema_keeps_the_label(tmp_path: Path) -> None:
     state = Remote()
