@@ -37,6 +37,7 @@ from agentws.mcp.forward import SessionForwarder, open_hop_client
 from agentws.mcp.handlers import NOTIFICATIONS, build_server
 from agentws.mcp.list_changes import ListChanges
 from agentws.mcp.listen import ListenStreams
+from agentws.mcp.pending_calls import PendingCalls
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.secret_box import Keys, SecretBox, key_problem
@@ -171,7 +172,13 @@ class Service:
             rendered = RenderedResults()
             catalog = Catalog(store, changes)
             listens = ListenStreams(max_streams=settings.mcp_max_sessions)
-            server = build_server(store, settings, gate, catalog, rendered, listens)
+            # Stateless clients' calls waiting for their input: a person has the
+            # confirmation's time to answer.
+            pending = PendingCalls(
+                settings.instance_id, settings.confirm_ttl_s, settings.mcp_max_sessions
+            )
+            await self._start(nursery, pending.serve, pending.close)
+            server = build_server(store, settings, gate, catalog, rendered, listens, pending)
             supervisor = SessionSupervisor(
                 settings,
                 store,

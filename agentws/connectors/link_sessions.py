@@ -5,7 +5,8 @@ while there is one, the last error, and the events callers wait on. The
 :class:`SessionKeeper` connects a link (Streamable HTTP, then legacy SSE,
 the transport that worked last first), refreshes the connector's tool cache
 over it, pings an idle remote, and returns when the session ends; the pool
-decides when to connect again. The session's stream and HTTP transport are
+decides when to connect again. What the remote sends during a call reaches
+its caller through :mod:`agentws.connectors.relay`. The session's stream and HTTP transport are
 watched, so that a remote that ends the stream or forgets the session is
 noticed (:class:`WatchedStream`, :class:`SessionWatch`).
 """
@@ -27,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
 from agentws.connectors.registry import connector_headers
+from agentws.connectors.relay import CallerChannel, RemoteRelay
 from agentws.connectors.remote_mcp import (
     TRANSPORTS,
     RemoteError,
@@ -101,6 +103,8 @@ class Link:
     syncing: trio.Lock = attrs.field(factory=trio.Lock)
     refreshes: int = 0
     list_changed: int = 0
+    #: The channels of the callers whose calls are in flight over the link.
+    in_flight: list[CallerChannel] = attrs.field(factory=list)
 
     def notify(self) -> None:
         self.changed.set()
@@ -191,7 +195,15 @@ class SessionKeeper:
                     kind, url, headers, watch, timeout_s=timeout_s, stream_read_timeout_s=None
                 ) as (read, write):
                     watched = WatchedStream(read)
-                    async with ClientSession(watched, write, message_handler=on_message) as session:
+                    relay = RemoteRelay(
+                        connector.name,
+                        link.in_flight,
+                        single_stream=kind == "sse",
+                        answer_s=timeout_s,
+                    )
+                    async with ClientSession(
+                        watched, write, message_handler=on_message, **relay.session_callbacks()
+                    ) as session:
                         await session.initialize()
                         connecting.deadline = math.inf
                         with trio.CancelScope() as scope:

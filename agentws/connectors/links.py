@@ -45,6 +45,7 @@ from agentws.connectors.link_sessions import (
     SessionKeeper,
     SyncTools,
 )
+from agentws.connectors.relay import CallerChannel, calling
 from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
@@ -188,7 +189,13 @@ class RemoteLinks:
         return report
 
     async def call_tool(
-        self, connector: Connector, name: str, arguments: dict[str, Any], *, retry_safe: bool
+        self,
+        connector: Connector,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        retry_safe: bool,
+        channel: CallerChannel | None = None,
     ) -> types.CallToolResult:
         """Call the remote's tool ``name`` over the connector's link.
 
@@ -196,10 +203,15 @@ class RemoteLinks:
             retry_safe: whether the call may run twice (a read tool): such a
                 call whose connection is lost in flight is sent once more
                 over a new connection.
+            channel: where the remote's progress, log messages, elicitation
+                and sampling requests during the call go (see
+                :mod:`agentws.connectors.relay`); None: nowhere. Cancelling
+                the call cancels the remote request.
 
         Returns:
             The remote's result; a JSON-RPC error from the remote (unknown
-            tool, invalid arguments) becomes a result with ``isError``.
+            tool, invalid arguments) or a result that breaks the tool's output
+            schema becomes a result with ``isError``.
 
         Error handling:
             :class:`RemoteError` naming the connector when the remote cannot
@@ -210,8 +222,14 @@ class RemoteLinks:
         with self._deadline(connector):
             for attempt in (1, 2):
                 connection = await self._connection(link)
+                progress = channel.progress if channel is not None else None
                 try:
-                    return await connection.session.call_tool(name, arguments)
+                    with calling(link.in_flight, channel):
+                        # The SDK puts its own progress token on the request and
+                        # sends notifications/cancelled if this task is cancelled.
+                        return await connection.session.call_tool(
+                            name, arguments, progress_callback=progress
+                        )
                 except MCPError as exc:
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
                     if failure is None:
@@ -221,6 +239,13 @@ class RemoteLinks:
                     if attempt == 2 or not (retry_safe or connection.forgotten):
                         raise failure from None
                     log.info("%s; calling again over a new connection", failure.message)
+                except RuntimeError as exc:
+                    # The SDK's checks of the result: structured content that does
+                    # not match the tool's output schema, a result of another era.
+                    return _error_result(
+                        f"{connector.name} answered what cannot be passed on: "
+                        f"{upstream_excerpt(str(exc))}"
+                    )
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- internals ---------------------------------------------------------

@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.native import time_left_s
 from agentws.connectors.registry import connector_headers
+from agentws.connectors.relay import RemoteRelay
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
@@ -151,6 +152,9 @@ async def open_transport(
         yield streams
 
 
+# A one-off session's relay: no call is ever in flight, so nothing is relayed.
+_NO_CALLER = RemoteRelay("", [], single_stream=False, answer_s=0.0)
+
 # httpx2 wants a number for the SSE read timeout; a link's stream may idle this long.
 _FOREVER_S = 365 * 24 * 3600.0
 
@@ -187,7 +191,9 @@ async def _with_remote(
             open_transport(
                 kind, url, headers, guard, timeout_s=left_s, stream_read_timeout_s=left_s
             ) as (read, write),
-            ClientSession(read, write) as session,
+            # The capabilities a link declares, so that the remote lists the same
+            # tools; with no caller here, its requests are refused.
+            ClientSession(read, write, **_NO_CALLER.session_callbacks()) as session,
         ):
             await session.initialize()
             initialized = True

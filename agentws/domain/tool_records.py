@@ -120,6 +120,9 @@ class CachedTool:
     #: Why it is not listed: its name is another tool's in one of its groups
     #: (:mod:`agentws.connectors.names`); None: listed.
     left_out: str | None = None
+    #: The remote's whole definition as it listed it (``title``, ``outputSchema``,
+    #: ``icons``, ``_meta``...), passed on to callers; empty for native actions.
+    remote_definition: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def capability(self) -> Capability:

@@ -35,19 +35,25 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws import __version__
 from agentws.config import Settings
+from agentws.domain.models import ConnectorKind
 from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.completion import Completions
 from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
 from agentws.mcp.listen import ListenStreams
+from agentws.mcp.modern_calls import call_modern
+from agentws.mcp.pending_calls import PendingCalls, is_pending_state
 from agentws.mcp.prompts import Prompts
+from agentws.mcp.relay_channel import McpRelayChannel
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.resources import RESOURCE_NOT_FOUND, Resources
 from agentws.mcp.sessions import McpSession
 from agentws.store import Store
 from agentws.tools.caller import ToolCaller
+from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.catalog import Catalog
 from agentws.tools.gate import ToolGate
 from agentws.tools.spec import ToolSpec
@@ -97,24 +103,28 @@ def _guarded(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context
 
 
 def _mcp_tool(tool: ToolSpec) -> types.Tool:
-    hints = tool.annotations
-    return types.Tool(
-        name=tool.name,
-        title=tool.title,
-        description=tool.tagged_description,
-        input_schema=(
-            with_confirm_argument(tool.input_schema)
-            if tool.asks_confirmation
-            else tool.input_schema
-        ),
-        annotations=types.ToolAnnotations(
-            title=hints["title"],
-            read_only_hint=hints["readOnlyHint"],
-            destructive_hint=hints["destructiveHint"],
-            idempotent_hint=hints["idempotentHint"],
-            open_world_hint=hints["openWorldHint"],
-        ),
+    return types.Tool.model_validate(
+        {
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.tagged_description,
+            "inputSchema": (
+                with_confirm_argument(tool.input_schema)
+                if tool.asks_confirmation
+                else tool.input_schema
+            ),
+            # A queued or confirmation result is not the tool's output: a client
+            # checking results against the schema would reject it.
+            "outputSchema": tool.output_schema if tool.runs_directly else None,
+            "icons": tool.icons,
+            "annotations": tool.annotations,
+            "_meta": tool.meta,
+        }
     )
+
+
+async def _no_run(channel: CallerChannel) -> types.CallToolResult:
+    raise AssertionError("a pending call's next round runs nothing new")
 
 
 def build_server(
@@ -124,6 +134,7 @@ def build_server(
     catalog: Catalog,
     rendered: RenderedResults,
     listens: ListenStreams,
+    pending: PendingCalls,
 ) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
@@ -149,6 +160,9 @@ def build_server(
     async def call_tool(
         ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        if is_pending_state(params.request_state):
+            # The next round of a stateless client's call waiting for its input.
+            return await call_modern(ctx, params, pending, True, _no_run)
         session = ctx.lifespan_context
         # Kept for telling this session, later, what became of a queued call.
         session.server_session = ctx.session
@@ -175,13 +189,22 @@ def build_server(
             input_responses=params.input_responses,
             request_state=params.request_state,
         )
-        try:
-            outcome = await gate.call(caller, tool, arguments, confirmer=confirmer)
-        except PermissionDeniedError as exc:
-            raise MCPError(PERMISSION_DENIED, exc.message) from None
-        if outcome.approval is not None:
-            session.await_outcome(outcome.approval.id)
-        return outcome.result
+
+        async def run(channel: CallerChannel) -> types.CallToolResult | types.InputRequiredResult:
+            try:
+                outcome = await gate.call(
+                    caller, tool, arguments, confirmer=confirmer, channel=channel
+                )
+            except PermissionDeniedError as exc:
+                raise MCPError(PERMISSION_DENIED, exc.message) from None
+            if outcome.approval is not None:
+                session.await_outcome(outcome.approval.id)
+            return outcome.result
+
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            remote = tool.connector_kind is ConnectorKind.REMOTE_MCP
+            return await call_modern(ctx, params, pending, remote, run)
+        return await run(McpRelayChannel(ctx))
 
     async def set_logging_level(
         ctx: Context, params: types.SetLevelRequestParams

@@ -1,11 +1,13 @@
 """The tool cache of a remote MCP connector, made to hold what the remote lists.
 
 Called with the tools a connector's remote listed (by its link, by
-``agentws connector refresh``): new tools are cached, changed ones lose
-their admin label (and permissions looser than the default), gone ones are
-removed, and a name another tool has in the connector's groups is left out
-of listings. The links (:mod:`agentws.connectors.links`) take this as a
-callback: the catalog's permission policy lives here, above the transport.
+``agentws connector refresh``): each tool's whole definition is kept
+(callers see its title, output schema, icons and ``_meta``); new tools are
+cached, changed ones lose their admin label (and permissions looser than
+the default), gone ones are removed, and a name another tool has in the
+connector's groups is left out of listings. The links
+(:mod:`agentws.connectors.links`) take this as a callback: the catalog's
+permission policy lives here, above the transport.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ async def sync_tool_cache(
             "input_schema": dict(tool.input_schema),
             "annotations": annotations,
             "definition_hash": digest,
+            "remote_definition": tool.model_dump(by_alias=True, mode="json", exclude_none=True),
             "suggested_label": suggested_label(tool),
             "fetched_at": now,
         }
@@ -91,6 +94,19 @@ async def sync_tool_cache(
                 actor=actor,
                 why="the tool's definition changed",
             )
+        elif old.remote_definition != fields["remote_definition"]:
+            # Only what the remote shows (title, output schema, icons...) changed:
+            # the label stands. Read again just before writing, so that a label
+            # an admin set meanwhile is kept.
+            current = await store.find(CachedTool, connector_id=connector.id, name=tool.name)
+            if current is not None:
+                await store.update(
+                    attrs.evolve(
+                        current,
+                        remote_definition=fields["remote_definition"],
+                        annotations=annotations,
+                    )
+                )
     for gone in cached.values():
         await store.delete(CachedTool, gone.id)
     # Unchanged tools only get the time: writing their rows back whole would

@@ -170,12 +170,17 @@ async def _permissions(store: Store, group: Group) -> dict[str, list[ToolPermiss
 
 def connector_tool(connector: Connector, cached: CachedTool) -> ToolSpec:
     """A cached tool of a connector as callers see it, ``<connector>_<action>`` (no permission)."""
+    remote = cached.remote_definition
     return ToolSpec(
         name=f"{connector.name}_{cached.name}",
         description=cached.description,
         input_schema=cached.input_schema,
         capability=cached.capability,
-        title=cached.annotations.get("title"),
+        title=remote.get("title") or cached.annotations.get("title"),
+        output_schema=remote.get("outputSchema"),
+        icons=remote.get("icons"),
+        meta=remote.get("_meta"),
+        remote_annotations=cached.annotations,
         source=connector.name,
         connector_id=connector.id,
         remote_name=cached.name,

@@ -25,11 +25,13 @@ from agentws.secret_box import Keys
 from agentws.store import Store
 from agentws.tools.approval_queue import approval_outcome
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
+from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["RemoteCall", "ToolRunner"]
 
-#: ``call(connector, remote tool name, arguments, retry_safe=...)``: a remote MCP tool call.
+#: ``call(connector, remote tool name, arguments, retry_safe=..., channel=...)``: a remote
+#: MCP tool call.
 RemoteCall = Callable[..., Awaitable[types.CallToolResult]]
 
 
@@ -43,9 +45,19 @@ class ToolRunner:
     remote_call: RemoteCall
 
     async def run(
-        self, tool: ToolSpec, arguments: dict[str, Any], *, group: Group, token_id: str | None
+        self,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        *,
+        group: Group,
+        token_id: str | None,
+        channel: CallerChannel | None = None,
     ) -> types.CallToolResult:
-        """Run ``tool`` with ``arguments`` (already checked against its schema) for a caller."""
+        """Run ``tool`` with ``arguments`` (already checked against its schema) for a caller.
+
+        ``channel``: how a remote MCP tool's progress, log messages and
+        requests reach the caller while it runs (None: they do not).
+        """
         builtin = BUILTINS.get(tool.name)
         if builtin is not None and tool.source == "builtin":
             return await builtin.run(self.store, group, None, arguments)
@@ -62,6 +74,7 @@ class ToolRunner:
                     tool.remote_name or "",
                     arguments,
                     retry_safe=tool.capability is Capability.READ,
+                    channel=channel,
                 )
             except (UpstreamError, ValidationError) as exc:
                 return error_result(f"{tool.name} failed: {exc.message}")

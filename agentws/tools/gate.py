@@ -43,6 +43,7 @@ from agentws.store import Store
 from agentws.tools.approval_queue import QueueLimits, queue_call, queued_result
 from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
+from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.execution import ToolRunner
 from agentws.tools.spec import ToolSpec
 from agentws.tools.validation import argument_error, path_argument_error
@@ -102,6 +103,7 @@ class ToolGate:
         arguments: dict[str, Any] | CallArguments,
         *,
         confirmer: Confirmer,
+        channel: CallerChannel | None = None,
     ) -> GateResult:
         """Pass one call through the gate.
 
@@ -112,6 +114,8 @@ class ToolGate:
                 (or them already hashed and redacted, when the caller needs
                 the redaction too).
             confirmer: how to ask this caller for a confirmation.
+            channel: how the running call reaches back to this caller
+                (a remote's progress, logs and requests); None: it does not.
 
         Returns:
             The tool's result, or the queued or confirmation result.
@@ -170,7 +174,7 @@ class ToolGate:
                 )
             outcome = "confirmed_and_ran"
         result = await self.runner.run(
-            tool, arguments, group=caller.group, token_id=caller.token_id
+            tool, arguments, group=caller.group, token_id=caller.token_id, channel=channel
         )
         extra: dict[str, Any] = {"error": bool(result.is_error)}
         if preauthorized and tool.capability is Capability.WRITE:

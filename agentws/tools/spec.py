@@ -1,4 +1,10 @@
-"""ToolSpec: a tool as offered to MCP callers and the agent, with its permission."""
+"""ToolSpec: a tool as offered to MCP callers and the agent, with its permission.
+
+A remote MCP connector's tool also carries what its remote listed beyond
+name, description and schema (``outputSchema``, icons, ``_meta``, its
+annotations), so that callers see the tool as the remote defined it, with
+the hints agentws's capability label decides put over the remote's.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +46,12 @@ class ToolSpec:
     definition_hash: str = ""
     #: Why an admin's permission does not apply any more, if it does not.
     permission_note: str | None = None
+    #: For remote MCP tools: the remote's ``outputSchema``, ``icons`` and ``_meta``, if any.
+    output_schema: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    #: For remote MCP tools: the remote's annotations (the label decides some of them).
+    remote_annotations: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def tagged_description(self) -> str:
@@ -51,11 +63,18 @@ class ToolSpec:
         return decide(self.capability, self.permission, Capability.DESTRUCTIVE) is Decision.CONFIRM
 
     @property
+    def runs_directly(self) -> bool:
+        """Whether a caller allowed to use it gets the tool's own result (not queued, not asked)."""
+        return decide(self.capability, self.permission, Capability.DESTRUCTIVE) is Decision.RUN
+
+    @property
     def annotations(self) -> dict[str, Any]:
+        """The MCP annotations: the remote's, with the hints the capability decides put over."""
         return {
-            "title": self.title,
-            "readOnlyHint": self.capability is Capability.READ,
-            "destructiveHint": self.capability is Capability.DESTRUCTIVE,
             "idempotentHint": self.capability is Capability.READ,
             "openWorldHint": self.source != "builtin",
+            **self.remote_annotations,
+            "title": self.title or self.remote_annotations.get("title"),
+            "readOnlyHint": self.capability is Capability.READ,
+            "destructiveHint": self.capability is Capability.DESTRUCTIVE,
         }

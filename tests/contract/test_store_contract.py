@@ -270,6 +270,11 @@ def _cached_tool(t: Tree, i: int) -> CachedTool:
         label=[None, Capability.READ, Capability.WRITE, Capability.DESTRUCTIVE][i % 4],
         suggested_label=Capability.READ if i % 2 else None,
         fetched_at=_at(i),
+        remote_definition=(
+            {"name": _key(i), "title": f"T{i} ü", "outputSchema": {"type": "object"}, "_meta": {}}
+            if i
+            else {}
+        ),
     )
 
 

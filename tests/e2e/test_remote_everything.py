@@ -67,10 +67,15 @@ STATIC_TOOLS = {
     "toggle-subscriber-updates",
     "trigger-long-running-operation",
 }
-# ... and in `oninitialized`, after the handshake. The others it registers there
-# (get-roots-list, trigger-elicitation-*, trigger-sampling-*, trigger-url-elicitation)
-# need client capabilities (roots, elicitation, sampling) agentws does not declare.
-AFTER_INITIALIZED_TOOLS = {"simulate-research-query"}
+# ... and in `oninitialized`, after the handshake: these need the client
+# capabilities agentws declares (elicitation and sampling, relayed to the
+# calling client); get-roots-list needs roots, which it does not declare.
+AFTER_INITIALIZED_TOOLS = {
+    "simulate-research-query",
+    "trigger-elicitation-request",
+    "trigger-sampling-request",
+    "trigger-url-elicitation",
+}
 ALL_TOOLS = STATIC_TOOLS | AFTER_INITIALIZED_TOOLS
 # The ones whose annotations say readOnlyHint: true (the rest say false).
 READ_ONLY_TOOLS = {

@@ -1,0 +1,177 @@
+"""What a remote MCP server sends during a tool call, passed on to the caller who made it.
+
+A link's session with a remote is shared by every caller in the process,
+but what the remote sends while it runs a call (progress, log messages,
+``elicitation/create`` and ``sampling/createMessage`` requests) belongs to
+one caller. The caller hands the call a :class:`CallerChannel` (its door
+implements it); whatever the channel lacks is not relayed.
+
+Which call a message belongs to:
+
+- progress carries the token agentws put on the remote request (the SDK's
+  ``progress_callback``: the request id on the link), so it is matched exactly;
+- the SDK's Streamable HTTP client sends each request from a task that has
+  the context variables of the task that sent it, and hands what arrives on
+  that request's response stream to the session with them; the session runs
+  its callbacks in them. :func:`calling` sets the caller's channel in a
+  context variable around the call, and the link's callbacks
+  (:class:`RemoteRelay`) read it there;
+- legacy HTTP+SSE has one stream for everything: a message is the sole call
+  in flight's, and nobody's when several are in flight.
+
+A request for nobody, or for a caller that cannot answer it, gets a JSON-RPC
+error saying so; a log message for nobody is logged here at debug level.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar
+
+import attrs
+import mcp_types as types
+import trio
+from mcp.client.session import ClientRequestContext
+from mcp.shared.dispatcher import ProgressFnT
+
+__all__ = [
+    "CallerChannel",
+    "ElicitFn",
+    "LogFn",
+    "ProgressFn",
+    "RemoteRelay",
+    "SampleFn",
+    "calling",
+]
+
+log = logging.getLogger("agentws.connectors")
+
+#: ``progress(progress, total, message)``.
+ProgressFn = ProgressFnT
+LogFn = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
+ElicitFn = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+SampleResult = types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData
+SampleFn = Callable[[types.CreateMessageRequestParams], Awaitable[SampleResult]]
+
+
+class CallerChannel(Protocol):
+    """How a tool call reaches back to its caller while it runs; None: not for this caller.
+
+    ``elicit`` and ``sample`` answer with the caller's result, or an
+    ``ErrorData`` the remote is given as the JSON-RPC error.
+    """
+
+    @property
+    def progress(self) -> ProgressFn | None: ...
+
+    @property
+    def log(self) -> LogFn | None: ...
+
+    @property
+    def elicit(self) -> ElicitFn | None: ...
+
+    @property
+    def sample(self) -> SampleFn | None: ...
+
+
+T = TypeVar("T")
+
+_CALLER: ContextVar[CallerChannel | None] = ContextVar("agentws_remote_caller", default=None)
+
+
+@contextmanager
+def calling(in_flight: list[CallerChannel], channel: CallerChannel | None) -> Iterator[None]:
+    """Within the block, what the remote sends for this task's requests goes to ``channel``.
+
+    ``in_flight`` is the link's list of the channels of calls in flight.
+    """
+    if channel is None:
+        yield
+        return
+    token = _CALLER.set(channel)
+    in_flight.append(channel)
+    try:
+        yield
+    finally:
+        in_flight.remove(channel)
+        _CALLER.reset(token)
+
+
+@attrs.frozen
+class RemoteRelay:
+    """The callbacks of one link session: route the remote's messages to their caller.
+
+    Args:
+        connector: the connector's name, for messages.
+        in_flight: the channels of the link's calls in flight.
+        single_stream: the transport has one stream for everything (legacy SSE).
+        answer_s: how long a caller may take to answer the remote's request.
+    """
+
+    connector: str
+    in_flight: list[CallerChannel]
+    single_stream: bool
+    answer_s: float
+
+    def session_callbacks(self) -> dict[str, Any]:
+        """Keyword arguments for the link's ``ClientSession``.
+
+        With these, the link declares sampling and elicitation to the remote:
+        whether a request can be answered is the calling client's to say.
+        """
+        return {
+            "logging_callback": self._on_log,
+            "elicitation_callback": self._on_elicit,
+            "sampling_callback": self._on_sample,
+        }
+
+    def _caller(self) -> CallerChannel | None:
+        channel = _CALLER.get()
+        if channel is None and self.single_stream and len(self.in_flight) == 1:
+            channel = self.in_flight[0]
+        return channel
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        channel = self._caller()
+        if channel is None or channel.log is None:
+            log.debug("connector %s logged (%s): %r", self.connector, params.level, params.data)
+            return
+        await channel.log(params)
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        channel = self._caller()
+        if channel is None or channel.elicit is None:
+            return self._refused("elicitation", channel)
+        return await self._answer(channel.elicit(params), "elicitation")
+
+    async def _on_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> SampleResult:
+        channel = self._caller()
+        if channel is None or channel.sample is None:
+            return self._refused("sampling", channel)
+        return await self._answer(channel.sample(params), "sampling")
+
+    async def _answer(self, asked: Awaitable[T], what: str) -> T | types.ErrorData:
+        with trio.move_on_after(self.answer_s):
+            return await asked
+        return types.ErrorData(
+            code=types.INTERNAL_ERROR,
+            message=f"the calling client did not answer the {what} request "
+            f"within {self.answer_s:g} s",
+        )
+
+    def _refused(self, what: str, channel: CallerChannel | None) -> types.ErrorData:
+        if channel is None:
+            why = "it was not sent during a tool call agentws can tell"
+        else:
+            why = f"the calling client does not support {what}"
+        return types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"agentws cannot pass this {what} request on: {why}",
+        )

@@ -1,0 +1,127 @@
+"""The MCP door's caller channel for session eras (2024-11-05 … 2025-11-25).
+
+What a remote MCP connector sends while it runs a caller's ``tools/call``
+reaches that caller within the same request:
+
+- progress, when the client's request carried a ``progressToken``: sent
+  with the client's token (the remote saw agentws's own);
+- log messages, at or above the level the client set (``logging/setLevel``);
+- ``elicitation/create`` and ``sampling/createMessage``, as requests on
+  the client's session related to its call, when the client declared the
+  capability (elicitation from 2025-06-18 on); the client's answer, or its
+  error, goes back to the remote.
+
+Modern-era (2026-07-28) clients take no server-initiated requests: their
+channel offers no elicitation or sampling.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import attrs
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from agentws.mcp.sessions import McpSession
+from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, SampleFn
+
+__all__ = ["McpRelayChannel"]
+
+R = TypeVar("R", bound=types.Result)
+
+# The MCP logging levels, lowest first (RFC 5424 severities).
+_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+# Elicitation came with this revision; older clients cannot be asked.
+_ELICITATION_SINCE = "2025-06-18"
+
+
+@attrs.frozen
+class McpRelayChannel:
+    """One ``tools/call`` request's way back to its client."""
+
+    ctx: ServerRequestContext[McpSession]
+
+    @property
+    def progress(self) -> ProgressFn | None:
+        if progress_token_from_params(self.ctx.params) is None:
+            return None
+        return self._progress
+
+    @property
+    def log(self) -> LogFn | None:
+        return self._log
+
+    @property
+    def elicit(self) -> ElicitFn | None:
+        capabilities = self.ctx.session.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            return None
+        if not self._era_at_least(_ELICITATION_SINCE):
+            return None
+        return self._elicit
+
+    @property
+    def sample(self) -> SampleFn | None:
+        capabilities = self.ctx.session.client_capabilities
+        if capabilities is None or capabilities.sampling is None:
+            return None
+        if not self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0]):
+            return None
+        return self._sample
+
+    def _era_at_least(self, version: str) -> bool:
+        """Whether the session speaks ``version`` or a later handshake revision."""
+        known = list(HANDSHAKE_PROTOCOL_VERSIONS)
+        spoken = self.ctx.protocol_version
+        return spoken in known and version in known and known.index(spoken) >= known.index(version)
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        token = progress_token_from_params(self.ctx.params)
+        if token is None:  # pragma: no cover - only offered with a token
+            return
+        notification = types.ProgressNotification(
+            params=types.ProgressNotificationParams(
+                progress_token=token, progress=progress, total=total, message=message
+            )
+        )
+        await self.ctx.session.send_notification(
+            notification, related_request_id=self.ctx.request_id
+        )
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        wanted = self.ctx.lifespan_context.log_level
+        if wanted in _LEVELS and _LEVELS.index(params.level) < _LEVELS.index(wanted):
+            return
+        await self.ctx.session.send_notification(
+            types.LoggingMessageNotification(params=params), related_request_id=self.ctx.request_id
+        )
+
+    async def _elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self._ask(types.ElicitRequest(params=params), types.ElicitResult)
+
+    async def _sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        if params.tools:
+            return await self._ask(
+                types.CreateMessageRequest(params=params), types.CreateMessageResultWithTools
+            )
+        return await self._ask(types.CreateMessageRequest(params=params), types.CreateMessageResult)
+
+    async def _ask(self, request: types.ServerRequest, result_type: type[R]) -> R | types.ErrorData:
+        try:
+            return await self.ctx.session.send_request(
+                request,
+                result_type,
+                metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
+            )
+        except MCPError as exc:
+            # The client's refusal is the remote's answer.
+            return exc.error

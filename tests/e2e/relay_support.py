@@ -1,0 +1,205 @@
+"""A remote MCP server that talks back during its calls, for the relay tests.
+
+The SDK's lowlevel ``Server`` (Streamable HTTP) on a real
+loopback port. Its tools report progress, log, ask for elicitation and
+sampling, return every content type and structured content, and wait to
+be cancelled; it records what it saw so tests can check the remote's side.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import hypercorn.trio
+import mcp_types as types
+import trio
+from hypercorn.config import Config
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from mcp.shared.message import ServerMessageMetadata
+
+# A 1x1 PNG and an empty WAV, base64.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+    "AAAABJRU5ErkJggg=="
+)
+WAV = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"total": {"type": "integer"}, "items": {"type": "array"}},
+    "required": ["total"],
+}
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+TOOLS = [
+    types.Tool(
+        name="rich",
+        title="Rich results",
+        description="Structured and every content type",
+        input_schema={"type": "object", "properties": {}},
+        output_schema=OUTPUT_SCHEMA,
+        icons=[types.Icon(src="https://example.invalid/rich.png", mime_type="image/png")],
+        annotations=types.ToolAnnotations(
+            title="Rich (annotation)",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+        _meta={"example.com/owner": "team-a"},
+    ),
+    types.Tool(
+        name="bad_output",
+        description="Breaks its output schema",
+        input_schema={"type": "object", "properties": {}},
+        output_schema=OUTPUT_SCHEMA,
+    ),
+    *(
+        types.Tool(name=name, description=name, input_schema={"type": "object", "properties": {}})
+        for name in ("failing", "progress", "logs", "ask", "sample", "slow")
+    ),
+]
+
+
+@attrs.define
+class Remote:
+    """What the remote saw."""
+
+    #: The progress token each ``progress`` call carried.
+    progress_tokens: list[Any] = attrs.field(factory=list)
+    #: Set when the ``slow`` call started, and when it was cancelled.
+    slow_started: trio.Event = attrs.field(factory=trio.Event)
+    slow_cancelled: trio.Event = attrs.field(factory=trio.Event)
+    #: What it lists (tests change it).
+    tools: list[types.Tool] = attrs.field(factory=lambda: list(TOOLS))
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def build_remote(state: Remote) -> Server[Any]:
+    """The remote's server."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=state.tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        session = ctx.session
+        related = ServerMessageMetadata(related_request_id=ctx.request_id)
+        arguments = params.arguments or {}
+        if params.name == "rich":
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(type="text", text="two items"),
+                    types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+                    types.AudioContent(type="audio", data=WAV, mime_type="audio/wav"),
+                    types.EmbeddedResource(
+                        type="resource",
+                        resource=types.TextResourceContents(
+                            uri="test://doc", mime_type="text/plain", text="embedded"
+                        ),
+                    ),
+                    types.ResourceLink(
+                        type="resource_link", uri="test://linked", name="linked", title="Linked"
+                    ),
+                ],
+                structured_content={"total": 2, "items": ["a", "b"]},
+            )
+        if params.name == "bad_output":
+            return types.CallToolResult(content=[], structured_content={"total": "many"})
+        if params.name == "failing":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="it broke")], is_error=True
+            )
+        if params.name == "progress":
+            token = progress_token_from_params(ctx.params)
+            state.progress_tokens.append(token)
+            if token is not None:
+                for step in (1, 2, 3):
+                    await session.send_progress_notification(
+                        token, step, 3, f"step {step}", related_request_id=ctx.request_id
+                    )
+            return _text("done")
+        if params.name == "logs":
+            for level in LOG_LEVELS:
+                await session.send_notification(
+                    types.LoggingMessageNotification(
+                        params=types.LoggingMessageNotificationParams(
+                            level=level, logger="remote", data=f"{level} from the remote"
+                        )
+                    ),
+                    related_request_id=ctx.request_id,
+                )
+            return _text("logged")
+        if params.name == "ask":
+            try:
+                answer = await session.send_request(
+                    types.ElicitRequest(
+                        params=types.ElicitRequestFormParams(
+                            message=f"Your name? ({arguments.get('who', '')})",
+                            requested_schema={
+                                "type": "object",
+                                "properties": {"name": {"type": "string"}},
+                            },
+                        )
+                    ),
+                    types.ElicitResult,
+                    metadata=related,
+                )
+            except MCPError as exc:
+                return _text(f"elicitation refused: {exc.error.code} {exc.error.message}")
+            return _text(f"{answer.action}: {(answer.content or {}).get('name')}")
+        if params.name == "sample":
+            try:
+                sampled = await session.send_request(
+                    types.CreateMessageRequest(
+                        params=types.CreateMessageRequestParams(
+                            messages=[
+                                types.SamplingMessage(
+                                    role="user",
+                                    content=types.TextContent(type="text", text="Say hi"),
+                                )
+                            ],
+                            max_tokens=10,
+                        )
+                    ),
+                    types.CreateMessageResult,
+                    metadata=related,
+                )
+            except MCPError as exc:
+                return _text(f"sampling refused: {exc.error.code} {exc.error.message}")
+            return _text(f"sampled by {sampled.model}: {sampled.content.text}")  # type: ignore[union-attr]
+        if params.name == "slow":
+            state.slow_started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                state.slow_cancelled.set()
+        raise MCPError(types.INVALID_PARAMS, f"no tool {params.name}")
+
+    return Server("relay-remote", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+@asynccontextmanager
+async def remote_server(state: Remote) -> AsyncIterator[str]:
+    """Serve the remote at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
+    app = build_remote(state).streamable_http_app(streamable_http_path="/mcp")
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    # Our links hold a stream open: do not wait long for it when stopping.
+    config.graceful_timeout = 0.2
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
+        )
+        yield f"{binds[0]}/mcp"
+        stop.set()
