@@ -91,7 +91,13 @@ class Upstream:
         self.started = trio.Event()
 
     async def __call__(
-        self, connector: Connector, name: str, arguments: dict[str, Any], *, retry_safe: bool
+        self,
+        connector: Connector,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        retry_safe: bool,
+        channel: object = None,
     ) -> types.CallToolResult:
         self.calls[arguments["n"]] += 1
         self.started.set()
