@@ -181,6 +181,8 @@ def notes(results: dict[str, Any], config: dict[str, Any], mcp_version: str) -> 
         f"- {_LABEL}: the reference is mcp {mcp_version} `MCPServer` + `streamable_http_app("
         f"{response}stateless_http=True)` on uvicorn (its session manager hands every request "
         f"naming {ERA} to the SDK's single-exchange handler), the same tool and database; "
+        "agentws authenticates the bearer token on every request (there is no session), "
+        "looks the tool up among the group's, validates the arguments and audits the call; "
         f"{config['concurrency']} workers, each POSTing self-contained requests back to back "
         f"(no initialize, no session; `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` headers "
         f"and the `_meta` protocol version, capabilities and client info on every request), "
