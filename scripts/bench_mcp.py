@@ -17,13 +17,17 @@ One run measures, on loopback, in a temp directory of its own:
 4. ``tools/list`` latency on agentws for a group with 5 remote MCP
    connectors and 200 cached tools (plus 3 built-ins: the 2 context tools
    and get_approval),
-   under the same closed-loop load (agentws only: the cache is agentws's).
+   under the same closed-loop load (agentws only: the cache is agentws's);
+5. measure 1 again in the stateless revision, 2026-07-28: each call a
+   self-contained POST with no session, against the same reference started
+   in the SDK's stateless mode (``stateless_http=True``), same load and
+   rounds (see :mod:`benchlib.modern`).
 
 The servers run one after the other, each in its own process; the load
 comes from a third process. Results are printed as Markdown and written as
 JSON (``--json-out``). Targets: agentws throughput at least 1.0x the
-reference; under 100 KB of RSS per idle SSE session; tools/list p99 under
-20 ms.
+reference (2025-11-25 sessions) and 1.25x (2026-07-28, stateless); under
+100 KB of RSS per idle SSE session; tools/list p99 under 20 ms.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli
+from benchlib import cli, modern
 from benchlib.agentws_setup import (
     AgentwsSite,
     add_connectors,
@@ -74,11 +78,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=(
             "Benchmark the MCP group endpoint: tools/call search_context throughput and "
             "latency, agentws against the mcp SDK's MCPServer on uvicorn under the same "
-            "load, resident memory of idle legacy SSE sessions, and tools/list latency "
+            "load, the same in the stateless 2026-07-28 revision against the SDK's stateless "
+            "mode, resident memory of idle legacy SSE sessions, and tools/list latency "
             "for a group with 5 connectors and 200 cached tools."
         ),
         epilog=(
-            "Targets: agentws throughput >= 1.0x the reference; < 100 KB RSS per idle "
+            "Targets: agentws throughput >= 1.0x the reference (2025-11-25 sessions) and "
+            ">= 1.25x (2026-07-28, stateless); < 100 KB RSS per idle "
             "SSE session; tools/list p99 < 20 ms. Exit status 0 when the run completed "
             "(see --check), 1 when it failed (including any failed call)."
         ),
@@ -87,7 +93,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=15.0, help="measured seconds per server")
     parser.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds per server")
     parser.add_argument(
-        "--concurrency", type=int, default=16, help="client workers, one MCP session each"
+        "--concurrency",
+        type=int,
+        default=16,
+        help="client workers, one MCP session each (2026-07-28: no session, calls back to back)",
     )
     parser.add_argument(
         "--rounds",
@@ -124,8 +133,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=["throughput", "sessions", "toolslist"],
-        help="run one measure only (default: all three)",
+        choices=["throughput", "modern", "sessions", "toolslist"],
+        help=(
+            "run one measure only (default: all four); 'throughput' is tools/call on "
+            "2025-11-25 sessions, 'modern' the same in the stateless 2026-07-28 revision"
+        ),
     )
     cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
@@ -169,7 +181,7 @@ def _start_agentws(procs: Processes, site: AgentwsSite, name: str, sessions: int
 
 
 def _start_reference(
-    procs: Processes, database: Path, library: str, response: str, n: int
+    procs: Processes, database: Path, library: str, response: str, n: int, era: str | None
 ) -> Child:
     argv = [
         sys.executable,
@@ -181,6 +193,8 @@ def _start_reference(
     ]
     if response == "json":
         argv.append("--json-response")
+    if era == modern.ERA:
+        argv.append("--stateless")
     return procs.start(f"reference-{n}", argv)
 
 
@@ -189,9 +203,15 @@ def _run_load(procs: Processes, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _job(
-    args: argparse.Namespace, url: str, token: str | None, pid: int, queries: list[str]
+    args: argparse.Namespace,
+    url: str,
+    token: str | None,
+    pid: int,
+    queries: list[str],
+    era: str | None,
 ) -> dict[str, Any]:
     return {
+        "era": era,
         "url": url,
         "token": token,
         "tool": "search_context",
@@ -205,15 +225,21 @@ def _job(
 
 
 def _measure_agentws(
-    args: argparse.Namespace, procs: Processes, site: AgentwsSite, queries: list[str], n: int
+    args: argparse.Namespace,
+    procs: Processes,
+    site: AgentwsSite,
+    queries: list[str],
+    n: int,
+    era: str | None = None,
 ) -> dict[str, Any]:
-    _say(f"agentws, round {n}: serving")
+    _say(f"agentws, round {n}: serving" + (f" ({era})" if era else ""))
     audit_before = _audit_rows(site.database_path)
     server = _start_agentws(procs, site, f"agentws-{n}", args.sessions)
     base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
     _wait_until_answering(server, base_url + "/healthz")
     _say(f"agentws, round {n}: load for {args.warmup:g}+{args.seconds:g} s")
-    result = _run_load(procs, _job(args, base_url + site.path, site.token, server.pid, queries))
+    job = _job(args, base_url + site.path, site.token, server.pid, queries, era)
+    result = _run_load(procs, job)
     status = procs.stop(server)
     result["server_exit_status"] = status
     result["audit_rows_written"] = _audit_rows(site.database_path) - audit_before
@@ -229,15 +255,17 @@ def _measure_reference(
     library: str,
     queries: list[str],
     n: int,
+    era: str | None = None,
 ) -> dict[str, Any]:
-    _say(
-        f"reference, round {n}: serving (MCPServer on uvicorn, {args.reference_response} responses)"
-    )
-    server = _start_reference(procs, database, library, args.reference_response, n)
-    url = server.read_json_line(_START_TIMEOUT_S)["url"]
-    _wait_until_answering(server, url)
+    how = f"{args.reference_response} responses" + (f", stateless, {era}" if era else "")
+    _say(f"reference, round {n}: serving (MCPServer on uvicorn, {how})")
+    server = _start_reference(procs, database, library, args.reference_response, n, era)
+    listening = server.read_json_line(_START_TIMEOUT_S)
+    url = listening["url"]
+    # Its root (a 404): in stateless mode a GET of the MCP path opens a stream that never ends.
+    _wait_until_answering(server, listening["base_url"])
     _say(f"reference, round {n}: load for {args.warmup:g}+{args.seconds:g} s")
-    result = _run_load(procs, _job(args, url, None, server.pid, queries))
+    result = _run_load(procs, _job(args, url, None, server.pid, queries, era))
     result["server_exit_status"] = procs.stop(server)
     return result
 
@@ -481,6 +509,8 @@ def render(results: dict[str, Any]) -> str:
         rows.append(_sessions_row(results["idle_sse"]))
     if "toolslist" in results:
         rows += _toolslist_rows(results["toolslist"])
+    if "modern" in results:
+        rows += modern.rows(results["modern"])
     packages = machine["packages"]
     lines = [
         *report_head("mcp", results["date"], rows, machine),
@@ -537,6 +567,8 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"- Session error: {error}")
     if "toolslist" in results:
         lines += _toolslist_notes(results["toolslist"], config)
+    if "modern" in results:
+        lines += modern.notes(results, config, packages["mcp"])
     for name in ("agentws", "reference"):
         for error in results.get(name, {}).get("error_samples", [])[:3]:
             lines.append(f"- {name} error: {error}")
@@ -593,6 +625,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "targets": {
             "throughput_ratio": THROUGHPUT_TARGET,
+            "modern_throughput_ratio": modern.TARGET,
             "idle_sse_kb_per_session": SSE_TARGET_KB,
             "toolslist_p99_ms": TOOLSLIST_TARGET_P99_MS,
         },
@@ -602,9 +635,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _say(f"setting up agentws in {work}")
         paths = write_corpus(corpus, work / "corpus")
         site = set_up_agentws(work, paths)
-        if args.only in (None, "throughput"):
-            reference_db = work / "reference.db"
+        reference_db = work / "reference.db"
+        if args.only in (None, "throughput", "modern"):
             _copy_database(site.database_path, reference_db)
+        if args.only in (None, "throughput"):
             runs = cli.abba_rounds(
                 args.rounds,
                 lambda n: _measure_agentws(args, procs, site, queries, n),
@@ -612,6 +646,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 _note_noise,
             )
             results.update(_summarise_throughput(runs))
+        if args.only in (None, "modern"):
+            runs = cli.abba_rounds(
+                args.rounds,
+                lambda n: _measure_agentws(args, procs, site, queries, n, modern.ERA),
+                lambda n: _measure_reference(
+                    args, procs, reference_db, site.library, queries, n, modern.ERA
+                ),
+                _note_noise,
+            )
+            results["modern"] = _summarise_throughput(runs)
         if args.only in (None, "sessions") and args.sessions:
             results["idle_sse"] = _measure_sessions(args, procs, site)
         if args.only in (None, "toolslist"):
@@ -624,6 +668,8 @@ def _passed(results: dict[str, Any]) -> bool:
     ok = True
     if "throughput_ratio" in results:
         ok &= results["throughput_ratio"] >= THROUGHPUT_TARGET
+    if "modern" in results:
+        ok &= modern.passed(results["modern"])
     if "idle_sse" in results:
         ok &= _sessions_row(results["idle_sse"])[-1] == "PASS"
     if "toolslist" in results:
@@ -637,7 +683,9 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(results, int):
         return results
     failed_calls = sum(
-        results.get(n, {}).get("errors_all_rounds", 0) for n in ("agentws", "reference")
+        part.get(n, {}).get("errors_all_rounds", 0)
+        for part in (results, results.get("modern", {}))
+        for n in ("agentws", "reference")
     ) + results.get("toolslist", {}).get("errors", 0)
     if failed_calls:
         return 1

@@ -6,7 +6,9 @@ Reads a JSON job on stdin::
      "queries": [...], "limit": 5, "concurrency": 16,
      "warmup_s": 3, "seconds": 15, "server_pid": 1234 or null}
 
-(or ``{"method": "tools/list", "expect_tools": 202, "rate_per_client": 5 or
+(plus ``"era": "2026-07-28"`` for requests of that stateless revision,
+each on its own with no session: see :mod:`benchlib.modern`; or
+``{"method": "tools/list", "expect_tools": 202, "rate_per_client": 5 or
 null, ...}`` for ``tools/list`` instead, no tool or queries needed) and
 prints one JSON document of results on stdout. Each of ``concurrency``
 workers opens its own Streamable HTTP session (initialize, initialized),
@@ -46,6 +48,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.mcp_client import CallError, StreamableSession, parse_result
+from benchlib.modern import ERA, StatelessClient
 from benchlib.procs import cpu_seconds, machine_busy_seconds
 
 # Errors kept verbatim in the result, to say what went wrong without a flood.
@@ -178,9 +181,20 @@ class _Run:
             self.response_bytes = len(json.dumps(result, separators=(",", ":")))
 
 
-async def _open_session(run: _Run, client: httpx2.AsyncClient) -> StreamableSession | None:
-    """An initialized session of the job's server, or None (counted as an error)."""
-    session = StreamableSession(client, run.job["url"], run.job.get("token"))
+async def _open_session(
+    run: _Run, client: httpx2.AsyncClient
+) -> StreamableSession | StatelessClient | None:
+    """An initialized session of the job's server, or None (counted as an error).
+
+    A job of the stateless revision (``"era": "2026-07-28"``) gets a
+    :class:`~benchlib.modern.StatelessClient`: no handshake, no session.
+    """
+    url, token = run.job["url"], run.job.get("token")
+    session: StreamableSession | StatelessClient
+    if run.job.get("era") == ERA:
+        session = StatelessClient(client, url, token)
+    else:
+        session = StreamableSession(client, url, token)
     try:
         with trio.fail_after(_CALL_TIMEOUT_S):
             await session.initialize()

@@ -13,7 +13,12 @@ The SQL runs in the SDK's worker threads (``MCPServer`` runs a sync tool
 function with ``anyio.to_thread.run_sync``), one read-only connection per
 thread: what a careful hand-written server would do.
 
-Run: ``python reference_server.py --database PATH [--library SLUG] [--json-response]``.
+With ``--stateless`` the app is made with ``stateless_http=True``: the
+SDK's own stateless mode, whose session manager serves a request naming a
+stateless revision (2026-07-28) with its single-exchange handler.
+
+Run: ``python reference_server.py --database PATH [--library SLUG] [--json-response]
+[--stateless]``.
 It binds 127.0.0.1 on a free port, prints one JSON line
 ``{"base_url": ..., "url": ...}`` on stdout, and serves until SIGTERM/SIGINT.
 """
@@ -90,10 +95,18 @@ def main() -> None:
         action="store_true",
         help="answer POSTs with application/json instead of the SDK default, an SSE stream",
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="the SDK's stateless mode (stateless_http=True), for the 2026-07-28 revision",
+    )
     args = parser.parse_args()
     server = make_server(args.database, args.library)
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, json_response=args.json_response, host="127.0.0.1"
+        streamable_http_path=MCP_PATH,
+        json_response=args.json_response,
+        stateless_http=args.stateless,
+        host="127.0.0.1",
     )
     # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets it knows are TCP;
     # without it every pipelined answer waits out the client's delayed ACK.
