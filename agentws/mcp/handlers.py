@@ -28,7 +28,7 @@ import functools
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import mcp_types as types
@@ -44,6 +44,7 @@ from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.completion import Completions
 from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_argument
 from agentws.mcp.listen import ListenStreams
+from agentws.mcp.modern import SERVING_GROUP
 from agentws.mcp.modern_calls import call_modern
 from agentws.mcp.pending_calls import PendingCalls, is_pending_state
 from agentws.mcp.prompts import Prompts
@@ -121,6 +122,19 @@ def _mcp_tool(tool: ToolSpec) -> types.Tool:
             "_meta": tool.meta,
         }
     )
+
+
+def _input_schema(catalog: Catalog, name: str) -> dict[str, Any] | None:
+    """The schema the SDK checks a stateless call's ``Mcp-Param`` headers against.
+
+    From the group's tools as last listed (a client lists before it calls);
+    None, as the SDK does when it cannot tell, skips the check: the gate
+    checks the arguments themselves in any case.
+    """
+    group_id = SERVING_GROUP.get()
+    listing = catalog.last(group_id) if group_id is not None else None
+    tool = listing.by_name.get(name) if listing is not None else None
+    return tool.input_schema if tool is not None else None
 
 
 async def _no_run(channel: CallerChannel) -> types.CallToolResult:
@@ -234,6 +248,7 @@ def build_server(
             on_set_logging_level=set_logging_level,
             on_subscriptions_listen=listens,
         )
+    server.get_tool_input_schema = functools.partial(_input_schema, catalog)
     # No tracing exporter is configured; the per-message span would be pure cost.
     server.middleware = [_keep_server_session, _ListingReuse(catalog, rendered)]
     return server

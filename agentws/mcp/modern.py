@@ -20,8 +20,9 @@ request: no sticky routing is needed for this revision.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import secrets
+from contextvars import ContextVar
 from typing import Any, cast
 
 import attrs
@@ -30,14 +31,26 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from agentws.asgi import Receive, Scope, Send
+from agentws.asgi import Receive, Scope, Send, header
 from agentws.mcp.auth import Caller
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 
 __all__ = ["StatelessCaller", "is_stateless", "serve_stateless"]
 
 log = logging.getLogger("agentws.mcp")
 
 _VERSION_HEADER = b"mcp-protocol-version"
+_METHOD_HEADER = b"mcp-method"
+_NAME_HEADER = b"mcp-name"
+# Tools answered within the process, quickly: the context built-ins.
+_IN_PROCESS_TOOLS = frozenset({*BUILTINS, GET_APPROVAL.name})
+# A request asking for notifications on its response stream.
+_STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
+#: The group of the stateless request being served: whose tool schemas the
+#: SDK's ``Mcp-Param`` header check looks at (:func:`tool_input_schemas`).
+SERVING_GROUP: ContextVar[str | None] = ContextVar("agentws_serving_group", default=None)
+# Names this process's stateless callers in logs; unique, not secret.
+_CALLERS = itertools.count(1)
 
 
 def is_stateless(scope: Scope, session_id: str | None) -> bool:
@@ -63,7 +76,7 @@ class StatelessCaller:
     """
 
     caller: Caller
-    id: str = attrs.field(factory=lambda: f"stateless.{secrets.token_urlsafe(9)}")
+    id: str = attrs.field(factory=lambda: f"stateless.{next(_CALLERS)}")
     log_level: str | None = None
     server_session: ServerSession | None = None
 
@@ -107,7 +120,21 @@ async def serve_stateless(
     ran in the door, so the SDK's own DNS-rebinding check is off here.
     """
     state = StatelessCaller(caller)
-    # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
-    await handle_modern_request(
-        server, None, False, state, scope, _replaying(body, receive), cast(Any, send)
+    # Progress, log messages, listen streams and calls that leave the process
+    # (which may be slow: the stream keeps a proxy from timing them out) are
+    # answered as SSE; anything else with one JSON response, sparing the
+    # stream's machinery.
+    method = header(scope, _METHOD_HEADER)
+    streams = (
+        method == "subscriptions/listen"
+        or (method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS)
+        or any(marker in body for marker in _STREAM_MARKERS)
     )
+    serving = SERVING_GROUP.set(caller.group.id)
+    try:
+        # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
+        await handle_modern_request(
+            server, None, not streams, state, scope, _replaying(body, receive), cast(Any, send)
+        )
+    finally:
+        SERVING_GROUP.reset(serving)

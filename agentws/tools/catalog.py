@@ -118,6 +118,10 @@ class Catalog:
                 self._reading = None
         return version
 
+    def last(self, group_id: str) -> GroupTools | None:
+        """The group's tools as last listed here, without asking whether they still are."""
+        return self._groups.get(group_id)
+
     async def tool(self, group: Group, name: str) -> ToolSpec | None:
         """The group's tool called ``name``, or None."""
         return (await self.tools(group)).by_name.get(name)
