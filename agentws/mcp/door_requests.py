@@ -2,7 +2,8 @@
 
 A :class:`DoorRequest` is one HTTP request with what the door's checks
 established. :func:`parse_message` reads its body within the size and time
-limits and validates the one JSON-RPC message it must hold; a malformed one
+limits and validates the one JSON-RPC message it must hold (or, on a
+2025-03-26 session, the batch it may hold: :class:`Batch`); a malformed one
 is answered here with a JSON-RPC error (:func:`rpc_error`) and the caller
 learns of it by :class:`Answered`.
 """
@@ -17,6 +18,8 @@ from urllib.parse import parse_qs
 import attrs
 import mcp_types as types
 import pydantic
+from mcp.server.streamable_http import check_accept_headers
+from starlette.requests import Request
 
 from agentws.asgi import (
     BodyReader,
@@ -36,6 +39,7 @@ from agentws.metrics import REJECTED
 __all__ = [
     "SESSION_HEADER",
     "Answered",
+    "Batch",
     "DoorRequest",
     "parse_message",
     "read_body",
@@ -111,9 +115,24 @@ class DoorRequest:
         accept = self.header(b"accept") or "*/*"
         return media_type in accept or "*/*" in accept
 
+    def accepts_json_and_sse(self) -> tuple[bool, bool]:
+        """Whether ``Accept`` takes JSON, SSE: read as the SDK's reference server reads it.
+
+        Wildcards count (``*/*``, ``application/*``, ``text/*``); no ``Accept`` takes neither.
+        """
+        return check_accept_headers(Request(self.scope))
+
 
 class Answered(Exception):
     """The request has been answered already (with a JSON-RPC error)."""
+
+
+class Batch(Exception):
+    """The body is a JSON-RPC batch (allowed on this session): its messages, in order."""
+
+    def __init__(self, messages: list[types.JSONRPCMessage]) -> None:
+        super().__init__(f"a batch of {len(messages)} messages")
+        self.messages = messages
 
 
 def _echoed_id(document: Any) -> str | int | None:
@@ -135,9 +154,13 @@ async def read_body(request: DoorRequest, settings: Settings) -> bytes:
 
 
 async def parse_message(
-    request: DoorRequest, settings: Settings, session_id: str | None
+    request: DoorRequest, settings: Settings, session_id: str | None, *, batches: bool = False
 ) -> types.JSONRPCMessage:
-    """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent."""
+    """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent.
+
+    With ``batches`` (a 2025-03-26 session), a body that is a JSON array of
+    messages raises :class:`Batch` with them; other revisions refuse batches.
+    """
     content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise HttpRefusal(
@@ -161,8 +184,13 @@ async def parse_message(
                 session_id,
             )
             raise Answered from None
+        if isinstance(document, list) and batches:
+            raise Batch(await _batch(request, document, session_id)) from None
         if isinstance(document, list):
-            text = "JSON-RPC batches are not supported; send one message per request"
+            text = (
+                "JSON-RPC batches are not supported (only 2025-03-26 sessions take them); "
+                "send one message per request"
+            )
         else:
             text = "Invalid request: not a JSON-RPC 2.0 message"
         request_id = _echoed_id(document)
@@ -183,6 +211,42 @@ async def parse_message(
             )
             raise Answered
     return message
+
+
+async def _batch(
+    request: DoorRequest, document: list[Any], session_id: str | None
+) -> list[types.JSONRPCMessage]:
+    """A batch's messages; the whole batch is refused if one is not a JSON-RPC message."""
+    messages: list[types.JSONRPCMessage] = []
+    for index, entry in enumerate(document):
+        try:
+            message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(
+                entry, by_name=False
+            )
+        except pydantic.ValidationError:
+            message = None  # type: ignore[assignment]
+        if message is None or (
+            isinstance(message, types.JSONRPCNotification)
+            and isinstance(entry, dict)
+            and "id" in entry
+        ):
+            await rpc_error(
+                request,
+                400,
+                None,
+                types.INVALID_REQUEST,
+                f"Invalid request: batch entry {index} is not a JSON-RPC 2.0 message "
+                "(an id must be a string or an integer); nothing in the batch was processed",
+                session_id,
+            )
+            raise Answered
+        messages.append(message)
+    if not messages:
+        await rpc_error(
+            request, 400, None, types.INVALID_REQUEST, "Invalid request: an empty batch", session_id
+        )
+        raise Answered
+    return messages
 
 
 async def rpc_error(

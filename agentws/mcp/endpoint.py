@@ -14,14 +14,22 @@ path for the many small POSTs of a busy session.
   sends something else first (or takes longer than a keep-alive interval).
   ``GET`` with the session opens its stream for server-initiated messages;
   ``DELETE`` ends the session.
+  Every SSE event has an id; ``GET`` with ``Last-Event-ID`` resumes the
+  stream that id belongs to (:mod:`agentws.mcp.replay`). Sessions of
+  2025-11-25 and later get a priming event (an id, empty data, ``retry``)
+  first on every stream. A 2025-03-26 session also takes JSON-RPC batches.
 - **Legacy HTTP+SSE** (2024-11-05): ``GET`` without a session opens one; the
   first event, ``endpoint``, names ``…/messages?session_id=<id>``, where the
   client POSTs (answered 202; responses arrive on the stream).
 
 Every request is checked in this order: ``Host``/``Origin`` (403), method
-(405), bearer token (401), then session (404 for an unknown session or one
-opened with another token). Errors are JSON: ``{"error": {"code",
-"message"}}``, or a JSON-RPC error object where the client expects one.
+(405; ``OPTIONS`` is a CORS preflight, :mod:`agentws.mcp.cors`), bearer
+token (401), ``Accept`` (406: a Streamable HTTP ``POST`` takes JSON and SSE,
+a ``GET`` SSE), then session (404 for an unknown session or one opened with
+another token) and its ``MCP-Protocol-Version`` (400 for a version agentws
+does not speak; none means the negotiated one). Errors are JSON:
+``{"error": {"code", "message"}}``, or a JSON-RPC error object where the
+client expects one.
 
 Reading a request's message is :mod:`agentws.mcp.door_requests`; writing an
 SSE stream is :mod:`agentws.mcp.streams`.
@@ -30,6 +38,7 @@ SSE stream is :mod:`agentws.mcp.streams`.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -55,9 +64,11 @@ from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator
+from agentws.mcp.cors import Cors
 from agentws.mcp.door_requests import (
     SESSION_HEADER,
     Answered,
+    Batch,
     DoorRequest,
     parse_message,
     read_body,
@@ -71,8 +82,9 @@ from agentws.mcp.forward import (
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
-from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
-from agentws.mcp.streams import EventSource, forward_events, until_final, write_sse
+from agentws.mcp.replay import Connection, Event
+from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor, Transport
+from agentws.mcp.streams import EventSource, priming_event, stream_events, write_sse
 from agentws.metrics import REJECTED
 
 __all__ = ["McpDoor"]
@@ -81,6 +93,10 @@ log = logging.getLogger("agentws.mcp")
 
 _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)?/?")
 _NO_SESSION = "no such session (it may have expired): initialize again"
+# The first revision whose clients expect a priming event and resume a POST's stream.
+_PRIMING_SINCE = "2025-11-25"
+# The one revision with JSON-RPC batches (2025-06-18 removed them).
+_BATCHES_IN = "2025-03-26"
 
 
 def _store_unavailable(doing: str, exc: StoreError) -> HttpRefusal:
@@ -104,14 +120,19 @@ class McpDoor:
     sessions: SessionSupervisor
     forwarder: SessionForwarder
     guard: HostOriginGuard = attrs.field(init=False)
+    cors: Cors = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.guard = HostOriginGuard.from_settings(self.settings)
+        self.cors = Cors.from_settings(self.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/mcp/"):
             await self.app(scope, receive, send)
             return
+        origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), None)
+        if origin is not None and self.cors.grants(origin):
+            send = self._with_cors(send, origin)
         started = False
 
         async def tracked_send(message: dict[str, Any]) -> None:
@@ -137,11 +158,41 @@ class McpDoor:
             if not started:
                 await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
+    def _with_cors(self, send: Send, origin: str) -> Send:
+        granted = self.cors.response_headers(origin)
+
+        async def send_with_cors(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *granted]}
+            await send(message)
+
+        return send_with_cors
+
+    async def _preflight(self, request: DoorRequest) -> None:
+        origin = request.header(b"origin")
+        granted = (
+            self.cors.preflight(origin, request.header(b"access-control-request-headers"))
+            if origin
+            else None
+        )
+        if granted is None:
+            raise HttpRefusal(
+                403,
+                "forbidden",
+                f"no CORS for origin {origin!r}: browser pages must be from an origin "
+                "in AGENTWS_CORS_ORIGINS",
+            )
+        # The response's own CORS headers were added by __call__'s send.
+        await respond(request.send, 204, b"", [h for h in granted if not _is_response_cors(h)])
+
     async def _handle(self, request: DoorRequest) -> None:
         refusal = self.guard.refusal(request.header(b"host"), request.header(b"origin"))
         if refusal is not None:
             log.warning("refused MCP request: %s", refusal)
             raise HttpRefusal(403, "forbidden", refusal)
+        if request.method == "OPTIONS":
+            await self._preflight(request)
+            return
         allowed = ("POST",) if request.messages_path else ("GET", "POST", "DELETE")
         if request.method not in allowed:
             raise HttpRefusal(
@@ -165,6 +216,10 @@ class McpDoor:
             ) from None
         except StoreError as exc:
             raise _store_unavailable("authenticate an MCP request", exc) from None
+        if not request.messages_path and (
+            request.method == "POST" or request.header(SESSION_HEADER.encode()) is not None
+        ):
+            _check_accept(request)
 
         session_id = request.session_id
         if session_id is not None and sessions.get(session_id) is None:
@@ -172,6 +227,9 @@ class McpDoor:
             if owner_id is not None and owner_id != self.settings.instance_id:
                 await self._forward(request, forwarder, owner_id)
                 return
+        with_session = request.header(SESSION_HEADER.encode()) is not None
+        if not request.messages_path and with_session and await self._wrong_version(request):
+            return
 
         if request.messages_path:
             await self._legacy_post(request, sessions)
@@ -249,8 +307,14 @@ class McpDoor:
     async def _post(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())
         try:
-            message = await parse_message(request, self.settings, session_id)
+            message = await parse_message(
+                request, self.settings, session_id, batches=self._takes_batches(session_id)
+            )
         except Answered:
+            return
+        except Batch as batch:
+            session = self._session(request, sessions, session_id or "", "streamable")
+            await self._batch(request, session, batch.messages)
             return
         is_request = isinstance(message, types.JSONRPCRequest)
         if session_id is None:
@@ -280,6 +344,104 @@ class McpDoor:
             return
         await self._answer(request, session, message)  # type: ignore[arg-type]
 
+    def _takes_batches(self, session_id: str | None) -> bool:
+        session = self.sessions.get(session_id) if session_id else None
+        return session is not None and session.protocol_version == _BATCHES_IN
+
+    async def _wrong_version(self, request: DoorRequest) -> bool:
+        """Refuse a ``MCP-Protocol-Version`` agentws does not speak; whether it did.
+
+        No header means the negotiated version. A known version other than
+        the negotiated one passes, as with the SDK's reference server (the
+        conformance suite's raw requests send 2025-03-26 on any session).
+        """
+        version = request.header(b"mcp-protocol-version")
+        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+        session = self.sessions.get(request.header(SESSION_HEADER.encode()) or "")
+        if session is None or request.caller is None or session.token_id != request.caller.token_id:
+            return False  # no such session for this caller: the 404 says so
+        negotiated = session.protocol_version
+        await rpc_error(
+            request,
+            400,
+            None,
+            types.UNSUPPORTED_PROTOCOL_VERSION,
+            f"Bad Request: unsupported MCP-Protocol-Version {version!r}; this session speaks "
+            f"{negotiated or 'the version it initialized with'} (send it, or no header)",
+            session.id,
+            {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
+        )
+        return True
+
+    async def _batch(
+        self, request: DoorRequest, session: McpSession, messages: list[types.JSONRPCMessage]
+    ) -> None:
+        """A 2025-03-26 batch: its responses as one JSON array, or an SSE stream of them.
+
+        Notifications and responses go to the server loop in order; with no
+        request among them the answer is 202. The array is sent when each
+        request's first reply is its response; if one sends something else
+        first (progress, an elicitation) or is slow, everything goes as SSE.
+        """
+        connections: list[Connection] = []
+        try:
+            for message in messages:
+                if not isinstance(message, types.JSONRPCRequest):
+                    await self._submit(session, message)
+                    continue
+                connection = await self._request(request, session, message)
+                if connection is None:
+                    return
+                connections.append(connection)
+            if not connections:
+                await respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
+                return
+            merged_send, merged = trio.open_memory_channel[Event](STREAM_BUFFER)
+            async with trio.open_nursery() as nursery:
+                for connection in connections:
+                    nursery.start_soon(_pump, connection, merged_send.clone())
+                merged_send.close()
+                await self._answer_batch(request, session, connections, merged)
+                nursery.cancel_scope.cancel()
+        finally:
+            for connection in connections:
+                session.leave(connection)
+
+    async def _answer_batch(
+        self,
+        request: DoorRequest,
+        session: McpSession,
+        connections: list[Connection],
+        merged: trio.MemoryReceiveChannel[Event],
+    ) -> None:
+        first: list[Event] = []
+        with trio.move_on_after(self.settings.sse_keepalive_s):
+            while len(first) < len(connections):
+                try:
+                    event = await merged.receive()
+                except trio.EndOfChannel:
+                    break
+                first.append(event)
+                if not event[2]:
+                    break
+        if len(first) == len(connections) and all(last for _, _, last in first):
+            # Streams answered with JSON can never be resumed.
+            for connection in connections:
+                session.replays.discard(connection.stream)
+            body = ("[" + ",".join(data for _, data, _ in first) + "]").encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"mcp-session-id", session.id.encode()),
+            ]
+            await respond(request.send, 200, body, headers)
+            return
+        # A response ends its own request's stream, not this one: it ends
+        # once every request's stream has (the merged channel closes).
+        await self._stream(
+            request, session, stream_events(first, merged, until_closed=True), prelude=()
+        )
+
     async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:
         try:
             await session.submit(SessionMessage(message))
@@ -292,20 +454,12 @@ class McpDoor:
         self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
     ) -> None:
         request_id = str(message.id)
-        try:
-            replies = await session.request(
-                SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
-                request_id,
-            )
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise HttpRefusal(
-                404, "session_not_found", "the session has ended: initialize again"
-            ) from None
-        except ValueError as exc:
-            await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
+        connection = await self._request(request, session, message)
+        if connection is None:
             return
+        replies = connection.receive
         try:
-            first: list[tuple[bool, str]] = []
+            first: list[Event] = []
             with trio.move_on_after(self.settings.sse_keepalive_s):
                 try:
                     first.append(await replies.receive())
@@ -319,7 +473,8 @@ class McpDoor:
                         session.id,
                     )
                     return
-            if first and first[0][0]:
+            if first and first[0][2]:
+                session.forget(request_id, connection.stream)
                 headers = [
                     (b"content-type", b"application/json"),
                     (b"mcp-session-id", session.id.encode()),
@@ -327,24 +482,79 @@ class McpDoor:
                 await respond(request.send, 200, first[0][1].encode(), headers)
                 return
             # Something came before the response, or it is slow: stream the rest.
-            await self._stream(request, session, until_final(first, replies), prelude=())
+            close_at = math.inf
+            if self.settings.mcp_sse_poll_s and _primes(session):
+                close_at = trio.current_time() + self.settings.mcp_sse_poll_s
+            await self._stream(
+                request,
+                session,
+                stream_events(first, replies, close_at=close_at),
+                prelude=_priming(session, connection.stream.event_id(0)),
+            )
         finally:
-            session.forget(request_id)
-            replies.close()
+            # Unanswered, the request goes on: its replies wait for a resume.
+            session.leave(connection)
+
+    async def _request(
+        self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
+    ) -> Connection | None:
+        """Submit ``message``; None once it was refused with a JSON-RPC error."""
+        try:
+            return await session.request(
+                SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
+                str(message.id),
+            )
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise HttpRefusal(
+                404, "session_not_found", "the session has ended: initialize again"
+            ) from None
+        except ValueError as exc:
+            await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
+            return None
 
     async def _standalone_stream(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session = self._session(
             request, sessions, request.header(SESSION_HEADER.encode()) or "", "streamable"
         )
-        if not request.accepts("text/event-stream"):
-            raise HttpRefusal(406, "not_acceptable", "this stream is text/event-stream")
-        receive = session.open_stream()
-        if receive is None:
+        last_event_id = request.header(b"last-event-id")
+        if last_event_id:
+            await self._resume(request, session, last_event_id)
+            return
+        connection = session.open_stream()
+        if connection is None:
             raise HttpRefusal(409, "conflict", "this session already has an open stream")
+        start = connection.stream.event_id(connection.stream.seq)
         try:
-            await self._stream(request, session, forward_events(receive), prelude=())
+            await self._stream(
+                request,
+                session,
+                stream_events((), connection.receive),
+                prelude=_priming(session, start),
+            )
         finally:
-            session.detach_stream(receive)
+            session.leave(connection)
+
+    async def _resume(self, request: DoorRequest, session: McpSession, last_event_id: str) -> None:
+        """Send what the stream of ``last_event_id`` had after it, then its live events."""
+        resumed = session.resume(last_event_id)
+        if resumed is None:
+            raise HttpRefusal(
+                404,
+                "event_not_found",
+                f"this session has no event {last_event_id!r} to resume after (events are "
+                "kept AGENTWS_MCP_REPLAY_S); open the stream without Last-Event-ID",
+            )
+        _, missed, connection = resumed
+        try:
+            await self._stream(
+                request,
+                session,
+                stream_events(missed, connection.receive if connection else None),
+                prelude=_priming(session, last_event_id),
+            )
+        finally:
+            if connection is not None:
+                session.leave(connection)
 
     async def _delete(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())
@@ -365,8 +575,8 @@ class McpDoor:
                 "Streamable HTTP clients POST initialize",
             )
         session = await self._open(request, sessions, "sse")
-        receive = session.open_stream()
-        if receive is None:  # the session ended before its stream opened
+        connection = session.open_stream()
+        if connection is None:  # the session ended before its stream opened
             raise HttpRefusal(
                 503, "over_capacity", "the session closed at once; retry", [("Retry-After", "1")]
             )
@@ -378,12 +588,13 @@ class McpDoor:
             await self._stream(
                 request,
                 session,
-                forward_events(receive),
+                # 2024-11-05 has no event ids (nor any way to resume).
+                stream_events((), connection.receive, ids=False),
                 prelude=(f"event: endpoint\ndata: {endpoint}\n\n".encode(),),
             )
         finally:
             # The legacy session lives exactly as long as its stream.
-            session.detach_stream(receive)
+            session.leave(connection)
             session.close()
 
     async def _legacy_post(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
@@ -424,3 +635,44 @@ class McpDoor:
             keepalive_s=self.settings.sse_keepalive_s,
             stall_s=self.settings.sse_stall_s,
         )
+
+
+def _is_response_cors(header: tuple[bytes, bytes]) -> bool:
+    return header[0] in (b"access-control-allow-origin", b"access-control-expose-headers", b"vary")
+
+
+def _primes(session: McpSession) -> bool:
+    """Whether the session's client expects priming events (2025-11-25 and later)."""
+    return session.protocol_version is not None and session.protocol_version >= _PRIMING_SINCE
+
+
+def _priming(session: McpSession, event_id: str) -> tuple[bytes, ...]:
+    return (priming_event(event_id),) if _primes(session) else ()
+
+
+def _check_accept(request: DoorRequest) -> None:
+    """406 unless a POST takes JSON and SSE, a GET SSE (as the SDK's reference server asks)."""
+    if request.method not in ("GET", "POST"):
+        return
+    takes_json, takes_sse = request.accepts_json_and_sse()
+    if request.method == "GET" and not takes_sse:
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "GET opens an SSE stream: send Accept: text/event-stream "
+            "(Streamable HTTP clients POST initialize)",
+        )
+    if request.method == "POST" and not (takes_json and takes_sse):
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "a POST must accept both application/json and text/event-stream "
+            "(Accept: application/json, text/event-stream)",
+        )
+
+
+async def _pump(connection: Connection, merged: trio.MemorySendChannel[Event]) -> None:
+    """One batch request's events into the batch's response (never ending it early)."""
+    async with merged:
+        async for event in connection.receive:
+            await merged.send(event)

@@ -708,13 +708,16 @@ def check_answer(
     elif target == "legacy_unknown_session":
         assert status in (400, 404), (status, raw)
     elif target == "post_unknown_session":
-        assert status in (400, 404, 413, 415), (status, raw)
+        assert status in (400, 404, 406, 413, 415), (status, raw)
     elif target == "legacy_session":
         assert status in (202, 400, 413, 415), (status, raw)
     elif target == "post_session":
-        assert status in (200, 202, 400, 413, 415), (status, raw)
+        assert status in (200, 202, 400, 406, 413, 415), (status, raw)
     else:
-        assert status in (200, 400, 413, 415), (status, raw)
+        assert status in (200, 400, 406, 413, 415), (status, raw)
+    if status == 406:
+        # A Streamable HTTP POST must take both JSON and SSE (or */*).
+        assert case.accept not in (ACCEPT, "*/*"), case.accept
     if status == 202:
         assert raw in (b"", b"Accepted"), raw
         expected_id = legacy_id if target == "legacy_session" else fuzz_id

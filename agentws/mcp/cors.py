@@ -1,0 +1,91 @@
+"""CORS for the MCP door: which browser origins may call it from their pages.
+
+Browser MCP clients (the MCP Inspector, web apps) send a preflight
+``OPTIONS`` before a request with an ``Authorization`` header or a JSON
+body, and can read only the response headers the server exposes
+(``Mcp-Session-Id`` among them). Only origins configured in
+``AGENTWS_CORS_ORIGINS`` (same patterns as ``AGENTWS_ALLOWED_ORIGINS``) get
+a grant; a preflight from any other origin is refused with 403 and no CORS
+header, so the browser blocks the request. Without the setting no origin
+is granted anything.
+"""
+
+from __future__ import annotations
+
+import attrs
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PARAM_HEADER_PREFIX,
+    MCP_PROTOCOL_VERSION_HEADER,
+)
+
+from agentws.config import Settings
+from agentws.mcp.guard import origin_matches
+
+__all__ = ["Cors"]
+
+_METHODS = "GET, POST, DELETE, OPTIONS"
+# The request headers MCP clients send (the 2026-07-28 ones too; a preflight
+# names each Mcp-Param-* header in full, so those are matched by prefix).
+_HEADERS = (
+    "authorization",
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    MCP_PROTOCOL_VERSION_HEADER,
+    "last-event-id",
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+)
+_EXPOSED = b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"
+# Browsers cache a preflight this long (seconds); Chromium caps it at 7200.
+_MAX_AGE = b"7200"
+
+
+@attrs.frozen
+class Cors:
+    """The origins granted CORS (none when empty)."""
+
+    origins: tuple[str, ...]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Cors:
+        return cls(settings.cors_origins or ())
+
+    def grants(self, origin: str | None) -> bool:
+        """Whether ``origin`` (a request's ``Origin``) is granted CORS."""
+        return bool(origin) and any(origin_matches(p, origin or "") for p in self.origins)
+
+    def preflight(self, origin: str, requested: str | None) -> list[tuple[bytes, bytes]] | None:
+        """The headers of a preflight's 204, or None if it is refused.
+
+        Args:
+            origin: the preflight's ``Origin``.
+            requested: its ``Access-Control-Request-Headers``: the
+                ``Mcp-Param-*`` ones it names are allowed besides the MCP
+                headers (any other is left out, and the browser says so).
+        """
+        if not self.grants(origin):
+            return None
+        prefix = MCP_PARAM_HEADER_PREFIX.lower()
+        params = [
+            name
+            for name in (n.strip().lower() for n in (requested or "").split(","))
+            if name.startswith(prefix)
+        ]
+        allowed = ", ".join(dict.fromkeys([*_HEADERS, *params]))
+        return [
+            *self.response_headers(origin),
+            (b"access-control-allow-methods", _METHODS.encode()),
+            (b"access-control-allow-headers", allowed.encode()),
+            (b"access-control-max-age", _MAX_AGE),
+        ]
+
+    def response_headers(self, origin: str) -> list[tuple[bytes, bytes]]:
+        """What an answer to a granted origin carries (check :meth:`grants` first)."""
+        return [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", _EXPOSED),
+            (b"vary", b"Origin"),
+        ]
