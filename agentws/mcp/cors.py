@@ -12,6 +12,8 @@ is granted anything.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
@@ -20,10 +22,12 @@ from mcp.shared.inbound import (
     MCP_PROTOCOL_VERSION_HEADER,
 )
 
+from agentws.asgi import HttpRefusal, Send, respond
 from agentws.config import Settings
+from agentws.mcp.door_requests import DoorRequest
 from agentws.mcp.guard import origin_matches
 
-__all__ = ["Cors"]
+__all__ = ["Cors", "answer_preflight", "with_cors"]
 
 _METHODS = "GET, POST, DELETE, OPTIONS"
 # The request headers MCP clients send (the 2026-07-28 ones too; a preflight
@@ -57,8 +61,10 @@ class Cors:
         """Whether ``origin`` (a request's ``Origin``) is granted CORS."""
         return bool(origin) and any(origin_matches(p, origin or "") for p in self.origins)
 
-    def preflight(self, origin: str, requested: str | None) -> list[tuple[bytes, bytes]] | None:
-        """The headers of a preflight's 204, or None if it is refused.
+    def preflight(
+        self, origin: str | None, requested: str | None
+    ) -> list[tuple[bytes, bytes]] | None:
+        """The headers of a preflight's 204 (besides :meth:`response_headers`), or None.
 
         Args:
             origin: the preflight's ``Origin``.
@@ -76,7 +82,6 @@ class Cors:
         ]
         allowed = ", ".join(dict.fromkeys([*_HEADERS, *params]))
         return [
-            *self.response_headers(origin),
             (b"access-control-allow-methods", _METHODS.encode()),
             (b"access-control-allow-headers", allowed.encode()),
             (b"access-control-max-age", _MAX_AGE),
@@ -89,3 +94,32 @@ class Cors:
             (b"access-control-expose-headers", _EXPOSED),
             (b"vary", b"Origin"),
         ]
+
+
+def with_cors(send: Send, granted: list[tuple[bytes, bytes]]) -> Send:
+    """``send`` adding ``granted`` (:meth:`Cors.response_headers`) to the response's head."""
+
+    async def send_with_cors(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *granted]}
+        await send(message)
+
+    return send_with_cors
+
+
+async def answer_preflight(cors: Cors, request: DoorRequest) -> None:
+    """Answer a preflight ``OPTIONS``: 204 with the grant, or 403 with none.
+
+    The grant's ``Access-Control-Allow-Origin`` comes from the door's
+    ``send``, wrapped with :func:`with_cors` for every granted origin.
+    """
+    origin = request.header(b"origin")
+    granted = cors.preflight(origin, request.header(b"access-control-request-headers"))
+    if origin is None or granted is None:
+        raise HttpRefusal(
+            403,
+            "forbidden",
+            f"no CORS for origin {origin!r}: browser pages must be from an origin "
+            "in AGENTWS_CORS_ORIGINS",
+        )
+    await respond(request.send, 204, b"", granted)

@@ -15,10 +15,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio
 import attrs
 import mcp_types as types
 import pydantic
 from mcp.server.streamable_http import check_accept_headers
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from starlette.requests import Request
 
 from agentws.asgi import (
@@ -34,6 +36,8 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.mcp.auth import Caller
+from agentws.mcp.replay import Connection
+from agentws.mcp.sessions import McpSession
 from agentws.metrics import REJECTED
 
 __all__ = [
@@ -41,9 +45,12 @@ __all__ = [
     "Answered",
     "Batch",
     "DoorRequest",
+    "check_accept",
     "parse_message",
     "read_body",
     "rpc_error",
+    "submit",
+    "submit_request",
 ]
 
 SESSION_HEADER = "mcp-session-id"
@@ -262,3 +269,51 @@ async def rpc_error(
     REJECTED.labels("mcp", "jsonrpc_error").inc()
     headers = _json_headers([("Mcp-Session-Id", session_id)] if session_id else [])
     await respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)
+
+
+def check_accept(request: DoorRequest) -> None:
+    """406 unless a POST takes JSON and SSE, a GET SSE (as the SDK's reference server asks)."""
+    if request.method not in ("GET", "POST"):
+        return
+    takes_json, takes_sse = request.accepts_json_and_sse()
+    if request.method == "GET" and not takes_sse:
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "GET opens an SSE stream: send Accept: text/event-stream "
+            "(Streamable HTTP clients POST initialize)",
+        )
+    if request.method == "POST" and not (takes_json and takes_sse):
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "a POST must accept both application/json and text/event-stream "
+            "(Accept: application/json, text/event-stream)",
+        )
+
+
+_SESSION_ENDED = HttpRefusal(404, "session_not_found", "the session has ended: initialize again")
+
+
+async def submit(session: McpSession, message: types.JSONRPCMessage) -> None:
+    """Hand a client message that is not a request to the session (404 once it ended)."""
+    try:
+        await session.submit(SessionMessage(message))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        raise _SESSION_ENDED from None
+
+
+async def submit_request(
+    request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
+) -> Connection | None:
+    """Submit a request; the connection to its replies, or None once refused with an error."""
+    try:
+        return await session.request(
+            SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
+            str(message.id),
+        )
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        raise _SESSION_ENDED from None
+    except ValueError as exc:
+        await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
+        return None

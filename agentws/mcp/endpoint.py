@@ -43,11 +43,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import anyio
 import attrs
 import mcp_types as types
 import trio
-from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.asgi import (
@@ -64,15 +62,19 @@ from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator
-from agentws.mcp.cors import Cors
+from agentws.mcp.batches import answer_batch
+from agentws.mcp.cors import Cors, answer_preflight, with_cors
 from agentws.mcp.door_requests import (
     SESSION_HEADER,
     Answered,
     Batch,
     DoorRequest,
+    check_accept,
     parse_message,
     read_body,
     rpc_error,
+    submit,
+    submit_request,
 )
 from agentws.mcp.forward import (
     FORWARDED_HEADER,
@@ -82,9 +84,9 @@ from agentws.mcp.forward import (
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
-from agentws.mcp.replay import Connection, Event
-from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor, Transport
-from agentws.mcp.streams import EventSource, priming_event, stream_events, write_sse
+from agentws.mcp.replay import Event
+from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
+from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
 
 __all__ = ["McpDoor"]
@@ -93,8 +95,6 @@ log = logging.getLogger("agentws.mcp")
 
 _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)?/?")
 _NO_SESSION = "no such session (it may have expired): initialize again"
-# The first revision whose clients expect a priming event and resume a POST's stream.
-_PRIMING_SINCE = "2025-11-25"
 # The one revision with JSON-RPC batches (2025-06-18 removed them).
 _BATCHES_IN = "2025-03-26"
 
@@ -132,7 +132,7 @@ class McpDoor:
             return
         origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), None)
         if origin is not None and self.cors.grants(origin):
-            send = self._with_cors(send, origin)
+            send = with_cors(send, self.cors.response_headers(origin))
         started = False
 
         async def tracked_send(message: dict[str, Any]) -> None:
@@ -158,40 +158,13 @@ class McpDoor:
             if not started:
                 await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
-    def _with_cors(self, send: Send, origin: str) -> Send:
-        granted = self.cors.response_headers(origin)
-
-        async def send_with_cors(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *granted]}
-            await send(message)
-
-        return send_with_cors
-
-    async def _preflight(self, request: DoorRequest) -> None:
-        origin = request.header(b"origin")
-        granted = (
-            self.cors.preflight(origin, request.header(b"access-control-request-headers"))
-            if origin
-            else None
-        )
-        if granted is None:
-            raise HttpRefusal(
-                403,
-                "forbidden",
-                f"no CORS for origin {origin!r}: browser pages must be from an origin "
-                "in AGENTWS_CORS_ORIGINS",
-            )
-        # The response's own CORS headers were added by __call__'s send.
-        await respond(request.send, 204, b"", [h for h in granted if not _is_response_cors(h)])
-
     async def _handle(self, request: DoorRequest) -> None:
         refusal = self.guard.refusal(request.header(b"host"), request.header(b"origin"))
         if refusal is not None:
             log.warning("refused MCP request: %s", refusal)
             raise HttpRefusal(403, "forbidden", refusal)
         if request.method == "OPTIONS":
-            await self._preflight(request)
+            await answer_preflight(self.cors, request)
             return
         allowed = ("POST",) if request.messages_path else ("GET", "POST", "DELETE")
         if request.method not in allowed:
@@ -219,7 +192,7 @@ class McpDoor:
         if not request.messages_path and (
             request.method == "POST" or request.header(SESSION_HEADER.encode()) is not None
         ):
-            _check_accept(request)
+            check_accept(request)
 
         session_id = request.session_id
         if session_id is not None and sessions.get(session_id) is None:
@@ -314,7 +287,7 @@ class McpDoor:
             return
         except Batch as batch:
             session = self._session(request, sessions, session_id or "", "streamable")
-            await self._batch(request, session, batch.messages)
+            await answer_batch(request, session, batch.messages, self.settings)
             return
         is_request = isinstance(message, types.JSONRPCRequest)
         if session_id is None:
@@ -374,87 +347,14 @@ class McpDoor:
         )
         return True
 
-    async def _batch(
-        self, request: DoorRequest, session: McpSession, messages: list[types.JSONRPCMessage]
-    ) -> None:
-        """A 2025-03-26 batch: its responses as one JSON array, or an SSE stream of them.
-
-        Notifications and responses go to the server loop in order; with no
-        request among them the answer is 202. The array is sent when each
-        request's first reply is its response; if one sends something else
-        first (progress, an elicitation) or is slow, everything goes as SSE.
-        """
-        connections: list[Connection] = []
-        try:
-            for message in messages:
-                if not isinstance(message, types.JSONRPCRequest):
-                    await self._submit(session, message)
-                    continue
-                connection = await self._request(request, session, message)
-                if connection is None:
-                    return
-                connections.append(connection)
-            if not connections:
-                await respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
-                return
-            merged_send, merged = trio.open_memory_channel[Event](STREAM_BUFFER)
-            async with trio.open_nursery() as nursery:
-                for connection in connections:
-                    nursery.start_soon(_pump, connection, merged_send.clone())
-                merged_send.close()
-                await self._answer_batch(request, session, connections, merged)
-                nursery.cancel_scope.cancel()
-        finally:
-            for connection in connections:
-                session.leave(connection)
-
-    async def _answer_batch(
-        self,
-        request: DoorRequest,
-        session: McpSession,
-        connections: list[Connection],
-        merged: trio.MemoryReceiveChannel[Event],
-    ) -> None:
-        first: list[Event] = []
-        with trio.move_on_after(self.settings.sse_keepalive_s):
-            while len(first) < len(connections):
-                try:
-                    event = await merged.receive()
-                except trio.EndOfChannel:
-                    break
-                first.append(event)
-                if not event[2]:
-                    break
-        if len(first) == len(connections) and all(last for _, _, last in first):
-            # Streams answered with JSON can never be resumed.
-            for connection in connections:
-                session.replays.discard(connection.stream)
-            body = ("[" + ",".join(data for _, data, _ in first) + "]").encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"mcp-session-id", session.id.encode()),
-            ]
-            await respond(request.send, 200, body, headers)
-            return
-        # A response ends its own request's stream, not this one: it ends
-        # once every request's stream has (the merged channel closes).
-        await self._stream(
-            request, session, stream_events(first, merged, until_closed=True), prelude=()
-        )
-
     async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:
-        try:
-            await session.submit(SessionMessage(message))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise HttpRefusal(
-                404, "session_not_found", "the session has ended: initialize again"
-            ) from None
+        await submit(session, message)
 
     async def _answer(
         self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
     ) -> None:
         request_id = str(message.id)
-        connection = await self._request(request, session, message)
+        connection = await submit_request(request, session, message)
         if connection is None:
             return
         replies = connection.receive
@@ -483,34 +383,17 @@ class McpDoor:
                 return
             # Something came before the response, or it is slow: stream the rest.
             close_at = math.inf
-            if self.settings.mcp_sse_poll_s and _primes(session):
+            if self.settings.mcp_sse_poll_s and primes(session):
                 close_at = trio.current_time() + self.settings.mcp_sse_poll_s
             await self._stream(
                 request,
                 session,
                 stream_events(first, replies, close_at=close_at),
-                prelude=_priming(session, connection.stream.event_id(0)),
+                prelude=priming_for(session, connection.stream.event_id(0)),
             )
         finally:
             # Unanswered, the request goes on: its replies wait for a resume.
             session.leave(connection)
-
-    async def _request(
-        self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
-    ) -> Connection | None:
-        """Submit ``message``; None once it was refused with a JSON-RPC error."""
-        try:
-            return await session.request(
-                SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
-                str(message.id),
-            )
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise HttpRefusal(
-                404, "session_not_found", "the session has ended: initialize again"
-            ) from None
-        except ValueError as exc:
-            await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
-            return None
 
     async def _standalone_stream(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session = self._session(
@@ -529,7 +412,7 @@ class McpDoor:
                 request,
                 session,
                 stream_events((), connection.receive),
-                prelude=_priming(session, start),
+                prelude=priming_for(session, start),
             )
         finally:
             session.leave(connection)
@@ -550,7 +433,7 @@ class McpDoor:
                 request,
                 session,
                 stream_events(missed, connection.receive if connection else None),
-                prelude=_priming(session, last_event_id),
+                prelude=priming_for(session, last_event_id),
             )
         finally:
             if connection is not None:
@@ -635,44 +518,3 @@ class McpDoor:
             keepalive_s=self.settings.sse_keepalive_s,
             stall_s=self.settings.sse_stall_s,
         )
-
-
-def _is_response_cors(header: tuple[bytes, bytes]) -> bool:
-    return header[0] in (b"access-control-allow-origin", b"access-control-expose-headers", b"vary")
-
-
-def _primes(session: McpSession) -> bool:
-    """Whether the session's client expects priming events (2025-11-25 and later)."""
-    return session.protocol_version is not None and session.protocol_version >= _PRIMING_SINCE
-
-
-def _priming(session: McpSession, event_id: str) -> tuple[bytes, ...]:
-    return (priming_event(event_id),) if _primes(session) else ()
-
-
-def _check_accept(request: DoorRequest) -> None:
-    """406 unless a POST takes JSON and SSE, a GET SSE (as the SDK's reference server asks)."""
-    if request.method not in ("GET", "POST"):
-        return
-    takes_json, takes_sse = request.accepts_json_and_sse()
-    if request.method == "GET" and not takes_sse:
-        raise HttpRefusal(
-            406,
-            "not_acceptable",
-            "GET opens an SSE stream: send Accept: text/event-stream "
-            "(Streamable HTTP clients POST initialize)",
-        )
-    if request.method == "POST" and not (takes_json and takes_sse):
-        raise HttpRefusal(
-            406,
-            "not_acceptable",
-            "a POST must accept both application/json and text/event-stream "
-            "(Accept: application/json, text/event-stream)",
-        )
-
-
-async def _pump(connection: Connection, merged: trio.MemorySendChannel[Event]) -> None:
-    """One batch request's events into the batch's response (never ending it early)."""
-    async with merged:
-        async for event in connection.receive:
-            await merged.send(event)

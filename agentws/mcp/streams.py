@@ -23,7 +23,15 @@ from agentws.mcp.forward import cancel_on_disconnect
 from agentws.mcp.replay import Event
 from agentws.mcp.sessions import McpSession
 
-__all__ = ["RETRY_MS", "EventSource", "priming_event", "stream_events", "write_sse"]
+__all__ = [
+    "RETRY_MS",
+    "EventSource",
+    "primes",
+    "priming_event",
+    "priming_for",
+    "stream_events",
+    "write_sse",
+]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -41,6 +49,8 @@ _PING = b": ping\n\n"
 #: The ``retry`` a priming event asks of a client before it reconnects: the
 #: SDK clients' own default, quick enough for SSE polling.
 RETRY_MS = 1000
+# The first revision whose clients expect a priming event and resume a POST's stream.
+_PRIMING_SINCE = "2025-11-25"
 
 
 async def write_sse(
@@ -112,6 +122,16 @@ def _event(event_id: str | None, data: str) -> bytes:
 def priming_event(event_id: str) -> bytes:
     """2025-11-25's priming event: an id to resume from and empty data, with ``retry``."""
     return f"id: {event_id}\nretry: {RETRY_MS}\ndata: \n\n".encode()
+
+
+def primes(session: McpSession) -> bool:
+    """Whether the session's client expects priming events (2025-11-25 and later)."""
+    return session.protocol_version is not None and session.protocol_version >= _PRIMING_SINCE
+
+
+def priming_for(session: McpSession, event_id: str) -> tuple[bytes, ...]:
+    """The priming event a stream of ``session`` starts with, if its client expects one."""
+    return (priming_event(event_id),) if primes(session) else ()
 
 
 def stream_events(
