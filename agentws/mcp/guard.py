@@ -10,6 +10,8 @@ client) pass that half of the check.
 
 Patterns are ``host``, ``host:port``, ``host:*`` (any port) and ``*`` (any)
 for hosts, and ``scheme://host[:port]`` or ``scheme://host:*`` for origins.
+Origins granted CORS (``AGENTWS_CORS_ORIGINS``, :mod:`agentws.mcp.cors`)
+are allowed too.
 """
 
 from __future__ import annotations
