@@ -101,7 +101,10 @@ def with_cors(send: Send, granted: list[tuple[bytes, bytes]]) -> Send:
 
     async def send_with_cors(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), *granted]}
+            headers = list(message.get("headers", ()))
+            # A relayed answer (another instance's session) has the grant already.
+            if not any(name.lower() == b"access-control-allow-origin" for name, _ in headers):
+                message = {**message, "headers": [*headers, *granted]}
         await send(message)
 
     return send_with_cors

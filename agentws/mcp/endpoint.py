@@ -385,12 +385,15 @@ class McpDoor:
             close_at = math.inf
             if self.settings.mcp_sse_poll_s and primes(session):
                 close_at = trio.current_time() + self.settings.mcp_sse_poll_s
-            await self._stream(
+            written = await self._stream(
                 request,
                 session,
                 stream_events(first, replies, close_at=close_at),
                 prelude=priming_for(session, connection.stream.event_id(0)),
             )
+            if written and connection.stream.finished:
+                # The client has the response: nothing to resume.
+                session.replays.discard(connection.stream)
         finally:
             # Unanswered, the request goes on: its replies wait for a resume.
             session.leave(connection)
@@ -508,8 +511,8 @@ class McpDoor:
         events: EventSource,
         *,
         prelude: Iterable[bytes],
-    ) -> None:
-        await write_sse(
+    ) -> bool:
+        return await write_sse(
             request.send,
             request.receive,
             session,

@@ -266,7 +266,12 @@ class McpSession:
                 if stream is None:
                     # A response goes here only on the legacy transport: it ends nothing.
                     stream, final = self.replays.standalone(), False
-                event = stream.record(data, final)
+                # 2024-11-05 streams cannot be resumed: nothing to keep.
+                event = (
+                    stream.record(data, final)
+                    if self.transport == "streamable"
+                    else ("", data, final)
+                )
                 if stream.listener is not None:
                     await self._push(stream.listener, event)
                     if final:

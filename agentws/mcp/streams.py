@@ -62,7 +62,7 @@ async def write_sse(
     prelude: Iterable[bytes],
     keepalive_s: float,
     stall_s: float,
-) -> None:
+) -> bool:
     """Write an SSE response from ``events`` until it ends, the client leaves, or stalls.
 
     Args:
@@ -74,6 +74,9 @@ async def write_sse(
         prelude: events sent first (the legacy ``endpoint`` event).
         keepalive_s: the longest silence before a keep-alive comment.
         stall_s: how long a write may wait on a client that reads nothing.
+
+    Returns:
+        Whether the response ended as ``events`` did (not cut short).
     """
     await send(
         {
@@ -111,6 +114,7 @@ async def write_sse(
         nursery.cancel_scope.cancel()
     if completed:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return completed
 
 
 def _event(event_id: str | None, data: str) -> bytes:
