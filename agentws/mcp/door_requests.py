@@ -21,6 +21,7 @@ import mcp_types as types
 import pydantic
 from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 from agentws.asgi import (
@@ -48,6 +49,7 @@ __all__ = [
     "check_accept",
     "parse_message",
     "read_body",
+    "refuse_unknown_version",
     "rpc_error",
     "submit",
     "submit_request",
@@ -290,6 +292,31 @@ def check_accept(request: DoorRequest) -> None:
             "a POST must accept both application/json and text/event-stream "
             "(Accept: application/json, text/event-stream)",
         )
+
+
+async def refuse_unknown_version(request: DoorRequest, session: McpSession) -> bool:
+    """Refuse a session request whose ``MCP-Protocol-Version`` agentws does not speak.
+
+    Returns whether it was refused (400, a JSON-RPC error). No header means
+    the negotiated version. A known version other than the negotiated one
+    passes, as with the SDK's reference server (whose conformance suite sends
+    2025-03-26 on a session of any version).
+    """
+    version = request.header(b"mcp-protocol-version")
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return False
+    await rpc_error(
+        request,
+        400,
+        None,
+        types.UNSUPPORTED_PROTOCOL_VERSION,
+        f"Bad Request: unsupported MCP-Protocol-Version {version!r}; this session speaks "
+        f"{session.protocol_version or 'the version it initialized with'} "
+        "(send it, or no header)",
+        session.id,
+        {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
+    )
+    return True
 
 
 _SESSION_ENDED = HttpRefusal(404, "session_not_found", "the session has ended: initialize again")

@@ -72,6 +72,7 @@ from agentws.mcp.door_requests import (
     check_accept,
     parse_message,
     read_body,
+    refuse_unknown_version,
     rpc_error,
     submit,
     submit_request,
@@ -322,30 +323,10 @@ class McpDoor:
         return session is not None and session.protocol_version == _BATCHES_IN
 
     async def _wrong_version(self, request: DoorRequest) -> bool:
-        """Refuse a ``MCP-Protocol-Version`` agentws does not speak; whether it did.
-
-        No header means the negotiated version. A known version other than
-        the negotiated one passes, as with the SDK's reference server (the
-        conformance suite's raw requests send 2025-03-26 on any session).
-        """
-        version = request.header(b"mcp-protocol-version")
-        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False
         session = self.sessions.get(request.header(SESSION_HEADER.encode()) or "")
         if session is None or request.caller is None or session.token_id != request.caller.token_id:
             return False  # no such session for this caller: the 404 says so
-        negotiated = session.protocol_version
-        await rpc_error(
-            request,
-            400,
-            None,
-            types.UNSUPPORTED_PROTOCOL_VERSION,
-            f"Bad Request: unsupported MCP-Protocol-Version {version!r}; this session speaks "
-            f"{negotiated or 'the version it initialized with'} (send it, or no header)",
-            session.id,
-            {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
-        )
-        return True
+        return await refuse_unknown_version(request, session)
 
     async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:
         await submit(session, message)
@@ -430,7 +411,7 @@ class McpDoor:
                 f"this session has no event {last_event_id!r} to resume after (events are "
                 "kept AGENTWS_MCP_REPLAY_S); open the stream without Last-Event-ID",
             )
-        _, missed, connection = resumed
+        missed, connection = resumed
         try:
             await self._stream(
                 request,

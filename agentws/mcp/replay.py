@@ -151,6 +151,24 @@ class Replays:
             return None
         return stream, int(seq)
 
+    def resume(self, event_id: str) -> tuple[list[Event], Connection | None] | None:
+        """Reattach the stream ``event_id`` belongs to (the client's ``Last-Event-ID``).
+
+        Returns:
+            The kept events after ``event_id``, and the connection to the
+            stream's live events (None when it has ended: a request whose
+            response is among those events). None if there is no such event.
+
+        A connection still attached to that stream (a client that reconnected
+        before the server saw it leave) is ended: the new one takes over.
+        """
+        found = self.find(event_id)
+        if found is None:
+            return None
+        stream, seq = found
+        missed = stream.after(seq)
+        return missed, None if stream.finished else stream.connect()
+
     def close(self) -> None:
         """The session ended: every connection's stream ends."""
         for stream in self._streams.values():

@@ -171,26 +171,9 @@ class McpSession:
             return None
         return self.replays.standalone().connect()
 
-    def resume(self, event_id: str) -> tuple[ReplayStream, list[Event], Connection | None] | None:
-        """Reattach the stream ``event_id`` belongs to (the client's ``Last-Event-ID``).
-
-        Returns:
-            The stream, the kept events after ``event_id``, and the connection
-            to its live events (None when the stream has ended: a request
-            whose response is among those events). None if the session has no
-            such event (another session's, or one no longer kept).
-
-        A connection still attached to that stream (a client that reconnected
-        before the server saw it leave) is ended: the new one takes over.
-        """
-        found = self.replays.find(event_id)
-        if found is None or self.ended.is_set():
-            return None
-        stream, seq = found
-        missed = stream.after(seq)
-        if stream.finished:
-            return stream, missed, None
-        return stream, missed, stream.connect()
+    def resume(self, event_id: str) -> tuple[list[Event], Connection | None] | None:
+        """Reattach the stream of ``event_id`` (see :meth:`Replays.resume`); None once ended."""
+        return None if self.ended.is_set() else self.replays.resume(event_id)
 
     def leave(self, connection: Connection) -> None:
         """A connection reading one of the session's streams is gone (its events stay kept)."""
