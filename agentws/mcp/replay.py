@@ -11,9 +11,9 @@ another. Ids mean nothing outside their session: the door looks one up in
 the session the request names.
 
 Bounds: each stream keeps its newest ``mcp_replay_events`` events and none
-older than ``mcp_replay_s``; a session keeps the newest
-:data:`MAX_REQUEST_STREAMS` request streams whose request is answered (one
-still waiting for its response is never dropped).
+older than ``mcp_replay_s``; a session keeps at most
+:data:`MAX_REQUEST_STREAMS` request streams, dropping the oldest answered
+ones (one still waiting for its response is never dropped).
 """
 
 from __future__ import annotations
@@ -132,9 +132,11 @@ class Replays:
         """A new request's stream; the oldest answered ones beyond the bound are dropped."""
         stream = self._streams[str(self._next)] = self._new(str(self._next))
         self._next += 1
-        if len(self._streams) > MAX_REQUEST_STREAMS + 1:
-            answered = [k for k, s in self._streams.items() if s.finished]
-            for key in answered[: len(self._streams) - MAX_REQUEST_STREAMS - 1]:
+        requests = [key for key in self._streams if key != STANDALONE]
+        excess = len(requests) - MAX_REQUEST_STREAMS
+        if excess > 0:
+            answered = [key for key in requests if self._streams[key].finished]
+            for key in answered[:excess]:
                 del self._streams[key]
         return stream
 
