@@ -205,6 +205,10 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("sse_stall_s", "AGENTWS_SSE_STALL_S", _seconds, "30"),
     ("sse_keepalive_s", "AGENTWS_SSE_KEEPALIVE_S", _seconds, "15"),
     ("mcp_idle_s", "AGENTWS_MCP_IDLE_S", _seconds, "1800"),
+    ("mcp_replay_events", "AGENTWS_MCP_REPLAY_EVENTS", _positive_int, "100"),
+    ("mcp_replay_s", "AGENTWS_MCP_REPLAY_S", _seconds, "300"),
+    ("mcp_sse_poll_s", "AGENTWS_MCP_SSE_POLL_S", _seconds, "0"),
+    ("cors_origins", "AGENTWS_CORS_ORIGINS", _patterns, None),
     ("max_body_bytes", "AGENTWS_MAX_BODY_BYTES", _positive_int, str(1024 * 1024)),
     ("allowed_hosts", "AGENTWS_ALLOWED_HOSTS", _patterns, None),
     ("allowed_origins", "AGENTWS_ALLOWED_ORIGINS", _patterns, None),
@@ -284,6 +288,17 @@ class Settings:
     sse_keepalive_s: float = 15.0
     #: An MCP session with no request for this long expires.
     mcp_idle_s: float = 1800.0
+    #: Events each Streamable HTTP SSE stream keeps for a client that
+    #: reconnects with ``Last-Event-ID`` (the newest ones).
+    mcp_replay_events: int = 100
+    #: Kept events older than this are not replayed.
+    mcp_replay_s: float = 300.0
+    #: A request's SSE stream to a 2025-11-25 client is closed after this long
+    #: without its response; the client resumes it with ``GET`` (0: never).
+    mcp_sse_poll_s: float = 0.0
+    #: Browser origins granted CORS on the MCP door (same patterns as
+    #: ``allowed_origins``, which they join); None: no CORS.
+    cors_origins: tuple[str, ...] | None = None
     #: Default size limit of an incoming webhook body.
     max_body_bytes: int = 1024 * 1024
     #: ``Host`` values the MCP door answers (``host:*`` for any port, ``*`` for

@@ -2,7 +2,8 @@
 
 A :class:`DoorRequest` is one HTTP request with what the door's checks
 established. :func:`parse_message` reads its body within the size and time
-limits and validates the one JSON-RPC message it must hold; a malformed one
+limits and validates the one JSON-RPC message it must hold (or, on a
+2025-03-26 session, the batch it may hold: :class:`Batch`); a malformed one
 is answered here with a JSON-RPC error (:func:`rpc_error`) and the caller
 learns of it by :class:`Answered`.
 """
@@ -14,9 +15,14 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio
 import attrs
 import mcp_types as types
 import pydantic
+from mcp.server.streamable_http import check_accept_headers
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
 
 from agentws.asgi import (
     BodyReader,
@@ -31,15 +37,22 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.mcp.auth import Caller
+from agentws.mcp.replay import Connection
+from agentws.mcp.sessions import McpSession
 from agentws.metrics import REJECTED
 
 __all__ = [
     "SESSION_HEADER",
     "Answered",
+    "Batch",
     "DoorRequest",
+    "check_accept",
     "parse_message",
     "read_body",
+    "refuse_unknown_version",
     "rpc_error",
+    "submit",
+    "submit_request",
 ]
 
 SESSION_HEADER = "mcp-session-id"
@@ -111,9 +124,24 @@ class DoorRequest:
         accept = self.header(b"accept") or "*/*"
         return media_type in accept or "*/*" in accept
 
+    def accepts_json_and_sse(self) -> tuple[bool, bool]:
+        """Whether ``Accept`` takes JSON, SSE: read as the SDK's reference server reads it.
+
+        Wildcards count (``*/*``, ``application/*``, ``text/*``); no ``Accept`` takes neither.
+        """
+        return check_accept_headers(Request(self.scope))
+
 
 class Answered(Exception):
     """The request has been answered already (with a JSON-RPC error)."""
+
+
+class Batch(Exception):
+    """The body is a JSON-RPC batch (allowed on this session): its messages, in order."""
+
+    def __init__(self, messages: list[types.JSONRPCMessage]) -> None:
+        super().__init__(f"a batch of {len(messages)} messages")
+        self.messages = messages
 
 
 def _echoed_id(document: Any) -> str | int | None:
@@ -135,9 +163,13 @@ async def read_body(request: DoorRequest, settings: Settings) -> bytes:
 
 
 async def parse_message(
-    request: DoorRequest, settings: Settings, session_id: str | None
+    request: DoorRequest, settings: Settings, session_id: str | None, *, batches: bool = False
 ) -> types.JSONRPCMessage:
-    """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent."""
+    """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent.
+
+    With ``batches`` (a 2025-03-26 session), a body that is a JSON array of
+    messages raises :class:`Batch` with them; other revisions refuse batches.
+    """
     content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise HttpRefusal(
@@ -161,8 +193,13 @@ async def parse_message(
                 session_id,
             )
             raise Answered from None
+        if isinstance(document, list) and batches:
+            raise Batch(await _batch(request, document, session_id)) from None
         if isinstance(document, list):
-            text = "JSON-RPC batches are not supported; send one message per request"
+            text = (
+                "JSON-RPC batches are not supported (only 2025-03-26 sessions take them); "
+                "send one message per request"
+            )
         else:
             text = "Invalid request: not a JSON-RPC 2.0 message"
         request_id = _echoed_id(document)
@@ -185,6 +222,42 @@ async def parse_message(
     return message
 
 
+async def _batch(
+    request: DoorRequest, document: list[Any], session_id: str | None
+) -> list[types.JSONRPCMessage]:
+    """A batch's messages; the whole batch is refused if one is not a JSON-RPC message."""
+    messages: list[types.JSONRPCMessage] = []
+    for index, entry in enumerate(document):
+        try:
+            message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(
+                entry, by_name=False
+            )
+        except pydantic.ValidationError:
+            message = None  # type: ignore[assignment]
+        if message is None or (
+            isinstance(message, types.JSONRPCNotification)
+            and isinstance(entry, dict)
+            and "id" in entry
+        ):
+            await rpc_error(
+                request,
+                400,
+                None,
+                types.INVALID_REQUEST,
+                f"Invalid request: batch entry {index} is not a JSON-RPC 2.0 message "
+                "(an id must be a string or an integer); nothing in the batch was processed",
+                session_id,
+            )
+            raise Answered
+        messages.append(message)
+    if not messages:
+        await rpc_error(
+            request, 400, None, types.INVALID_REQUEST, "Invalid request: an empty batch", session_id
+        )
+        raise Answered
+    return messages
+
+
 async def rpc_error(
     request: DoorRequest,
     status: int,
@@ -198,3 +271,76 @@ async def rpc_error(
     REJECTED.labels("mcp", "jsonrpc_error").inc()
     headers = _json_headers([("Mcp-Session-Id", session_id)] if session_id else [])
     await respond(request.send, status, _jsonrpc_error(request_id, code, text, data), headers)
+
+
+def check_accept(request: DoorRequest) -> None:
+    """406 unless a POST takes JSON and SSE, a GET SSE (as the SDK's reference server asks)."""
+    if request.method not in ("GET", "POST"):
+        return
+    takes_json, takes_sse = request.accepts_json_and_sse()
+    if request.method == "GET" and not takes_sse:
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "GET opens an SSE stream: send Accept: text/event-stream "
+            "(Streamable HTTP clients POST initialize)",
+        )
+    if request.method == "POST" and not (takes_json and takes_sse):
+        raise HttpRefusal(
+            406,
+            "not_acceptable",
+            "a POST must accept both application/json and text/event-stream "
+            "(Accept: application/json, text/event-stream)",
+        )
+
+
+async def refuse_unknown_version(request: DoorRequest, session: McpSession) -> bool:
+    """Refuse a session request whose ``MCP-Protocol-Version`` agentws does not speak.
+
+    Returns whether it was refused (400, a JSON-RPC error). No header means
+    the negotiated version. A known version other than the negotiated one
+    passes, as with the SDK's reference server (whose conformance suite sends
+    2025-03-26 on a session of any version).
+    """
+    version = request.header(b"mcp-protocol-version")
+    if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return False
+    await rpc_error(
+        request,
+        400,
+        None,
+        types.UNSUPPORTED_PROTOCOL_VERSION,
+        f"Bad Request: unsupported MCP-Protocol-Version {version!r}; this session speaks "
+        f"{session.protocol_version or 'the version it initialized with'} "
+        "(send it, or no header)",
+        session.id,
+        {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version},
+    )
+    return True
+
+
+_SESSION_ENDED = HttpRefusal(404, "session_not_found", "the session has ended: initialize again")
+
+
+async def submit(session: McpSession, message: types.JSONRPCMessage) -> None:
+    """Hand a client message that is not a request to the session (404 once it ended)."""
+    try:
+        await session.submit(SessionMessage(message))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        raise _SESSION_ENDED from None
+
+
+async def submit_request(
+    request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
+) -> Connection | None:
+    """Submit a request; the connection to its replies, or None once refused with an error."""
+    try:
+        return await session.request(
+            SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
+            str(message.id),
+        )
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        raise _SESSION_ENDED from None
+    except ValueError as exc:
+        await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
+        return None

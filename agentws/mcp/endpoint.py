@@ -14,14 +14,22 @@ path for the many small POSTs of a busy session.
   sends something else first (or takes longer than a keep-alive interval).
   ``GET`` with the session opens its stream for server-initiated messages;
   ``DELETE`` ends the session.
+  Every SSE event has an id; ``GET`` with ``Last-Event-ID`` resumes the
+  stream that id belongs to (:mod:`agentws.mcp.replay`). Sessions of
+  2025-11-25 and later get a priming event (an id, empty data, ``retry``)
+  first on every stream. A 2025-03-26 session also takes JSON-RPC batches.
 - **Legacy HTTP+SSE** (2024-11-05): ``GET`` without a session opens one; the
   first event, ``endpoint``, names ``…/messages?session_id=<id>``, where the
   client POSTs (answered 202; responses arrive on the stream).
 
 Every request is checked in this order: ``Host``/``Origin`` (403), method
-(405), bearer token (401), then session (404 for an unknown session or one
-opened with another token). Errors are JSON: ``{"error": {"code",
-"message"}}``, or a JSON-RPC error object where the client expects one.
+(405; ``OPTIONS`` is a CORS preflight, :mod:`agentws.mcp.cors`), bearer
+token (401), ``Accept`` (406: a Streamable HTTP ``POST`` takes JSON and SSE,
+a ``GET`` SSE), then session (404 for an unknown session or one opened with
+another token) and its ``MCP-Protocol-Version`` (400 for a version agentws
+does not speak; none means the negotiated one). Errors are JSON:
+``{"error": {"code", "message"}}``, or a JSON-RPC error object where the
+client expects one.
 
 Reading a request's message is :mod:`agentws.mcp.door_requests`; writing an
 SSE stream is :mod:`agentws.mcp.streams`.
@@ -30,15 +38,14 @@ SSE stream is :mod:`agentws.mcp.streams`.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
 
-import anyio
 import attrs
 import mcp_types as types
 import trio
-from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from agentws.asgi import (
     ASGIApp,
@@ -54,13 +61,20 @@ from agentws.config import Settings
 from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator
+from agentws.mcp.batches import answer_batch
+from agentws.mcp.cors import Cors, answer_preflight, with_cors
 from agentws.mcp.door_requests import (
     SESSION_HEADER,
     Answered,
+    Batch,
     DoorRequest,
+    check_accept,
     parse_message,
     read_body,
+    refuse_unknown_version,
     rpc_error,
+    submit,
+    submit_request,
 )
 from agentws.mcp.forward import (
     FORWARDED_HEADER,
@@ -71,8 +85,9 @@ from agentws.mcp.forward import (
 )
 from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.modern import is_stateless, serve_stateless
+from agentws.mcp.replay import Event
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
-from agentws.mcp.streams import EventSource, forward_events, until_final, write_sse
+from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
 
 __all__ = ["McpDoor"]
@@ -81,6 +96,8 @@ log = logging.getLogger("agentws.mcp")
 
 _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)?/?")
 _NO_SESSION = "no such session (it may have expired): initialize again"
+# The one revision with JSON-RPC batches (2025-06-18 removed them).
+_BATCHES_IN = "2025-03-26"
 
 
 def _store_unavailable(doing: str, exc: StoreError) -> HttpRefusal:
@@ -104,14 +121,19 @@ class McpDoor:
     sessions: SessionSupervisor
     forwarder: SessionForwarder
     guard: HostOriginGuard = attrs.field(init=False)
+    cors: Cors = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.guard = HostOriginGuard.from_settings(self.settings)
+        self.cors = Cors.from_settings(self.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/mcp/"):
             await self.app(scope, receive, send)
             return
+        origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), None)
+        if origin is not None and self.cors.grants(origin):
+            send = with_cors(send, self.cors.response_headers(origin))
         started = False
 
         async def tracked_send(message: dict[str, Any]) -> None:
@@ -142,6 +164,9 @@ class McpDoor:
         if refusal is not None:
             log.warning("refused MCP request: %s", refusal)
             raise HttpRefusal(403, "forbidden", refusal)
+        if request.method == "OPTIONS":
+            await answer_preflight(self.cors, request)
+            return
         allowed = ("POST",) if request.messages_path else ("GET", "POST", "DELETE")
         if request.method not in allowed:
             raise HttpRefusal(
@@ -165,6 +190,10 @@ class McpDoor:
             ) from None
         except StoreError as exc:
             raise _store_unavailable("authenticate an MCP request", exc) from None
+        if not request.messages_path and (
+            request.method == "POST" or request.header(SESSION_HEADER.encode()) is not None
+        ):
+            check_accept(request)
 
         session_id = request.session_id
         if not request.messages_path and is_stateless(request.scope, session_id):
@@ -183,6 +212,9 @@ class McpDoor:
             if owner_id is not None and owner_id != self.settings.instance_id:
                 await self._forward(request, forwarder, owner_id)
                 return
+        with_session = request.header(SESSION_HEADER.encode()) is not None
+        if not request.messages_path and with_session and await self._wrong_version(request):
+            return
 
         if request.messages_path:
             await self._legacy_post(request, sessions)
@@ -260,8 +292,14 @@ class McpDoor:
     async def _post(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())
         try:
-            message = await parse_message(request, self.settings, session_id)
+            message = await parse_message(
+                request, self.settings, session_id, batches=self._takes_batches(session_id)
+            )
         except Answered:
+            return
+        except Batch as batch:
+            session = self._session(request, sessions, session_id or "", "streamable")
+            await answer_batch(request, session, batch.messages, self.settings)
             return
         is_request = isinstance(message, types.JSONRPCRequest)
         if session_id is None:
@@ -278,32 +316,29 @@ class McpDoor:
             return
         await self._answer(request, session, message)  # type: ignore[arg-type]
 
+    def _takes_batches(self, session_id: str | None) -> bool:
+        session = self.sessions.get(session_id) if session_id else None
+        return session is not None and session.protocol_version == _BATCHES_IN
+
+    async def _wrong_version(self, request: DoorRequest) -> bool:
+        session = self.sessions.get(request.header(SESSION_HEADER.encode()) or "")
+        if session is None or request.caller is None or session.token_id != request.caller.token_id:
+            return False  # no such session for this caller: the 404 says so
+        return await refuse_unknown_version(request, session)
+
     async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:
-        try:
-            await session.submit(SessionMessage(message))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise HttpRefusal(
-                404, "session_not_found", "the session has ended: initialize again"
-            ) from None
+        await submit(session, message)
 
     async def _answer(
         self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
     ) -> None:
         request_id = str(message.id)
-        try:
-            replies = await session.request(
-                SessionMessage(message, ServerMessageMetadata(request_context=request.caller)),
-                request_id,
-            )
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise HttpRefusal(
-                404, "session_not_found", "the session has ended: initialize again"
-            ) from None
-        except ValueError as exc:
-            await rpc_error(request, 400, message.id, types.INVALID_REQUEST, str(exc), session.id)
+        connection = await submit_request(request, session, message)
+        if connection is None:
             return
+        replies = connection.receive
         try:
-            first: list[tuple[bool, str]] = []
+            first: list[Event] = []
             with trio.move_on_after(self.settings.sse_keepalive_s):
                 try:
                     first.append(await replies.receive())
@@ -317,7 +352,8 @@ class McpDoor:
                         session.id,
                     )
                     return
-            if first and first[0][0]:
+            if first and first[0][2]:
+                session.forget(request_id, connection.stream)
                 headers = [
                     (b"content-type", b"application/json"),
                     (b"mcp-session-id", session.id.encode()),
@@ -325,24 +361,65 @@ class McpDoor:
                 await respond(request.send, 200, first[0][1].encode(), headers)
                 return
             # Something came before the response, or it is slow: stream the rest.
-            await self._stream(request, session, until_final(first, replies), prelude=())
+            close_at = math.inf
+            if self.settings.mcp_sse_poll_s and primes(session):
+                close_at = trio.current_time() + self.settings.mcp_sse_poll_s
+            written = await self._stream(
+                request,
+                session,
+                stream_events(first, replies, close_at=close_at),
+                prelude=priming_for(session, connection.stream.event_id(0)),
+            )
+            if written and connection.stream.finished:
+                # The client has the response: nothing to resume.
+                session.replays.discard(connection.stream)
         finally:
-            session.forget(request_id)
-            replies.close()
+            # Unanswered, the request goes on: its replies wait for a resume.
+            session.leave(connection)
 
     async def _standalone_stream(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session = self._session(
             request, sessions, request.header(SESSION_HEADER.encode()) or "", "streamable"
         )
-        if not request.accepts("text/event-stream"):
-            raise HttpRefusal(406, "not_acceptable", "this stream is text/event-stream")
-        receive = session.open_stream()
-        if receive is None:
+        last_event_id = request.header(b"last-event-id")
+        if last_event_id:
+            await self._resume(request, session, last_event_id)
+            return
+        connection = session.open_stream()
+        if connection is None:
             raise HttpRefusal(409, "conflict", "this session already has an open stream")
+        start = connection.stream.event_id(connection.stream.seq)
         try:
-            await self._stream(request, session, forward_events(receive), prelude=())
+            await self._stream(
+                request,
+                session,
+                stream_events((), connection.receive),
+                prelude=priming_for(session, start),
+            )
         finally:
-            session.detach_stream(receive)
+            session.leave(connection)
+
+    async def _resume(self, request: DoorRequest, session: McpSession, last_event_id: str) -> None:
+        """Send what the stream of ``last_event_id`` had after it, then its live events."""
+        resumed = session.resume(last_event_id)
+        if resumed is None:
+            raise HttpRefusal(
+                404,
+                "event_not_found",
+                f"this session has no event {last_event_id!r} to resume after (events are "
+                "kept AGENTWS_MCP_REPLAY_S); open the stream without Last-Event-ID",
+            )
+        missed, connection = resumed
+        try:
+            await self._stream(
+                request,
+                session,
+                stream_events(missed, connection.receive if connection else None),
+                prelude=priming_for(session, last_event_id),
+            )
+        finally:
+            if connection is not None:
+                session.leave(connection)
 
     async def _delete(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())
@@ -363,8 +440,8 @@ class McpDoor:
                 "Streamable HTTP clients POST initialize",
             )
         session = await self._open(request, sessions, "sse")
-        receive = session.open_stream()
-        if receive is None:  # the session ended before its stream opened
+        connection = session.open_stream()
+        if connection is None:  # the session ended before its stream opened
             raise HttpRefusal(
                 503, "over_capacity", "the session closed at once; retry", [("Retry-After", "1")]
             )
@@ -376,12 +453,13 @@ class McpDoor:
             await self._stream(
                 request,
                 session,
-                forward_events(receive),
+                # 2024-11-05 has no event ids (nor any way to resume).
+                stream_events((), connection.receive, ids=False),
                 prelude=(f"event: endpoint\ndata: {endpoint}\n\n".encode(),),
             )
         finally:
             # The legacy session lives exactly as long as its stream.
-            session.detach_stream(receive)
+            session.leave(connection)
             session.close()
 
     async def _legacy_post(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
@@ -412,8 +490,8 @@ class McpDoor:
         events: EventSource,
         *,
         prelude: Iterable[bytes],
-    ) -> None:
-        await write_sse(
+    ) -> bool:
+        return await write_sse(
             request.send,
             request.receive,
             session,

@@ -10,6 +10,8 @@ client) pass that half of the check.
 
 Patterns are ``host``, ``host:port``, ``host:*`` (any port) and ``*`` (any)
 for hosts, and ``scheme://host[:port]`` or ``scheme://host:*`` for origins.
+Origins granted CORS (``AGENTWS_CORS_ORIGINS``, :mod:`agentws.mcp.cors`)
+are allowed too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import attrs
 
 from agentws.config import Settings
 
-__all__ = ["HostOriginGuard"]
+__all__ = ["HostOriginGuard", "origin_matches"]
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
@@ -45,7 +47,8 @@ def _matches(pattern: str, value: str) -> bool:
     return pattern_port in ("*", port) or (not pattern_port and not port)
 
 
-def _origin_matches(pattern: str, origin: str) -> bool:
+def origin_matches(pattern: str, origin: str) -> bool:
+    """Whether ``origin`` matches the pattern ``scheme://host[:port]`` (``:*``, or ``*``)."""
     if pattern == "*":
         return True
     scheme, _, rest = pattern.partition("://")
@@ -101,10 +104,9 @@ class HostOriginGuard:
         if settings.internal_url or not settings.allowed_hosts:
             internal = urlsplit(settings.internal_url_for(settings.bind_port)).netloc.lower()
             hosts.append(internal.removesuffix(":0") + (":*" if internal.endswith(":0") else ""))
-        return cls(
-            hosts=tuple(dict.fromkeys(hosts)),
-            origins=settings.allowed_origins or tuple(dict.fromkeys(origins)),
-        )
+        # Origins granted CORS are allowed origins too (agentws.mcp.cors).
+        allowed = (*(settings.allowed_origins or origins), *(settings.cors_origins or ()))
+        return cls(hosts=tuple(dict.fromkeys(hosts)), origins=tuple(dict.fromkeys(allowed)))
 
     def refusal(self, host: str | None, origin: str | None) -> str | None:
         """Why a request with these headers is refused, or None if it may proceed."""
@@ -113,6 +115,9 @@ class HostOriginGuard:
                 f"Host {host!r} is not allowed here; set AGENTWS_BASE_URL to the public URL "
                 "or add it to AGENTWS_ALLOWED_HOSTS"
             )
-        if origin and not any(_origin_matches(p, origin) for p in self.origins):
-            return f"Origin {origin!r} is not allowed here; add it to AGENTWS_ALLOWED_ORIGINS"
+        if origin and not any(origin_matches(p, origin) for p in self.origins):
+            return (
+                f"Origin {origin!r} is not allowed here; add it to AGENTWS_ALLOWED_ORIGINS "
+                "(or AGENTWS_CORS_ORIGINS, for a page that calls from the browser)"
+            )
         return None

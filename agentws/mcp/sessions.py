@@ -9,10 +9,13 @@ revocation, idle expiry, a stalled reader, ``DELETE``, shutdown — is one
 HTTP streams read from, which ends those responses.
 
 Messages from the server to the client go through one router per session:
-a response (or a message tied to a request) goes to the HTTP request that
-is waiting for it; anything else goes to the session's open SSE stream, if
-there is one. Every such channel is bounded: a client that does not read
-for ``sse_stall_s`` has its session closed instead of making it buffer.
+a response (or a message tied to a request) goes to that request's stream;
+anything else goes to the session's ``GET`` stream. Each stream keeps its
+recent events (:mod:`agentws.mcp.replay`) and passes them to the HTTP
+connection reading it, if one does; a request whose connection is gone
+keeps running, and its events wait there for a client that resumes. Every
+such channel is bounded: a client that does not read for ``sse_stall_s``
+has its session closed instead of making it buffer.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
 from agentws.mcp.listen import ListenStreams
 from agentws.mcp.rendered import RenderedResults
+from agentws.mcp.replay import CONNECTION_BUFFER, Connection, Event, Replays, ReplayStream
 from agentws.store import Store
 
 __all__ = ["McpSession", "SessionSupervisor", "Transport"]
@@ -60,7 +64,7 @@ _INBOUND_BUFFER = 16
 # Server messages queued for the router.
 _OUTBOUND_BUFFER = 16
 # Messages queued for one HTTP stream before its reader counts as slow.
-STREAM_BUFFER = 32
+STREAM_BUFFER = CONNECTION_BUFFER
 # Revocations made by another process (the CLI, another instance) reach open
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
@@ -72,8 +76,8 @@ _MAX_AWAITING = 1000
 # Sending one approval outcome to a session may take this long at most.
 _NOTIFY_S = 5.0
 
-#: What a waiting POST receives: (is it the final response, the JSON text).
-Reply = tuple[bool, str]
+#: Replay bounds of a session built without settings (unit tests).
+_DEFAULT_REPLAY = (100, 300.0)
 
 
 @attrs.define(eq=False)
@@ -87,11 +91,16 @@ class McpSession:
     inbound: MemoryObjectSendStream[SessionMessage | Exception]
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     last_active: float = attrs.field(factory=trio.current_time)
-    #: The open SSE stream: the legacy stream, or the Streamable HTTP ``GET`` stream.
-    stream: trio.MemorySendChannel[str] | None = None
+    #: The session's SSE streams (the legacy stream or the ``GET`` stream is
+    #: ``standalone()``) and their recent events.
+    replays: Replays = attrs.field(factory=lambda: Replays(*_DEFAULT_REPLAY))
+    #: The protocol version ``initialize`` settled on (None before its response).
+    protocol_version: str | None = None
     #: JSON of results sent verbatim again and again (tools/list), made once.
     rendered: RenderedResults = attrs.field(factory=RenderedResults)
-    _pending: dict[str, trio.MemorySendChannel[Reply]] = attrs.field(factory=dict)
+    #: Requests not answered yet, by JSON-RPC id: the stream their replies go to.
+    _pending: dict[str, ReplayStream] = attrs.field(factory=dict)
+    _initialize_id: str | None = None
     ended: trio.Event = attrs.field(factory=trio.Event)
     #: The SDK's session toward the client, for notifications outside a request.
     server_session: ServerSession | None = None
@@ -142,25 +151,36 @@ class McpSession:
         return self.caller.token_id
 
     @property
+    def stream(self) -> trio.MemorySendChannel[Event] | None:
+        """The open SSE stream's channel: the legacy stream, or the ``GET`` stream."""
+        return self.replays.standalone().listener
+
+    @property
     def busy(self) -> bool:
         """Whether a stream is open or a request is in flight (not idle)."""
         return self.stream is not None or bool(self._pending)
+
+    def unread_requests(self) -> int:
+        """Requests in flight whose stream no connection reads (the client left, or polls)."""
+        return sum(1 for stream in self._pending.values() if stream.listener is None)
 
     def close(self) -> None:
         """End the session now; its streams finish and its requests fail."""
         self.scope.cancel()
 
-    def open_stream(self) -> trio.MemoryReceiveChannel[str] | None:
+    def open_stream(self) -> Connection | None:
         """Attach an SSE stream; None if the session has one already or has ended."""
         if self.stream is not None or self.ended.is_set():
             return None
-        self.stream, receive = trio.open_memory_channel[str](STREAM_BUFFER)
-        return receive
+        return self.replays.standalone().connect()
 
-    def detach_stream(self, receive: trio.MemoryReceiveChannel[str]) -> None:
-        """The client closed the SSE stream it read from ``receive``."""
-        receive.close()
-        self.stream = None
+    def resume(self, event_id: str) -> tuple[list[Event], Connection | None] | None:
+        """Reattach the stream of ``event_id`` (see :meth:`Replays.resume`); None once ended."""
+        return None if self.ended.is_set() else self.replays.resume(event_id)
+
+    def leave(self, connection: Connection) -> None:
+        """A connection reading one of the session's streams is gone (its events stay kept)."""
+        connection.close()
         self.last_active = trio.current_time()
 
     async def submit(self, message: SessionMessage) -> None:
@@ -168,13 +188,13 @@ class McpSession:
         self.last_active = trio.current_time()
         await self.inbound.send(message)
 
-    async def request(
-        self, message: SessionMessage, request_id: str
-    ) -> trio.MemoryReceiveChannel[Reply]:
-        """Submit a request and return the channel its replies arrive on.
+    async def request(self, message: SessionMessage, request_id: str) -> Connection:
+        """Submit a request; return the connection to its stream, where its replies arrive.
 
-        The channel yields messages tied to the request and ends after the
-        response; it ends without one if the session closes first.
+        The connection's channel yields messages tied to the request and ends
+        after the response; it ends without one if the session closes first.
+        Should the connection leave (:meth:`leave`) before the response, the
+        request goes on and its replies wait in the stream for a resume.
 
         Raises:
             ValueError: a request with this id is already waiting (JSON-RPC
@@ -182,24 +202,27 @@ class McpSession:
         """
         if request_id in self._pending:
             raise ValueError(f"request id {request_id} is already in flight in this session")
-        send, receive = trio.open_memory_channel[Reply](STREAM_BUFFER)
+        stream = self.replays.open()
+        connection = stream.connect()
         if self.ended.is_set():
-            send.close()
-            return receive
-        self._pending[request_id] = send
+            stream.detach()
+            return connection
+        self._pending[request_id] = stream
+        if getattr(message.message, "method", None) == "initialize":
+            self._initialize_id = request_id
         try:
             await self.submit(message)
         except BaseException:
             self._pending.pop(request_id, None)
-            send.close()
+            self.replays.discard(stream)
             raise
-        return receive
+        return connection
 
-    def forget(self, request_id: str) -> None:
-        """The HTTP request waiting for ``request_id`` is gone."""
-        send = self._pending.pop(request_id, None)
-        if send is not None:
-            send.close()
+    def forget(self, request_id: str, stream: ReplayStream | None = None) -> None:
+        """The request was answered with JSON: its stream can never be resumed."""
+        self._pending.pop(request_id, None)
+        if stream is not None:
+            self.replays.discard(stream)
         self.last_active = trio.current_time()
 
     async def route(self, outbound: MemoryObjectReceiveStream[SessionMessage]) -> None:
@@ -221,17 +244,31 @@ class McpSession:
                     and item.metadata.related_request_id is not None
                 ):
                     key = str(item.metadata.related_request_id)
-                waiter = self._pending.get(key) if key is not None else None
-                if waiter is not None:
+                stream = self._pending.get(key) if key is not None else None
+                if stream is not None and final:
+                    del self._pending[key]  # type: ignore[arg-type]
+                    if key == self._initialize_id:
+                        self._settle_version(message)
+                if stream is None:
+                    # A response goes here only on the legacy transport: it ends nothing.
+                    stream, final = self.replays.standalone(), False
+                # 2024-11-05 streams cannot be resumed: nothing to keep.
+                event = (
+                    stream.record(data, final)
+                    if self.transport == "streamable"
+                    else ("", data, final)
+                )
+                if stream.listener is not None:
+                    await self._push(stream.listener, event)
                     if final:
-                        del self._pending[key]  # type: ignore[arg-type]
-                    await self._push(waiter, (final, data))
-                    if final:
-                        waiter.close()
-                elif self.stream is not None:
-                    await self._push(self.stream, data)
-                else:
-                    log.debug("session %s: no stream for a %s message", self.id, type(message))
+                        stream.detach()
+
+    def _settle_version(self, message: Any) -> None:
+        self._initialize_id = None
+        result = getattr(message, "result", None)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self.protocol_version = version
 
     async def _push(self, channel: trio.MemorySendChannel[Any], item: Any) -> None:
         with trio.move_on_after(self.stall_s) as waited:
@@ -248,10 +285,7 @@ class McpSession:
     def end(self) -> None:
         """Close every channel of the session (called once, when its task ends)."""
         self.inbound.close()
-        if self.stream is not None:
-            self.stream.close()
-        for send in self._pending.values():
-            send.close()
+        self.replays.close()
         self._pending.clear()
         self.ended.set()
 
@@ -371,6 +405,7 @@ class SessionSupervisor:
             transport=transport,
             stall_s=self.settings.sse_stall_s,
             inbound=inbound_send,
+            replays=Replays(self.settings.mcp_replay_events, self.settings.mcp_replay_s),
             rendered=self.rendered,
         )
         await self._nursery.start(

@@ -1,8 +1,10 @@
 """Writing MCP's SSE streams: a request's replies, a session's stream, the legacy stream.
 
 Both transports stream the same way (:func:`write_sse`): events come from
-an :data:`EventSource`; a keep-alive comment goes out when none arrives
-within the keep-alive interval; a client that reads nothing for
+an :data:`EventSource` (:func:`stream_events`); on Streamable HTTP each
+carries its id (:mod:`agentws.mcp.replay`) and, for clients of 2025-11-25
+and later, the stream opens with a priming event; a keep-alive comment goes
+out when none arrives within the keep-alive interval; a client that reads nothing for
 ``sse_stall_s`` has its session closed; the client's disconnect ends the
 stream. The nursery that watches the disconnect lives in :func:`write_sse`,
 not in a generator.
@@ -11,15 +13,25 @@ not in a generator.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from agentws.asgi import Receive, Send
 from agentws.mcp.forward import cancel_on_disconnect
+from agentws.mcp.replay import Event
 from agentws.mcp.sessions import McpSession
 
-__all__ = ["EventSource", "forward_events", "until_final", "write_sse"]
+__all__ = [
+    "RETRY_MS",
+    "EventSource",
+    "primes",
+    "priming_event",
+    "priming_for",
+    "stream_events",
+    "write_sse",
+]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -34,6 +46,11 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _PING = b": ping\n\n"
+#: The ``retry`` a priming event asks of a client before it reconnects: the
+#: SDK clients' own default, quick enough for SSE polling.
+RETRY_MS = 1000
+# The first revision whose clients expect a priming event and resume a POST's stream.
+_PRIMING_SINCE = "2025-11-25"
 
 
 async def write_sse(
@@ -45,7 +62,7 @@ async def write_sse(
     prelude: Iterable[bytes],
     keepalive_s: float,
     stall_s: float,
-) -> None:
+) -> bool:
     """Write an SSE response from ``events`` until it ends, the client leaves, or stalls.
 
     Args:
@@ -57,6 +74,9 @@ async def write_sse(
         prelude: events sent first (the legacy ``endpoint`` event).
         keepalive_s: the longest silence before a keep-alive comment.
         stall_s: how long a write may wait on a client that reads nothing.
+
+    Returns:
+        Whether the response ended as ``events`` did (not cut short).
     """
     await send(
         {
@@ -94,37 +114,64 @@ async def write_sse(
         nursery.cancel_scope.cancel()
     if completed:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return completed
 
 
-def _event(data: str) -> bytes:
-    return f"event: message\ndata: {data}\n\n".encode()
+def _event(event_id: str | None, data: str) -> bytes:
+    if event_id is None:
+        return f"event: message\ndata: {data}\n\n".encode()
+    return f"id: {event_id}\nevent: message\ndata: {data}\n\n".encode()
 
 
-def forward_events(receive: trio.MemoryReceiveChannel[str]) -> EventSource:
-    """The messages of a session's stream, each as one ``message`` event, until it closes."""
-
-    async def next_event() -> tuple[bytes | None, bool]:
-        try:
-            return _event(await receive.receive()), False
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return None, True
-
-    return next_event
+def priming_event(event_id: str) -> bytes:
+    """2025-11-25's priming event: an id to resume from and empty data, with ``retry``."""
+    return f"id: {event_id}\nretry: {RETRY_MS}\ndata: \n\n".encode()
 
 
-def until_final(
-    first: list[tuple[bool, str]], replies: trio.MemoryReceiveChannel[tuple[bool, str]]
+def primes(session: McpSession) -> bool:
+    """Whether the session's client expects priming events (2025-11-25 and later)."""
+    return session.protocol_version is not None and session.protocol_version >= _PRIMING_SINCE
+
+
+def priming_for(session: McpSession, event_id: str) -> tuple[bytes, ...]:
+    """The priming event a stream of ``session`` starts with, if its client expects one."""
+    return (priming_event(event_id),) if primes(session) else ()
+
+
+def stream_events(
+    first: Iterable[Event],
+    live: trio.MemoryReceiveChannel[Event] | None,
+    *,
+    ids: bool = True,
+    close_at: float = math.inf,
+    until_closed: bool = False,
 ) -> EventSource:
-    """A request's replies (``first``, then ``replies``) as events; the last is its response."""
+    """``first``, then ``live``'s events, until one ends the stream (a request's response).
+
+    Args:
+        first: events to send before the live ones (replayed, or read already).
+        live: the stream's live events; None when ``first`` is all there is.
+        ids: whether events carry their id (not on the legacy transport).
+        close_at: when to end the stream although it has not ended (SSE
+            polling: the client resumes it with ``GET`` and ``Last-Event-ID``).
+        until_closed: end only when ``live`` closes, whatever the events say
+            (a batch's answer: several requests' streams in one).
+    """
+    pending = list(first)
 
     async def next_event() -> tuple[bytes | None, bool]:
-        if first:
-            final, data = first.pop(0)
+        if pending:
+            event_id, data, last = pending.pop(0)
+        elif live is None:
+            return None, True
         else:
-            try:
-                final, data = await replies.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError):
-                return None, True
-        return _event(data), final
+            with trio.move_on_at(close_at):
+                try:
+                    event_id, data, last = await live.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return None, True
+                return _event(event_id if ids else None, data), last and not until_closed
+            return None, True
+        return _event(event_id if ids else None, data), last and not until_closed
 
     return next_event

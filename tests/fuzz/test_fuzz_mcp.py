@@ -55,8 +55,10 @@ from urllib.parse import quote
 
 import attrs
 import httpx2
+import mcp_types as types
 import trio
 from hypothesis import strategies as st
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tests.e2e.mcp_support import REQUEST_S, RawStream, Running, legacy_stream, running, sdk_session
 from tests.e2e.polling import wait_for
@@ -708,13 +710,16 @@ def check_answer(
     elif target == "legacy_unknown_session":
         assert status in (400, 404), (status, raw)
     elif target == "post_unknown_session":
-        assert status in (400, 404, 413, 415), (status, raw)
+        assert status in (400, 404, 406, 413, 415), (status, raw)
     elif target == "legacy_session":
         assert status in (202, 400, 413, 415), (status, raw)
     elif target == "post_session":
-        assert status in (200, 202, 400, 413, 415), (status, raw)
+        assert status in (200, 202, 400, 406, 413, 415), (status, raw)
     else:
-        assert status in (200, 400, 413, 415), (status, raw)
+        assert status in (200, 400, 406, 413, 415), (status, raw)
+    if status == 406:
+        # A Streamable HTTP POST must take both JSON and SSE (or */*).
+        assert case.accept not in (ACCEPT, "*/*"), case.accept
     if status == 202:
         assert raw in (b"", b"Accepted"), raw
         expected_id = legacy_id if target == "legacy_session" else fuzz_id
@@ -740,11 +745,19 @@ def check_answer(
         assert body["error"]["code"] == "too_large", body
         assert len(body_sent) > LIMIT, len(body_sent)
     elif len(body_sent) > LIMIT and status != 401 and target != "legacy_unknown_session":
-        assert status in (404, 413, 415), (status, body)
+        # Headers are checked before the body is read: Accept, then the session's version.
+        assert status in (404, 406, 413, 415) or _unknown_version(case, body), (status, body)
     if status == 415:
         assert body["error"]["code"] == "unsupported_media_type", body
         media = (case.content_type or "").split(";")[0].strip().lower()
         assert media != "application/json", case.content_type
+
+
+def _unknown_version(case: McpCase, body: Any) -> bool:
+    """A 400 for a session request naming a protocol version agentws does not speak."""
+    code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+    known = (None, *HANDSHAKE_PROTOCOL_VERSIONS)
+    return code == types.UNSUPPORTED_PROTOCOL_VERSION and case.protocol_version not in known
 
 
 # --- bugs the fuzzing found, kept as regression tests ---------------------------------------

@@ -24,6 +24,7 @@ from agentws.changes import ChangeFeed
 from agentws.config import Settings
 from agentws.domain.models import Group, McpToken, Workspace
 from agentws.mcp.auth import Caller
+from agentws.mcp.replay import Event
 from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor
 
 IDLE_S = 60.0
@@ -99,7 +100,7 @@ async def test_a_session_with_an_open_stream_is_never_idle(
         assert stream is not None
         await trio.sleep(3 * IDLE_S)
         assert supervisor.get(session.id) is session
-        session.detach_stream(stream)
+        session.leave(stream)
         detached = trio.current_time()
         with trio.fail_after(2 * IDLE_S):
             await session.ended.wait()
@@ -122,7 +123,7 @@ async def _session() -> AsyncIterator[McpSession]:
         )
 
 
-async def _route_forever(session: McpSession, slow_reader: trio.MemoryReceiveChannel[str]) -> None:
+async def _route_forever(session: McpSession) -> None:
     """Feed the session's router more messages than its stream holds, until it is closed."""
     send, outbound = anyio.create_memory_object_stream[SessionMessage](0)
     with send, session.scope:
@@ -142,11 +143,11 @@ async def test_a_reader_that_takes_nothing_for_sse_stall_s_is_cut_off(
         assert stream is not None
         started = trio.current_time()
         with trio.fail_after(2 * STALL_S):
-            await _route_forever(session, stream)
+            await _route_forever(session)
         assert session.scope.cancel_called
         # The stream's buffer filled at once; then the router waited STALL_S for the reader.
         assert trio.current_time() - started == pytest.approx(STALL_S)
-        assert len([m async for m in _drain(stream)]) == STREAM_BUFFER
+        assert len([m async for m in _drain(stream.receive)]) == STREAM_BUFFER
 
 
 async def test_a_slow_reader_that_keeps_reading_is_not_cut_off(
@@ -156,17 +157,17 @@ async def test_a_slow_reader_that_keeps_reading_is_not_cut_off(
     async with _session() as session, trio.open_nursery() as nursery:
         stream = session.open_stream()
         assert stream is not None
-        nursery.start_soon(_route_forever, session, stream)
+        nursery.start_soon(_route_forever, session)
         for _ in range(3 * STREAM_BUFFER):
             await trio.sleep(STALL_S * 0.9)
-            await stream.receive()
+            await stream.receive.receive()
             read += 1
         assert not session.scope.cancel_called
         session.close()
     assert read == 3 * STREAM_BUFFER
 
 
-async def _drain(stream: trio.MemoryReceiveChannel[str]) -> AsyncIterator[str]:
+async def _drain(stream: trio.MemoryReceiveChannel[Event]) -> AsyncIterator[Event]:
     while True:
         try:
             yield stream.receive_nowait()

@@ -1,0 +1,100 @@
+"""JSON-RPC batches, which 2025-03-26 sessions take (2025-06-18 removed them).
+
+A batch's notifications and responses go to the server loop in order, its
+requests each get a stream of their own (:mod:`agentws.mcp.replay`), as a
+lone request would. With no request in it, the answer is 202. The answer is
+one JSON array when each request's first reply is its response; if one
+sends something else first (progress, an elicitation) or is slow, the
+replies of all of them go out as one SSE stream, which ends once every
+request has its response.
+"""
+
+from __future__ import annotations
+
+import mcp_types as types
+import trio
+
+from agentws.asgi import respond
+from agentws.config import Settings
+from agentws.mcp.door_requests import DoorRequest, submit, submit_request
+from agentws.mcp.replay import CONNECTION_BUFFER, Connection, Event
+from agentws.mcp.sessions import McpSession
+from agentws.mcp.streams import stream_events, write_sse
+
+__all__ = ["answer_batch"]
+
+
+async def answer_batch(
+    request: DoorRequest,
+    session: McpSession,
+    messages: list[types.JSONRPCMessage],
+    settings: Settings,
+) -> None:
+    """Process a batch on ``session`` and answer it (202, a JSON array, or SSE)."""
+    connections: list[Connection] = []
+    try:
+        for message in messages:
+            if not isinstance(message, types.JSONRPCRequest):
+                await submit(session, message)
+                continue
+            connection = await submit_request(request, session, message)
+            if connection is None:
+                return
+            connections.append(connection)
+        if not connections:
+            await respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
+            return
+        merged_send, merged = trio.open_memory_channel[Event](CONNECTION_BUFFER)
+        async with trio.open_nursery() as nursery:
+            for connection in connections:
+                nursery.start_soon(_pump, connection, merged_send.clone())
+            merged_send.close()
+            await _answer(request, session, connections, merged, settings)
+            nursery.cancel_scope.cancel()
+    finally:
+        for connection in connections:
+            session.leave(connection)
+
+
+async def _answer(
+    request: DoorRequest,
+    session: McpSession,
+    connections: list[Connection],
+    merged: trio.MemoryReceiveChannel[Event],
+    settings: Settings,
+) -> None:
+    first: list[Event] = []
+    with trio.move_on_after(settings.sse_keepalive_s):
+        while len(first) < len(connections):
+            try:
+                event = await merged.receive()
+            except trio.EndOfChannel:
+                break
+            first.append(event)
+            if not event[2]:
+                break
+    if len(first) == len(connections) and all(last for _, _, last in first):
+        # Streams answered with JSON can never be resumed.
+        for connection in connections:
+            session.replays.discard(connection.stream)
+        body = ("[" + ",".join(data for _, data, _ in first) + "]").encode()
+        headers = [(b"content-type", b"application/json"), (b"mcp-session-id", session.id.encode())]
+        await respond(request.send, 200, body, headers)
+        return
+    # A response ends its own request's stream, not this one: it ends once
+    # every request's stream has (the merged channel closes).
+    await write_sse(
+        request.send,
+        request.receive,
+        session,
+        stream_events(first, merged, until_closed=True),
+        prelude=(),
+        keepalive_s=settings.sse_keepalive_s,
+        stall_s=settings.sse_stall_s,
+    )
+
+
+async def _pump(connection: Connection, merged: trio.MemorySendChannel[Event]) -> None:
+    async with merged:
+        async for event in connection.receive:
+            await merged.send(event)
