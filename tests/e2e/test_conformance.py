@@ -29,7 +29,7 @@ from agentws.domain.models import Capability
 from agentws.tools.admin import set_label
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.conformance.fixture_server import open_fixture_server
-from tests.e2e.conformance_support import run_scenario, token_proxy
+from tests.e2e.conformance_support import SUITES, require, run_scenario, token_proxy
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
 
@@ -195,6 +195,14 @@ KNOWN_GAPS: dict[str, str] = {
 # passing once the revision is spoken.
 
 
+@pytest.fixture(autouse=True)
+def _installed() -> None:
+    # A sync fixture, so a missing install fails with its message alone, not
+    # wrapped in the exception group of the server's nursery.
+    for package in SUITES.values():
+        require(package)
+
+
 def _cases() -> list[object]:
     cases = []
     suites = (("v1", V1_SCENARIOS), ("v2", V2_SCENARIOS), ("relay", RELAY_SCENARIOS))
@@ -254,4 +262,16 @@ async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
                 scenario,
                 spec_version=MODERN if suite == "v2" else None,
             )
+    assert result.passed, result.explain()
+
+
+@pytest.mark.parametrize("scenario", RELAY_SCENARIOS)
+async def test_fixture_alone(scenario: str) -> None:
+    # The yardstick for the relay: the fixture server passes each scenario
+    # itself, reached through the same proxy (so the proxy passes SSE streams,
+    # notifications and server-to-client requests through unchanged).
+    async with open_fixture_server() as url:
+        base = url.removesuffix("/mcp")
+        async with token_proxy(base, "unused") as proxy:
+            result = await run_scenario("v1", f"{proxy}/mcp", scenario)
     assert result.passed, result.explain()

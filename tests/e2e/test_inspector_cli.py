@@ -7,8 +7,8 @@ It negotiates by protocol era: ``legacy`` (2025-11-25 and older, with the
 ``initialize`` handshake), ``modern`` (2026-07-28, stateless) or ``auto``
 (modern first, falling back).
 
-Each era lists tools, calls the read tool ``search_context``, lists resources
-and prompts. Cases agentws cannot serve yet are skipped, citing issue 23.
+Each era lists tools, calls the read tool ``search_context``, lists and reads
+resources, lists and gets prompts. Cases agentws cannot serve yet are skipped, citing issue 23.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from tests.e2e.conformance_support import INSPECTOR, NODE, require
-from tests.e2e.mcp_support import Running, running
+from tests.e2e.mcp_support import SKILL_PROMPT, Running, running
 from tests.support import clean_env
 
 # One Inspector run: Node's start-up, one connection, one request.
@@ -71,6 +71,13 @@ async def _inspect(server: Running, home: Path, era: str, *args: str) -> dict[st
     return result
 
 
+@pytest.fixture(autouse=True)
+def _installed() -> None:
+    # A sync fixture, so a missing install fails with its message alone, not
+    # wrapped in the exception group of the server's nursery.
+    require(INSPECTOR)
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_inspector_cli(tmp_path: Path, era: str) -> None:
     async with running(tmp_path) as server:
@@ -96,8 +103,24 @@ async def test_inspector_cli(tmp_path: Path, era: str) -> None:
         uris = {resource["uri"] for resource in resources["resources"]}
         assert "agentws://handbook/refunds" in uris, uris
 
+        document = await _inspect(
+            server,
+            tmp_path,
+            era,
+            "--method",
+            "resources/read",
+            "--uri",
+            "agentws://handbook/refunds",
+        )
+        assert document["contents"][0]["text"].startswith("# Refund policy"), document
+
         prompts = await _inspect(server, tmp_path, era, "--method", "prompts/list")
         assert [prompt["name"] for prompt in prompts["prompts"]] == ["triage"]
+
+        prompt = await _inspect(
+            server, tmp_path, era, "--method", "prompts/get", "--prompt-name", "triage"
+        )
+        assert SKILL_PROMPT in json.dumps(prompt["messages"]), prompt
 
 
 @pytest.mark.skip(reason="issue 23: resources/templates/list answers -32601 (Method not found)")
