@@ -48,6 +48,8 @@ SCENARIO_S = 60.0
 _NOT_PASSING = ("FAILURE", "WARNING")
 # Response headers a proxy must not copy: they describe one hop, not the body.
 _HOP_HEADERS = {b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"}
+# Closing an upstream response is local; bounded all the same, being shielded.
+_CLOSE_S = 1.0
 
 
 def require(package: str) -> Path:
@@ -80,8 +82,9 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.startup
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
             await send({"type": "lifespan.shutdown.complete"})
             return
         body = b""
@@ -90,7 +93,12 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        headers = list(scope["headers"])
+        # The body goes on whole: its framing is the new hop's to choose.
+        headers = [
+            (name, value)
+            for name, value in scope["headers"]
+            if name.lower() not in _HOP_HEADERS and name.lower() != b"content-length"
+        ]
         if not any(name == b"authorization" for name, _ in headers):
             headers.append((b"authorization", f"Bearer {token}".encode()))
         target = upstream + scope["raw_path"].decode()
@@ -118,7 +126,7 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
             finally:
-                with trio.move_on_after(1, shield=True):
+                with trio.move_on_after(_CLOSE_S, shield=True):
                     await response.aclose()
             nursery.cancel_scope.cancel()
 

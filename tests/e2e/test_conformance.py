@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -203,7 +204,7 @@ def _installed() -> None:
         require(package)
 
 
-def _cases() -> list[object]:
+def _cases() -> list[Any]:
     cases = []
     suites = (("v1", V1_SCENARIOS), ("v2", V2_SCENARIOS), ("relay", RELAY_SCENARIOS))
     for suite, scenarios in suites:
