@@ -3,7 +3,8 @@
 The suite (``@modelcontextprotocol/conformance``) tests a server by calling
 tools of fixed names and checking what comes back: every content type, an
 error result, log and progress notifications during a call, and sampling and
-elicitation requests to the client. This module is such a server, written on
+elicitation requests to the client, and on 2026-07-28 answers that ask
+the client first (:mod:`tests.conformance.fixture_mrtr`). This module is such a server, written on
 the ``mcp`` SDK's lowlevel :class:`Server`, following the suite's own
 "Server Implementation Requirements" for each scenario.
 
@@ -36,6 +37,9 @@ import trio
 from hypercorn.config import Config
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from tests.conformance.fixture_mrtr import MRTR_PROMPT, MRTR_TOOLS, mrtr_prompt
 
 __all__ = ["TOOL_NAMES", "open_fixture_server"]
 
@@ -45,7 +49,9 @@ STEP_S = 0.05
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 Context = ServerRequestContext[Any, Any]
-Handler = Callable[[Context, dict[str, Any]], Awaitable[types.CallToolResult]]
+Answer = types.CallToolResult | types.InputRequiredResult
+#: A tool of the 2025 revisions: what it answers depends on its arguments alone.
+PlainHandler = Callable[[Context, dict[str, Any]], Awaitable[types.CallToolResult]]
 
 
 def _png_pixel() -> str:
@@ -298,8 +304,20 @@ _SCHEMA_2020_12: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# name -> (description, input schema, handler)
-_TOOLS: dict[str, tuple[str, dict[str, Any], Handler]] = {
+
+def _plain(
+    handler: PlainHandler,
+) -> Callable[[Context, types.CallToolRequestParams], Awaitable[Answer]]:
+    """A handler of the arguments alone, as one of the whole request."""
+
+    async def call(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        return await handler(ctx, dict(params.arguments or {}))
+
+    return call
+
+
+# name -> (description, input schema, handler of the arguments)
+_PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
     "test_simple_text": ("Returns simple text", NO_ARGUMENTS, _simple_text),
     "test_image_content": ("Returns an image", NO_ARGUMENTS, _image),
     "test_audio_content": ("Returns audio", NO_ARGUMENTS, _audio),
@@ -334,6 +352,13 @@ _TOOLS: dict[str, tuple[str, dict[str, Any], Handler]] = {
         _json_schema,
     ),
 }
+_TOOLS: dict[str, tuple[str, dict[str, Any], Callable[[Context, Any], Awaitable[Answer]]]] = {
+    **{
+        name: (about, schema, _plain(handler))
+        for name, (about, schema, handler) in _PLAIN_TOOLS.items()
+    },
+    **MRTR_TOOLS,
+}
 #: The names the suite calls.
 TOOL_NAMES = tuple(_TOOLS)
 
@@ -352,13 +377,27 @@ def fixture_server(prefix: str = "") -> Server[Any]:
             ]
         )
 
-    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Answer:
         if params.name not in tools:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
                 is_error=True,
             )
-        return await tools[params.name][2](ctx, dict(params.arguments or {}))
+        return await tools[params.name][2](ctx, params)
+
+    prompt = MRTR_PROMPT.removeprefix(prefix)
+
+    async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[types.Prompt(name=prompt, description="Asks for its context first")]
+        )
+
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        if params.name != prompt:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name}")
+        return await mrtr_prompt(ctx, params)
 
     async def set_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         return types.EmptyResult()
@@ -367,6 +406,8 @@ def fixture_server(prefix: str = "") -> Server[Any]:
         "agentws-conformance-fixture",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
         on_set_logging_level=set_level,
     )
 

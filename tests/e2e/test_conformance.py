@@ -7,7 +7,14 @@ process per scenario. Two suite releases are pinned in
 
 - 0.1.16, the generic and capability scenarios of the 2025 revisions;
 - 0.2.x, every scenario that applies to revision 2026-07-28, run at that
-  revision (``--spec-version 2026-07-28``).
+  revision (``--spec-version 2026-07-28``; ``--requirements 2026-07-28``
+  runs the 37 required ones in one process and cannot pick one scenario).
+
+The scenarios that call the suite's own tools (``test_simple_text``...) reach
+them through agentws: the fixture server (``tests/conformance/fixture_server.py``)
+is attached as remote MCP connectors ``test`` and ``json`` whose tools, named
+``<connector>_<tool>`` by agentws, carry exactly the names the suite calls.
+:func:`test_fixture_alone` shows the fixture passes them by itself.
 
 Scenarios agentws does not pass yet are listed in :data:`KNOWN_GAPS`, each
 with why; their tests are skipped, citing issue 23. Everything else must pass:
@@ -40,9 +47,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::mcp.shared.exceptions.MCPDeprecationWarning",
 )
 
-#: 0.1.16: the generic and capability scenarios (tool, resource and prompt
-#: *content* scenarios need the suite's fixture server's tools; see
-#: test_conformance_relay.py for the tool ones).
+#: 0.1.16: the generic and capability scenarios.
 V1_SCENARIOS = (
     "server-initialize",
     "ping",
@@ -119,6 +124,10 @@ RELAY_SCENARIOS = (
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
 )
+#: 0.2.x's scenarios that call the fixture server's tools or prompt.
+FIXTURE_V2_SCENARIOS = tuple(
+    s for s in V2_SCENARIOS if s.startswith(("tools-call-", "json-schema", "input-required"))
+)
 MODERN = "2026-07-28"
 # agentws lists a connector's tools as <connector>_<tool>: connector ``test``
 # offering the fixture's test_* tools without that prefix, and ``json`` its
@@ -132,8 +141,8 @@ _MODERN_FIXTURE = (
     "(test://static-text, test_simple_prompt...), which a group does not serve"
 )
 _MODERN_MRTR = (
-    _NO_MODERN + "; also needs input_required results and the suite's "
-    "test_input_required_result_* tools (not in the fixture server yet)"
+    _NO_MODERN + "; then the fixture's input_required results relayed (the prompt "
+    "scenario: its prompt too)"
 )
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
@@ -247,7 +256,7 @@ async def _serve_fixture(prefix: str, *, task_status: trio.TaskStatus[str]) -> N
 @pytest.mark.parametrize(("suite", "scenario"), _cases())
 async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
     # The scenarios that call the fixture's tools reach them through agentws.
-    relayed = suite == "relay" or (suite == "v2" and scenario in RELAY_SCENARIOS)
+    relayed = suite == "relay" or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
     async with (
         running(tmp_path, **env) as server,
@@ -266,13 +275,19 @@ async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
     assert result.passed, result.explain()
 
 
-@pytest.mark.parametrize("scenario", RELAY_SCENARIOS)
-async def test_fixture_alone(scenario: str) -> None:
+@pytest.mark.parametrize(
+    ("suite", "scenario"),
+    [pytest.param("v1", s, id=f"v1/{s}") for s in RELAY_SCENARIOS]
+    + [pytest.param("v2", s, id=f"v2/{s}") for s in FIXTURE_V2_SCENARIOS],
+)
+async def test_fixture_alone(suite: str, scenario: str) -> None:
     # The yardstick for the relay: the fixture server passes each scenario
     # itself, reached through the same proxy (so the proxy passes SSE streams,
     # notifications and server-to-client requests through unchanged).
     async with open_fixture_server() as url:
         base = url.removesuffix("/mcp")
         async with token_proxy(base, "unused") as proxy:
-            result = await run_scenario("v1", f"{proxy}/mcp", scenario)
+            result = await run_scenario(
+                suite, f"{proxy}/mcp", scenario, spec_version=MODERN if suite == "v2" else None
+            )
     assert result.passed, result.explain()
