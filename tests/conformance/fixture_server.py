@@ -1,0 +1,441 @@
+"""The tools the MCP conformance suite's tool scenarios call, served over Streamable HTTP.
+
+The suite (``@modelcontextprotocol/conformance``) tests a server by calling
+tools of fixed names and checking what comes back: every content type, an
+error result, log and progress notifications during a call, and sampling and
+elicitation requests to the client, and on 2026-07-28 answers that ask
+the client first (:mod:`tests.conformance.fixture_mrtr`). This module is such a server, written on
+the ``mcp`` SDK's lowlevel :class:`Server`, following the suite's own
+"Server Implementation Requirements" for each scenario.
+
+Run alone against the suite, it must pass those scenarios. Attached to
+agentws as a remote MCP connector, it shows what the relay keeps. agentws
+offers a connector's tools as ``<connector>_<tool>``, so
+:func:`open_fixture_server` can serve only the tools whose names start with
+a prefix, with that prefix dropped: connector ``test`` serving
+``simple_text`` offers ``test_simple_text``, the name the suite calls.
+
+``python -m tests.conformance.fixture_server [PORT]`` serves all of them at
+``http://127.0.0.1:PORT/mcp``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import sys
+import wave
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import hypercorn.trio
+import mcp_types as types
+import trio
+from hypercorn.config import Config
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from tests.conformance.fixture_mrtr import MRTR_PROMPT, MRTR_TOOLS, mrtr_prompt
+
+__all__ = ["TOOL_NAMES", "open_fixture_server"]
+
+# The suite asks for a delay of about 50 ms between notifications, so that a
+# client sees them arrive one by one during the call.
+STEP_S = 0.05
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+Context = ServerRequestContext[Any, Any]
+Answer = types.CallToolResult | types.InputRequiredResult
+#: A tool of the 2025 revisions: what it answers depends on its arguments alone.
+PlainHandler = Callable[[Context, dict[str, Any]], Awaitable[types.CallToolResult]]
+
+
+def _png_pixel() -> str:
+    """A 1x1 red PNG, base64."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+    header = (1).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
+    return base64.b64encode(png).decode()
+
+
+def _wav_silence() -> str:
+    """A tenth of a second of 8 kHz mono silence, base64."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(1)
+        wav.setframerate(8000)
+        wav.writeframes(b"\x80" * 800)
+    return base64.b64encode(out.getvalue()).decode()
+
+
+PNG = _png_pixel()
+WAV = _wav_silence()
+
+
+def _text(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+async def _simple_text(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return _text("This is a simple text response for testing.")
+
+
+async def _image(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.ImageContent(type="image", data=PNG, mime_type="image/png")]
+    )
+
+
+async def _audio(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.AudioContent(type="audio", data=WAV, mime_type="audio/wav")]
+    )
+
+
+def _resource(uri: str, mime_type: str, text: str) -> types.EmbeddedResource:
+    return types.EmbeddedResource(
+        type="resource",
+        resource=types.TextResourceContents(uri=uri, mime_type=mime_type, text=text),
+    )
+
+
+async def _embedded(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[
+            _resource(
+                "test://embedded-resource", "text/plain", "This is an embedded resource content."
+            )
+        ]
+    )
+
+
+async def _mixed(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="Multiple content types test:"),
+            types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            _resource(
+                "test://mixed-content-resource", "application/json", '{"test":"data","value":123}'
+            ),
+        ]
+    )
+
+
+async def _logging(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    for i, message in enumerate(
+        ("Tool execution started", "Tool processing data", "Tool execution completed")
+    ):
+        if i:
+            await trio.sleep(STEP_S)
+        await ctx.session.send_log_message(
+            "info", message, logger="conformance", related_request_id=ctx.request_id
+        )
+    return _text("Tool with logging executed successfully")
+
+
+async def _progress(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    token = ctx.meta.get("progress_token") if ctx.meta else None
+    for i, progress in enumerate((0, 50, 100)):
+        if i:
+            await trio.sleep(STEP_S)
+        if token is not None:
+            await ctx.session.send_progress_notification(
+                token, progress, 100, related_request_id=str(ctx.request_id)
+            )
+    return _text("Tool with progress executed successfully")
+
+
+async def _error(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[
+            types.TextContent(
+                type="text", text="This tool intentionally returns an error for testing"
+            )
+        ],
+        is_error=True,
+    )
+
+
+async def _sampling(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    result = await ctx.session.create_message(
+        messages=[
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=str(args["prompt"]))
+            )
+        ],
+        max_tokens=100,
+        related_request_id=ctx.request_id,
+    )
+    content = result.content
+    text = content.text if isinstance(content, types.TextContent) else str(content)
+    return _text(f"LLM response: {text}")
+
+
+async def _elicit(
+    ctx: Context, message: str, schema: dict[str, Any], reply: str
+) -> types.CallToolResult:
+    result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    return _text(reply.format(action=result.action, content=result.content))
+
+
+async def _elicitation(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    return await _elicit(
+        ctx, str(args["message"]), schema, "User response: action={action}, content={content}"
+    )
+
+
+async def _sep1034_defaults(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    return await _elicit(
+        ctx,
+        "Please review and update the form fields with defaults",
+        schema,
+        "Elicitation completed: action={action}, content={content}",
+    )
+
+
+def _titled(prefix: str, titles: tuple[str, ...]) -> list[dict[str, str]]:
+    return [{"const": f"{prefix}{i}", "title": t} for i, t in enumerate(titles, start=1)]
+
+
+async def _sep1330_enums(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    options = ["option1", "option2", "option3"]
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": _titled("value", ("First Option", "Second Option", "Third Option")),
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": _titled("value", ("First Choice", "Second Choice", "Third Choice"))
+                },
+            },
+        },
+    }
+    return await _elicit(
+        ctx,
+        "Please select options from the enum fields",
+        schema,
+        "Elicitation completed: action={action}, content={content}",
+    )
+
+
+async def _json_schema(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return _text(f"Received: {sorted(args)}")
+
+
+def _arguments(**properties: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            name: {"type": "string", "description": d} for name, d in properties.items()
+        },
+        "required": list(properties),
+    }
+
+
+# What the json-schema-2020-12 scenario expects in the listing, keyword for keyword.
+_SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": JSON_SCHEMA_2020_12,
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+def _plain(
+    handler: PlainHandler,
+) -> Callable[[Context, types.CallToolRequestParams], Awaitable[Answer]]:
+    """A handler of the arguments alone, as one of the whole request."""
+
+    async def call(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        return await handler(ctx, dict(params.arguments or {}))
+
+    return call
+
+
+# name -> (description, input schema, handler of the arguments)
+_PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
+    "test_simple_text": ("Returns simple text", NO_ARGUMENTS, _simple_text),
+    "test_image_content": ("Returns an image", NO_ARGUMENTS, _image),
+    "test_audio_content": ("Returns audio", NO_ARGUMENTS, _audio),
+    "test_embedded_resource": ("Returns an embedded resource", NO_ARGUMENTS, _embedded),
+    "test_multiple_content_types": ("Returns text, image and resource", NO_ARGUMENTS, _mixed),
+    "test_tool_with_logging": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
+    "test_tool_with_progress": ("Reports progress while it runs", NO_ARGUMENTS, _progress),
+    "test_error_handling": ("Always returns an error", NO_ARGUMENTS, _error),
+    "test_sampling": (
+        "Asks the client's model",
+        _arguments(prompt="The prompt to send to the LLM"),
+        _sampling,
+    ),
+    "test_elicitation": (
+        "Asks the user",
+        _arguments(message="The message to show the user"),
+        _elicitation,
+    ),
+    "test_elicitation_sep1034_defaults": (
+        "Asks the user, with defaults",
+        NO_ARGUMENTS,
+        _sep1034_defaults,
+    ),
+    "test_elicitation_sep1330_enums": (
+        "Asks the user to pick from enums",
+        NO_ARGUMENTS,
+        _sep1330_enums,
+    ),
+    "json_schema_2020_12_tool": (
+        "Tool with JSON Schema 2020-12 features",
+        _SCHEMA_2020_12,
+        _json_schema,
+    ),
+}
+_TOOLS: dict[str, tuple[str, dict[str, Any], Callable[[Context, Any], Awaitable[Answer]]]] = {
+    **{
+        name: (about, schema, _plain(handler))
+        for name, (about, schema, handler) in _PLAIN_TOOLS.items()
+    },
+    **MRTR_TOOLS,
+}
+#: The names the suite calls.
+TOOL_NAMES = tuple(_TOOLS)
+
+
+def fixture_server(prefix: str = "") -> Server[Any]:
+    """The SDK server offering the tools named ``prefix…``, ``prefix`` dropped from the names."""
+    tools = {
+        name.removeprefix(prefix): spec for name, spec in _TOOLS.items() if name.startswith(prefix)
+    }
+
+    async def list_tools(ctx: Context, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=description, input_schema=schema)
+                for name, (description, schema, _) in tools.items()
+            ]
+        )
+
+    async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        if params.name not in tools:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
+                is_error=True,
+            )
+        return await tools[params.name][2](ctx, params)
+
+    prompt = MRTR_PROMPT.removeprefix(prefix)
+
+    async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[types.Prompt(name=prompt, description="Asks for its context first")]
+        )
+
+    async def get_prompt(
+        ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        if params.name != prompt:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name}")
+        return await mrtr_prompt(ctx, params)
+
+    async def set_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        return types.EmptyResult()
+
+    return Server(
+        "agentws-conformance-fixture",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_set_logging_level=set_level,
+    )
+
+
+@asynccontextmanager
+async def open_fixture_server(prefix: str = "", port: int = 0) -> AsyncIterator[str]:
+    """Serve :func:`fixture_server` on loopback until the block ends; yield its MCP URL."""
+    app = fixture_server(prefix).streamable_http_app(streamable_http_path="/mcp")
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    config.graceful_timeout = 0.2
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
+        )
+        try:
+            yield f"{binds[0]}/mcp"
+        finally:
+            stop.set()
+
+
+async def _main(port: int) -> None:
+    async with open_fixture_server(port=port) as url:
+        print(url, flush=True)  # the one line a caller reads
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    trio.run(_main, int(sys.argv[1]) if len(sys.argv) > 1 else 0)
