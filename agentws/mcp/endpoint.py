@@ -77,14 +77,12 @@ from agentws.mcp.door_requests import (
     submit_request,
 )
 from agentws.mcp.forward import (
-    FORWARDED_HEADER,
-    ForwardError,
-    OwnerGoneError,
     SessionForwarder,
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
-from agentws.mcp.modern import is_stateless, serve_stateless
+from agentws.mcp.modern import is_stateless, pending_owner, serve_stateless
+from agentws.mcp.owner_forward import forward_to_owner, store_unavailable
 from agentws.mcp.replay import Event
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
@@ -98,13 +96,6 @@ _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)
 _NO_SESSION = "no such session (it may have expired): initialize again"
 # The one revision with JSON-RPC batches (2025-06-18 removed them).
 _BATCHES_IN = "2025-03-26"
-
-
-def _store_unavailable(doing: str, exc: StoreError) -> HttpRefusal:
-    log.error("cannot %s: %s", doing, exc.message)
-    return HttpRefusal(
-        503, "store_unavailable", "the store is unavailable; retry shortly", [("Retry-After", "5")]
-    )
 
 
 @attrs.define(eq=False)
@@ -189,7 +180,7 @@ class McpDoor:
                 401, "unauthorized", exc.message, [("WWW-Authenticate", challenge)]
             ) from None
         except StoreError as exc:
-            raise _store_unavailable("authenticate an MCP request", exc) from None
+            raise store_unavailable("authenticate an MCP request", exc) from None
         if not request.messages_path and (
             request.method == "POST" or request.header(SESSION_HEADER.encode()) is not None
         ):
@@ -197,15 +188,7 @@ class McpDoor:
 
         session_id = request.session_id
         if not request.messages_path and is_stateless(request.scope, session_id):
-            body = await read_body(request, self.settings) if request.method == "POST" else b""
-            await serve_stateless(
-                sessions.server,
-                request.authorized,
-                body,
-                request.scope,
-                request.receive,
-                request.send,
-            )
+            await self._stateless(request, sessions, forwarder)
             return
         if session_id is not None and sessions.get(session_id) is None:
             owner_id = owner_of(session_id)
@@ -258,34 +241,37 @@ class McpDoor:
         self, request: DoorRequest, forwarder: SessionForwarder, owner_id: str
     ) -> None:
         """Relay a request for another instance's session to that instance."""
-        gone = HttpRefusal(
-            404,
-            "session_not_found",
-            "no such session: the instance that held it is gone; initialize again",
-        )
-        if request.header(FORWARDED_HEADER) is not None:
-            # Forwarded once already: the owner does not have it either.
-            raise HttpRefusal(404, "session_not_found", _NO_SESSION)
-        try:
-            owner = await forwarder.owner(owner_id)
-        except StoreError as exc:
-            raise _store_unavailable("look up the owner of an MCP session", exc) from None
-        if owner is None:
-            raise gone
         body = await read_body(request, self.settings) if request.method == "POST" else b""
-        try:
-            await forwarder.forward(owner, request.scope, request.receive, request.send, body=body)
-        except OwnerGoneError as exc:
-            log.info("MCP request for a session of a gone instance: %s", exc)
-            raise gone from None
-        except ForwardError as exc:
-            log.warning("cannot forward an MCP request: %s", exc)
-            raise HttpRefusal(
-                502,
-                "owner_unreachable",
-                f"the instance holding this session ({owner_id}) cannot be reached; retry shortly",
-                [("Retry-After", "1")],
-            ) from None
+        await forward_to_owner(
+            request,
+            forwarder,
+            owner_id,
+            body,
+            missing=HttpRefusal(404, "session_not_found", _NO_SESSION),
+            gone=HttpRefusal(
+                404,
+                "session_not_found",
+                "no such session: the instance that held it is gone; initialize again",
+            ),
+        )
+
+    async def _stateless(
+        self, request: DoorRequest, sessions: SessionSupervisor, forwarder: SessionForwarder
+    ) -> None:
+        """A stateless (2026-07-28) request; a call's next round goes where the call waits."""
+        body = await read_body(request, self.settings) if request.method == "POST" else b""
+        owner_id = pending_owner(body)
+        if owner_id is not None and owner_id != self.settings.instance_id:
+            ended = HttpRefusal(
+                404,
+                "call_not_found",
+                "the call this requestState continues has ended: call the tool again",
+            )
+            await forward_to_owner(request, forwarder, owner_id, body, missing=ended, gone=ended)
+            return
+        await serve_stateless(
+            sessions.server, request.authorized, body, request.scope, request.receive, request.send
+        )
 
     # --- Streamable HTTP ------------------------------------------------------------------
 

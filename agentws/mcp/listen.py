@@ -51,16 +51,15 @@ __all__ = ["ListenStreams", "read_approval"]
 
 log = logging.getLogger("agentws.mcp")
 
-# The MCP specification's error code for an unknown resource.
-_RESOURCE_NOT_FOUND = -32002
 # Undelivered events one stream may hold before its client counts as gone.
 _BUFFER = 256
 
 
-async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadResourceResult:
+async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadResourceResult | None:
     """``resources/read`` of a queued call's URI: where it stands, as ``get_approval`` says.
 
-    Only the bearer token that queued the call reads it; to any other it does not exist.
+    Only the bearer token that queued the call reads it; to any other it does
+    not exist (None).
     """
     approval_id = approval_id_of(uri)
     approval = None
@@ -70,7 +69,7 @@ async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadRes
         except NotFoundError:
             approval = None
     if approval is None or approval.token_id != caller.token_id:
-        raise MCPError(_RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        return None
     return types.ReadResourceResult(
         contents=[
             types.TextResourceContents(

@@ -21,6 +21,7 @@ request: no sticky routing is needed for this revision.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 from contextvars import ContextVar
 from typing import Any, cast
@@ -33,9 +34,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.asgi import Receive, Scope, Send, header
 from agentws.mcp.auth import Caller
+from agentws.mcp.pending_calls import is_pending_state, owner_of_state
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 
-__all__ = ["StatelessCaller", "is_stateless", "serve_stateless"]
+__all__ = ["SERVING_GROUP", "StatelessCaller", "is_stateless", "pending_owner", "serve_stateless"]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -86,6 +88,19 @@ class StatelessCaller:
 
     def await_outcome(self, approval_id: str) -> None:
         """Nothing to do: a stateless caller has no stream to be told on."""
+
+
+def pending_owner(body: bytes) -> str | None:
+    """The instance holding the call a request's ``requestState`` continues, if it names one."""
+    if b"agwp_" not in body:  # cheap: most requests continue nothing
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    params = document.get("params") if isinstance(document, dict) else None
+    state = params.get("requestState") if isinstance(params, dict) else None
+    return owner_of_state(state) if isinstance(state, str) and is_pending_state(state) else None
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:

@@ -27,6 +27,7 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from agentws.mcp.log_levels import wanted
 from agentws.mcp.sessions import McpSession
 from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, SampleFn
 
@@ -34,8 +35,6 @@ __all__ = ["McpRelayChannel"]
 
 R = TypeVar("R", bound=types.Result)
 
-# The MCP logging levels, lowest first (RFC 5424 severities).
-_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 # Elicitation came with this revision; older clients cannot be asked.
 _ELICITATION_SINCE = "2025-06-18"
 
@@ -94,8 +93,7 @@ class McpRelayChannel:
         )
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
-        wanted = self.ctx.lifespan_context.log_level
-        if wanted in _LEVELS and _LEVELS.index(params.level) < _LEVELS.index(wanted):
+        if not wanted(params.level, self.ctx.lifespan_context.log_level):
             return
         await self.ctx.session.send_notification(
             types.LoggingMessageNotification(params=params), related_request_id=self.ctx.request_id

@@ -26,6 +26,7 @@ import attrs
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.domain.models import ContextDocument, Library
 from agentws.mcp.listen import read_approval
@@ -43,8 +44,22 @@ __all__ = [
     "parse_lines",
 ]
 
-#: The MCP specification's error code for an unknown resource.
+#: The MCP specification's error code for an unknown resource, up to 2025-11-25.
 RESOURCE_NOT_FOUND = -32002
+
+
+def not_found(ctx: Context, uri: str) -> MCPError:
+    """The error for a resource that does not exist, as the request's revision says.
+
+    From 2026-07-28 on (SEP-2164) it is Invalid Params with the URI; before, -32002.
+    """
+    code = (
+        types.INVALID_PARAMS
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        else RESOURCE_NOT_FOUND
+    )
+    return MCPError(code, "Resource not found", {"uri": uri})
+
 
 DOCUMENT_TEMPLATE = f"{DOCUMENT_URI_SCHEME}://{{library}}/{{document}}"
 LINES_TEMPLATE = f"{DOCUMENT_URI_SCHEME}://{{library}}/{{document}}{{?lines}}"
@@ -163,7 +178,7 @@ class Resources:
         """The document ``uri`` names; MCPError RESOURCE_NOT_FOUND if the group has none."""
         found = await find_document(self.store, ctx.lifespan_context.caller.group, uri=uri)
         if found is None:
-            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise not_found(ctx, uri)
         return found
 
     async def read(
@@ -171,7 +186,10 @@ class Resources:
     ) -> types.ReadResourceResult:
         requested = str(params.uri)
         if approval_id_of(requested) is not None:
-            return await read_approval(self.store, ctx.lifespan_context.caller, requested)
+            found = await read_approval(self.store, ctx.lifespan_context.caller, requested)
+            if found is None:
+                raise not_found(ctx, requested)
+            return found
         base, lines = split_uri(requested)
         library, document = await self.find(ctx, base)
         text = document.body if lines is None else lines.cut(document.body)

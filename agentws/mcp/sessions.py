@@ -37,9 +37,6 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
     JSONRPCError,
     JSONRPCResponse,
-    LoggingLevel,
-    LoggingMessageNotification,
-    LoggingMessageNotificationParams,
 )
 
 from agentws.changes import ChangeFeed, Topic
@@ -49,6 +46,7 @@ from agentws.errors import OverCapacityError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
 from agentws.mcp.listen import ListenStreams
+from agentws.mcp.log_levels import outcome_notification
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.replay import CONNECTION_BUFFER, Connection, Event, Replays, ReplayStream
 from agentws.store import Store
@@ -69,8 +67,6 @@ STREAM_BUFFER = CONNECTION_BUFFER
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
 
-# MCP log levels, lowest first (RFC 5424 severities).
-_LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 # Queued calls a session is told the outcome of, at most (the newest).
 _MAX_AWAITING = 1000
 # Sending one approval outcome to a session may take this long at most.
@@ -123,20 +119,9 @@ class McpSession:
         self.awaiting.pop(approval.id, None)
         if self.server_session is None or self.ended.is_set():
             return False
-        level: LoggingLevel = "warning"
-        if data["status"] == "executed":
-            level = "notice"
-        elif data["status"] == "failed":
-            level = "error"
-        if self.log_level in _LOG_LEVELS and _LOG_LEVELS.index(level) < _LOG_LEVELS.index(
-            self.log_level
-        ):
+        notification = outcome_notification(data, self.log_level)
+        if notification is None:
             return False  # the client asked not to hear this level
-        notification = LoggingMessageNotification(
-            params=LoggingMessageNotificationParams(
-                level=level, logger="agentws.approvals", data=data
-            )
-        )
         with trio.move_on_after(_NOTIFY_S):
             try:
                 await self.server_session.send_notification(notification)

@@ -11,6 +11,8 @@ instance in turn, as a round-robin balancer would.
 - A session whose instance was killed answers 404 (the client initializes
   again), as does a session of an instance nobody knows, and a forwarded
   request is never forwarded a second time.
+- A stateless (2026-07-28) call waiting for its client's input on one
+  instance continues when the client's next round reaches the other.
 """
 
 from __future__ import annotations
@@ -21,16 +23,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
 import trio
+from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from agentws.domain.models import Capability
 from agentws.store import open_store
-from tests.e2e.mcp_support import seed
+from tests.e2e.mcp_support import MODERN, seed
 from tests.e2e.process_support import Server, serve_process
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
+from tests.e2e.relay_support import Remote, remote_server
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote
 from tests.support import fresh_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)]
@@ -202,3 +208,42 @@ async def test_a_session_whose_instance_is_gone_answers_404(tmp_path: Path) -> N
             assert again.status_code == 200
             assert again.headers["mcp-session-id"].startswith("inst-b.")
         assert "Traceback" not in b.stderr(), b.stderr()
+
+
+async def test_a_stateless_call_waiting_for_input_continues_on_any_instance(
+    tmp_path: Path,
+) -> None:
+    """2026-07-28: the round that answers a remote's question may reach the other instance."""
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+    async with fresh_schema() as url, remote_server(Remote()) as remote:
+        async with open_store(url) as store:
+            token, _ = await seed(store, tmp_path, with_library=False)
+            await attach_remote(store, remote, {"third_ask": Capability.READ})
+        first = serve_process(tmp_path, url, "inst-a", **env)
+        second = serve_process(tmp_path, url, "inst-b", **env)
+        async with first as a, second as b:
+            balancer = _Balancer(_round_robin([_port(a), _port(b)]))
+            async with (
+                httpx2.AsyncClient(
+                    transport=balancer, headers={"Authorization": f"Bearer {token}"}, timeout=10
+                ) as http,
+                Client(
+                    streamable_http_client(f"{a.base_url}/mcp/g/acme/ops", http_client=http),
+                    mode=MODERN,
+                    elicitation_callback=elicit,
+                ) as client,
+            ):
+                answered = await client.call_tool("third_ask", {"who": "me"})
+            assert answered.content[0].text == "accept: Ada"  # type: ignore[union-attr]
+            assert asked == ["Your name? (me)"]
+            # The question came from one instance, the answer went to the other
+            # (the call and its retry are the last two requests).
+            ports = [port for method, port, _ in balancer.sent if method == "POST"]
+            assert ports[-1] != ports[-2], balancer.sent
+            assert "Traceback" not in a.stderr() + b.stderr()

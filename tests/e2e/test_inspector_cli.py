@@ -8,11 +8,13 @@ It negotiates by protocol era: ``legacy`` (2025-11-25 and older, with the
 (modern first, falling back).
 
 Each era lists tools, calls the read tool ``search_context``, lists and reads
-resources, lists and gets prompts. Cases agentws cannot serve yet are skipped, citing issue 23.
+resources and resource templates (a document's lines by template), lists
+prompts and gets one with arguments (a skill's).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -20,24 +22,28 @@ from typing import Any
 import pytest
 import trio
 
+from agentws.approvals.decisions import approve
+from agentws.domain.models import Approval, ApprovalStatus, Capability
+from agentws.registry import create_token
 from tests.e2e.conformance_support import INSPECTOR, NODE, require
 from tests.e2e.mcp_support import SKILL_PROMPT, Running, running
+from tests.e2e.polling import wait_until
+from tests.e2e.relay_support import Remote, remote_server
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote
+from tests.e2e.test_client_modes import ENV as RELAY_ENV
+from tests.e2e.test_client_modes import LABELS as RELAY_LABELS
+from tests.e2e.test_skill_arguments import add_review_skill
 from tests.support import clean_env
 
 # One Inspector run: Node's start-up, one connection, one request.
 INSPECTOR_S = 60.0
 
-MODERN_GAP = pytest.mark.skip(
-    reason="issue 23: agentws refuses 2026-07-28 (-32022), so the modern era cannot connect"
-)
-ERAS = [
-    pytest.param("legacy", id="legacy"),
-    pytest.param("auto", id="auto"),
-    pytest.param("modern", id="modern", marks=MODERN_GAP),
-]
+ERAS = ["legacy", "auto", "modern"]
 
 
-async def _inspect(server: Running, home: Path, era: str, *args: str) -> dict[str, Any]:
+async def _inspect(
+    server: Running, home: Path, era: str, *args: str, token: str | None = None
+) -> dict[str, Any]:
     """Run the Inspector CLI once against ``server``; the ``result`` it printed."""
     entry = require(INSPECTOR) / "clients" / "launcher" / "build" / "index.js"
     command = [
@@ -48,7 +54,7 @@ async def _inspect(server: Running, home: Path, era: str, *args: str) -> dict[st
         "--transport",
         "http",
         "--header",
-        f"Authorization: Bearer {server.token}",
+        f"Authorization: Bearer {token or server.token}",
         "--protocol-era",
         era,
         "--format",
@@ -114,18 +120,75 @@ async def test_inspector_cli(tmp_path: Path, era: str) -> None:
         )
         assert document["contents"][0]["text"].startswith("# Refund policy"), document
 
+        templates = await _inspect(server, tmp_path, era, "--method", "resources/templates/list")
+        shapes = {template["uriTemplate"] for template in templates["resourceTemplates"]}
+        assert "agentws://{library}/{document}{?lines}" in shapes, shapes
+        lines = await _inspect(
+            server,
+            tmp_path,
+            era,
+            "--method",
+            "resources/read",
+            "--uri",
+            "agentws://handbook/refunds?lines=1",
+        )
+        assert lines["contents"][0]["text"].strip() == "# Refund policy", lines
+
+        await add_review_skill(server.store, tmp_path)
         prompts = await _inspect(server, tmp_path, era, "--method", "prompts/list")
-        assert [prompt["name"] for prompt in prompts["prompts"]] == ["triage"]
+        assert {prompt["name"] for prompt in prompts["prompts"]} == {"triage", "review"}
 
         prompt = await _inspect(
             server, tmp_path, era, "--method", "prompts/get", "--prompt-name", "triage"
         )
         assert SKILL_PROMPT in json.dumps(prompt["messages"]), prompt
+        review = await _inspect(
+            server,
+            tmp_path,
+            era,
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            "review",
+            "--prompt-args",
+            "language=go",
+        )
+        assert "Review this go change." in json.dumps(review["messages"]), review
 
 
-@pytest.mark.skip(reason="issue 23: resources/templates/list answers -32601 (Method not found)")
-@pytest.mark.parametrize("era", ERAS)
-async def test_inspector_cli_templates(tmp_path: Path, era: str) -> None:
-    async with running(tmp_path) as server:
-        templates = await _inspect(server, tmp_path, era, "--method", "resources/templates/list")
-        assert templates["resourceTemplates"], templates
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_inspector_cli_confirms_and_follows_a_queued_call(tmp_path: Path) -> None:
+    """Modern era: a destructive call confirmed with its one-time token (the CLI
+    declares no elicitation), and a queued write call's outcome read back."""
+    async with running(tmp_path, **RELAY_ENV) as server, remote_server(Remote()) as url:
+        await attach_remote(server.store, url, RELAY_LABELS)
+        lead = await create_token(
+            server.store, "acme", "ops", name="lead", scope=Capability.DESTRUCTIVE, actor="t"
+        )
+        inspect = functools.partial(_inspect, server, tmp_path, "modern", token=lead.secret)
+        asked = await inspect("--method", "tools/call", "--tool-name", "third_rich")
+        data = asked["structuredContent"]
+        assert data["status"] == "confirmation_required", asked
+        ran = await inspect(
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "third_rich",
+            "--tool-arg",
+            f"{data['confirm_argument']}={data['confirm_token']}",
+        )
+        assert ran["structuredContent"] == {"total": 2, "items": ["a", "b"]}, ran
+
+        queued = await inspect("--method", "tools/call", "--tool-name", "third_failing")
+        approval_id = queued["structuredContent"]["approval_id"]
+        await approve(server.store, approval_id, actor="admin", reason=None)
+        # The approved call runs in the service; its outcome is then read with one request.
+        await wait_until(
+            lambda: server.store.get(Approval, approval_id),
+            lambda approval: approval.status in (ApprovalStatus.EXECUTED, ApprovalStatus.FAILED),
+            what="the approved call ran",
+        )
+        outcome = await inspect(
+            "--method", "resources/read", "--uri", f"agentws://approvals/{approval_id}"
+        )
+        assert json.loads(outcome["contents"][0]["text"])["status"] in ("executed", "failed")

@@ -24,7 +24,6 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from agentws.domain.models import Group
-from agentws.mcp.handlers import RESOURCE_NOT_FOUND
 from agentws.registry import create_token
 from tests.e2e.mcp_support import MODERN, Running, modern_client
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
@@ -196,7 +195,9 @@ async def test_a_listening_client_hears_when_its_queued_call_is_decided(tmp_path
             # Only the token that queued the call reads it, or hears of it.
             with pytest.raises(MCPError) as refused:
                 await stranger.read_resource(uri)
-            assert refused.value.error.code == RESOURCE_NOT_FOUND
+            # Not found, as 2026-07-28 says it (SEP-2164: Invalid Params with the URI).
+            assert refused.value.error.code == types.INVALID_PARAMS
+            assert refused.value.error.data == {"uri": uri}
 
             async with (
                 client.listen(resource_subscriptions=[uri]) as mine,
