@@ -47,6 +47,7 @@ __all__ = [
     "Batch",
     "DoorRequest",
     "check_accept",
+    "check_content_type",
     "parse_message",
     "read_body",
     "refuse_unknown_version",
@@ -162,6 +163,15 @@ async def read_body(request: DoorRequest, settings: Settings) -> bytes:
     )
 
 
+def check_content_type(request: DoorRequest) -> None:
+    """A POST carries JSON-RPC as ``application/json`` (415 otherwise)."""
+    content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise HttpRefusal(
+            415, "unsupported_media_type", "send JSON-RPC as Content-Type: application/json"
+        )
+
+
 async def parse_message(
     request: DoorRequest, settings: Settings, session_id: str | None, *, batches: bool = False
 ) -> types.JSONRPCMessage:
@@ -170,11 +180,7 @@ async def parse_message(
     With ``batches`` (a 2025-03-26 session), a body that is a JSON array of
     messages raises :class:`Batch` with them; other revisions refuse batches.
     """
-    content_type = (request.header(b"content-type") or "").split(";")[0].strip().lower()
-    if content_type != "application/json":
-        raise HttpRefusal(
-            415, "unsupported_media_type", "send JSON-RPC as Content-Type: application/json"
-        )
+    check_content_type(request)
     body = await read_body(request, settings)
     try:
         message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(

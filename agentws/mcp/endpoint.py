@@ -69,6 +69,7 @@ from agentws.mcp.door_requests import (
     Batch,
     DoorRequest,
     check_accept,
+    check_content_type,
     parse_message,
     read_body,
     refuse_unknown_version,
@@ -259,7 +260,10 @@ class McpDoor:
         self, request: DoorRequest, sessions: SessionSupervisor, forwarder: SessionForwarder
     ) -> None:
         """A stateless (2026-07-28) request; a call's next round goes where the call waits."""
-        body = await read_body(request, self.settings) if request.method == "POST" else b""
+        body = b""
+        if request.method == "POST":
+            check_content_type(request)
+            body = await read_body(request, self.settings)
         owner_id = pending_owner(body)
         if owner_id is not None and owner_id != self.settings.instance_id:
             ended = HttpRefusal(
