@@ -2,7 +2,8 @@
 
 A link's session with a remote is shared by every caller in the process,
 but what the remote sends while it runs a call (progress, log messages,
-``elicitation/create`` and ``sampling/createMessage`` requests) belongs to
+``elicitation/create``, ``sampling/createMessage`` and ``roots/list``
+requests) belongs to
 one caller. The caller hands the call a :class:`CallerChannel` (its door
 implements it); whatever the channel lacks is not relayed.
 
@@ -43,6 +44,7 @@ __all__ = [
     "LogFn",
     "ProgressFn",
     "RemoteRelay",
+    "RootsFn",
     "SampleFn",
     "calling",
 ]
@@ -55,6 +57,7 @@ LogFn = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
 ElicitFn = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 SampleResult = types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData
 SampleFn = Callable[[types.CreateMessageRequestParams], Awaitable[SampleResult]]
+RootsFn = Callable[[], Awaitable[types.ListRootsResult | types.ErrorData]]
 
 
 class CallerChannel(Protocol):
@@ -75,6 +78,9 @@ class CallerChannel(Protocol):
 
     @property
     def sample(self) -> SampleFn | None: ...
+
+    @property
+    def roots(self) -> RootsFn | None: ...
 
 
 T = TypeVar("T")
@@ -126,6 +132,7 @@ class RemoteRelay:
             "logging_callback": self._on_log,
             "elicitation_callback": self._on_elicit,
             "sampling_callback": self._on_sample,
+            "list_roots_callback": self._on_roots,
         }
 
     def _caller(self) -> CallerChannel | None:
@@ -156,6 +163,14 @@ class RemoteRelay:
         if channel is None or channel.sample is None:
             return self._refused("sampling", channel)
         return await self._answer(channel.sample(params), "sampling")
+
+    async def _on_roots(
+        self, context: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        channel = self._caller()
+        if channel is None or channel.roots is None:
+            return self._refused("roots", channel)
+        return await self._answer(channel.roots(), "roots")
 
     async def _answer(self, asked: Awaitable[T], what: str) -> T | types.ErrorData:
         with trio.move_on_after(self.answer_s):

@@ -8,7 +8,7 @@ the stateless revision this way (:class:`ModernChannel`):
 - log messages only when the request opted in with the
   ``io.modelcontextprotocol/logLevel`` ``_meta`` key, at that level or above
   (the revision's rule: no opt-in, no log messages);
-- ``elicitation/create`` and ``sampling/createMessage``: the client takes no
+- ``elicitation/create``, ``sampling/createMessage`` and ``roots/list``: the client takes no
   request from the server, so the call is answered ``input_required`` with
   the question, and goes on in a :class:`~agentws.mcp.pending_calls.PendingCalls`
   task until the client retries with the answer (any number of rounds);
@@ -34,7 +34,14 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
-from agentws.tools.caller_channel import CallerChannel, ElicitFn, LogFn, ProgressFn, SampleFn
+from agentws.tools.caller_channel import (
+    CallerChannel,
+    ElicitFn,
+    LogFn,
+    ProgressFn,
+    RootsFn,
+    SampleFn,
+)
 
 __all__ = ["ModernChannel", "call_modern"]
 
@@ -79,6 +86,10 @@ class ModernChannel:
     @property
     def sample(self) -> SampleFn | None:
         return self._sample
+
+    @property
+    def roots(self) -> RootsFn | None:
+        return self._roots
 
     def _declared(self, name: str) -> bool:
         capabilities = self.ctx.session.client_capabilities
@@ -125,9 +136,14 @@ class ModernChannel:
         result = _as(model, answer)
         return result if result is not None else self._unreadable("sampling")
 
-    async def _ask(
-        self, capability: str, request: types.ElicitRequest | types.CreateMessageRequest
-    ) -> Any:
+    async def _roots(self) -> types.ListRootsResult | types.ErrorData:
+        answer = await self._ask("roots", types.ListRootsRequest())
+        if isinstance(answer, types.ErrorData):
+            return answer
+        result = _as(types.ListRootsResult, answer)
+        return result if result is not None else self._unreadable("roots")
+
+    async def _ask(self, capability: str, request: types.InputRequest) -> Any:
         if not self._declared(capability) or self.call is None:
             self.missing.append(capability)
             return types.ErrorData(

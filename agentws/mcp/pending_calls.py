@@ -8,8 +8,9 @@ state. Meanwhile the call goes on here, in a task of the process, waiting for
 the answers (at most ``answer_s``); the retry hands them over and waits for
 what comes next: the result, or another question (any number of rounds).
 
-The state is ``<instance id>.<random>``: the instance holding the call can be
-read off it, so a retry that reaches another instance is forwarded there by
+The state is ``agwp_<instance id>.<random>``, new each round (an answered
+round's state continues nothing): the instance holding the call can be read
+off it, so a retry that reaches another instance is forwarded there by
 the door, as a request of another instance's session is; any instance
 accepts a stateless client's request. Only the bearer token that made the
 call can continue it.
@@ -40,6 +41,8 @@ log = logging.getLogger("agentws.mcp")
 #: What a call comes to, or a step of it: its result, or questions to answer first.
 Step = types.CallToolResult | types.InputRequiredResult
 _STATE_PREFIX = "agwp_"
+# How long a step waits for more questions after one arrived.
+_GATHER_S = 0.05
 
 
 def _new_state(instance_id: str) -> str:
@@ -60,7 +63,7 @@ def owner_of_state(state: str) -> str | None:
 @attrs.define(eq=False)
 class _Question:
     key: str
-    request: types.ElicitRequest | types.CreateMessageRequest
+    request: types.InputRequest
     answered: trio.Event = attrs.field(factory=trio.Event)
     answer: Any = None
 
@@ -83,9 +86,7 @@ class PendingCall:
     _changed: trio.Event = attrs.field(factory=trio.Event)
     _asked: int = 0
 
-    async def ask(
-        self, request: types.ElicitRequest | types.CreateMessageRequest
-    ) -> types.Result | types.ErrorData:
+    async def ask(self, request: types.InputRequest) -> types.Result | types.ErrorData:
         """Put a question to the client (on its next step) and wait for the answer.
 
         Answers with the client's result, or an error for the remote when the
@@ -126,6 +127,14 @@ class PendingCall:
         """The outcome once there is one, or the open questions once there are any."""
         while not self.finished.is_set() and not self.open:
             await self._changed.wait()
+        # A remote that asks several things at once sends them one after the
+        # other: gather what follows closely, so the client gets them in one round.
+        while not self.finished.is_set():
+            asked = len(self.open)
+            with trio.move_on_after(_GATHER_S):
+                await self._changed.wait()
+            if len(self.open) == asked:
+                break
         if self.finished.is_set():
             if self.failure is not None or self.outcome is None:
                 raise self.failure or MCPError(
@@ -219,6 +228,12 @@ class PendingCalls:
             raise
         if call.finished.is_set():
             self._calls.pop(call.state, None)
+        elif isinstance(step, types.InputRequiredResult):
+            # A new state each round: one that was answered continues nothing.
+            self._calls.pop(call.state, None)
+            call.state = _new_state(self.instance_id)
+            self._calls[call.state] = call
+            step.request_state = call.state
         return step
 
     async def _run(self, call: PendingCall, run: Callable[[PendingCall], Awaitable[Step]]) -> None:

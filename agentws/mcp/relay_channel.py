@@ -6,7 +6,7 @@ reaches that caller within the same request:
 - progress, when the client's request carried a ``progressToken``: sent
   with the client's token (the remote saw agentws's own);
 - log messages, at or above the level the client set (``logging/setLevel``);
-- ``elicitation/create`` and ``sampling/createMessage``, as requests on
+- ``elicitation/create``, ``sampling/createMessage`` and ``roots/list``, as requests on
   the client's session related to its call, when the client declared the
   capability (elicitation from 2025-06-18 on); the client's answer, or its
   error, goes back to the remote.
@@ -29,7 +29,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.mcp.log_levels import wanted
 from agentws.mcp.sessions import McpSession
-from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, SampleFn
+from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, RootsFn, SampleFn
 
 __all__ = ["McpRelayChannel"]
 
@@ -73,6 +73,15 @@ class McpRelayChannel:
             return None
         return self._sample
 
+    @property
+    def roots(self) -> RootsFn | None:
+        capabilities = self.ctx.session.client_capabilities
+        if capabilities is None or capabilities.roots is None:
+            return None
+        if not self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0]):
+            return None
+        return self._roots
+
     def _era_at_least(self, version: str) -> bool:
         """Whether the session speaks ``version`` or a later handshake revision."""
         known = list(HANDSHAKE_PROTOCOL_VERSIONS)
@@ -112,6 +121,9 @@ class McpRelayChannel:
                 types.CreateMessageRequest(params=params), types.CreateMessageResultWithTools
             )
         return await self._ask(types.CreateMessageRequest(params=params), types.CreateMessageResult)
+
+    async def _roots(self) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask(types.ListRootsRequest(), types.ListRootsResult)
 
     async def _ask(self, request: types.ServerRequest, result_type: type[R]) -> R | types.ErrorData:
         try:

@@ -13,6 +13,13 @@ no channel at all. The MCP door's, for session eras, is
 
 from __future__ import annotations
 
-from agentws.connectors.relay import CallerChannel, ElicitFn, LogFn, ProgressFn, SampleFn
+from agentws.connectors.relay import (
+    CallerChannel,
+    ElicitFn,
+    LogFn,
+    ProgressFn,
+    RootsFn,
+    SampleFn,
+)
 
-__all__ = ["CallerChannel", "ElicitFn", "LogFn", "ProgressFn", "SampleFn"]
+__all__ = ["CallerChannel", "ElicitFn", "LogFn", "ProgressFn", "RootsFn", "SampleFn"]

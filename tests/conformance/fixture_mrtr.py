@@ -6,12 +6,14 @@ needs; the client calls again with ``inputResponses`` and the echoed
 ``requestState``. The conformance suite's ``input-required-result-*``
 scenarios call the tools and the prompt below by name, following the suite's
 own requirements for each. ``requestState`` is HMAC-signed, so a tampered one
-is refused with -32602.
+is refused with -32602. To a client of a handshake revision (agentws's link
+to a remote connector) the same tools ask with requests during the call.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -19,9 +21,12 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 __all__ = ["MRTR_PROMPT", "MRTR_TOOLS", "mrtr_prompt"]
 
@@ -173,10 +178,78 @@ async def _capabilities(ctx: Context, params: Params) -> Answer:
     return _text(f"Answered: {sorted(params.input_responses or {})}")
 
 
+# --- the same tools to a client of a handshake revision --------------------------------
+# Such a client (agentws's link to its remote connectors) takes requests from the
+# server during the call: the tools ask them there and answer when they have it
+# all. agentws, for its own 2026-07-28 callers, turns those requests into
+# input_required rounds: these are what the scenarios then see through it.
+
+
+async def _request(ctx: Context, request: types.InputRequest) -> Any:
+    result_type: type[types.Result] = {
+        "elicitation/create": types.ElicitResult,
+        "sampling/createMessage": types.CreateMessageResult,
+        "roots/list": types.ListRootsResult,
+    }[request.method]
+    return await ctx.session.send_request(
+        request, result_type, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
+    )
+
+
+def _content(answer: Any, field: str) -> Any:
+    return (getattr(answer, "content", None) or {}).get(field)
+
+
+async def _legacy(ctx: Context, name: str) -> types.CallToolResult:
+    ask = functools.partial(_request, ctx)
+    if name == "elicitation":
+        return _text(f"Hello, {_content(await ask(_ask('What is your name?', 'name')), 'name')}!")
+    if name == "sampling":
+        answer = await ask(_sample("What is the capital of France?", 100))
+        return _text(f"The model said: {_reply_text(answer)}")
+    if name == "list_roots":
+        roots = (await ask(types.ListRootsRequest())).roots
+        return _text("Roots: " + ", ".join(str(root.uri) for root in roots))
+    if name == "request_state":
+        answer = await ask(_ask("Please confirm", "ok", "boolean"))
+        return _text(f"state-ok: confirmed={_content(answer, 'ok')}")
+    if name == "multiple_inputs":
+        answers: dict[str, Any] = {}
+
+        async def one(key: str, request: types.InputRequest) -> None:
+            answers[key] = await ask(request)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "user_name", _ask("What is your name?", "name"))
+            group.start_soon(one, "greeting", _sample("Generate a greeting", 50))
+            group.start_soon(one, "client_roots", types.ListRootsRequest())
+        return _text(f"Got all three, {_content(answers['user_name'], 'name')}")
+    if name == "multi_round":
+        who = _content(await ask(_ask("Step 1: What is your name?", "name")), "name")
+        color = _content(await ask(_ask("Step 2: What is your favorite color?", "color")), "color")
+        return _text(f"{who} likes {color}")
+    if name == "tampered_state":
+        await ask(_ask("Please confirm", "ok", "boolean"))
+        return _text("state verified")
+    # capabilities: what agentws's caller declared decides what reaches it;
+    # sampling first, so a caller without elicitation is asked that alone.
+    await ask(_sample("Generate a greeting", 50))
+    return _text("Answered: greeting")
+
+
+def _dual(name: str, modern: Handler) -> Handler:
+    async def handle(ctx: Context, params: Params) -> Answer:
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            return await _legacy(ctx, name)
+        return await modern(ctx, params)
+
+    return handle
+
+
 Handler = Callable[[Context, Params], Awaitable[Answer]]
 #: name -> (description, input schema, handler), as in the fixture's tool table.
 MRTR_TOOLS: dict[str, tuple[str, dict[str, Any], Handler]] = {
-    f"test_input_required_result_{name}": (description, NO_ARGUMENTS, handler)
+    f"test_input_required_result_{name}": (description, NO_ARGUMENTS, _dual(name, handler))
     for name, description, handler in (
         ("elicitation", "Asks the user's name first", _elicitation),
         ("sampling", "Asks the client's model first", _sampling),

@@ -62,7 +62,7 @@ TOOLS = [
     ),
     *(
         types.Tool(name=name, description=name, input_schema={"type": "object", "properties": {}})
-        for name in ("failing", "progress", "logs", "ask", "sample", "slow")
+        for name in ("failing", "progress", "logs", "ask", "sample", "roots", "slow")
     ),
 ]
 
@@ -176,6 +176,14 @@ def build_remote(state: Remote) -> Server[Any]:
             except MCPError as exc:
                 return _text(f"sampling refused: {exc.error.code} {exc.error.message}")
             return _text(f"sampled by {sampled.model}: {sampled.content.text}")  # type: ignore[union-attr]
+        if params.name == "roots":
+            try:
+                listed = await session.send_request(
+                    types.ListRootsRequest(), types.ListRootsResult, metadata=related
+                )
+            except MCPError as exc:
+                return _text(f"roots refused: {exc.error.code} {exc.error.message}")
+            return _text("roots: " + ", ".join(str(root.uri) for root in listed.roots))
         if params.name == "slow":
             state.slow_started.set()
             try:

@@ -14,7 +14,10 @@ The scenarios that call the suite's own tools (``test_simple_text``...) reach
 them through agentws: the fixture server (``tests/conformance/fixture_server.py``)
 is attached as remote MCP connectors ``test`` and ``json`` whose tools, named
 ``<connector>_<tool>`` by agentws, carry exactly the names the suite calls.
-:func:`test_fixture_alone` shows the fixture passes them by itself.
+:func:`test_fixture_alone` shows the fixture passes them by itself. Through
+agentws the fixture's ``input_required`` tools ask as a server of a handshake
+revision does (requests during the call, over agentws's link), and agentws
+turns those requests into ``input_required`` rounds for its 2026-07-28 caller.
 
 Scenarios agentws does not pass yet are listed in :data:`KNOWN_GAPS`, each
 with why; their tests are skipped, citing issue 23 (``AGENTWS_CONFORMANCE_GAPS=1``
@@ -144,10 +147,9 @@ _NO_PROMPT_RELAY = (
     "gets the suite's own fixture prompts (test_simple_prompt...): agentws does not relay "
     "a connector's prompts (a group's prompts are its skills)"
 )
-_MRTR_FIXTURE = (
-    "the fixture answers input_required itself, as a 2026-07-28 server would; agentws "
-    "reaches it over a session-era link, where that result is not relayed (agentws's own "
-    "input_required rounds come from a remote's elicitation and sampling requests)"
+_FIXTURE_KEY = (
+    "expects the fixture's own name for its question (user_name); through agentws the "
+    "question is the remote connector's elicitation request, which agentws names itself (q1)"
 )
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
@@ -171,18 +173,13 @@ KNOWN_GAPS: dict[str, str] = {
     "v2/http-custom-header-server-validation": (
         "needs a tool declaring x-mcp-header parameters: the fixture has none yet"
     ),
-    "v2/input-required-result-basic-elicitation": _MRTR_FIXTURE,
-    "v2/input-required-result-basic-sampling": _MRTR_FIXTURE,
-    "v2/input-required-result-basic-list-roots": _MRTR_FIXTURE + "; roots are not relayed",
-    "v2/input-required-result-request-state": _MRTR_FIXTURE,
-    "v2/input-required-result-multiple-input-requests": _MRTR_FIXTURE,
-    "v2/input-required-result-multi-round": _MRTR_FIXTURE,
-    "v2/input-required-result-missing-input-response": _MRTR_FIXTURE,
-    "v2/input-required-result-non-tool-request": _MRTR_FIXTURE + "; prompts are not relayed",
-    "v2/input-required-result-result-type": _MRTR_FIXTURE,
-    "v2/input-required-result-tampered-state": _MRTR_FIXTURE,
-    "v2/input-required-result-capability-check": _MRTR_FIXTURE,
-    "v2/input-required-result-validate-input": _MRTR_FIXTURE,
+    "v2/input-required-result-basic-elicitation": _FIXTURE_KEY,
+    "v2/input-required-result-ignore-extra-params": (
+        _FIXTURE_KEY + "; it sends the answer with the first call, before any question"
+    ),
+    "v2/input-required-result-non-tool-request": (
+        "gets the fixture's input_required prompt: agentws does not relay a connector's prompts"
+    ),
 }
 
 

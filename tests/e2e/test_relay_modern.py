@@ -76,9 +76,14 @@ async def test_elicitation_and_sampling_become_input_required_rounds(tmp_path: P
             role="assistant", content=types.TextContent(type="text", text="hi"), model="m1"
         )
 
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/repo")])
+
     async with (
         relayed(tmp_path, Remote()) as server,
-        modern_client(server, elicitation_callback=elicit, sampling_callback=sample) as client,
+        modern_client(
+            server, elicitation_callback=elicit, sampling_callback=sample, list_roots_callback=roots
+        ) as client,
     ):
         with trio.fail_after(TIMEOUT_S):
             answered = await client.call_tool("third_ask", {"who": "me"})
@@ -86,6 +91,8 @@ async def test_elicitation_and_sampling_become_input_required_rounds(tmp_path: P
             assert asked == ["Your name? (me)"]
             sampled = await client.call_tool("third_sample", {})
             assert _text(sampled) == "sampled by m1: hi"
+            listed = await client.call_tool("third_roots", {})
+            assert _text(listed) == "roots: file:///work/repo"
         assert len(server.runtime.sessions) == 0
 
 

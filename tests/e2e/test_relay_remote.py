@@ -198,6 +198,21 @@ async def test_elicitation_and_sampling_reach_the_client_whose_call_it_is(tmp_pa
     assert sampled == "sampled by test-model: hi"
 
 
+async def test_a_remote_asks_the_calling_client_for_its_roots(tmp_path: Path) -> None:
+    async def roots(context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/repo", name="repo")])
+
+    async with relayed(tmp_path, Remote()) as server:
+        async with sdk_session(server, "streamable", list_roots_callback=roots) as session:
+            with trio.fail_after(TIMEOUT_S):
+                listed = _text(await session.call_tool("third_roots", {}))
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(TIMEOUT_S):
+                refused = _text(await session.call_tool("third_roots", {}))
+    assert listed == "roots: file:///work/repo"
+    assert "the calling client does not support roots" in refused
+
+
 async def test_the_remote_hears_a_clear_error_when_the_client_cannot_answer(
     tmp_path: Path,
 ) -> None:

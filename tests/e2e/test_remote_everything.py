@@ -68,9 +68,10 @@ STATIC_TOOLS = {
     "trigger-long-running-operation",
 }
 # ... and in `oninitialized`, after the handshake: these need the client
-# capabilities agentws declares (elicitation and sampling, relayed to the
-# calling client); get-roots-list needs roots, which it does not declare.
+# capabilities agentws declares (elicitation, sampling and roots, relayed to
+# the calling client).
 AFTER_INITIALIZED_TOOLS = {
+    "get-roots-list",
     "simulate-research-query",
     "trigger-elicitation-request",
     "trigger-sampling-request",
@@ -84,6 +85,7 @@ READ_ONLY_TOOLS = {
     "get-env",
     "get-resource-links",
     "get-resource-reference",
+    "get-roots-list",
     "get-structured-content",
     "get-sum",
     "get-tiny-image",

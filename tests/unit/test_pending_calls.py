@@ -67,7 +67,11 @@ async def test_a_call_asks_round_after_round_and_ends_with_its_result() -> None:
         assert isinstance(second, types.InputRequiredResult)
         assert second.input_requests is not None
         assert list(second.input_requests) == ["q2"]
-        assert second.request_state == state
+        # Each round has a state of its own; an answered one continues nothing.
+        assert second.request_state is not None and second.request_state != state
+        with pytest.raises(MCPError):
+            await calls.resume(state, "tok", {"q2": _yes()})
+        state = second.request_state
 
         last = await calls.resume(state, "tok", {"q2": _yes({"n": 2})})
         assert last == _result("done")
@@ -92,11 +96,14 @@ async def test_unanswered_questions_are_asked_again() -> None:
         while asked != {"q1", "q2"}:
             step = await calls.resume(state, "tok", {})
             assert isinstance(step, types.InputRequiredResult)
+            assert step.request_state is not None
+            state = step.request_state
             asked |= set(step.input_requests or {})
         step = await calls.resume(state, "tok", {"q1": _yes()})
         assert isinstance(step, types.InputRequiredResult)
         assert list(step.input_requests or {}) == ["q2"]
-        assert await calls.resume(state, "tok", {"q2": _yes()}) == _result("both")
+        assert step.request_state is not None
+        assert await calls.resume(step.request_state, "tok", {"q2": _yes()}) == _result("both")
 
 
 async def test_another_token_or_a_made_up_state_continues_nothing() -> None:
