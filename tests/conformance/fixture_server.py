@@ -159,6 +159,21 @@ async def _progress(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
     return _text("Tool with progress executed successfully")
 
 
+#: SEP-2243: the region is sent in a header too (``Mcp-Param-Region``), which
+#: the server checks against the argument.
+_CUSTOM_HEADERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    "required": ["region"],
+}
+
+
+async def _custom_headers(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"region: {args.get('region')}")]
+    )
+
+
 async def _error(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
         content=[
@@ -345,6 +360,11 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
         "Asks the user to pick from enums",
         NO_ARGUMENTS,
         _sep1330_enums,
+    ),
+    "test_custom_headers": (
+        "Takes a region that clients also send as the Mcp-Param-Region header",
+        _CUSTOM_HEADERS,
+        _custom_headers,
     ),
     "json_schema_2020_12_tool": (
         "Tool with JSON Schema 2020-12 features",

@@ -131,7 +131,9 @@ RELAY_SCENARIOS = (
 )
 #: 0.2.x's scenarios that call the fixture server's tools or prompt.
 FIXTURE_V2_SCENARIOS = tuple(
-    s for s in V2_SCENARIOS if s.startswith(("tools-call-", "json-schema", "input-required"))
+    s
+    for s in V2_SCENARIOS
+    if s.startswith(("tools-call-", "json-schema", "input-required", "http-custom-header"))
 )
 MODERN = "2026-07-28"
 # agentws lists a connector's tools as <connector>_<tool>: connector ``test``
@@ -170,9 +172,6 @@ KNOWN_GAPS: dict[str, str] = {
     "v2/prompts-get-with-args": _NO_PROMPT_RELAY,
     "v2/prompts-get-embedded-resource": _NO_PROMPT_RELAY,
     "v2/prompts-get-with-image": _NO_PROMPT_RELAY,
-    "v2/http-custom-header-server-validation": (
-        "needs a tool declaring x-mcp-header parameters: the fixture has none yet"
-    ),
     "v2/input-required-result-basic-elicitation": _FIXTURE_KEY,
     "v2/input-required-result-ignore-extra-params": (
         _FIXTURE_KEY + "; it sends the answer with the first call, before any question"
