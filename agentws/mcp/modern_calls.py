@@ -29,11 +29,11 @@ import mcp_types as types
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
+from agentws.mcp.relay_channel import send_progress
 from agentws.tools.caller_channel import (
     CallerChannel,
     ElicitFn,
@@ -96,17 +96,7 @@ class ModernChannel:
         return capabilities is not None and getattr(capabilities, name, None) is not None
 
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        token = progress_token_from_params(self.ctx.params)
-        if token is None:
-            return
-        await self.ctx.session.send_notification(
-            types.ProgressNotification(
-                params=types.ProgressNotificationParams(
-                    progress_token=token, progress=progress, total=total, message=message
-                )
-            ),
-            related_request_id=self.ctx.request_id,
-        )
+        await send_progress(self.ctx, progress, total, message)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         meta = self.ctx.params.get("_meta") if isinstance(self.ctx.params, dict) else None

@@ -17,7 +17,7 @@ channel offers no elicitation or sampling.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import mcp_types as types
@@ -31,12 +31,27 @@ from agentws.mcp.log_levels import wanted
 from agentws.mcp.sessions import McpSession
 from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, RootsFn, SampleFn
 
-__all__ = ["McpRelayChannel"]
+__all__ = ["McpRelayChannel", "send_progress"]
 
 R = TypeVar("R", bound=types.Result)
 
 # Elicitation came with this revision; older clients cannot be asked.
 _ELICITATION_SINCE = "2025-06-18"
+
+
+async def send_progress(
+    ctx: ServerRequestContext[Any], progress: float, total: float | None, message: str | None
+) -> None:
+    """A remote's progress, to the client under the token its request carried (if any)."""
+    token = progress_token_from_params(ctx.params)
+    if token is None:
+        return
+    notification = types.ProgressNotification(
+        params=types.ProgressNotificationParams(
+            progress_token=token, progress=progress, total=total, message=message
+        )
+    )
+    await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
 
 @attrs.frozen
@@ -66,21 +81,17 @@ class McpRelayChannel:
 
     @property
     def sample(self) -> SampleFn | None:
-        capabilities = self.ctx.session.client_capabilities
-        if capabilities is None or capabilities.sampling is None:
-            return None
-        if not self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0]):
-            return None
-        return self._sample
+        return self._sample if self._declared("sampling") else None
 
     @property
     def roots(self) -> RootsFn | None:
+        return self._roots if self._declared("roots") else None
+
+    def _declared(self, capability: str) -> bool:
+        """Whether the client, on a handshake revision, declared ``capability``."""
         capabilities = self.ctx.session.client_capabilities
-        if capabilities is None or capabilities.roots is None:
-            return None
-        if not self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0]):
-            return None
-        return self._roots
+        declared = capabilities is not None and getattr(capabilities, capability) is not None
+        return declared and self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0])
 
     def _era_at_least(self, version: str) -> bool:
         """Whether the session speaks ``version`` or a later handshake revision."""
@@ -89,17 +100,7 @@ class McpRelayChannel:
         return spoken in known and version in known and known.index(spoken) >= known.index(version)
 
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        token = progress_token_from_params(self.ctx.params)
-        if token is None:  # pragma: no cover - only offered with a token
-            return
-        notification = types.ProgressNotification(
-            params=types.ProgressNotificationParams(
-                progress_token=token, progress=progress, total=total, message=message
-            )
-        )
-        await self.ctx.session.send_notification(
-            notification, related_request_id=self.ctx.request_id
-        )
+        await send_progress(self.ctx, progress, total, message)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         if not wanted(params.level, self.ctx.lifespan_context.log_level):

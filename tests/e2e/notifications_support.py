@@ -8,7 +8,10 @@ import attrs
 import mcp_types as types
 import trio
 
-__all__ = ["Heard", "change_until_heard"]
+from agentws import libraries
+from agentws.store import Store
+
+__all__ = ["Heard", "add_handbook_document", "change_until_heard"]
 
 
 @attrs.define(eq=False)
@@ -59,3 +62,18 @@ async def change_until_heard(
             with trio.move_on_after(1):
                 await heard.wait_for(predicate)
                 return
+
+
+async def add_handbook_document(store: Store, slug: str) -> None:
+    """A new document in the seeded ``handbook`` library (a change of its groups' resources)."""
+    await libraries.add_document(
+        store,
+        "acme",
+        "handbook",
+        slug=slug,
+        title="New",
+        body="# New\n",
+        mime_type="text/markdown",
+        policy="on_demand",
+        actor="tests",
+    )

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from agentws import libraries
 from agentws.registry import endpoint_url
 from tests.e2e.mcp_support import ACTOR, REQUEST_S, Running, running, sdk_session
-from tests.e2e.notifications_support import Heard, change_until_heard
+from tests.e2e.notifications_support import Heard, add_handbook_document, change_until_heard
 from tests.support import fresh_schema_sync
 
 
@@ -81,17 +81,7 @@ async def test_sessions_hear_their_group_lists_change(
             await sales.list_resources()
 
         async def add_document() -> None:
-            await libraries.add_document(
-                store,
-                "acme",
-                "handbook",
-                slug=f"new-{next(n)}",
-                title="New",
-                body="# New\n",
-                mime_type="text/markdown",
-                policy="on_demand",
-                actor=ACTOR,
-            )
+            await add_handbook_document(store, f"new-{next(n)}")
 
         await change_until_heard(
             heard, add_document, lambda: "notifications/resources/list_changed" in heard.methods()

@@ -34,7 +34,7 @@ from tests.e2e.mcp_support import (
     modern_client,
     running,
 )
-from tests.e2e.notifications_support import change_until_heard
+from tests.e2e.notifications_support import add_handbook_document, change_until_heard
 
 
 def _envelope(**extra: Any) -> dict[str, Any]:
@@ -202,17 +202,7 @@ async def test_a_listening_client_hears_its_group_change(tmp_path: Path) -> None
             nursery.start_soon(collect)
 
             async def add_document() -> None:
-                await libraries.add_document(
-                    store,
-                    "acme",
-                    "handbook",
-                    slug=f"new-{next(n)}",
-                    title="New",
-                    body="# New\n",
-                    mime_type="text/markdown",
-                    policy="on_demand",
-                    actor=ACTOR,
-                )
+                await add_handbook_document(store, f"new-{next(n)}")
 
             await change_until_heard(
                 events, add_document, lambda: "ResourcesListChanged" in events.methods()
