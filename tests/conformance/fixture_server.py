@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import hypercorn.trio
 import mcp_types as types
 import trio
@@ -157,6 +158,18 @@ async def _progress(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
                 token, progress, 100, related_request_id=str(ctx.request_id)
             )
     return _text("Tool with progress executed successfully")
+
+
+# How long test_reconnection takes: longer than the stream agentws keeps
+# open for it in the SSE polling scenario.
+RECONNECTION_S = 1.5
+
+
+async def _reconnection(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+    await anyio.sleep(RECONNECTION_S)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="Reconnection test completed")]
+    )
 
 
 #: SEP-2243: the region is sent in a header too (``Mcp-Param-Region``), which
@@ -360,6 +373,11 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
         "Asks the user to pick from enums",
         NO_ARGUMENTS,
         _sep1330_enums,
+    ),
+    "test_reconnection": (
+        "Answers after a while, so that the server may close its stream first (SSE polling)",
+        NO_ARGUMENTS,
+        _reconnection,
     ),
     "test_custom_headers": (
         "Takes a region that clients also send as the Mcp-Param-Region header",

@@ -156,10 +156,6 @@ _FIXTURE_KEY = (
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
 KNOWN_GAPS: dict[str, str] = {
-    "v1/server-sse-polling": (
-        "calls the fixture's test_reconnection, not attached for this scenario, and needs "
-        "the call's stream cut short (AGENTWS_MCP_SSE_POLL_S) to exercise resumption"
-    ),
     "v2/server-stateless": (
         "its diagnostic tools (test_missing_capability, test_streaming_elicitation, "
         "test_logging_tool, test_trigger_tool_change) are not attached for this scenario, "
@@ -230,11 +226,24 @@ async def _serve_fixture(prefix: str, *, task_status: trio.TaskStatus[str]) -> N
         await trio.sleep_forever()
 
 
+#: Settings a scenario runs agentws with.
+SCENARIO_ENV = {
+    # SSE polling: a slow call's answer starts as a stream at once, and the
+    # stream is closed before the answer, so the client resumes it with GET.
+    "v1/server-sse-polling": {"AGENTWS_SSE_KEEPALIVE_S": "0.2", "AGENTWS_MCP_SSE_POLL_S": "0.5"},
+}
+
+
 @pytest.mark.parametrize(("suite", "scenario"), _cases())
 async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
     # The scenarios that call the fixture's tools reach them through agentws.
-    relayed = suite == "relay" or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
+    relayed = (
+        suite == "relay"
+        or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
+        or f"{suite}/{scenario}" == "v1/server-sse-polling"
+    )
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
+    env.update(SCENARIO_ENV.get(f"{suite}/{scenario}", {}))
     async with (
         running(tmp_path, **env) as server,
         token_proxy(server.base_url, server.token) as proxy,
