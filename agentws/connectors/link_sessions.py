@@ -216,20 +216,39 @@ class SessionKeeper:
                             await self._keep(link, connection)
         except AgentwsError:
             raise
+        except BaseExceptionGroup as group:
+            if isinstance(group, Exception):
+                raise self._failure(link, connection, group) from None
+            # Cancelled (the link closed, or shutdown) while the transport failed
+            # too: the cancellation is what happened. Re-raised alone, since the
+            # scope that cancelled would let the transport's error through.
+            cancelled, rest = group.split(trio.Cancelled)
+            if cancelled is None:
+                raise
+            if rest is not None:
+                log.debug("connector %s: closed while failing: %r", connector.name, rest)
+            raise cancelled from None
         except Exception as exc:
-            leaf = sole_exception(exc, first_of_several=True)
-            if isinstance(leaf, AgentwsError):
-                raise leaf from None
-            if connection is None:
-                raise NotConnected(describe(leaf)) from None
-            raise RemoteError(
-                f"connector {connector.name!r}: the connection to {url} failed: {describe(leaf)}"
-            ) from None
+            raise self._failure(link, connection, exc) from None
         finally:
             if link.connection is connection:
                 link.connection = None
         if connection is None:
             raise NotConnected(f"no answer within {timeout_s:g} s")
+
+    @staticmethod
+    def _failure(link: Link, connection: Connection | None, exc: BaseException) -> Exception:
+        """What a failed connection is reported as: not connected, or a broken link."""
+        connector = link.connector
+        leaf = sole_exception(exc, first_of_several=True)
+        if isinstance(leaf, AgentwsError):
+            return leaf
+        if connection is None:
+            return NotConnected(describe(leaf))
+        return RemoteError(
+            f"connector {connector.name!r}: the connection to {connector.url} failed: "
+            f"{describe(leaf)}"
+        )
 
     async def _keep(self, link: Link, connection: Connection) -> None:
         """Refresh the cache now and whenever asked; ping an idle remote; end when it does."""

@@ -202,22 +202,28 @@ def _cases() -> list[Any]:
 
 
 @asynccontextmanager
-async def _fixture_attached(server: Running) -> AsyncIterator[None]:
-    """The fixture server as connectors ``test`` and ``json`` of acme/ops, every tool ``read``."""
+async def _fixture_servers() -> AsyncIterator[dict[str, str]]:
+    """The fixture server once per connector: connector name -> its URL.
+
+    Started before agentws and stopped after it, as remotes outlive a
+    service that restarts: agentws's links never see them vanish here.
+    """
     async with trio.open_nursery() as nursery:
-        for name in CONNECTORS:
-            url = await nursery.start(_serve_fixture, f"{name}_")
-            connector = await add_remote(server.store, url, name=name)
-            with trio.fail_after(TIMEOUT_S), remote_deadline(connector, TIMEOUT_S):
-                tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-            await sync_tool_cache(server.store, connector, tools, actor="t")
-            await attach_connector(server.store, "acme", "ops", name, actor="t")
-            for tool in tools:
-                await set_label(
-                    server.store, "acme", f"{name}_{tool.name}", Capability.READ, actor="t"
-                )
-        yield
+        urls = {name: await nursery.start(_serve_fixture, f"{name}_") for name in CONNECTORS}
+        yield urls
         nursery.cancel_scope.cancel()
+
+
+async def _attach_fixture(server: Running, urls: dict[str, str]) -> None:
+    """The fixture as connectors ``test`` and ``json`` of acme/ops, every tool ``read``."""
+    for name, url in urls.items():
+        connector = await add_remote(server.store, url, name=name)
+        with trio.fail_after(TIMEOUT_S), remote_deadline(connector, TIMEOUT_S):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+        await sync_tool_cache(server.store, connector, tools, actor="t")
+        await attach_connector(server.store, "acme", "ops", name, actor="t")
+        for tool in tools:
+            await set_label(server.store, "acme", f"{name}_{tool.name}", Capability.READ, actor="t")
 
 
 async def _serve_fixture(prefix: str, *, task_status: trio.TaskStatus[str]) -> None:
@@ -244,20 +250,17 @@ async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
     )
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
     env.update(SCENARIO_ENV.get(f"{suite}/{scenario}", {}))
-    async with (
-        running(tmp_path, **env) as server,
-        token_proxy(server.base_url, server.token) as proxy,
-    ):
-        url = proxy + server.url.removeprefix(server.base_url)
-        async with AsyncExitStack() as stack:
-            if relayed:
-                await stack.enter_async_context(_fixture_attached(server))
-            result = await run_scenario(
-                "v1" if suite == "relay" else suite,
-                url,
-                scenario,
-                spec_version=MODERN if suite == "v2" else None,
-            )
+    async with AsyncExitStack() as stack:
+        fixture = await stack.enter_async_context(_fixture_servers()) if relayed else {}
+        server = await stack.enter_async_context(running(tmp_path, **env))
+        proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token))
+        await _attach_fixture(server, fixture)
+        result = await run_scenario(
+            "v1" if suite == "relay" else suite,
+            proxy + server.url.removeprefix(server.base_url),
+            scenario,
+            spec_version=MODERN if suite == "v2" else None,
+        )
     assert result.passed, result.explain()
 
 
