@@ -27,7 +27,7 @@ from agentws.domain.models import Group
 from agentws.registry import create_token
 from tests.e2e.mcp_support import MODERN, Running, modern_client
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
-from tests.e2e.test_permissions import _admin, _destructive_token, _served, _text
+from tests.e2e.test_permissions import _admin, _confirming, _destructive_token, _served, _text
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -59,14 +59,8 @@ async def _call(server: Running, token: str, params: dict[str, Any]) -> dict[str
 
 
 async def test_a_destructive_call_asks_through_input_required(tmp_path: Path) -> None:
-    answers = ["accept", "decline"]
     asked: list[str] = []
-
-    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params.message)
-        action = answers.pop(0)
-        content = {"confirm": True} if action == "accept" else None
-        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+    elicit = _confirming(["accept", "decline"], asked)
 
     async with _served(tmp_path) as (server, state):
         token = await _destructive_token(server, "ops-lead")

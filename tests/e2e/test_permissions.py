@@ -269,15 +269,21 @@ async def test_a_read_scoped_token_may_only_read(tmp_path: Path, client: str) ->
         assert await server.store.count(Approval) == 0
 
 
-async def test_destructive_calls_are_confirmed_through_elicitation(tmp_path: Path) -> None:
-    answers = ["accept", "decline"]
-    asked: list[str] = []
+def _confirming(answers: list[str], asked: list[str]) -> Any:
+    """An elicitation callback answering the confirmations in turn (accept ticks "confirm")."""
 
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
         action = answers.pop(0)
         content = {"confirm": True} if action == "accept" else None
         return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return elicit
+
+
+async def test_destructive_calls_are_confirmed_through_elicitation(tmp_path: Path) -> None:
+    asked: list[str] = []
+    elicit = _confirming(["accept", "decline"], asked)
 
     async with _served(tmp_path) as (server, state):
         token = await _destructive_token(server, "ops-lead")
