@@ -30,6 +30,7 @@ from agentws.chat.router import SinkRouter
 from agentws.config import Settings
 from agentws.connectors.links import ACTOR as LINK_ACTOR
 from agentws.connectors.links import RemoteLinks
+from agentws.connectors.remote_content import RemoteContent
 from agentws.errors import StoreError
 from agentws.instances import InstanceRegistry
 from agentws.mcp.auth import Authenticator
@@ -178,7 +179,10 @@ class Service:
                 settings.instance_id, settings.confirm_ttl_s, settings.mcp_max_sessions
             )
             await self._start(nursery, pending.serve, pending.close)
-            server = build_server(store, settings, gate, catalog, rendered, listens, pending)
+            remote = RemoteContent(store, links)
+            server = build_server(
+                store, settings, gate, catalog, rendered, listens, pending, remote
+            )
             supervisor = SessionSupervisor(
                 settings,
                 store,
@@ -189,7 +193,7 @@ class Service:
                 listens=listens,
             )
             sessions = await self._start(nursery, supervisor.serve, supervisor.close_all)
-            list_changes = ListChanges(store, supervisor, catalog, changes)
+            list_changes = ListChanges(store, supervisor, catalog, changes, remote)
             await self._start(nursery, list_changes.serve, list_changes.close)
             watch = ApprovalWatch(store, supervisor, changes)
             await self._start(nursery, watch.serve, watch.close)

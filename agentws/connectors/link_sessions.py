@@ -45,6 +45,7 @@ from agentws.secret_box import Keys
 
 __all__ = [
     "Connection",
+    "ContentChanged",
     "Link",
     "LinkState",
     "NotConnected",
@@ -56,6 +57,8 @@ __all__ = [
 
 log = logging.getLogger("agentws.connectors")
 
+#: Told that a connector's resources or prompts may have changed.
+ContentChanged = Callable[[Connector], None]
 #: ``sync(connector, tools)``: make the connector's tool cache hold ``tools``.
 SyncTools = Callable[[Connector, list[types.Tool]], Awaitable[SyncReport]]
 
@@ -146,12 +149,15 @@ class SessionKeeper:
         keys: the service key, which opens connectors' stored credentials.
         sync: makes the tool cache hold what a connector's remote listed.
         resolve: the resolver the URL guard uses.
+        content_changed: told when a remote's resources or prompts may have
+            changed: it said so, or its link (re)connected.
     """
 
     settings: Settings
     keys: Keys
     sync: SyncTools
     resolve: Resolver
+    content_changed: ContentChanged
 
     async def connect_and_keep(self, link: Link) -> None:
         """Connect (Streamable HTTP, then legacy SSE) and serve the link until it ends."""
@@ -188,6 +194,11 @@ class SessionKeeper:
                 log.info("connector %s: the remote's tool list changed", connector.name)
                 link.list_changed += 1
                 link.request_refresh()
+            elif isinstance(
+                message, types.ResourceListChangedNotification | types.PromptListChangedNotification
+            ):
+                log.info("connector %s: the remote's resources or prompts changed", connector.name)
+                self.content_changed(connector)
 
         try:
             with trio.CancelScope(deadline=trio.current_time() + timeout_s) as connecting:
@@ -213,6 +224,8 @@ class SessionKeeper:
                             link.last_error = None
                             link.notify()
                             log.info("connector %s: linked over %s", connector.name, kind)
+                            # What it offers may have changed while it was away.
+                            self.content_changed(connector)
                             await self._keep(link, connection)
         except AgentwsError:
             raise

@@ -28,18 +28,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import mcp_types as types
 import trio
+from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
 from agentws.connectors.link_sessions import (
     Connection,
+    ContentChanged,
     Link,
     LinkState,
     SessionKeeper,
@@ -59,9 +61,11 @@ from agentws.redaction import upstream_excerpt
 from agentws.secret_box import Keys
 from agentws.store import Store
 
-__all__ = ["ACTOR", "RemoteLinks", "SyncTools"]
+__all__ = ["ACTOR", "ContentChanged", "RemoteLinks", "SyncTools"]
 
 log = logging.getLogger("agentws.connectors")
+
+T = TypeVar("T")
 
 #: Who the audit log says refreshed a cache over a link.
 ACTOR = "system:connector-link"
@@ -99,9 +103,13 @@ class RemoteLinks:
     keys: Keys
     sync: SyncTools
     resolve: Resolver = system_resolver
+    #: Told which connector's resources or prompts may have changed (:meth:`on_content_changed`).
+    _content_watchers: list[ContentChanged] = attrs.field(factory=list, init=False)
     _keeper: SessionKeeper = attrs.field(
         default=attrs.Factory(
-            lambda self: SessionKeeper(self.settings, self.keys, self.sync, self.resolve),
+            lambda self: SessionKeeper(
+                self.settings, self.keys, self.sync, self.resolve, self._content_changed
+            ),
             takes_self=True,
         ),
         init=False,
@@ -248,7 +256,53 @@ class RemoteLinks:
                     )
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def request(
+        self,
+        connector: Connector,
+        what: str,
+        send: Callable[[ClientSession], Awaitable[T]],
+        *,
+        channel: CallerChannel | None = None,
+    ) -> T:
+        """Send one request to the remote over the connector's link: ``send(session)``.
+
+        Args:
+            what: what the request does, for errors ("read test://a").
+            channel: where what the remote sends during the request goes
+                (see :meth:`call_tool`); None: nowhere.
+
+        Error handling:
+            :class:`RemoteError` naming the connector when the remote cannot
+            be reached, drops the connection or does not answer within
+            ``tool_timeout_s``; the remote's own JSON-RPC errors are
+            MCPError, passed on.
+        """
+        link = self._link(connector)
+        with self._deadline(connector):
+            connection = await self._connection(link)
+            try:
+                with calling(link.in_flight, channel):
+                    return await send(connection.session)
+            except MCPError as exc:
+                failure = self._mcp_failure(link, connection, exc, what)
+                if failure is not None:
+                    raise failure from None
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def on_content_changed(self, watcher: ContentChanged) -> None:
+        """Call ``watcher(connector)`` when a connector's resources or prompts may have changed.
+
+        That is: its remote said so (``notifications/resources/list_changed``,
+        ``notifications/prompts/list_changed``), or its link connected again.
+        """
+        self._content_watchers.append(watcher)
+
     # -- internals ---------------------------------------------------------
+
+    def _content_changed(self, connector: Connector) -> None:
+        for watcher in self._content_watchers:
+            watcher(connector)
 
     @contextmanager
     def _deadline(self, connector: Connector) -> Iterator[None]:

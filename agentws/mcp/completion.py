@@ -9,6 +9,10 @@ Two kinds of reference are completed:
   library slugs, ``document`` from its document slugs (of the library
   already chosen, when the client says which in ``context.arguments``).
 
+A prompt or template of a remote MCP connector
+(:mod:`agentws.connectors.remote_content`) is completed by its remote, whose
+answer is passed on.
+
 Values that start with what the client typed come first, then those that
 contain it; at most :data:`MAX_VALUES` are sent, with ``total`` and
 ``hasMore``. A reference the group does not have gets no values rather than
@@ -23,9 +27,12 @@ from typing import Any
 import attrs
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
-from agentws.mcp.prompts import named_skills
-from agentws.mcp.resources import DOCUMENT_TEMPLATE, LINES_TEMPLATE
+from agentws.connectors.remote_content import RemoteContent
+from agentws.connectors.remote_mcp import RemoteError
+from agentws.mcp.prompts import named_skills, remote_prompts
+from agentws.mcp.resources import DOCUMENT_TEMPLATE, LINES_TEMPLATE, remote_failure
 from agentws.store import Store
 
 __all__ = ["MAX_VALUES", "Completions", "rank"]
@@ -64,20 +71,50 @@ def _completion(values: list[str]) -> types.CompleteResult:
 
 @attrs.frozen
 class Completions:
-    """The completion handler of the group endpoint, reading ``store``."""
+    """The completion handler of the group endpoint, reading ``store`` and ``remote``."""
 
     store: Store
+    remote: RemoteContent
 
     async def complete(
         self, ctx: Context, params: types.CompleteRequestParams
     ) -> types.CompleteResult:
         ref, argument = params.ref, params.argument
+        relayed = await self._remote(ctx, params)
+        if relayed is not None:
+            return relayed
         if isinstance(ref, types.PromptReference):
             candidates = await self._prompt_values(ctx, ref.name, argument.name)
         else:
             context = params.context.arguments if params.context else None
             candidates = await self._template_values(ctx, ref.uri, argument.name, context or {})
         return _completion(rank(candidates, argument.value))
+
+    async def _remote(
+        self, ctx: Context, params: types.CompleteRequestParams
+    ) -> types.CompleteResult | None:
+        """The remote's completion, when ``params.ref`` is a remote connector's; else None."""
+        group = ctx.lifespan_context.caller.group
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            found = (await remote_prompts(self.store, self.remote, group)).get(ref.name)
+            if found is None:
+                return None
+            connector = found.connector
+            ref = ref.model_copy(update={"name": found.prompt.name})
+        elif ref.uri in (DOCUMENT_TEMPLATE, LINES_TEMPLATE):
+            return None
+        else:
+            owner = await self.remote.owner_of_template(group, ref.uri)
+            if owner is None:
+                return None
+            connector = owner
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context else None
+        try:
+            return await self.remote.complete(connector, ref, argument, context)
+        except (RemoteError, MCPError) as exc:
+            raise remote_failure(exc) from None
 
     async def _prompt_values(self, ctx: Context, prompt: str, name: str) -> list[str]:
         found = (await named_skills(self.store, ctx.lifespan_context.caller.group)).get(prompt)

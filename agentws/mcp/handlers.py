@@ -39,6 +39,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws import __version__
 from agentws.config import Settings
+from agentws.connectors.remote_content import RemoteContent
 from agentws.domain.models import ConnectorKind
 from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.completion import Completions
@@ -149,6 +150,7 @@ def build_server(
     rendered: RenderedResults,
     listens: ListenStreams,
     pending: PendingCalls,
+    remote: RemoteContent,
 ) -> Server[McpSession]:
     """The MCP server every group endpoint session of this process runs.
 
@@ -156,7 +158,8 @@ def build_server(
     permission gate, which runs, queues or asks for confirmation, and
     audits); ``tools/list`` answers, reused while the catalog stands still,
     are put in ``rendered`` so sessions send their JSON without making it
-    again.
+    again. Resources, templates and prompts of the groups' remote MCP
+    connectors come from ``remote``.
     """
 
     async def list_tools(
@@ -226,7 +229,8 @@ def build_server(
         ctx.lifespan_context.log_level = params.level
         return types.EmptyResult()
 
-    resources, prompts, completions = Resources(store), Prompts(store), Completions(store)
+    resources = Resources(store, remote)
+    prompts, completions = Prompts(store, remote), Completions(store, remote)
     with warnings.catch_warnings():
         # Deprecated from 2026-07-28 on; the handshake versions served here have
         # it, and outcomes of queued calls are sent as log messages.

@@ -13,8 +13,10 @@ sessions with what it saw last:
   to every session that subscribed to its URI.
 
 "May have changed" is the change feed moving ``catalog`` or ``libraries``
-(PostgreSQL), or SQLite's data version moving; without either (a feed that
-does not listen) it looks every :data:`POLL_S`. A group seen for the first
+(PostgreSQL), or SQLite's data version moving, or a remote MCP connector
+saying its resources or prompts changed (:class:`RemoteContent`'s
+generation); without any (a feed that does not listen) it looks every
+:data:`POLL_S`. A group seen for the first
 time is only recorded; its sessions listed it at about the same moment.
 
 Clients of the 2026-07-28 revision have no session: those listening
@@ -39,6 +41,7 @@ from mcp.shared.subscriptions import (
 )
 
 from agentws.changes import ChangeFeed, Topic
+from agentws.connectors.remote_content import RemoteContent
 from agentws.domain.models import Group
 from agentws.mcp.prompts import named_skills
 from agentws.mcp.sessions import McpSession, SessionSupervisor
@@ -82,8 +85,10 @@ class Snapshot:
         return {u for u in uris if self.documents.get(u) != later.documents.get(u)}
 
 
-async def snapshot(store: Store, catalog: Catalog, group: Group) -> Snapshot:
-    """The group's lists as of now."""
+async def snapshot(
+    store: Store, catalog: Catalog, group: Group, remote: RemoteContent | None = None
+) -> Snapshot:
+    """The group's lists as of now (with its remote connectors' resources and prompts)."""
     listing = await catalog.tools(group)
     tools = tuple(
         (t.name, t.title or "", t.tagged_description, t.definition_hash, str(t.asks_confirmation))
@@ -95,13 +100,13 @@ async def snapshot(store: Store, catalog: Catalog, group: Group) -> Snapshot:
         for doc in await store.group_documents(group.id)
         if doc.library_id in libraries
     ]
-    resources = tuple(
+    resources: tuple[tuple[str, ...], ...] = tuple(
         sorted(
             (document_uri(lib, doc), doc.title, doc.mime_type, lib.name, str(doc.policy))
             for lib, doc in documents
         )
     )
-    prompts = tuple(
+    prompts: tuple[tuple[str, ...], ...] = tuple(
         (
             name,
             skill.description,
@@ -110,6 +115,15 @@ async def snapshot(store: Store, catalog: Catalog, group: Group) -> Snapshot:
         )
         for name, (_, skill) in (await named_skills(store, group)).items()
     )
+    if remote is not None:
+        resources += tuple(
+            (str(r.uri), r.model_dump_json(exclude_none=True))
+            for r in await remote.resources(group)
+        ) + tuple((t.model_dump_json(exclude_none=True),) for t in await remote.templates(group))
+        prompts += tuple(
+            (name, found.prompt.model_dump_json(exclude_none=True))
+            for name, found in (await remote.prompts(group)).items()
+        )
     return Snapshot(
         tools,
         resources,
@@ -149,6 +163,7 @@ class ListChanges:
     sessions: SessionSupervisor
     catalog: Catalog
     changes: ChangeFeed
+    remote: RemoteContent | None = None
     poll_s: float = POLL_S
     _seen: dict[str, Snapshot] = attrs.field(factory=dict, init=False)
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
@@ -176,13 +191,15 @@ class ListChanges:
 
     def _marker(self) -> object:
         """Something that moves whenever a group's lists may have; None: unknown."""
+        remote = self.remote.generation if self.remote is not None else 0
         committed = self.store.data_version()
         if committed is not None:
-            return committed
+            return (committed, remote)
         if self.changes.listening:
             return (
                 self.changes.generation(Topic.CATALOG),
                 self.changes.generation(Topic.LIBRARIES),
+                remote,
             )
         return None
 
@@ -197,6 +214,7 @@ class ListChanges:
         # seen yet (cheap to tell: no store read), after poll_s.
         topics = (Topic.CATALOG, Topic.LIBRARIES)
         seen = {topic: self.changes.generation(topic) for topic in topics}
+        remote = self.remote
         with trio.move_on_after(self.poll_s):
             async with trio.open_nursery() as nursery:
 
@@ -204,8 +222,14 @@ class ListChanges:
                     await self.changes.wait(topic, seen[topic], poll_s=self.poll_s)
                     nursery.cancel_scope.cancel()
 
+                async def wait_for_remote(remote: RemoteContent, generation: int) -> None:
+                    await remote.wait_changed(generation)
+                    nursery.cancel_scope.cancel()
+
                 for topic in topics:
                     nursery.start_soon(wait_for, topic)
+                if remote is not None:
+                    nursery.start_soon(wait_for_remote, remote, remote.generation)
 
     async def check(self) -> None:
         """Compare every group with open sessions with what was seen, and notify."""
@@ -219,7 +243,7 @@ class ListChanges:
         for group_id in [g for g in self._seen if g not in groups]:
             del self._seen[group_id]
         for group_id, group in groups.items():
-            later = await snapshot(self.store, self.catalog, group)
+            later = await snapshot(self.store, self.catalog, group, self.remote)
             before = self._seen.get(group_id)
             self._seen[group_id] = later
             if before is None:

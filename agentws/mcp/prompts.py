@@ -2,10 +2,15 @@
 
 - ``prompts/list``: every skill of the group's libraries, named by its slug
   (qualified ``<library>.<skill>`` when two libraries have the same slug),
-  with the arguments its ``SKILL.md`` declares;
+  with the arguments its ``SKILL.md`` declares; then the prompts of the
+  group's remote MCP connectors, named ``<connector>_<prompt>``
+  (:mod:`agentws.connectors.remote_content`; a skill keeps a name both have);
 - ``prompts/get``: the skill's prompt with the arguments put in (see
   :mod:`agentws.libraries.arguments`), then its assets as embedded
-  resources; a required argument left out is INVALID_PARAMS naming it.
+  resources; a required argument left out is INVALID_PARAMS naming it. A
+  remote prompt is got from its remote, whose answer is passed on; what the
+  remote asks meanwhile (elicitation, sampling) goes to a client with a
+  session as it does during a tool call.
 """
 
 from __future__ import annotations
@@ -16,12 +21,17 @@ import attrs
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.connectors.remote_content import RemoteContent, RemotePrompt
+from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Group, Library, Skill
 from agentws.libraries.arguments import missing_arguments, render_prompt
+from agentws.mcp.relay_channel import McpRelayChannel
+from agentws.mcp.resources import remote_failure
 from agentws.store import Store
 
-__all__ = ["Prompts", "named_skills"]
+__all__ = ["Prompts", "named_skills", "remote_prompts"]
 
 Context = ServerRequestContext[Any]
 
@@ -55,28 +65,48 @@ def _prompt(name: str, skill: Skill) -> types.Prompt:
     )
 
 
+async def remote_prompts(
+    store: Store, remote: RemoteContent, group: Group
+) -> dict[str, RemotePrompt]:
+    """The group's remote prompts by name, but for names its skills have."""
+    skills = await named_skills(store, group)
+    return {
+        name: found for name, found in (await remote.prompts(group)).items() if name not in skills
+    }
+
+
 @attrs.frozen
 class Prompts:
-    """The prompt handlers of the group endpoint, reading ``store``."""
+    """The prompt handlers of the group endpoint, reading ``store`` and ``remote``."""
 
     store: Store
+    remote: RemoteContent
 
     async def list(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        named = await named_skills(self.store, ctx.lifespan_context.caller.group)
-        return types.ListPromptsResult(
-            prompts=[_prompt(name, skill) for name, (_, skill) in named.items()]
+        group = ctx.lifespan_context.caller.group
+        named = await named_skills(self.store, group)
+        prompts = [_prompt(name, skill) for name, (_, skill) in named.items()]
+        prompts.extend(
+            found.prompt.model_copy(update={"name": name})
+            for name, found in (await self.remote.prompts(group)).items()
+            if name not in named
         )
+        return types.ListPromptsResult(prompts=prompts)
 
     async def get(
         self, ctx: Context, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        found = (await named_skills(self.store, ctx.lifespan_context.caller.group)).get(params.name)
+        group = ctx.lifespan_context.caller.group
+        found = (await named_skills(self.store, group)).get(params.name)
         if found is None:
+            remote = (await self.remote.prompts(group)).get(params.name)
+            if remote is not None:
+                return await self._get_remote(ctx, remote, params.arguments)
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"Unknown prompt {params.name!r}: prompts/list shows this group's skills",
+                f"Unknown prompt {params.name!r}: prompts/list shows this group's prompts",
             )
         library, skill = found
         missing = missing_arguments(skill.arguments, params.arguments)
@@ -106,3 +136,15 @@ class Prompts:
                 )
             )
         return types.GetPromptResult(description=skill.description, messages=messages)
+
+    async def _get_remote(
+        self, ctx: Context, found: RemotePrompt, arguments: dict[str, str] | None
+    ) -> types.GetPromptResult:
+        # A client with a session takes the remote's questions as requests;
+        # a 2026-07-28 client takes none, so the remote is told it cannot ask.
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        channel = None if modern else McpRelayChannel(ctx)
+        try:
+            return await self.remote.get_prompt(found, arguments, channel)
+        except (RemoteError, MCPError) as exc:
+            raise remote_failure(exc) from None

@@ -1,13 +1,17 @@
 """What a group endpoint answers about resources: its exposed context documents.
 
 - ``resources/list``: every document the group exposes, at its URI
-  ``agentws://<library>/<document>``;
+  ``agentws://<library>/<document>``, then the resources of its remote MCP
+  connectors at their own URIs (:mod:`agentws.connectors.remote_content`);
 - ``resources/templates/list``: the two URI templates documents are read by,
-  :data:`DOCUMENT_TEMPLATE` and :data:`LINES_TEMPLATE` (RFC 6570);
+  :data:`DOCUMENT_TEMPLATE` and :data:`LINES_TEMPLATE` (RFC 6570), then
+  the remote connectors' templates;
 - ``resources/read``: a document by its URI, or some of its lines with
   ``?lines=START-END`` (1-based, inclusive; ``START-`` runs to the end, a
   single number is one line); or where a queued call of the caller's
-  stands, at ``agentws://approvals/<id>`` (:mod:`agentws.mcp.listen`);
+  stands, at ``agentws://approvals/<id>`` (:mod:`agentws.mcp.listen`); any
+  other URI is read from the remote connector that lists it (or whose
+  template matches it), its answer passed on;
 - ``resources/subscribe`` / ``resources/unsubscribe``: on a session, the
   documents whose changes it hears of (:mod:`agentws.mcp.list_changes`
   sends ``notifications/resources/updated``).
@@ -28,9 +32,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.connectors.remote_content import RemoteContent
+from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import ContextDocument, Library
 from agentws.mcp.listen import read_approval
 from agentws.mcp.sessions import McpSession
+from agentws.redaction import upstream_excerpt
 from agentws.store import Store
 from agentws.tools.approval_queue import approval_id_of
 from agentws.tools.builtins import DOCUMENT_URI_SCHEME, document_uri, find_document
@@ -42,6 +49,7 @@ __all__ = [
     "LineRange",
     "Resources",
     "parse_lines",
+    "remote_failure",
 ]
 
 #: The MCP specification's error code for an unknown resource, up to 2025-11-25.
@@ -123,11 +131,23 @@ def split_uri(uri: str) -> tuple[str, LineRange | None]:
         raise MCPError(types.INVALID_PARAMS, str(exc)) from None
 
 
+def remote_failure(exc: RemoteError | MCPError) -> MCPError:
+    """A remote connector's failure as the MCP error a client shows.
+
+    One that could not be reached is an internal error naming it; a JSON-RPC
+    error of the remote's keeps its code and data, its message cut short.
+    """
+    if isinstance(exc, RemoteError):
+        return MCPError(types.INTERNAL_ERROR, exc.message)
+    return MCPError(exc.error.code, upstream_excerpt(exc.error.message), exc.error.data)
+
+
 @attrs.frozen
 class Resources:
-    """The resource handlers of the group endpoint, reading ``store``."""
+    """The resource handlers of the group endpoint, reading ``store`` and ``remote``."""
 
     store: Store
+    remote: RemoteContent
 
     async def list(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -146,11 +166,13 @@ class Resources:
             for doc in await self.store.group_documents(group.id)
             if doc.library_id in libraries
         ]
+        resources.extend(await self.remote.resources(group))
         return types.ListResourcesResult(resources=resources)
 
     async def templates(
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
+        remote = await self.remote.templates(ctx.lifespan_context.caller.group)
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -171,6 +193,7 @@ class Resources:
                         "inclusive), START- to the end, or N for one line."
                     ),
                 ),
+                *remote,
             ]
         )
 
@@ -190,6 +213,8 @@ class Resources:
             if found is None:
                 raise not_found(ctx, requested)
             return found
+        if not requested.startswith(f"{DOCUMENT_URI_SCHEME}://"):
+            return await self._read_remote(ctx, requested)
         base, lines = split_uri(requested)
         library, document = await self.find(ctx, base)
         text = document.body if lines is None else lines.cut(document.body)
@@ -202,6 +227,15 @@ class Resources:
                 )
             ]
         )
+
+    async def _read_remote(self, ctx: Context, uri: str) -> types.ReadResourceResult:
+        connector = await self.remote.owner(ctx.lifespan_context.caller.group, uri)
+        if connector is None:
+            raise not_found(ctx, uri)
+        try:
+            return await self.remote.read(connector, uri)
+        except (RemoteError, MCPError) as exc:
+            raise remote_failure(exc) from None
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams
