@@ -1,19 +1,26 @@
-"""The tools the MCP conformance suite's tool scenarios call, served over Streamable HTTP.
+"""The server the MCP conformance suite's server scenarios call, over Streamable HTTP.
 
 The suite (``@modelcontextprotocol/conformance``) tests a server by calling
 tools of fixed names and checking what comes back: every content type, an
 error result, log and progress notifications during a call, and sampling and
-elicitation requests to the client, and on 2026-07-28 answers that ask
-the client first (:mod:`tests.conformance.fixture_mrtr`). This module is such a server, written on
-the ``mcp`` SDK's lowlevel :class:`Server`, following the suite's own
-"Server Implementation Requirements" for each scenario.
+elicitation requests to the client, and on 2026-07-28 answers that ask the
+client first (:mod:`tests.conformance.fixture_mrtr`). It also reads resources
+and a resource template and gets prompts of fixed names
+(:mod:`tests.conformance.fixture_catalog`), and ``server-stateless`` calls
+diagnostic tools that need client capabilities or change the tool and prompt
+lists (:mod:`tests.conformance.fixture_changes`). This module is such a
+server, written on the ``mcp`` SDK's lowlevel :class:`Server`, following the
+suite's own "Server Implementation Requirements" for each scenario. It
+serves both eras: handshake sessions and 2026-07-28 stateless requests.
 
 Run alone against the suite, it must pass those scenarios. Attached to
 agentws as a remote MCP connector, it shows what the relay keeps. agentws
-offers a connector's tools as ``<connector>_<tool>``, so
-:func:`open_fixture_server` can serve only the tools whose names start with
-a prefix, with that prefix dropped: connector ``test`` serving
+offers a connector's tools and prompts as ``<connector>_<name>``, so
+:func:`open_fixture_server` can serve only the tools and prompts whose names
+start with a prefix, with that prefix dropped: connector ``test`` serving
 ``simple_text`` offers ``test_simple_text``, the name the suite calls.
+Resource URIs are never prefixed; ``resources=False`` leaves them out, so
+that only one of several connectors serves them.
 
 ``python -m tests.conformance.fixture_server [PORT]`` serves all of them at
 ``http://127.0.0.1:PORT/mcp``.
@@ -21,15 +28,11 @@ a prefix, with that prefix dropped: connector ``test`` serving
 
 from __future__ import annotations
 
-import base64
 import functools
-import io
 import sys
-import wave
-import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import hypercorn.trio
@@ -40,7 +43,16 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from tests.conformance.fixture_mrtr import MRTR_PROMPT, MRTR_TOOLS, mrtr_prompt
+from tests.conformance.fixture_catalog import (
+    PNG,
+    PROMPTS,
+    WAV,
+    list_resource_templates,
+    list_resources,
+    read_resource,
+)
+from tests.conformance.fixture_changes import ListChanges, ListChangingServer, diagnostic_tools
+from tests.conformance.fixture_mrtr import MRTR_TOOLS
 
 __all__ = ["TOOL_NAMES", "open_fixture_server"]
 
@@ -53,38 +65,6 @@ Context = ServerRequestContext[Any, Any]
 Answer = types.CallToolResult | types.InputRequiredResult
 #: A tool of the 2025 revisions: what it answers depends on its arguments alone.
 PlainHandler = Callable[[Context, dict[str, Any]], Awaitable[types.CallToolResult]]
-
-
-def _png_pixel() -> str:
-    """A 1x1 red PNG, base64."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
-
-    header = (1).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
-    png = (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
-        + chunk(b"IEND", b"")
-    )
-    return base64.b64encode(png).decode()
-
-
-def _wav_silence() -> str:
-    """A tenth of a second of 8 kHz mono silence, base64."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(1)
-        wav.setframerate(8000)
-        wav.writeframes(b"\x80" * 800)
-    return base64.b64encode(out.getvalue()).decode()
-
-
-PNG = _png_pixel()
-WAV = _wav_silence()
 
 
 def _text(text: str) -> types.CallToolResult:
@@ -353,6 +333,8 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
     "test_multiple_content_types": ("Returns text, image and resource", NO_ARGUMENTS, _mixed),
     "test_tool_with_logging": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
     "test_tool_with_progress": ("Reports progress while it runs", NO_ARGUMENTS, _progress),
+    # server-stateless: on 2026-07-28 its logs reach only a request that asked for them.
+    "test_logging_tool": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
     "test_error_handling": ("Always returns an error", NO_ARGUMENTS, _error),
     "test_sampling": (
         "Asks the client's model",
@@ -390,6 +372,8 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
         _json_schema,
     ),
 }
+#: A tool's or a prompt's entry in its table.
+_Spec = TypeVar("_Spec")
 _TOOLS: dict[str, tuple[str, dict[str, Any], Callable[[Context, Any], Awaitable[Answer]]]] = {
     **{
         name: (about, schema, _plain(handler))
@@ -397,63 +381,96 @@ _TOOLS: dict[str, tuple[str, dict[str, Any], Callable[[Context, Any], Awaitable[
     },
     **MRTR_TOOLS,
 }
-#: The names the suite calls.
+#: The names the suite calls (besides the diagnostic tools of :mod:`.fixture_changes`).
 TOOL_NAMES = tuple(_TOOLS)
 
 
-def fixture_server(prefix: str = "") -> Server[Any]:
-    """The SDK server offering the tools named ``prefix…``, ``prefix`` dropped from the names."""
-    tools = {
-        name.removeprefix(prefix): spec for name, spec in _TOOLS.items() if name.startswith(prefix)
-    }
+def fixture_server(prefix: str = "", *, resources: bool = True) -> Server[Any]:
+    """The SDK server offering the tools and prompts named ``prefix…``, ``prefix`` dropped.
+
+    Args:
+        prefix: Only the tools and prompts whose names start with it are
+            offered, under their names without it.
+        resources: Whether to serve the resources and the resource template
+            (their URIs are never prefixed).
+    """
+    changes = ListChanges()
+    every_tool = {**_TOOLS, **diagnostic_tools(changes)}
+
+    def offered(table: dict[str, _Spec]) -> dict[str, _Spec]:
+        # Looked up at each request: the trigger tools change what is offered.
+        return {
+            name.removeprefix(prefix): spec
+            for name, spec in table.items()
+            if name.startswith(prefix) and changes.offers(name)
+        }
 
     async def list_tools(ctx: Context, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=name, description=description, input_schema=schema)
-                for name, (description, schema, _) in tools.items()
+                for name, (description, schema, _) in offered(every_tool).items()
             ]
         )
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        tools = offered(every_tool)
         if params.name not in tools:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
                 is_error=True,
             )
-        return await tools[params.name][2](ctx, params)
-
-    prompt = MRTR_PROMPT.removeprefix(prefix)
+        handler: Callable[[Context, Any], Awaitable[Answer]] = tools[params.name][2]
+        return await handler(ctx, params)
 
     async def list_prompts(ctx: Context, params: Any) -> types.ListPromptsResult:
         return types.ListPromptsResult(
-            prompts=[types.Prompt(name=prompt, description="Asks for its context first")]
+            prompts=[
+                types.Prompt(name=name, description=description, arguments=arguments or None)
+                for name, (description, arguments, _) in offered(PROMPTS).items()
+            ]
         )
 
     async def get_prompt(
         ctx: Context, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
-        if params.name != prompt:
+        prompts = offered(PROMPTS)
+        if params.name not in prompts:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name}")
-        return await mrtr_prompt(ctx, params)
+        return await prompts[params.name][2](ctx, params)
 
     async def set_level(ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         return types.EmptyResult()
 
-    return Server(
+    server = ListChangingServer(
         "agentws-conformance-fixture",
+        # server-stateless wants a name and a version in the discover result's serverInfo.
+        version="1.0.0",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources if resources else None,
+        on_list_resource_templates=list_resource_templates if resources else None,
+        on_read_resource=read_resource if resources else None,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_subscriptions_listen=changes.listen,
         on_set_logging_level=set_level,
     )
+    # A handshake-era session is one to tell of list changes.
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, changes.on_initialized
+    )
+    return server
 
 
 @asynccontextmanager
-async def open_fixture_server(prefix: str = "", port: int = 0) -> AsyncIterator[str]:
+async def open_fixture_server(
+    prefix: str = "", port: int = 0, *, resources: bool = True
+) -> AsyncIterator[str]:
     """Serve :func:`fixture_server` on loopback until the block ends; yield its MCP URL."""
-    app = fixture_server(prefix).streamable_http_app(streamable_http_path="/mcp")
+    app = fixture_server(prefix, resources=resources).streamable_http_app(
+        streamable_http_path="/mcp"
+    )
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None

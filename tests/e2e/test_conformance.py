@@ -10,14 +10,19 @@ process per scenario. Two suite releases are pinned in
   revision (``--spec-version 2026-07-28``; ``--requirements 2026-07-28``
   runs the 37 required ones in one process and cannot pick one scenario).
 
-The scenarios that call the suite's own tools (``test_simple_text``...) reach
-them through agentws: the fixture server (``tests/conformance/fixture_server.py``)
-is attached as remote MCP connectors ``test`` and ``json`` whose tools, named
-``<connector>_<tool>`` by agentws, carry exactly the names the suite calls.
-:func:`test_fixture_alone` shows the fixture passes them by itself. Through
-agentws the fixture's ``input_required`` tools ask as a server of a handshake
-revision does (requests during the call, over agentws's link), and agentws
-turns those requests into ``input_required`` rounds for its 2026-07-28 caller.
+The scenarios that call the suite's own tools (``test_simple_text``...), get
+its prompts (``test_simple_prompt``...) or read its resources
+(``test://static-text``...) reach them through agentws: the fixture server
+(``tests/conformance/fixture_server.py``) is attached as remote MCP connectors
+``test`` and ``json`` whose tools and prompts, named ``<connector>_<name>`` by
+agentws, carry exactly the names the suite calls; the resources, whose URIs
+agentws passes through unchanged, come from connector ``test`` alone.
+:func:`test_fixture_alone` shows the fixture passes them by itself, and
+``server-stateless`` too (its diagnostic tools, its list-change
+notifications). Through agentws the fixture's ``input_required`` tools ask
+as a server of a handshake revision does (requests during the call, over
+agentws's link), and agentws turns those requests into ``input_required``
+rounds for its 2026-07-28 caller.
 
 Scenarios agentws does not pass yet are listed in :data:`KNOWN_GAPS`, each
 with why; their tests are skipped, citing issue 23 (``AGENTWS_CONFORMANCE_GAPS=1``
@@ -129,11 +134,22 @@ RELAY_SCENARIOS = (
     "elicitation-sep1034-defaults",
     "elicitation-sep1330-enums",
 )
-#: 0.2.x's scenarios that call the fixture server's tools or prompt.
+#: 0.2.x's scenarios that call the fixture server's tools, prompts or resources.
 FIXTURE_V2_SCENARIOS = tuple(
     s
     for s in V2_SCENARIOS
-    if s.startswith(("tools-call-", "json-schema", "input-required", "http-custom-header"))
+    if s.startswith(
+        (
+            "tools-call-",
+            "json-schema",
+            "input-required",
+            "http-custom-header",
+            "resources-read-",
+            "resources-templates-read",
+            "prompts-get-",
+            "server-stateless",
+        )
+    )
 )
 MODERN = "2026-07-28"
 # agentws lists a connector's tools as <connector>_<tool>: connector ``test``
@@ -209,7 +225,11 @@ async def _fixture_servers() -> AsyncIterator[dict[str, str]]:
     service that restarts: agentws's links never see them vanish here.
     """
     async with trio.open_nursery() as nursery:
-        urls = {name: await nursery.start(_serve_fixture, f"{name}_") for name in CONNECTORS}
+        # Resource URIs carry no connector prefix: one connector serves them.
+        urls = {
+            name: await nursery.start(_serve_fixture, f"{name}_", name == "test")
+            for name in CONNECTORS
+        }
         yield urls
         nursery.cancel_scope.cancel()
 
@@ -226,8 +246,10 @@ async def _attach_fixture(server: Running, urls: dict[str, str]) -> None:
             await set_label(server.store, "acme", f"{name}_{tool.name}", Capability.READ, actor="t")
 
 
-async def _serve_fixture(prefix: str, *, task_status: trio.TaskStatus[str]) -> None:
-    async with open_fixture_server(prefix) as url:
+async def _serve_fixture(
+    prefix: str, resources: bool, *, task_status: trio.TaskStatus[str]
+) -> None:
+    async with open_fixture_server(prefix, resources=resources) as url:
         task_status.started(url)
         await trio.sleep_forever()
 
