@@ -157,14 +157,6 @@ MODERN = "2026-07-28"
 # json_* one, offer exactly the names the suite calls.
 CONNECTORS = ("test", "json")
 
-_NO_RESOURCE_RELAY = (
-    "reads the suite's own fixture resources (test://static-text...): agentws does not "
-    "relay a connector's resources, and a group's documents live at agentws:// URIs"
-)
-_NO_PROMPT_RELAY = (
-    "gets the suite's own fixture prompts (test_simple_prompt...): agentws does not relay "
-    "a connector's prompts (a group's prompts are its skills)"
-)
 _FIXTURE_KEY = (
     "expects the fixture's own name for its question (user_name); through agentws the "
     "question is the remote connector's elicitation request, which agentws names itself (q1)"
@@ -172,24 +164,13 @@ _FIXTURE_KEY = (
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
 KNOWN_GAPS: dict[str, str] = {
-    "v2/server-stateless": (
-        "its diagnostic tools (test_missing_capability, test_streaming_elicitation, "
-        "test_logging_tool, test_trigger_tool_change) are not attached for this scenario, "
-        "and test_trigger_prompt_change cannot change a group's prompts (its skills)"
-    ),
-    "v2/resources-read-text": _NO_RESOURCE_RELAY,
-    "v2/resources-read-binary": _NO_RESOURCE_RELAY,
-    "v2/resources-templates-read": _NO_RESOURCE_RELAY,
-    "v2/prompts-get-simple": _NO_PROMPT_RELAY,
-    "v2/prompts-get-with-args": _NO_PROMPT_RELAY,
-    "v2/prompts-get-embedded-resource": _NO_PROMPT_RELAY,
-    "v2/prompts-get-with-image": _NO_PROMPT_RELAY,
     "v2/input-required-result-basic-elicitation": _FIXTURE_KEY,
     "v2/input-required-result-ignore-extra-params": (
         _FIXTURE_KEY + "; it sends the answer with the first call, before any question"
     ),
     "v2/input-required-result-non-tool-request": (
-        "gets the fixture's input_required prompt: agentws does not relay a connector's prompts"
+        "the fixture's prompt answers input_required, which reaches agentws only over a "
+        "link of the 2026-07-28 revision; agentws's links speak the handshake revisions"
     ),
 }
 
