@@ -9,21 +9,19 @@ look at what it was asked.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
-import hypercorn.trio
 import mcp_types as types
-import trio
-from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.uri_template import UriTemplate
+
+from tests.e2e.relay_support import serve_remote
 
 __all__ = ["BLOB", "ITEM_TEMPLATE", "ContentRemote", "content_server"]
 
@@ -184,16 +182,5 @@ def _build(state: ContentRemote) -> Server[Any]:
 @asynccontextmanager
 async def content_server(state: ContentRemote) -> AsyncIterator[str]:
     """Serve the remote at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
-    app = _build(state).streamable_http_app(streamable_http_path="/mcp")
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    # Our links hold a stream open: do not wait long for it when stopping.
-    config.graceful_timeout = 0.2
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        yield f"{binds[0]}/mcp"
-        stop.set()
+    async with serve_remote(_build(state)) as url:
+        yield url

@@ -198,7 +198,14 @@ def build_remote(state: Remote) -> Server[Any]:
 @asynccontextmanager
 async def remote_server(state: Remote) -> AsyncIterator[str]:
     """Serve the remote at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
-    app = build_remote(state).streamable_http_app(streamable_http_path="/mcp")
+    async with serve_remote(build_remote(state)) as url:
+        yield url
+
+
+@asynccontextmanager
+async def serve_remote(server: Server[Any]) -> AsyncIterator[str]:
+    """Serve ``server`` at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
+    app = server.streamable_http_app(streamable_http_path="/mcp")
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
