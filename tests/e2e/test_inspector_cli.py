@@ -159,8 +159,10 @@ async def test_inspector_cli(tmp_path: Path, era: str) -> None:
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 async def test_inspector_cli_confirms_and_follows_a_queued_call(tmp_path: Path) -> None:
     """Modern era: a destructive call confirmed with its one-time token (the CLI
-    declares no elicitation), and a queued write call's outcome read back."""
-    async with running(tmp_path, **RELAY_ENV) as server, remote_server(Remote()) as url:
+    declares no elicitation), a remote tool reporting progress, and a queued
+    write call's outcome read back."""
+    remote = Remote()
+    async with running(tmp_path, **RELAY_ENV) as server, remote_server(remote) as url:
         await attach_remote(server.store, url, RELAY_LABELS)
         lead = await create_token(
             server.store, "acme", "ops", name="lead", scope=Capability.DESTRUCTIVE, actor="t"
@@ -178,6 +180,12 @@ async def test_inspector_cli_confirms_and_follows_a_queued_call(tmp_path: Path) 
             f"{data['confirm_argument']}={data['confirm_token']}",
         )
         assert ran["structuredContent"] == {"total": 2, "items": ["a", "b"]}, ran
+
+        # A remote tool that reports progress as it runs: the CLI prints the
+        # result alone (test_relay_modern.py follows the progress itself).
+        progressed = await inspect("--method", "tools/call", "--tool-name", "third_progress")
+        assert progressed["content"] == [{"type": "text", "text": "done"}], progressed
+        assert remote.progress_tokens and remote.progress_tokens[-1] is not None
 
         queued = await inspect("--method", "tools/call", "--tool-name", "third_failing")
         approval_id = queued["structuredContent"]["approval_id"]
