@@ -149,10 +149,6 @@ _NO_PROMPT_RELAY = (
     "gets the suite's own fixture prompts (test_simple_prompt...): agentws does not relay "
     "a connector's prompts (a group's prompts are its skills)"
 )
-_FIXTURE_KEY = (
-    "expects the fixture's own name for its question (user_name); through agentws the "
-    "question is the remote connector's elicitation request, which agentws names itself (q1)"
-)
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
 KNOWN_GAPS: dict[str, str] = {
@@ -168,10 +164,6 @@ KNOWN_GAPS: dict[str, str] = {
     "v2/prompts-get-with-args": _NO_PROMPT_RELAY,
     "v2/prompts-get-embedded-resource": _NO_PROMPT_RELAY,
     "v2/prompts-get-with-image": _NO_PROMPT_RELAY,
-    "v2/input-required-result-basic-elicitation": _FIXTURE_KEY,
-    "v2/input-required-result-ignore-extra-params": (
-        _FIXTURE_KEY + "; it sends the answer with the first call, before any question"
-    ),
     "v2/input-required-result-non-tool-request": (
         "gets the fixture's input_required prompt: agentws does not relay a connector's prompts"
     ),
