@@ -14,6 +14,9 @@ no session, no server-to-client request and no GET stream, so:
   answer. For any other caller the SDK's own driver puts each question to
   the link's callbacks (:mod:`agentws.connectors.relay`), as a request
   during the call would be, and retries until the remote has a result;
+- a call the remote refuses with ``HEADER_MISMATCH`` (the tool changed since
+  the link listed it, so its ``Mcp-Param`` headers are stale) is sent again
+  once, after listing the tools again;
 - progress and log messages come on the call's own response stream, to the
   same callbacks; log messages only for requests that opt in, which every
   call with a channel that takes them does (the channel filters);
@@ -39,10 +42,11 @@ from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.relay import CallerChannel, ProgressFn, RoundChannel
+from agentws.connectors.remote_mcp import list_all_tools
 
 __all__ = ["DeclaringStream", "call_over", "check_alive", "is_modern", "keep_listening"]
 
@@ -138,8 +142,8 @@ async def call_over(
         # room for this key, which mypy cannot see.)
         meta = cast(types.RequestParamsMeta, {LOG_LEVEL_META_KEY: "debug"})
 
-    async def send(responses: types.InputResponses | None, state: str | None) -> Outcome:
-        result = await session.call_tool(
+    async def send_once(responses: types.InputResponses | None, state: str | None) -> Any:
+        return await session.call_tool(
             name,
             arguments,
             progress_callback=progress,
@@ -148,6 +152,17 @@ async def call_over(
             meta=meta,
             allow_input_required=True,
         )
+
+    async def send(responses: types.InputResponses | None, state: str | None) -> Outcome:
+        try:
+            result = await send_once(responses, state)
+        except MCPError as exc:
+            if exc.error.code != HEADER_MISMATCH:
+                raise
+            # The Mcp-Param headers come from the tool as last listed: the
+            # remote changed it since. List again (the revision's recovery), once.
+            await list_all_tools(session)
+            result = await send_once(responses, state)
         if not isinstance(result, types.CallToolResult | types.InputRequiredResult):
             raise RuntimeError(f"a result of a kind agentws does not know: {type(result).__name__}")
         return result

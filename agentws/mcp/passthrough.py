@@ -153,7 +153,10 @@ class Passthrough:
         """
         continuing = is_passthrough_state(params.request_state)
         remote_state = seal.open(binding, str(params.request_state)) if continuing else None
-        return cls(seal, binding, params.input_responses, remote_state, continuing)
+        # Answers with another state of agentws's (a confirmation's) are agentws's own.
+        ours = params.request_state is not None and not continuing
+        responses = None if ours else params.input_responses
+        return cls(seal, binding, responses, remote_state, continuing)
 
     def pass_back(self, result: types.InputRequiredResult) -> types.InputRequiredResult:
         """The remote's ``input_required`` answer, with a state of ours wrapping its own."""

@@ -21,7 +21,9 @@ import pytest
 import trio
 from mcp.client.session import ClientRequestContext
 
-from agentws.domain.models import AuditEntry
+from agentws.domain.models import AuditEntry, Capability
+from agentws.registry import create_token
+from agentws.tools.admin import set_label
 from tests.e2e.mcp_support import MODERN, Running, modern_client, sdk_session
 from tests.e2e.polling import wait_until
 from tests.e2e.relay_support import Remote
@@ -208,3 +210,47 @@ async def test_progress_and_logs_come_over_a_modern_link(tmp_path: Path) -> None
                 done = await client.call_tool("third_progress", {}, progress_callback=on_progress)
         assert _text(done) == "done"
         assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_a_cancelled_call_is_cancelled_at_the_remote(tmp_path: Path) -> None:
+    state = _modern_remote()
+    async with relayed(tmp_path, state) as server, sdk_session(server, "streamable") as session:
+        with trio.fail_after(TIMEOUT_S):
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    await session.call_tool("third_slow", {})
+
+                nursery.start_soon(call)
+                await state.slow_started.wait()
+                nursery.cancel_scope.cancel()
+            # Over 2026-07-28 the link closes the call's request: the remote stops.
+            await state.slow_cancelled.wait()
+            assert _text(await session.call_tool("third_progress", {})) == "done"
+
+
+async def test_a_confirmed_call_is_not_asked_again_in_its_later_rounds(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def answer(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True, "name": "Ada"})
+
+    state = _modern_remote()
+    async with relayed(tmp_path, state) as server:
+        await set_label(server.store, "acme", "third_ask", Capability.DESTRUCTIVE, actor="admin")
+        lead = await create_token(
+            server.store, "acme", "ops", name="lead", scope=Capability.DESTRUCTIVE, actor="t"
+        )
+        async with modern_client(server, token=lead.secret, elicitation_callback=answer) as client:
+            with trio.fail_after(TIMEOUT_S):
+                result = await client.call_tool("third_ask", {})
+    assert _text(result) == "accept: Ada"
+    # agentws's confirmation first, then the remote's own question; no second confirmation.
+    assert len(asked) == 2
+    assert "third_ask" in asked[0]
+    assert asked[1] == "Your name?"
+    # The answer to the confirmation was agentws's: the remote never saw it.
+    assert [sorted(responses) for responses in state.input_responses] == [[], ["user_name"]]
