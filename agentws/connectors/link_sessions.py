@@ -3,16 +3,20 @@
 A :class:`Link` is what the pool knows of one connector: its connection
 while there is one, the last error, and the events callers wait on. The
 :class:`SessionKeeper` connects a link (Streamable HTTP, then legacy SSE,
-the transport that worked last first), refreshes the connector's tool cache
+the transport that worked last first; over Streamable HTTP, at the newest
+protocol revision both sides speak), refreshes the connector's tool cache
 over it, pings an idle remote, and returns when the session ends; the pool
-decides when to connect again. What the remote sends during a call reaches
-its caller through :mod:`agentws.connectors.relay`. The session's stream and HTTP transport are
+decides when to connect again. What changes when the link speaks the
+stateless revision is :mod:`agentws.connectors.modern_link`'s. What the
+remote sends during a call reaches its caller through
+:mod:`agentws.connectors.relay`. The session's stream and HTTP transport are
 watched, so that a remote that ends the stream or forgets the session is
 noticed (:class:`WatchedStream`, :class:`SessionWatch`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -27,6 +31,12 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
+from agentws.connectors.modern_link import (
+    DeclaringStream,
+    check_alive,
+    is_modern,
+    keep_listening,
+)
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.relay import CallerChannel, RemoteRelay
 from agentws.connectors.remote_mcp import (
@@ -35,6 +45,7 @@ from agentws.connectors.remote_mcp import (
     SyncReport,
     describe,
     list_all_tools,
+    negotiate,
     open_transport,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver
@@ -78,6 +89,8 @@ class Connection:
     session: ClientSession
     transport: str
     scope: trio.CancelScope
+    #: The protocol revision agreed with the remote.
+    protocol_version: str | None = None
     #: Set when the remote ended the stream the session reads from.
     ended: bool = False
     #: Set when the remote answered 404 to our session id: it no longer knows
@@ -134,6 +147,8 @@ class LinkState:
     connector: str
     connected: bool
     transport: str | None
+    #: The protocol revision the link speaks (None while not connected).
+    protocol_version: str | None
     last_error: str | None
     failures: int
     refreshes: int
@@ -200,6 +215,11 @@ class SessionKeeper:
                 log.info("connector %s: the remote's resources or prompts changed", connector.name)
                 self.content_changed(connector)
 
+        def missed_changes() -> None:
+            # A listen stream was lost: changes meanwhile went unheard.
+            link.request_refresh()
+            self.content_changed(connector)
+
         try:
             with trio.CancelScope(deadline=trio.current_time() + timeout_s) as connecting:
                 async with open_transport(
@@ -213,20 +233,39 @@ class SessionKeeper:
                         answer_s=timeout_s,
                     )
                     async with ClientSession(
-                        watched, write, message_handler=on_message, **relay.session_callbacks()
+                        watched,
+                        DeclaringStream(write),
+                        message_handler=on_message,
+                        **relay.session_callbacks(),
                     ) as session:
-                        await session.initialize()
+                        await negotiate(session, kind)
                         connecting.deadline = math.inf
+                        version = session.protocol_version
                         with trio.CancelScope() as scope:
-                            connection = watch.connection = Connection(session, kind, scope)
+                            connection = watch.connection = Connection(
+                                session, kind, scope, version
+                            )
                             watched.on_end = on_end_of(link, connection)
                             link.connection, link.transport = connection, kind
                             link.last_error = None
                             link.notify()
-                            log.info("connector %s: linked over %s", connector.name, kind)
+                            log.info(
+                                "connector %s: linked over %s (MCP %s)",
+                                connector.name,
+                                kind,
+                                version,
+                            )
                             # What it offers may have changed while it was away.
                             self.content_changed(connector)
-                            await self._keep(link, connection)
+                            async with trio.open_nursery() as nursery:
+                                if is_modern(session):
+                                    # No GET stream: list changes come on a listen stream.
+                                    listening = functools.partial(keep_listening, ack_s=timeout_s)
+                                    nursery.start_soon(
+                                        listening, connector.name, session, missed_changes
+                                    )
+                                await self._keep(link, connection)
+                                nursery.cancel_scope.cancel()
         except AgentwsError:
             raise
         except BaseExceptionGroup as group:
@@ -278,7 +317,10 @@ class SessionKeeper:
             if idle.cancelled_caught:
                 try:
                     with trio.fail_after(timeout_s):
-                        await connection.session.send_ping()
+                        if is_modern(connection.session):
+                            await check_alive(connection.session)  # no ping in that revision
+                        else:
+                            await connection.session.send_ping()
                 except trio.TooSlowError:
                     raise RemoteError(
                         f"connector {link.connector.name!r}: no answer to a ping "
@@ -293,8 +335,12 @@ class SessionKeeper:
     async def _refresh_over(self, link: Link, session: ClientSession) -> None:
         name = link.connector.name
         try:
-            with trio.fail_after(self.settings.tool_timeout_s):
-                tools = await list_all_tools(session)
+            capabilities = session.server_capabilities
+            if capabilities is not None and capabilities.tools is None:
+                tools = []  # a remote that offers only resources or prompts
+            else:
+                with trio.fail_after(self.settings.tool_timeout_s):
+                    tools = await list_all_tools(session)
             async with link.syncing:
                 await self.sync(link.connector, tools)
         except trio.TooSlowError:

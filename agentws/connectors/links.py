@@ -47,6 +47,7 @@ from agentws.connectors.link_sessions import (
     SessionKeeper,
     SyncTools,
 )
+from agentws.connectors.modern_link import call_over, is_modern
 from agentws.connectors.relay import CallerChannel, calling
 from agentws.connectors.remote_mcp import (
     RemoteError,
@@ -149,6 +150,7 @@ class RemoteLinks:
                 connector=link.connector.name,
                 connected=link.connection is not None,
                 transport=link.connection.transport if link.connection else None,
+                protocol_version=link.connection.protocol_version if link.connection else None,
                 last_error=link.last_error,
                 failures=link.failures,
                 refreshes=link.refreshes,
@@ -204,7 +206,7 @@ class RemoteLinks:
         *,
         retry_safe: bool,
         channel: CallerChannel | None = None,
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Call the remote's tool ``name`` over the connector's link.
 
         Args:
@@ -219,7 +221,11 @@ class RemoteLinks:
         Returns:
             The remote's result; a JSON-RPC error from the remote (unknown
             tool, invalid arguments) or a result that breaks the tool's output
-            schema becomes a result with ``isError``.
+            schema becomes a result with ``isError``. Over a link of the
+            stateless revision, for a channel with a
+            :class:`~agentws.connectors.relay.RemoteRound`, the remote's
+            ``input_required`` answer made the caller's
+            (:mod:`agentws.connectors.modern_link`).
 
         Error handling:
             :class:`RemoteError` naming the connector when the remote cannot
@@ -233,6 +239,10 @@ class RemoteLinks:
                 progress = channel.progress if channel is not None else None
                 try:
                     with calling(link.in_flight, channel):
+                        if is_modern(connection.session):
+                            return await call_over(
+                                connection.session, name, arguments, channel, progress
+                            )
                         # The SDK puts its own progress token on the request and
                         # sends notifications/cancelled if this task is cancelled.
                         return await connection.session.call_tool(

@@ -22,6 +22,12 @@ Which call a message belongs to:
 
 A request for nobody, or for a caller that cannot answer it, gets a JSON-RPC
 error saying so; a log message for nobody is logged here at debug level.
+
+Over a link of the stateless revision (2026-07-28) the remote asks with an
+``input_required`` result instead of requests; the link answers it through
+the same callbacks (:mod:`agentws.connectors.modern_link`), unless the
+caller speaks that revision too and its channel is a :class:`RoundChannel`:
+then the remote's questions go back to it as they are (:class:`RemoteRound`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import mcp_types as types
@@ -44,7 +50,9 @@ __all__ = [
     "LogFn",
     "ProgressFn",
     "RemoteRelay",
+    "RemoteRound",
     "RootsFn",
+    "RoundChannel",
     "SampleFn",
     "calling",
 ]
@@ -81,6 +89,34 @@ class CallerChannel(Protocol):
 
     @property
     def roots(self) -> RootsFn | None: ...
+
+
+@attrs.frozen
+class RemoteRound:
+    """One round of a stateless caller's call, passed through to a remote of its revision.
+
+    The remote's ``input_required`` answer goes back to the caller with the
+    remote's own questions and keys; only its ``requestState`` is the door's
+    (:attr:`pass_back` wraps it), so the caller's retry can be checked and
+    unwrapped into this round's :attr:`request_state`.
+    """
+
+    #: The caller's answers to the remote's questions, by the remote's keys.
+    input_responses: types.InputResponses | None
+    #: The remote's own ``requestState`` for this round; None on a first call.
+    request_state: str | None
+    #: The client capabilities the caller declared (wire form): what the remote may ask.
+    capabilities: dict[str, Any]
+    #: Makes the remote's ``input_required`` answer the caller's.
+    pass_back: Callable[[types.InputRequiredResult], types.InputRequiredResult]
+
+
+@runtime_checkable
+class RoundChannel(CallerChannel, Protocol):
+    """A channel whose caller takes a remote's ``input_required`` answers itself."""
+
+    @property
+    def remote_round(self) -> RemoteRound | None: ...
 
 
 T = TypeVar("T")

@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import UriTemplate
 
 from agentws.connectors.links import RemoteLinks
+from agentws.connectors.modern_link import in_rounds, is_modern
 from agentws.connectors.relay import CallerChannel
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
@@ -250,33 +251,74 @@ class RemoteContent:
                 return connector
         return None
 
-    async def read(self, connector: Connector, uri: str) -> types.ReadResourceResult:
+    async def read(
+        self, connector: Connector, uri: str, channel: CallerChannel | None = None
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         """``resources/read`` of ``uri`` at ``connector``'s remote.
+
+        A remote of 2026-07-28 may answer ``input_required`` first: see
+        :meth:`get_prompt`.
 
         Error handling:
             RemoteError if the remote cannot be reached; MCPError as the
             remote answered (e.g. it has no such resource).
         """
-        return await self.links.request(
-            connector, f"read {uri}", lambda session: session.read_resource(uri)
-        )
+
+        async def send(
+            session: ClientSession,
+        ) -> types.ReadResourceResult | types.InputRequiredResult:
+            if not is_modern(session):
+                return await session.read_resource(uri)
+
+            async def once(
+                responses: types.InputResponses | None, state: str | None
+            ) -> types.ReadResourceResult | types.InputRequiredResult:
+                return await session.read_resource(
+                    uri, input_responses=responses, request_state=state, allow_input_required=True
+                )
+
+            return await in_rounds(session, once, channel)
+
+        return await self.links.request(connector, f"read {uri}", send, channel=channel)
 
     async def get_prompt(
         self,
         found: RemotePrompt,
         arguments: dict[str, str] | None,
         channel: CallerChannel | None,
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         """``prompts/get`` at the remote; what the remote asks meanwhile goes to ``channel``.
+
+        Over a handshake link the remote asks with requests during the call
+        (the link's callbacks take them to ``channel``). A remote of
+        2026-07-28 answers ``input_required`` instead: for a channel that
+        takes the rounds itself, that answer is what this returns; for any
+        other, the questions go to the channel and the prompt is asked for
+        again until the remote has it.
 
         Error handling: as :meth:`read`.
         """
         name = found.prompt.name
+
+        async def send(session: ClientSession) -> types.GetPromptResult | types.InputRequiredResult:
+            if not is_modern(session):
+                return await session.get_prompt(name, arguments)
+
+            async def once(
+                responses: types.InputResponses | None, state: str | None
+            ) -> types.GetPromptResult | types.InputRequiredResult:
+                return await session.get_prompt(
+                    name,
+                    arguments,
+                    input_responses=responses,
+                    request_state=state,
+                    allow_input_required=True,
+                )
+
+            return await in_rounds(session, once, channel)
+
         return await self.links.request(
-            found.connector,
-            f"get prompt {name}",
-            lambda session: session.get_prompt(name, arguments),
-            channel=channel,
+            found.connector, f"get prompt {name}", send, channel=channel
         )
 
     async def complete(

@@ -9,7 +9,8 @@ of it; a tool whose definition changed loses its admin label (back to the
 safe default, ``write``) and the change is audited; the remote's annotations
 become a *suggested* label only.
 
-This module also opens the transports (:func:`open_transport`) and runs
+This module also opens the transports (:func:`open_transport`), agrees on
+a protocol revision with the remote (:func:`negotiate`) and runs
 one-off sessions (:func:`fetch_tools`, :func:`probe`: the CLI); the running
 service keeps long-lived ones in :mod:`agentws.connectors.links`.
 """
@@ -25,6 +26,7 @@ import attrs
 import httpx2
 import mcp_types as types
 import trio
+from mcp.client._probe import negotiate_auto
 from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
@@ -49,6 +51,7 @@ __all__ = [
     "describe",
     "fetch_tools",
     "list_all_tools",
+    "negotiate",
     "open_transport",
     "probe",
     "remote_deadline",
@@ -152,6 +155,21 @@ async def open_transport(
         yield streams
 
 
+async def negotiate(session: ClientSession, kind: str) -> None:
+    """Agree with the remote on the newest protocol revision both speak.
+
+    Over Streamable HTTP this is the SDK's own connect-time policy (what its
+    ``Client(mode="auto")`` does): ``server/discover`` at the stateless
+    revision (2026-07-28), falling back to the ``initialize`` handshake when
+    the remote does not answer it as one. Legacy SSE has only the handshake.
+    ``session.protocol_version`` says what was agreed.
+    """
+    if kind == "streamable_http":
+        await negotiate_auto(session)
+    else:
+        await session.initialize()
+
+
 # A one-off session's relay: no call is ever in flight, so nothing is relayed.
 _NO_CALLER = RemoteRelay("", [], single_stream=False, answer_s=0.0)
 
@@ -195,7 +213,7 @@ async def _with_remote(
             # tools; with no caller here, its requests are refused.
             ClientSession(read, write, **_NO_CALLER.session_callbacks()) as session,
         ):
-            await session.initialize()
+            await negotiate(session, kind)
             initialized = True
             return await work(session, kind)
 

@@ -40,6 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from agentws import __version__
 from agentws.config import Settings
 from agentws.connectors.remote_content import RemoteContent
+from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import ConnectorKind
 from agentws.errors import PermissionDeniedError, StoreError
 from agentws.mcp.completion import Completions
@@ -47,6 +48,7 @@ from agentws.mcp.confirm import CONFIRM_ARGUMENT, McpConfirmer, with_confirm_arg
 from agentws.mcp.listen import ListenStreams
 from agentws.mcp.modern import SERVING_GROUP
 from agentws.mcp.modern_calls import call_modern
+from agentws.mcp.passthrough import ALREADY_CONFIRMED, CallBinding, Passthrough, StateSeal
 from agentws.mcp.pending_calls import PendingCalls, is_pending_state
 from agentws.mcp.prompts import Prompts
 from agentws.mcp.relay_channel import McpRelayChannel
@@ -57,7 +59,7 @@ from agentws.store import Store
 from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.catalog import Catalog
-from agentws.tools.gate import ToolGate
+from agentws.tools.gate import Confirmer, ToolGate
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["NOTIFICATIONS", "PERMISSION_DENIED", "RESOURCE_NOT_FOUND", "build_server"]
@@ -169,6 +171,9 @@ def build_server(
         listing = await catalog.tools(ctx.lifespan_context.caller.group)
         return types.ListToolsResult(tools=[_mcp_tool(tool) for tool in listing.tools])
 
+    # Wraps a remote's requestState for a stateless caller (agentws.mcp.passthrough).
+    state_seal = StateSeal.of(gate.keys, settings.confirm_ttl_s)
+
     def unknown_tool(name: str) -> MCPError:
         return MCPError(
             types.INVALID_PARAMS, f"Unknown tool {name!r}: tools/list shows this group's tools"
@@ -198,7 +203,16 @@ def build_server(
         caller = ToolCaller.mcp(
             session.caller.token_id, session.caller.token.scope, group, session.id
         )
-        confirmer = McpConfirmer(
+        prepared = CallArguments.of(tool.name, arguments, tool.input_schema)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        remote = tool.connector_kind is ConnectorKind.REMOTE_MCP
+        passthrough = None
+        if modern and remote:
+            binding = CallBinding(
+                session.caller.token_id, tool.connector_id or "", tool.name, prepared.hash
+            )
+            passthrough = Passthrough.of(state_seal, binding, params)
+        confirmer: Confirmer = McpConfirmer(
             ctx,
             presented,
             settings.confirm_ttl_s,
@@ -206,11 +220,13 @@ def build_server(
             input_responses=params.input_responses,
             request_state=params.request_state,
         )
+        if passthrough is not None and passthrough.continuing:
+            confirmer = ALREADY_CONFIRMED
 
         async def run(channel: CallerChannel) -> types.CallToolResult | types.InputRequiredResult:
             try:
                 outcome = await gate.call(
-                    caller, tool, arguments, confirmer=confirmer, channel=channel
+                    caller, tool, prepared, confirmer=confirmer, channel=channel
                 )
             except PermissionDeniedError as exc:
                 raise MCPError(PERMISSION_DENIED, exc.message) from None
@@ -218,9 +234,8 @@ def build_server(
                 session.await_outcome(outcome.approval.id)
             return outcome.result
 
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            remote = tool.connector_kind is ConnectorKind.REMOTE_MCP
-            return await call_modern(ctx, params, pending, remote, run)
+        if modern:
+            return await call_modern(ctx, params, pending, remote, run, passthrough)
         return await run(McpRelayChannel(ctx))
 
     async def set_logging_level(
@@ -229,8 +244,8 @@ def build_server(
         ctx.lifespan_context.log_level = params.level
         return types.EmptyResult()
 
-    resources = Resources(store, remote)
-    prompts, completions = Prompts(store, remote), Completions(store, remote)
+    resources = Resources(store, remote, state_seal)
+    prompts, completions = Prompts(store, remote, state_seal), Completions(store, remote)
     with warnings.catch_warnings():
         # Deprecated from 2026-07-28 on; the handshake versions served here have
         # it, and outcomes of queued calls are sent as log messages.

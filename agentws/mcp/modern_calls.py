@@ -17,6 +17,10 @@ the stateless revision this way (:class:`ModernChannel`):
   the revision requires; the remote is told the client cannot answer.
 
 Only calls of remote MCP tools can ask; every other call runs in the request.
+
+A remote whose link speaks 2026-07-28 too asks with ``input_required``
+itself: its answer is passed through to the client with the remote's own
+keys (:mod:`agentws.mcp.passthrough`), the channel's :attr:`ModernChannel.remote_round`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentws.mcp.passthrough import Passthrough
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
 from agentws.mcp.relay_channel import send_progress
 from agentws.tools.caller_channel import (
@@ -39,6 +44,7 @@ from agentws.tools.caller_channel import (
     ElicitFn,
     LogFn,
     ProgressFn,
+    RemoteRound,
     RootsFn,
     SampleFn,
 )
@@ -46,6 +52,12 @@ from agentws.tools.caller_channel import (
 __all__ = ["ModernChannel", "call_modern"]
 
 Context = ServerRequestContext[Any]
+# The capability each input request of a remote needs its client to have declared.
+_NEEDS = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
 
 
 def _as(model: type[BaseModel], raw: Any) -> Any:
@@ -64,6 +76,8 @@ class ModernChannel:
 
     ctx: Context
     call: PendingCall | None = None
+    #: For a remote tool: the round passed through, should the remote's link speak 2026-07-28.
+    passthrough: Passthrough | None = None
     #: Capabilities a question needed that the client did not declare.
     missing: list[str] = attrs.field(factory=list)
 
@@ -90,6 +104,33 @@ class ModernChannel:
     @property
     def roots(self) -> RootsFn | None:
         return self._roots
+
+    @property
+    def remote_round(self) -> RemoteRound | None:
+        if self.passthrough is None:
+            return None
+        capabilities = self.ctx.session.client_capabilities
+        return RemoteRound(
+            input_responses=self.passthrough.input_responses,
+            request_state=self.passthrough.remote_state,
+            capabilities=(
+                capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+                if capabilities is not None
+                else {}
+            ),
+            pass_back=self._pass_back,
+        )
+
+    def _pass_back(self, result: types.InputRequiredResult) -> types.InputRequiredResult:
+        # The remote was told what the client declared; one that asks for more
+        # anyway fails the call as a question of ours would (check()).
+        if self.passthrough is None:
+            raise AssertionError("only a passed-through round is passed back")
+        for request in (result.input_requests or {}).values():
+            needed = _NEEDS.get(request.method)
+            if needed is not None and not self._declared(needed):
+                self.missing.append(needed)
+        return self.passthrough.pass_back(result)
 
     def _declared(self, name: str) -> bool:
         capabilities = self.ctx.session.client_capabilities
@@ -166,11 +207,13 @@ async def call_modern(
     pending: PendingCalls,
     remote: bool,
     run: Callable[[CallerChannel], Awaitable[Step]],
+    passthrough: Passthrough | None = None,
 ) -> Step:
     """A stateless client's ``tools/call``: run it, or its next round.
 
     ``run(channel)`` makes the call through the gate; ``remote`` says whether
-    the tool may ask questions (a remote MCP tool), so must run as a pending call.
+    the tool may ask questions (a remote MCP tool), so must run as a pending
+    call; ``passthrough``, this round as passed to a remote that asks itself.
     """
     token_id = ctx.lifespan_context.caller.token_id
     if is_pending_state(params.request_state):
@@ -180,7 +223,7 @@ async def call_modern(
             dict(params.input_responses or {}),
             on_step=lambda channel: channel.step(ctx),
         )
-    channel = ModernChannel(ctx)
+    channel = ModernChannel(ctx, passthrough=passthrough)
     if not remote:
         return await _checked(channel, run)
 

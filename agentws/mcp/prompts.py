@@ -9,8 +9,8 @@
   :mod:`agentws.libraries.arguments`), then its assets as embedded
   resources; a required argument left out is INVALID_PARAMS naming it. A
   remote prompt is got from its remote, whose answer is passed on; what the
-  remote asks meanwhile (elicitation, sampling) goes to a client with a
-  session as it does during a tool call.
+  remote asks first reaches the client as its era takes it
+  (:mod:`agentws.mcp.remote_rounds`).
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ import attrs
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.remote_content import RemoteContent, RemotePrompt
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Group, Library, Skill
 from agentws.libraries.arguments import missing_arguments, render_prompt
-from agentws.mcp.relay_channel import McpRelayChannel
+from agentws.mcp.passthrough import StateSeal
+from agentws.mcp.remote_rounds import relayed
 from agentws.mcp.resources import remote_failure
 from agentws.store import Store
+from agentws.tools.caller_channel import CallerChannel
 
 __all__ = ["Prompts", "named_skills", "remote_prompts"]
 
@@ -77,10 +78,14 @@ async def remote_prompts(
 
 @attrs.frozen
 class Prompts:
-    """The prompt handlers of the group endpoint, reading ``store`` and ``remote``."""
+    """The prompt handlers of the group endpoint, reading ``store`` and ``remote``.
+
+    ``seal`` seals a remote's ``requestState`` for a 2026-07-28 caller.
+    """
 
     store: Store
     remote: RemoteContent
+    seal: StateSeal
 
     async def list(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -97,13 +102,13 @@ class Prompts:
 
     async def get(
         self, ctx: Context, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         group = ctx.lifespan_context.caller.group
         found = (await named_skills(self.store, group)).get(params.name)
         if found is None:
             remote = (await self.remote.prompts(group)).get(params.name)
             if remote is not None:
-                return await self._get_remote(ctx, remote, params.arguments)
+                return await self._get_remote(ctx, remote, params)
             raise MCPError(
                 types.INVALID_PARAMS,
                 f"Unknown prompt {params.name!r}: prompts/list shows this group's prompts",
@@ -138,13 +143,22 @@ class Prompts:
         return types.GetPromptResult(description=skill.description, messages=messages)
 
     async def _get_remote(
-        self, ctx: Context, found: RemotePrompt, arguments: dict[str, str] | None
-    ) -> types.GetPromptResult:
-        # A client with a session takes the remote's questions as requests;
-        # a 2026-07-28 client takes none, so the remote is told it cannot ask.
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        channel = None if modern else McpRelayChannel(ctx)
-        try:
+        self, ctx: Context, found: RemotePrompt, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        arguments = params.arguments
+
+        async def send(channel: CallerChannel) -> types.GetPromptResult | types.InputRequiredResult:
             return await self.remote.get_prompt(found, arguments, channel)
+
+        try:
+            return await relayed(
+                ctx,
+                self.seal,
+                found.connector,
+                f"prompts/get {found.prompt.name}",
+                params,
+                arguments or {},
+                send,
+            )
         except (RemoteError, MCPError) as exc:
             raise remote_failure(exc) from None

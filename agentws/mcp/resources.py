@@ -11,7 +11,8 @@
   single number is one line); or where a queued call of the caller's
   stands, at ``agentws://approvals/<id>`` (:mod:`agentws.mcp.listen`); any
   other URI is read from the remote connector that lists it (or whose
-  template matches it), its answer passed on;
+  template matches it), its answer passed on (what the remote asks first
+  reaches the client as its era takes it: :mod:`agentws.mcp.remote_rounds`);
 - ``resources/subscribe`` / ``resources/unsubscribe``: on a session, the
   documents whose changes it hears of (:mod:`agentws.mcp.list_changes`
   sends ``notifications/resources/updated``).
@@ -36,11 +37,14 @@ from agentws.connectors.remote_content import RemoteContent
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import ContextDocument, Library
 from agentws.mcp.listen import read_approval
+from agentws.mcp.passthrough import StateSeal
+from agentws.mcp.remote_rounds import relayed
 from agentws.mcp.sessions import McpSession
 from agentws.redaction import upstream_excerpt
 from agentws.store import Store
 from agentws.tools.approval_queue import approval_id_of
 from agentws.tools.builtins import DOCUMENT_URI_SCHEME, document_uri, find_document
+from agentws.tools.caller_channel import CallerChannel
 
 __all__ = [
     "DOCUMENT_TEMPLATE",
@@ -144,10 +148,14 @@ def remote_failure(exc: RemoteError | MCPError) -> MCPError:
 
 @attrs.frozen
 class Resources:
-    """The resource handlers of the group endpoint, reading ``store`` and ``remote``."""
+    """The resource handlers of the group endpoint, reading ``store`` and ``remote``.
+
+    ``seal`` seals a remote's ``requestState`` for a 2026-07-28 caller.
+    """
 
     store: Store
     remote: RemoteContent
+    seal: StateSeal
 
     async def list(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -206,7 +214,7 @@ class Resources:
 
     async def read(
         self, ctx: Context, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         requested = str(params.uri)
         if approval_id_of(requested) is not None:
             found = await read_approval(self.store, ctx.lifespan_context.caller, requested)
@@ -214,7 +222,7 @@ class Resources:
                 raise not_found(ctx, requested)
             return found
         if not requested.startswith(f"{DOCUMENT_URI_SCHEME}://"):
-            return await self._read_remote(ctx, requested)
+            return await self._read_remote(ctx, params)
         base, lines = split_uri(requested)
         library, document = await self.find(ctx, base)
         text = document.body if lines is None else lines.cut(document.body)
@@ -228,12 +236,23 @@ class Resources:
             ]
         )
 
-    async def _read_remote(self, ctx: Context, uri: str) -> types.ReadResourceResult:
+    async def _read_remote(
+        self, ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        uri = str(params.uri)
         connector = await self.remote.owner(ctx.lifespan_context.caller.group, uri)
         if connector is None:
             raise not_found(ctx, uri)
+
+        async def send(
+            channel: CallerChannel,
+        ) -> types.ReadResourceResult | types.InputRequiredResult:
+            return await self.remote.read(connector, uri, channel)
+
         try:
-            return await self.remote.read(connector, uri)
+            return await relayed(
+                ctx, self.seal, connector, f"resources/read {uri}", params, {}, send
+            )
         except (RemoteError, MCPError) as exc:
             raise remote_failure(exc) from None
 

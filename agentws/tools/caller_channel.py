@@ -8,7 +8,9 @@ the runner to the remote MCP connector's link
 part is optional: a channel offers what its caller can take (``None``
 otherwise), and a door with no caller to reach (the webhook agent) passes
 no channel at all. The MCP door's, for session eras, is
-``agentws.mcp.relay_channel``.
+``agentws.mcp.relay_channel``. A channel whose caller takes a remote's
+``input_required`` answers itself (2026-07-28 to 2026-07-28) is a
+:class:`RoundChannel`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,19 @@ from agentws.connectors.relay import (
     ElicitFn,
     LogFn,
     ProgressFn,
+    RemoteRound,
     RootsFn,
+    RoundChannel,
     SampleFn,
 )
 
-__all__ = ["CallerChannel", "ElicitFn", "LogFn", "ProgressFn", "RootsFn", "SampleFn"]
+__all__ = [
+    "CallerChannel",
+    "ElicitFn",
+    "LogFn",
+    "ProgressFn",
+    "RemoteRound",
+    "RootsFn",
+    "RoundChannel",
+    "SampleFn",
+]

@@ -11,7 +11,7 @@ nothing here raises for an upstream's sake.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, overload
 
 import attrs
 import mcp_types as types
@@ -31,8 +31,8 @@ from agentws.tools.spec import ToolSpec
 __all__ = ["RemoteCall", "ToolRunner"]
 
 #: ``call(connector, remote tool name, arguments, retry_safe=..., channel=...)``: a remote
-#: MCP tool call.
-RemoteCall = Callable[..., Awaitable[types.CallToolResult]]
+#: MCP tool call (``input_required`` only for a channel that takes it).
+RemoteCall = Callable[..., Awaitable[types.CallToolResult | types.InputRequiredResult]]
 
 
 @attrs.define(eq=False)
@@ -44,6 +44,28 @@ class ToolRunner:
     keys: Keys
     remote_call: RemoteCall
 
+    @overload
+    async def run(
+        self,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        *,
+        group: Group,
+        token_id: str | None,
+        channel: None = None,
+    ) -> types.CallToolResult: ...
+
+    @overload
+    async def run(
+        self,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        *,
+        group: Group,
+        token_id: str | None,
+        channel: CallerChannel | None,
+    ) -> types.CallToolResult | types.InputRequiredResult: ...
+
     async def run(
         self,
         tool: ToolSpec,
@@ -52,11 +74,14 @@ class ToolRunner:
         group: Group,
         token_id: str | None,
         channel: CallerChannel | None = None,
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Run ``tool`` with ``arguments`` (already checked against its schema) for a caller.
 
         ``channel``: how a remote MCP tool's progress, log messages and
-        requests reach the caller while it runs (None: they do not).
+        requests reach the caller while it runs (None: they do not). Only a
+        caller whose channel takes a remote's questions back itself
+        (:class:`~agentws.connectors.relay.RoundChannel`) may get an
+        ``input_required`` result.
         """
         builtin = BUILTINS.get(tool.name)
         if builtin is not None and tool.source == "builtin":

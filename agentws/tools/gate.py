@@ -176,7 +176,12 @@ class ToolGate:
         result = await self.runner.run(
             tool, arguments, group=caller.group, token_id=caller.token_id, channel=channel
         )
-        extra: dict[str, Any] = {"error": bool(result.is_error)}
+        extra: dict[str, Any]
+        if isinstance(result, types.InputRequiredResult):
+            # A remote's questions passed back to the caller: this round ends here.
+            extra = {"input_required": sorted(result.input_requests or {})}
+        else:
+            extra = {"error": bool(result.is_error)}
         if preauthorized and tool.capability is Capability.WRITE:
             extra["preauthorized"] = True
         await self._audit(caller, tool, prepared, decision, outcome, **extra)

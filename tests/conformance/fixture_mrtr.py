@@ -6,8 +6,10 @@ needs; the client calls again with ``inputResponses`` and the echoed
 ``requestState``. The conformance suite's ``input-required-result-*``
 scenarios call the tools and the prompt below by name, following the suite's
 own requirements for each. ``requestState`` is HMAC-signed, so a tampered one
-is refused with -32602. To a client of a handshake revision (agentws's link
-to a remote connector) the same tools ask with requests during the call.
+is refused with -32602. To a client of a handshake revision the same tools
+ask with requests during the call. The fixture's tools of the 2025 revisions
+that ask (sampling, elicitation) ask a client of 2026-07-28 (agentws's link
+to a remote connector, which speaks it) the other way round: :func:`asking`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-__all__ = ["MRTR_PROMPT", "MRTR_TOOLS", "mrtr_prompt"]
+__all__ = ["MRTR_PROMPT", "MRTR_TOOLS", "Ask", "AskingHandler", "asking", "mrtr_prompt"]
 
 Context = ServerRequestContext[Any, Any]
 Params = types.CallToolRequestParams | types.GetPromptRequestParams
@@ -247,6 +249,56 @@ def _dual(name: str, modern: Handler) -> Handler:
 
 
 Handler = Callable[[Context, Params], Awaitable[Answer]]
+#: ``ask(request)``: the client's answer to an elicitation or sampling request.
+Ask = Callable[[types.InputRequest], Awaitable[Any]]
+#: A tool that asks the client: what it answers depends on its arguments and the answer.
+AskingHandler = Callable[[Ask, dict[str, Any]], Awaitable[types.CallToolResult]]
+_ANSWER_TYPES: dict[str, type[types.Result]] = {
+    "elicitation/create": types.ElicitResult,
+    "sampling/createMessage": types.CreateMessageResult,
+}
+
+
+# --- the fixture's tools of the 2025 revisions that ask, to a client of either --------
+
+
+class _NeedsInput(Exception):
+    """A tool asked a client of 2026-07-28 what it has not answered yet."""
+
+    def __init__(self, request: types.InputRequest) -> None:
+        super().__init__(request.method)
+        self.request = request
+
+
+def asking(
+    handler: AskingHandler,
+) -> Callable[[Context, types.CallToolRequestParams], Awaitable[Answer]]:
+    """A tool that asks with a request during the call, or (2026-07-28) with ``input_required``.
+
+    On 2026-07-28 its one question is ``answer``; the retry brings the answer.
+    """
+
+    async def call(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        async def ask(request: types.InputRequest) -> Any:
+            result_type = _ANSWER_TYPES[request.method]
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+                related = ServerMessageMetadata(related_request_id=ctx.request_id)
+                return await ctx.session.send_request(request, result_type, metadata=related)
+            answer = (params.input_responses or {}).get("answer")
+            if answer is None:
+                raise _NeedsInput(request)
+            return result_type.model_validate(
+                answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            )
+
+        try:
+            return await handler(ask, dict(params.arguments or {}))
+        except _NeedsInput as needs:
+            return types.InputRequiredResult(input_requests={"answer": needs.request})
+
+    return call
+
+
 #: name -> (description, input schema, handler), as in the fixture's tool table.
 MRTR_TOOLS: dict[str, tuple[str, dict[str, Any], Handler]] = {
     f"test_input_required_result_{name}": (description, NO_ARGUMENTS, _dual(name, handler))

@@ -11,7 +11,10 @@ diagnostic tools that need client capabilities or change the tool and prompt
 lists (:mod:`tests.conformance.fixture_changes`). This module is such a
 server, written on the ``mcp`` SDK's lowlevel :class:`Server`, following the
 suite's own "Server Implementation Requirements" for each scenario. It
-serves both eras: handshake sessions and 2026-07-28 stateless requests.
+serves both eras: handshake sessions and 2026-07-28 stateless requests; its
+sampling and elicitation tools ask a client of 2026-07-28 (agentws's link,
+which speaks it) with an ``input_required`` answer, as that revision has no
+requests from the server.
 
 Run alone against the suite, it must pass those scenarios. Attached to
 agentws as a remote MCP connector, it shows what the relay keeps. agentws
@@ -52,7 +55,7 @@ from tests.conformance.fixture_catalog import (
     read_resource,
 )
 from tests.conformance.fixture_changes import ListChanges, ListChangingServer, diagnostic_tools
-from tests.conformance.fixture_mrtr import MRTR_TOOLS
+from tests.conformance.fixture_mrtr import MRTR_TOOLS, Ask, AskingHandler, asking
 
 __all__ = ["TOOL_NAMES", "open_fixture_server"]
 
@@ -178,15 +181,14 @@ async def _error(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-async def _sampling(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
-    result = await ctx.session.create_message(
-        messages=[
-            types.SamplingMessage(
-                role="user", content=types.TextContent(type="text", text=str(args["prompt"]))
-            )
-        ],
-        max_tokens=100,
-        related_request_id=ctx.request_id,
+async def _sampling(ask: Ask, args: dict[str, Any]) -> types.CallToolResult:
+    message = types.SamplingMessage(
+        role="user", content=types.TextContent(type="text", text=str(args["prompt"]))
+    )
+    result = await ask(
+        types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(messages=[message], max_tokens=100)
+        )
     )
     content = result.content
     text = content.text if isinstance(content, types.TextContent) else str(content)
@@ -194,13 +196,17 @@ async def _sampling(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
 
 
 async def _elicit(
-    ctx: Context, message: str, schema: dict[str, Any], reply: str
+    ask: Ask, message: str, schema: dict[str, Any], reply: str
 ) -> types.CallToolResult:
-    result = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    result = await ask(
+        types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+        )
+    )
     return _text(reply.format(action=result.action, content=result.content))
 
 
-async def _elicitation(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+async def _elicitation(ask: Ask, args: dict[str, Any]) -> types.CallToolResult:
     schema = {
         "type": "object",
         "properties": {
@@ -210,11 +216,11 @@ async def _elicitation(ctx: Context, args: dict[str, Any]) -> types.CallToolResu
         "required": ["username", "email"],
     }
     return await _elicit(
-        ctx, str(args["message"]), schema, "User response: action={action}, content={content}"
+        ask, str(args["message"]), schema, "User response: action={action}, content={content}"
     )
 
 
-async def _sep1034_defaults(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+async def _sep1034_defaults(ask: Ask, args: dict[str, Any]) -> types.CallToolResult:
     schema = {
         "type": "object",
         "properties": {
@@ -230,7 +236,7 @@ async def _sep1034_defaults(ctx: Context, args: dict[str, Any]) -> types.CallToo
         },
     }
     return await _elicit(
-        ctx,
+        ask,
         "Please review and update the form fields with defaults",
         schema,
         "Elicitation completed: action={action}, content={content}",
@@ -241,7 +247,7 @@ def _titled(prefix: str, titles: tuple[str, ...]) -> list[dict[str, str]]:
     return [{"const": f"{prefix}{i}", "title": t} for i, t in enumerate(titles, start=1)]
 
 
-async def _sep1330_enums(ctx: Context, args: dict[str, Any]) -> types.CallToolResult:
+async def _sep1330_enums(ask: Ask, args: dict[str, Any]) -> types.CallToolResult:
     options = ["option1", "option2", "option3"]
     schema = {
         "type": "object",
@@ -266,7 +272,7 @@ async def _sep1330_enums(ctx: Context, args: dict[str, Any]) -> types.CallToolRe
         },
     }
     return await _elicit(
-        ctx,
+        ask,
         "Please select options from the enum fields",
         schema,
         "Elicitation completed: action={action}, content={content}",
@@ -336,6 +342,24 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
     # server-stateless: on 2026-07-28 its logs reach only a request that asked for them.
     "test_logging_tool": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
     "test_error_handling": ("Always returns an error", NO_ARGUMENTS, _error),
+    "test_reconnection": (
+        "Answers after a while, so that the server may close its stream first (SSE polling)",
+        NO_ARGUMENTS,
+        _reconnection,
+    ),
+    "test_custom_headers": (
+        "Takes a region that clients also send as the Mcp-Param-Region header",
+        _CUSTOM_HEADERS,
+        _custom_headers,
+    ),
+    "json_schema_2020_12_tool": (
+        "Tool with JSON Schema 2020-12 features",
+        _SCHEMA_2020_12,
+        _json_schema,
+    ),
+}
+# name -> (description, input schema, handler of the arguments and the answers)
+_ASKING_TOOLS: dict[str, tuple[str, dict[str, Any], AskingHandler]] = {
     "test_sampling": (
         "Asks the client's model",
         _arguments(prompt="The prompt to send to the LLM"),
@@ -356,21 +380,6 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
         NO_ARGUMENTS,
         _sep1330_enums,
     ),
-    "test_reconnection": (
-        "Answers after a while, so that the server may close its stream first (SSE polling)",
-        NO_ARGUMENTS,
-        _reconnection,
-    ),
-    "test_custom_headers": (
-        "Takes a region that clients also send as the Mcp-Param-Region header",
-        _CUSTOM_HEADERS,
-        _custom_headers,
-    ),
-    "json_schema_2020_12_tool": (
-        "Tool with JSON Schema 2020-12 features",
-        _SCHEMA_2020_12,
-        _json_schema,
-    ),
 }
 #: A tool's or a prompt's entry in its table.
 _Spec = TypeVar("_Spec")
@@ -378,6 +387,10 @@ _TOOLS: dict[str, tuple[str, dict[str, Any], Callable[[Context, Any], Awaitable[
     **{
         name: (about, schema, _plain(handler))
         for name, (about, schema, handler) in _PLAIN_TOOLS.items()
+    },
+    **{
+        name: (about, schema, asking(handler))
+        for name, (about, schema, handler) in _ASKING_TOOLS.items()
     },
     **MRTR_TOOLS,
 }

@@ -4,7 +4,12 @@ The SDK's lowlevel ``Server`` over Streamable HTTP on a real loopback port.
 It offers a text and a binary resource, a template, prompts (one with
 arguments and an embedded resource, one that asks the user first) and
 completions; tests change its lists and make it announce the change, and
-look at what it was asked.
+look at what it was asked. It speaks both eras, as an SDK server does: a
+handshake session is asked with a request during ``prompts/get`` and hears
+of list changes on its GET stream; a 2026-07-28 client is asked with an
+``input_required`` answer and hears of them on its ``subscriptions/listen``
+stream. ``handshake_only`` makes it refuse 2026-07-28 requests, as a server
+of the older revisions does.
 """
 
 from __future__ import annotations
@@ -15,11 +20,19 @@ from typing import Any
 
 import attrs
 import mcp_types as types
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.uri_template import UriTemplate
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tests.e2e.relay_support import serve_remote
 
@@ -62,21 +75,76 @@ class ContentRemote:
     resources: list[types.Resource] = attrs.field(factory=_resources)
     prompts: list[types.Prompt] = attrs.field(factory=_prompts)
     reads: list[str] = attrs.field(factory=list)
-    #: The newest MCP session that asked anything (the link's).
+    handshake_only: bool = False
+    #: The newest MCP session that asked anything (a handshake link's).
     session: ServerSession | None = None
+    #: Where 2026-07-28 listen streams hear of changes.
+    bus: InMemorySubscriptionBus = attrs.field(factory=InMemorySubscriptionBus)
 
     async def announce(self, what: str) -> None:
-        """Send ``notifications/<what>/list_changed`` on the newest session."""
-        assert self.session is not None
-        if what == "resources":
-            await self.session.send_resource_list_changed()
-        else:
-            await self.session.send_prompt_list_changed()
+        """Say that the ``what`` list (resources, prompts) changed, to either era."""
+        await self.bus.publish(
+            ResourcesListChanged() if what == "resources" else PromptsListChanged()
+        )
+        if self.session is not None:
+            if what == "resources":
+                await self.session.send_resource_list_changed()
+            else:
+                await self.session.send_prompt_list_changed()
+
+
+class _ChangingServer(Server[Any]):
+    """Declares its resource and prompt list changes to handshake sessions too."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options
+            or NotificationOptions(prompts_changed=True, resources_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _handshake(ctx: Any) -> bool:
+    return ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+async def _topic(ctx: Any, params: types.GetPromptRequestParams) -> str | types.InputRequiredResult:
+    """What ``ask`` asks the user first, as the caller's revision asks."""
+    question = types.ElicitRequestFormParams(
+        message="Which topic?",
+        requested_schema={
+            "type": "object",
+            "properties": {"topic": {"type": "string"}},
+            "required": ["topic"],
+        },
+    )
+    if _handshake(ctx):
+        answer: Any = await ctx.session.send_request(
+            types.ElicitRequest(params=question),
+            types.ElicitResult,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+        )
+    else:
+        answer = (params.input_responses or {}).get("topic")
+        if answer is None:
+            return types.InputRequiredResult(
+                input_requests={"topic": types.ElicitRequest(params=question)},
+                request_state="remote-state-1",
+            )
+        assert params.request_state == "remote-state-1"
+    return str((getattr(answer, "content", None) or {}).get("topic", "nothing"))
 
 
 def _build(state: ContentRemote) -> Server[Any]:
     def saw(ctx: Any) -> None:
-        state.session = ctx.session
+        if _handshake(ctx):
+            state.session = ctx.session
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         saw(ctx)
@@ -112,7 +180,9 @@ def _build(state: ContentRemote) -> Server[Any]:
         saw(ctx)
         return types.ListPromptsResult(prompts=state.prompts)
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         if params.name == "greet":
             text = f"Greet {arguments['who']} in {arguments.get('colour', 'grey')}."
@@ -134,21 +204,9 @@ def _build(state: ContentRemote) -> Server[Any]:
                 ],
             )
         if params.name == "ask":
-            answer = await ctx.session.send_request(
-                types.ElicitRequest(
-                    params=types.ElicitRequestFormParams(
-                        message="Which topic?",
-                        requested_schema={
-                            "type": "object",
-                            "properties": {"topic": {"type": "string"}},
-                            "required": ["topic"],
-                        },
-                    )
-                ),
-                types.ElicitResult,
-                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
-            )
-            topic = (answer.content or {}).get("topic", "nothing")
+            topic = await _topic(ctx, params)
+            if isinstance(topic, types.InputRequiredResult):
+                return topic
             return types.GetPromptResult(
                 messages=[
                     types.PromptMessage(
@@ -168,8 +226,9 @@ def _build(state: ContentRemote) -> Server[Any]:
             values = []
         return types.CompleteResult(completion=types.Completion(values=values))
 
-    return Server(
+    return _ChangingServer(
         "content-remote",
+        on_subscriptions_listen=ListenHandler(state.bus),
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
@@ -182,5 +241,5 @@ def _build(state: ContentRemote) -> Server[Any]:
 @asynccontextmanager
 async def content_server(state: ContentRemote) -> AsyncIterator[str]:
     """Serve the remote at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
-    async with serve_remote(_build(state)) as url:
+    async with serve_remote(_build(state), handshake=state.handshake_only) as url:
         yield url

@@ -4,6 +4,9 @@ The SDK's lowlevel ``Server`` (Streamable HTTP) on a real
 loopback port. Its tools report progress, log, ask for elicitation and
 sampling, return every content type and structured content, and wait to
 be cancelled; it records what it saw so tests can check the remote's side.
+By default it speaks only the handshake revisions, so that it asks with
+requests during the call; over 2026-07-28 (``handshake_only=False``) it
+asks with ``input_required`` results instead, under its own keys.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from tests.e2e.remote_support import handshake_only
 
 # A 1x1 PNG and an empty WAV, base64.
 PNG = (
@@ -78,10 +84,63 @@ class Remote:
     slow_cancelled: trio.Event = attrs.field(factory=trio.Event)
     #: What it lists (tests change it).
     tools: list[types.Tool] = attrs.field(factory=lambda: list(TOOLS))
+    #: Whether it speaks only the handshake revisions (else 2026-07-28 too).
+    handshake_only: bool = True
+    #: Over 2026-07-28: each call's requestState and input responses, and the
+    #: client capabilities it declared.
+    request_states: list[str | None] = attrs.field(factory=list)
+    input_responses: list[dict[str, Any]] = attrs.field(factory=list)
+    capabilities: list[types.ClientCapabilities | None] = attrs.field(factory=list)
 
 
 def _text(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def _asking(
+    state: Remote, ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The asking tools over 2026-07-28: ask with ``input_required``, answer on the retry."""
+    state.request_states.append(params.request_state)
+    state.input_responses.append(dict(params.input_responses or {}))
+    state.capabilities.append(ctx.session.client_capabilities)
+    key, question = {
+        "ask": (
+            "user_name",
+            types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message="Your name?",
+                    requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+                )
+            ),
+        ),
+        "sample": (
+            "greeting",
+            types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(
+                    messages=[
+                        types.SamplingMessage(
+                            role="user", content=types.TextContent(type="text", text="Say hi")
+                        )
+                    ],
+                    max_tokens=10,
+                )
+            ),
+        ),
+        "roots": ("client_roots", types.ListRootsRequest()),
+    }[params.name]
+    answer = (params.input_responses or {}).get(key)
+    if answer is None:
+        return types.InputRequiredResult(
+            input_requests={key: question}, request_state=f"remote-state-{params.name}"
+        )
+    if params.request_state not in (None, f"remote-state-{params.name}"):
+        raise MCPError(types.INVALID_PARAMS, "not my state")
+    if params.name == "ask":
+        return _text(f"{answer.action}: {(answer.content or {}).get('name')}")
+    if params.name == "sample":
+        return _text(f"sampled by {answer.model}: {answer.content.text}")
+    return _text("roots: " + ", ".join(str(root.uri) for root in answer.roots))
 
 
 def build_remote(state: Remote) -> Server[Any]:
@@ -90,7 +149,15 @@ def build_remote(state: Remote) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=state.tools)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and params.name in (
+            "ask",
+            "sample",
+            "roots",
+        ):
+            return _asking(state, ctx, params)
         session = ctx.session
         related = ServerMessageMetadata(related_request_id=ctx.request_id)
         arguments = params.arguments or {}
@@ -198,14 +265,20 @@ def build_remote(state: Remote) -> Server[Any]:
 @asynccontextmanager
 async def remote_server(state: Remote) -> AsyncIterator[str]:
     """Serve the remote at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
-    async with serve_remote(build_remote(state)) as url:
+    async with serve_remote(build_remote(state), handshake=state.handshake_only) as url:
         yield url
 
 
 @asynccontextmanager
-async def serve_remote(server: Server[Any]) -> AsyncIterator[str]:
-    """Serve ``server`` at ``http://127.0.0.1:<port>/mcp`` until the block ends."""
+async def serve_remote(server: Server[Any], *, handshake: bool = False) -> AsyncIterator[str]:
+    """Serve ``server`` at ``http://127.0.0.1:<port>/mcp`` until the block ends.
+
+    ``handshake``: it refuses requests of 2026-07-28, as a server of the
+    handshake revisions alone does.
+    """
     app = server.streamable_http_app(streamable_http_path="/mcp")
+    if handshake:
+        app = handshake_only(app)
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None

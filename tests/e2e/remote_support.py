@@ -5,11 +5,15 @@ The third party is the ``mcp`` SDK's own lowlevel server
 its tools, make it announce ``notifications/tools/list_changed``, stop it and
 start it again on the same port, and look at what it saw: the credentials,
 the calls, the MCP sessions agentws opened and the requests still open.
+It speaks every revision the SDK does (agentws's links then speak
+2026-07-28 to it), or only the handshake ones (:func:`handshake_only`), as
+a server built on an SDK before 2026-07-28 does.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +26,9 @@ import trio
 from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.config import Settings
 from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
@@ -63,11 +70,18 @@ class ThirdParty:
     open_requests: dict[str, int] = attrs.field(factory=dict)
     #: The port it last listened on; a restart reuses it.
     port: int = 0
+    #: Whether it speaks only the handshake revisions.
+    handshake_only: bool = False
+    #: The protocol version of each request that listed tools or called one.
+    versions: list[str | None] = attrs.field(factory=list)
+    #: Where its 2026-07-28 change notifications go (to ``subscriptions/listen`` streams).
+    bus: InMemorySubscriptionBus = attrs.field(factory=InMemorySubscriptionBus)
 
     def saw(self, ctx: Any) -> None:
         if not self.sessions or self.sessions[-1] is not ctx.session:
             self.sessions.append(ctx.session)
         self.session_ids.append(ctx.request.headers.get("mcp-session-id") if ctx.request else None)
+        self.versions.append(ctx.protocol_version)
 
     @property
     def distinct_sessions(self) -> int:
@@ -75,8 +89,11 @@ class ThirdParty:
         return len(set(self.session_ids))
 
     async def announce_list_changed(self) -> None:
-        """Send ``notifications/tools/list_changed`` on the newest session."""
-        await self.sessions[-1].send_tool_list_changed()
+        """Send ``notifications/tools/list_changed``: on the newest session, or to listeners."""
+        if self.versions and self.versions[-1] in MODERN_PROTOCOL_VERSIONS:
+            await self.bus.publish(ToolsListChanged())
+        else:
+            await self.sessions[-1].send_tool_list_changed()
 
 
 def tool(name: str, description: str, **hints: bool) -> types.Tool:
@@ -86,6 +103,33 @@ def tool(name: str, description: str, **hints: bool) -> types.Tool:
         input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
         annotations=types.ToolAnnotations(**hints) if hints else None,
     )
+
+
+def handshake_only(app: Any) -> Any:
+    """``app`` as a server of the handshake revisions only: 2026-07-28 requests are refused.
+
+    As a server built on an SDK of before that revision answers a request
+    without a session: 400, with a JSON-RPC error.
+    """
+
+    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if version not in MODERN_PROTOCOL_VERSIONS:
+            await app(scope, receive, send)
+            return
+        error = {"code": -32600, "message": "Bad Request: Missing session ID"}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return asgi
 
 
 def _counting(app: Any, state: ThirdParty) -> Any:
@@ -122,8 +166,14 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
             content=[types.TextContent(type="text", text=f"third-party found: {query}")]
         )
 
-    server: Server[Any] = Server("third-party", on_list_tools=list_tools, on_call_tool=call_tool)
-    app = _counting(server.streamable_http_app(streamable_http_path="/mcp"), state)
+    server: Server[Any] = Server(
+        "third-party",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(state.bus),
+    )
+    app = server.streamable_http_app(streamable_http_path="/mcp")
+    app = _counting(handshake_only(app) if state.handshake_only else app, state)
     config = Config()
     config.bind = [f"127.0.0.1:{state.port}"]
     config.accesslog = None

@@ -157,22 +157,9 @@ MODERN = "2026-07-28"
 # json_* one, offer exactly the names the suite calls.
 CONNECTORS = ("test", "json")
 
-_FIXTURE_KEY = (
-    "expects the fixture's own name for its question (user_name); through agentws the "
-    "question is the remote connector's elicitation request, which agentws names itself (q1)"
-)
 #: ``suite/scenario`` -> why agentws fails it today (issue 23). One entry per
 #: scenario that does not pass; delete it when the feature lands.
-KNOWN_GAPS: dict[str, str] = {
-    "v2/input-required-result-basic-elicitation": _FIXTURE_KEY,
-    "v2/input-required-result-ignore-extra-params": (
-        _FIXTURE_KEY + "; it sends the answer with the first call, before any question"
-    ),
-    "v2/input-required-result-non-tool-request": (
-        "the fixture's prompt answers input_required, which reaches agentws only over a "
-        "link of the 2026-07-28 revision; agentws's links speak the handshake revisions"
-    ),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)

@@ -65,8 +65,15 @@ async def _label(store: Store, connector: Connector, name: str, label: Capabilit
     await store.update(attrs.evolve(cached, label=label))  # as an admin would
 
 
-async def test_a_link_fills_the_cache_and_follows_list_changed(tmp_path: Path) -> None:
-    state = ThirdParty([tool("search", "Search", read_only_hint=True)])
+@pytest.mark.parametrize("handshake_only", [True, False], ids=["handshake", "modern"])
+async def test_a_link_fills_the_cache_and_follows_list_changed(
+    tmp_path: Path, handshake_only: bool
+) -> None:
+    # A remote of 2026-07-28 sends the notification on the listen stream the
+    # link keeps open; an older one on the session's GET stream.
+    state = ThirdParty(
+        [tool("search", "Search", read_only_hint=True)], handshake_only=handshake_only
+    )
     async with running(tmp_path, with_library=False, **ENV) as server:
         links = server.runtime.links
         async with third_party_server(state) as url:
@@ -76,11 +83,13 @@ async def test_a_link_fills_the_cache_and_follows_list_changed(tmp_path: Path) -
             [link] = links.states()
             assert link.connected
             assert link.transport == "streamable_http"
+            assert link.protocol_version == ("2025-11-25" if handshake_only else "2026-07-28")
 
             # The periodic refresh is off: only the remote's notification can
             # bring the new tool. The notification travels on the session's GET
-            # stream, which the client opens just after the handshake; until it
-            # is open the remote drops notifications, so announce until heard.
+            # stream (or the listen stream), which the client opens just after
+            # it connects; until it is open the remote drops notifications, so
+            # announce until heard.
             state.tools = [*state.tools, tool("fetch", "Fetch", read_only_hint=True)]
             with trio.fail_after(TIMEOUT_S):
                 while await _cached(server.store, connector) != {"search", "fetch"}:
@@ -100,7 +109,8 @@ async def test_a_link_fills_the_cache_and_follows_list_changed(tmp_path: Path) -
 
 
 async def test_calls_share_one_session_and_outlive_a_remote_restart(tmp_path: Path) -> None:
-    state = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    # Sessions are the handshake's: the remote here has no other.
+    state = ThirdParty([tool("search", "Search", read_only_hint=True)], handshake_only=True)
     async with running(tmp_path, with_library=False, **ENV) as server:
         async with third_party_server(state) as url:
             connector = await _connect(server.store, url)
@@ -148,7 +158,7 @@ async def test_calls_share_one_session_and_outlive_a_remote_restart(tmp_path: Pa
 async def test_a_restarted_remote_gets_a_new_session_for_a_read_call(tmp_path: Path) -> None:
     # The remote restarts between two calls, faster than the link notices: the
     # call meets "session terminated" and goes again over a new session.
-    state = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    state = ThirdParty([tool("search", "Search", read_only_hint=True)], handshake_only=True)
     async with running(tmp_path, with_library=False, **ENV) as server:
         links = server.runtime.links
         async with third_party_server(state) as url:
@@ -162,21 +172,26 @@ async def test_a_restarted_remote_gets_a_new_session_for_a_read_call(tmp_path: P
             assert state.distinct_sessions == 2
 
 
-async def test_shutdown_closes_every_remote_connection(tmp_path: Path) -> None:
-    state = ThirdParty([tool("search", "Search")])
+@pytest.mark.parametrize("handshake_only", [True, False], ids=["handshake", "modern"])
+async def test_shutdown_closes_every_remote_connection(
+    tmp_path: Path, handshake_only: bool
+) -> None:
+    state = ThirdParty([tool("search", "Search")], handshake_only=handshake_only)
+    # The link holds a stream open for notifications: the session's GET
+    # stream, or (2026-07-28) the response to its subscriptions/listen.
+    held = "GET" if handshake_only else "POST"
     async with third_party_server(state) as url:
         server: Running
         async with running(tmp_path, with_library=False, **ENV) as server:
             connector = await _connect(server.store, url)
             await server.runtime.links.reconcile()
             await _until_cached(server.store, connector, {"search"})
-            # The link holds the session's GET stream open for notifications.
             await wait_for(
-                lambda: state.open_requests.get("GET") == 1, timeout_s=TIMEOUT_S, what="GET stream"
+                lambda: state.open_requests.get(held) == 1, timeout_s=TIMEOUT_S, what="a stream"
             )
         assert server.runtime.links.states() == []
         await wait_for(
-            lambda: state.open_requests.get("GET") == 0,
+            lambda: state.open_requests.get(held) == 0,
             timeout_s=TIMEOUT_S,
             what="the remote to see our stream closed",
         )

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import httpx2
+import pytest
 import trio
 
 from agentws.registry import create_group, create_token, create_workspace
@@ -76,26 +77,30 @@ async def test_sigterm_with_open_sessions_ends_their_streams_and_exits_0(
         assert "Traceback" not in server.stderr()
 
 
+@pytest.mark.parametrize("handshake_only", [True, False], ids=["handshake", "modern"])
 async def test_sigterm_closes_the_links_to_remote_mcp_servers(
-    tmp_path: Path, sqlite_url: str
+    tmp_path: Path, sqlite_url: str, handshake_only: bool
 ) -> None:
-    state = ThirdParty([tool("search", "Search")])
+    state = ThirdParty([tool("search", "Search")], handshake_only=handshake_only)
+    # The link holds a stream open: the session's GET stream, or (2026-07-28)
+    # the response to its subscriptions/listen.
+    held = "GET" if handshake_only else "POST"
     await _token(sqlite_url)
     async with third_party_server(state) as remote_url:
         async with open_store(sqlite_url) as store:
             await add_remote(store, remote_url)
         env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
         async with running_serve(tmp_path, sqlite_url, **env) as server:
-            # The service links the connector as it starts and holds its GET stream.
+            # The service links the connector as it starts and holds its stream.
             await wait_for(
-                lambda: state.open_requests.get("GET") == 1, timeout_s=REQUEST_S, what="the link"
+                lambda: state.open_requests.get(held) == 1, timeout_s=REQUEST_S, what="the link"
             )
             sent_at = trio.current_time()
             code = await server.stop(signal.SIGTERM)
             assert code == 0
             assert trio.current_time() - sent_at < GRACE_S + EXIT_SLACK_S
             await wait_for(
-                lambda: state.open_requests.get("GET") == 0,
+                lambda: state.open_requests.get(held) == 0,
                 timeout_s=REQUEST_S,
                 what="the remote to see the link closed",
             )

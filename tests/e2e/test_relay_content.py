@@ -5,7 +5,10 @@ as connector ``notes`` of a running agentws; SDK clients of every era list
 and read its resources under the remote's own URIs beside the group's
 documents, get its prompts as ``notes_<prompt>``, complete their arguments,
 answer what the remote asks during ``prompts/get``, and hear when the
-remote's lists change.
+remote's lists change. Over a link of either era: the remote speaks
+2026-07-28 (as SDK servers do), or the handshake revisions alone
+(``handshake_only``). A 2026-07-28 client over a 2026-07-28 link gets the
+remote's own questions, under its keys, with a state sealed for it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
 ENV = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "10"}
+
+
+LINKS = ["modern", "handshake"]
+
+
+def remote_for(link: str) -> ContentRemote:
+    return ContentRemote(handshake_only=link == "handshake")
 
 
 @asynccontextmanager
@@ -109,7 +119,8 @@ async def test_a_remotes_resources_and_prompts_are_its_groups(
             assert items.completion.values == ["42"]
 
 
-async def test_a_remote_prompt_asks_the_client_with_a_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("link", LINKS)
+async def test_a_remote_prompt_asks_the_client_with_a_session(tmp_path: Path, link: str) -> None:
     asked: list[str] = []
 
     async def answer(
@@ -119,7 +130,7 @@ async def test_a_remote_prompt_asks_the_client_with_a_session(tmp_path: Path) ->
         return types.ElicitResult(action="accept", content={"topic": "trio"})
 
     async with (
-        with_notes(tmp_path, ContentRemote()) as server,
+        with_notes(tmp_path, remote_for(link)) as server,
         sdk_session(server, "streamable", elicitation_callback=answer) as session,
     ):
         with trio.fail_after(TIMEOUT_S):
@@ -142,8 +153,9 @@ async def test_a_2026_07_28_client_lists_reads_and_gets_them_too(tmp_path: Path)
             assert _text(got.messages[0].content) == "Greet Grace in grey."
 
 
-async def test_sessions_hear_when_a_remotes_lists_change(tmp_path: Path) -> None:
-    state, heard = ContentRemote(), Heard()
+@pytest.mark.parametrize("link", LINKS)
+async def test_sessions_hear_when_a_remotes_lists_change(tmp_path: Path, link: str) -> None:
+    state, heard = remote_for(link), Heard()
     n = itertools.count()
     async with (
         with_notes(tmp_path, state) as server,
@@ -174,6 +186,61 @@ async def test_sessions_hear_when_a_remotes_lists_change(tmp_path: Path) -> None
         with trio.fail_after(TIMEOUT_S):
             uris = {str(r.uri) for r in (await session.list_resources()).resources}
         assert any(uri.startswith("note://new") for uri in uris)
+
+
+async def test_a_2026_07_28_client_gets_the_remotes_own_questions(tmp_path: Path) -> None:
+    async def unused(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        raise AssertionError("the rounds are driven by hand here")
+
+    async with (
+        with_notes(tmp_path, ContentRemote()) as server,
+        # The callback declares the elicitation capability.
+        modern_client(server, elicitation_callback=unused) as client,
+    ):
+        session = client.session
+        with trio.fail_after(TIMEOUT_S):
+            asked = await session.get_prompt("notes_ask", allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult)
+            # The remote's question under its own key; the state is agentws's, sealed.
+            assert list(asked.input_requests or {}) == ["topic"]
+            state = asked.request_state
+            assert state is not None and "remote-state-1" not in state
+            answer = {"topic": types.ElicitResult(action="accept", content={"topic": "trio"})}
+            got = await session.get_prompt("notes_ask", input_responses=answer, request_state=state)
+            assert isinstance(got, types.GetPromptResult)
+            assert _text(got.messages[0].content) == "About trio."
+
+            with pytest.raises(MCPError) as tampered:
+                await session.get_prompt(
+                    "notes_ask", input_responses=answer, request_state=state[:-4] + "AAAA"
+                )
+            assert tampered.value.error.code == types.INVALID_PARAMS
+            with pytest.raises(MCPError) as elsewhere:
+                await session.get_prompt(
+                    "notes_greet", {"who": "x"}, input_responses=answer, request_state=state
+                )
+            assert elsewhere.value.error.code == types.INVALID_PARAMS
+            assert "another call" in elsewhere.value.error.message
+
+
+async def test_a_2026_07_28_client_answers_only_what_it_declared(tmp_path: Path) -> None:
+    async def answer(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"topic": "nurseries"})
+
+    async with with_notes(tmp_path, ContentRemote()) as server:
+        async with modern_client(server, elicitation_callback=answer) as client:
+            with trio.fail_after(TIMEOUT_S):
+                # The SDK's client drives the rounds with its callback.
+                got = await client.get_prompt("notes_ask")
+            assert _text(got.messages[0].content) == "About nurseries."
+        async with modern_client(server) as client:
+            with trio.fail_after(TIMEOUT_S), pytest.raises(MCPError) as refused:
+                await client.session.get_prompt("notes_ask", allow_input_required=True)
+        assert refused.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
 def _closed_port() -> int:

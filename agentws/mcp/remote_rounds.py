@@ -1,0 +1,70 @@
+"""The way back to the caller of a request relayed to a remote connector, by the caller's era.
+
+``resources/read`` of a remote's resource and ``prompts/get`` of a remote's
+prompt (:mod:`agentws.connectors.remote_content`) may make the remote ask
+the caller something first:
+
+- a client with a session is asked as during a tool call: the remote's
+  requests reach it as requests (:class:`~agentws.mcp.relay_channel.McpRelayChannel`);
+- a client of 2026-07-28 gets the remote's ``input_required`` answer, its
+  questions under the remote's own keys, with a ``requestState`` sealed for
+  this token, remote, resource or prompt and arguments
+  (:mod:`agentws.mcp.passthrough`); its retry goes back to the remote. That
+  takes a link of 2026-07-28 too: a remote on a handshake link that asks
+  such a client something is told it cannot, and the client gets
+  ``MissingRequiredClientCapability`` if it had not declared what was asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentws.domain.models import Connector
+from agentws.mcp.modern_calls import ModernChannel
+from agentws.mcp.passthrough import CallBinding, Passthrough, StateSeal
+from agentws.mcp.relay_channel import McpRelayChannel
+from agentws.tools.caller_channel import CallerChannel
+
+__all__ = ["relayed"]
+
+R = TypeVar("R")
+Context = ServerRequestContext[Any]
+
+
+def _hash(arguments: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()
+
+
+async def relayed(
+    ctx: Context,
+    seal: StateSeal,
+    connector: Connector,
+    what: str,
+    params: types.InputResponseRequestParams,
+    arguments: Mapping[str, Any],
+    send: Callable[[CallerChannel], Awaitable[R]],
+) -> R:
+    """``send(channel)`` with the channel the caller's era takes the remote's questions on.
+
+    ``what`` names the request (``prompts/get review``); with ``arguments``
+    and the connector it is what a passed-through state is bound to.
+
+    Error handling:
+        As ``send``; MCPError ``INVALID_PARAMS`` for a ``requestState`` of
+        ours that does not hold; ``MissingRequiredClientCapability`` as above.
+    """
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return await send(McpRelayChannel(ctx))
+    caller = ctx.lifespan_context.caller
+    binding = CallBinding(caller.token_id, connector.id, what, _hash(arguments))
+    channel = ModernChannel(ctx, passthrough=Passthrough.of(seal, binding, params))
+    result = await send(channel)
+    channel.check()
+    return result
