@@ -48,7 +48,7 @@ from agentws.connectors.link_sessions import (
     SyncTools,
 )
 from agentws.connectors.modern_link import call_over, is_modern
-from agentws.connectors.relay import CallerChannel, calling
+from agentws.connectors.relay import CallerChannel, RoundChannel, calling
 from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
@@ -250,6 +250,15 @@ class RemoteLinks:
                         )
                 except MCPError as exc:
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
+                    passed = channel.remote_round if isinstance(channel, RoundChannel) else None
+                    if (
+                        failure is None
+                        and passed is not None
+                        and exc.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+                    ):
+                        # The remote was told what the caller declared, and
+                        # needs more: the caller's error, as if agentws had asked.
+                        passed.refused(exc.error.data)
                     if failure is None:
                         return _error_result(
                             f"{connector.name} answered: {upstream_excerpt(exc.error.message)}"

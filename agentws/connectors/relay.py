@@ -109,6 +109,10 @@ class RemoteRound:
     capabilities: dict[str, Any]
     #: Makes the remote's ``input_required`` answer the caller's.
     pass_back: Callable[[types.InputRequiredResult], types.InputRequiredResult]
+    #: Told the remote refused the round for capabilities the caller did not
+    #: declare (its ``MissingRequiredClientCapability`` error's data): the
+    #: caller gets that error, not a tool result.
+    refused: Callable[[Any], None]
 
 
 @runtime_checkable

@@ -119,7 +119,13 @@ class ModernChannel:
                 else {}
             ),
             pass_back=self._pass_back,
+            refused=self._refused,
         )
+
+    def _refused(self, data: Any) -> None:
+        required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+        names = [str(name) for name in required] if isinstance(required, dict) else []
+        self.missing.extend(names or ["(unnamed by the remote)"])
 
     def _pass_back(self, result: types.InputRequiredResult) -> types.InputRequiredResult:
         # The remote was told what the client declared; one that asks for more
