@@ -225,9 +225,16 @@ async def test_the_remote_hears_a_clear_error_when_the_client_cannot_answer(
     assert "the calling client does not support sampling" in sampled
 
 
-@pytest.mark.parametrize("transport", ["streamable", "sse"])
-async def test_a_cancelled_call_is_cancelled_at_the_remote(tmp_path: Path, transport: str) -> None:
-    state = Remote()
+@pytest.mark.parametrize(
+    ("transport", "link"),
+    [("streamable", "handshake"), ("sse", "handshake"), ("streamable", "2026-07-28")],
+)
+async def test_a_cancelled_call_is_cancelled_at_the_remote(
+    tmp_path: Path, transport: str, link: str
+) -> None:
+    # Over a handshake link the link sends notifications/cancelled; over a
+    # 2026-07-28 one it closes the call's request. Either way the remote stops.
+    state = Remote(handshake_only=link == "handshake")
     async with relayed(tmp_path, state) as server, sdk_session(server, transport) as session:
         with trio.fail_after(TIMEOUT_S):
             async with trio.open_nursery() as nursery:
