@@ -2,7 +2,8 @@
 
 The suite's ``server-stateless`` scenario (SEP-2575, 2026-07-28) calls tools
 of fixed names to see what a stateless server does:
-``test_missing_capability`` and ``test_streaming_elicitation`` need a client
+``test_logging_tool`` logs (which reach only a request that asked for
+them), ``test_missing_capability`` and ``test_streaming_elicitation`` need a client
 capability (sampling, elicitation) and refuse a request that did not declare
 it with ``MissingRequiredClientCapabilityError`` (-32021); given it, they ask
 the client the way its revision does (an ``input_required`` answer on
@@ -204,6 +205,15 @@ def diagnostic_tools(
         await changes.toggle_prompt()
         return _text("Added a prompt" if changes.extra_prompt else "Removed a prompt")
 
+    async def logging(ctx: Context, params: types.CallToolRequestParams) -> Answer:
+        # On 2026-07-28 its logs reach only a request that asked for them. The
+        # scenario reads the answer for half a second only: no pauses.
+        for message in ("Tool execution started", "Tool execution completed"):
+            await ctx.session.send_log_message(
+                "info", message, logger="conformance", related_request_id=ctx.request_id
+            )
+        return _text("Tool with logging executed successfully")
+
     async def dynamic(ctx: Context, params: types.CallToolRequestParams) -> Answer:
         return _text("This tool comes and goes with test_trigger_tool_change.")
 
@@ -218,6 +228,7 @@ def diagnostic_tools(
             NO_ARGUMENTS,
             _streaming_elicitation,
         ),
+        "test_logging_tool": ("Logs two messages at once", NO_ARGUMENTS, logging),
         "test_trigger_tool_change": (
             f"Adds or removes {DYNAMIC_TOOL}",
             NO_ARGUMENTS,

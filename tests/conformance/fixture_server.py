@@ -339,8 +339,6 @@ _PLAIN_TOOLS: dict[str, tuple[str, dict[str, Any], PlainHandler]] = {
     "test_multiple_content_types": ("Returns text, image and resource", NO_ARGUMENTS, _mixed),
     "test_tool_with_logging": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
     "test_tool_with_progress": ("Reports progress while it runs", NO_ARGUMENTS, _progress),
-    # server-stateless: on 2026-07-28 its logs reach only a request that asked for them.
-    "test_logging_tool": ("Logs three messages while it runs", NO_ARGUMENTS, _logging),
     "test_error_handling": ("Always returns an error", NO_ARGUMENTS, _error),
     "test_reconnection": (
         "Answers after a while, so that the server may close its stream first (SSE polling)",
