@@ -24,7 +24,7 @@ that cannot be asked (down, slow, not an MCP server) offers nothing for
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 import attrs
 import mcp_types as types
@@ -36,13 +36,22 @@ from mcp.shared.uri_template import UriTemplate
 from agentws.connectors.links import RemoteLinks
 from agentws.connectors.modern_link import in_rounds, is_modern
 from agentws.connectors.relay import CallerChannel
-from agentws.connectors.remote_mcp import RemoteError
+from agentws.connectors.remote_mcp import RemoteError, all_pages
 from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import NotFoundError
 from agentws.redaction import upstream_excerpt
 from agentws.store import Store
 
-__all__ = ["LIST_S", "RETRY_S", "ContentLists", "RemoteContent", "RemotePrompt"]
+__all__ = [
+    "LIST_S",
+    "RETRY_S",
+    "ContentLists",
+    "RemoteContent",
+    "RemotePrompt",
+    "listed_resources",
+    "listed_templates",
+    "named_prompts",
+]
 
 log = logging.getLogger("agentws.connectors")
 
@@ -50,8 +59,6 @@ log = logging.getLogger("agentws.connectors")
 LIST_S = 5.0
 #: A remote whose lists could not be had is asked again after this long.
 RETRY_S = 30.0
-# A remote whose lists keep handing out cursors is broken or hostile.
-_MAX_PAGES = 100
 # The URI scheme of agentws's own resources: never a remote's.
 _OWN_SCHEME = "agentws://"
 
@@ -80,27 +87,6 @@ class _Kept:
     until: float | None = None
 
 
-async def _pages(session: ClientSession, kind: str) -> list[Any]:
-    """Every item of the remote's ``kind`` list, following cursors."""
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        if kind == "resources":
-            page: Any = await session.list_resources(params=params)
-            items.extend(page.resources)
-        elif kind == "templates":
-            page = await session.list_resource_templates(params=params)
-            items.extend(page.resource_templates)
-        else:
-            page = await session.list_prompts(params=params)
-            items.extend(page.prompts)
-        cursor = page.next_cursor
-        if not cursor:
-            return items
-    raise RemoteError(f"the remote's {kind} list has more than {_MAX_PAGES} pages")
-
-
 async def _fetch(session: ClientSession) -> ContentLists:
     capabilities = session.server_capabilities
     if capabilities is None:
@@ -109,10 +95,12 @@ async def _fetch(session: ClientSession) -> ContentLists:
     templates: list[types.ResourceTemplate] = []
     prompts: list[types.Prompt] = []
     if capabilities.resources is not None:
-        resources = await _pages(session, "resources")
-        templates = await _pages(session, "templates")
+        resources = await all_pages(lambda p: session.list_resources(params=p), "resources")
+        templates = await all_pages(
+            lambda p: session.list_resource_templates(params=p), "resource_templates"
+        )
     if capabilities.prompts is not None:
-        prompts = await _pages(session, "prompts")
+        prompts = await all_pages(lambda p: session.list_prompts(params=p), "prompts")
     return ContentLists(
         resources=tuple(r for r in resources if not str(r.uri).startswith(_OWN_SCHEME)),
         templates=tuple(t for t in templates if not t.uri_template.startswith(_OWN_SCHEME)),
@@ -125,6 +113,35 @@ def _matches(template: str, uri: str) -> bool:
         return UriTemplate.parse(template).match(uri) is not None
     except Exception:  # a template the remote got wrong matches nothing
         return False
+
+
+ByConnector = Sequence[tuple[Connector, ContentLists]]
+
+
+def listed_resources(by_connector: ByConnector) -> list[types.Resource]:
+    """The resources of :meth:`RemoteContent.of_group`'s answer: each URI once, the first's."""
+    seen: set[str] = set()
+    resources = []
+    for _, lists in by_connector:
+        for resource in lists.resources:
+            if str(resource.uri) not in seen:
+                seen.add(str(resource.uri))
+                resources.append(resource)
+    return resources
+
+
+def listed_templates(by_connector: ByConnector) -> list[types.ResourceTemplate]:
+    """The resource templates of :meth:`RemoteContent.of_group`'s answer."""
+    return [t for _, lists in by_connector for t in lists.templates]
+
+
+def named_prompts(by_connector: ByConnector) -> dict[str, RemotePrompt]:
+    """The prompts of :meth:`RemoteContent.of_group`'s answer, by the name a group offers."""
+    return {
+        f"{connector.name}_{prompt.name}": RemotePrompt(connector, prompt)
+        for connector, lists in by_connector
+        for prompt in lists.prompts
+    }
 
 
 @attrs.define(eq=False)
@@ -212,26 +229,15 @@ class RemoteContent:
 
     async def resources(self, group: Group) -> list[types.Resource]:
         """The group's remote resources: each URI once, the first connector's."""
-        seen: set[str] = set()
-        resources = []
-        for _, lists in await self.of_group(group):
-            for resource in lists.resources:
-                if str(resource.uri) not in seen:
-                    seen.add(str(resource.uri))
-                    resources.append(resource)
-        return resources
+        return listed_resources(await self.of_group(group))
 
     async def templates(self, group: Group) -> list[types.ResourceTemplate]:
         """The group's remote resource templates."""
-        return [t for _, lists in await self.of_group(group) for t in lists.templates]
+        return listed_templates(await self.of_group(group))
 
     async def prompts(self, group: Group) -> dict[str, RemotePrompt]:
         """The group's remote prompts by the name it offers them under."""
-        return {
-            f"{connector.name}_{prompt.name}": RemotePrompt(connector, prompt)
-            for connector, lists in await self.of_group(group)
-            for prompt in lists.prompts
-        }
+        return named_prompts(await self.of_group(group))
 
     async def owner(self, group: Group, uri: str) -> Connector | None:
         """The connector whose remote offers ``uri``: listed it, else a template of its matches."""

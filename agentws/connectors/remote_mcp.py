@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import httpx2
@@ -47,6 +47,7 @@ __all__ = [
     "Probe",
     "RemoteError",
     "SyncReport",
+    "all_pages",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -60,7 +61,7 @@ __all__ = [
 
 log = logging.getLogger("agentws.connectors")
 
-# A remote whose tools/list keeps handing out cursors is broken or hostile.
+# A remote whose list keeps handing out cursors is broken or hostile.
 _MAX_PAGES = 100
 
 
@@ -85,18 +86,29 @@ def suggested_label(tool: types.Tool) -> Capability:
     return Capability.WRITE
 
 
-async def list_all_tools(session: ClientSession) -> list[types.Tool]:
-    """Every tool the remote lists, following ``nextCursor`` through all pages."""
-    tools: list[types.Tool] = []
+async def all_pages(
+    ask: Callable[[types.PaginatedRequestParams | None], Awaitable[Any]], items: str
+) -> list[Any]:
+    """Every item of a list the remote pages: ``ask(params)`` per page, its field ``items``.
+
+    Error handling:
+        :class:`RemoteError` past ``_MAX_PAGES`` pages.
+    """
+    found: list[Any] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        tools += page.tools
+        page = await ask(types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        found.extend(getattr(page, items))
         cursor = page.next_cursor
         if not cursor:
-            return tools
-    raise RemoteError(f"the remote's tool list goes on for more than {_MAX_PAGES} pages")
+            return found
+    raise RemoteError(f"the remote's {items} list goes on for more than {_MAX_PAGES} pages")
+
+
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool the remote lists, following ``nextCursor`` through all pages."""
+    tools: list[types.Tool] = await all_pages(lambda p: session.list_tools(params=p), "tools")
+    return tools
 
 
 T = TypeVar("T")

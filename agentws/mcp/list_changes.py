@@ -41,7 +41,12 @@ from mcp.shared.subscriptions import (
 )
 
 from agentws.changes import ChangeFeed, Topic
-from agentws.connectors.remote_content import RemoteContent
+from agentws.connectors.remote_content import (
+    RemoteContent,
+    listed_resources,
+    listed_templates,
+    named_prompts,
+)
 from agentws.domain.models import Group
 from agentws.mcp.prompts import named_skills
 from agentws.mcp.sessions import McpSession, SessionSupervisor
@@ -116,13 +121,14 @@ async def snapshot(
         for name, (_, skill) in (await named_skills(store, group)).items()
     )
     if remote is not None:
+        by_connector = await remote.of_group(group)
         resources += tuple(
             (str(r.uri), r.model_dump_json(exclude_none=True))
-            for r in await remote.resources(group)
-        ) + tuple((t.model_dump_json(exclude_none=True),) for t in await remote.templates(group))
+            for r in listed_resources(by_connector)
+        ) + tuple((t.model_dump_json(exclude_none=True),) for t in listed_templates(by_connector))
         prompts += tuple(
             (name, found.prompt.model_dump_json(exclude_none=True))
-            for name, found in (await remote.prompts(group)).items()
+            for name, found in named_prompts(by_connector).items()
         )
     return Snapshot(
         tools,

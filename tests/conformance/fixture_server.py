@@ -31,17 +31,14 @@ that only one of several connectors serves them.
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
-import hypercorn.trio
 import mcp_types as types
 import trio
-from hypercorn.config import Config
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
@@ -56,6 +53,7 @@ from tests.conformance.fixture_catalog import (
 )
 from tests.conformance.fixture_changes import ListChanges, ListChangingServer, diagnostic_tools
 from tests.conformance.fixture_mrtr import MRTR_TOOLS, Ask, AskingHandler, asking
+from tests.loopback import serve_loopback
 
 __all__ = ["TOOL_NAMES", "open_fixture_server"]
 
@@ -482,19 +480,8 @@ async def open_fixture_server(
     app = fixture_server(prefix, resources=resources).streamable_http_app(
         streamable_http_path="/mcp"
     )
-    config = Config()
-    config.bind = [f"127.0.0.1:{port}"]
-    config.accesslog = None
-    config.graceful_timeout = 0.2
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        try:
-            yield f"{binds[0]}/mcp"
-        finally:
-            stop.set()
+    async with serve_loopback(app, port) as base:
+        yield f"{base}/mcp"
 
 
 async def _main(port: int) -> None:

@@ -11,16 +11,13 @@ asks with ``input_required`` results instead, under its own keys.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
-import hypercorn.trio
 import mcp_types as types
 import trio
-from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
@@ -28,6 +25,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tests.e2e.remote_support import handshake_only
+from tests.loopback import serve_loopback
 
 # A 1x1 PNG and an empty WAV, base64.
 PNG = (
@@ -279,15 +277,5 @@ async def serve_remote(server: Server[Any], *, handshake: bool = False) -> Async
     app = server.streamable_http_app(streamable_http_path="/mcp")
     if handshake:
         app = handshake_only(app)
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    # Our links hold a stream open: do not wait long for it when stopping.
-    config.graceful_timeout = 0.2
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        yield f"{binds[0]}/mcp"
-        stop.set()
+    async with serve_loopback(app) as base:
+        yield f"{base}/mcp"

@@ -12,7 +12,6 @@ a server built on an SDK before 2026-07-28 does.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import hypercorn.trio
 import mcp_types as types
 import trio
-from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
@@ -40,6 +37,7 @@ from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store, open_store
 from agentws.tools.admin import set_label
 from agentws.tools.cache_sync import sync_tool_cache
+from tests.loopback import serve_loopback
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 TIMEOUT_S = 10.0
@@ -174,19 +172,9 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
     )
     app = server.streamable_http_app(streamable_http_path="/mcp")
     app = _counting(handshake_only(app) if state.handshake_only else app, state)
-    config = Config()
-    config.bind = [f"127.0.0.1:{state.port}"]
-    config.accesslog = None
-    # Our links hold a stream open: do not wait long for it when stopping.
-    config.graceful_timeout = 0.2
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        state.port = int(binds[0].rsplit(":", 1)[1])
-        yield f"{binds[0]}/mcp"
-        stop.set()
+    async with serve_loopback(app, state.port) as base:
+        state.port = int(base.rsplit(":", 1)[1])
+        yield f"{base}/mcp"
 
 
 async def add_remote(
