@@ -48,7 +48,13 @@ from agentws.domain.models import Capability
 from agentws.tools.admin import set_label
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.conformance.fixture_server import open_fixture_server
-from tests.e2e.conformance_support import SUITES, require, run_scenario, token_proxy
+from tests.e2e.conformance_support import (
+    SUITES,
+    ScenarioResult,
+    require,
+    run_scenario,
+    token_proxy,
+)
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
 
@@ -163,6 +169,19 @@ CONNECTORS = ("test", "json")
 KNOWN_GAPS: dict[str, str] = {}
 
 
+#: Checks of server-stateless that read a tools/call answer for a fixed half
+#: second or so: the call crosses the proxy, agentws and its link to the
+#: fixture, which a fully loaded CI machine may not do in time. Failing only
+#: those, the scenario is run again (the answers are checked all the same).
+_TIMED_CHECKS = frozenset({"ServerNoLogWithoutLogLevel", "HttpServerNoIndependentRequestsOnStream"})
+_TIMED_ATTEMPTS = 3
+
+
+def _out_of_time(result: ScenarioResult) -> bool:
+    failed = {c.get("name") for c in result.checks if c.get("status") in ("FAILURE", "WARNING")}
+    return bool(failed) and failed <= _TIMED_CHECKS
+
+
 @pytest.fixture(autouse=True)
 def _installed() -> None:
     # A sync fixture, so a missing install fails with its message alone, not
@@ -246,12 +265,15 @@ async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
         server = await stack.enter_async_context(running(tmp_path, **env))
         proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token))
         await _attach_fixture(server, fixture)
-        result = await run_scenario(
-            "v1" if suite == "relay" else suite,
-            proxy + server.url.removeprefix(server.base_url),
-            scenario,
-            spec_version=MODERN if suite == "v2" else None,
-        )
+        for _ in range(_TIMED_ATTEMPTS):
+            result = await run_scenario(
+                "v1" if suite == "relay" else suite,
+                proxy + server.url.removeprefix(server.base_url),
+                scenario,
+                spec_version=MODERN if suite == "v2" else None,
+            )
+            if result.passed or not _out_of_time(result):
+                break
     assert result.passed, result.explain()
 
 
