@@ -242,7 +242,10 @@ class McpDoor:
         self, request: DoorRequest, forwarder: SessionForwarder, owner_id: str
     ) -> None:
         """Relay a request for another instance's session to that instance."""
-        body = await read_body(request, self.settings) if request.method == "POST" else b""
+
+        async def body() -> bytes:
+            return await read_body(request, self.settings) if request.method == "POST" else b""
+
         await forward_to_owner(
             request,
             forwarder,
@@ -271,7 +274,12 @@ class McpDoor:
                 "call_not_found",
                 "the call this requestState continues has ended: call the tool again",
             )
-            await forward_to_owner(request, forwarder, owner_id, body, missing=ended, gone=ended)
+
+            # Read already: the requestState in it names the owner.
+            async def read() -> bytes:
+                return body
+
+            await forward_to_owner(request, forwarder, owner_id, read, missing=ended, gone=ended)
             return
         await serve_stateless(
             sessions.server, request.authorized, body, request.scope, request.receive, request.send

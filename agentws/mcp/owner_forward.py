@@ -10,6 +10,7 @@ and still not held is answered as if nothing of that name existed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from agentws.asgi import HttpRefusal
 from agentws.errors import StoreError
@@ -32,15 +33,16 @@ async def forward_to_owner(
     request: DoorRequest,
     forwarder: SessionForwarder,
     owner_id: str,
-    body: bytes,
+    body: Callable[[], Awaitable[bytes]],
     *,
     missing: HttpRefusal,
     gone: HttpRefusal,
 ) -> None:
-    """Relay ``request`` (its ``body`` read already) to instance ``owner_id``.
+    """Relay ``request`` to instance ``owner_id``, with the body ``body()`` reads.
 
     ``missing`` answers a request forwarded once already; ``gone`` one whose
-    owner is no longer running.
+    owner is no longer running. Either is answered before the body is read:
+    a request for a session nobody holds is that, whatever its size.
     """
     if request.header(FORWARDED_HEADER) is not None:
         # Forwarded once already: the owner does not have it either.
@@ -54,7 +56,9 @@ async def forward_to_owner(
     if owner is None:
         raise gone
     try:
-        await forwarder.forward(owner, request.scope, request.receive, request.send, body=body)
+        await forwarder.forward(
+            owner, request.scope, request.receive, request.send, body=await body()
+        )
     except OwnerGoneError as exc:
         log.info("MCP request for a gone instance: %s", exc)
         raise gone from None
