@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli, modern
+from benchlib import cli, modern, query_floor
 from benchlib.agentws_setup import (
     AgentwsSite,
     add_connectors,
@@ -569,6 +569,12 @@ def render(results: dict[str, Any]) -> str:
         lines += _toolslist_notes(results["toolslist"], config)
     if "modern" in results:
         lines += modern.notes(results, config, packages["mcp"])
+    if "query_floor" in results:
+        floor = results["query_floor"]
+        if "agentws" in results:
+            lines.append(query_floor.note("2025-11-25", floor, results, THROUGHPUT_TARGET))
+        if "modern" in results:
+            lines.append(query_floor.note(modern.ERA, floor, results["modern"], modern.TARGET))
     for name in ("agentws", "reference"):
         for error in results.get(name, {}).get("error_samples", [])[:3]:
             lines.append(f"- {name} error: {error}")
@@ -656,6 +662,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 _note_noise,
             )
             results["modern"] = _summarise_throughput(runs)
+        if args.only in (None, "throughput", "modern"):
+            # After the rounds, on a quiet machine: the query's own cost, the floor under both.
+            results["query_floor"] = query_floor.measure(
+                reference_db, site.workspace, site.group, queries, args.limit
+            )
         if args.only in (None, "sessions") and args.sessions:
             results["idle_sse"] = _measure_sessions(args, procs, site)
         if args.only in (None, "toolslist"):
