@@ -7,7 +7,8 @@ service and then builds the app: that is what a bare
 ``hypercorn --worker-class trio 'agentws.app:create_app()'`` serves.
 
 Outermost first: request ids (every request has one in its logs), the
-webhook door (``/hooks/…``), the MCP door (``/mcp/…``), then Quart with
+webhook door (``/hooks/…``), the OAuth door (``/oauth/…``, ``/.well-known/…``),
+the MCP door (``/mcp/…``), then Quart with
 ``/healthz``, ``/readyz``, ``/metrics``, the admin API and the dashboard.
 """
 
@@ -37,6 +38,7 @@ from agentws.mcp.endpoint import McpDoor
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from agentws.metrics import render
+from agentws.oauth.door import OAuthDoor
 from agentws.quart_fix import ClosingQuart
 from agentws.request_ids import RequestIds
 from agentws.service import Readiness, Runtime, run_service
@@ -186,8 +188,10 @@ def create_app(
         runtime.sessions,
         runtime.forwarder,
     )
+    # So is the OAuth door: discovery and the authorization server (see agentws.oauth.door).
+    oauth = OAuthDoor(cast(Any, door), settings, runtime.store, runtime.keys.optional())
     # So is the webhook door (see agentws.webhooks.ingest).
-    hooks = HookDoor(cast(Any, door), settings, runtime.intake)
+    hooks = HookDoor(cast(Any, oauth), settings, runtime.intake)
     # Outermost: every request, whichever door takes it, has an id in its logs.
     app.asgi_app = cast(Any, RequestIds(cast(Any, hooks)))  # type: ignore[method-assign]
     return app

@@ -146,6 +146,12 @@ def _log_format(value: str) -> str:
     return value.lower()
 
 
+def _oauth_registration(value: str) -> str:
+    if value.lower() not in ("open", "metadata-only", "closed"):
+        raise ValueError(f"expected open, metadata-only or closed, got {value!r}")
+    return value.lower()
+
+
 def _instance_id(value: str) -> str:
     if not value or not all(c.isalnum() or c == "-" for c in value):
         raise ValueError(f"expected letters, digits and '-', got {value!r}")
@@ -234,6 +240,10 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
         "100",
     ),
     ("confirm_ttl_s", "AGENTWS_CONFIRM_TTL_S", _confirm_ttl, "300"),
+    ("oauth_registration", "AGENTWS_OAUTH_REGISTRATION", _oauth_registration, "open"),
+    ("oauth_access_ttl_s", "AGENTWS_OAUTH_ACCESS_TTL_S", _positive_seconds, "3600"),
+    ("oauth_refresh_ttl_s", "AGENTWS_OAUTH_REFRESH_TTL_S", _positive_seconds, str(30 * 86400)),
+    ("oauth_max_clients", "AGENTWS_OAUTH_MAX_CLIENTS", _positive_int, "1000"),
     ("anthropic_api_key", "ANTHROPIC_API_KEY", str, None),
     ("anthropic_base_url", "ANTHROPIC_BASE_URL", _base_url, None),
     ("model", "AGENTWS_MODEL", _model_name, DEFAULT_MODEL),
@@ -332,6 +342,16 @@ class Settings:
     #: How long a caller has to confirm a destructive call (elicitation answer
     #: or confirm token, which works once, with the same bearer token), 5 to 3600.
     confirm_ttl_s: float = 300.0
+    #: Which OAuth clients may register themselves: ``open`` (dynamic registration
+    #: and client metadata documents), ``metadata-only`` (metadata documents only)
+    #: or ``closed`` (only clients an administrator registered).
+    oauth_registration: str = "open"
+    #: Lifetime of an OAuth access token (its refresh token gets the next one).
+    oauth_access_ttl_s: float = 3600.0
+    #: Lifetime of an OAuth refresh token; each use replaces it with a new one.
+    oauth_refresh_ttl_s: float = 30 * 86400.0
+    #: Dynamically registered OAuth clients kept at most; registration beyond is refused.
+    oauth_max_clients: int = 1000
     #: Key that encrypts stored secrets; None reads ``secret.key`` in ``data_dir``.
     secret_key: str | None = attrs.field(default=None, repr=False)
     #: The Anthropic API key: with one, runs use the real model; without, the offline one.

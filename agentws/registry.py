@@ -12,7 +12,7 @@ import attrs
 
 from agentws.audit import record
 from agentws.domain.models import Capability, Group, McpToken, Workspace
-from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret
+from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret, utcnow
 from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.store import Store
 
@@ -156,6 +156,9 @@ async def revoke_token(
     if len(matches) > 1:
         raise ValidationError(f"{len(matches)} tokens are named {token_ref!r}: revoke by id")
     revoked = await store.revoke_token(matches[0].id)
+    if revoked.oauth_family_id is not None:
+        # An OAuth client would refresh its way back in: its consent goes too.
+        await store.revoke_oauth_family(revoked.oauth_family_id, utcnow())
     await record(
         store,
         group.workspace_id,

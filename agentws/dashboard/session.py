@@ -29,6 +29,7 @@ from agentws.config import Settings
 from agentws.errors import PermissionDeniedError
 
 __all__ = [
+    "CSP",
     "LOGIN_COOKIE",
     "check_csrf",
     "clear_session_cookie",
@@ -44,7 +45,8 @@ R = TypeVar("R")
 
 #: The pre-session cookie of the sign-in form's double-submit CSRF token.
 LOGIN_COOKIE = "agentws_login"
-_CSP = (
+#: Every page's Content-Security-Policy (the consent page widens its form-action).
+CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
@@ -127,7 +129,7 @@ def signed_in(
 
 
 def secure_headers(response: Response) -> Response:
-    response.headers.setdefault("Content-Security-Policy", _CSP)
+    response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Frame-Options", "DENY")
     response.headers.setdefault("Referrer-Policy", "same-origin")
     response.headers.setdefault("X-Content-Type-Options", "nosniff")

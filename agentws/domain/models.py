@@ -34,6 +34,13 @@ from agentws.domain.library_records import (
     SkillArgument,
     SkillAsset,
 )
+from agentws.domain.oauth_records import (
+    ClientKind,
+    GrantStatus,
+    OAuthClient,
+    OAuthGrant,
+    OAuthRefreshToken,
+)
 from agentws.domain.tool_records import (
     CachedTool,
     Capability,
@@ -75,6 +82,7 @@ __all__ = [
     "CachedTool",
     "Capability",
     "ChatMessage",
+    "ClientKind",
     "Connector",
     "ConnectorKind",
     "ContextDocument",
@@ -83,12 +91,16 @@ __all__ = [
     "Event",
     "EventAttempt",
     "EventStatus",
+    "GrantStatus",
     "Group",
     "GroupConnector",
     "GroupLibrary",
     "Instance",
     "Library",
     "McpToken",
+    "OAuthClient",
+    "OAuthGrant",
+    "OAuthRefreshToken",
     "Permission",
     "Record",
     "Skill",
@@ -125,4 +137,7 @@ Record = (
     | AdminSession
     | AdminToken
     | Instance
+    | OAuthClient
+    | OAuthGrant
+    | OAuthRefreshToken
 )

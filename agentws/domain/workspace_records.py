@@ -56,6 +56,12 @@ class McpToken:
     created_at: datetime = now_field()
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    #: When an OAuth access token stops working; None for a static token.
+    expires_at: datetime | None = None
+    #: The OAuth client holding it (its client id); None for a static token.
+    oauth_client_id: str | None = None
+    #: The consent it comes from (see :class:`~agentws.domain.oauth_records.OAuthRefreshToken`).
+    oauth_family_id: str | None = None
 
     @property
     def revoked(self) -> bool:

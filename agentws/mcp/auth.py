@@ -1,6 +1,8 @@
 """Bearer-token authentication of MCP requests.
 
-Every request to a group endpoint is authenticated afresh: the token's
+Static tokens (``agws_…``) and OAuth access tokens (``agwo_…``, which also
+expire) are the same records and are checked alike. Every request to a
+group endpoint is authenticated afresh: the token's
 SHA-256 is looked up in the store (so a revocation made by any process
 applies to the very next request), then the token's group must be the one
 in the URL. A lookup is answered from memory only while the store's data
@@ -18,8 +20,9 @@ import attrs
 import trio
 
 from agentws.domain.models import Group, McpToken, Workspace
-from agentws.domain.rules import MCP_TOKEN_PREFIX, hash_secret
+from agentws.domain.rules import MCP_TOKEN_PREFIX, hash_secret, utcnow
 from agentws.errors import UnauthorizedError
+from agentws.oauth.settings import ACCESS_TOKEN_PREFIX
 from agentws.store import Store
 
 __all__ = ["Authenticator", "Caller"]
@@ -76,13 +79,15 @@ class Authenticator:
                 "this endpoint needs an 'Authorization: Bearer <token>' header "
                 "(create a token with `agentws token create`)"
             )
-        if not secret.startswith(MCP_TOKEN_PREFIX):
+        if not secret.startswith((MCP_TOKEN_PREFIX, ACCESS_TOKEN_PREFIX)):
             raise UnauthorizedError("invalid token")
         token = await self._token(hash_secret(secret))
         if token is None:
             raise UnauthorizedError("invalid token")
         if token.revoked:
             raise UnauthorizedError("this token has been revoked")
+        if token.expires_at is not None and token.expires_at <= utcnow():
+            raise UnauthorizedError("this token has expired: refresh it")
         group, workspace = await self._group(token.group_id)
         if group.slug != group_slug or workspace.slug != workspace_slug:
             raise UnauthorizedError("this token is not valid for this endpoint")

@@ -88,6 +88,8 @@ from agentws.mcp.replay import Event
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
+from agentws.oauth.door import base_url_of
+from agentws.oauth.resources import bearer_challenge
 
 __all__ = ["McpDoor"]
 
@@ -173,10 +175,12 @@ class McpDoor:
                 request.header(b"authorization"), request.workspace, request.group
             )
         except UnauthorizedError as exc:
-            challenge = 'Bearer realm="agentws"'
-            if request.header(b"authorization"):
-                description = exc.message.replace('"', "'")
-                challenge += f', error="invalid_token", error_description="{description}"'
+            challenge = bearer_challenge(
+                base_url_of(self.settings, request.scope),
+                request.workspace,
+                request.group,
+                exc.message if request.header(b"authorization") else None,
+            )
             raise HttpRefusal(
                 401, "unauthorized", exc.message, [("WWW-Authenticate", challenge)]
             ) from None

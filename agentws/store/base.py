@@ -33,6 +33,7 @@ from agentws.domain.models import (
     ApprovalStatus,
     AuditEntry,
     CachedTool,
+    Capability,
     ChatMessage,
     ConfirmToken,
     Connector,
@@ -45,6 +46,8 @@ from agentws.domain.models import (
     Instance,
     Library,
     McpToken,
+    OAuthGrant,
+    OAuthRefreshToken,
     Skill,
     ToolPermission,
     Webhook,
@@ -123,6 +126,45 @@ class Store(Protocol):
 
     async def touch_token(self, token_id: str) -> None:
         """Record that a token was just used."""
+        ...
+
+    async def decide_oauth_grant(
+        self,
+        grant_id: str,
+        *,
+        approve: bool,
+        scope: Capability,
+        code_hash: str | None,
+        decided_by: str,
+        expires_at: datetime,
+    ) -> bool:
+        """Approve (with its code's hash and the scope granted) or deny a pending
+        authorization request; False if it was not pending (decided already)."""
+        ...
+
+    async def take_oauth_code(
+        self, code_hash: str, family_id: str, now: datetime
+    ) -> tuple[OAuthGrant | None, bool]:
+        """Take an approved, unexpired code once (its grant becomes used, of
+        ``family_id``). Returns the grant, or None; and whether the code had been
+        used before, in which case everything its first use issued is revoked."""
+        ...
+
+    async def spend_refresh_token(
+        self, token_hash: str, now: datetime
+    ) -> tuple[OAuthRefreshToken | None, bool]:
+        """Spend a live refresh token once. Returns it, or None; and whether it had
+        been spent before, in which case its whole family is revoked."""
+        ...
+
+    async def revoke_oauth_family(self, family_id: str, now: datetime) -> int:
+        """Revoke the refresh tokens and access tokens of one consent; how many
+        access tokens were live."""
+        ...
+
+    async def forget_expired_oauth(self, before: datetime) -> int:
+        """Delete authorization requests, codes and refresh tokens that expired
+        before ``before``; how many."""
         ...
 
     async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:

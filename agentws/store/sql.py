@@ -11,7 +11,8 @@ query each. The query groups with a job of their own are mixed in from
 sibling modules: webhook events and channels (:mod:`.sql_events`), approval
 lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_decisions`), runs under a lease
-(:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), a
+(:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
+tokens (:mod:`.sql_oauth`), a
 group's catalog and search (:mod:`.sql_catalog`), and heartbeats and probes
 (:mod:`.sql_health`).
 """
@@ -41,6 +42,7 @@ from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_catalog import CatalogQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
+from agentws.store.sql_oauth import OAuthQueries
 from agentws.store.sql_rate_limits import RateLimitQueries
 from agentws.store.tables import Dialect, Table, table_for
 
@@ -58,6 +60,7 @@ class SqlStore(
     ApprovalDecisionQueries,
     ApprovalRunQueries,
     RateLimitQueries,
+    OAuthQueries,
     CatalogQueries,
     HealthQueries,
 ):

@@ -168,6 +168,11 @@ TABLES: Mapping[type[Any], Table] = {
         ),
         Table(m.AuditEntry, "audit_log", "audit entry", ("id",), "created_at, id"),
         Table(m.Admin, "admins", "admin", ("username",), "created_at, id"),
+        Table(m.OAuthClient, "oauth_clients", "OAuth client", ("client_id",), "created_at, id"),
+        Table(m.OAuthGrant, "oauth_grants", "authorization request", ("id",), "created_at, id"),
+        Table(
+            m.OAuthRefreshToken, "oauth_refresh_tokens", "refresh token", ("id",), "created_at, id"
+        ),
         Table(m.AdminSession, "admin_sessions", "admin session", ("id",), "created_at, id"),
         Table(m.AdminToken, "admin_tokens", "admin token", ("name",), "created_at, id"),
         Table(m.Instance, "instances", "instance", ("id",), "started_at, id"),

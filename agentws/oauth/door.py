@@ -1,0 +1,190 @@
+"""The OAuth door: discovery documents and the authorization server's endpoints.
+
+Plain ASGI in front of the MCP door and Quart, taking only its own paths:
+
+- ``/.well-known/oauth-protected-resource/mcp/g/<workspace>/<group>``: a group
+  endpoint's protected-resource metadata (RFC 9728, the path-suffixed form
+  the endpoint's 401 points to), and ``/.well-known/oauth-protected-resource``
+  for the service's root;
+- ``/.well-known/oauth-authorization-server[/oauth]`` and the OpenID paths
+  clients also try: the authorization server's metadata (RFC 8414);
+- ``/oauth/authorize``, ``/oauth/token``, ``/oauth/register`` (RFC 7591) and
+  ``/oauth/revoke`` (RFC 7009): the ``mcp`` SDK's own handlers over
+  :class:`~agentws.oauth.provider.Provider`.
+
+The issuer is ``<base URL>/oauth``: ``AGENTWS_BASE_URL`` when set (always
+behind a proxy), else the scheme and ``Host`` the request came with, so a
+service on a loopback port for one developer needs no setting. One set of
+handlers is kept per base URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.routes import REVOCATION_PATH, cors_middleware, create_auth_routes
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route, Router
+
+from agentws.asgi import ASGIApp, Receive, Scope, Send, header
+from agentws.config import Settings
+from agentws.oauth.provider import Provider
+from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
+from agentws.oauth.revocation import Revocation
+from agentws.oauth.settings import SCOPES, OAuthSettings
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+
+__all__ = ["ISSUER_PATH", "OAuthDoor", "base_url_of"]
+
+#: The authorization server's path under the base URL (its issuer).
+ISSUER_PATH = "/oauth"
+#: The dashboard's consent page for a grant (see agentws.dashboard.consent).
+CONSENT_PATH = "/dashboard/oauth/consent/"
+_AS_METADATA = "/.well-known/oauth-authorization-server"
+_OIDC = "/.well-known/openid-configuration"
+# Every path where clients look for the authorization server's metadata:
+# RFC 8414 path-inserted and root, and the OpenID Connect forms.
+_METADATA_PATHS = (
+    _AS_METADATA + ISSUER_PATH,
+    _AS_METADATA,
+    _OIDC + ISSUER_PATH,
+    ISSUER_PATH + _OIDC,
+    _OIDC,
+)
+_PREFIXES = (ISSUER_PATH + "/", "/.well-known/")
+# Keeps the handler sets of this many base URLs (one, unless Host varies).
+_MAX_BASES = 16
+
+
+def base_url_of(settings: Settings, scope: Scope) -> str:
+    """The service's base URL as this request sees it (``AGENTWS_BASE_URL`` first)."""
+    if settings.base_url:
+        return settings.base_url.rstrip("/")
+    host = header(scope, b"host") or f"{scope['server'][0]}:{scope['server'][1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+@attrs.define(eq=False)
+class OAuthDoor:
+    """Answers OAuth's paths; passes every other request to ``app``."""
+
+    app: ASGIApp
+    settings: Settings
+    store: Store
+    secret_box: SecretBox | None
+    _routers: dict[str, Router] = attrs.field(factory=dict, init=False)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith(_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        router = self._router(base_url_of(self.settings, scope))
+        await router(cast(Any, scope), cast(Any, receive), cast(Any, send))
+
+    def _router(self, base_url: str) -> Router:
+        router = self._routers.get(base_url)
+        if router is None:
+            if len(self._routers) >= _MAX_BASES:
+                self._routers.clear()
+            router = self._routers[base_url] = self._build(base_url)
+        return router
+
+    def _build(self, base_url: str) -> Router:
+        oauth = OAuthSettings.from_settings(self.settings)
+        provider = Provider(
+            store=self.store,
+            settings=oauth,
+            groups=GroupResolver(self.store, base_url),
+            secret_box=self.secret_box,
+            consent_url=lambda grant_id: f"{base_url}{CONSENT_PATH}{grant_id}",
+        )
+        issuer = AnyHttpUrl(base_url + ISSUER_PATH)
+        routes = create_auth_routes(
+            cast(Any, provider),
+            issuer_url=issuer,
+            client_registration_options=ClientRegistrationOptions(
+                enabled=oauth.dynamic_registration,
+                valid_scopes=list(SCOPES),
+                default_scopes=list(SCOPES),
+            ),
+            revocation_options=RevocationOptions(enabled=True),
+        )
+        metadata, endpoints = routes[0], routes[1:]
+        revoke = Revocation(provider)
+        endpoints = [
+            Route(
+                REVOCATION_PATH,
+                endpoint=cors_middleware(revoke.handle, ["POST", "OPTIONS"]),
+                methods=["POST", "OPTIONS"],
+            )
+            if getattr(route, "path", None) == REVOCATION_PATH
+            else route
+            for route in endpoints
+        ]
+        fallback = Route("/{rest:path}", endpoint=_not_found, methods=["GET", "POST", "OPTIONS"])
+        return Router(
+            routes=[
+                *(
+                    Route(path, endpoint=metadata.endpoint, methods=["GET", "OPTIONS"])
+                    for path in _METADATA_PATHS
+                ),
+                Route(
+                    PRM_PATH + "/mcp/g/{workspace}/{group}",
+                    endpoint=cors_middleware(
+                        self._group_metadata(base_url, issuer), ["GET", "OPTIONS"]
+                    ),
+                    methods=["GET", "OPTIONS"],
+                ),
+                Route(
+                    PRM_PATH,
+                    endpoint=cors_middleware(
+                        self._root_metadata(base_url, issuer), ["GET", "OPTIONS"]
+                    ),
+                    methods=["GET", "OPTIONS"],
+                ),
+                Mount(ISSUER_PATH, routes=[*endpoints, fallback]),
+                fallback,
+            ]
+        )
+
+    def _group_metadata(self, base_url: str, issuer: AnyHttpUrl) -> Callable[[Request], Any]:
+        async def handle(request: Request) -> Response:
+            path = f"/mcp/g/{request.path_params['workspace']}/{request.path_params['group']}"
+            named = endpoint_path(path)
+            if named is None:
+                return await _not_found(request)
+            metadata = ProtectedResourceMetadata(
+                resource=AnyHttpUrl(base_url + path),
+                authorization_servers=[issuer],
+                scopes_supported=list(SCOPES),
+                resource_name=f"agentws {named[0]}/{named[1]}",
+            )
+            return await ProtectedResourceMetadataHandler(metadata).handle(request)
+
+        return handle
+
+    def _root_metadata(self, base_url: str, issuer: AnyHttpUrl) -> Callable[[Request], Any]:
+        metadata = ProtectedResourceMetadata(
+            resource=AnyHttpUrl(base_url + "/"),
+            authorization_servers=[issuer],
+            scopes_supported=list(SCOPES),
+            resource_name="agentws",
+        )
+        return ProtectedResourceMetadataHandler(metadata).handle
+
+
+async def _not_found(request: Request) -> Response:
+    return Response(
+        '{"error": "not_found", "error_description": "no such OAuth endpoint"}',
+        status_code=404,
+        media_type="application/json",
+    )

@@ -1,0 +1,71 @@
+"""OAuth's constants and settings: token prefixes, the scopes, lifetimes, registration policy.
+
+Scopes are agentws's capabilities: ``read``, ``write``, ``destructive``. A
+token granted one may use tools of that capability and below, as a static
+token of that scope may; the scope string a client sees lists them all
+(``read write`` for a write grant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from agentws.config import Settings
+from agentws.domain.models import Capability
+
+__all__ = [
+    "ACCESS_TOKEN_PREFIX",
+    "CODE_PREFIX",
+    "REFRESH_TOKEN_PREFIX",
+    "SCOPES",
+    "OAuthSettings",
+    "highest_scope",
+    "scopes_up_to",
+]
+
+# Recognisable prefixes, for secret scanners and for telling them apart.
+ACCESS_TOKEN_PREFIX = "agwo_"  # noqa: S105 - a prefix, not a secret
+REFRESH_TOKEN_PREFIX = "agwor_"  # noqa: S105 - a prefix, not a secret
+CODE_PREFIX = "agwoc_"
+
+SCOPES: tuple[str, ...] = tuple(c.value for c in Capability)
+
+
+def highest_scope(scopes: Iterable[str] | None) -> Capability:
+    """The highest capability named in ``scopes``; ``read`` when none is (least privilege)."""
+    named = [Capability(s) for s in scopes or () if s in SCOPES]
+    return max(named, key=lambda c: c.rank, default=Capability.READ)
+
+
+def scopes_up_to(scope: Capability) -> list[str]:
+    """The scope strings a grant of ``scope`` carries: it and every lower one."""
+    return [c.value for c in Capability if c.within(scope)]
+
+
+@attrs.frozen(kw_only=True)
+class OAuthSettings:
+    """What the authorization server is told (from :class:`~agentws.config.Settings`)."""
+
+    registration: str = "open"
+    access_token_ttl_s: float = 3600.0
+    refresh_token_ttl_s: float = 30 * 86400.0
+    #: How long a browser has between ``/authorize`` and the administrator's answer.
+    consent_ttl_s: float = 600.0
+    #: How long a code lives between consent and its exchange.
+    code_ttl_s: float = 300.0
+    max_clients: int = 1000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OAuthSettings:
+        return cls(
+            registration=settings.oauth_registration,
+            access_token_ttl_s=settings.oauth_access_ttl_s,
+            refresh_token_ttl_s=settings.oauth_refresh_ttl_s,
+            max_clients=settings.oauth_max_clients,
+        )
+
+    @property
+    def dynamic_registration(self) -> bool:
+        return self.registration == "open"

@@ -1,0 +1,142 @@
+"""OAuth grants and refresh tokens, in SQL (a part of :class:`~agentws.store.sql.SqlStore`).
+
+The steps of the flow that must happen once are single statements guarded
+by the row's state, so two instances (or two requests) racing for the same
+code or refresh token see one winner: deciding a pending request, taking
+an approved code, spending a refresh token. What a loser finds tells a
+replay from a mistake: a code already used, or a refresh token already
+spent, revokes everything its consent issued (OAuth 2.1 §4.1.3 and §4.3.1).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agentws.domain.models import (
+    Capability,
+    GrantStatus,
+    McpToken,
+    OAuthGrant,
+    OAuthRefreshToken,
+)
+from agentws.store.tables import table_for
+
+if TYPE_CHECKING:
+    from agentws.store.database import Database, Transaction
+    from agentws.store.tables import Dialect
+
+__all__ = ["OAuthQueries"]
+
+
+class OAuthQueries:
+    """Authorization requests, codes and refresh tokens; mixed into
+    :class:`~agentws.store.sql.SqlStore`."""
+
+    _db: Database
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._db.dialect
+
+    def _time(self, value: datetime) -> Any:
+        return table_for(OAuthGrant).encode_value("expires_at", value, self.dialect)
+
+    async def decide_oauth_grant(
+        self,
+        grant_id: str,
+        *,
+        approve: bool,
+        scope: Capability,
+        code_hash: str | None,
+        decided_by: str,
+        expires_at: datetime,
+    ) -> bool:
+        status = GrantStatus.APPROVED if approve else GrantStatus.DENIED
+        async with self._db.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE oauth_grants SET status = $2, scope = $3, code_hash = $4,"
+                " decided_by = $5, expires_at = $6 WHERE id = $1 AND status = $7",
+                grant_id,
+                status.value,
+                scope.value,
+                code_hash,
+                decided_by,
+                self._time(expires_at),
+                GrantStatus.PENDING.value,
+            )
+        return changed == 1
+
+    async def take_oauth_code(
+        self, code_hash: str, family_id: str, now: datetime
+    ) -> tuple[OAuthGrant | None, bool]:
+        table = table_for(OAuthGrant)
+        async with self._db.transaction() as tx:
+            taken = await tx.execute(
+                "UPDATE oauth_grants SET status = $2, family_id = $3"
+                " WHERE code_hash = $1 AND status = $4 AND expires_at > $5",
+                code_hash,
+                GrantStatus.USED.value,
+                family_id,
+                GrantStatus.APPROVED.value,
+                self._time(now),
+            )
+            rows = await tx.fetch("SELECT * FROM oauth_grants WHERE code_hash = $1", code_hash)
+            grant = table.decode(rows[0], self.dialect) if rows else None
+            if taken == 1 or grant is None:
+                return grant, False
+            if grant.status is GrantStatus.USED and grant.family_id is not None:
+                await self._revoke_family(tx, grant.family_id, now)
+                return None, True
+        return None, False
+
+    async def spend_refresh_token(
+        self, token_hash: str, now: datetime
+    ) -> tuple[OAuthRefreshToken | None, bool]:
+        table = table_for(OAuthRefreshToken)
+        async with self._db.transaction() as tx:
+            spent = await tx.execute(
+                "UPDATE oauth_refresh_tokens SET spent_at = $2 WHERE token_hash = $1"
+                " AND spent_at IS NULL AND revoked_at IS NULL AND expires_at > $2",
+                token_hash,
+                self._time(now),
+            )
+            rows = await tx.fetch(
+                "SELECT * FROM oauth_refresh_tokens WHERE token_hash = $1", token_hash
+            )
+            token = table.decode(rows[0], self.dialect) if rows else None
+            if spent == 1 or token is None:
+                return token, False
+            if token.spent_at is not None and token.revoked_at is None:
+                await self._revoke_family(tx, token.family_id, now)
+                return None, True
+        return None, False
+
+    async def revoke_oauth_family(self, family_id: str, now: datetime) -> int:
+        async with self._db.transaction() as tx:
+            return await self._revoke_family(tx, family_id, now)
+
+    async def _revoke_family(self, tx: Transaction, family_id: str, now: datetime) -> int:
+        when = self._time(now)
+        await tx.execute(
+            "UPDATE oauth_refresh_tokens SET revoked_at = $2"
+            " WHERE family_id = $1 AND revoked_at IS NULL",
+            family_id,
+            when,
+        )
+        return await tx.execute(
+            "UPDATE mcp_tokens SET revoked_at = $2"
+            " WHERE oauth_family_id = $1 AND revoked_at IS NULL",
+            family_id,
+            table_for(McpToken).encode_value("revoked_at", now, self.dialect),
+        )
+
+    async def forget_expired_oauth(self, before: datetime) -> int:
+        async with self._db.transaction() as tx:
+            grants = await tx.execute(
+                "DELETE FROM oauth_grants WHERE expires_at <= $1", self._time(before)
+            )
+            tokens = await tx.execute(
+                "DELETE FROM oauth_refresh_tokens WHERE expires_at <= $1", self._time(before)
+            )
+        return grants + tokens

@@ -1,0 +1,130 @@
+"""OAuth 2.1 for MCP clients, end to end: discovery, registration, consent, tokens, revocation.
+
+A real agentws serves on loopback. The ``mcp`` SDK's own OAuth client
+provider drives the flow a desktop client runs: it meets the endpoint's
+401, reads the protected-resource and authorization-server metadata,
+registers itself (RFC 7591), sends the "browser" to ``/oauth/authorize``
+(an administrator's httpx2 browser signs in and consents on the dashboard's
+page) and exchanges the code with its PKCE verifier.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx2
+import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from agentws.domain.models import AuditEntry, McpToken
+from tests.e2e.mcp_support import Running, running
+from tests.e2e.oauth_support import (
+    MemoryStorage,
+    admin_browser,
+    sdk_oauth,
+)
+
+REQUEST_S = 15
+
+
+async def _connected_tools(server: Running, auth: httpx2.Auth) -> list[str]:
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=REQUEST_S) as http,
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with trio.fail_after(REQUEST_S):
+            await session.initialize()
+            listed = await session.list_tools()
+            found = await session.call_tool("search_context", {"query": "deploy"})
+        assert not found.is_error
+        return [t.name for t in listed.tools]
+
+
+async def test_a_group_endpoint_points_clients_to_its_metadata(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, httpx2.AsyncClient(base_url=server.base_url) as http:
+        refused = await http.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert refused.status_code == 401
+        challenge = refused.headers["www-authenticate"]
+        prm_url = f"{server.base_url}/.well-known/oauth-protected-resource/mcp/g/acme/ops"
+        assert f'resource_metadata="{prm_url}"' in challenge
+        assert 'scope="read write destructive"' in challenge
+
+        prm = (await http.get(prm_url)).json()
+        assert prm["resource"] == server.url
+        assert prm["authorization_servers"] == [f"{server.base_url}/oauth"]
+        assert prm["scopes_supported"] == ["read", "write", "destructive"]
+
+        for path in (
+            "/.well-known/oauth-authorization-server/oauth",
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration/oauth",
+            "/oauth/.well-known/openid-configuration",
+        ):
+            metadata = await http.get(path)
+            assert metadata.status_code == 200, path
+            document = metadata.json()
+            assert document["issuer"] == f"{server.base_url}/oauth"
+            assert document["code_challenge_methods_supported"] == ["S256"]
+            assert document["token_endpoint"] == f"{server.base_url}/oauth/token"
+            assert document["registration_endpoint"] == f"{server.base_url}/oauth/register"
+            assert document["revocation_endpoint"] == f"{server.base_url}/oauth/revoke"
+
+
+async def test_the_sdk_client_registers_gets_consent_and_calls_tools(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        storage = MemoryStorage()
+        tools = await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        assert "search_context" in tools
+        assert storage.tokens is not None and storage.tokens.refresh_token
+        assert storage.tokens.access_token.startswith("agwo_")
+        assert storage.tokens.scope == "read write"
+
+        # The token is a token of that group, at the scope the administrator chose.
+        [issued] = [t for t in await server.store.select(McpToken) if t.oauth_client_id is not None]
+        assert issued.name == "Test client"
+        assert issued.scope.value == "write" and issued.expires_at is not None
+        assert storage.client is not None and issued.oauth_client_id == storage.client.client_id
+        consented = await server.store.select(AuditEntry, action="oauth.consent")
+        assert [e.actor for e in consented] == ["admin:alice"]
+
+        # A second connection reuses the stored token: no consent asked again.
+        again = await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        assert again == tools
+
+
+async def test_a_token_works_at_its_own_group_only(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        storage = MemoryStorage()
+        await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        assert storage.tokens is not None
+        bearer = {"Authorization": f"Bearer {storage.tokens.access_token}"}
+        other = server.url.replace("/ops", "/sales")
+        async with httpx2.AsyncClient() as http:
+            ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            refused = await http.post(other, json=ping, headers=bearer)
+        assert refused.status_code == 401
+        assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+
+
+async def test_an_authorize_request_for_another_server_is_refused(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        from tests.e2e.oauth_support import REDIRECT, pkce_pair, register_client
+
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        query = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "s1",
+            "resource": "https://elsewhere.example/mcp/g/acme/ops",
+        }
+        answer = await browser.http.get("/oauth/authorize?" + urlencode(query))
+        assert answer.status_code == 302
+        assert "error=invalid_request" in answer.headers["location"]
+        assert answer.headers["location"].startswith(REDIRECT)

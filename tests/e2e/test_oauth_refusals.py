@@ -1,0 +1,200 @@
+"""OAuth's refusals: each attack on the flow meets the specification's error, and nothing is issued.
+
+A real agentws on loopback; the client side is raw HTTP (httpx2), so each
+request can be wrong in exactly one way. Consent goes through the real
+dashboard page, signed in, with its CSRF token.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import attrs
+
+from agentws.domain.models import McpToken
+from agentws.domain.rules import hash_secret, utcnow
+from tests.e2e.mcp_support import running
+from tests.e2e.oauth_support import (
+    REDIRECT,
+    admin_browser,
+    authorize_url,
+    exchange,
+    mcp_status,
+    pkce_pair,
+    refresh,
+    register_client,
+    tokens_for,
+)
+
+
+async def test_a_wrong_or_missing_code_verifier_gets_no_token(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        verifier, challenge = pkce_pair()
+        sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
+        other_verifier, _ = pkce_pair()
+        wrong = await exchange(browser.http, client["client_id"], sent["code"], other_verifier)
+        assert wrong.status_code == 400
+        assert wrong.json()["error"] == "invalid_grant"
+        missing = await exchange(browser.http, client["client_id"], sent["code"], None)
+        assert missing.status_code == 400
+        assert missing.json()["error"] == "invalid_request"
+        # The code was not spent by the failed attempts: the right verifier still works.
+        right = await exchange(browser.http, client["client_id"], sent["code"], verifier)
+        assert right.status_code == 200, right.text
+
+
+async def test_plain_pkce_is_refused(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        verifier, _ = pkce_pair()
+        url = authorize_url(server, client["client_id"], verifier, code_challenge_method="plain")
+        answer = await browser.http.get(url)
+        assert answer.status_code == 302
+        sent = parse_qs(urlsplit(answer.headers["location"]).query)
+        assert answer.headers["location"].startswith(REDIRECT)
+        assert sent["error"] == ["invalid_request"]
+        assert sent["state"] == ["st-1"]
+
+
+async def test_a_redirect_uri_not_registered_is_never_redirected_to(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        url = authorize_url(
+            server, client["client_id"], challenge, redirect_uri="https://attacker.example/cb"
+        )
+        answer = await browser.http.get(url)
+        assert answer.status_code == 400
+        assert answer.json()["error"] == "invalid_request"
+        assert "location" not in answer.headers
+
+
+async def test_a_loopback_redirect_uri_may_name_any_port(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        url = authorize_url(
+            server,
+            client["client_id"],
+            challenge,
+            redirect_uri=REDIRECT.replace("53682", "61000"),
+        )
+        answer = await browser.http.get(url)
+        assert answer.status_code == 302
+        assert "/dashboard/oauth/consent/" in answer.headers["location"]
+        other_path = authorize_url(
+            server,
+            client["client_id"],
+            challenge,
+            redirect_uri=REDIRECT.replace("/callback", "/elsewhere"),
+        )
+        assert (await browser.http.get(other_path)).status_code == 400
+
+
+async def test_a_code_used_twice_revokes_what_it_gave(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        verifier, challenge = pkce_pair()
+        sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
+        first = await exchange(browser.http, client["client_id"], sent["code"], verifier)
+        assert first.status_code == 200
+        tokens = first.json()
+        assert await mcp_status(server, tokens["access_token"]) == 200
+
+        replay = await exchange(browser.http, client["client_id"], sent["code"], verifier)
+        assert replay.status_code == 400
+        assert replay.json()["error"] == "invalid_grant"
+        assert await mcp_status(server, tokens["access_token"]) == 401
+        again = await refresh(browser.http, client["client_id"], tokens["refresh_token"])
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+
+
+async def test_refresh_rotates_and_reuse_revokes_the_family(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client_id, first = await tokens_for(browser)
+        rotated = await refresh(browser.http, client_id, first["refresh_token"])
+        assert rotated.status_code == 200, rotated.text
+        second = rotated.json()
+        assert second["refresh_token"] != first["refresh_token"]
+        assert second["scope"] == "read write"
+        assert await mcp_status(server, second["access_token"]) == 200
+
+        # The spent refresh token comes back: somebody copied it. The whole family goes.
+        stolen = await refresh(browser.http, client_id, first["refresh_token"])
+        assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_grant"
+        assert await mcp_status(server, second["access_token"]) == 401
+        later = await refresh(browser.http, client_id, second["refresh_token"])
+        assert later.status_code == 400
+
+
+async def test_an_expired_access_token_is_refused_and_refresh_brings_a_new_one(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client_id, tokens = await tokens_for(browser)
+        stored = await server.store.find(McpToken, token_hash=hash_secret(tokens["access_token"]))
+        assert stored is not None
+        await server.store.update(attrs.evolve(stored, expires_at=utcnow() - timedelta(seconds=1)))
+        assert await mcp_status(server, tokens["access_token"]) == 401
+        fresh = await refresh(browser.http, client_id, tokens["refresh_token"])
+        assert fresh.status_code == 200
+        assert await mcp_status(server, fresh.json()["access_token"]) == 200
+
+
+async def test_the_revocation_endpoint_ends_the_consent(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client_id, tokens = await tokens_for(browser)
+        answer = await browser.http.post(
+            "/oauth/revoke", data={"client_id": client_id, "token": tokens["refresh_token"]}
+        )
+        assert answer.status_code == 200
+        assert await mcp_status(server, tokens["access_token"]) == 401
+        assert (await refresh(browser.http, client_id, tokens["refresh_token"])).status_code == 400
+
+
+async def test_a_consent_post_without_its_csrf_token_decides_nothing(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        page = await browser.consent_page(authorize_url(server, client["client_id"], challenge))
+        forged = await browser.http.post(
+            str(page.url), data={"decision": "approve", "scope": "destructive"}
+        )
+        assert forged.status_code in (400, 403)
+        assert "location" not in forged.headers
+        still = await browser.http.get(str(page.url))
+        assert 'value="approve"' in still.text  # still pending
+
+
+async def test_a_denied_consent_sends_the_client_an_error(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        page = await browser.consent_page(authorize_url(server, client["client_id"], challenge))
+        denied = await browser.decide(page, "deny")
+        assert denied.status_code == 303
+        sent = parse_qs(urlsplit(denied.headers["location"]).query)
+        assert denied.headers["location"].startswith(REDIRECT)
+        assert sent["error"] == ["access_denied"]
+        assert sent["state"] == ["st-1"]
+        assert sent["iss"] == [f"{server.base_url}/oauth"]
+        # And the request cannot be approved afterwards.
+        late = await browser.decide(page, "approve")
+        assert late.status_code == 400
+
+
+async def test_the_administrator_grants_no_more_than_asked(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        verifier, challenge = pkce_pair()
+        url = authorize_url(server, client["client_id"], challenge, scope="read")
+        page = await browser.consent_page(url)
+        assert 'value="destructive"' not in page.text
+        answer = await browser.decide(page, scope="destructive")
+        assert answer.status_code == 303
+        code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
+        tokens = (await exchange(browser.http, client["client_id"], code, verifier)).json()
+        assert tokens["scope"] == "read"
