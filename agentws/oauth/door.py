@@ -24,8 +24,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import attrs
-from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
-from mcp.server.auth.routes import REVOCATION_PATH, cors_middleware, create_auth_routes
+from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.routes import (
+    REVOCATION_PATH,
+    build_metadata,
+    cors_middleware,
+    create_auth_routes,
+)
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
@@ -106,19 +111,27 @@ class OAuthDoor:
             groups=GroupResolver(self.store, base_url),
             secret_box=self.secret_box,
             consent_url=lambda grant_id: f"{base_url}{CONSENT_PATH}{grant_id}",
+            allowlist=self.settings.connector_allowlist,
         )
         issuer = AnyHttpUrl(base_url + ISSUER_PATH)
+        registration = ClientRegistrationOptions(
+            enabled=oauth.dynamic_registration,
+            valid_scopes=list(SCOPES),
+            default_scopes=list(SCOPES),
+        )
+        revocation = RevocationOptions(enabled=True)
         routes = create_auth_routes(
             cast(Any, provider),
             issuer_url=issuer,
-            client_registration_options=ClientRegistrationOptions(
-                enabled=oauth.dynamic_registration,
-                valid_scopes=list(SCOPES),
-                default_scopes=list(SCOPES),
-            ),
-            revocation_options=RevocationOptions(enabled=True),
+            client_registration_options=registration,
+            revocation_options=revocation,
         )
-        metadata, endpoints = routes[0], routes[1:]
+        document = build_metadata(issuer, None, registration, revocation)
+        document.client_id_metadata_document_supported = oauth.metadata_documents
+        # Both answers to a browser (a code, an error) carry ``iss`` (RFC 9207).
+        document.authorization_response_iss_parameter_supported = True
+        metadata = cors_middleware(MetadataHandler(document).handle, ["GET", "OPTIONS"])
+        endpoints = routes[1:]
         revoke = Revocation(provider)
         endpoints = [
             Route(
@@ -134,7 +147,7 @@ class OAuthDoor:
         return Router(
             routes=[
                 *(
-                    Route(path, endpoint=metadata.endpoint, methods=["GET", "OPTIONS"])
+                    Route(path, endpoint=metadata, methods=["GET", "OPTIONS"])
                     for path in _METADATA_PATHS
                 ),
                 Route(

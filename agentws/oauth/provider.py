@@ -6,6 +6,9 @@ they parse and validate ``/authorize``, ``/token``, ``/register`` and
 secrets, and answer with the specification's errors. :class:`Provider`
 is what they call to remember things:
 
+- a client is one that registered (RFC 7591), one an operator registered,
+  or one whose id is the URL of its metadata document
+  (:mod:`agentws.oauth.client_metadata`), fetched when first met;
 - an authorization request becomes a pending :class:`OAuthGrant` for the
   group its ``resource`` names, and the browser is sent to the dashboard's
   consent page (:mod:`agentws.oauth.consent`);
@@ -22,8 +25,10 @@ with the service key, as connector secrets are.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 from mcp.server.auth.provider import (
@@ -37,6 +42,8 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     Capability,
     ClientKind,
@@ -47,12 +54,20 @@ from agentws.domain.models import (
     OAuthRefreshToken,
 )
 from agentws.domain.rules import hash_secret, new_id, new_secret, utcnow
+from agentws.errors import ConflictError
+from agentws.oauth.client_metadata import (
+    REFRESH_S,
+    MetadataDocumentError,
+    fetch_metadata_document,
+    is_metadata_client_id,
+)
 from agentws.oauth.clients import LoopbackFriendlyClient
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import (
     ACCESS_TOKEN_PREFIX,
     CODE_PREFIX,
     REFRESH_TOKEN_PREFIX,
+    SCOPES,
     OAuthSettings,
     highest_scope,
     scopes_up_to,
@@ -61,6 +76,8 @@ from agentws.secret_box import SecretBox
 from agentws.store import Store
 
 __all__ = ["Provider"]
+
+log = logging.getLogger("agentws.oauth")
 
 # Characters of a token kept as its hint, as static tokens keep.
 _HINT_CHARS = 4
@@ -80,18 +97,53 @@ class Provider:
     secret_box: SecretBox | None
     #: The consent page's URL for a grant id (the dashboard's).
     consent_url: Any
+    #: Where client metadata documents may be fetched from beside public addresses.
+    allowlist: Allowlist = attrs.field(factory=Allowlist)
+    resolve: Resolver = system_resolver
 
     # -- clients ---------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         record = await self.store.find(OAuthClient, client_id=client_id)
+        if is_metadata_client_id(client_id) and self.settings.metadata_documents:
+            record = await self._metadata_client(client_id, record)
         if record is None:
             return None
         info = dict(record.metadata)
         info["client_id"] = record.client_id
+        # A client that registered no scope may ask for any of ours (consent decides).
+        info.setdefault("scope", " ".join(SCOPES))
         if record.secret_hash is not None and self.secret_box is not None:
             info["client_secret"] = self.secret_box.open(bytes.fromhex(record.secret_hash))
         return LoopbackFriendlyClient.model_validate(info)
+
+    async def _metadata_client(
+        self, client_id: str, known: OAuthClient | None
+    ) -> OAuthClient | None:
+        """The client a metadata document describes, fetched unless kept and fresh."""
+        now = utcnow()
+        fetched_at = known.fetched_at if known is not None else None
+        if fetched_at is not None and (now - fetched_at).total_seconds() < REFRESH_S:
+            return known
+        try:
+            document = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
+        except MetadataDocumentError as exc:
+            log.warning("OAuth client %s refused: %s", client_id, exc.message)
+            return None
+        name = document.get("client_name")
+        fetched = OAuthClient(
+            client_id=client_id,
+            kind=ClientKind.METADATA,
+            name=(name if isinstance(name, str) and name else urlsplit(client_id).netloc)[:200],
+            metadata={k: v for k, v in document.items() if k != "client_id"},
+            fetched_at=now,
+        )
+        if known is not None:
+            return await self.store.update(attrs.evolve(fetched, id=known.id))
+        try:
+            return await self.store.insert(fetched)
+        except ConflictError:  # fetched by another request meanwhile
+            return await self.store.find(OAuthClient, client_id=client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         if not self.settings.dynamic_registration:

@@ -68,4 +68,10 @@ class OAuthSettings:
 
     @property
     def dynamic_registration(self) -> bool:
+        """Whether clients may register themselves (RFC 7591)."""
         return self.registration == "open"
+
+    @property
+    def metadata_documents(self) -> bool:
+        """Whether a client may be known by its metadata document's URL."""
+        return self.registration in ("open", "metadata-only")

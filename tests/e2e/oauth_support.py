@@ -93,6 +93,7 @@ class Browser:
         answer = await self.http.get(authorization_url)
         assert answer.status_code == 302, answer.text
         consent = answer.headers["location"]
+        assert "/dashboard/oauth/consent/" in consent, consent
         page = await self.http.get(consent)
         if page.status_code == 302 and "/dashboard/login" in page.headers["location"]:
             query = parse_qs(urlsplit(page.headers["location"]).query)

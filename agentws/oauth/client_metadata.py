@@ -1,0 +1,125 @@
+"""Client ID Metadata Documents: a client whose id is the HTTPS URL of its own registration.
+
+Instead of registering, a client may use as its ``client_id`` an HTTPS URL
+(with a path) where it publishes its metadata: its name, redirect URIs,
+grant types. agentws fetches that document when it first meets the id,
+keeps it (an :class:`~agentws.domain.models.OAuthClient` of kind
+``metadata``) and fetches it again once it is older than an hour.
+
+The URL comes from whoever sends a browser to ``/oauth/authorize``, so the
+fetch is treated as hostile: it goes through the connectors' outbound guard
+(public addresses only unless ``AGENTWS_CONNECTOR_ALLOWLIST`` names the
+host, no DNS rebinding, no redirects followed), within a few seconds, and
+reads at most a few kilobytes. The document must name the same
+``client_id`` and at least one redirect URI, and describe a public client
+(no secret: PKCE is its proof).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import trio
+
+from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.domain.allowlist import Allowlist
+from agentws.errors import AgentwsError, UnsafeUrlError
+
+__all__ = ["MetadataDocumentError", "fetch_metadata_document", "is_metadata_client_id"]
+
+log = logging.getLogger("agentws.oauth")
+
+#: The largest document read; real ones are well under 1 KiB.
+MAX_BYTES = 5 * 1024
+#: The whole fetch, connecting included.
+FETCH_S = 5.0
+#: A kept document is fetched again when it is older than this.
+REFRESH_S = 3600.0
+_AUTH_METHODS = frozenset({"none"})
+
+
+class MetadataDocumentError(AgentwsError):
+    """A client metadata document that could not be fetched or is not acceptable."""
+
+
+def is_metadata_client_id(client_id: str) -> bool:
+    """Whether ``client_id`` is a metadata document's URL (HTTPS, with a path)."""
+    parts = urlsplit(client_id)
+    return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
+
+
+async def fetch_metadata_document(
+    client_id: str, allowlist: Allowlist, resolve: Resolver = system_resolver
+) -> dict[str, Any]:
+    """The metadata document at ``client_id``, checked.
+
+    Error handling:
+        :class:`MetadataDocumentError` saying what was wrong (a refused
+        address, a timeout, an answer too large or not JSON, a document
+        naming another client id or no redirect URI, a confidential client).
+    """
+    parts = urlsplit(client_id)
+    if parts.username or parts.password or parts.fragment:
+        raise MetadataDocumentError("a client id URL has no credentials and no fragment")
+    transport = GuardedTransport(
+        allowlist, resolve=resolve, inner=httpx2.AsyncHTTPTransport(verify=_ssl_context())
+    )
+    try:
+        with trio.fail_after(FETCH_S):
+            async with (
+                httpx2.AsyncClient(transport=transport, follow_redirects=False) as http,
+                http.stream("GET", client_id, headers={"Accept": "application/json"}) as answer,
+            ):
+                if answer.status_code != 200:
+                    raise MetadataDocumentError(
+                        f"the client's metadata document answered HTTP {answer.status_code}"
+                    )
+                body = b""
+                async for chunk in answer.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_BYTES:
+                        raise MetadataDocumentError(
+                            f"the client's metadata document is over {MAX_BYTES} bytes"
+                        )
+    except UnsafeUrlError as exc:
+        raise MetadataDocumentError(
+            f"the client's metadata URL is refused: {exc.message}"
+        ) from None
+    except trio.TooSlowError:
+        raise MetadataDocumentError(
+            f"the client's metadata document did not arrive within {FETCH_S:g} s"
+        ) from None
+    except httpx2.HTTPError as exc:
+        raise MetadataDocumentError(f"the client's metadata document: {exc}") from None
+    return _checked(client_id, body)
+
+
+def _checked(client_id: str, body: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise MetadataDocumentError("the client's metadata document is not JSON") from None
+    if not isinstance(document, dict):
+        raise MetadataDocumentError("the client's metadata document is not a JSON object")
+    if document.get("client_id") != client_id:
+        raise MetadataDocumentError("the client's metadata document names another client_id")
+    uris = document.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        raise MetadataDocumentError("the client's metadata document lists no redirect_uris")
+    method = document.get("token_endpoint_auth_method", "none")
+    if method not in _AUTH_METHODS or "client_secret" in document:
+        raise MetadataDocumentError(
+            "a client known by its metadata document is a public client "
+            "(token_endpoint_auth_method 'none', no client_secret)"
+        )
+    return document
+
+
+def _ssl_context() -> Any:
+    # Made per fetch (fetches are rare: documents are kept an hour), so that
+    # SSL_CERT_FILE is read as it is now.
+    return httpx2.create_ssl_context()

@@ -1,0 +1,161 @@
+"""Clients known by their metadata document's URL (Client ID Metadata Documents).
+
+The document is served over HTTPS on loopback by a CA of the test's own
+(``SSL_CERT_FILE``); agentws may fetch from loopback only when
+``AGENTWS_CONNECTOR_ALLOWLIST`` names it, as for connectors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx2
+import pytest
+
+from agentws.domain.models import ClientKind, OAuthClient
+from tests.e2e.mcp_support import running
+from tests.e2e.oauth_support import MemoryStorage, admin_browser, pkce_pair, sdk_oauth
+from tests.e2e.test_oauth import _connected_tools
+from tests.e2e.tls_support import make_ca, serve_https
+
+LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+PATH = "/clients/agentws-test.json"
+
+
+@attrs.define
+class DocumentServer:
+    """Serves one client metadata document, and counts the requests for it."""
+
+    document: dict[str, Any] = attrs.field(factory=dict)
+    requests: int = 0
+    url: str = ""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        self.requests += 1
+        body = json.dumps(self.document).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200 if scope["path"] == PATH else 404,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+@asynccontextmanager
+async def document_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **document: Any
+) -> AsyncIterator[DocumentServer]:
+    ca = make_ca(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.ca_file))
+    server = DocumentServer()
+    async with serve_https(server, ca) as base:
+        server.url = base + PATH
+        server.document = {
+            "client_id": server.url,
+            "client_name": "Metadata client",
+            "redirect_uris": ["http://127.0.0.1:53682/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            **document,
+        }
+        yield server
+
+
+async def test_a_client_known_by_its_metadata_document_connects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        document_server(tmp_path, monkeypatch) as documents,
+        running(tmp_path, **LOOPBACK) as server,
+        admin_browser(server) as browser,
+    ):
+        metadata = (await browser.http.get("/.well-known/oauth-authorization-server")).json()
+        assert metadata["client_id_metadata_document_supported"] is True
+        storage = MemoryStorage()
+        auth = sdk_oauth(browser, server.url, storage)
+        auth.context.client_metadata_url = documents.url
+        tools = await _connected_tools(server, auth)
+        assert "search_context" in tools
+        assert storage.client is not None and storage.client.client_id == documents.url
+        [client] = await server.store.select(OAuthClient)
+        assert client.kind is ClientKind.METADATA and client.name == "Metadata client"
+        assert documents.requests == 1  # kept, not fetched again for the token request
+
+
+async def _authorize_status(server_url: str, http: httpx2.AsyncClient, client_id: str) -> int:
+    _, challenge = pkce_pair()
+    answer = await http.get(
+        "/oauth/authorize",
+        params={
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": "http://127.0.0.1:53682/callback",
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "s",
+            "resource": server_url,
+        },
+    )
+    return answer.status_code
+
+
+async def test_a_metadata_document_on_a_private_address_is_never_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        document_server(tmp_path, monkeypatch) as documents,
+        running(tmp_path) as server,
+        admin_browser(server) as browser,
+    ):
+        assert await _authorize_status(server.url, browser.http, documents.url) == 400
+        assert documents.requests == 0
+        assert await server.store.select(OAuthClient) == []
+
+
+async def test_a_metadata_document_naming_another_client_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        document_server(tmp_path, monkeypatch) as documents,
+        running(tmp_path, **LOOPBACK) as server,
+        admin_browser(server) as browser,
+    ):
+        documents.document["client_id"] = "https://other.example/client.json"
+        assert await _authorize_status(server.url, browser.http, documents.url) == 400
+        assert documents.requests == 1
+        documents.document["client_id"] = documents.url
+        documents.document["client_secret"] = "s3cret"
+        assert await _authorize_status(server.url, browser.http, documents.url) == 400
+
+
+async def test_closed_registration_takes_neither_kind_of_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        document_server(tmp_path, monkeypatch) as documents,
+        running(tmp_path, AGENTWS_OAUTH_REGISTRATION="closed", **LOOPBACK) as server,
+        admin_browser(server) as browser,
+    ):
+        metadata = (await browser.http.get("/.well-known/oauth-authorization-server")).json()
+        assert metadata["client_id_metadata_document_supported"] is False
+        assert "registration_endpoint" not in metadata
+        registered = await browser.http.post(
+            "/oauth/register", json={"redirect_uris": ["http://127.0.0.1:5/cb"]}
+        )
+        assert registered.status_code == 404
+        assert await _authorize_status(server.url, browser.http, documents.url) == 400
+        assert documents.requests == 0
