@@ -130,6 +130,10 @@ class OAuthDoor:
         document.client_id_metadata_document_supported = oauth.metadata_documents
         # Both answers to a browser (a code, an error) carry ``iss`` (RFC 9207).
         document.authorization_response_iss_parameter_supported = True
+        # Public clients (PKCE, no secret) are the usual MCP client: say they are welcome.
+        methods = ["none", "client_secret_post", "client_secret_basic"]
+        document.token_endpoint_auth_methods_supported = methods
+        document.revocation_endpoint_auth_methods_supported = methods
         metadata = cors_middleware(MetadataHandler(document).handle, ["GET", "OPTIONS"])
         endpoints = routes[1:]
         revoke = Revocation(provider)

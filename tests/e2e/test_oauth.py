@@ -68,6 +68,8 @@ async def test_a_group_endpoint_points_clients_to_its_metadata(tmp_path: Path) -
             document = metadata.json()
             assert document["issuer"] == f"{server.base_url}/oauth"
             assert document["code_challenge_methods_supported"] == ["S256"]
+            assert "none" in document["token_endpoint_auth_methods_supported"]
+            assert document["authorization_response_iss_parameter_supported"] is True
             assert document["token_endpoint"] == f"{server.base_url}/oauth/token"
             assert document["registration_endpoint"] == f"{server.base_url}/oauth/register"
             assert document["revocation_endpoint"] == f"{server.base_url}/oauth/revoke"
