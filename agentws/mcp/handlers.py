@@ -200,9 +200,8 @@ def build_server(
             "properties", {}
         ):
             presented = arguments.pop(CONFIRM_ARGUMENT, None)
-        caller = ToolCaller.mcp(
-            session.caller.token_id, session.caller.token.scope, group, session.id
-        )
+        token = session.caller.token
+        caller = ToolCaller.mcp(token.id, token.scope, group, session.id, token.oauth_client_id)
         prepared = CallArguments.of(tool.name, arguments, tool.input_schema)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         remote = tool.connector_kind is ConnectorKind.REMOTE_MCP

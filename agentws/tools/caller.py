@@ -29,6 +29,8 @@ class ToolCaller:
     session_id: str | None = None
     #: The webhook event whose run calls: its channel hears a queued call's outcome.
     event_id: str | None = None
+    #: The OAuth client whose access token calls (its client id), named in the audit log.
+    oauth_client: str | None = None
     #: Write tools an admin pre-authorized at configuration time (a webhook's
     #: ``--allow-tool``): name → the definition hash authorized. Never set for MCP.
     preauthorized: Mapping[str, str] = attrs.field(factory=dict, hash=False)
@@ -39,7 +41,12 @@ class ToolCaller:
 
     @classmethod
     def mcp(
-        cls, token_id: str, scope: Capability, group: Group, session_id: str | None
+        cls,
+        token_id: str,
+        scope: Capability,
+        group: Group,
+        session_id: str | None,
+        oauth_client: str | None = None,
     ) -> ToolCaller:
         return cls(
             actor=f"mcp:{token_id}",
@@ -47,4 +54,5 @@ class ToolCaller:
             scope=scope,
             token_id=token_id,
             session_id=session_id,
+            oauth_client=oauth_client,
         )

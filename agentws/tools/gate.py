@@ -211,6 +211,8 @@ class ToolGate:
             detail["session_id"] = caller.session_id
         if caller.event_id is not None:
             detail["event_id"] = caller.event_id
+        if caller.oauth_client is not None:
+            detail["oauth_client"] = caller.oauth_client
         size = arguments.shown_json_chars
         if size <= _MAX_AUDITED_ARGUMENTS:
             detail["arguments"] = arguments.shown

@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import AuditEntry, McpToken
 from tests.e2e.mcp_support import Running, running
+from tests.e2e.polling import wait_until
 from tests.e2e.oauth_support import (
     MemoryStorage,
     admin_browser,
@@ -91,6 +92,12 @@ async def test_the_sdk_client_registers_gets_consent_and_calls_tools(tmp_path: P
         assert storage.client is not None and issued.oauth_client_id == storage.client.client_id
         consented = await server.store.select(AuditEntry, action="oauth.consent")
         assert [e.actor for e in consented] == ["admin:alice"]
+        # The audit log is written in batches, a moment after the call.
+        [call] = await wait_until(
+            lambda: server.store.select(AuditEntry, action="tool.call"), what="the call audited"
+        )
+        assert call.actor == f"mcp:{issued.id}"
+        assert call.detail["oauth_client"] == issued.oauth_client_id
 
         # A second connection reuses the stored token: no consent asked again.
         again = await _connected_tools(server, sdk_oauth(browser, server.url, storage))
