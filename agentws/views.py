@@ -22,6 +22,7 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
+from agentws.domain.rules import utcnow
 
 if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to load
     from agentws.tools.admin import ToolRow
@@ -146,12 +147,22 @@ def token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
         "name": t.name,
         "scope": t.scope.value,
         "hint": t.hint,
-        "status": "revoked" if t.revoked else "valid",
+        "status": _token_status(t),
         "revoked": t.revoked,
         "created_at": _iso(t.created_at),
         "last_used_at": _iso(t.last_used_at),
         "revoked_at": _iso(t.revoked_at),
+        "expires_at": _iso(t.expires_at),
+        "oauth_client": t.oauth_client_id,
     }
+
+
+def _token_status(t: McpToken) -> str:
+    if t.revoked:
+        return "revoked"
+    if t.expires_at is not None and t.expires_at <= utcnow():
+        return "expired"
+    return "valid"
 
 
 def tool_json(row: ToolRow) -> dict[str, Any]:

@@ -227,11 +227,19 @@ SCHEMAS: dict[str, Any] = {
             "name": {"type": "string"},
             "scope": {"type": "string", "enum": ["read", "write", "destructive"]},
             "hint": {"type": "string"},
-            "status": {"type": "string", "enum": ["valid", "revoked"]},
+            "status": {"type": "string", "enum": ["valid", "revoked", "expired"]},
             "revoked": {"type": "boolean"},
             "created_at": _TIME,
             "last_used_at": _TIME_OR_NULL,
             "revoked_at": _TIME_OR_NULL,
+            "expires_at": {
+                **_TIME_OR_NULL,
+                "description": "when an OAuth access token stops working; null for a static token",
+            },
+            "oauth_client": {
+                **_STR_OR_NULL,
+                "description": "the OAuth client holding it (client id); null for a static token",
+            },
         }
     ),
     "IssuedToken": {

@@ -97,11 +97,20 @@ class SqlStore(
 
     async def insert(self, record: R) -> R:
         table = table_for(type(record))
-        placeholders = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-        sql = f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES ({placeholders})"
+        # Columns left empty are left out: NULL either way, and a database one
+        # migration behind (a rolling upgrade, an old schema in a test) takes
+        # the record as long as what it lacks is empty.
+        given = [
+            (column, value)
+            for column, value in zip(table.columns, table.encode(record, self.dialect), strict=True)
+            if value is not None
+        ]
+        placeholders = ", ".join(f"${i}" for i in range(1, len(given) + 1))
+        columns = ", ".join(column for column, _ in given)
+        sql = f"INSERT INTO {table.name} ({columns}) VALUES ({placeholders})"
         try:
             async with self._db.transaction() as tx:
-                await tx.execute(sql, *table.encode(record, self.dialect))
+                await tx.execute(sql, *(value for _, value in given))
         except ConflictError:
             raise ConflictError(f"{table.describe(record)} already exists") from None
         except NotFoundError:
