@@ -1,15 +1,28 @@
-"""The dashboard's Connect → MCP Endpoints page: each group's URL, how clients connect, tokens."""
+"""The dashboard's Connect → MCP Endpoints page: each group's URL, how clients connect, tokens.
+
+A group's tokens are of two kinds. Static tokens (``agentws token create``,
+the form here) are listed one row each. An OAuth client's consent issues a
+new access token at every refresh, all of one family: the page shows each
+consent once (:class:`OAuthGrantRow`), the client's name and id, the scope,
+when it was given, when it was last used and when its current access token
+expires. Revoking that row revokes the family's newest live token, which
+revokes the whole consent (refresh tokens too, see
+:func:`agentws.registry.revoke_token`); revoked consents are not shown.
+"""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
+import attrs
 from quart import Response, request, url_for
 
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import Capability
+from agentws.domain.models import Capability, McpToken
+from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError
 
 from .frame import done, error_text, find_workspace, render_page
@@ -20,6 +33,69 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 
+@attrs.frozen(kw_only=True)
+class OAuthGrantRow:
+    """One OAuth consent of a group, as the page lists it (the tokens of one family)."""
+
+    client_name: str
+    client_id: str
+    scope: Capability
+    #: When the administrator consented: the family's first token.
+    consented_at: datetime
+    last_used_at: datetime | None
+    #: When the newest access token stops working (the client refreshes before).
+    expires: str
+    #: The token the Revoke button names: the newest live one of the family.
+    token_id: str
+
+
+def _until(when: datetime | None) -> str:
+    """``when`` from now: "in 59 min", or "ended 2 h ago" once it is past."""
+    if when is None:
+        return "never"
+    seconds = int((when - utcnow()).total_seconds())
+    past = seconds < 0
+    seconds = abs(seconds)
+    amount = f"{seconds} s"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            amount = f"{seconds // size} {unit}"
+            break
+    return f"ended {amount} ago" if past else f"in {amount}"
+
+
+def split_tokens(tokens: list[McpToken]) -> tuple[list[McpToken], list[OAuthGrantRow]]:
+    """A group's static tokens, and its OAuth consents that are not revoked (oldest first)."""
+    static: list[McpToken] = []
+    families: dict[str, list[McpToken]] = {}
+    for token in tokens:
+        if token.oauth_family_id is None:
+            static.append(token)
+        else:
+            families.setdefault(token.oauth_family_id, []).append(token)
+    grants: list[OAuthGrantRow] = []
+    for family in families.values():
+        family.sort(key=lambda t: t.created_at)
+        live = [t for t in family if not t.revoked]
+        if not live:
+            continue
+        newest = family[-1]
+        used = [t.last_used_at for t in family if t.last_used_at is not None]
+        grants.append(
+            OAuthGrantRow(
+                client_name=newest.name,
+                client_id=newest.oauth_client_id or "",
+                scope=newest.scope,
+                consented_at=family[0].created_at,
+                last_used_at=max(used) if used else None,
+                expires=_until(newest.expires_at),
+                token_id=live[-1].id,
+            )
+        )
+    grants.sort(key=lambda g: g.consented_at)
+    return static, grants
+
+
 @routes.get("/w/<workspace>/endpoints")
 @signed_in
 async def endpoints(admin: AdminServices, caller: Caller, workspace: str) -> Response:
@@ -28,9 +104,11 @@ async def endpoints(admin: AdminServices, caller: Caller, workspace: str) -> Res
     groups = []
     for group in await registry.list_groups(store, workspace):
         url = registry.endpoint_url(base, workspace, group.slug)
-        tokens = await registry.list_tokens(store, workspace, group.slug)
+        tokens, grants = split_tokens(await registry.list_tokens(store, workspace, group.slug))
         snippets = _snippets(url, f"{workspace}-{group.slug}")
-        groups.append({"group": group, "url": url, "tokens": tokens, "snippets": snippets})
+        groups.append(
+            {"group": group, "url": url, "tokens": tokens, "grants": grants, "snippets": snippets}
+        )
     return await render_page(
         admin,
         "endpoints.html",
@@ -111,4 +189,10 @@ async def token_revoke(
         )
     except AgentwsError as exc:
         return done(here, exc.message, error=True)
+    if revoked.oauth_family_id is not None:
+        return done(
+            here,
+            f"Revoked the OAuth access of {revoked.name!r}: its sessions are closing now; "
+            "it must ask for consent again.",
+        )
     return done(here, f"Revoked token {revoked.name!r}: its sessions are closing now.")
