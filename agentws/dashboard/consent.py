@@ -38,7 +38,10 @@ def _form_action(redirect_uri: str) -> str:
     """The CSP source allowing a form's redirect to ``redirect_uri`` ("" if it cannot be one)."""
     parts = urlsplit(redirect_uri)
     if parts.scheme in ("http", "https"):
-        source = f"{parts.scheme}://{parts.netloc}"
+        # Host and port only: user info has no place in a source.
+        host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+        port = f":{parts.port}" if parts.port else ""
+        source = f"{parts.scheme}://{host}{port}"
     else:
         source = f"{parts.scheme}:"  # a native app's own scheme (cursor:, vscode:)
     # Nothing that could end the directive or start another one.
@@ -54,7 +57,9 @@ async def consent_page(admin: AdminServices, caller: Caller, grant_id: str) -> R
         return await render_page(
             admin, "consent.html", caller, status=404, error=exc.message, asked=None
         )
-    response = await render_page(admin, "consent.html", caller, asked=asked)
+    response = await render_page(
+        admin, "consent.html", caller, asked=asked, workspace=asked.workspace
+    )
     response.headers["Content-Security-Policy"] = CSP.replace(
         "form-action 'self'", f"form-action 'self' {_form_action(asked.grant.redirect_uri)}"
     )

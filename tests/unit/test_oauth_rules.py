@@ -1,0 +1,82 @@
+"""OAuth's small rules: redirect URIs, the consent form's reach, scopes, client ids."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentws.dashboard.consent import _form_action
+from agentws.domain.models import Capability
+from agentws.oauth.client_metadata import MetadataDocumentError, _checked, is_metadata_client_id
+from agentws.oauth.clients import same_redirect
+from agentws.oauth.settings import highest_scope, scopes_up_to
+
+
+@pytest.mark.parametrize(
+    ("registered", "given", "same"),
+    [
+        ("https://app.example/cb", "https://app.example/cb", True),
+        ("https://app.example/cb", "https://app.example/cb/", False),
+        ("https://app.example/cb", "https://app.example:8443/cb", False),
+        ("http://127.0.0.1:5000/cb", "http://127.0.0.1:61000/cb", True),
+        ("http://localhost/cb", "http://localhost:3000/cb", True),
+        ("http://[::1]:1/cb", "http://[::1]:2/cb", True),
+        ("http://127.0.0.1:5000/cb", "http://127.0.0.1:5000/other", False),
+        ("http://127.0.0.1:5000/cb", "http://127.0.0.2:5000/cb", False),
+        ("http://127.0.0.1:5000/cb", "https://127.0.0.1:5000/cb", False),
+        ("http://127.0.0.1/cb?a=1", "http://127.0.0.1:9/cb?a=2", False),
+        ("http://evil.example:1/cb", "http://evil.example:2/cb", False),
+    ],
+)
+def test_redirect_uris_match_exactly_but_a_loopback_port(
+    registered: str, given: str, same: bool
+) -> None:
+    assert same_redirect(registered, given) is same
+
+
+@pytest.mark.parametrize(
+    ("uri", "source"),
+    [
+        ("http://127.0.0.1:53682/callback", "http://127.0.0.1:53682"),
+        ("https://app.example/cb?x=1", "https://app.example"),
+        ("http://user@host.example:8080/cb", "http://host.example:8080"),
+        ("http://[::1]:9/cb", "http://[::1]:9"),
+        ("cursor://anysphere.cursor-retrieval/oauth/callback", "cursor:"),
+        ("bad scheme;default-src *://x", ""),
+    ],
+)
+def test_the_consent_page_allows_its_form_to_reach_the_redirect_uri_only(
+    uri: str, source: str
+) -> None:
+    assert _form_action(uri) == source
+
+
+def test_scopes_are_capabilities_and_the_least_is_the_default() -> None:
+    assert highest_scope(None) is Capability.READ
+    assert highest_scope(["openid", "write"]) is Capability.WRITE
+    assert highest_scope(["read", "destructive", "write"]) is Capability.DESTRUCTIVE
+    assert scopes_up_to(Capability.WRITE) == ["read", "write"]
+
+
+def test_a_metadata_client_id_is_an_https_url_with_a_path() -> None:
+    assert is_metadata_client_id("https://app.example/client.json")
+    assert not is_metadata_client_id("https://app.example/")
+    assert not is_metadata_client_id("http://app.example/client.json")
+    assert not is_metadata_client_id("agwc_1234")
+
+
+def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
+    url = "https://app.example/client.json"
+    good = {"client_id": url, "redirect_uris": ["http://127.0.0.1/cb"]}
+    assert _checked(url, json.dumps(good).encode())["client_id"] == url
+    for bad in (
+        b"not json",
+        b"[]",
+        json.dumps({**good, "client_id": "https://other.example/c.json"}).encode(),
+        json.dumps({**good, "redirect_uris": []}).encode(),
+        json.dumps({**good, "token_endpoint_auth_method": "client_secret_basic"}).encode(),
+        json.dumps({**good, "client_secret": "s"}).encode(),
+    ):
+        with pytest.raises(MetadataDocumentError):
+            _checked(url, bad)
