@@ -20,12 +20,12 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import AuditEntry, McpToken
 from tests.e2e.mcp_support import Running, running
-from tests.e2e.polling import wait_until
 from tests.e2e.oauth_support import (
     MemoryStorage,
     admin_browser,
     sdk_oauth,
 )
+from tests.e2e.polling import wait_until
 
 REQUEST_S = 15
 
