@@ -10,15 +10,19 @@ page) and exchanges the code with its PKCE verifier.
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
+import attrs
 import httpx2
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import AuditEntry, McpToken
+from agentws.domain.rules import hash_secret, utcnow
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.oauth_support import (
     MemoryStorage,
@@ -137,3 +141,25 @@ async def test_an_authorize_request_for_another_server_is_refused(tmp_path: Path
         assert answer.status_code == 302
         assert "error=invalid_request" in answer.headers["location"]
         assert answer.headers["location"].startswith(REDIRECT)
+
+
+async def test_the_sdk_client_refreshes_an_expired_token_without_asking_again(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        storage = MemoryStorage()
+        auth = sdk_oauth(browser, server.url, storage)
+        await _connected_tools(server, auth)
+        assert storage.tokens is not None
+        first = storage.tokens
+        # An hour later: the token has expired, here and as the client counts.
+        stored = await server.store.find(McpToken, token_hash=hash_secret(first.access_token))
+        assert stored is not None
+        await server.store.update(attrs.evolve(stored, expires_at=utcnow() - timedelta(seconds=1)))
+        auth.context.token_expiry_time = time.time() - 1
+
+        await _connected_tools(server, auth)
+        assert storage.tokens.access_token != first.access_token
+        assert storage.tokens.refresh_token != first.refresh_token
+        # The refresh token did it: the administrator was not asked again.
+        assert len(await server.store.select(AuditEntry, action="oauth.consent")) == 1
