@@ -32,6 +32,7 @@ from agentws.cli.connectors import add_connector_commands
 from agentws.cli.doctor import add_doctor_command
 from agentws.cli.events import add_event_commands
 from agentws.cli.libraries import add_library_commands
+from agentws.cli.oauth import add_oauth_commands
 from agentws.cli.output import Context, Handler, Output, print_error, print_output
 from agentws.cli.serve import add_serve_commands, serve
 from agentws.cli.tools import add_tool_commands
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_event_commands(commands, common)
     add_channel_commands(commands, common)
     add_admin_commands(commands, common)
+    add_oauth_commands(commands, common)
     add_doctor_command(commands, common)
     return parser
 

@@ -162,6 +162,11 @@ class Store(Protocol):
         access tokens were live."""
         ...
 
+    async def revoke_oauth_client(self, client_id: str, now: datetime) -> int:
+        """Revoke every token of an OAuth client and forget its pending requests;
+        how many access tokens were live."""
+        ...
+
     async def forget_expired_oauth(self, before: datetime) -> int:
         """Delete authorization requests, codes and refresh tokens that expired
         before ``before``; how many."""

@@ -131,6 +131,22 @@ class OAuthQueries:
             table_for(McpToken).encode_value("revoked_at", now, self.dialect),
         )
 
+    async def revoke_oauth_client(self, client_id: str, now: datetime) -> int:
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE oauth_refresh_tokens SET revoked_at = $2"
+                " WHERE client_id = $1 AND revoked_at IS NULL",
+                client_id,
+                self._time(now),
+            )
+            await tx.execute("DELETE FROM oauth_grants WHERE client_id = $1", client_id)
+            return await tx.execute(
+                "UPDATE mcp_tokens SET revoked_at = $2"
+                " WHERE oauth_client_id = $1 AND revoked_at IS NULL",
+                client_id,
+                table_for(McpToken).encode_value("revoked_at", now, self.dialect),
+            )
+
     async def forget_expired_oauth(self, before: datetime) -> int:
         async with self._db.transaction() as tx:
             grants = await tx.execute(

@@ -6,6 +6,7 @@ ALTER TABLE mcp_tokens ADD COLUMN expires_at {ts};
 ALTER TABLE mcp_tokens ADD COLUMN oauth_client_id TEXT;
 ALTER TABLE mcp_tokens ADD COLUMN oauth_family_id TEXT;
 CREATE INDEX mcp_tokens_oauth_family ON mcp_tokens (oauth_family_id);
+CREATE INDEX mcp_tokens_oauth_client ON mcp_tokens (oauth_client_id);
 
 CREATE TABLE oauth_clients (
     id TEXT PRIMARY KEY,
@@ -38,6 +39,7 @@ CREATE TABLE oauth_grants (
     expires_at {ts} NOT NULL
 );
 CREATE INDEX oauth_grants_expiry ON oauth_grants (expires_at);
+CREATE INDEX oauth_grants_client ON oauth_grants (client_id);
 
 CREATE TABLE oauth_refresh_tokens (
     id TEXT PRIMARY KEY,
@@ -53,3 +55,4 @@ CREATE TABLE oauth_refresh_tokens (
     revoked_at {ts}
 );
 CREATE INDEX oauth_refresh_tokens_family ON oauth_refresh_tokens (family_id);
+CREATE INDEX oauth_refresh_tokens_client ON oauth_refresh_tokens (client_id);

@@ -1,0 +1,126 @@
+"""OAuth clients an operator registers, lists and removes (the CLI's and the admin API's).
+
+For operators who want an allow-list (``AGENTWS_OAUTH_REGISTRATION=closed``)
+or a confidential client: the operator names the client and its redirect
+URIs and gets its client id (and, for a confidential client, its secret,
+shown once). Removing a client revokes every token it holds, at once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlsplit
+
+import attrs
+
+from agentws.audit import record
+from agentws.domain.models import ClientKind, OAuthClient
+from agentws.domain.rules import utcnow
+from agentws.errors import NotFoundError, ValidationError
+from agentws.oauth.settings import SCOPES
+from agentws.secret_box import SecretBox
+from agentws.store import Store
+
+__all__ = ["RegisteredClient", "list_clients", "register_client", "remove_client"]
+
+_CLIENT_ID_PREFIX = "agwc_"
+_MAX_REDIRECT_URIS = 10
+
+
+@attrs.frozen
+class RegisteredClient:
+    """A client just registered, and its secret (None for a public client), not kept."""
+
+    client: OAuthClient
+    secret: str | None
+
+
+def _check_redirect_uri(uri: str) -> str:
+    parts = urlsplit(uri)
+    if not parts.scheme or parts.fragment:
+        raise ValidationError(f"redirect URI {uri!r} must be absolute and have no fragment")
+    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
+        raise ValidationError(
+            f"redirect URI {uri!r}: plain http is for loopback only (use https, or a "
+            "native app's own scheme)"
+        )
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        raise ValidationError(f"redirect URI {uri!r} has no host")
+    return uri
+
+
+async def register_client(
+    store: Store,
+    box: SecretBox | None,
+    *,
+    name: str,
+    redirect_uris: list[str],
+    confidential: bool = False,
+    actor: str,
+) -> RegisteredClient:
+    """Register a client by hand.
+
+    Error handling:
+        :class:`~agentws.errors.ValidationError` for a missing name, no or
+        bad redirect URIs, or a confidential client without a service key.
+    """
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise ValidationError("a client needs a name of 1 to 200 characters")
+    if not redirect_uris or len(redirect_uris) > _MAX_REDIRECT_URIS:
+        raise ValidationError(f"give 1 to {_MAX_REDIRECT_URIS} redirect URIs")
+    uris = [_check_redirect_uri(u) for u in redirect_uris]
+    secret = secrets.token_urlsafe(32) if confidential else None
+    if secret is not None and box is None:
+        raise ValidationError(
+            "a confidential client's secret needs the service key (see `agentws doctor`)"
+        )
+    client = OAuthClient(
+        client_id=_CLIENT_ID_PREFIX + secrets.token_urlsafe(16),
+        kind=ClientKind.OPERATOR,
+        name=name,
+        metadata={
+            "client_name": name,
+            "redirect_uris": uris,
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "client_secret_post" if secret else "none",
+            "scope": " ".join(SCOPES),
+        },
+        secret_hash=box.seal(secret).hex() if box is not None and secret is not None else None,
+    )
+    await store.insert(client)
+    await record(
+        store, None, actor, "oauth.client.add", client.client_id, name=name, redirect_uris=uris
+    )
+    return RegisteredClient(client, secret)
+
+
+async def list_clients(store: Store) -> list[OAuthClient]:
+    """Every client agentws knows: registered by an operator, by itself, or by its document."""
+    return await store.select(OAuthClient)
+
+
+async def remove_client(store: Store, client_ref: str, *, actor: str) -> OAuthClient:
+    """Remove a client (by client id or record id) and revoke every token it holds.
+
+    Error handling:
+        :class:`~agentws.errors.NotFoundError` if there is no such client.
+    """
+    client = await store.find(OAuthClient, client_id=client_ref) or await store.find(
+        OAuthClient, id=client_ref
+    )
+    if client is None:
+        raise NotFoundError(f"no OAuth client {client_ref!r} (see `agentws oauth client list`)")
+    revoked = await store.revoke_oauth_client(client.client_id, utcnow())
+    await store.delete(OAuthClient, client.id)
+    await record(
+        store,
+        None,
+        actor,
+        "oauth.client.remove",
+        client.client_id,
+        name=client.name,
+        revoked=revoked,
+    )
+    return client

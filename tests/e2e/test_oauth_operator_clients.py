@@ -1,0 +1,83 @@
+"""Clients an operator registered: the allow-list of closed registration, secrets, removal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from agentws.oauth.operator_clients import register_client, remove_client
+from tests.e2e.mcp_support import running
+from tests.e2e.oauth_support import (
+    REDIRECT,
+    admin_browser,
+    authorize_url,
+    mcp_status,
+    pkce_pair,
+)
+
+CLOSED = {"AGENTWS_OAUTH_REGISTRATION": "closed"}
+
+
+async def test_closed_registration_serves_the_clients_an_operator_registered(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, **CLOSED) as server, admin_browser(server) as browser:
+        box = server.runtime.keys.optional()
+        registered = await register_client(
+            server.store, box, name="Team client", redirect_uris=[REDIRECT], actor="t"
+        )
+        client_id = registered.client.client_id
+        verifier, challenge = pkce_pair()
+        page = await browser.consent_page(authorize_url(server, client_id, challenge))
+        assert "Team client" in page.text
+        answer = await browser.decide(page, scope="read")
+        code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
+        form = {
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": code,
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
+        tokens = (await browser.http.post("/oauth/token", data=form)).json()
+        assert tokens["scope"] == "read"
+        assert await mcp_status(server, tokens["access_token"]) == 200
+
+        # Removing the client ends what it holds, at once.
+        await remove_client(server.store, client_id, actor="t")
+        assert await mcp_status(server, tokens["access_token"]) == 401
+        again = await browser.http.get(authorize_url(server, client_id, challenge))
+        assert again.status_code == 400
+
+
+async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        box = server.runtime.keys.optional()
+        registered = await register_client(
+            server.store,
+            box,
+            name="Server app",
+            redirect_uris=[REDIRECT],
+            confidential=True,
+            actor="t",
+        )
+        assert registered.secret is not None
+        client_id = registered.client.client_id
+        verifier, challenge = pkce_pair()
+        sent = await browser.authorize(authorize_url(server, client_id, challenge))
+        form = {
+            "grant_type": "authorization_code",
+            "client_id": client_id,
+            "code": sent["code"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
+        without = await browser.http.post("/oauth/token", data=form)
+        assert without.status_code == 401
+        assert without.json()["error"] == "invalid_client"
+        wrong = await browser.http.post("/oauth/token", data={**form, "client_secret": "nope"})
+        assert wrong.status_code == 401
+        right = await browser.http.post(
+            "/oauth/token", data={**form, "client_secret": registered.secret}
+        )
+        assert right.status_code == 200, right.text
