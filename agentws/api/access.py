@@ -1,11 +1,15 @@
-"""The admin API's access to tools: a group's MCP tokens, tool labels and permissions."""
+"""The admin API's access to tools: MCP tokens, OAuth clients, tool labels and permissions."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import Capability, Permission
+from agentws.domain.models import Capability, OAuthClient, Permission
+from agentws.errors import ValidationError
+from agentws.oauth import operator_clients
 from agentws.tools import admin as tools_admin
 from agentws.views import token_json, tool_json
 
@@ -49,6 +53,55 @@ async def revoke_token(
 ) -> Answer:
     revoked = await registry.revoke_token(admin.store, workspace, group, token, actor=caller.actor)
     return token_json(revoked, workspace, group)
+
+
+# --- OAuth clients ---------------------------------------------------------------------------
+
+
+def _client_json(c: OAuthClient) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "client_id": c.client_id,
+        "kind": c.kind.value,
+        "name": c.name,
+        "redirect_uris": list(c.metadata.get("redirect_uris", [])),
+        "confidential": c.secret_hash is not None,
+        "created_at": c.created_at.isoformat(),
+    }
+
+
+@routes.get("/oauth/clients")
+@endpoint
+async def list_oauth_clients(admin: AdminServices, caller: Caller) -> Answer:
+    return page_of([_client_json(c) for c in await operator_clients.list_clients(admin.store)])
+
+
+@routes.post("/oauth/clients")
+@endpoint
+async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
+    data = await json_body()
+    uris = field(data, "redirect_uris", list, [])
+    if not all(isinstance(u, str) for u in uris):
+        raise ValidationError("'redirect_uris' is a list of strings")
+    confidential = bool(field(data, "confidential", bool, False))
+    registered = await operator_clients.register_client(
+        admin.store,
+        admin.keys.box() if confidential else None,
+        name=required(data, "name"),
+        redirect_uris=uris,
+        confidential=confidential,
+        actor=caller.actor,
+    )
+    answer = _client_json(registered.client)
+    answer["client_secret"] = registered.secret
+    return answer, 201
+
+
+@routes.delete("/oauth/clients/<client>")
+@endpoint
+async def remove_oauth_client(admin: AdminServices, caller: Caller, client: str) -> Answer:
+    removed = await operator_clients.remove_client(admin.store, client, actor=caller.actor)
+    return _client_json(removed)
 
 
 # --- tools and permissions ------------------------------------------------------------------

@@ -285,6 +285,29 @@ def _paths() -> dict[str, Any]:
                 operation_id="listMessages",
             )
         },
+        "/oauth/clients": {
+            "get": _operation(
+                "List OAuth clients (registered by an operator, by themselves, or by document)",
+                "OAuthClientPage",
+                params=_PAGING,
+                operation_id="listOAuthClients",
+            ),
+            "post": _operation(
+                "Register an OAuth client by hand (a confidential one's secret is shown once)",
+                "RegisteredOAuthClient",
+                status="201",
+                body="NewOAuthClient",
+                operation_id="addOAuthClient",
+            ),
+        },
+        "/oauth/clients/{client}": {
+            "delete": _operation(
+                "Remove an OAuth client and revoke its tokens at once",
+                "OAuthClient",
+                params=_path_params("client"),
+                operation_id="removeOAuthClient",
+            )
+        },
         "/workspaces/{workspace}/groups/{group}/tokens/{token}": {
             "delete": _operation(
                 "Revoke an MCP token at once (its sessions close)",
@@ -304,7 +327,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             "title": "agentws admin API",
             "version": __version__,
             "description": (
-                "Administer agentws: webhooks, events, approvals, MCP tokens, tool "
+                "Administer agentws: webhooks, events, approvals, MCP tokens, OAuth clients, tool "
                 "permissions, libraries and channels. Authenticate "
                 "with an admin API token (`agentws admin token create`) as a bearer token. "
                 'Errors are {"error": {"code", "message"}}; lists are paginated with '

@@ -242,6 +242,48 @@ SCHEMAS: dict[str, Any] = {
             },
         }
     ),
+    "OAuthClient": _object(
+        {
+            "id": {"type": "string"},
+            "client_id": {"type": "string"},
+            "kind": {"type": "string", "enum": ["dynamic", "metadata", "operator"]},
+            "name": {"type": "string"},
+            "redirect_uris": {"type": "array", "items": {"type": "string"}},
+            "confidential": {"type": "boolean"},
+            "created_at": _TIME,
+        }
+    ),
+    "RegisteredOAuthClient": {
+        "allOf": [
+            ref("OAuthClient"),
+            _object(
+                {
+                    "client_secret": {
+                        **_STR_OR_NULL,
+                        "description": "a confidential client's secret, shown this once",
+                    }
+                }
+            ),
+        ]
+    },
+    "NewOAuthClient": {
+        "type": "object",
+        "required": ["name", "redirect_uris"],
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "redirect_uris": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "maxItems": 10,
+                "description": "exact URIs; plain http only on loopback, where any port matches",
+            },
+            "confidential": {
+                "type": "boolean",
+                "description": "issue a client secret (default: a public client, PKCE only)",
+            },
+        },
+    },
     "IssuedToken": {
         "allOf": [
             ref("Token"),
@@ -353,5 +395,14 @@ SCHEMAS |= {
         }
     ),
 }
-for _name in ("Workspace", "Webhook", "Event", "Token", "Tool", "Library", "Message"):
+for _name in (
+    "Workspace",
+    "Webhook",
+    "Event",
+    "Token",
+    "OAuthClient",
+    "Tool",
+    "Library",
+    "Message",
+):
     SCHEMAS[f"{_name}Page"] = _page(_name)

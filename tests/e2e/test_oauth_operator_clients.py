@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx2
+
+from agentws.accounts import create_admin
+from agentws.admin_access import create_admin_token
 from agentws.oauth.operator_clients import register_client, remove_client
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import (
@@ -81,3 +85,27 @@ async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> 
             "/oauth/token", data={**form, "client_secret": registered.secret}
         )
         assert right.status_code == 200, right.text
+
+
+async def test_the_admin_api_registers_lists_and_removes_clients(tmp_path: Path) -> None:
+    async with running(tmp_path) as server:
+        await create_admin(server.store, "alice", password="correct horse battery", actor="t")
+        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=server.base_url + "/api/v1", headers={"Authorization": f"Bearer {secret}"}
+        ) as api:
+            added = await api.post(
+                "/oauth/clients",
+                json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
+            )
+            assert added.status_code == 201, added.text
+            client = added.json()
+            assert client["client_secret"] and client["confidential"] is True
+            listed = (await api.get("/oauth/clients")).json()["items"]
+            assert [c["client_id"] for c in listed] == [client["client_id"]]
+            assert "client_secret" not in listed[0]
+            refused = await api.post("/oauth/clients", json={"name": "x", "redirect_uris": []})
+            assert refused.status_code == 400
+            removed = await api.delete(f"/oauth/clients/{client['id']}")
+            assert removed.status_code == 200
+            assert (await api.get("/oauth/clients")).json()["items"] == []
