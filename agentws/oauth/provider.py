@@ -213,6 +213,9 @@ class Provider:
             state=params.state,
             expires_at=utcnow() + timedelta(seconds=self.settings.consent_ttl_s),
         )
+        # What expired a day ago goes whenever a request comes: the tables hold
+        # what can still be used, and a day of used codes to tell a replay.
+        await self.store.forget_expired_oauth(utcnow() - timedelta(days=1))
         await self.store.insert(grant)
         return str(self.consent_url(grant.id))
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from agentws.domain.models import McpToken
+from agentws.domain.models import McpToken, OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret, utcnow
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import (
@@ -198,3 +198,20 @@ async def test_the_administrator_grants_no_more_than_asked(tmp_path: Path) -> No
         code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
         tokens = (await exchange(browser.http, client["client_id"], code, verifier)).json()
         assert tokens["scope"] == "read"
+
+
+async def test_expired_requests_and_refresh_tokens_are_forgotten(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client_id, tokens = await tokens_for(browser)
+        long_ago = utcnow() - timedelta(days=2)
+        for grant in await server.store.select(OAuthGrant):
+            await server.store.update(attrs.evolve(grant, expires_at=long_ago))
+        for token in await server.store.select(OAuthRefreshToken):
+            await server.store.update(attrs.evolve(token, expires_at=long_ago))
+        _, challenge = pkce_pair()
+        answer = await browser.http.get(authorize_url(server, client_id, challenge))
+        assert answer.status_code == 302
+        [pending] = await server.store.select(OAuthGrant)
+        assert pending.status.value == "pending"
+        assert await server.store.select(OAuthRefreshToken) == []
+        assert (await refresh(browser.http, client_id, tokens["refresh_token"])).status_code == 400
