@@ -35,6 +35,7 @@ from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_das
 from agentws.dashboard.visible import visible
 from agentws.errors import StoreError
 from agentws.mcp.endpoint import McpDoor
+from agentws.mcp.scope_challenge import ScopeChallenge
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from agentws.metrics import render
@@ -187,6 +188,7 @@ def create_app(
         runtime.authenticator,
         runtime.sessions,
         runtime.forwarder,
+        ScopeChallenge(runtime.catalog, settings),
     )
     # So is the OAuth door: discovery and the authorization server (see agentws.oauth.door).
     oauth = OAuthDoor(cast(Any, door), settings, runtime.store, runtime.keys.optional())

@@ -95,6 +95,8 @@ class Runtime:
     links: RemoteLinks
     #: Runs the group's tools (for the permission gate, and for approved calls).
     runner: ToolRunner
+    #: Every group's tools (the MCP door checks an OAuth call's scope against them).
+    catalog: Catalog
     #: What the dashboard and the admin API are given.
     admin: AdminServices
     #: The lifecycle: readiness, drain, stop.
@@ -224,6 +226,7 @@ class Service:
                 approval_runs=runs,
                 links=links,
                 runner=runner,
+                catalog=catalog,
                 admin=AdminServices(
                     settings=settings,
                     store=store,

@@ -37,6 +37,7 @@ SSE stream is :mod:`agentws.mcp.streams`.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -85,6 +86,7 @@ from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.modern import is_stateless, pending_owner, serve_stateless
 from agentws.mcp.owner_forward import forward_to_owner, store_unavailable
 from agentws.mcp.replay import Event
+from agentws.mcp.scope_challenge import ScopeChallenge, check_scope
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
@@ -114,6 +116,8 @@ class McpDoor:
     auth: Authenticator
     sessions: SessionSupervisor
     forwarder: SessionForwarder
+    #: Answers an OAuth call beyond its token's scope with a 403 challenge.
+    scopes: ScopeChallenge | None = None
     guard: HostOriginGuard = attrs.field(init=False)
     cors: Cors = attrs.field(init=False)
 
@@ -271,6 +275,7 @@ class McpDoor:
         if request.method == "POST":
             check_content_type(request)
             body = await read_body(request, self.settings)
+        await check_scope(self.scopes, request, lambda: json.loads(body) if body else None)
         owner_id = pending_owner(body)
         if owner_id is not None and owner_id != self.settings.instance_id:
             ended = HttpRefusal(
@@ -304,6 +309,8 @@ class McpDoor:
             await answer_batch(request, session, batch.messages, self.settings)
             return
         is_request = isinstance(message, types.JSONRPCRequest)
+        if is_request:
+            await check_scope(self.scopes, request, lambda: message.model_dump(mode="json"))
         if session_id is None:
             if not (is_request and message.method == "initialize"):  # type: ignore[union-attr]
                 raise HttpRefusal(
