@@ -19,7 +19,7 @@ from __future__ import annotations
 import attrs
 import trio
 
-from agentws.domain.models import Group, McpToken, Workspace
+from agentws.domain.models import ClientKind, Group, McpToken, OAuthClient, Workspace
 from agentws.domain.rules import MCP_TOKEN_PREFIX, hash_secret, utcnow
 from agentws.errors import UnauthorizedError
 from agentws.oauth.settings import ACCESS_TOKEN_PREFIX
@@ -93,6 +93,29 @@ class Authenticator:
             raise UnauthorizedError("this token is not valid for this endpoint")
         await self._touch(token)
         return Caller(token, group, workspace)
+
+    async def continues(self, caller: Caller, holder: Caller) -> bool:
+        """Whether ``caller`` may carry on ``holder``'s sessions with its own token.
+
+        Only a newer token of the same OAuth client for the same group does,
+        and only when it is the same installation of that client: a token of
+        the same consent (refreshed), or of a client that registered itself
+        (RFC 7591: one registration per installation). A client known by its
+        metadata document, or registered by an operator, may be shared by
+        many people, whose sessions stay their own.
+        """
+        mine, theirs = caller.token, holder.token
+        if (
+            mine.oauth_client_id is None
+            or mine.oauth_client_id != theirs.oauth_client_id
+            or mine.group_id != theirs.group_id
+            or mine.id == theirs.id
+        ):
+            return False
+        if mine.oauth_family_id is not None and mine.oauth_family_id == theirs.oauth_family_id:
+            return True
+        client = await self.store.find(OAuthClient, client_id=mine.oauth_client_id)
+        return client is not None and client.kind is ClientKind.DYNAMIC
 
     async def _token(self, token_hash: str) -> McpToken | None:
         version = self.store.data_version()

@@ -226,11 +226,12 @@ class McpDoor:
         self, request: DoorRequest, sessions: SessionSupervisor, session_id: str, transport: str
     ) -> McpSession:
         session = sessions.get(session_id)
+        caller = request.caller
         # Another token's session answers exactly like a session that does not exist.
         if (
             session is None
-            or request.caller is None
-            or session.token_id != request.caller.token_id
+            or caller is None
+            or session.token_id != caller.token_id
             or session.transport != transport
         ):
             raise HttpRefusal(404, "session_not_found", _NO_SESSION)
@@ -331,8 +332,14 @@ class McpDoor:
 
     async def _wrong_version(self, request: DoorRequest) -> bool:
         session = self.sessions.get(request.header(SESSION_HEADER.encode()) or "")
-        if session is None or request.caller is None or session.token_id != request.caller.token_id:
+        caller = request.caller
+        if session is None or caller is None:
             return False  # no such session for this caller: the 404 says so
+        if session.token_id != caller.token_id:
+            # An OAuth client's refreshed (or wider) token carries on its session.
+            if not await self.auth.continues(caller, session.caller):
+                return False
+            self.sessions.adopt(session, caller)
         return await refuse_unknown_version(request, session)
 
     async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:

@@ -398,6 +398,20 @@ class SessionSupervisor:
         )
         return session
 
+    def adopt(self, session: McpSession, caller: Caller) -> None:
+        """Let ``caller`` (the same OAuth client's newer token) hold ``session`` from now on.
+
+        A refreshed or stepped-up access token continues the client's session, at its
+        own scope; revoking that token (its consent) closes the session.
+        """
+        held = self._by_token.get(session.token_id)
+        if held is not None:
+            held.discard(session.id)
+            if not held:
+                del self._by_token[session.token_id]
+        session.caller = caller
+        self._by_token[caller.token_id].add(session.id)
+
     def revoke(self, token_id: str) -> int:
         """Close every session of a token; how many there were."""
         sessions = self.sessions_of(token_id)

@@ -147,13 +147,24 @@ class MemoryStorage(TokenStorage):
 
 
 def sdk_oauth(
-    browser: Browser, url: str, storage: MemoryStorage, *, scope: str = "write", **metadata: Any
+    browser: Browser,
+    url: str,
+    storage: MemoryStorage,
+    *,
+    scope: str | list[str] = "write",
+    **metadata: Any,
 ) -> OAuthClientProvider:
-    """The SDK's OAuth client provider for ``url``, consenting through ``browser``."""
+    """The SDK's OAuth client provider for ``url``, consenting through ``browser``.
+
+    ``scope`` is what the administrator grants; a list, what it grants each
+    time it is asked, in turn.
+    """
     sent_back: dict[str, str] = {}
+    grants = [scope] if isinstance(scope, str) else list(scope)
 
     async def redirect(authorization_url: str) -> None:
-        sent_back.update(await browser.authorize(authorization_url, scope=scope))
+        granted = grants.pop(0) if len(grants) > 1 else grants[0]
+        sent_back.update(await browser.authorize(authorization_url, scope=granted))
 
     async def callback() -> AuthorizationCodeResult:
         return AuthorizationCodeResult(

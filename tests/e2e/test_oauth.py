@@ -163,3 +163,24 @@ async def test_the_sdk_client_refreshes_an_expired_token_without_asking_again(
         assert storage.tokens.refresh_token != first.refresh_token
         # The refresh token did it: the administrator was not asked again.
         assert len(await server.store.select(AuditEntry, action="oauth.consent")) == 1
+
+
+async def test_a_session_carries_on_when_its_token_is_refreshed(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        storage = MemoryStorage()
+        auth = sdk_oauth(browser, server.url, storage)
+        async with (
+            httpx2.AsyncClient(auth=auth, timeout=REQUEST_S) as http,
+            streamable_http_client(server.url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            with trio.fail_after(REQUEST_S):
+                await session.initialize()
+                assert storage.tokens is not None
+                first = storage.tokens.access_token
+                auth.context.token_expiry_time = time.time() - 1  # an hour later
+                found = await session.call_tool("search_context", {"query": "deploy"})
+            assert not found.is_error
+            assert storage.tokens.access_token != first
+        [opened] = await server.store.select(AuditEntry, action="oauth.consent")
+        assert opened.actor == "admin:alice"

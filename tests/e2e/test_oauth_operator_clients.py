@@ -109,3 +109,49 @@ async def test_the_admin_api_registers_lists_and_removes_clients(tmp_path: Path)
             removed = await api.delete(f"/oauth/clients/{client['id']}")
             assert removed.status_code == 200
             assert (await api.get("/oauth/clients")).json()["items"] == []
+
+
+async def test_a_shared_clients_other_token_cannot_take_a_session(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        registered = await register_client(
+            server.store, None, name="Shared app", redirect_uris=[REDIRECT], actor="t"
+        )
+        client_id = registered.client.client_id
+        tokens = []
+        for _ in range(2):  # two people, each with their own consent
+            verifier, challenge = pkce_pair()
+            sent = await browser.authorize(authorize_url(server, client_id, challenge))
+            form = {
+                "grant_type": "authorization_code",
+                "client_id": client_id,
+                "code": sent["code"],
+                "redirect_uri": REDIRECT,
+                "code_verifier": verifier,
+            }
+            tokens.append((await browser.http.post("/oauth/token", data=form)).json())
+        async with httpx2.AsyncClient(timeout=10) as http:
+            headers = {"Accept": "application/json, text/event-stream"}
+            opened = await http.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _INIT},
+                headers={**headers, "Authorization": f"Bearer {tokens[0]['access_token']}"},
+            )
+            session_id = opened.headers["mcp-session-id"]
+            taken = await http.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                headers={
+                    **headers,
+                    "Authorization": f"Bearer {tokens[1]['access_token']}",
+                    "Mcp-Session-Id": session_id,
+                    "MCP-Protocol-Version": "2025-06-18",
+                },
+            )
+        assert taken.status_code == 404
+
+
+_INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "probe", "version": "1"},
+}
