@@ -35,6 +35,7 @@ from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_das
 from agentws.dashboard.visible import visible
 from agentws.errors import StoreError
 from agentws.mcp.endpoint import McpDoor
+from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.scope_challenge import ScopeChallenge
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -191,7 +192,14 @@ def create_app(
         ScopeChallenge(runtime.catalog, settings),
     )
     # So is the OAuth door: discovery and the authorization server (see agentws.oauth.door).
-    oauth = OAuthDoor(cast(Any, door), settings, runtime.store, runtime.keys.optional())
+    hosts = HostOriginGuard.from_settings(settings)
+    oauth = OAuthDoor(
+        cast(Any, door),
+        settings,
+        runtime.store,
+        runtime.keys.optional(),
+        lambda host: hosts.refusal(host, None),
+    )
     # So is the webhook door (see agentws.webhooks.ingest).
     hooks = HookDoor(cast(Any, oauth), settings, runtime.intake)
     # Outermost: every request, whichever door takes it, has an id in its logs.

@@ -20,6 +20,7 @@ handlers is kept per base URL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -85,12 +86,23 @@ class OAuthDoor:
     settings: Settings
     store: Store
     secret_box: SecretBox | None
+    #: Why a request's ``Host`` is refused (the MCP door's DNS-rebinding guard), or None.
+    host_refusal: Callable[[str | None], str | None] | None = None
     _routers: dict[str, Router] = attrs.field(factory=dict, init=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or not path.startswith(_PREFIXES):
             await self.app(scope, receive, send)
+            return
+        refusal = self.host_refusal(header(scope, b"host")) if self.host_refusal else None
+        if refusal is not None:
+            # The issuer and every URL served here are made from Host when no
+            # AGENTWS_BASE_URL is set: only a Host the service answers to counts.
+            body = json.dumps({"error": "forbidden", "error_description": refusal})
+            await Response(body, 403, media_type="application/json")(
+                cast(Any, scope), cast(Any, receive), cast(Any, send)
+            )
             return
         router = self._router(base_url_of(self.settings, scope))
         await router(cast(Any, scope), cast(Any, receive), cast(Any, send))

@@ -62,6 +62,10 @@ async def test_a_group_endpoint_points_clients_to_its_metadata(tmp_path: Path) -
         assert prm["authorization_servers"] == [f"{server.base_url}/oauth"]
         assert prm["scopes_supported"] == ["read", "write", "destructive"]
 
+        spoofed = await http.get(
+            "/.well-known/oauth-authorization-server", headers={"Host": "evil.example"}
+        )
+        assert spoofed.status_code == 403  # no issuer is ever made from a foreign Host
         for path in (
             "/.well-known/oauth-authorization-server/oauth",
             "/.well-known/oauth-authorization-server",

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import attrs
 
-from agentws.domain.models import McpToken, OAuthGrant, OAuthRefreshToken
+from agentws.domain.models import McpToken, OAuthClient, OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret, utcnow
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import (
@@ -215,3 +215,41 @@ async def test_expired_requests_and_refresh_tokens_are_forgotten(tmp_path: Path)
         assert pending.status.value == "pending"
         assert await server.store.select(OAuthRefreshToken) == []
         assert (await refresh(browser.http, client_id, tokens["refresh_token"])).status_code == 400
+
+
+async def test_registration_stops_at_the_client_limit(tmp_path: Path) -> None:
+    async with (
+        running(tmp_path, AGENTWS_OAUTH_MAX_CLIENTS="1") as server,
+        admin_browser(server) as browser,
+    ):
+        await register_client(browser.http)
+        refused = await browser.http.post(
+            "/oauth/register",
+            json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"},
+        )
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "invalid_client_metadata"
+
+
+async def test_a_registered_secret_is_kept_sealed_and_still_checked(tmp_path: Path) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(
+            browser.http, token_endpoint_auth_method="client_secret_post"
+        )
+        secret = client["client_secret"]
+        assert secret
+        [stored] = await server.store.select(OAuthClient)
+        assert stored.secret_hash is not None
+        assert secret not in stored.secret_hash and secret not in str(stored.metadata)
+        verifier, challenge = pkce_pair()
+        sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
+        form = {
+            "grant_type": "authorization_code",
+            "client_id": client["client_id"],
+            "code": sent["code"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
+        assert (await browser.http.post("/oauth/token", data=form)).status_code == 401
+        answer = await browser.http.post("/oauth/token", data={**form, "client_secret": secret})
+        assert answer.status_code == 200, answer.text
