@@ -21,13 +21,17 @@ One run measures, on loopback, in a temp directory of its own:
 5. measure 1 again in the stateless revision, 2026-07-28: each call a
    self-contained POST with no session, against the same reference started
    in the SDK's stateless mode (``stateless_http=True``), same load and
-   rounds (see :mod:`benchlib.modern`).
+   rounds (see :mod:`benchlib.modern`);
+6. the cost of an OAuth access token per request beside a static token:
+   2026-07-28 ``tools/list`` with each token in turn on one agentws (see
+   :mod:`benchlib.oauth_auth`).
 
 The servers run one after the other, each in its own process; the load
 comes from a third process. Results are printed as Markdown and written as
 JSON (``--json-out``). Targets: agentws throughput at least 1.0x the
 reference (2025-11-25 sessions) and 1.25x (2026-07-28, stateless); under
-100 KB of RSS per idle SSE session; tools/list p99 under 20 ms.
+100 KB of RSS per idle SSE session; tools/list p99 under 20 ms; an OAuth
+token's requests at least 0.9x a static token's.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli, modern, query_floor
+from benchlib import cli, modern, oauth_auth, query_floor
 from benchlib.agentws_setup import (
     AgentwsSite,
     add_connectors,
@@ -79,13 +83,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "Benchmark the MCP group endpoint: tools/call search_context throughput and "
             "latency, agentws against the mcp SDK's MCPServer on uvicorn under the same "
             "load, the same in the stateless 2026-07-28 revision against the SDK's stateless "
-            "mode, resident memory of idle legacy SSE sessions, and tools/list latency "
-            "for a group with 5 connectors and 200 cached tools."
+            "mode, resident memory of idle legacy SSE sessions, tools/list latency "
+            "for a group with 5 connectors and 200 cached tools, and an OAuth access "
+            "token's cost per request beside a static token's."
         ),
         epilog=(
             "Targets: agentws throughput >= 1.0x the reference (2025-11-25 sessions) and "
             ">= 1.25x (2026-07-28, stateless); < 100 KB RSS per idle "
-            "SSE session; tools/list p99 < 20 ms. Exit status 0 when the run completed "
+            "SSE session; tools/list p99 < 20 ms; OAuth token calls/s >= 0.9x a static "
+            "token's. Exit status 0 when the run completed "
             "(see --check), 1 when it failed (including any failed call)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -133,10 +139,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=["throughput", "modern", "sessions", "toolslist"],
+        choices=["throughput", "modern", "sessions", "toolslist", "oauth"],
         help=(
-            "run one measure only (default: all four); 'throughput' is tools/call on "
-            "2025-11-25 sessions, 'modern' the same in the stateless 2026-07-28 revision"
+            "run one measure only (default: all); 'throughput' is tools/call on "
+            "2025-11-25 sessions, 'modern' the same in the stateless 2026-07-28 revision, "
+            "'oauth' an OAuth access token's cost per request beside a static token's"
         ),
     )
     cli.add_output_args(parser, DEFAULT_JSON_OUT)
@@ -333,6 +340,36 @@ def _measure_toolslist(
     return result
 
 
+def _measure_oauth(args: argparse.Namespace, procs: Processes, site: AgentwsSite) -> dict[str, Any]:
+    _say("agentws: an OAuth access token for the group (registration, consent, code exchange)")
+    tokens = {"static": site.token, "oauth": oauth_auth.issue_oauth_token(site)}
+    server = _start_agentws(procs, site, "agentws-oauth", args.sessions)
+    base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
+    _wait_until_answering(server, base_url + "/healthz")
+    job = {
+        "url": base_url + site.path,
+        # The 2026-07-28 listing has no get_approval: a stateless caller reads approvals.
+        "expect_tools": _BUILTIN_TOOLS - 1,
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.seconds,
+        "server_pid": server.pid,
+    }
+
+    def note(what: str, result: dict[str, Any]) -> None:
+        _say(f"agentws, {what}:")
+        _note_noise(result)
+
+    try:
+        result = oauth_auth.measure(job, tokens, args.rounds, lambda j: _run_load(procs, j), note)
+    finally:
+        status = procs.stop(server)
+    result["server_exit_status"] = status
+    if status != 0:
+        _say(f"agentws exited with status {status}\n{server.log_tail()}")
+    return result
+
+
 def _parity(agentws: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
     ours, theirs = agentws.get("answers", {}), reference.get("answers", {})
     common = sorted(set(ours) & set(theirs))
@@ -511,6 +548,8 @@ def render(results: dict[str, Any]) -> str:
         rows += _toolslist_rows(results["toolslist"])
     if "modern" in results:
         rows += modern.rows(results["modern"])
+    if "oauth" in results:
+        rows += oauth_auth.rows(results["oauth"])
     packages = machine["packages"]
     lines = [
         *report_head("mcp", results["date"], rows, machine),
@@ -569,6 +608,8 @@ def render(results: dict[str, Any]) -> str:
         lines += _toolslist_notes(results["toolslist"], config)
     if "modern" in results:
         lines += modern.notes(results, config, packages["mcp"])
+    if "oauth" in results:
+        lines += oauth_auth.notes(results["oauth"], config)
     if "query_floor" in results:
         floor = results["query_floor"]
         if "agentws" in results:
@@ -632,6 +673,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "targets": {
             "throughput_ratio": THROUGHPUT_TARGET,
             "modern_throughput_ratio": modern.TARGET,
+            "oauth_to_static_ratio": oauth_auth.TARGET,
             "idle_sse_kb_per_session": SSE_TARGET_KB,
             "toolslist_p99_ms": TOOLSLIST_TARGET_P99_MS,
         },
@@ -669,6 +711,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         if args.only in (None, "sessions") and args.sessions:
             results["idle_sse"] = _measure_sessions(args, procs, site)
+        if args.only in (None, "oauth"):
+            results["oauth"] = _measure_oauth(args, procs, site)
         if args.only in (None, "toolslist"):
             # Last: the connectors it attaches would otherwise change the other measures.
             results["toolslist"] = _measure_toolslist(args, procs, site)
@@ -681,6 +725,8 @@ def _passed(results: dict[str, Any]) -> bool:
         ok &= results["throughput_ratio"] >= THROUGHPUT_TARGET
     if "modern" in results:
         ok &= modern.passed(results["modern"])
+    if "oauth" in results:
+        ok &= oauth_auth.passed(results["oauth"])
     if "idle_sse" in results:
         ok &= _sessions_row(results["idle_sse"])[-1] == "PASS"
     if "toolslist" in results:
@@ -698,6 +744,9 @@ def main(argv: list[str] | None = None) -> int:
         for part in (results, results.get("modern", {}))
         for n in ("agentws", "reference")
     ) + results.get("toolslist", {}).get("errors", 0)
+    failed_calls += sum(
+        results.get("oauth", {}).get(n, {}).get("errors_all_rounds", 0) for n in ("static", "oauth")
+    )
     if failed_calls:
         return 1
     if args.check and not _passed(results):
