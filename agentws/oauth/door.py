@@ -28,6 +28,7 @@ import attrs
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.routes import (
     REVOCATION_PATH,
+    TOKEN_PATH,
     build_metadata,
     cors_middleware,
     create_auth_routes,
@@ -37,7 +38,7 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route, Router
+from starlette.routing import BaseRoute, Mount, Route, Router
 
 from agentws.asgi import ASGIApp, Receive, Scope, Send, header
 from agentws.config import Settings
@@ -45,6 +46,7 @@ from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
 from agentws.oauth.revocation import Revocation
 from agentws.oauth.settings import SCOPES, OAuthSettings
+from agentws.oauth.token_target import TokenTarget
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
@@ -147,18 +149,9 @@ class OAuthDoor:
         document.token_endpoint_auth_methods_supported = methods
         document.revocation_endpoint_auth_methods_supported = methods
         metadata = cors_middleware(MetadataHandler(document).handle, ["GET", "OPTIONS"])
-        endpoints = routes[1:]
+        endpoints: list[BaseRoute] = list(routes[1:])
         revoke = Revocation(provider)
-        endpoints = [
-            Route(
-                REVOCATION_PATH,
-                endpoint=cors_middleware(revoke.handle, ["POST", "OPTIONS"]),
-                methods=["POST", "OPTIONS"],
-            )
-            if getattr(route, "path", None) == REVOCATION_PATH
-            else route
-            for route in endpoints
-        ]
+        endpoints = [_replaced(route, revoke, self.store) for route in endpoints]
         fallback = Route("/{rest:path}", endpoint=_not_found, methods=["GET", "POST", "OPTIONS"])
         return Router(
             routes=[
@@ -209,6 +202,18 @@ class OAuthDoor:
             resource_name="agentws",
         )
         return ProtectedResourceMetadataHandler(metadata).handle
+
+
+def _replaced(route: BaseRoute, revoke: Revocation, store: Store) -> BaseRoute:
+    """The SDK's route, or ours where ours does more (see the modules named)."""
+    path = getattr(route, "path", None)
+    if path == REVOCATION_PATH:  # public clients too (agentws.oauth.revocation)
+        endpoint: Any = cors_middleware(revoke.handle, ["POST", "OPTIONS"])
+        return Route(path, endpoint=endpoint, methods=["POST", "OPTIONS"])
+    if path == TOKEN_PATH and isinstance(route, Route):  # RFC 8707 (agentws.oauth.token_target)
+        endpoint = TokenTarget(cast(Any, route.endpoint), store)
+        return Route(path, endpoint=endpoint, methods=["POST", "OPTIONS"])
+    return route
 
 
 async def _not_found(request: Request) -> Response:

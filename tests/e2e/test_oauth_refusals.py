@@ -253,3 +253,39 @@ async def test_a_registered_secret_is_kept_sealed_and_still_checked(tmp_path: Pa
         assert (await browser.http.post("/oauth/token", data=form)).status_code == 401
         answer = await browser.http.post("/oauth/token", data={**form, "client_secret": secret})
         assert answer.status_code == 200, answer.text
+
+
+async def test_a_code_or_refresh_token_for_another_endpoint_is_an_invalid_target(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        verifier, challenge = pkce_pair()
+        sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
+        other = server.url.replace("/ops", "/sales")
+        form = {
+            "grant_type": "authorization_code",
+            "client_id": client["client_id"],
+            "code": sent["code"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
+        elsewhere = await browser.http.post("/oauth/token", data={**form, "resource": other})
+        assert elsewhere.status_code == 400
+        assert elsewhere.json()["error"] == "invalid_target"
+        # Nothing was spent: the code still works for the endpoint consented to.
+        tokens = await browser.http.post("/oauth/token", data={**form, "resource": server.url})
+        assert tokens.status_code == 200, tokens.text
+        refreshed = await browser.http.post(
+            "/oauth/token",
+            data={
+                "grant_type": "refresh_token",
+                "client_id": client["client_id"],
+                "refresh_token": tokens.json()["refresh_token"],
+                "resource": other,
+            },
+        )
+        assert refreshed.status_code == 400
+        assert refreshed.json()["error"] == "invalid_target"
+        assert await mcp_status(server, tokens.json()["access_token"]) == 200
+        assert await mcp_status(server, tokens.json()["access_token"], other) == 401
