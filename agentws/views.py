@@ -18,6 +18,7 @@ from agentws.domain.models import (
     Group,
     Library,
     McpToken,
+    OAuthClient,
     Skill,
     Webhook,
     Workspace,
@@ -34,6 +35,7 @@ __all__ = [
     "event_json",
     "library_json",
     "message_json",
+    "oauth_client_json",
     "token_json",
     "tool_json",
     "webhook_json",
@@ -224,4 +226,17 @@ def message_json(m: ChatMessage) -> dict[str, Any]:
         "thread": m.thread,
         "external_id": m.external_id,
         "created_at": _iso(m.created_at),
+    }
+
+
+def oauth_client_json(c: OAuthClient) -> dict[str, Any]:
+    """An OAuth client as the CLI and the admin API show it (never its secret)."""
+    return {
+        "id": c.id,
+        "client_id": c.client_id,
+        "kind": c.kind.value,
+        "name": c.name,
+        "redirect_uris": list(c.metadata.get("redirect_uris", [])),
+        "confidential": c.secret_hash is not None,
+        "created_at": _iso(c.created_at),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import hypercorn.trio
@@ -20,11 +21,18 @@ __all__ = ["serve_loopback"]
 
 
 @asynccontextmanager
-async def serve_loopback(app: Any, port: int = 0) -> AsyncIterator[str]:
-    """Serve ``app`` at ``http://127.0.0.1:<port>`` until the block ends; yield that base URL."""
+async def serve_loopback(
+    app: Any, port: int = 0, *, tls: tuple[Path, Path] | None = None
+) -> AsyncIterator[str]:
+    """Serve ``app`` at ``http://127.0.0.1:<port>`` until the block ends; yield that base URL.
+
+    With ``tls`` (a certificate file and its key file), serve HTTPS instead.
+    """
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
+    if tls is not None:
+        config.certfile, config.keyfile = str(tls[0]), str(tls[1])
     # Our links hold a stream open: do not wait long for it when stopping.
     config.graceful_timeout = 0.2
     stop = trio.Event()

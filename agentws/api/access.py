@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import Capability, OAuthClient, Permission
+from agentws.domain.models import Capability, Permission
 from agentws.errors import ValidationError
 from agentws.oauth import operator_clients
 from agentws.tools import admin as tools_admin
-from agentws.views import token_json, tool_json
+from agentws.views import oauth_client_json, token_json, tool_json
 
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
 
@@ -58,22 +56,10 @@ async def revoke_token(
 # --- OAuth clients ---------------------------------------------------------------------------
 
 
-def _client_json(c: OAuthClient) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "client_id": c.client_id,
-        "kind": c.kind.value,
-        "name": c.name,
-        "redirect_uris": list(c.metadata.get("redirect_uris", [])),
-        "confidential": c.secret_hash is not None,
-        "created_at": c.created_at.isoformat(),
-    }
-
-
 @routes.get("/oauth/clients")
 @endpoint
 async def list_oauth_clients(admin: AdminServices, caller: Caller) -> Answer:
-    return page_of([_client_json(c) for c in await operator_clients.list_clients(admin.store)])
+    return page_of([oauth_client_json(c) for c in await operator_clients.list_clients(admin.store)])
 
 
 @routes.post("/oauth/clients")
@@ -92,7 +78,7 @@ async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
         confidential=confidential,
         actor=caller.actor,
     )
-    answer = _client_json(registered.client)
+    answer = oauth_client_json(registered.client)
     answer["client_secret"] = registered.secret
     return answer, 201
 
@@ -101,7 +87,7 @@ async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
 @endpoint
 async def remove_oauth_client(admin: AdminServices, caller: Caller, client: str) -> Answer:
     removed = await operator_clients.remove_client(admin.store, client, actor=caller.actor)
-    return _client_json(removed)
+    return oauth_client_json(removed)
 
 
 # --- tools and permissions ------------------------------------------------------------------

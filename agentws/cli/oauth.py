@@ -8,25 +8,12 @@ them all. The work is done by :mod:`agentws.oauth.operator_clients`.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from agentws.cli.output import Context, Output, iso, table
-from agentws.domain.models import OAuthClient
+from agentws.cli.output import Context, Output, table
 from agentws.oauth import operator_clients
+from agentws.views import oauth_client_json
 
 __all__ = ["add_oauth_commands"]
-
-
-def _client_json(c: OAuthClient) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "client_id": c.client_id,
-        "kind": c.kind.value,
-        "name": c.name,
-        "redirect_uris": list(c.metadata.get("redirect_uris", [])),
-        "confidential": c.secret_hash is not None,
-        "created_at": iso(c.created_at),
-    }
 
 
 async def _client_add(args: argparse.Namespace, ctx: Context) -> Output:
@@ -38,7 +25,7 @@ async def _client_add(args: argparse.Namespace, ctx: Context) -> Output:
         confidential=args.confidential,
         actor=ctx.actor,
     )
-    data = _client_json(registered.client)
+    data = oauth_client_json(registered.client)
     text = f"Registered OAuth client {registered.client.name!r}.\nClient id: {data['client_id']}"
     if registered.secret is not None:
         data["client_secret"] = registered.secret
@@ -50,7 +37,7 @@ async def _client_add(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _client_list(args: argparse.Namespace, ctx: Context) -> Output:
-    rows = [_client_json(c) for c in await operator_clients.list_clients(ctx.store)]
+    rows = [oauth_client_json(c) for c in await operator_clients.list_clients(ctx.store)]
     empty = "No OAuth clients yet: register one with `agentws oauth client add`."
     return Output(rows, table(rows, ("name", "client_id", "kind", "created_at"), empty))
 
@@ -58,7 +45,7 @@ async def _client_list(args: argparse.Namespace, ctx: Context) -> Output:
 async def _client_remove(args: argparse.Namespace, ctx: Context) -> Output:
     client = await operator_clients.remove_client(ctx.store, args.client, actor=ctx.actor)
     text = f"Removed OAuth client {client.name!r}: its tokens are revoked, its sessions closing."
-    return Output(_client_json(client), text)
+    return Output(oauth_client_json(client), text)
 
 
 def add_oauth_commands(

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import trio
 
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 
@@ -51,3 +52,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class Lines:
+    """Lines of a child's stdout, read as they come."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    async def next(self) -> str | None:
+        """The next line without its newline; None at the end of the stream."""
+        while b"\n" not in self._buffer:
+            chunk = await self._stream.receive_some()
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()

@@ -23,7 +23,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import attrs
 import httpx2
+import trio
 from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -41,6 +44,8 @@ __all__ = [
     "MemoryStorage",
     "admin_browser",
     "authorize_url",
+    "code_form",
+    "connected_tools",
     "exchange",
     "mcp_status",
     "pkce_pair",
@@ -228,19 +233,40 @@ def authorize_url(
     return "/oauth/authorize?" + urlencode(query)
 
 
-async def exchange(
-    http: httpx2.AsyncClient, client_id: str, code: str, verifier: str | None
-) -> httpx2.Response:
-    """Exchange a code at ``/oauth/token`` (no ``code_verifier`` when ``verifier`` is None)."""
+def code_form(client_id: str, code: str, verifier: str | None, **extra: str) -> dict[str, str]:
+    """A code exchange's form (no ``code_verifier`` when ``verifier`` is None), plus ``extra``."""
     form = {
         "grant_type": "authorization_code",
         "client_id": client_id,
         "code": code,
         "redirect_uri": REDIRECT,
+        **extra,
     }
     if verifier is not None:
         form["code_verifier"] = verifier
-    return await http.post("/oauth/token", data=form)
+    return form
+
+
+async def exchange(
+    http: httpx2.AsyncClient, client_id: str, code: str, verifier: str | None, **extra: str
+) -> httpx2.Response:
+    """Exchange a code at ``/oauth/token``; ``extra`` form fields (a secret, a resource)."""
+    return await http.post("/oauth/token", data=code_form(client_id, code, verifier, **extra))
+
+
+async def connected_tools(server: Running, auth: httpx2.Auth) -> list[str]:
+    """Connect with ``auth`` (an SDK session), list the tools and search; the tools' names."""
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=15) as http,
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with trio.fail_after(15):
+            await session.initialize()
+            listed = await session.list_tools()
+            found = await session.call_tool("search_context", {"query": "deploy"})
+        assert not found.is_error
+        return [t.name for t in listed.tools]
 
 
 async def refresh(http: httpx2.AsyncClient, client_id: str, token: str) -> httpx2.Response:

@@ -23,29 +23,16 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import AuditEntry, McpToken
 from agentws.domain.rules import hash_secret, utcnow
-from tests.e2e.mcp_support import Running, running
+from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import (
     MemoryStorage,
     admin_browser,
+    connected_tools,
     sdk_oauth,
 )
 from tests.e2e.polling import wait_until
 
 REQUEST_S = 15
-
-
-async def _connected_tools(server: Running, auth: httpx2.Auth) -> list[str]:
-    async with (
-        httpx2.AsyncClient(auth=auth, timeout=REQUEST_S) as http,
-        streamable_http_client(server.url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        with trio.fail_after(REQUEST_S):
-            await session.initialize()
-            listed = await session.list_tools()
-            found = await session.call_tool("search_context", {"query": "deploy"})
-        assert not found.is_error
-        return [t.name for t in listed.tools]
 
 
 async def test_a_group_endpoint_points_clients_to_its_metadata(tmp_path: Path) -> None:
@@ -87,7 +74,7 @@ async def test_a_group_endpoint_points_clients_to_its_metadata(tmp_path: Path) -
 async def test_the_sdk_client_registers_gets_consent_and_calls_tools(tmp_path: Path) -> None:
     async with running(tmp_path) as server, admin_browser(server) as browser:
         storage = MemoryStorage()
-        tools = await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        tools = await connected_tools(server, sdk_oauth(browser, server.url, storage))
         assert "search_context" in tools
         assert storage.tokens is not None and storage.tokens.refresh_token
         assert storage.tokens.access_token.startswith("agwo_")
@@ -108,14 +95,14 @@ async def test_the_sdk_client_registers_gets_consent_and_calls_tools(tmp_path: P
         assert call.detail["oauth_client"] == issued.oauth_client_id
 
         # A second connection reuses the stored token: no consent asked again.
-        again = await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        again = await connected_tools(server, sdk_oauth(browser, server.url, storage))
         assert again == tools
 
 
 async def test_a_token_works_at_its_own_group_only(tmp_path: Path) -> None:
     async with running(tmp_path) as server, admin_browser(server) as browser:
         storage = MemoryStorage()
-        await _connected_tools(server, sdk_oauth(browser, server.url, storage))
+        await connected_tools(server, sdk_oauth(browser, server.url, storage))
         assert storage.tokens is not None
         bearer = {"Authorization": f"Bearer {storage.tokens.access_token}"}
         other = server.url.replace("/ops", "/sales")
@@ -153,7 +140,7 @@ async def test_the_sdk_client_refreshes_an_expired_token_without_asking_again(
     async with running(tmp_path) as server, admin_browser(server) as browser:
         storage = MemoryStorage()
         auth = sdk_oauth(browser, server.url, storage)
-        await _connected_tools(server, auth)
+        await connected_tools(server, auth)
         assert storage.tokens is not None
         first = storage.tokens
         # An hour later: the token has expired, here and as the client counts.
@@ -162,7 +149,7 @@ async def test_the_sdk_client_refreshes_an_expired_token_without_asking_again(
         await server.store.update(attrs.evolve(stored, expires_at=utcnow() - timedelta(seconds=1)))
         auth.context.token_expiry_time = time.time() - 1
 
-        await _connected_tools(server, auth)
+        await connected_tools(server, auth)
         assert storage.tokens.access_token != first.access_token
         assert storage.tokens.refresh_token != first.refresh_token
         # The refresh token did it: the administrator was not asked again.

@@ -19,8 +19,13 @@ import pytest
 
 from agentws.domain.models import ClientKind, OAuthClient
 from tests.e2e.mcp_support import running
-from tests.e2e.oauth_support import MemoryStorage, admin_browser, pkce_pair, sdk_oauth
-from tests.e2e.test_oauth import _connected_tools
+from tests.e2e.oauth_support import (
+    MemoryStorage,
+    admin_browser,
+    connected_tools,
+    pkce_pair,
+    sdk_oauth,
+)
 from tests.e2e.tls_support import make_ca, serve_https
 
 LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
@@ -88,7 +93,7 @@ async def test_a_client_known_by_its_metadata_document_connects(
         storage = MemoryStorage()
         auth = sdk_oauth(browser, server.url, storage)
         auth.context.client_metadata_url = documents.url
-        tools = await _connected_tools(server, auth)
+        tools = await connected_tools(server, auth)
         assert "search_context" in tools
         assert storage.client is not None and storage.client.client_id == documents.url
         [client] = await server.store.select(OAuthClient)

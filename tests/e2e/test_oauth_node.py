@@ -30,7 +30,7 @@ import trio
 
 from agentws.domain.models import AuditEntry, McpToken, OAuthClient
 from tests.e2e.mcp_support import Running, running
-from tests.e2e.node_support import NODE_DIR, require_node
+from tests.e2e.node_support import NODE_DIR, Lines, require_node
 from tests.e2e.oauth_support import REDIRECT, admin_browser, mcp_status, refresh
 from tests.support import clean_env
 
@@ -45,30 +45,12 @@ REDIRECT_S = 20.0
 FINISH_S = 20.0
 
 
-class _Lines:
-    """Lines of a child's stdout, read as they come."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self._stream = stream
-        self._buffer = b""
-
-    async def next(self) -> str | None:
-        """The next line without its newline; None at the end of the stream."""
-        while b"\n" not in self._buffer:
-            chunk = await self._stream.receive_some()
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode()
-
-
 @attrs.frozen
 class _Script:
     """oauth.mjs running: its stdout lines, its stdin, and where its stderr goes."""
 
     process: trio.Process
-    lines: _Lines
+    lines: Lines
     stderr_path: Path
 
     async def document(self, what: str) -> dict[str, Any]:
@@ -107,7 +89,7 @@ async def _script(server: Running, tmp_path: Path) -> AsyncIterator[_Script]:
         )
     try:
         assert process.stdout is not None
-        yield _Script(process, _Lines(process.stdout), stderr_path)
+        yield _Script(process, Lines(process.stdout), stderr_path)
     finally:
         if process.returncode is None:
             process.kill()

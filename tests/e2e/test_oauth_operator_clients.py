@@ -15,6 +15,7 @@ from tests.e2e.oauth_support import (
     REDIRECT,
     admin_browser,
     authorize_url,
+    code_form,
     mcp_status,
     pkce_pair,
 )
@@ -36,13 +37,7 @@ async def test_closed_registration_serves_the_clients_an_operator_registered(
         assert "Team client" in page.text
         answer = await browser.decide(page, scope="read")
         code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
-        form = {
-            "grant_type": "authorization_code",
-            "client_id": client_id,
-            "code": code,
-            "redirect_uri": REDIRECT,
-            "code_verifier": verifier,
-        }
+        form = code_form(client_id, code, verifier)
         tokens = (await browser.http.post("/oauth/token", data=form)).json()
         assert tokens["scope"] == "read"
         assert await mcp_status(server, tokens["access_token"]) == 200
@@ -69,13 +64,7 @@ async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> 
         client_id = registered.client.client_id
         verifier, challenge = pkce_pair()
         sent = await browser.authorize(authorize_url(server, client_id, challenge))
-        form = {
-            "grant_type": "authorization_code",
-            "client_id": client_id,
-            "code": sent["code"],
-            "redirect_uri": REDIRECT,
-            "code_verifier": verifier,
-        }
+        form = code_form(client_id, sent["code"], verifier)
         without = await browser.http.post("/oauth/token", data=form)
         assert without.status_code == 401
         assert without.json()["error"] == "invalid_client"
@@ -121,13 +110,7 @@ async def test_a_shared_clients_other_token_cannot_take_a_session(tmp_path: Path
         for _ in range(2):  # two people, each with their own consent
             verifier, challenge = pkce_pair()
             sent = await browser.authorize(authorize_url(server, client_id, challenge))
-            form = {
-                "grant_type": "authorization_code",
-                "client_id": client_id,
-                "code": sent["code"],
-                "redirect_uri": REDIRECT,
-                "code_verifier": verifier,
-            }
+            form = code_form(client_id, sent["code"], verifier)
             tokens.append((await browser.http.post("/oauth/token", data=form)).json())
         async with httpx2.AsyncClient(timeout=10) as http:
             headers = {"Accept": "application/json, text/event-stream"}

@@ -20,6 +20,7 @@ from tests.e2e.oauth_support import (
     REDIRECT,
     admin_browser,
     authorize_url,
+    code_form,
     exchange,
     mcp_status,
     pkce_pair,
@@ -243,13 +244,7 @@ async def test_a_registered_secret_is_kept_sealed_and_still_checked(tmp_path: Pa
         assert secret not in stored.secret_hash and secret not in str(stored.metadata)
         verifier, challenge = pkce_pair()
         sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
-        form = {
-            "grant_type": "authorization_code",
-            "client_id": client["client_id"],
-            "code": sent["code"],
-            "redirect_uri": REDIRECT,
-            "code_verifier": verifier,
-        }
+        form = code_form(client["client_id"], sent["code"], verifier)
         assert (await browser.http.post("/oauth/token", data=form)).status_code == 401
         answer = await browser.http.post("/oauth/token", data={**form, "client_secret": secret})
         assert answer.status_code == 200, answer.text
@@ -263,13 +258,7 @@ async def test_a_code_or_refresh_token_for_another_endpoint_is_an_invalid_target
         verifier, challenge = pkce_pair()
         sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
         other = server.url.replace("/ops", "/sales")
-        form = {
-            "grant_type": "authorization_code",
-            "client_id": client["client_id"],
-            "code": sent["code"],
-            "redirect_uri": REDIRECT,
-            "code_verifier": verifier,
-        }
+        form = code_form(client["client_id"], sent["code"], verifier)
         elsewhere = await browser.http.post("/oauth/token", data={**form, "resource": other})
         assert elsewhere.status_code == 400
         assert elsewhere.json()["error"] == "invalid_target"

@@ -39,7 +39,7 @@ import trio
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 from agentws.domain.models import Approval
-from tests.e2e.node_support import NODE_DIR, require_node
+from tests.e2e.node_support import NODE_DIR, Lines, require_node
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
 from tests.e2e.test_permissions import _admin, _destructive_token, _served
 from tests.support import clean_env
@@ -61,24 +61,6 @@ CLI_S = 60.0
 OUTCOME_S = 10.0
 # Elicitation exists from this protocol version on (docs/permissions.md).
 ELICITATION_SINCE = "2025-06-18"
-
-
-class _Lines:
-    """Lines of a child's stdout, read as they come."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self._stream = stream
-        self._buffer = b""
-
-    async def next(self) -> str | None:
-        """The next line without its newline; None at the end of the stream."""
-        while b"\n" not in self._buffer:
-            chunk = await self._stream.receive_some()
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode()
 
 
 def _version_has_elicitation(version: str) -> bool:
@@ -109,7 +91,7 @@ async def test_the_ts_client_gets_read_write_and_destructive_permissions(
             )
         try:
             assert process.stdout is not None
-            lines = _Lines(process.stdout)
+            lines = Lines(process.stdout)
 
             async def document(what: str) -> dict[str, Any]:
                 line = await lines.next()

@@ -9,7 +9,6 @@ context reads, and :func:`serve_https` serves an ASGI app at
 from __future__ import annotations
 
 import datetime
-import functools
 import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import hypercorn.trio
-import trio
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from hypercorn.config import Config
+
+from tests.loopback import serve_loopback
 
 __all__ = ["TestCA", "make_ca", "serve_https"]
 
@@ -108,18 +106,5 @@ def make_ca(directory: Path) -> TestCA:
 @asynccontextmanager
 async def serve_https(app: Any, ca: TestCA) -> AsyncIterator[str]:
     """Serve ``app`` at ``https://127.0.0.1:<port>`` until the block ends; yield that base URL."""
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.certfile = str(ca.cert_file)
-    config.keyfile = str(ca.key_file)
-    config.graceful_timeout = 0.2
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
-        )
-        try:
-            yield binds[0]
-        finally:
-            stop.set()
+    async with serve_loopback(app, tls=(ca.cert_file, ca.key_file)) as base_url:
+        yield base_url
