@@ -164,3 +164,22 @@ async def test_closed_registration_takes_neither_kind_of_client(
         assert registered.status_code == 404
         assert await _authorize_status(server.url, browser.http, documents.url) == 400
         assert documents.requests == 0
+
+
+async def test_metadata_only_registration_takes_documents_but_no_registrations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        document_server(tmp_path, monkeypatch) as documents,
+        running(tmp_path, AGENTWS_OAUTH_REGISTRATION="metadata-only", **LOOPBACK) as server,
+        admin_browser(server) as browser,
+    ):
+        metadata = (await browser.http.get("/.well-known/oauth-authorization-server")).json()
+        assert metadata["client_id_metadata_document_supported"] is True
+        assert "registration_endpoint" not in metadata
+        registered = await browser.http.post(
+            "/oauth/register", json={"redirect_uris": ["http://127.0.0.1:5/cb"]}
+        )
+        assert registered.status_code == 404
+        assert await _authorize_status(server.url, browser.http, documents.url) == 302
+        assert documents.requests == 1
