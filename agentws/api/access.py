@@ -72,7 +72,7 @@ async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
     confidential = bool(field(data, "confidential", bool, False))
     registered = await operator_clients.register_client(
         admin.store,
-        admin.keys.box() if confidential else None,
+        admin.keys.optional(),
         name=required(data, "name"),
         redirect_uris=uris,
         confidential=confidential,

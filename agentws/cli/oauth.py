@@ -19,7 +19,7 @@ __all__ = ["add_oauth_commands"]
 async def _client_add(args: argparse.Namespace, ctx: Context) -> Output:
     registered = await operator_clients.register_client(
         ctx.store,
-        ctx.keys.box() if args.confidential else None,
+        ctx.keys.optional(),
         name=args.name,
         redirect_uris=args.redirect_uri,
         confidential=args.confidential,

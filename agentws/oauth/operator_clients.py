@@ -73,7 +73,8 @@ async def register_client(
     secret = secrets.token_urlsafe(32) if confidential else None
     if secret is not None and box is None:
         raise ValidationError(
-            "a confidential client's secret needs the service key (see `agentws doctor`)"
+            "a confidential client's secret is kept sealed with the service key, and there "
+            "is none: set AGENTWS_SECRET_KEY or run `agentws init` (see `agentws doctor`)"
         )
     client = OAuthClient(
         client_id=_CLIENT_ID_PREFIX + secrets.token_urlsafe(16),

@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+from cryptography.fernet import Fernet
 
 from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
@@ -21,6 +22,8 @@ from tests.e2e.oauth_support import (
 )
 
 CLOSED = {"AGENTWS_OAUTH_REGISTRATION": "closed"}
+# A service key: confidential clients' secrets are sealed with it.
+KEY = {"AGENTWS_SECRET_KEY": Fernet.generate_key().decode()}
 
 
 async def test_closed_registration_serves_the_clients_an_operator_registered(
@@ -50,7 +53,7 @@ async def test_closed_registration_serves_the_clients_an_operator_registered(
 
 
 async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> None:
-    async with running(tmp_path) as server, admin_browser(server) as browser:
+    async with running(tmp_path, **KEY) as server, admin_browser(server) as browser:
         box = server.runtime.keys.optional()
         registered = await register_client(
             server.store,
@@ -77,7 +80,7 @@ async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> 
 
 
 async def test_the_admin_api_registers_lists_and_removes_clients(tmp_path: Path) -> None:
-    async with running(tmp_path) as server:
+    async with running(tmp_path, **KEY) as server:
         await create_admin(server.store, "alice", password="correct horse battery", actor="t")
         _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
         async with httpx2.AsyncClient(
@@ -138,3 +141,24 @@ _INIT = {
     "capabilities": {},
     "clientInfo": {"name": "probe", "version": "1"},
 }
+
+
+async def test_without_a_service_key_a_confidential_client_is_refused_plainly(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path, AGENTWS_SECRET_KEY="") as server:
+        await create_admin(server.store, "alice", password="correct horse battery", actor="t")
+        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=server.base_url + "/api/v1", headers={"Authorization": f"Bearer {secret}"}
+        ) as api:
+            refused = await api.post(
+                "/oauth/clients",
+                json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
+            )
+            assert refused.status_code == 400, refused.text
+            assert "service key" in refused.json()["error"]["message"]
+            public = await api.post(
+                "/oauth/clients", json={"name": "Team", "redirect_uris": [REDIRECT]}
+            )
+            assert public.status_code == 201

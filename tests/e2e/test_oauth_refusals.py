@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+from cryptography.fernet import Fernet
 
 from agentws.domain.models import McpToken, OAuthClient, OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret, utcnow
@@ -233,7 +234,11 @@ async def test_registration_stops_at_the_client_limit(tmp_path: Path) -> None:
 
 
 async def test_a_registered_secret_is_kept_sealed_and_still_checked(tmp_path: Path) -> None:
-    async with running(tmp_path) as server, admin_browser(server) as browser:
+    key = Fernet.generate_key().decode()
+    async with (
+        running(tmp_path, AGENTWS_SECRET_KEY=key) as server,
+        admin_browser(server) as browser,
+    ):
         client = await register_client(
             browser.http, token_endpoint_auth_method="client_secret_post"
         )
