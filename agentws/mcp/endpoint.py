@@ -276,7 +276,9 @@ class McpDoor:
         if request.method == "POST":
             check_content_type(request)
             body = await read_body(request, self.settings)
-        await check_scope(self.scopes, request, lambda: json.loads(body) if body else None)
+        await check_scope(
+            self.scopes, request, lambda: json.loads(body) if b"tools/call" in body else None
+        )
         owner_id = pending_owner(body)
         if owner_id is not None and owner_id != self.settings.instance_id:
             ended = HttpRefusal(
@@ -310,8 +312,9 @@ class McpDoor:
             await answer_batch(request, session, batch.messages, self.settings)
             return
         is_request = isinstance(message, types.JSONRPCRequest)
-        if is_request:
-            await check_scope(self.scopes, request, lambda: message.model_dump(mode="json"))
+        if isinstance(message, types.JSONRPCRequest):
+            call = {"method": message.method, "params": message.params}
+            await check_scope(self.scopes, request, lambda: call)
         if session_id is None:
             if not (is_request and message.method == "initialize"):  # type: ignore[union-attr]
                 raise HttpRefusal(
