@@ -237,6 +237,6 @@ def oauth_client_json(c: OAuthClient) -> dict[str, Any]:
         "kind": c.kind.value,
         "name": c.name,
         "redirect_uris": list(c.metadata.get("redirect_uris", [])),
-        "confidential": c.secret_hash is not None,
+        "confidential": c.sealed_secret is not None,
         "created_at": _iso(c.created_at),
     }

@@ -70,8 +70,9 @@ class OAuthClient:
     name: str
     #: The client's metadata as registered or fetched (RFC 7591 field names).
     metadata: dict[str, Any] = attrs.field(factory=dict)
-    #: SHA-256 of the client secret, for confidential clients; None for public ones.
-    secret_hash: str | None = attrs.field(default=None, repr=False)
+    #: A confidential client's secret, sealed with the service key (hex of the
+    #: Fernet token: the SDK compares secrets in the clear); None for a public client.
+    sealed_secret: str | None = attrs.field(default=None, repr=False)
     created_at: datetime = now_field()
     #: When a metadata document was last fetched (clients of kind METADATA).
     fetched_at: datetime | None = None

@@ -88,7 +88,7 @@ async def register_client(
             "token_endpoint_auth_method": "client_secret_post" if secret else "none",
             "scope": " ".join(SCOPES),
         },
-        secret_hash=box.seal(secret).hex() if box is not None and secret is not None else None,
+        sealed_secret=box.seal(secret).hex() if box is not None and secret is not None else None,
     )
     await store.insert(client)
     await record(

@@ -113,8 +113,8 @@ class Provider:
         info["client_id"] = record.client_id
         # A client that registered no scope may ask for any of ours (consent decides).
         info.setdefault("scope", " ".join(SCOPES))
-        if record.secret_hash is not None and self.secret_box is not None:
-            info["client_secret"] = self.secret_box.open(bytes.fromhex(record.secret_hash))
+        if record.sealed_secret is not None and self.secret_box is not None:
+            info["client_secret"] = self.secret_box.open(bytes.fromhex(record.sealed_secret))
         return LoopbackFriendlyClient.model_validate(info)
 
     async def _metadata_client(
@@ -180,7 +180,7 @@ class Provider:
                 kind=ClientKind.DYNAMIC,
                 name=name[:200],
                 metadata=metadata,
-                secret_hash=sealed,
+                sealed_secret=sealed,
             )
         )
 

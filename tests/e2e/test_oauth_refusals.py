@@ -245,8 +245,8 @@ async def test_a_registered_secret_is_kept_sealed_and_still_checked(tmp_path: Pa
         secret = client["client_secret"]
         assert secret
         [stored] = await server.store.select(OAuthClient)
-        assert stored.secret_hash is not None
-        assert secret not in stored.secret_hash and secret not in str(stored.metadata)
+        assert stored.sealed_secret is not None
+        assert secret not in stored.sealed_secret and secret not in str(stored.metadata)
         verifier, challenge = pkce_pair()
         sent = await browser.authorize(authorize_url(server, client["client_id"], challenge))
         form = code_form(client["client_id"], sent["code"], verifier)

@@ -14,7 +14,7 @@ CREATE TABLE oauth_clients (
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
     metadata {json} NOT NULL,
-    secret_hash TEXT,
+    sealed_secret TEXT,
     created_at {ts} NOT NULL,
     fetched_at {ts}
 );
