@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from agentws.agent.anthropic_model import AnthropicModel
 from agentws.agent.model import ModelClient
 from agentws.agent.offline import OfflineModel
 from agentws.config import Settings
@@ -28,6 +27,10 @@ async def open_model(settings: Settings) -> AsyncIterator[ModelClient]:
     if not settings.anthropic_api_key:
         yield OfflineModel()
         return
+    # Imported only when it runs: the API client's import is most of the
+    # service's start-up time, which a service on the offline model need not pay.
+    from agentws.agent.anthropic_model import AnthropicModel
+
     model = AnthropicModel.from_settings(settings)
     try:
         yield model
