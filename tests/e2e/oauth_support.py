@@ -38,6 +38,7 @@ from agentws.accounts import create_admin
 from tests.e2e.mcp_support import Running
 
 __all__ = [
+    "INITIALIZE",
     "PASSWORD",
     "REDIRECT",
     "Browser",
@@ -293,7 +294,7 @@ async def mcp_status(server: Running, token: str, url: str | None = None) -> int
     async with httpx2.AsyncClient(timeout=10) as http:
         answer = await http.post(
             url or server.url,
-            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _INIT},
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
             headers={
                 "Authorization": f"Bearer {token}",
                 "Accept": "application/json, text/event-stream",
@@ -302,7 +303,8 @@ async def mcp_status(server: Running, token: str, url: str | None = None) -> int
     return answer.status_code
 
 
-_INIT = {
+#: The params of an ``initialize`` request (2025-06-18).
+INITIALIZE = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},
     "clientInfo": {"name": "probe", "version": "1"},

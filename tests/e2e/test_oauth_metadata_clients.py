@@ -147,6 +147,18 @@ async def test_a_metadata_document_naming_another_client_is_refused(
         assert await _authorize_status(server.url, browser.http, documents.url) == 400
 
 
+async def _without_registration(http: httpx2.AsyncClient) -> bool:
+    """Check ``/oauth/register`` is off (404, not in the metadata); whether documents are on."""
+    metadata = (await http.get("/.well-known/oauth-authorization-server")).json()
+    assert "registration_endpoint" not in metadata
+    registered = await http.post(
+        "/oauth/register", json={"redirect_uris": ["http://127.0.0.1:5/cb"]}
+    )
+    assert registered.status_code == 404
+    supported: bool = metadata["client_id_metadata_document_supported"]
+    return supported
+
+
 async def test_closed_registration_takes_neither_kind_of_client(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,13 +167,7 @@ async def test_closed_registration_takes_neither_kind_of_client(
         running(tmp_path, AGENTWS_OAUTH_REGISTRATION="closed", **LOOPBACK) as server,
         admin_browser(server) as browser,
     ):
-        metadata = (await browser.http.get("/.well-known/oauth-authorization-server")).json()
-        assert metadata["client_id_metadata_document_supported"] is False
-        assert "registration_endpoint" not in metadata
-        registered = await browser.http.post(
-            "/oauth/register", json={"redirect_uris": ["http://127.0.0.1:5/cb"]}
-        )
-        assert registered.status_code == 404
+        assert await _without_registration(browser.http) is False
         assert await _authorize_status(server.url, browser.http, documents.url) == 400
         assert documents.requests == 0
 
@@ -174,12 +180,6 @@ async def test_metadata_only_registration_takes_documents_but_no_registrations(
         running(tmp_path, AGENTWS_OAUTH_REGISTRATION="metadata-only", **LOOPBACK) as server,
         admin_browser(server) as browser,
     ):
-        metadata = (await browser.http.get("/.well-known/oauth-authorization-server")).json()
-        assert metadata["client_id_metadata_document_supported"] is True
-        assert "registration_endpoint" not in metadata
-        registered = await browser.http.post(
-            "/oauth/register", json={"redirect_uris": ["http://127.0.0.1:5/cb"]}
-        )
-        assert registered.status_code == 404
+        assert await _without_registration(browser.http) is True
         assert await _authorize_status(server.url, browser.http, documents.url) == 302
         assert documents.requests == 1

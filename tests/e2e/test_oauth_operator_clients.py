@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,8 +13,9 @@ from cryptography.fernet import Fernet
 from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.oauth.operator_clients import register_client, remove_client
-from tests.e2e.mcp_support import running
+from tests.e2e.mcp_support import Running, running
 from tests.e2e.oauth_support import (
+    INITIALIZE,
     REDIRECT,
     admin_browser,
     authorize_url,
@@ -22,6 +25,19 @@ from tests.e2e.oauth_support import (
 )
 
 CLOSED = {"AGENTWS_OAUTH_REGISTRATION": "closed"}
+
+
+@asynccontextmanager
+async def _admin_api(server: Running) -> AsyncIterator[httpx2.AsyncClient]:
+    """The admin API, as an administrator with an API token calls it."""
+    await create_admin(server.store, "alice", password="correct horse battery", actor="t")
+    _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
+    async with httpx2.AsyncClient(
+        base_url=server.base_url + "/api/v1", headers={"Authorization": f"Bearer {secret}"}
+    ) as api:
+        yield api
+
+
 # A service key: confidential clients' secrets are sealed with it.
 KEY = {"AGENTWS_SECRET_KEY": Fernet.generate_key().decode()}
 
@@ -80,27 +96,22 @@ async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> 
 
 
 async def test_the_admin_api_registers_lists_and_removes_clients(tmp_path: Path) -> None:
-    async with running(tmp_path, **KEY) as server:
-        await create_admin(server.store, "alice", password="correct horse battery", actor="t")
-        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
-        async with httpx2.AsyncClient(
-            base_url=server.base_url + "/api/v1", headers={"Authorization": f"Bearer {secret}"}
-        ) as api:
-            added = await api.post(
-                "/oauth/clients",
-                json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
-            )
-            assert added.status_code == 201, added.text
-            client = added.json()
-            assert client["client_secret"] and client["confidential"] is True
-            listed = (await api.get("/oauth/clients")).json()["items"]
-            assert [c["client_id"] for c in listed] == [client["client_id"]]
-            assert "client_secret" not in listed[0]
-            refused = await api.post("/oauth/clients", json={"name": "x", "redirect_uris": []})
-            assert refused.status_code == 400
-            removed = await api.delete(f"/oauth/clients/{client['id']}")
-            assert removed.status_code == 200
-            assert (await api.get("/oauth/clients")).json()["items"] == []
+    async with running(tmp_path, **KEY) as server, _admin_api(server) as api:
+        added = await api.post(
+            "/oauth/clients",
+            json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
+        )
+        assert added.status_code == 201, added.text
+        client = added.json()
+        assert client["client_secret"] and client["confidential"] is True
+        listed = (await api.get("/oauth/clients")).json()["items"]
+        assert [c["client_id"] for c in listed] == [client["client_id"]]
+        assert "client_secret" not in listed[0]
+        refused = await api.post("/oauth/clients", json={"name": "x", "redirect_uris": []})
+        assert refused.status_code == 400
+        removed = await api.delete(f"/oauth/clients/{client['id']}")
+        assert removed.status_code == 200
+        assert (await api.get("/oauth/clients")).json()["items"] == []
 
 
 async def test_a_shared_clients_other_token_cannot_take_a_session(tmp_path: Path) -> None:
@@ -119,7 +130,7 @@ async def test_a_shared_clients_other_token_cannot_take_a_session(tmp_path: Path
             headers = {"Accept": "application/json, text/event-stream"}
             opened = await http.post(
                 server.url,
-                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _INIT},
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
                 headers={**headers, "Authorization": f"Bearer {tokens[0]['access_token']}"},
             )
             session_id = opened.headers["mcp-session-id"]
@@ -136,29 +147,19 @@ async def test_a_shared_clients_other_token_cannot_take_a_session(tmp_path: Path
         assert taken.status_code == 404
 
 
-_INIT = {
-    "protocolVersion": "2025-06-18",
-    "capabilities": {},
-    "clientInfo": {"name": "probe", "version": "1"},
-}
-
-
 async def test_without_a_service_key_a_confidential_client_is_refused_plainly(
     tmp_path: Path,
 ) -> None:
-    async with running(tmp_path, AGENTWS_SECRET_KEY="") as server:
-        await create_admin(server.store, "alice", password="correct horse battery", actor="t")
-        _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
-        async with httpx2.AsyncClient(
-            base_url=server.base_url + "/api/v1", headers={"Authorization": f"Bearer {secret}"}
-        ) as api:
-            refused = await api.post(
-                "/oauth/clients",
-                json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
-            )
-            assert refused.status_code == 400, refused.text
-            assert "service key" in refused.json()["error"]["message"]
-            public = await api.post(
-                "/oauth/clients", json={"name": "Team", "redirect_uris": [REDIRECT]}
-            )
-            assert public.status_code == 201
+    # No key: neither the variable nor a key file in the data directory.
+    no_key = {"AGENTWS_SECRET_KEY": "", "AGENTWS_DATA_DIR": str(tmp_path)}
+    async with running(tmp_path, **no_key) as server, _admin_api(server) as api:
+        refused = await api.post(
+            "/oauth/clients",
+            json={"name": "Team", "redirect_uris": [REDIRECT], "confidential": True},
+        )
+        assert refused.status_code == 400, refused.text
+        assert "service key" in refused.json()["error"]["message"]
+        public = await api.post(
+            "/oauth/clients", json={"name": "Team", "redirect_uris": [REDIRECT]}
+        )
+        assert public.status_code == 201
