@@ -170,10 +170,10 @@ class Service:
             links = RemoteLinks(
                 store, settings, keys, functools.partial(sync_tool_cache, store, actor=LINK_ACTOR)
             )
-            runner = ToolRunner(store, settings, keys, links.call_tool)
+            catalog = Catalog(store, changes)
+            runner = ToolRunner(store, settings, keys, links.call_tool, catalog.connector)
             gate = ToolGate(store, settings, runner, audit, keys)
             rendered = RenderedResults()
-            catalog = Catalog(store, changes)
             listens = ListenStreams(max_streams=settings.mcp_max_sessions)
             # Stateless clients' calls waiting for their input: a person has the
             # confirmation's time to answer.

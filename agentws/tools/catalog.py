@@ -67,6 +67,8 @@ class Catalog:
     #: Announces catalog changes made anywhere (PostgreSQL); None: only the store's data version.
     changes: ChangeFeed | None = None
     _groups: dict[str, GroupTools] = attrs.field(factory=dict, init=False)
+    # Connector records read for calls, with the catalog version they were read at.
+    _connectors: dict[str, tuple[int, Connector]] = attrs.field(factory=dict, init=False)
     # The last catalog version read, and the store's data version just before.
     _version_seen: int = attrs.field(default=-1, init=False)
     _version_seen_at: int | None = attrs.field(default=None, init=False)
@@ -117,6 +119,26 @@ class Catalog:
             if self._reading is reading:
                 self._reading = None
         return version
+
+    async def connector(self, connector_id: str) -> Connector:
+        """The connector ``connector_id`` as of now, read again only when the catalog moved.
+
+        Every change to a connector moves the catalog version, so a call to a
+        connector's tool costs no store read while nothing changed.
+
+        Error handling:
+            NotFoundError when there is no such connector; StoreError from the store.
+        """
+        version = await self._version()
+        cached = self._connectors.get(connector_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        connector = await self.store.get(Connector, connector_id)
+        self._connectors.pop(connector_id, None)
+        if len(self._connectors) >= _MAX_GROUPS:
+            del self._connectors[next(iter(self._connectors))]
+        self._connectors[connector_id] = (version, connector)
+        return connector
 
     def last(self, group_id: str) -> GroupTools | None:
         """The group's tools as last listed here, without asking whether they still are."""

@@ -43,6 +43,9 @@ class ToolRunner:
     settings: Settings
     keys: Keys
     remote_call: RemoteCall
+    #: ``connector_of(connector_id)``: the connector record (a cached one, see
+    #: :meth:`~agentws.tools.catalog.Catalog.connector`); None: read from the store.
+    connector_of: Callable[[str], Awaitable[Connector]] | None = None
 
     @overload
     async def run(
@@ -89,7 +92,11 @@ class ToolRunner:
         if tool.name == GET_APPROVAL.name and tool.source == "builtin":
             return await approval_outcome(self.store, token_id, arguments["approval_id"])
         try:
-            connector = await self.store.get(Connector, tool.connector_id or "")
+            connector_id = tool.connector_id or ""
+            if self.connector_of is not None:
+                connector = await self.connector_of(connector_id)
+            else:
+                connector = await self.store.get(Connector, connector_id)
         except NotFoundError:
             return error_result(f"{tool.name} is gone: its connector was removed")
         if connector.kind is ConnectorKind.REMOTE_MCP:

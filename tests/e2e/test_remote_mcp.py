@@ -220,3 +220,33 @@ async def test_read_tools_of_a_remote_are_forwarded_and_writes_are_queued(tmp_pa
                 assert down.is_error
                 assert "third_search failed" in down.content[0].text  # type: ignore[union-attr]
                 assert len((await session.list_tools()).tools) == 3
+
+
+async def test_a_call_after_the_connector_moved_goes_to_its_new_address(tmp_path: Path) -> None:
+    # Calls reuse the connector's record while the catalog stands still; an
+    # admin's change moves the catalog, so the next call must see it.
+    first = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    second = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
+    async with (
+        running(tmp_path, with_library=False, **env) as server,
+        third_party_server(first) as first_url,
+        third_party_server(second) as second_url,
+    ):
+        store = server.store
+        connector = await add_remote(store, first_url)
+        with remote_deadline(connector, TIMEOUT_S):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+        await sync_tool_cache(store, connector, tools, actor="t")
+        await attach_connector(store, "acme", "ops", "third", actor="t")
+        search = await store.find(CachedTool, connector_id=connector.id, name="search")
+        assert search is not None
+        await store.update(attrs.evolve(search, label=Capability.READ))
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(TIMEOUT_S):
+                assert not (await session.call_tool("third_search", {"q": "a"})).is_error
+                assert (first.calls, second.calls) == (["search"], [])
+                moved = await store.get(type(connector), connector.id)
+                await store.update(attrs.evolve(moved, url=second_url))
+                assert not (await session.call_tool("third_search", {"q": "b"})).is_error
+                assert (first.calls, second.calls) == (["search"], ["search"])
