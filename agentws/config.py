@@ -226,6 +226,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("secret_key", "AGENTWS_SECRET_KEY", _secret_key, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
+    ("connector_connections", "AGENTWS_CONNECTOR_CONNECTIONS", _positive_int, "64"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
     (
         "approval_max_argument_bytes",
@@ -333,6 +334,9 @@ class Settings:
     tool_timeout_s: float = 30.0
     #: How often remote MCP connectors' tool lists are fetched again (0: never).
     connector_refresh_s: float = 900.0
+    #: HTTP connections a remote MCP connector's link keeps to its remote, all
+    #: kept alive: calls beyond them wait for one (within ``tool_timeout_s``).
+    connector_connections: int = 64
     #: A queued call not decided within this long expires (and never runs).
     approval_ttl_s: float = 7 * 24 * 3600.0
     #: Size limit of a queued call's arguments (compact JSON): a larger call is refused.

@@ -185,7 +185,11 @@ class SessionKeeper:
         problems = []
         for kind in kinds:
             # A guard per attempt: its connection pool closes with the attempt's client.
-            guard = GuardedTransport(self.settings.connector_allowlist, resolve=self.resolve)
+            guard = GuardedTransport(
+                self.settings.connector_allowlist,
+                resolve=self.resolve,
+                connections=self.settings.connector_connections,
+            )
             try:
                 await self._serve_over(link, kind, headers, SessionWatch(guard))
                 return

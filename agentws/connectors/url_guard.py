@@ -162,6 +162,9 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         allowlist: hosts and networks exempt from the public-address rule.
         resolve: the resolver (tests give their own); the system's by default.
         inner: the transport that does the HTTP; a pooled one by default.
+        connections: the most connections that pool opens, every one kept
+            alive (a busy remote gets no new connection per request); None:
+            httpx2's defaults.
 
     Error handling:
         :class:`~agentws.errors.UnsafeUrlError` for a refused address;
@@ -171,6 +174,7 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
     allowlist: Allowlist = attrs.field(factory=Allowlist)
     resolve: Resolver = system_resolver
     inner: httpx2.AsyncBaseTransport | None = None
+    connections: int | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -190,7 +194,12 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             request.url = url.copy_with(host=candidates[0])
         if self.inner is None:
             # Made on first use: a refused request needs no connection pool.
-            self.inner = httpx2.AsyncHTTPTransport(verify=shared_ssl_context())
+            limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+            if self.connections is not None:
+                limits = httpx2.Limits(
+                    max_connections=self.connections, max_keepalive_connections=self.connections
+                )
+            self.inner = httpx2.AsyncHTTPTransport(verify=shared_ssl_context(), limits=limits)
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -74,6 +74,11 @@ class ThirdParty:
     versions: list[str | None] = attrs.field(factory=list)
     #: Where its 2026-07-28 change notifications go (to ``subscriptions/listen`` streams).
     bus: InMemorySubscriptionBus = attrs.field(factory=InMemorySubscriptionBus)
+    #: While set and not yet fired, every tool call waits for it before answering.
+    hold: trio.Event | None = None
+    #: Tool calls being answered now, and the most there ever were at once.
+    calls_now: int = 0
+    most_calls_at_once: int = 0
 
     def saw(self, ctx: Any) -> None:
         if not self.sessions or self.sessions[-1] is not ctx.session:
@@ -159,6 +164,13 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         state.calls.append(params.name)
         state.arguments.append(dict(params.arguments or {}))
         state.saw(ctx)
+        state.calls_now += 1
+        state.most_calls_at_once = max(state.most_calls_at_once, state.calls_now)
+        try:
+            if state.hold is not None:
+                await state.hold.wait()
+        finally:
+            state.calls_now -= 1
         query = (params.arguments or {}).get("q")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"third-party found: {query}")]

@@ -13,6 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
+import trio.testing
 
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadline
@@ -250,3 +251,49 @@ async def test_a_call_after_the_connector_moved_goes_to_its_new_address(tmp_path
                 await store.update(attrs.evolve(moved, url=second_url))
                 assert not (await session.call_tool("third_search", {"q": "b"})).is_error
                 assert (first.calls, second.calls) == (["search"], ["search"])
+
+
+async def test_calls_to_a_busy_remote_share_the_links_connections(tmp_path: Path) -> None:
+    # AGENTWS_CONNECTOR_CONNECTIONS caps the connections a link opens: calls
+    # beyond them wait for one, then all run; none fails for want of one.
+    state = ThirdParty([tool("search", "Search", read_only_hint=True)], hold=trio.Event())
+    env = {
+        "AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32",
+        "AGENTWS_TOOL_TIMEOUT_S": "10",
+        "AGENTWS_CONNECTOR_CONNECTIONS": "3",
+    }
+    async with (
+        running(tmp_path, with_library=False, **env) as server,
+        third_party_server(state) as url,
+    ):
+        store = server.store
+        connector = await add_remote(store, url)
+        with remote_deadline(connector, TIMEOUT_S):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+        await sync_tool_cache(store, connector, tools, actor="t")
+        await attach_connector(store, "acme", "ops", "third", actor="t")
+        search = await store.find(CachedTool, connector_id=connector.id, name="search")
+        assert search is not None
+        await store.update(attrs.evolve(search, label=Capability.READ))
+        answers: list[str] = []
+        async with sdk_session(server, "streamable") as session:
+
+            async def call(n: int) -> None:
+                result = await session.call_tool("third_search", {"q": str(n)})
+                assert not result.is_error
+                answers.append(result.content[0].text)  # type: ignore[union-attr]
+
+            with trio.fail_after(TIMEOUT_S):
+                async with trio.open_nursery() as nursery:
+                    for n in range(6):
+                        nursery.start_soon(call, n)
+                    while state.calls_now < 2:
+                        await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+                    # Everything that could reach the remote has: the rest wait
+                    # for a connection (the link keeps one for its stream).
+                    await trio.testing.wait_all_tasks_blocked(cushion=0.05)
+                    assert state.calls_now in (2, 3)
+                    assert state.hold is not None
+                    state.hold.set()
+        assert sorted(answers) == [f"third-party found: {n}" for n in range(6)]
+        assert state.most_calls_at_once <= 3
