@@ -31,6 +31,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
+from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.modern_link import (
     DeclaringStream,
     check_alive,
@@ -96,6 +97,8 @@ class Connection:
     #: Set when the remote answered 404 to our session id: it no longer knows
     #: the session (it restarted), so it ran nothing we sent since.
     forgotten: bool = False
+    #: Sends calls as HTTP exchanges of the link's own, over a stateless revision.
+    direct: DirectCaller | None = None
 
 
 @attrs.define(eq=False)
@@ -249,6 +252,10 @@ class SessionKeeper:
                             connection = watch.connection = Connection(
                                 session, kind, scope, version
                             )
+                            if kind == "streamable_http":
+                                connection.direct = DirectCaller.for_session(
+                                    session, url, headers, watch, timeout_s
+                                )
                             watched.on_end = on_end_of(link, connection)
                             link.connection, link.transport = connection, kind
                             link.last_error = None

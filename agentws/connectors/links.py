@@ -241,7 +241,12 @@ class RemoteLinks:
                     with calling(link.in_flight, channel):
                         if is_modern(connection.session):
                             return await call_over(
-                                connection.session, name, arguments, channel, progress
+                                connection.session,
+                                name,
+                                arguments,
+                                channel,
+                                progress,
+                                connection.direct,
                             )
                         # The SDK puts its own progress token on the request and
                         # sends notifications/cancelled if this task is cancelled.

@@ -45,6 +45,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.relay import CallerChannel, ProgressFn, RoundChannel
 from agentws.connectors.remote_mcp import list_all_tools
 
@@ -133,8 +134,13 @@ async def call_over(
     arguments: dict[str, Any],
     channel: CallerChannel | None,
     progress: ProgressFn | None,
+    direct: DirectCaller | None = None,
 ) -> Outcome:
     """Call ``name`` over a stateless link, for ``channel``'s caller.
+
+    ``direct``: the link's :class:`~agentws.connectors.direct_call.DirectCaller`,
+    which sends a call's first round itself (rounds that carry answers, and
+    rounds passed through for a caller, go through the session).
 
     Returns:
         The remote's result; for a caller whose channel has a
@@ -153,6 +159,14 @@ async def call_over(
         meta = cast(types.RequestParamsMeta, {LOG_LEVEL_META_KEY: "debug"})
 
     async def send_once(responses: types.InputResponses | None, state: str | None) -> Any:
+        if direct is not None and responses is None and state is None and _DECLARED.get() is None:
+            return await direct.call_tool(
+                name,
+                arguments,
+                meta=cast(dict[str, Any] | None, meta),
+                progress=progress,
+                on_log=channel.log if channel is not None else None,
+            )
         return await session.call_tool(
             name,
             arguments,

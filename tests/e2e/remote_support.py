@@ -74,6 +74,8 @@ class ThirdParty:
     versions: list[str | None] = attrs.field(factory=list)
     #: Where its 2026-07-28 change notifications go (to ``subscriptions/listen`` streams).
     bus: InMemorySubscriptionBus = attrs.field(factory=InMemorySubscriptionBus)
+    #: The JSON-RPC id of each tool call, in the order of ``calls``.
+    call_ids: list[Any] = attrs.field(factory=list)
     #: While set and not yet fired, every tool call waits for it before answering.
     hold: trio.Event | None = None
     #: Tool calls being answered now, and the most there ever were at once.
@@ -163,6 +165,7 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         state.calls.append(params.name)
         state.arguments.append(dict(params.arguments or {}))
+        state.call_ids.append(ctx.request_id)
         state.saw(ctx)
         state.calls_now += 1
         state.most_calls_at_once = max(state.most_calls_at_once, state.calls_now)

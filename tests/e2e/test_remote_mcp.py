@@ -297,3 +297,35 @@ async def test_calls_to_a_busy_remote_share_the_links_connections(tmp_path: Path
                     state.hold.set()
         assert sorted(answers) == [f"third-party found: {n}" for n in range(6)]
         assert state.most_calls_at_once <= 3
+
+
+@pytest.mark.parametrize("handshake_only", [False, True], ids=["stateless", "handshake"])
+async def test_a_stateless_links_calls_are_sent_directly(
+    tmp_path: Path, handshake_only: bool
+) -> None:
+    # Over 2026-07-28 a call is one POST the link sends itself (ids from
+    # 2**40 on), not through the SDK's session machinery; over a handshake
+    # revision the session sends it. Either way the caller gets the answer.
+    state = ThirdParty(
+        [tool("search", "Search", read_only_hint=True)], handshake_only=handshake_only
+    )
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
+    async with (
+        running(tmp_path, with_library=False, **env) as server,
+        third_party_server(state) as url,
+    ):
+        store = server.store
+        connector = await add_remote(store, url)
+        with remote_deadline(connector, TIMEOUT_S):
+            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+        await sync_tool_cache(store, connector, tools, actor="t")
+        await attach_connector(store, "acme", "ops", "third", actor="t")
+        search = await store.find(CachedTool, connector_id=connector.id, name="search")
+        assert search is not None
+        await store.update(attrs.evolve(search, label=Capability.READ))
+        async with sdk_session(server, "streamable") as session:
+            with trio.fail_after(TIMEOUT_S):
+                result = await session.call_tool("third_search", {"q": "refunds"})
+        assert result.content[0].text == "third-party found: refunds"  # type: ignore[union-attr]
+        (call_id,) = state.call_ids
+        assert (int(call_id) >= 2**40) is not handshake_only

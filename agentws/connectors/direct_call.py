@@ -1,0 +1,235 @@
+"""A ``tools/call`` over a stateless link, sent as one HTTP exchange of the link's own.
+
+Over the stateless revision (2026-07-28) a call is one self-contained POST:
+no session, no server-to-client request (a remote that needs input answers
+``input_required``), and nothing on the response stream but progress, log
+messages and the answer. The SDK's client session still runs each call
+through its dispatcher, a task per POST and memory streams both ways, which
+costs more CPU than the remote spends serving the call (``scripts/bench
+gateway``). :class:`DirectCaller` sends the first round of a call itself,
+on the link's own HTTP transport (the URL guard, the connection pool):
+
+- the request is stamped by the link's session (protocol version, client
+  info and capabilities in ``_meta``; ``Mcp-Method``, ``Mcp-Name`` and
+  ``Mcp-Param-*`` headers), exactly as the SDK would send it;
+- a JSON answer is read whole; an SSE answer is read event by event, its
+  progress and log messages handed to the caller's channel as they come;
+- the result is checked as the SDK checks it (the revision's result
+  schema, then the tool's output schema, through the session);
+- HTTP and JSON-RPC errors become the :class:`MCPError` the SDK would raise.
+
+Later rounds of an ``input_required`` exchange, and calls passed through
+for a caller of the stateless revision, go through the SDK's session
+(:mod:`agentws.connectors.modern_link`). Where the session lacks what the
+stamp and the checks need (another SDK release), the link uses the SDK for
+every call (:meth:`DirectCaller.for_session`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any, cast
+
+import attrs
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError
+from mcp_types import methods as mcp_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from agentws.connectors.relay import LogFn, ProgressFn
+
+__all__ = ["DirectCaller"]
+
+log = logging.getLogger("agentws.connectors")
+
+Outcome = types.CallToolResult | types.InputRequiredResult
+
+# Request ids of direct calls: each call is its own exchange, so they need
+# only differ from each other; far from the session's own ids, for logs.
+_IDS = itertools.count(1 << 40)
+_ACCEPT = "application/json, text/event-stream"
+
+
+@attrs.frozen
+class DirectCaller:
+    """Sends a stateless link's calls on its transport; see the module docstring.
+
+    Args:
+        session: the link's session, which stamps requests and checks results.
+        url: the remote's MCP endpoint.
+        headers: the connector's headers (its credential among them).
+        transport: the link's transport (URL guard and pool).
+        timeout_s: connect, write and pool timeout; reading is bounded by
+            the call's own deadline.
+    """
+
+    session: ClientSession
+    url: str
+    headers: dict[str, str]
+    transport: httpx2.AsyncBaseTransport
+    timeout_s: float
+
+    @classmethod
+    def for_session(
+        cls,
+        session: ClientSession,
+        url: str,
+        headers: dict[str, str],
+        transport: httpx2.AsyncBaseTransport,
+        timeout_s: float,
+    ) -> DirectCaller | None:
+        """A caller for ``session``'s link, or None when its calls must go through the SDK.
+
+        That is when it does not speak a stateless revision, or its session
+        lacks the request stamp and result checks this module relies on.
+        """
+        if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return None
+        if not callable(getattr(session, "_stamp", None)) or not hasattr(
+            session, "_call_tool_adapter"
+        ):
+            log.info("this mcp release has no request stamp: calls go through its session")
+            return None
+        return cls(session, url, dict(headers), transport, timeout_s)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        meta: dict[str, Any] | None,
+        progress: ProgressFn | None,
+        on_log: LogFn | None,
+    ) -> Outcome:
+        """Call the remote's tool ``name`` once; its result, or ``input_required``.
+
+        Error handling:
+            :class:`MCPError` for the remote's JSON-RPC error, an HTTP error
+            answer or a stream that ended without an answer; RuntimeError
+            for a result that breaks the tool's output schema (as the SDK).
+        """
+        request_id = next(_IDS)
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        request_meta = dict(meta or {})
+        if progress is not None:
+            # As the SDK does: the request id is the progress token.
+            request_meta["progressToken"] = request_id
+        if request_meta:
+            params["_meta"] = request_meta
+        data: dict[str, Any] = {"method": "tools/call", "params": params}
+        # The session's own stamp (a private method: see for_session).
+        options: CallOptions = {}
+        self.session._stamp(data, options)
+        headers = {
+            **self.headers,
+            **options.get("headers", {}),
+            "content-type": "application/json",
+            "accept": _ACCEPT,
+        }
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, **data}).encode()
+        timeout = {"connect": self.timeout_s, "write": self.timeout_s, "pool": self.timeout_s}
+        request = httpx2.Request(
+            "POST", self.url, headers=headers, content=body, extensions={"timeout": timeout}
+        )
+        response = await self.transport.handle_async_request(request)
+        response.request = request
+        try:
+            answer = await self._answer(response, request_id, progress, on_log)
+        finally:
+            await response.aclose()
+        if "error" in answer:
+            raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
+        raw = answer.get("result")
+        if not isinstance(raw, dict):
+            raise MCPError(types.INVALID_REQUEST, "the remote answered without a result")
+        return await self._checked(name, raw)
+
+    async def _answer(
+        self,
+        response: httpx2.Response,
+        request_id: int,
+        progress: ProgressFn | None,
+        on_log: LogFn | None,
+    ) -> dict[str, Any]:
+        """The JSON-RPC answer to ``request_id`` in ``response``, read as the SDK reads it."""
+        status = response.status_code
+        content_type = response.headers.get("content-type", "").lower()
+        if status >= 400 or status == 202:
+            if status >= 400 and content_type.startswith("application/json"):
+                message = _json(await response.aread())
+                if isinstance(message, dict) and isinstance(message.get("error"), dict):
+                    return message
+            if status == 404:
+                raise MCPError(types.METHOD_NOT_FOUND, "Not Found")
+            if status == 202:
+                raise MCPError(types.INVALID_REQUEST, "server answered a request with 202 Accepted")
+            raise MCPError(types.INTERNAL_ERROR, "Server returned an error response")
+        if content_type.startswith("application/json"):
+            message = _json(await response.aread())
+            if not isinstance(message, dict):
+                raise MCPError(types.PARSE_ERROR, "the remote's answer is not a JSON-RPC message")
+            return message
+        if not content_type.startswith("text/event-stream"):
+            raise MCPError(types.INVALID_REQUEST, f"Unexpected content type: {content_type}")
+        # Closed explicitly: the answer returns from inside the loop.
+        events = cast(AsyncGenerator[Any, None], httpx2.EventSource(response).__aiter__())
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.event != "message" or not event.data:
+                    continue  # a priming event (an id, no data), or another kind
+                message = _json(event.data)
+                if not isinstance(message, dict):
+                    raise MCPError(types.PARSE_ERROR, "an event of the call's stream is not JSON")
+                if message.get("id") == request_id and ("result" in message or "error" in message):
+                    return message
+                await _notify(message, request_id, progress, on_log)
+        raise MCPError(types.CONNECTION_CLOSED, "the remote ended the call's stream unanswered")
+
+    async def _checked(self, name: str, raw: dict[str, Any]) -> Outcome:
+        """``raw`` checked and parsed as the session checks a ``tools/call`` result."""
+        session = self.session
+        version = session.protocol_version or ""
+        with contextlib.suppress(KeyError):  # a revision with no schema for it
+            mcp_methods.validate_server_result("tools/call", version, raw)
+        result = session._call_tool_adapter.validate_python(raw, by_name=False)
+        if isinstance(result, types.CallToolResult) and not result.is_error:
+            await session.validate_tool_result(name, result)
+        if not isinstance(result, types.CallToolResult | types.InputRequiredResult):
+            raise RuntimeError(f"a result of a kind agentws does not know: {type(result).__name__}")
+        return result
+
+
+async def _notify(
+    message: dict[str, Any],
+    request_id: int,
+    progress: ProgressFn | None,
+    on_log: LogFn | None,
+) -> None:
+    """Hand a notification on the call's stream to the caller's channel."""
+    method = message.get("method")
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return
+    if method == "notifications/progress" and progress is not None:
+        if params.get("progressToken") != request_id:
+            return
+        parsed = types.ProgressNotificationParams.model_validate(params, by_name=False)
+        await progress(parsed.progress, parsed.total, parsed.message)
+    elif method == "notifications/message" and on_log is not None:
+        await on_log(types.LoggingMessageNotificationParams.model_validate(params, by_name=False))
+    else:
+        log.debug("a remote sent %r on a call's stream; not passed on", method)
+
+
+def _json(body: bytes | str) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise MCPError(types.PARSE_ERROR, "the remote's answer is not JSON") from None
