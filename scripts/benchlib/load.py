@@ -80,8 +80,10 @@ def latency_figures(latencies: list[float]) -> dict[str, float]:
 class CpuWindow:
     """CPU time of this process, of a server and of the machine at both ends of a window."""
 
-    def __init__(self, server_pid: int | None) -> None:
+    def __init__(self, server_pid: int | None, others: dict[str, int] | None = None) -> None:
         self.server_pid = server_pid
+        #: More processes whose CPU time counts: name -> pid (a gateway's upstream).
+        self.others = dict(others or {})
         self.cpu: dict[str, float] = {}
 
     def start(self, nursery: trio.Nursery, measure_from: float, measure_until: float) -> None:
@@ -95,6 +97,8 @@ class CpuWindow:
         self.cpu[f"machine_{name}"] = machine_busy_seconds()
         if self.server_pid:
             self.cpu[f"server_{name}"] = cpu_seconds(int(self.server_pid))
+        for other, pid in self.others.items():
+            self.cpu[f"{other}_{name}"] = cpu_seconds(pid)
 
     def figures(self) -> dict[str, float | None]:
         """``client_cpu_s``, ``server_cpu_s`` (None without a server) and ``machine_busy_s``."""
@@ -105,6 +109,10 @@ class CpuWindow:
                 (cpu["server_until"] - cpu["server_from"]) if self.server_pid else None
             ),
             "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
+            **{
+                f"{other}_cpu_s": cpu[f"{other}_until"] - cpu[f"{other}_from"]
+                for other in self.others
+            },
         }
 
 
@@ -140,6 +148,9 @@ class _Run:
         if result.get("isError"):
             content = result.get("content") or [{}]
             raise CallError(f"tool error: {str(content[0].get('text'))[:200]}")
+        if self.job.get("echo"):
+            self.check_echo(query, result)
+            return
         structured = result.get("structuredContent") or {}
         hits = structured.get("results")
         if not isinstance(hits, list) or not result.get("content"):
@@ -148,6 +159,13 @@ class _Run:
         self.checked += 1
         if query not in self.answers:
             self.answers[query] = [str(hit.get("uri")) for hit in hits]
+
+    def check_echo(self, text: str, result: dict[str, Any]) -> None:
+        content = result.get("content") or [{}]
+        if content[0].get("text") != text:
+            raise CallError(f"echoed {str(content[0].get('text'))[:100]!r}, sent {text[:100]!r}")
+        self.hits += 1
+        self.checked += 1
 
     def check_list_answer(self, request_id: int, content_type: str, content: bytes) -> None:
         """Check a tools/list answer; one identical to an answer checked before is not parsed.
@@ -179,6 +197,13 @@ class _Run:
         self.checked += 1
         if not self.response_bytes:
             self.response_bytes = len(json.dumps(result, separators=(",", ":")))
+
+
+def _arguments(job: dict[str, Any], query: str) -> dict[str, Any]:
+    """A call's arguments: ``{"text": ...}`` for an echo job, else the search's."""
+    if job.get("echo"):
+        return {"text": query}
+    return {"query": query, "limit": job["limit"]}
 
 
 async def _open_session(
@@ -219,7 +244,7 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: fl
         while perf_counter() < stop_at:
             query = queries[n % len(queries)]
             n += 1
-            params = {"name": job["tool"], "arguments": {"query": query, "limit": job["limit"]}}
+            params = {"name": job["tool"], "arguments": _arguments(job, query)}
             started = perf_counter()
             try:
                 with trio.fail_after(_CALL_TIMEOUT_S):
@@ -274,7 +299,7 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         run.measure_from = start + float(job["warmup_s"])
         run.measure_until = run.measure_from + float(job["seconds"])
-        cpu = CpuWindow(job.get("server_pid"))
+        cpu = CpuWindow(job.get("server_pid"), job.get("other_pids"))
         async with trio.open_nursery() as nursery:
             cpu.start(nursery, run.measure_from, run.measure_until)
             for index in range(concurrency):

@@ -1,0 +1,484 @@
+"""``scripts/bench gateway``: a remote MCP tool called directly, through agentws and ContextForge.
+
+One upstream MCP server (the ``mcp`` SDK's ``MCPServer`` with one ``echo``
+tool, on uvicorn, answering each POST the SDK's default way: see
+:mod:`benchlib.gateway_upstream`) serves three ways of calling it, on
+loopback, in a temp directory of its own:
+
+1. **direct**: the load client calls the upstream itself (the floor);
+2. **agentws**: ``agentws serve`` (SQLite store, offline model) with the
+   upstream added as a remote MCP connector (``agentws connector add
+   --kind remote_mcp``, allowed by ``AGENTWS_CONNECTOR_ALLOWLIST``),
+   attached to a group, its tool labelled ``read``, called with a token of
+   ``read`` scope: every call is authenticated, checked against the
+   permissions, audited and forwarded over the connector's link;
+3. **ContextForge** (IBM's MCP gateway, PyPI ``mcp-contextforge-gateway``),
+   when it can be installed into a venv of its own (``--contextforge-venv``):
+   its default settings, the upstream registered as a gateway and a virtual
+   server holding its tools (see :mod:`benchlib.contextforge`).
+
+The same load client (:mod:`benchlib.load`: ``--concurrency`` workers, an
+initialized Streamable HTTP session each, ``tools/call`` back to back, each
+answer checked to echo what was sent) runs against each in turn, in
+interleaved rounds (direct, agentws, ContextForge, then the reverse order,
+...); every server stays up for all rounds. For each window it takes
+calls/s, p50/p99 latency, and the CPU time of the gateway process and of
+the upstream (so CPU per call of each), and at the end the resident
+memory of each process. Results are printed as Markdown and written as
+JSON (``--json-out``).
+
+Targets (issue "performance at gateway scale"): agentws's calls/s >= 0.6x
+the upstream called directly; agentws's CPU per proxied call no more than
+the upstream's own per call (in the same window); agentws >= 20x
+ContextForge's calls/s where ContextForge runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import cli, contextforge
+from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
+from benchlib.machine import describe_machine
+from benchlib.procs import BenchError, Child, Processes, rss_kb
+from benchlib.report import fmt, machine_line, markdown_table, verdict
+
+SCRIPTS = Path(__file__).resolve().parent
+REPO = SCRIPTS.parent
+DEFAULT_JSON_OUT = REPO / "bench-results" / "gateway.json"
+DEFAULT_CONTEXTFORGE_VENV = REPO / ".bench-venvs" / "contextforge"
+
+DIRECT_TARGET = 0.6  # agentws calls/s / the upstream called directly
+CPU_TARGET = 1.0  # agentws CPU per call / the upstream's CPU per call
+CONTEXTFORGE_TARGET = 20.0  # agentws calls/s / ContextForge's
+# Seconds a server gets to start answering.
+_START_TIMEOUT_S = 60.0
+_WORKSPACE, _GROUP, _CONNECTOR = "acme", "ops", "upstream"
+_TOOL = f"{_CONNECTOR}_echo"
+_PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "httpx2"]
+# What each way of calling is called in the results, in round order.
+_WAYS = ("direct", "agentws", "contextforge")
+_TITLES = {"direct": "direct", "agentws": "agentws", "contextforge": "ContextForge"}
+
+_say = cli.logger("gateway")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench gateway",
+        description=(
+            "Benchmark proxied tools/call: one upstream MCP server (the mcp SDK's MCPServer "
+            "with an echo tool) called directly, through agentws (a remote MCP connector, "
+            "the tool labelled read, a read token) and, when it can be installed, through "
+            "IBM ContextForge (default settings, a virtual server of the same tool); the "
+            "same load client, interleaved rounds."
+        ),
+        epilog=(
+            "Targets: agentws calls/s >= 0.6x direct; agentws CPU per proxied call <= the "
+            "upstream's own; agentws >= 20x ContextForge's calls/s where it runs. Exit status "
+            "0 when the run completed (see --check), 1 when it failed (including any failed "
+            "call through agentws or directly)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per run")
+    parser.add_argument(
+        "--concurrency", type=int, default=16, help="client workers, one MCP session each"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="rounds; each runs every way once, odd rounds in order, even rounds reversed",
+    )
+    parser.add_argument(
+        "--upstream-response",
+        choices=["sse", "json"],
+        default="sse",
+        help="how the upstream answers POSTs: 'sse' (the SDK's default) or 'json'",
+    )
+    parser.add_argument(
+        "--contextforge",
+        choices=["auto", "off"],
+        default="auto",
+        help="'auto': install ContextForge (once) and measure it; 'off': leave it out",
+    )
+    parser.add_argument(
+        "--contextforge-venv",
+        type=Path,
+        default=DEFAULT_CONTEXTFORGE_VENV,
+        help="the venv ContextForge is installed into (made when missing)",
+    )
+    parser.add_argument(
+        "--contextforge-workers", type=int, default=1, help="ContextForge's worker processes"
+    )
+    cli.add_output_args(parser, DEFAULT_JSON_OUT)
+    args = parser.parse_args(argv)
+    if min(args.seconds, args.concurrency, args.rounds, args.contextforge_workers) <= 0:
+        parser.error("--seconds, --concurrency, --rounds and --contextforge-workers must be > 0")
+    if args.warmup < 0:
+        parser.error("--warmup must not be negative")
+    return args
+
+
+def _start_upstream(procs: Processes, response: str) -> tuple[Child, str]:
+    argv = [sys.executable, str(SCRIPTS / "benchlib" / "gateway_upstream.py")]
+    if response == "json":
+        argv.append("--json-response")
+    child = procs.start("upstream", argv)
+    url = str(child.read_json_line(_START_TIMEOUT_S)["url"])
+    cli.wait_until_answering(child, url.rsplit("/", 1)[0] + "/", _START_TIMEOUT_S)
+    return child, url
+
+
+def _start_agentws(procs: Processes, work: Path, upstream_url: str) -> tuple[Child, str, str]:
+    """Set up agentws with the upstream as a connector and serve it; (child, MCP URL, token)."""
+    database_url = f"sqlite:///{work / 'agentws.db'}"
+    env = agentws_env(
+        database_url,
+        AGENTWS_CONNECTOR_ALLOWLIST="127.0.0.1",
+        AGENTWS_DATA_DIR=str(work),
+    )
+    run_cli(env, "init")
+    run_cli(env, "workspace", "create", _WORKSPACE)
+    run_cli(env, "group", "create", _WORKSPACE, _GROUP)
+    run_cli(
+        env,
+        "connector",
+        "add",
+        _WORKSPACE,
+        _CONNECTOR,
+        "--kind",
+        "remote_mcp",
+        "--url",
+        upstream_url,
+    )
+    run_cli(env, "connector", "attach", _WORKSPACE, _GROUP, _CONNECTOR)
+    run_cli(env, "tool", "label", _WORKSPACE, _TOOL, "read")
+    token = str(
+        run_cli(env, "token", "create", _WORKSPACE, _GROUP, "--name", "bench", "--scope", "read")[
+            "token"
+        ]
+    )
+    serve_env = {**env, "AGENTWS_BIND": "127.0.0.1:0"}
+    child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=serve_env)
+    base_url = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
+    cli.wait_until_answering(child, base_url + "/readyz", _START_TIMEOUT_S, want_status=200)
+    return child, f"{base_url}/mcp/g/{_WORKSPACE}/{_GROUP}", token
+
+
+def _job(
+    args: argparse.Namespace, url: str, token: str | None, tool: str, pids: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "url": url,
+        "token": token,
+        "tool": tool,
+        "echo": True,
+        "queries": [f"echo {n}: the quick brown fox jumps over the lazy dog" for n in range(64)],
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.seconds,
+        "server_pid": None,
+        "other_pids": pids,
+    }
+
+
+def _measure(procs: Processes, job: dict[str, Any], way: str, n: int) -> dict[str, Any]:
+    _say(f"{_TITLES[way]}, round {n}: load for {job['warmup_s']:g}+{job['seconds']:g} s")
+    result = cli.run_load_client(procs, "load.py", job, job["warmup_s"] + job["seconds"] + 120)
+    result.pop("answers", None)
+    seconds = result["seconds"]
+    calls = max(1, result["calls"])
+    measured = result["client_cpu_s"]
+    for pid_name in job["other_pids"]:
+        cpu = result[f"{pid_name}_cpu_s"]
+        measured += cpu
+        result[f"{pid_name}_cpu_ms_per_call"] = cpu * 1000 / calls
+    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - measured) / seconds
+    result["client_cpu_cores"] = result["client_cpu_s"] / seconds
+    _say(
+        f"  {result['throughput_rps']:.1f} calls/s, p50 {result['p50_ms']:.1f} ms, "
+        f"p99 {result['p99_ms']:.1f} ms, {result['errors']} failed, "
+        f"other processes {result['other_cpu_cores']:.2f} cores"
+    )
+    return result
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    best = dict(max(runs, key=lambda r: r["throughput_rps"]))
+    best["errors_all_rounds"] = sum(r["errors"] for r in runs)
+    best["throughput_all_rounds"] = [r["throughput_rps"] for r in runs]
+    best["other_cpu_cores_max"] = max(r["other_cpu_cores"] for r in runs)
+    best["client_cpu_cores_max"] = max(r["client_cpu_cores"] for r in runs)
+    return best
+
+
+def _ratio(a: float | None, b: float | None) -> float:
+    return a / b if a is not None and b else math.nan
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "mode": "gateway",
+        "date": cli.now_utc(),
+        "machine": describe_machine(_PACKAGES),
+        "config": {
+            "seconds": args.seconds,
+            "warmup_s": args.warmup,
+            "concurrency": args.concurrency,
+            "rounds": args.rounds,
+            "upstream_response": args.upstream_response,
+            "contextforge": args.contextforge,
+            "contextforge_workers": args.contextforge_workers,
+        },
+        "targets": {
+            "direct_ratio": DIRECT_TARGET,
+            "cpu_ratio": CPU_TARGET,
+            "contextforge_ratio": CONTEXTFORGE_TARGET,
+        },
+    }
+    with cli.workdir("gateway", args.keep) as work, Processes(work) as procs:
+        _say(f"upstream, agentws{' and ContextForge' if args.contextforge == 'auto' else ''}")
+        upstream, upstream_url = _start_upstream(procs, args.upstream_response)
+        agentws, agentws_url, token = _start_agentws(procs, work, upstream_url)
+        jobs: dict[str, dict[str, Any]] = {
+            "direct": _job(args, upstream_url, None, "echo", {"upstream": upstream.pid}),
+            "agentws": _job(
+                args, agentws_url, token, _TOOL, {"gateway": agentws.pid, "upstream": upstream.pid}
+            ),
+        }
+        gateways: dict[str, Child] = {"agentws": agentws}
+        if args.contextforge == "auto":
+            problem = contextforge.install(args.contextforge_venv, _say)
+            if problem is None:
+                forge = contextforge.start(
+                    procs,
+                    work,
+                    args.contextforge_venv,
+                    upstream_url,
+                    workers=args.contextforge_workers,
+                )
+                results["contextforge_version"] = forge.version
+                pids = {f"gateway{i}" if i else "gateway": pid for i, pid in enumerate(forge.pids)}
+                jobs["contextforge"] = _job(
+                    args, forge.url, forge.token, forge.tool, {**pids, "upstream": upstream.pid}
+                )
+                gateways["contextforge"] = forge.child
+            else:
+                _say(f"ContextForge left out: {problem}")
+                results["contextforge_problem"] = problem
+        runs: dict[str, list[dict[str, Any]]] = {way: [] for way in jobs}
+        for n in range(1, args.rounds + 1):
+            order = [w for w in _WAYS if w in jobs]
+            for way in order if n % 2 else reversed(order):
+                runs[way].append(_measure(procs, jobs[way], way, n))
+        results["rss_kb"] = {"upstream": rss_kb(upstream.pid)} | {
+            way: rss_kb(child.pid) for way, child in gateways.items()
+        }
+    for way, way_runs in runs.items():
+        results[way] = _best(way_runs)
+        results[f"{way}_rounds"] = way_runs
+    _gateway_cpu(results)
+    return results
+
+
+def _gateway_cpu(results: dict[str, Any]) -> None:
+    """Sum the CPU per call of every process of a gateway (ContextForge may run several)."""
+    for way in ("agentws", "contextforge"):
+        best = results.get(way)
+        if best is None:
+            continue
+        best["gateway_cpu_ms_per_call_all"] = sum(
+            v for k, v in best.items() if k.startswith("gateway") and k.endswith("_ms_per_call")
+        )
+
+
+def _cell(results: dict[str, Any], way: str, text: str | None) -> str:
+    if way not in results:
+        return "not run" if way == "contextforge" else "—"
+    return text or "—"
+
+
+def _rows(results: dict[str, Any]) -> list[list[str]]:
+    direct, agentws = results["direct"], results["agentws"]
+    forge = results.get("contextforge")
+    direct_ratio = _ratio(agentws["throughput_rps"], direct["throughput_rps"])
+    cpu_ratio = _ratio(agentws["gateway_cpu_ms_per_call_all"], agentws["upstream_cpu_ms_per_call"])
+    forge_ratio = _ratio(agentws["throughput_rps"], forge["throughput_rps"]) if forge else None
+
+    def per_way(key: str, digits: int = 1) -> list[str]:
+        return [
+            _cell(results, way, fmt(results[way].get(key), digits) if way in results else None)
+            for way in _WAYS
+        ]
+
+    rows = [
+        [
+            "tools/call echo, 16 clients (calls/s)",
+            *per_way("throughput_rps"),
+            f">= {DIRECT_TARGET}x direct",
+            f"{verdict(direct_ratio >= DIRECT_TARGET)} ({direct_ratio:.2f}x)",
+        ],
+        [
+            "latency p50 / p99 (ms)",
+            *[
+                _cell(
+                    results,
+                    way,
+                    f"{fmt(results[way]['p50_ms'])} / {fmt(results[way]['p99_ms'])}"
+                    if way in results
+                    else None,
+                )
+                for way in _WAYS
+            ],
+            "— (reported)",
+            "—",
+        ],
+        [
+            "failed calls (all rounds)",
+            *[
+                _cell(
+                    results, way, str(results[way]["errors_all_rounds"]) if way in results else None
+                )
+                for way in _WAYS
+            ],
+            "0 (direct, agentws)",
+            verdict(direct["errors_all_rounds"] == 0 and agentws["errors_all_rounds"] == 0),
+        ],
+        [
+            "gateway CPU per call (ms, all threads)",
+            "—",
+            *[
+                _cell(
+                    results,
+                    way,
+                    fmt(results[way]["gateway_cpu_ms_per_call_all"], 2) if way in results else None,
+                )
+                for way in ("agentws", "contextforge")
+            ],
+            "agentws <= the upstream's",
+            f"{verdict(cpu_ratio <= CPU_TARGET)} ({cpu_ratio:.2f}x)",
+        ],
+        [
+            "upstream CPU per call (ms)",
+            *per_way("upstream_cpu_ms_per_call", 2),
+            "— (reported)",
+            "—",
+        ],
+    ]
+    if forge is not None and forge_ratio is not None:
+        rows.append(
+            [
+                "agentws calls/s over ContextForge's",
+                "—",
+                f"{forge_ratio:,.1f}x",
+                "1.0x",
+                f">= {CONTEXTFORGE_TARGET:g}x",
+                verdict(forge_ratio >= CONTEXTFORGE_TARGET),
+            ]
+        )
+    rss = results["rss_kb"]
+    rows.append(
+        [
+            "RSS at the end (MB)",
+            f"{rss['upstream'] / 1024:,.1f} (upstream)",
+            f"{rss['agentws'] / 1024:,.1f}",
+            _cell(
+                results,
+                "contextforge",
+                f"{rss['contextforge'] / 1024:,.1f}" if "contextforge" in rss else None,
+            ),
+            "— (reported)",
+            "—",
+        ]
+    )
+    return rows
+
+
+def passed(results: dict[str, Any]) -> bool:
+    """Whether every target of the run was met."""
+    return all(row[-1].startswith("PASS") or row[-1] == "—" for row in _rows(results))
+
+
+def render(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    config = results["config"]
+    packages = machine["packages"]
+    rounds = "; ".join(
+        f"{_TITLES[way]} " + " / ".join(fmt(v) for v in results[way]["throughput_all_rounds"])
+        for way in _WAYS
+        if way in results
+    )
+    noise = max(results[w]["other_cpu_cores_max"] for w in _WAYS if w in results)
+    client = max(results[w]["client_cpu_cores_max"] for w in _WAYS if w in results)
+    lines = [
+        f"## scripts/bench gateway — {results['date']}",
+        "",
+        markdown_table(
+            ["measure", "direct", "agentws", "ContextForge", "target", "result"], _rows(results)
+        ),
+        "",
+        machine_line(machine),
+        f"- Upstream: mcp {packages['mcp']} `MCPServer` with one tool, `echo(text)`, on uvicorn "
+        f"{packages['uvicorn']} (Streamable HTTP, stateful sessions, each POST answered "
+        + (
+            "with a short SSE stream, the SDK's default"
+            if config["upstream_response"] == "sse"
+            else "in JSON"
+        )
+        + "); every way below calls this one process.",
+        f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
+        f"trio {packages['trio']}, SQLite store): the upstream is a remote MCP connector "
+        "attached to the group, its tool labelled read; each call is authenticated (a read "
+        "token), checked against the group's permissions, audited, and forwarded over the "
+        "connector's link.",
+        (
+            f"- ContextForge {results['contextforge_version']} (`mcp-contextforge-gateway`, "
+            f"its default settings, {config['contextforge_workers']} worker(s), in a venv of its "
+            "own): the upstream registered as a gateway, a virtual server of its tools."
+            if "contextforge" in results
+            else "- ContextForge: not run "
+            f"({results.get('contextforge_problem', '--contextforge off')})."
+        ),
+        f"- Load: one client process, {config['concurrency']} workers, each with its own "
+        "initialized Streamable HTTP session calling tools/call back to back, each answer "
+        f"checked to echo its text; {config['warmup_s']:g} s warm-up, then "
+        f"{config['seconds']:g} s measured; {config['rounds']} round(s), each running every "
+        "way once (odd rounds in order, even rounds reversed), servers up throughout; best "
+        "round shown (all rounds in the JSON). CPU per call: each process's CPU time over the "
+        "measured window divided by the calls measured in it.",
+        f"- Calls/s in each round: {rounds}. The load client used up to {client:.2f} cores; "
+        f"other processes up to {noise:.2f} cores during the measured windows.",
+    ]
+    for way in _WAYS:
+        for error in results.get(way, {}).get("error_samples", [])[:3]:
+            lines.append(f"- {_TITLES[way]} error: {error}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    results = cli.run_and_report("gateway", args, run, render)
+    if isinstance(results, int):
+        return results
+    if results["direct"]["errors_all_rounds"] or results["agentws"]["errors_all_rounds"]:
+        return 1
+    if args.check and not passed(results):
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as exc:  # pragma: no cover - run_and_report reports its own
+        print(f"scripts/bench gateway: {exc}", file=sys.stderr)
+        sys.exit(1)
