@@ -443,7 +443,9 @@ def render(results: dict[str, Any]) -> str:
         (
             f"- ContextForge {results['contextforge_version']} (`mcp-contextforge-gateway`, "
             f"its default settings, {config['contextforge_workers']} worker(s), in a venv of its "
-            "own): the upstream registered as a gateway, a virtual server of its tools."
+            "own) but two: loopback upstreams allowed (`SSRF_ALLOW_LOCALHOST`) and its rate "
+            "limiter off (by default 100 MCP requests a minute per user, which is what would "
+            "be measured); the upstream registered as a gateway, a virtual server of its tools."
             if "contextforge" in results
             else "- ContextForge: not run "
             f"({results.get('contextforge_problem', '--contextforge off')})."
