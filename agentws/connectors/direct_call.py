@@ -112,7 +112,8 @@ class DirectCaller:
 
         Error handling:
             :class:`MCPError` for the remote's JSON-RPC error, an HTTP error
-            answer or a stream that ended without an answer; RuntimeError
+            answer or a stream that ended without an answer, and
+            ``CONNECTION_CLOSED`` when the exchange failed; RuntimeError
             for a result that breaks the tool's output schema (as the SDK).
         """
         request_id = next(_IDS)
@@ -138,12 +139,17 @@ class DirectCaller:
         request = httpx2.Request(
             "POST", self.url, headers=headers, content=body, extensions={"timeout": timeout}
         )
-        response = await self.transport.handle_async_request(request)
-        response.request = request
         try:
-            answer = await self._answer(response, request_id, progress, on_log)
-        finally:
-            await response.aclose()
+            response = await self.transport.handle_async_request(request)
+            response.request = request
+            try:
+                answer = await self._answer(response, request_id, progress, on_log)
+            finally:
+                await response.aclose()
+        except httpx2.TransportError as exc:
+            # What the SDK's session makes of a failed exchange: the link is
+            # lost (it connects again; a read call goes once more).
+            raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {exc}") from None
         if "error" in answer:
             raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
         raw = answer.get("result")

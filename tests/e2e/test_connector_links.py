@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from agentws.connectors.registry import attach_connector
+from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from agentws.secret_box import SecretBox, ensure_key_file
 from agentws.store import Store
@@ -257,3 +258,26 @@ async def test_a_links_secret_reaches_the_remote_and_no_log_line(
     assert set(state.authorizations) == {f"Bearer {secret}"}
     assert caplog.records
     assert not [r for r in caplog.records if secret in r.getMessage()]
+
+
+async def test_a_stateless_link_outlives_its_remote_going_away(tmp_path: Path) -> None:
+    # Over 2026-07-28 the link sends calls itself: a connection the remote
+    # dropped is the link's to mend, as over a session; a read call goes again.
+    state = ThirdParty([tool("search", "Search", read_only_hint=True)])
+    async with running(tmp_path, with_library=False, **ENV) as server:
+        links = server.runtime.links
+        async with third_party_server(state) as url:
+            connector = await _connect(server.store, url)
+            await links.refresh(connector)
+            with trio.fail_after(TIMEOUT_S):
+                first = await links.call_tool(connector, "search", {"q": "a"}, retry_safe=True)
+            assert not first.is_error, first
+        # Gone: the link's error naming the connector, not the HTTP client's.
+        with trio.fail_after(TIMEOUT_S), pytest.raises(RemoteError, match="connector 'third'"):
+            await links.call_tool(connector, "search", {"q": "b"}, retry_safe=True)
+        # Back on the same address: the next read call gets through.
+        async with third_party_server(state):
+            with trio.fail_after(TIMEOUT_S):
+                back = await links.call_tool(connector, "search", {"q": "c"}, retry_safe=True)
+            assert not back.is_error, back
+        assert state.calls == ["search", "search"]
