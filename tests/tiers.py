@@ -1,7 +1,8 @@
 """How deep the suite goes: the default run, or the thorough tier.
 
 Every test runs in both. What the tier changes is depth: how many examples a
-property (hypothesis), a fuzz run or schemathesis draws. The default run
+property (hypothesis), a fuzz run or schemathesis draws, and how many events
+a load test sends. The default run
 draws a share of them, enough to find what they are there to find, and keeps
 the suite well under ten minutes on two cores; the thorough tier
 (``AGENTWS_THOROUGH=1``, or ``scripts/test --thorough``) draws the full
@@ -21,6 +22,7 @@ THOROUGH = os.environ.get("AGENTWS_THOROUGH", "") not in ("", "0")
 
 
 def examples(thorough: int, default: int) -> int:
-    """The example count for this tier: ``thorough`` in the thorough tier, else ``default``."""
+    """The count (of examples, of events) for this tier: ``thorough`` in the
+    thorough tier, else ``default``."""
     assert 0 < default <= thorough, (default, thorough)
     return thorough if THOROUGH else default
