@@ -97,7 +97,9 @@ def _header(headers: Mapping[str, str], *names: str) -> str | None:
     for name in names:
         value = headers.get(name)
         if value is not None:
-            return value.strip()
+            # HTTP's optional white space only: str.strip() would also take a
+            # no-break space (or \x85) off a wrong secret and let it in.
+            return value.strip(" \t")
     return None
 
 

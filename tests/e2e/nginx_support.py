@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from tests.e2e.process_support import Server, free_port, serve_process
+from tests.e2e.process_support import Server, free_port, serve_processes
 
 __all__ = [
     "CONFIG",
@@ -158,10 +158,7 @@ async def behind_nginx(
     directory.mkdir()
     port = free_port()
     public = {"AGENTWS_BASE_URL": f"http://127.0.0.1:{port}", **env}
-    async with (
-        serve_process(tmp_path, database_url, "inst-a", **public) as a,
-        serve_process(tmp_path, database_url, "inst-b", **public) as b,
-    ):
+    async with serve_processes(tmp_path, database_url, "inst-a", "inst-b", **public) as (a, b):
         async with trio.open_nursery() as nursery:
             config = nginx_conf(directory, port, a, b)
             await nursery.start(serve_nginx, directory, config, port)

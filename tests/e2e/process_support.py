@@ -14,7 +14,7 @@ import trio
 
 from tests.support import clean_env
 
-__all__ = ["Server", "alive", "free_port", "serve_process", "wait_ready"]
+__all__ = ["Server", "alive", "free_port", "serve_process", "serve_processes", "wait_ready"]
 
 # From exec to answering /readyz: imports, opening the store, binding.
 STARTUP_S = 30.0
@@ -50,6 +50,40 @@ async def serve_process(
     Resource handling:
         A process still running when the block exits is killed and reaped.
     """
+    async with serve_processes(tmp_path, database_url, instance_id, **env) as (server,):
+        yield server
+
+
+@asynccontextmanager
+async def serve_processes(
+    tmp_path: Path, database_url: str, *instance_ids: str, **env: str
+) -> AsyncIterator[list[Server]]:
+    """One :func:`serve_process` per instance id, started side by side; ready together.
+
+    Each process starts on its own (imports, opening the store), so they
+    are launched at once and waited for together rather than one after the other.
+
+    Resource handling:
+        The processes still running when the block exits are killed and reaped,
+        also when one of them failed to start.
+    """
+    servers: list[Server] = []
+    try:
+        for instance_id in instance_ids:
+            servers.append(await _spawn(tmp_path, database_url, instance_id, **env))
+        async with trio.open_nursery() as nursery:
+            for server in servers:
+                nursery.start_soon(wait_ready, server)
+        yield servers
+    finally:
+        with trio.move_on_after(5.0, shield=True):
+            for server in servers:
+                if server.process.returncode is None:
+                    server.process.kill()
+                await server.process.wait()
+
+
+async def _spawn(tmp_path: Path, database_url: str, instance_id: str, **env: str) -> Server:
     port = free_port()
     environment = clean_env(
         AGENTWS_DATABASE_URL=database_url,
@@ -67,15 +101,7 @@ async def serve_process(
             cwd=tmp_path,
             env=environment,
         )
-    server = Server(process, f"http://127.0.0.1:{port}", stderr_path)
-    try:
-        await wait_ready(server)
-        yield server
-    finally:
-        with trio.move_on_after(5.0, shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.wait()
+    return Server(process, f"http://127.0.0.1:{port}", stderr_path)
 
 
 async def wait_ready(server: Server) -> None:

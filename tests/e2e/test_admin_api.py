@@ -30,6 +30,7 @@ from tests.e2e.run_support import deliver, finished
 from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.e2e.webhook_support import Hook
 from tests.support import clean_env
+from tests.tiers import examples
 
 
 async def _admin_token(server: Running, username: str = "alice") -> str:
@@ -286,7 +287,8 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
                 "--checks",
                 "not_a_server_error,response_schema_conformance,content_type_conformance",
                 "--max-examples",
-                "15",
+                # Per operation; the coverage phase's boundary cases come on top.
+                str(examples(15, 5)),
                 "--seed",
                 "1",
                 "--request-timeout",

@@ -79,25 +79,60 @@ CHECKLIST_MD = """\
 """
 
 
+# Runs CLI commands one after another in one interpreter, as ``agentws ARGS``
+# would each: argv lists on stdin (one JSON document), one JSON line per
+# command on stdout ([status, stdout, stderr]).
+_BATCH = """
+import io, json, sys
+from agentws.cli import main
+
+def text():
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+
+for argv in json.load(sys.stdin):
+    real = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err = text(), text()
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    finally:
+        sys.stdout, sys.stderr = real
+    out.flush()
+    err.flush()
+    print(json.dumps([status, out.buffer.getvalue().decode(), err.buffer.getvalue().decode()]))
+"""
+
+
 @attrs.frozen
 class Cli:
     cwd: Path
     database: str
     env: dict[str, str]
 
-    def json(self, *args: str) -> Any:
-        """Run ``agentws ARGS --json``, which must succeed; its parsed stdout."""
+    def json(self, *commands: tuple[str, ...]) -> list[Any]:
+        """Run ``agentws ARGS --json`` for each of ``commands``, in order, in one
+        interpreter (each start costs more than a command); each must succeed.
+        Their parsed stdouts.
+        """
+        argvs = [[*args, "--database", self.database, "--json"] for args in commands]
         result = subprocess.run(
-            [*AGENTWS, *args, "--database", self.database, "--json"],
+            [sys.executable, "-c", _BATCH],
             cwd=self.cwd,
             env=self.env,
+            input=json.dumps(argvs),
             capture_output=True,
             text=True,
             timeout=CLI_S,
             check=False,
         )
-        assert result.returncode == 0, f"agentws {' '.join(args)}: {result.stderr}"
-        return json.loads(result.stdout)
+        assert result.returncode == 0, result.stderr
+        outputs = []
+        for args, line in zip(commands, result.stdout.splitlines(), strict=True):
+            status, stdout, stderr = json.loads(line)
+            assert status == 0, f"agentws {' '.join(args)}: {stderr}"
+            outputs.append(json.loads(stdout))
+        return outputs
 
 
 @attrs.frozen
@@ -119,30 +154,36 @@ def _write(path: Path, text: str) -> Path:
 
 
 def _set_up(cli: Cli, files: Path) -> dict[str, str]:
-    cli.json("init")
-    cli.json("workspace", "create", WORKSPACE)
-    cli.json("group", "create", WORKSPACE, GROUP)
-    cli.json("group", "create", WORKSPACE, "sales")
-    token = cli.json("token", "create", WORKSPACE, GROUP, "--name", "node")
-    other = cli.json("token", "create", WORKSPACE, "sales", "--name", "node-sales")
-    revoked = cli.json("token", "create", WORKSPACE, GROUP, "--name", "node-revoked")
-    cli.json("token", "revoke", WORKSPACE, GROUP, "node-revoked")
-
-    cli.json("library", "create", WORKSPACE, LIBRARY)
-    cli.json("library", "attach", WORKSPACE, GROUP, LIBRARY)
-    uris = {}
-    for name, text, policy in [
+    documents = [
         ("refunds", REFUNDS_MD, "on_demand"),
         ("shipping", SHIPPING_MD, "spine"),
         ("salaries", SALARIES_MD, "never"),
-    ]:
-        path = _write(files / f"{name}.md", text)
-        doc = cli.json("doc", "add", WORKSPACE, LIBRARY, str(path), "--policy", policy)
-        uris[f"{name}_uri"] = doc.get("uri") or f"agentws://{LIBRARY}/{doc['slug']}"
+    ]
+    paths = {name: _write(files / f"{name}.md", text) for name, text, _ in documents}
     skill = files / "triage"
     _write(skill / "SKILL.md", SKILL_MD)
     _write(skill / "checklist.md", CHECKLIST_MD)
-    cli.json("skill", "add", WORKSPACE, LIBRARY, str(skill))
+    outputs = cli.json(
+        ("init",),
+        ("workspace", "create", WORKSPACE),
+        ("group", "create", WORKSPACE, GROUP),
+        ("group", "create", WORKSPACE, "sales"),
+        ("token", "create", WORKSPACE, GROUP, "--name", "node"),
+        ("token", "create", WORKSPACE, "sales", "--name", "node-sales"),
+        ("token", "create", WORKSPACE, GROUP, "--name", "node-revoked"),
+        ("token", "revoke", WORKSPACE, GROUP, "node-revoked"),
+        ("library", "create", WORKSPACE, LIBRARY),
+        ("library", "attach", WORKSPACE, GROUP, LIBRARY),
+        *(
+            ("doc", "add", WORKSPACE, LIBRARY, str(paths[name]), "--policy", policy)
+            for name, _, policy in documents
+        ),
+        ("skill", "add", WORKSPACE, LIBRARY, str(skill)),
+    )
+    token, other, revoked = outputs[4:7]
+    uris = {}
+    for (name, _, _), doc in zip(documents, outputs[10:13], strict=True):
+        uris[f"{name}_uri"] = doc.get("uri") or f"agentws://{LIBRARY}/{doc['slug']}"
     return {
         "url": token["url"],
         "token": token["token"],

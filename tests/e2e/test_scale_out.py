@@ -40,10 +40,13 @@ from tests.e2e.nginx_support import access_log, behind_nginx
 from tests.e2e.polling import wait_until
 from tests.e2e.process_support import POLL_S, Server, alive
 from tests.support import fresh_schema
+from tests.tiers import examples
 
 pytestmark = pytest.mark.postgres
 
 SENDERS = 32
+# Events both instances share before the kill: enough that each runs some.
+SHARED = examples(500, 200)
 RUN_TIMEOUT_S = 2
 GRACE_S = 3.0
 FINISH_S = 60.0
@@ -139,11 +142,11 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
             open_store(url) as store,
             behind_nginx(tmp_path, url, **INSTANCE_ENV) as (a, b, nginx),
         ):
-            shared = await _deliver(nginx, path, 0, 500)
+            shared = await _deliver(nginx, path, 0, SHARED)
             await wait_until(
                 lambda: _all_done(store, shared),
                 timeout_s=FINISH_S,
-                what="the 500 events to be done",
+                what=f"the {SHARED} events to be done",
                 interval_s=POLL_S,
                 still_worth_it=alive([a, b]),
             )
@@ -152,7 +155,7 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
             assert by_instance["inst-a"] > 0 and by_instance["inst-b"] > 0, by_instance
 
             # A burst through nginx (both accept some); A dies in the middle of it.
-            burst = await _deliver(nginx, path, 500, 200)
+            burst = await _deliver(nginx, path, SHARED, 200)
             in_burst = set(burst)
 
             async def a_leased() -> list[Event]:
@@ -197,7 +200,7 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
             )
             # Deliveries go on through nginx: those it sends to A, now refusing
             # connections, it retries on B.
-            after = await _deliver(nginx, path, 700, 20)
+            after = await _deliver(nginx, path, SHARED + 200, 20)
             # B may run what A held only once the leases expire.
             await wait_until(
                 lambda: _all_done(store, burst + after),
@@ -213,7 +216,7 @@ async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
     # nginx spread the deliveries: each instance accepted some, and B the
     # ones nginx tried on A once A was dead.
     accepted = _answered(tmp_path, [a, b], path)
-    assert sum(accepted.values()) == 720, accepted
+    assert sum(accepted.values()) == SHARED + 220, accepted
     assert accepted[a.base_url] > 0 and accepted[b.base_url] > 0, accepted
     retried = [r for r in access_log(tmp_path) if len(r.upstreams) > 1]
     assert retried, "nginx sent no delivery to the dead instance"

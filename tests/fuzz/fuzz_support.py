@@ -12,8 +12,10 @@ state carries over from one example to the next (that is part of what is
 fuzzed: no example may break the next one).
 
 Every run is deterministic (``derandomize=True``, no example database) and
-bounded by ``max_examples``; there is no deadline, since an example is a
-round trip to a server.
+bounded by ``max_examples``, the count of the thorough tier
+(``AGENTWS_THOROUGH=1``, see :mod:`tests.tiers`); the default run draws a
+quarter of it. There is no deadline, since an example is a round trip to a
+server.
 
 One side effect to know of: while a property runs, hypothesis raises the
 interpreter's recursion limit (by about 2000 frames), and that limit is the
@@ -40,6 +42,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisDeprecationWarning
 
+from tests.tiers import examples
+
 __all__ = ["FUZZ_SETTINGS", "RawReply", "RawResponse", "fuzz", "header_text", "raw_exchange"]
 
 T = TypeVar("T")
@@ -63,7 +67,8 @@ async def fuzz(
     *,
     max_examples: int,
 ) -> None:
-    """Run ``check`` on ``max_examples`` examples of ``strategy``, in this trio loop.
+    """Run ``check`` on ``max_examples`` examples of ``strategy`` (a quarter of them
+    outside the thorough tier), in this trio loop.
 
     ``check`` raises (an AssertionError) when an example shows a bug;
     hypothesis then shrinks it, again against the running server.
@@ -79,7 +84,10 @@ async def fuzz(
             exc.add_note(f"example: {example!r}")
             raise
 
-    @settings(max_examples=max_examples, **FUZZ_SETTINGS)
+    # The default run's share; never below 20, so that small runs keep their point.
+    count = examples(max_examples, min(max_examples, max(20, max_examples // 4)))
+
+    @settings(max_examples=count, **FUZZ_SETTINGS)
     @given(strategy)
     def property_(example: T) -> None:
         trio.from_thread.run(bounded, example, trio_token=token)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentws.domain.payloads import fence_payload, fit_to_budget, json_size
+from tests.tiers import examples
 
 JSON = st.recursive(
     st.none()
@@ -89,7 +90,7 @@ def test_a_huge_string_keeps_its_start() -> None:
     assert json_size(cut) <= 500
 
 
-@settings(database=None, max_examples=200, deadline=None)
+@settings(database=None, max_examples=examples(200, 50), deadline=None)
 @given(body=JSON, budget=st.integers(200, 5_000))
 def test_any_body_fits_its_budget_and_what_fits_is_untouched(body: object, budget: int) -> None:
     fitted = fit_to_budget(body, budget)
