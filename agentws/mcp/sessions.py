@@ -41,7 +41,7 @@ from mcp_types import (
 
 from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
-from agentws.domain.models import Approval, McpToken
+from agentws.domain.models import Approval
 from agentws.errors import OverCapacityError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
@@ -66,6 +66,8 @@ STREAM_BUFFER = CONNECTION_BUFFER
 # Revocations made by another process (the CLI, another instance) reach open
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
+# After a check for revoked tokens, this many times its duration passes before the next.
+_CHECK_SHARE = 4
 
 # Queued calls a session is told the outcome of, at most (the newest).
 _MAX_AWAITING = 1000
@@ -502,13 +504,22 @@ class SessionSupervisor:
     async def _watch_revocations(self) -> None:
         while True:
             seen = self.changes.generation(Topic.TOKENS)
-            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S)
+            # Where nothing announces a revocation (SQLite), any commit may be one.
+            commits = self.changes.commits()
+            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S, commits=commits)
             if not self._by_token:
                 continue
+            held = list(self._by_token)
+            started = trio.current_time()
             try:
-                live = {t.id for t in await self.store.select(McpToken, revoked_at=None)}
+                live = await self.store.live_token_ids(held)
             except Exception:
                 log.exception("cannot check for revoked tokens; retrying")
+                await trio.sleep(_REVOCATION_POLL_S)
                 continue
-            for token_id in [t for t in self._by_token if t not in live]:
-                self.revoke(token_id)
+            for token_id in held:
+                if token_id not in live:
+                    self.revoke(token_id)
+            # Commits may come faster than checks are worth making: the
+            # checks take a small share of the time however many tokens.
+            await trio.sleep(_CHECK_SHARE * (trio.current_time() - started))
