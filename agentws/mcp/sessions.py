@@ -67,7 +67,8 @@ STREAM_BUFFER = CONNECTION_BUFFER
 # Revocations made by another process (the CLI, another instance) reach open
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
-# After a check for revoked tokens, this many times its duration passes before the next.
+# After a check for revoked tokens, this many times its duration passes before
+# the next (at most _REVOCATION_POLL_S).
 _CHECK_SHARE = 4
 # Sessions of a revoked token cancelled at once, between turns of the other tasks.
 _CANCEL_BATCH = 200
@@ -580,5 +581,7 @@ class SessionSupervisor:
                 if token_id not in live:
                     self.revoke(token_id)
             # Commits may come faster than checks are worth making: the
-            # checks take a small share of the time however many tokens.
-            await trio.sleep(_CHECK_SHARE * (trio.current_time() - started))
+            # checks take a small share of the time however many tokens, and
+            # a slow one (a busy store) delays the next by a poll at most.
+            took = trio.current_time() - started
+            await trio.sleep(min(_CHECK_SHARE * took, _REVOCATION_POLL_S))
