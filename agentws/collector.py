@@ -15,8 +15,9 @@ that, however many sessions are open. A frozen
 object is still freed when no reference is left; only a reference cycle
 among frozen objects waits. Those of closed sessions are reclaimed once as
 many sessions have closed since the last reclaim as are open (and at least
-``_MIN_NEW``): the objects are unfrozen, collected in one full pass, and
-what is left frozen again. A mass revocation pays that pass once, when
+``_MIN_NEW``) and none closed since the last look: the objects are
+unfrozen, collected in one full pass, and what is left frozen again. A
+mass revocation pays that pass once, after its streams have ended, when
 few sessions are left to walk.
 """
 
@@ -52,12 +53,17 @@ class CollectorSteward:
         _, opened, closed = counts()
         self._opened_at_freeze = opened
         self._closed_at_reclaim = closed
+        self._closed_at_last_step = closed
 
     def step(self) -> None:
         """Freeze or reclaim, if it is time to (see the module's docstring)."""
         open_now, opened, closed = self._counts()
         closed_since = closed - self._closed_at_reclaim
-        if closed_since >= max(_MIN_NEW, open_now):
+        # Not while sessions are still closing (a revocation's fan-out): the
+        # full pass would hold up the streams that are ending.
+        settled = closed == self._closed_at_last_step
+        self._closed_at_last_step = closed
+        if settled and closed_since >= max(_MIN_NEW, open_now):
             started = time.perf_counter()
             gc.unfreeze()
             found = gc.collect()
