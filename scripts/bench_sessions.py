@@ -182,8 +182,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--revoke-wait",
         type=float,
-        default=10.0,
-        help="seconds to wait for a revoked token's streams to end",
+        default=None,
+        help="seconds to wait for a revoked token's streams to end (default: 10 s, plus 1 s "
+        "a thousand sessions)",
     )
     parser.add_argument("--documents", type=int, default=200, help="context documents to index")
     parser.add_argument(
@@ -193,7 +194,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.open_concurrency, args.list_clients, args.documents) <= 0:
         parser.error("--open-concurrency, --list-clients and --documents must be positive")
-    if min(args.open_timeout or 1, args.list_rate, args.list_seconds, args.revoke_wait) <= 0:
+    if min(args.open_timeout or 1, args.list_rate, args.list_seconds, args.revoke_wait or 1) <= 0:
         parser.error("--open-timeout, --list-rate, --list-seconds and --revoke-wait must be > 0")
     if min(args.list_warmup, args.settle) < 0:
         parser.error("--list-warmup and --settle cannot be negative")
@@ -323,7 +324,7 @@ def _plan(
         list_warmup_s=args.list_warmup,
         list_seconds=args.list_seconds,
         settle_s=args.settle,
-        revoke_wait_s=args.revoke_wait,
+        revoke_wait_s=args.revoke_wait or 10.0 + sessions / 1000,
         bulk_token=bulk,
         lister_token=lister,
     )
