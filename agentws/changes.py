@@ -16,6 +16,14 @@ polling interval, so every consumer falls back to reading the store as
 often as it did without a feed. Connecting and losing the connection both
 move every topic, so nothing changed while deaf goes unnoticed; so does a
 safety tick every ``SAFETY_POLL_S`` while listening.
+
+A store without notifications still says when anyone committed (SQLite's
+``PRAGMA data_version``, a read of shared memory): the feed reads it every
+``COMMIT_POLL_S`` and counts the commits it saw (:meth:`ChangeFeed.commits`).
+A consumer that cannot wait for its polling interval (a revocation made by
+the CLI must close its sessions at once) passes that count to
+:meth:`ChangeFeed.wait` and wakes on the next commit, whoever made it, and
+then checks the store itself.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ SAFETY_POLL_S = 10.0
 # cap is low because an instance is not ready while its listener is down.
 _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 5.0
+# How often a store without notifications is asked whether anyone committed.
+COMMIT_POLL_S = 0.05
 
 
 class Topic(enum.StrEnum):
@@ -82,6 +92,8 @@ class ChangeFeed:
     #: Why the feed is not listening, for readiness; None while it listens.
     _problem: str | None = attrs.field(default="not connected yet", init=False)
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    #: Commits seen on a store without notifications (None: not watched).
+    _commits: int | None = attrs.field(default=None, init=False)
 
     def close(self) -> None:
         """Stop listening (shutdown); consumers poll from now on."""
@@ -105,15 +117,25 @@ class ChangeFeed:
         """
         return self._generations[topic] if self._listening else None
 
-    async def wait(self, topic: Topic, seen: int, *, poll_s: float) -> None:
+    def commits(self) -> int | None:
+        """Commits seen on a store without notifications; None where they are not watched."""
+        return self._commits
+
+    async def wait(
+        self, topic: Topic, seen: int, *, poll_s: float, commits: int | None = None
+    ) -> None:
         """Return once ``topic`` has moved past generation ``seen``, or when it is time to poll.
 
         That is after ``poll_s`` when not listening, and after the longer
-        safety interval while listening.
+        safety interval while listening. With ``commits`` (what
+        :meth:`commits` said along with ``seen``), it also returns once a
+        commit was seen since, where commits are watched; the safety
+        interval is then the polling interval too.
         """
-        timeout_s = max(poll_s, SAFETY_POLL_S) if self._listening else poll_s
+        by_commit = commits is not None and self._commits is not None
+        timeout_s = max(poll_s, SAFETY_POLL_S) if self._listening or by_commit else poll_s
         with trio.move_on_after(timeout_s):
-            while self._generations[topic] == seen:
+            while self._generations[topic] == seen and not (by_commit and self._commits != commits):
                 await self._changed.wait()
 
     def problem(self) -> str | None:
@@ -125,6 +147,9 @@ class ChangeFeed:
     def _move(self, topics: list[Topic]) -> None:
         for topic in topics:
             self._generations[topic] += 1
+        self._wake()
+
+    def _wake(self) -> None:
         self._changed.set()
         self._changed = trio.Event()
 
@@ -147,17 +172,39 @@ class ChangeFeed:
 
         Reports started after the first attempt to connect, successful or
         not, so a database that is down delays nothing: consumers poll.
-        Without notifications (SQLite) it reports started and returns.
+        Without notifications (SQLite) it watches for commits instead, if
+        the store can tell (see :meth:`commits`).
         """
         if not self.store.notifies:
             self._problem = None
-            task_status.started()
+            with self._scope:
+                await self._watch_commits(task_status)
             return
         with self._scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._safety_ticks)
                 await self._listen(task_status)
         self._set_listening(False)
+
+    async def _watch_commits(self, task_status: trio.TaskStatus[None]) -> None:
+        last = self.store.data_version()
+        if last is not None:
+            self._commits = 0
+        task_status.started()
+        if last is None:
+            return  # the store cannot tell (an in-memory database): consumers poll
+        seen = 0
+        try:
+            while True:
+                await trio.sleep(COMMIT_POLL_S)
+                version = self.store.data_version()
+                if version is not None and version != last:
+                    last, seen = version, seen + 1
+                    self._commits = seen
+                    self._wake()
+        finally:
+            self._commits = None  # consumers poll again
+            self._wake()
 
     async def _safety_ticks(self) -> None:
         while True:

@@ -24,6 +24,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from agentws.app import create_app
+from agentws.collector import CollectorSteward
 from agentws.config import Settings
 from agentws.errors import ListenError
 from agentws.hypercorn_fix import install as install_hypercorn_fix
@@ -68,6 +69,7 @@ async def serve(
     *,
     shutdown_trigger: Callable[[], Awaitable[None]],
     runtime: Runtime | None = None,
+    steward: bool = False,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until ``shutdown_trigger`` returns, then shut down within the grace period.
@@ -81,6 +83,9 @@ async def serve(
         shutdown_trigger: returns when a graceful shutdown should begin.
         runtime: a running service's runtime to serve (and stop on shutdown)
             instead of opening one; tests use it to look inside.
+        steward: keep the cycle collector's passes short as MCP sessions
+            come and go (:mod:`agentws.collector`); for the process that
+            serves, not for one that runs tests.
         task_status: receives the list of bound URLs (real ports when bound to 0).
 
     Error handling:
@@ -132,15 +137,32 @@ async def serve(
                     )
 
                 app = wrap_app(create_app(runtime), config.wsgi_max_body_size, "asgi")
-                await worker_serve(
-                    app, config, sockets=sockets, shutdown_trigger=trigger, task_status=task_status
-                )
+                stewarding = trio.CancelScope()
+                if steward:
+                    nursery.start_soon(
+                        _steward, CollectorSteward(runtime.sessions.counts), stewarding
+                    )
+                try:
+                    await worker_serve(
+                        app,
+                        config,
+                        sockets=sockets,
+                        shutdown_trigger=trigger,
+                        task_status=task_status,
+                    )
+                finally:
+                    stewarding.cancel()
             finally:
                 # Requests have drained; the service's own work has had the
                 # same grace period, and is cancelled when it runs out.
                 await service.stop()
     if hard_stop.cancelled_caught:
         log.warning("grace period over: cancelled what was still running")
+
+
+async def _steward(steward: CollectorSteward, scope: trio.CancelScope) -> None:
+    with scope:
+        await steward.serve()
 
 
 def serve_until_signalled(settings: Settings, *, on_started: Callable[[list[str]], None]) -> None:
@@ -167,7 +189,10 @@ def serve_until_signalled(settings: Settings, *, on_started: Callable[[list[str]
 
                 async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
                     await serve(
-                        settings, shutdown_trigger=first_signal.wait, task_status=task_status
+                        settings,
+                        shutdown_trigger=first_signal.wait,
+                        steward=True,
+                        task_status=task_status,
                     )
                     nursery.cancel_scope.cancel()
 

@@ -21,7 +21,10 @@ on loopback, in a temp directory of its own, one fresh server at a time:
    revoked token is refused; and revokes the listers' token through the
    admin API (``DELETE /api/v1/.../tokens/<id>``), timing its streams too.
    Last, once the client has closed all its connections, it counts the
-   sockets the server still holds (/proc/<pid>/fd).
+   sockets the server still holds (/proc/<pid>/fd). With ``--stores
+   sqlite,postgres`` (the default) the same again on PostgreSQL, in a
+   database of its own created for the run (``--database-url`` names the
+   server), where revocations are announced with ``NOTIFY``.
 2. The reference: the ``mcp`` SDK's ``MCPServer`` (the server ``scripts/bench
    mcp`` measures) on uvicorn, serving Streamable HTTP
    (``streamable_http_app(json_response=True)``) and legacy SSE
@@ -45,10 +48,11 @@ import functools
 import json
 import math
 import os
+import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -60,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import cli
 from benchlib.agentws_setup import AgentwsSite, agentws_bin, agentws_env, set_up_agentws
 from benchlib.corpus import SEED, make_corpus, write_corpus
+from benchlib.instances import psql
 from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Child, Processes, raise_nofile_limit, read_json
 from benchlib.report import QUIET_CORES, cpu_cores, fmt, report_head, verdict
@@ -70,6 +75,11 @@ REPO = SCRIPTS.parent
 DEFAULT_JSON_OUT = REPO / "bench-results" / "sessions.json"
 
 REVOKE_TARGET_MS = 1000.0  # every stream of a revoked token closed (DESIGN.md §4)
+# Opening one transport's sessions may take this long, plus this much a session.
+_OPEN_TIMEOUT_S = 60.0
+_OPEN_TIMEOUT_PER_SESSION_S = 0.05
+# File descriptors each process needs beyond one a session (pools, the store, logs).
+_SPARE_FDS = 2048
 _START_TIMEOUT_S = 30.0
 # agentws's shutdown grace: it has no session left to drain when stopped.
 _SHUTDOWN_GRACE_S = "2"
@@ -94,6 +104,13 @@ def _levels(text: str) -> list[int]:
     if not levels or min(levels) < 2:
         raise argparse.ArgumentTypeError("each number of sessions must be at least 2")
     return levels
+
+
+def _stores(text: str) -> list[str]:
+    stores = [part.strip() for part in text.split(",") if part.strip()]
+    if "sqlite" not in stores or any(store not in ("sqlite", "postgres") for store in stores):
+        raise argparse.ArgumentTypeError(f"expected sqlite or sqlite,postgres, got {text!r}")
+    return stores
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -128,8 +145,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--open-timeout",
         type=float,
-        default=60.0,
-        help="seconds opening one transport's sessions may take; the rest are skipped",
+        default=None,
+        help="seconds opening one transport's sessions may take; the rest are skipped "
+        f"(default: {_OPEN_TIMEOUT_S:g} s, plus {_OPEN_TIMEOUT_PER_SESSION_S:g} s a session)",
+    )
+    parser.add_argument(
+        "--stores",
+        type=_stores,
+        default=["sqlite", "postgres"],
+        metavar="STORE[,STORE]",
+        help="agentws's stores, a fresh agentws run on each at each level: sqlite, postgres",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "AGENTWS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="a PostgreSQL database to connect to; each postgres run creates a database of "
+        "its own beside it, and drops it after",
     )
     parser.add_argument(
         "--list-clients", type=int, default=16, help="sessions calling tools/list (own token)"
@@ -149,8 +182,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--revoke-wait",
         type=float,
-        default=10.0,
-        help="seconds to wait for a revoked token's streams to end",
+        default=None,
+        help="seconds to wait for a revoked token's streams to end (default: 10 s, plus 1 s "
+        "a thousand sessions)",
     )
     parser.add_argument("--documents", type=int, default=200, help="context documents to index")
     parser.add_argument(
@@ -160,7 +194,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.open_concurrency, args.list_clients, args.documents) <= 0:
         parser.error("--open-concurrency, --list-clients and --documents must be positive")
-    if min(args.open_timeout, args.list_rate, args.list_seconds, args.revoke_wait) <= 0:
+    if min(args.open_timeout or 1, args.list_rate, args.list_seconds, args.revoke_wait or 1) <= 0:
         parser.error("--open-timeout, --list-rate, --list-seconds and --revoke-wait must be > 0")
     if min(args.list_warmup, args.settle) < 0:
         parser.error("--list-warmup and --settle cannot be negative")
@@ -283,13 +317,14 @@ def _plan(
         streamable=sessions // 2,
         legacy=sessions - sessions // 2,
         open_concurrency=args.open_concurrency,
-        open_timeout_s=args.open_timeout,
+        open_timeout_s=args.open_timeout
+        or _OPEN_TIMEOUT_S + _OPEN_TIMEOUT_PER_SESSION_S * (sessions - sessions // 2),
         list_clients=args.list_clients,
         list_rate=args.list_rate,
         list_warmup_s=args.list_warmup,
         list_seconds=args.list_seconds,
         settle_s=args.settle,
-        revoke_wait_s=args.revoke_wait,
+        revoke_wait_s=args.revoke_wait or 10.0 + sessions / 1000,
         bulk_token=bulk,
         lister_token=lister,
     )
@@ -348,14 +383,20 @@ def _finish(
 
 
 def _measure_agentws(
-    args: argparse.Namespace, procs: Processes, site: AgentwsSite, admin: str, sessions: int
+    args: argparse.Namespace,
+    procs: Processes,
+    site: AgentwsSite,
+    admin: str,
+    sessions: int,
+    store: str = "sqlite",
 ) -> dict[str, Any]:
     bulk = _new_token(site, f"bulk-{sessions}")
     lister = _new_token(site, f"lister-{sessions}")
-    _say(f"agentws, {sessions} sessions: serving")
-    server, base_url = _start_agentws(procs, site, f"agentws-{sessions}", sessions)
+    name = "agentws" if store == "sqlite" else f"agentws ({store})"
+    _say(f"{name}, {sessions} sessions: serving")
+    server, base_url = _start_agentws(procs, site, f"agentws-{store}-{sessions}", sessions)
     url = base_url + site.path
-    target = Target("agentws", url, url, server.pid)
+    target = Target(name, url, url, server.pid)
     run = functools.partial(
         measure_level,
         target,
@@ -399,8 +440,10 @@ def _measure_reference(
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     most = max(args.sessions)
-    nofile = raise_nofile_limit(max(4096, most * 3 + 1024))
-    if nofile < most * 2 + 512:
+    # The client and the server each hold a socket a session (and a few more):
+    # each process needs the limit, they do not share it.
+    nofile = raise_nofile_limit(max(4096, most * 2 + _SPARE_FDS))
+    if nofile < most + _SPARE_FDS:
         raise BenchError(
             f"the open-files limit is {nofile}: too low for {most} sessions "
             "(raise the hard limit, or pass smaller --sessions)"
@@ -437,12 +480,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             level: dict[str, Any] = {"sessions": sessions}
             order = ["agentws", "reference"] if index % 2 == 0 else ["reference", "agentws"]
             for name in order:
-                if name == "agentws":
-                    level["agentws"] = _measure_agentws(args, procs, site, admin, sessions)
-                elif not args.no_reference:
-                    level["reference"] = _measure_reference(args, procs, site, sessions)
+                if name == "reference":
+                    if not args.no_reference:
+                        level["reference"] = _measure_reference(args, procs, site, sessions)
+                    continue
+                for store in args.stores:
+                    if store == "sqlite":
+                        level["agentws"] = _measure_agentws(args, procs, site, admin, sessions)
+                        continue
+                    directory = work / f"postgres-{sessions}"
+                    directory.mkdir()
+                    with _postgres_site(args.database_url, directory, paths) as pg_site:
+                        level["agentws_postgres"] = _measure_agentws(
+                            args, procs, pg_site, _admin_token(pg_site), sessions, "postgres"
+                        )
             results["levels"].append(level)
     return results
+
+
+@contextlib.contextmanager
+def _postgres_site(base_url: str, directory: Path, documents: list[Path]) -> Iterator[AgentwsSite]:
+    """A new PostgreSQL database beside ``base_url``'s, set up as the SQLite one; dropped after."""
+    name = f"bench_sessions_{secrets.token_hex(6)}"
+    psql(base_url, f'CREATE DATABASE "{name}"')
+    head, _, tail = base_url.partition("?")
+    url = head.rsplit("/", 1)[0] + "/" + name + ("?" + tail if tail else "")
+    try:
+        yield set_up_agentws(directory, documents, url)
+    finally:
+        psql(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -572,13 +638,7 @@ def _level_rows(level: dict[str, Any], clients: int, rate: float) -> list[list[s
             verdict(_revocation_passed(revocation)),
         ]
     )
-    if revocation and "error" not in revocation:
-        isolation = (
-            f"{revocation['listers_alive']}/{clients} alive, {revocation['listers_answering']}"
-            f"/{clients} answer; revoked token: HTTP {revocation.get('revoked_token_status')}"
-        )
-    else:
-        isolation = "—"
+    isolation = _isolation_cell(revocation, clients)
     rows.append(
         [
             f"{n:,}: after it, the other token's sessions; a new request with the revoked one",
@@ -608,13 +668,52 @@ def _level_rows(level: dict[str, Any], clients: int, rate: float) -> list[list[s
             "—",
         ]
     )
+    postgres: dict[str, Any] | None = level.get("agentws_postgres")
+    if postgres:
+        rows += _postgres_rows(n, postgres, clients, rate)
     return rows
+
+
+def _postgres_rows(n: int, ours: dict[str, Any], clients: int, rate: float) -> list[list[str]]:
+    """The same server on PostgreSQL (revocations announced with NOTIFY)."""
+    revocation = ours.get("revocation")
+    listers = ours.get("revocation_listers")
+    streams = revocation["streams"] if revocation else n
+    return [
+        [f"{n:,}, PostgreSQL: sessions opened", _opened(ours), "n/a", "all open",
+         verdict(_all_opened(ours))],
+        [f"{n:,}, PostgreSQL: RSS per open session, both transports (KB)",
+         fmt(ours["per_session_kb"]), "n/a", "— (reported)", "—"],
+        [f"{n:,}, PostgreSQL: tools/list p50 / p99, {clients} clients at {rate:g}/s, "
+         f"{n:,} sessions open (no session open) (ms)",
+         f"{_p50_p99(ours['list_loaded'])} ({_p50_p99(ours['list_idle'])})", "n/a",
+         "— (reported)", "—"],
+        [f"{n:,}, PostgreSQL: revoked (CLI) → all {streams:,} streams of the token closed, "
+         "ms after revoked_at (p50)", _revocation_cell(revocation), "n/a",
+         f"< {REVOKE_TARGET_MS:g} ms", verdict(_revocation_passed(revocation))],
+        [f"{n:,}, PostgreSQL: after it, the other token's sessions; the revoked token",
+         _isolation_cell(revocation, clients), "n/a", "all alive; 401",
+         verdict(_isolation_passed(revocation, clients))],
+        [f"{n:,}, PostgreSQL: revoked (admin API) → all "
+         f"{listers['streams'] if listers else clients} streams of the token closed, "
+         "ms after revoked_at (p50)", _revocation_cell(listers), "n/a",
+         f"< {REVOKE_TARGET_MS:g} ms", verdict(_revocation_passed(listers))],
+    ]  # fmt: skip
+
+
+def _isolation_cell(revocation: dict[str, Any] | None, clients: int) -> str:
+    if not revocation or "error" in revocation:
+        return "—"
+    return (
+        f"{revocation['listers_alive']}/{clients} alive, {revocation['listers_answering']}"
+        f"/{clients} answer; revoked token: HTTP {revocation.get('revoked_token_status')}"
+    )
 
 
 def _level_notes(level: dict[str, Any]) -> list[str]:
     n = level["sessions"]
     lines = []
-    for name in ("agentws", "reference"):
+    for name in ("agentws", "agentws_postgres", "reference"):
         figures = level.get(name)
         if not figures:
             continue
@@ -719,7 +818,8 @@ def render(results: dict[str, Any]) -> str:
             if revocation.get("cli_s") is not None
             else ""
         )
-        + ". RSS per session has no target here (`scripts/bench mcp` holds idle legacy SSE "
+        + ". On PostgreSQL (rows so marked): the same, in a fresh database of each run. "
+        "RSS per session has no target here (`scripts/bench mcp` holds idle legacy SSE "
         "sessions to < 100 KB); its ratio to the reference is shown.",
     ]
     for level in results["levels"]:
@@ -730,7 +830,7 @@ def render(results: dict[str, Any]) -> str:
 def _failed(results: dict[str, Any]) -> bool:
     """A session that did not open, or a tools/list call that failed, on either server."""
     for level in results["levels"]:
-        for name in ("agentws", "reference"):
+        for name in ("agentws", "agentws_postgres", "reference"):
             figures = level.get(name)
             if not figures:
                 continue
@@ -745,11 +845,13 @@ def _failed(results: dict[str, Any]) -> bool:
 def _passed(results: dict[str, Any]) -> bool:
     clients = results["config"]["list_clients"]
     return all(
-        _revocation_passed(level["agentws"].get("revocation"))
-        and _revocation_passed(level["agentws"].get("revocation_listers"))
-        and _isolation_passed(level["agentws"].get("revocation"), clients)
-        and _all_opened(level["agentws"])
+        _revocation_passed(ours.get("revocation"))
+        and _revocation_passed(ours.get("revocation_listers"))
+        and _isolation_passed(ours.get("revocation"), clients)
+        and _all_opened(ours)
         for level in results["levels"]
+        for ours in (level.get("agentws"), level.get("agentws_postgres"))
+        if ours
     )
 
 

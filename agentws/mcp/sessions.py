@@ -20,6 +20,7 @@ has its session closed instead of making it buffer.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import secrets
 from collections import defaultdict
@@ -41,7 +42,7 @@ from mcp_types import (
 
 from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
-from agentws.domain.models import Approval, McpToken
+from agentws.domain.models import Approval
 from agentws.errors import OverCapacityError
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Caller
@@ -66,6 +67,11 @@ STREAM_BUFFER = CONNECTION_BUFFER
 # Revocations made by another process (the CLI, another instance) reach open
 # sessions this fast when no change feed announces them (SQLite, a lost listener).
 _REVOCATION_POLL_S = 0.25
+# After a check for revoked tokens, this many times its duration passes before
+# the next (at most _REVOCATION_POLL_S).
+_CHECK_SHARE = 4
+# Sessions of a revoked token cancelled at once, between turns of the other tasks.
+_CANCEL_BATCH = 200
 
 # Queued calls a session is told the outcome of, at most (the newest).
 _MAX_AWAITING = 1000
@@ -308,6 +314,12 @@ class SessionSupervisor:
     _draining: bool = attrs.field(default=False, init=False)
     #: Set when the last open session has ended; a new one replaces it.
     _emptied: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: Sessions opened and closed since the start (the collector's steward reads them).
+    opened_total: int = attrs.field(default=0, init=False)
+    closed_total: int = attrs.field(default=0, init=False)
+    #: ``(when it may have been idle long enough, session id)``, a heap.
+    _expiries: list[tuple[float, str]] = attrs.field(factory=list, init=False)
+    _expiry_added: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[SessionSupervisor] = trio.TASK_STATUS_IGNORED
@@ -316,12 +328,17 @@ class SessionSupervisor:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._watch_revocations)
+            nursery.start_soon(self._expire_idle_sessions)
             task_status.started(self)
             await self._closing.wait()
             nursery.cancel_scope.cancel()
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    def counts(self) -> tuple[int, int, int]:
+        """Sessions open, opened so far, closed so far."""
+        return len(self._sessions), self.opened_total, self.closed_total
 
     def get(self, session_id: str) -> McpSession | None:
         return self._sessions.get(session_id)
@@ -415,11 +432,30 @@ class SessionSupervisor:
     def revoke(self, token_id: str) -> int:
         """Close every session of a token; how many there were."""
         sessions = self.sessions_of(token_id)
-        for session in sessions:
-            session.close()
         if sessions:
+            self._close_many(sessions)
             log.info("token %s revoked: closed %d session(s)", token_id, len(sessions))
         return len(sessions)
+
+    def _close_many(self, sessions: list[McpSession]) -> None:
+        # What the clients see is their streams ending: little work for each,
+        # where tearing a session's server loop down is much more. So every
+        # stream ends at once, and the sessions are cancelled a batch at a
+        # time in a task of their own, the streams' writers running between.
+        for session in sessions:
+            session.replays.close()
+        if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
+            for session in sessions:
+                session.close()
+            return
+        self._nursery.start_soon(self._cancel_in_batches, sessions)
+
+    @staticmethod
+    async def _cancel_in_batches(sessions: list[McpSession]) -> None:
+        for start in range(0, len(sessions), _CANCEL_BATCH):
+            for session in sessions[start : start + _CANCEL_BATCH]:
+                session.close()
+            await trio.lowlevel.checkpoint()
 
     def drain(self) -> None:
         """Take no new session; the open ones go on (see :meth:`wait_until_empty`)."""
@@ -451,6 +487,7 @@ class SessionSupervisor:
             workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
         )
         self._sessions[session.id] = session
+        self.opened_total += 1
         if self._emptied.is_set():
             self._emptied = trio.Event()
         self._by_token[session.token_id].add(session.id)
@@ -462,7 +499,7 @@ class SessionSupervisor:
                 task_status.started()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(session.route, outbound)
-                    nursery.start_soon(self._expire_when_idle, session)
+                    self._expire_later(session)
                     await serve_dual_era_loop(
                         self.server,
                         inbound,
@@ -477,6 +514,7 @@ class SessionSupervisor:
             log.exception("session %s failed", session.id)
         finally:
             del self._sessions[session.id]
+            self.closed_total += 1
             if not self._sessions:
                 self._emptied.set()
             token_sessions = self._by_token[session.token_id]
@@ -486,29 +524,64 @@ class SessionSupervisor:
             session.end()
             log.info("session %s closed", session.id)
 
-    async def _expire_when_idle(self, session: McpSession) -> None:
+    def _expire_later(self, session: McpSession) -> None:
+        """Have the session looked at once it may have been idle for ``mcp_idle_s``."""
+        due = session.last_active + self.settings.mcp_idle_s
+        # A new session is due no earlier than any other: only an empty heap needs a wake.
+        heapq.heappush(self._expiries, (due, session.id))
+        self._expiry_added.set()
+
+    async def _expire_idle_sessions(self) -> None:
+        """Close each session idle for ``mcp_idle_s``: one timer for all of them.
+
+        The heap holds session ids by when each may expire; a session found
+        active since (or busy: a stream open, a request in flight) goes back
+        in at its new time, an ended one is dropped.
+        """
         idle_s = self.settings.mcp_idle_s
         while True:
+            if not self._expiries:
+                self._expiry_added = trio.Event()
+                await self._expiry_added.wait()
+                continue
+            due, session_id = self._expiries[0]
             now = trio.current_time()
+            if due > now:
+                await trio.sleep_until(due)
+                continue
+            heapq.heappop(self._expiries)
+            session = self._sessions.get(session_id)
+            if session is None:
+                continue
             if session.busy:
                 session.last_active = now
-            remaining = session.last_active + idle_s - now
-            if remaining <= 0:
+            if session.last_active + idle_s <= now:
                 log.info("session %s expired after %g s idle", session.id, idle_s)
                 session.close()
-                return
-            await trio.sleep(remaining)
+            else:
+                heapq.heappush(self._expiries, (session.last_active + idle_s, session_id))
 
     async def _watch_revocations(self) -> None:
         while True:
             seen = self.changes.generation(Topic.TOKENS)
-            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S)
+            # Where nothing announces a revocation (SQLite), any commit may be one.
+            commits = self.changes.commits()
+            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S, commits=commits)
             if not self._by_token:
                 continue
+            held = list(self._by_token)
+            started = trio.current_time()
             try:
-                live = {t.id for t in await self.store.select(McpToken, revoked_at=None)}
+                live = await self.store.live_token_ids(held)
             except Exception:
                 log.exception("cannot check for revoked tokens; retrying")
+                await trio.sleep(_REVOCATION_POLL_S)
                 continue
-            for token_id in [t for t in self._by_token if t not in live]:
-                self.revoke(token_id)
+            for token_id in held:
+                if token_id not in live:
+                    self.revoke(token_id)
+            # Commits may come faster than checks are worth making: the
+            # checks take a small share of the time however many tokens, and
+            # a slow one (a busy store) delays the next by a poll at most.
+            took = trio.current_time() - started
+            await trio.sleep(min(_CHECK_SHARE * took, _REVOCATION_POLL_S))

@@ -124,6 +124,10 @@ class Store(Protocol):
         """Mark a token revoked (now); revoking twice keeps the first time."""
         ...
 
+    async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
+        """Those of ``token_ids`` that exist and are not revoked (open sessions' tokens)."""
+        ...
+
     async def touch_token(self, token_id: str) -> None:
         """Record that a token was just used."""
         ...

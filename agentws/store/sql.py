@@ -19,7 +19,7 @@ group's catalog and search (:mod:`.sql_catalog`), and heartbeats and probes
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -52,6 +52,8 @@ R = TypeVar("R")
 
 # Rows per multi-row INSERT: far below either database's limit on parameters.
 _ROWS_PER_STATEMENT = 200
+# Ids per `IN (...)` lookup, likewise.
+_IDS_PER_QUERY = 500
 
 
 class SqlStore(
@@ -227,6 +229,18 @@ class SqlStore(
                 now,
             )
         return await self.get(McpToken, token_id)
+
+    async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
+        # By primary key, a chunk at a time: the cost follows the tokens this
+        # process holds sessions of, not every token there is.
+        ids = list(token_ids)
+        live: set[str] = set()
+        for start in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[start : start + _IDS_PER_QUERY]
+            marks = ", ".join(f"${n}" for n in range(1, len(chunk) + 1))
+            sql = f"SELECT id FROM mcp_tokens WHERE revoked_at IS NULL AND id IN ({marks})"
+            live.update(str(row["id"]) for row in await self._fetch(sql, *chunk))
+        return live
 
     async def touch_token(self, token_id: str) -> None:
         now = table_for(McpToken).encode_value("last_used_at", utcnow(), self.dialect)

@@ -82,10 +82,15 @@ def _add_documents(env: dict[str, str], database_url: str, paths: Sequence[Path]
         raise BenchError(f"adding the documents failed:\n{done.stderr.strip()[-3000:]}")
 
 
-def set_up_agentws(directory: Path, documents: Sequence[Path]) -> AgentwsSite:
-    """Create the database in ``directory`` and everything the MCP benchmark needs in it."""
+def set_up_agentws(
+    directory: Path, documents: Sequence[Path], database_url: str | None = None
+) -> AgentwsSite:
+    """Create the database in ``directory`` and everything the MCP benchmark needs in it.
+
+    With ``database_url`` (an empty PostgreSQL database), there instead.
+    """
     database_path = directory / "agentws.db"
-    database_url = f"sqlite:///{database_path}"
+    database_url = database_url or f"sqlite:///{database_path}"
     env = agentws_env(database_url)
     run_cli(env, "init")
     run_cli(env, "workspace", "create", WORKSPACE)

@@ -7,7 +7,8 @@
   made by another connection, each on its own topic; not a token's last use,
   and not a change in another schema of the same database. A lost listening
   connection makes it deaf (readiness says why) until it reconnects, and
-  both moves wake every topic. On SQLite it never listens and consumers poll.
+  both moves wake every topic. On SQLite it never listens and consumers poll,
+  but it sees commits made by any connection, and wakes those who ask.
 """
 
 from __future__ import annotations
@@ -83,6 +84,29 @@ async def test_sqlite_announces_nothing_and_the_feed_polls(sqlite_url: str) -> N
         with trio.move_on_after(0.05) as waited:
             await feed.wait(Topic.TOKENS, feed.generation(Topic.TOKENS), poll_s=0.01)
         assert not waited.cancelled_caught  # returned at the polling interval
+        nursery.cancel_scope.cancel()
+
+
+async def test_on_sqlite_the_feed_sees_commits_made_by_another_process(sqlite_url: str) -> None:
+    async with (
+        open_store(sqlite_url) as store,
+        # Its own connections to the same file, as the CLI has.
+        open_store(sqlite_url) as writer,
+        trio.open_nursery() as nursery,
+    ):
+        _, token, _ = await _seed(writer)
+        feed = ChangeFeed(store)
+        await nursery.start(feed.serve)
+        commits = feed.commits()
+        assert commits is not None
+        seen = feed.generation(Topic.TOKENS)
+        await writer.revoke_token(token.id)
+        with trio.fail_after(HEARD_S):
+            # Long before the polling interval: the commit wakes the waiter.
+            await feed.wait(Topic.TOKENS, seen, poll_s=3600, commits=commits)
+        assert feed.commits() != commits
+        assert feed.generation(Topic.TOKENS) == seen  # a commit names no topic
+        nursery.cancel_scope.cancel()
 
 
 async def _seed(store: SqlStore) -> tuple[Group, McpToken, Approval]:

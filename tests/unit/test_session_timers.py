@@ -9,7 +9,7 @@ clock jumps over the wait instead of the test sitting through it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 
 import anyio
@@ -46,8 +46,11 @@ class _TokenStore:
     def __init__(self, caller: Caller) -> None:
         self.caller = caller
 
-    async def select(self, model: object, **where: object) -> list[McpToken]:
-        return [self.caller.token]
+    def data_version(self) -> None:
+        return None
+
+    async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
+        return {self.caller.token.id} & set(token_ids)
 
 
 @asynccontextmanager
