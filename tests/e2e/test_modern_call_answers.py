@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -94,7 +94,7 @@ async def _answer(server: Running, request: Any, name: str, *, ours: bool) -> di
             await serve_stateless(mcp, caller, body, scope, receive, send)
         else:
             await handle_modern_request(
-                mcp, None, True, StatelessCaller(caller), scope, receive, send
+                mcp, None, True, StatelessCaller(caller), scope, receive, cast(Any, send)
             )
     start = sent[0]
     headers = dict(start["headers"])
