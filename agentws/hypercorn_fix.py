@@ -18,12 +18,13 @@ from typing import Any
 
 import hypercorn.trio.run
 import trio
-from hypercorn.trio.tcp_server import TCPServer
+
+from agentws import hypercorn_lean
 
 __all__ = ["install"]
 
 
-class _SturdyTCPServer(TCPServer):
+class _SturdyTCPServer(hypercorn_lean.LeanTCPServer):
     async def protocol_send(self, event: Any) -> None:
         # The stream is being closed by the other side of the race: nothing to send to.
         with contextlib.suppress(trio.BusyResourceError):
@@ -31,5 +32,6 @@ class _SturdyTCPServer(TCPServer):
 
 
 def install() -> None:
-    """Serve connections with the fixed handler (idempotent)."""
+    """Serve connections with the fixed handler (idempotent), lean ones (:mod:`.hypercorn_lean`)."""
+    hypercorn_lean.install()
     hypercorn.trio.run.TCPServer = _SturdyTCPServer  # type: ignore[attr-defined]

@@ -27,12 +27,30 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 import attrs
-from mcp.server._streamable_http_modern import handle_modern_request
+from mcp.server._streamable_http_modern import (
+    _mcp_param_rejection,
+    _SingleExchangeDispatchContext,
+    _to_jsonrpc_response,
+    _write,
+    handle_modern_request,
+)
+from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
+from mcp.server.runner import serve_one
 from mcp.server.session import ServerSession
+from mcp.shared.inbound import (
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types import JSONRPCError, JSONRPCRequest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.requests import Request
 
-from agentws.asgi import Receive, Scope, Send, header
+from agentws.asgi import Receive, Scope, Send, header, respond
 from agentws.mcp.auth import Caller
 from agentws.mcp.pending_calls import is_pending_state, owner_of_state
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
@@ -147,9 +165,91 @@ async def serve_stateless(
     )
     serving = SERVING_GROUP.set(caller.group.id)
     try:
+        if (
+            not streams
+            and method == "tools/call"
+            and scope["method"] == "POST"
+            and await _answer_call(server, state, body, scope, receive, send)
+        ):
+            return
         # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
         await handle_modern_request(
             server, None, not streams, state, scope, _replaying(body, receive), cast(Any, send)
         )
     finally:
         SERVING_GROUP.reset(serving)
+
+
+async def _answer_call(
+    server: Server[Any],
+    state: StatelessCaller,
+    body: bytes,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> bool:
+    """Answer a well-formed call of an in-process tool, as the SDK's handler would.
+
+    The SDK's single-exchange handler wraps each request in Starlette's
+    request and response objects and shapes the reply twice (a model, then
+    a dict, then JSON); for the calls a busy endpoint serves most, that is
+    a good part of its work. This runs the same checks, in the same order,
+    with the SDK's own functions, and the request through the SDK's own
+    :func:`~mcp.server.runner.serve_one`, and writes the JSON-RPC reply once
+    (an error as the SDK writes it). A request the checks refuse is left to
+    the SDK's handler, which refuses it exactly as it always does: False,
+    before anything ran or was sent.
+    """
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(decoded, dict) or "id" not in decoded:
+        return False
+    try:
+        request = JSONRPCRequest.model_validate(decoded)
+    except ValidationError:
+        return False
+    http = Request(scope)
+    if not http.headers.get("content-type", "").lower().startswith("application/json"):
+        return False  # the SDK's own Content-Type check, which its handler makes first
+    if find_duplicated_routing_header(http.headers.items()) is not None:
+        return False
+    verdict = classify_inbound_request(decoded, headers=dict(http.headers))
+    if not isinstance(verdict, InboundModernRoute):
+        return False
+    if await _mcp_param_rejection(server, http, request, verdict, state) is not None:
+        return False
+    connection = Connection.from_envelope(
+        verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+    )
+    exchange = _SingleExchangeDispatchContext(
+        transport=TransportContext(
+            kind="streamable-http", can_send_request=False, headers=http.headers
+        ),
+        request_id=request.id,
+        message_metadata=ServerMessageMetadata(request_context=http),
+    )
+    answer = await _to_jsonrpc_response(
+        request.id,
+        serve_one(
+            server,
+            exchange,
+            request.method,
+            request.params,
+            connection=connection,
+            lifespan_state=state,
+        ),
+    )
+    if isinstance(answer, JSONRPCError):
+        await _write(answer, scope, receive, cast(Any, send))
+        return True
+    # As the SDK's JSONRPCResponse dumps it: the result is the wire dict already.
+    reply = {"jsonrpc": "2.0", "id": request.id, "result": answer.result}
+    await respond(
+        send,
+        200,
+        json.dumps(reply, separators=(",", ":")).encode(),
+        [(b"content-type", b"application/json")],
+    )
+    return True

@@ -21,6 +21,7 @@ PostgreSQL, which also drops stop words such as "the").
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +200,8 @@ _HIT_COLUMNS = (
 _ORDER = "gl.created_at, gl.id, d.created_at, d.id"
 
 
+# The query text depends on the number of words and the limit only: made once for each.
+@functools.lru_cache(maxsize=1024)
 def _sqlite_search(n_terms: int, limit: int) -> str:
     fts = "context_documents_fts"
     bm25 = f"bm25({fts}, {_TITLE_WEIGHT}, 1.0)"
@@ -226,6 +229,7 @@ def _sqlite_search(n_terms: int, limit: int) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def _postgres_search(n_terms: int, limit: int) -> str:
     matched = " + ".join(
         f"(d.search @@ to_tsquery('english', ${5 + i}))::int" for i in range(n_terms)

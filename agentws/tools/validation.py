@@ -1,10 +1,18 @@
 """Checking a call's arguments: against its tool's JSON schema (compiled validators kept),
 and a native action's path arguments against its API's grammar.
+
+Most tools' schemas are flat objects of strings, numbers and booleans with
+bounds. For those a call's arguments are first checked by a few plain
+comparisons (:func:`_quick_check`), which only ever say "valid": anything
+they are not sure of (a float where an integer is asked, a keyword they do
+not know) goes to the full JSON Schema validator, which also writes the
+error. A valid call, the usual case, never pays for the full validator.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -15,14 +23,112 @@ from agentws.tools.spec import ToolSpec
 
 __all__ = ["argument_error", "path_argument_error"]
 
+QuickCheck = Callable[[dict[str, Any]], bool]
+
 # Compiled validators by schema text; connector schemas change rarely.
 _validators: dict[str, jsonschema.protocols.Validator] = {}
 _MAX_VALIDATORS = 1000
+# Quick checks by the schema object's identity (the schema kept alongside, so
+# that a recycled id is never mistaken for it); None: the schema has none.
+_quick: dict[int, tuple[dict[str, Any], QuickCheck | None]] = {}
+# Keywords of a schema that only describe: they never make a value invalid.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated"})
+_OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+_VALUE_KEYWORDS = _ANNOTATIONS | {"type", "minLength", "maxLength", "minimum", "maximum"}
 
 
 def _compile(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _value_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A check that ``value`` is surely valid for a property's ``schema``; None: too rich."""
+    if not isinstance(schema, dict) or set(schema) - _VALUE_KEYWORDS:
+        return None
+    kind = schema.get("type")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if not all(bound is None or _is_number(bound) for bound in (low, high)):
+        return None
+    if kind == "string":
+        shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+        if not isinstance(shortest, int) or not (longest is None or isinstance(longest, int)):
+            return None
+        if low is not None or high is not None:
+            return None
+        # len() counts code points, as JSON Schema's lengths do.
+        return lambda value: (
+            isinstance(value, str)
+            and len(value) >= shortest
+            and (longest is None or len(value) <= longest)
+        )
+    if set(schema) & {"minLength", "maxLength"}:
+        return None
+    if kind == "boolean" and low is None and high is None:
+        return lambda value: isinstance(value, bool)
+    if kind in ("integer", "number"):
+        # A float where an integer is asked (1.0 is one) is left to the full check.
+        wanted: Callable[[Any], bool] = (
+            (lambda value: type(value) is int) if kind == "integer" else _is_number
+        )
+        return lambda value: (
+            wanted(value) and (low is None or value >= low) and (high is None or value <= high)
+        )
+    return None
+
+
+def _quick_check(schema: dict[str, Any]) -> QuickCheck | None:
+    """For a flat object schema of simple values: a check that arguments are surely valid."""
+    if set(schema) - _OBJECT_KEYWORDS or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    closed = schema.get("additionalProperties", True)
+    if (
+        not isinstance(properties, dict)
+        or not isinstance(required, list)
+        or not all(isinstance(name, str) for name in required)
+        or not isinstance(closed, bool)
+    ):
+        return None
+    checks: dict[str, Callable[[Any], bool]] = {}
+    for name, spec in properties.items():
+        check = _value_check(spec)
+        if check is None:
+            return None
+        checks[name] = check
+    needed = tuple(required)
+    extra_allowed = closed
+
+    def quick(arguments: dict[str, Any]) -> bool:
+        for name in needed:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            check = checks.get(name)
+            if check is None:
+                if not extra_allowed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return quick
+
+
+def _quick_for(schema: dict[str, Any]) -> QuickCheck | None:
+    found = _quick.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    if len(_quick) >= _MAX_VALIDATORS:
+        _quick.clear()
+    quick = _quick_check(schema)
+    _quick[id(schema)] = (schema, quick)
+    return quick
 
 
 # The built-ins' schemas are module constants: compiled once, found by identity.
@@ -44,6 +150,9 @@ def _cached_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 def argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """What is wrong with ``arguments`` for ``schema`` (the most relevant error), or None."""
+    quick = _quick_for(schema)
+    if quick is not None and quick(arguments):
+        return None
     validator = _BUILTIN_VALIDATORS.get(id(schema))
     if validator is None:
         try:

@@ -1,0 +1,174 @@
+"""Hypercorn's per-request work on an HTTP/1.1 connection, made smaller.
+
+For each request on a kept-alive connection, Hypercorn 0.18 (trio):
+
+- writes a response in three socket writes: the head, the body, and the
+  end of the message (nothing at all when the head gave a
+  ``Content-Length``), each under the connection's send lock in a shielded
+  cancel scope;
+- stops its keep-alive timer when the request arrives and starts it again
+  when the response is done: a task cancelled and a new one started, per
+  request.
+
+:class:`LeanH11Protocol` holds back the head of a response that gives its
+``Content-Length`` (its body follows at once) and writes it with the first
+piece of body, or with the end of the message; nothing is written for an
+empty piece. The head of any other response (an SSE stream, whose first
+event may be long in coming) is written at once, as before.
+:class:`LeanTCPServer` keeps one keep-alive timer task for the connection's
+life: falling idle sets its deadline, a request clears it. The timeout and
+the graceful close at shutdown are Hypercorn's: an idle connection is closed
+``keep_alive_timeout`` after its last response, or at once when the server
+shuts down; a busy one when its response is done.
+
+:func:`install` makes the trio worker use both (HTTP/2 is untouched).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import h11
+import hypercorn.protocol
+import trio
+from hypercorn.events import RawData, Updated
+from hypercorn.protocol.events import Body, EndBody, Response
+from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.trio.tcp_server import TCPServer
+
+__all__ = ["LeanH11Protocol", "LeanTCPServer", "install"]
+
+
+def _gives_length(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(name.lower() == b"content-length" for name, _ in headers)
+
+
+class LeanH11Protocol(H11Protocol):
+    """HTTP/1.1 with a response's head written with its body when the body is known whole."""
+
+    _head: bytes | None = None
+
+    async def stream_send(self, event: Any) -> None:
+        if (
+            isinstance(event, Response)
+            and event.status_code >= 200
+            and _gives_length(event.headers)
+        ):
+            headers = [*event.headers, *self.config.response_headers("h11")]
+            if self.keep_alive_requests >= self.config.keep_alive_max_requests:
+                headers.append((b"connection", b"close"))
+            self._head = self._bytes(h11.Response(headers=headers, status_code=event.status_code))
+        elif isinstance(event, Body):
+            await self._write(self._bytes(h11.Data(data=event.data)))
+        elif isinstance(event, EndBody):
+            await self._write(self._bytes(h11.EndOfMessage()))
+        else:
+            if self._head is not None:  # the stream ends without a body: the head goes alone
+                await self._write(b"")
+            await super().stream_send(event)
+
+    def _bytes(self, event: Any) -> bytes:
+        # As Hypercorn's _send_h11_event: nothing to send once the peer broke the protocol.
+        try:
+            return self.connection.send(event) or b""
+        except h11.LocalProtocolError:
+            if self.connection.their_state != h11.ERROR:
+                raise
+            return b""
+
+    async def _write(self, data: bytes) -> None:
+        head, self._head = self._head, None
+        if head is not None:
+            data = head + data
+        if data:
+            await self.send(RawData(data=data))
+
+
+class _KeepAliveTimer:
+    """One connection's keep-alive timer: one task, whose deadline moves.
+
+    Stands in for Hypercorn's ``TrioSingleTask`` as ``TCPServer.idle_task``:
+    ``restart`` means the connection fell idle, ``stop`` that a request came.
+    """
+
+    def __init__(self, server: LeanTCPServer) -> None:
+        self._server = server
+        self._scope: trio.CancelScope | None = None
+        self._idle = False
+        self._deadline = math.inf
+        self._went_idle: trio.Event | None = None
+        self._ended = False
+
+    async def restart(self, task_group: Any, action: Any) -> None:
+        self._idle = True
+        self._deadline = trio.current_time() + self._server.config.keep_alive_timeout
+        if self._scope is None:
+            self._scope = trio.CancelScope(deadline=self._deadline)
+            task_group.spawn(self._watch, self._scope)
+        else:
+            self._scope.deadline = self._deadline
+        if self._went_idle is not None:
+            self._went_idle.set()
+
+    async def stop(self) -> None:
+        self._idle = False
+        self._deadline = math.inf
+        if self._scope is not None:
+            self._scope.deadline = math.inf
+
+    def end(self) -> None:
+        """The client's side of the connection ended: nothing is left to time."""
+        self._ended = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _watch(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await self._server.context.terminated.wait()
+            # Shutting down while a request is served: close once it is answered.
+            while not self._idle:
+                self._went_idle = trio.Event()
+                await self._went_idle.wait()
+        if self._ended:
+            return  # the connection closes on its own
+        with trio.CancelScope(shield=True):
+            await self._server.close_idle()
+
+
+class LeanTCPServer(TCPServer):
+    """Hypercorn's trio connection with one keep-alive timer task for its whole life."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Hypercorn's run() starts it when the connection opens, by this name.
+        self._timer = _KeepAliveTimer(self)
+        self.idle_task = cast(Any, self._timer)
+
+    async def protocol_send(self, event: Any) -> None:
+        if isinstance(event, Updated):
+            if event.idle:
+                await self._timer.restart(self._task_group, self._idle_timeout)
+            else:
+                await self._timer.stop()
+            return
+        await super().protocol_send(event)
+
+    async def _read_data(self) -> None:
+        try:
+            await super()._read_data()
+        finally:
+            # Hypercorn's timer task is not running while a request is served,
+            # so a connection whose client left mid-request ends without
+            # waiting for it; this one must not wait for it either.
+            self._timer.end()
+
+    async def close_idle(self) -> None:
+        """Close the connection, idle for too long or at shutdown (Hypercorn's way)."""
+        await self._initiate_server_close()
+
+
+def install() -> None:
+    """Serve HTTP/1.1 with :class:`LeanH11Protocol` (idempotent); :class:`LeanTCPServer` is
+    the base of the server's own connection class."""
+    hypercorn.protocol.H11Protocol = LeanH11Protocol  # type: ignore[attr-defined]

@@ -1,0 +1,142 @@
+"""Hypercorn with agentws's connection handling (:mod:`agentws.hypercorn_lean`), on loopback.
+
+Responses keep their bytes and order on a kept-alive connection, a streamed
+response's head is sent before its body exists, and an idle connection is
+closed after the keep-alive timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from agentws.hypercorn_fix import install
+
+# Bounds a wait on a loaded machine; nothing here is timed.
+_WAIT_S = 10.0
+_KEEP_ALIVE_S = 0.2
+
+
+class _App:
+    def __init__(self) -> None:
+        self.head_read = trio.Event()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                kind = message["type"].rsplit(".", 1)[1]
+                await send({"type": f"lifespan.{kind}.complete"})
+                if kind == "shutdown":
+                    return
+        path = scope["path"]
+        if path == "/stream":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            # The body exists only once the client has read the head.
+            await self.head_read.wait()
+            await send({"type": "http.response.body", "body": b"late", "more_body": False})
+            return
+        if path == "/empty":
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = path.encode() * 3
+        headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body[:2], "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": True})
+        await send({"type": "http.response.body", "body": body[2:]})
+
+
+@asynccontextmanager
+async def _served(app: _App) -> AsyncIterator[int]:
+    install()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.keep_alive_timeout = _KEEP_ALIVE_S
+    config.accesslog = None
+    async with trio.open_nursery() as nursery:
+        shutdown = trio.Event()
+        binds = await nursery.start(
+            lambda task_status: serve(
+                app, config, shutdown_trigger=shutdown.wait, task_status=task_status
+            )
+        )
+        port = int(binds[0].rsplit(":", 1)[1])
+        try:
+            yield port
+        finally:
+            shutdown.set()
+
+
+async def _read_until(stream: trio.SocketStream, buffer: bytearray, end: bytes) -> bytes:
+    with trio.fail_after(_WAIT_S):
+        while end not in buffer:
+            data = await stream.receive_some()
+            assert data, f"closed before {end!r}; got {bytes(buffer)!r}"
+            buffer += data
+    index = buffer.index(end) + len(end)
+    found = bytes(buffer[:index])
+    del buffer[:index]
+    return found
+
+
+async def _response(stream: trio.SocketStream, buffer: bytearray, length: int) -> bytes:
+    head = await _read_until(stream, buffer, b"\r\n\r\n")
+    with trio.fail_after(_WAIT_S):
+        while len(buffer) < length:
+            buffer += await stream.receive_some()
+    body = bytes(buffer[:length])
+    del buffer[:length]
+    return head + body
+
+
+async def test_responses_on_a_kept_alive_connection_are_whole_and_in_order() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        buffer = bytearray()
+        for path in ("/a", "/bc", "/empty", "/def", "/head"):
+            method = "HEAD" if path == "/head" else "GET"
+            await stream.send_all(f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            length = 0 if method == "HEAD" or path == "/empty" else len(path) * 3
+            answer = await _response(stream, buffer, length)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            if path == "/empty":
+                assert head.startswith(b"HTTP/1.1 204 ")
+            else:
+                assert head.startswith(b"HTTP/1.1 200 ")
+                assert f"content-length: {len(path) * 3}".encode() in head.lower()
+                assert body == (b"" if method == "HEAD" else path.encode() * 3)
+        assert buffer == b""
+        await stream.aclose()
+
+
+async def test_a_streamed_response_sends_its_head_before_its_body() -> None:
+    app = _App()
+    async with _served(app) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        buffer = bytearray()
+        await stream.send_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await _read_until(stream, buffer, b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ")
+        app.head_read.set()
+        await _read_until(stream, buffer, b"late")
+        await stream.aclose()
+
+
+async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        buffer = bytearray()
+        for _ in range(3):
+            await stream.send_all(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+            await _response(stream, buffer, 3)
+        with trio.fail_after(_WAIT_S):
+            while await stream.receive_some():
+                pass
+        await stream.aclose()
