@@ -126,28 +126,58 @@ class BodyReader:
     #: connection cannot carry another request.
     complete: bool = False
 
+    _chunks: list[bytes] = attrs.field(factory=list, init=False)
+    _size: int = attrs.field(default=0, init=False)
+
     async def read(self, length: str | None, limit: int, refusals: BodyRefusals) -> bytes:
         """The body, or a refusal: over ``limit`` bytes (or a ``Content-Length``
         announcing more), past the deadline, or the client left."""
         if length is not None and length.strip().isdigit() and int(length) > limit:
             raise refusals.too_large(limit)
+        # What has arrived already is taken without a deadline (there is
+        # nothing to wait for): a small body comes with its headers, and a
+        # cancel scope would cost more than the rest of reading it.
+        receive_nowait = _nowait(self.receive)
+        if receive_nowait is not None:
+            try:
+                while True:
+                    body = self._take(receive_nowait(), limit, refusals)
+                    if body is not None:
+                        return body
+            except trio.WouldBlock:
+                pass
         with trio.move_on_after(self.timeout_s):
-            return await self._read(limit, refusals)
+            while True:
+                body = self._take(await self.receive(), limit, refusals)
+                if body is not None:
+                    return body
         raise refusals.late(self.timeout_s)
 
-    async def _read(self, limit: int, refusals: BodyRefusals) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.complete = True
-                raise refusals.gone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise refusals.too_large(limit)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                self.complete = True
-                return b"".join(chunks)
+    def _take(self, message: dict[str, Any], limit: int, refusals: BodyRefusals) -> bytes | None:
+        """Add ``message`` to the body; the whole body once it has ended."""
+        if message["type"] == "http.disconnect":
+            self.complete = True
+            raise refusals.gone
+        chunk = message.get("body", b"")
+        self._size += len(chunk)
+        if self._size > limit:
+            raise refusals.too_large(limit)
+        self._chunks.append(chunk)
+        if message.get("more_body", False):
+            return None
+        self.complete = True
+        return b"".join(self._chunks)
+
+
+def _nowait(receive: Receive) -> Callable[[], dict[str, Any]] | None:
+    """A ``receive`` that raises :class:`trio.WouldBlock` instead of waiting, if the server has one.
+
+    Hypercorn's trio worker hands the app the ``receive`` of a memory channel
+    into which it puts the body as it reads it off the connection; anything
+    else (another server, a wrapper) is read by waiting.
+    """
+    channel = getattr(receive, "__self__", None)
+    if isinstance(channel, trio.MemoryReceiveChannel) and receive == channel.receive:
+        nowait: Callable[[], dict[str, Any]] = channel.receive_nowait
+        return nowait
+    return None

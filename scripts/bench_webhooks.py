@@ -663,7 +663,7 @@ def render(results: dict[str, Any]) -> str:
         f"worker (AGENTWS_WORKER_CONCURRENCY={_WORKER_CONCURRENCY}, webhook concurrency "
         f"{WEBHOOK_CONCURRENCY}, rate {RATE}, burst {BURST}) runs {_model_words(results)} and "
         "posts one message per event to `local:ops` on the same store meanwhile; while "
-        "deliveries queue for their commit it starts runs in a quarter of its slots "
+        "deliveries queue for their commit it runs one event at a time "
         "(deliveries first, see docs/webhooks.md).",
     ]
     if "agentws" in results:

@@ -37,7 +37,8 @@ import logging
 import re
 import time
 from collections.abc import Awaitable
-from typing import Any
+from json.encoder import encode_basestring_ascii
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -51,12 +52,13 @@ from agentws.asgi import (
     Scope,
     Send,
     error_body,
+    respond,
     respond_json,
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
-from agentws.domain.models import Event, Webhook
-from agentws.domain.signatures import SignatureError, verify
+from agentws.domain.models import Webhook
+from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
@@ -65,6 +67,8 @@ from agentws.webhooks.intake import Intake
 __all__ = ["HookDoor"]
 
 log = logging.getLogger("agentws.webhooks")
+
+T = TypeVar("T")
 
 _PREFIX = "/hooks/"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -78,6 +82,14 @@ _INACTIVE = "this webhook is a draft: an admin must activate it"
 # which json accepts and no UTF-8 encoder (nor the agent's run) does.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# NaN and Infinity are not JSON.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
 _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
         413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
@@ -90,6 +102,20 @@ _REFUSALS = BodyRefusals(
     ),
     gone=HttpRefusal(400, "disconnected", "the client went away before the body ended"),
 )
+
+
+# What an answered delivery costs past its commit is kept to a minimum: the
+# answer is formatted, not serialised, and its metric's child is looked up once.
+_ANSWER_HEADERS = [(b"content-type", b"application/json")]
+_STATUS_WORD = {202: b"queued", 200: b"duplicate"}
+_ANSWERED = {202: WEBHOOK_DELIVERIES.labels("queued"), 200: WEBHOOK_DELIVERIES.labels("duplicate")}
+_REFUSED = WEBHOOK_DELIVERIES.labels("refused")
+
+
+def _answer(status: int, event_id: str) -> bytes:
+    """``{"event_id": ..., "status": ...}``, as ``json.dumps`` writes it."""
+    quoted = encode_basestring_ascii(event_id).encode()
+    return b'{"event_id": %s, "status": "%s"}' % (quoted, _STATUS_WORD[status])
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -114,13 +140,13 @@ class HookDoor:
         body = BodyReader(receive, self.settings.body_read_timeout_s)
         started = time.perf_counter()
         try:
-            status, answer = await self._handle(scope, body)
-            add_log_context(event=answer["event_id"])
-            WEBHOOK_DELIVERIES.labels(answer["status"]).inc()
-            await respond_json(send, status, answer)
+            status, event_id = await self._handle(scope, body)
+            add_log_context(event=event_id)
+            _ANSWERED[status].inc()
+            await respond(send, status, _answer(status, event_id), _ANSWER_HEADERS)
             INGEST_SECONDS.observe(time.perf_counter() - started)
         except HttpRefusal as refusal:
-            WEBHOOK_DELIVERIES.labels("refused").inc()
+            _REFUSED.inc()
             REJECTED.labels("webhook", refusal.code).inc()
             if body.complete:
                 await respond_json(send, refusal.status, refusal.body(), refusal.headers)
@@ -131,7 +157,8 @@ class HookDoor:
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
             await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
-    async def _handle(self, scope: Scope, body_in: BodyReader) -> tuple[int, dict[str, Any]]:
+    async def _handle(self, scope: Scope, body_in: BodyReader) -> tuple[int, str]:
+        """The status (202 or 200) and the event id of a delivery taken, or a refusal."""
         if scope["method"] != "POST":
             raise HttpRefusal(
                 405,
@@ -166,16 +193,61 @@ class HookDoor:
 
     async def _accept(
         self, scope: Scope, body_in: BodyReader, intake: Intake, webhook: Webhook
-    ) -> tuple[int, dict[str, Any]]:
+    ) -> tuple[int, str]:
         add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
+        payload, signed = self._checked(intake, webhook, body, headers)
+        wait = intake.take_here(webhook)
+        if wait is None and intake.shares_buckets:
+            wait = await self._store_call(intake.take_shared(webhook))
+        if wait is not None:
+            raise HttpRefusal(
+                429,
+                "rate_limited",
+                f"this webhook takes {webhook.rate_per_min} events a minute; retry in {wait} s",
+                {"Retry-After": str(wait)},
+            )
+        try:
+            key = dedup_key(headers, payload, signed)
+        except ValueError as exc:
+            raise HttpRefusal(400, "invalid_delivery_id", str(exc)) from None
+        # The batcher keeps the store's deadline (a cancel scope per delivery
+        # would cost more than the rest of its wait).
+        deadline = trio.current_time() + self.settings.store_timeout_s
+        stored = await _stored(
+            intake.batcher.deliver(
+                webhook.id, body, allowed_headers(headers), key, deadline=deadline
+            )
+        )
+        # Accepted and duplicate answers always name their event.
+        if stored.outcome is IngestOutcome.ACCEPTED:
+            return 202, str(stored.event_id)
+        if stored.outcome is IngestOutcome.DUPLICATE:
+            return 200, str(stored.event_id)
+        if stored.outcome is IngestOutcome.CONFLICT:
+            raise HttpRefusal(
+                409,
+                "idempotency_conflict",
+                f"delivery id {key!r} was already used for event {stored.event_id} with a "
+                "different body",
+            )
+        intake.forget(webhook)
+        if stored.outcome is IngestOutcome.INACTIVE:
+            raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+        raise HttpRefusal(404, "not_found", _NOT_FOUND)
+
+    def _checked(
+        self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
+    ) -> tuple[Any, Signed]:
+        """The body parsed, and what its signature vouches for; or the refusal."""
         if not _is_json(headers.get("content-type")):
             raise HttpRefusal(
                 415, "unsupported_media_type", "send the event as Content-Type: application/json"
             )
         try:
-            payload = json.loads(body, parse_constant=_no_constant)
+            # json.loads of bytes, with a decoder made once rather than per call.
+            payload = _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             raise HttpRefusal(400, "invalid_json", "the body is not valid JSON") from None
         if not isinstance(payload, dict):
@@ -204,48 +276,21 @@ class HookDoor:
                 "the webhook's secret cannot be read; retry later",
                 {"Retry-After": str(_STORE_RETRY_S)},
             ) from None
-        wait = await self._store_call(intake.take(webhook))
-        if wait is not None:
-            raise HttpRefusal(
-                429,
-                "rate_limited",
-                f"this webhook takes {webhook.rate_per_min} events a minute; retry in {wait} s",
-                {"Retry-After": str(wait)},
-            )
-        try:
-            key = dedup_key(headers, payload, signed)
-        except ValueError as exc:
-            raise HttpRefusal(400, "invalid_delivery_id", str(exc)) from None
-        event = Event(
-            webhook_id=webhook.id, body=body, headers=allowed_headers(headers), dedup_key=key
-        )
-        stored = await self._store_call(intake.batcher.submit(event))
-        if stored.outcome is IngestOutcome.ACCEPTED:
-            return 202, {"event_id": stored.event_id, "status": "queued"}
-        if stored.outcome is IngestOutcome.DUPLICATE:
-            return 200, {"event_id": stored.event_id, "status": "duplicate"}
-        if stored.outcome is IngestOutcome.CONFLICT:
-            raise HttpRefusal(
-                409,
-                "idempotency_conflict",
-                f"delivery id {key!r} was already used for event {stored.event_id} with a "
-                "different body",
-            )
-        intake.forget(webhook)
-        if stored.outcome is IngestOutcome.INACTIVE:
-            raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
-        raise HttpRefusal(404, "not_found", _NOT_FOUND)
+        return payload, signed
 
     async def _store_call(self, work: Awaitable[Any]) -> Any:
-        # A bare cancel scope: this runs for every delivery, and fail_after
-        # costs a generator-based context manager on top of it.
-        deadline = trio.current_time() + self.settings.store_timeout_s
-        with trio.CancelScope(deadline=deadline):
-            try:
-                return await work
-            except StoreError as exc:
-                raise _unavailable(exc.message) from None
+        """``work``'s result within the store's deadline (a webhook read: not every delivery's)."""
+        with trio.CancelScope(deadline=trio.current_time() + self.settings.store_timeout_s):
+            return await _stored(work)
         raise _unavailable("no answer in time")
+
+
+async def _stored(work: Awaitable[T]) -> T:
+    """``work``'s result; a store error refused as the store being unavailable."""
+    try:
+        return await work
+    except StoreError as exc:
+        raise _unavailable(exc.message) from None
 
 
 def _unavailable(detail: str) -> HttpRefusal:
@@ -285,10 +330,6 @@ def _encodable(payload: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _kind(value: Any) -> str:

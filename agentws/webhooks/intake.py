@@ -46,8 +46,11 @@ class Intake:
     _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
     _secrets: dict[bytes, str] = attrs.field(factory=dict)
     _lookups: dict[str, _Lookup] = attrs.field(factory=dict)
-    # token hash -> an active webhook, as read
+    # token -> an active webhook, as read. By the token itself: a delivery
+    # to a remembered webhook then hashes nothing.
     _active: dict[str, Webhook] = attrs.field(factory=dict)
+    # token hash -> its token in _active (to forget a webhook by its hash)
+    _tokens: dict[str, str] = attrs.field(factory=dict)
 
     async def webhook(self, token: str) -> Webhook | None:
         """The webhook whose URL holds ``token``, or None.
@@ -62,10 +65,10 @@ class Intake:
         flight. A read begun before a request arrived answers it too, which
         is no staler than the request arriving a moment earlier.
         """
-        digest = hash_secret(token)
-        known = self._active.get(digest)
+        known = self._active.get(token)
         if known is not None:
             return known
+        digest = hash_secret(token)
         flight = self._lookups.get(digest)
         if flight is not None:
             await flight.done.wait()
@@ -87,38 +90,60 @@ class Intake:
         if flight.webhook is not None and flight.webhook.active:
             if len(self._active) >= _MAX_REMEMBERED:
                 self._active.clear()
-            self._active[digest] = flight.webhook
+                self._tokens.clear()
+            self._active[token] = flight.webhook
+            self._tokens[digest] = token
         return flight.webhook
 
     def known(self, token: str) -> Webhook | None:
         """The active webhook whose URL holds ``token``, if remembered (see :meth:`webhook`)."""
-        return self._active.get(hash_secret(token))
+        return self._active.get(token)
 
     def forget(self, webhook: Webhook) -> None:
         """Read ``webhook`` afresh next time: storing its event found it deleted or a draft."""
-        self._active.pop(webhook.token_hash, None)
+        token = self._tokens.pop(webhook.token_hash, None)
+        if token is not None:
+            self._active.pop(token, None)
 
     async def take(self, webhook: Webhook) -> int | None:
         """A token from the webhook's bucket: None, or the whole seconds to wait for one.
 
-        This process's bucket answers first. On PostgreSQL, where several
-        instances may share the database, a delivery this process would let
-        through also takes a token from the webhook's shared bucket in the
-        store, so that a sender cannot multiply the rate by the number of
-        instances. (This process's deliveries are a part of all of them: a
-        refusal here would be a refusal there too, and costs no query.)
+        This process's bucket answers first (:meth:`take_here`). On
+        PostgreSQL, where several instances may share the database, a
+        delivery this process would let through also takes a token from the
+        webhook's shared bucket in the store (:meth:`take_shared`), so that
+        a sender cannot multiply the rate by the number of instances. (This
+        process's deliveries are a part of all of them: a refusal here would
+        be a refusal there too, and costs no query.)
 
         Error handling:
             StoreError from the shared bucket.
         """
+        wait = self.take_here(webhook)
+        if wait is not None or not self.shares_buckets:
+            return wait
+        return await self.take_shared(webhook)
+
+    @property
+    def shares_buckets(self) -> bool:
+        """Whether a delivery let through here also takes from the store's bucket (PostgreSQL)."""
+        return self.store.dialect == "postgres"
+
+    def take_here(self, webhook: Webhook) -> int | None:
+        """A token from this process's bucket of ``webhook`` (see :meth:`take`)."""
         shape = (webhook.rate_per_min, webhook.burst)
         held = self._buckets.get(webhook.id)
         if held is None or held[0] != shape:
             held = (shape, TokenBucket(webhook.rate_per_min, webhook.burst))
             self._buckets[webhook.id] = held
-        wait = held[1].take(trio.current_time())
-        if wait is not None or self.store.dialect != "postgres":
-            return wait
+        return held[1].take(trio.current_time())
+
+    async def take_shared(self, webhook: Webhook) -> int | None:
+        """A token from the store's bucket of ``webhook``, shared by every instance.
+
+        Error handling:
+            StoreError.
+        """
         shared = await self.store.take_rate_token(
             webhook.id, rate_per_min=webhook.rate_per_min, burst=webhook.burst, now=utcnow()
         )

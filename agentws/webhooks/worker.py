@@ -69,8 +69,10 @@ _STORE_PAUSE_S = 1.0
 _CLEANUP_S = 5.0
 # Backoff never exceeds this.
 _MAX_BACKOFF_S = 300.0
-# While deliveries queue for their commit, runs may take this share of the slots.
-_BUSY_DOOR_SHARE = 4
+# While deliveries queue for their commit, runs take this many slots at most:
+# a run costs the loop milliseconds (the model's client, the post, two
+# commits), which the deliveries waiting for their answer would wait out.
+_BUSY_DOOR_SLOTS = 1
 
 
 def backoff_s(attempt: int, base_s: float) -> float:
@@ -142,7 +144,7 @@ class EventWorker:
         if self.door_busy():
             # Acknowledging deliveries comes first: a sender that waits too
             # long gives up and sends again. The runs catch up afterwards.
-            slots = max(1, slots // _BUSY_DOOR_SHARE)
+            slots = min(slots, _BUSY_DOOR_SLOTS)
         return max(0, slots - int(self._limiter.borrowed_tokens))
 
     async def _claim(self, free: int) -> list[Event]:

@@ -185,7 +185,7 @@ async def test_a_webhook_runs_up_to_its_concurrency_and_no_more(tmp_path: Path) 
         assert held.peak == 3
 
 
-async def test_runs_take_a_quarter_of_the_slots_while_deliveries_queue(tmp_path: Path) -> None:
+async def test_runs_take_one_slot_while_deliveries_queue(tmp_path: Path) -> None:
     held = HeldTurns()
     env = {"AGENTWS_WORKER_CONCURRENCY": "8"}
     async with served(tmp_path, ScriptedModel(lambda r: held.turn), **env) as server:
@@ -195,9 +195,9 @@ async def test_runs_take_a_quarter_of_the_slots_while_deliveries_queue(tmp_path:
         worker.door_busy = lambda: door_busy
         issued = await hook(server, concurrency=8)
         ids = [await deliver(issued, {"n": n}) for n in range(10)]
-        await wait_for(lambda: held.running == 2, what="two runs")
-        assert await server.store.count(Event, status=EventStatus.QUEUED) == 8
-        assert worker.running == 2
+        await wait_for(lambda: held.running == 1, what="one run")
+        assert await server.store.count(Event, status=EventStatus.QUEUED) == 9
+        assert worker.running == 1
 
         door_busy = False  # the burst is over: the runs catch up
         worker.notify()
