@@ -128,8 +128,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "open), half legacy HTTP+SSE. About 2.5 minutes with the defaults."
         ),
         epilog=(
-            f"Target: every stream of a revoked token closed < {REVOKE_TARGET_MS:g} ms after "
-            "the revocation, through the CLI and the admin API. Exit status 0 when the run "
+            f"Targets: every stream of a revoked token closed < {REVOKE_TARGET_MS:g} ms after "
+            f"the revocation, through the CLI and the admin API; <= {RSS_TARGET_KB:g} KB of "
+            f"RSS per open session; tools/list p99 < {LIST_P99_TARGET_MS:g} ms with every "
+            "session open. Exit status 0 when the run "
             "completed (see --check), 1 when it failed (a session that did not open, a "
             "failed tools/list call)."
         ),
