@@ -13,7 +13,6 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-import trio.testing
 
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadline
@@ -287,12 +286,12 @@ async def test_calls_to_a_busy_remote_share_the_links_connections(tmp_path: Path
                 async with trio.open_nursery() as nursery:
                     for n in range(6):
                         nursery.start_soon(call, n)
-                    while state.calls_now < 2:
-                        await trio.testing.wait_all_tasks_blocked(cushion=0.01)
-                    # Everything that could reach the remote has: the rest wait
-                    # for a connection (the link keeps one for its stream).
-                    await trio.testing.wait_all_tasks_blocked(cushion=0.05)
-                    assert state.calls_now in (2, 3)
+                    # Three requests reach the remote (two calls, and the
+                    # stream the link keeps); the other four wait for a connection.
+                    posts = state.open_requests
+                    while state.calls_now < 2 or posts.get("POST", 0) < 3:  # noqa: ASYNC110
+                        await trio.sleep(0.01)
+                    assert posts["POST"] == 3
                     assert state.hold is not None
                     state.hold.set()
         assert sorted(answers) == [f"third-party found: {n}" for n in range(6)]

@@ -74,6 +74,7 @@ from agentws.domain.signatures import sign_github, sign_slack, sign_standard_web
 from tests.e2e.mcp_support import Running
 from tests.e2e.webhook_support import REQUEST_S, Hook, events, hook_server, make_hook
 from tests.fuzz.fuzz_support import RawReply, fuzz, header_text, raw_exchange
+from tests.tiers import THOROUGH
 
 LIMIT = 2048
 # Enough rate that the limiter never answers (it is not what is fuzzed here).
@@ -652,8 +653,12 @@ async def test_fuzzed_deliveries(tmp_path: Path) -> None:
         print(f"statuses: {ledger.statuses}; duplicates: {ledger.duplicates}")
         await assert_ledger(server, hook, ledger)
         assert ledger.statuses.get(202, 0) > 30, ledger.statuses
-        for status in (200, 400, 409, 413, 415, 422):
+        for status in (400, 413, 415, 422):
             assert ledger.statuses.get(status, 0) > 0, (status, ledger.statuses)
+        # A repeated id answers 200 (the same bytes) or 409 (other bytes): the
+        # default tier draws a few repeats, so only the thorough one must see both.
+        repeats = {status for status in (200, 409) if ledger.statuses.get(status, 0) > 0}
+        assert repeats == {200, 409} if THOROUGH else repeats, ledger.statuses
         await assert_still_serving(http, server, hook)
 
 
