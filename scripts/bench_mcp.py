@@ -415,7 +415,7 @@ def _throughput_rows(results: dict[str, Any]) -> list[list[str]]:
             "tools/call search_context throughput (calls/s)",
             fmt(ours["throughput_rps"]),
             fmt(ref["throughput_rps"]),
-            f">= {THROUGHPUT_TARGET:.1f}x reference",
+            f">= {THROUGHPUT_TARGET:g}x reference",
             f"{verdict(ratio >= THROUGHPUT_TARGET)} ({ratio:.2f}x)",
         ],
         ["latency p50 (ms)", fmt(ours["p50_ms"]), fmt(ref["p50_ms"]), "— (reported)", "—"],

@@ -10,7 +10,7 @@ time, the targets it met) and every mode's own report, its tables side by
 side with its reference as that mode defines them. ``<out-dir>/report.json``
 holds the same, with each mode's JSON in full.
 
-To keep the whole run short (under 10 minutes on a 2-core machine), some
+To keep the whole run short (about 14 minutes on a 2-core machine), some
 modes run here with settings lighter than their own defaults
 (:data:`ALL_MODES_ARGS`); the report says which. ``--full`` runs every mode
 with its own defaults.
@@ -51,7 +51,7 @@ REPO = SCRIPTS.parent
 #: Options a mode gets in the all-modes run instead of its defaults (not with --full).
 ALL_MODES_ARGS: dict[str, list[str]] = {}
 #: Why, for the report.
-ALL_MODES_WHY = "so the whole run stays under 10 minutes on 2 cores"
+ALL_MODES_WHY = "so the whole run stays short on 2 cores"
 
 #: What each mode stands agentws beside.
 REFERENCES = {
