@@ -26,15 +26,12 @@ It binds 127.0.0.1 on a free port, prints one JSON line
 from __future__ import annotations
 
 import argparse
-import json
-import socket
 import sqlite3
 import sys
 import threading
 from pathlib import Path
 from typing import Annotated
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field
@@ -43,6 +40,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.search import format_results, search
+from benchlib.uvicorn_loopback import serve_on_loopback
 
 MCP_PATH = "/mcp"
 
@@ -108,19 +106,7 @@ def main() -> None:
         stateless_http=args.stateless,
         host="127.0.0.1",
     )
-    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets it knows are TCP;
-    # without it every pipelined answer waits out the client's delayed ACK.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(2048)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    print(json.dumps({"base_url": base_url, "url": base_url + MCP_PATH}), flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve_on_loopback(app, lambda base: {"url": base + MCP_PATH})
 
 
 if __name__ == "__main__":

@@ -21,17 +21,14 @@ binds 127.0.0.1 on a free port, prints one JSON line ``{"base_url": ...,
 from __future__ import annotations
 
 import argparse
-import json
-import socket
 import sys
 from pathlib import Path
-
-import uvicorn
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.reference_server import MCP_PATH, make_server
+from benchlib.uvicorn_loopback import serve_on_loopback
 
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
@@ -52,22 +49,7 @@ def main() -> None:
     # the Streamable HTTP session manager; the SSE transport needs none).
     legacy = server.sse_app(sse_path=SSE_PATH, message_path=MESSAGES_PATH, host="127.0.0.1")
     app.router.routes.extend(legacy.routes)
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only when
-    # their proto says TCP. Without it, uvicorn's response headers and body go out
-    # as two segments and the body waits for the client's delayed ACK: about 40 ms
-    # on every request that follows another on the same connection.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(2048)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    document = {"base_url": base_url, "url": base_url + MCP_PATH, "sse_url": base_url + SSE_PATH}
-    print(json.dumps(document), flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve_on_loopback(app, lambda base: {"url": base + MCP_PATH, "sse_url": base + SSE_PATH})
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ import trio
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadline
 from agentws.domain.allowlist import Allowlist
-from agentws.domain.models import AuditEntry, CachedTool, Capability
+from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from agentws.errors import UnsafeUrlError
+from agentws.store import Store
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.remote_support import (
@@ -186,20 +187,26 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     assert "agentws connector refresh acme later" in out
 
 
+async def _attach_read_search(store: Store, url: str) -> Connector:
+    """Add ``url`` as connector ``third`` of acme/ops, its ``search`` labelled read."""
+    connector = await add_remote(store, url)
+    with remote_deadline(connector, TIMEOUT_S):
+        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+    await sync_tool_cache(store, connector, tools, actor="t")
+    await attach_connector(store, "acme", "ops", "third", actor="t")
+    search = await store.find(CachedTool, connector_id=connector.id, name="search")
+    assert search is not None
+    await store.update(attrs.evolve(search, label=Capability.READ))  # an admin's label
+    return connector
+
+
 async def test_read_tools_of_a_remote_are_forwarded_and_writes_are_queued(tmp_path: Path) -> None:
     state = ThirdParty([tool("search", "Search", read_only_hint=True), tool("send", "Send")])
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_TOOL_TIMEOUT_S": "5"}
     async with running(tmp_path, with_library=False, **env) as server:
         store = server.store
         async with third_party_server(state) as url:
-            connector = await add_remote(store, url)
-            with remote_deadline(connector, TIMEOUT_S):
-                tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-            await sync_tool_cache(store, connector, tools, actor="t")
-            await attach_connector(store, "acme", "ops", "third", actor="t")
-            search = await store.find(CachedTool, connector_id=connector.id, name="search")
-            assert search is not None
-            await store.update(attrs.evolve(search, label=Capability.READ))  # an admin's label
+            await _attach_read_search(store, url)
 
             async with sdk_session(server, "streamable") as session:
                 with trio.fail_after(TIMEOUT_S):
@@ -234,14 +241,7 @@ async def test_a_call_after_the_connector_moved_goes_to_its_new_address(tmp_path
         third_party_server(second) as second_url,
     ):
         store = server.store
-        connector = await add_remote(store, first_url)
-        with remote_deadline(connector, TIMEOUT_S):
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-        await sync_tool_cache(store, connector, tools, actor="t")
-        await attach_connector(store, "acme", "ops", "third", actor="t")
-        search = await store.find(CachedTool, connector_id=connector.id, name="search")
-        assert search is not None
-        await store.update(attrs.evolve(search, label=Capability.READ))
+        connector = await _attach_read_search(store, first_url)
         async with sdk_session(server, "streamable") as session:
             with trio.fail_after(TIMEOUT_S):
                 assert not (await session.call_tool("third_search", {"q": "a"})).is_error
@@ -266,14 +266,7 @@ async def test_calls_to_a_busy_remote_share_the_links_connections(tmp_path: Path
         third_party_server(state) as url,
     ):
         store = server.store
-        connector = await add_remote(store, url)
-        with remote_deadline(connector, TIMEOUT_S):
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-        await sync_tool_cache(store, connector, tools, actor="t")
-        await attach_connector(store, "acme", "ops", "third", actor="t")
-        search = await store.find(CachedTool, connector_id=connector.id, name="search")
-        assert search is not None
-        await store.update(attrs.evolve(search, label=Capability.READ))
+        await _attach_read_search(store, url)
         answers: list[str] = []
         async with sdk_session(server, "streamable") as session:
 
@@ -314,14 +307,7 @@ async def test_a_stateless_links_calls_are_sent_directly(
         third_party_server(state) as url,
     ):
         store = server.store
-        connector = await add_remote(store, url)
-        with remote_deadline(connector, TIMEOUT_S):
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-        await sync_tool_cache(store, connector, tools, actor="t")
-        await attach_connector(store, "acme", "ops", "third", actor="t")
-        search = await store.find(CachedTool, connector_id=connector.id, name="search")
-        assert search is not None
-        await store.update(attrs.evolve(search, label=Capability.READ))
+        await _attach_read_search(store, url)
         async with sdk_session(server, "streamable") as session:
             with trio.fail_after(TIMEOUT_S):
                 result = await session.call_tool("third_search", {"q": "refunds"})
