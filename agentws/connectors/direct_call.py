@@ -37,6 +37,7 @@ from typing import Any, cast
 import attrs
 import httpx2
 import mcp_types as types
+import trio
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
@@ -55,6 +56,8 @@ Outcome = types.CallToolResult | types.InputRequiredResult
 # only differ from each other; far from the session's own ids, for logs.
 _IDS = itertools.count(1 << 40)
 _ACCEPT = "application/json, text/event-stream"
+# Bound on closing an answer, cancelled or not.
+_CLOSE_S = 5.0
 
 
 @attrs.frozen
@@ -145,7 +148,10 @@ class DirectCaller:
             try:
                 answer = await self._answer(response, request_id, progress, on_log)
             finally:
-                await response.aclose()
+                # Closed even when the call is cancelled (its connection then
+                # closes, which tells the remote); closing does not wait on it.
+                with trio.move_on_after(_CLOSE_S, shield=True):
+                    await response.aclose()
         except httpx2.TransportError as exc:
             # What the SDK's session makes of a failed exchange: the link is
             # lost (it connects again; a read call goes once more).

@@ -8,58 +8,22 @@ stay open.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import trio
-from mcp.server.lowlevel.server import Server
 
-from agentws.changes import ChangeFeed
 from agentws.config import Settings
-from agentws.domain.models import Group, McpToken, Workspace
-from agentws.mcp.auth import Caller
-from agentws.mcp.sessions import McpSession, SessionSupervisor
+from agentws.mcp.sessions import SessionSupervisor
+from tests.unit.supervisor_support import make_caller, running_supervisor
 
 # More than the supervisor cancels in one batch.
 MANY = 450
 PATIENCE_S = 30.0
 
 
-def _caller(name: str) -> Caller:
-    workspace = Workspace(slug="acme", name="Acme")
-    group = Group(workspace_id=workspace.id, slug="ops", name="Ops")
-    token = McpToken(group_id=group.id, name=name, token_hash=f"hash-{name}", hint=name)
-    return Caller(token=token, group=group, workspace=workspace)
-
-
-class _TokenStore:
-    """The one query the supervisor makes: which tokens are live (all of them, here)."""
-
-    notifies = False
-
-    def data_version(self) -> None:
-        return None
-
-    async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
-        return set(token_ids)
-
-
-@asynccontextmanager
-async def _supervisor() -> AsyncIterator[SessionSupervisor]:
-    store = _TokenStore()
+def _supervisor() -> AbstractAsyncContextManager[SessionSupervisor]:
     settings = Settings(mcp_max_sessions=2 * MANY, mcp_max_sessions_per_token=2 * MANY)
-    server: Server[McpSession] = Server("revocation")
-    supervisor = SessionSupervisor(
-        settings,
-        store,  # type: ignore[arg-type]
-        server,
-        server.create_initialization_options(),
-        ChangeFeed(store),  # type: ignore[arg-type]
-    )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(supervisor.serve)
-        yield supervisor
-        supervisor.close_all()
+    return running_supervisor(settings, "revocation")
 
 
 async def _read_to_end(
@@ -73,7 +37,7 @@ async def _read_to_end(
 
 
 async def test_revoking_a_token_ends_all_its_sessions_and_streams_and_no_other() -> None:
-    revoked, kept = _caller("revoked"), _caller("kept")
+    revoked, kept = make_caller("revoked"), make_caller("kept")
     async with _supervisor() as supervisor, trio.open_nursery() as readers:
         sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
         others = [await supervisor.open(kept, "sse") for _ in range(3)]

@@ -9,72 +9,35 @@ clock jumps over the wait instead of the test sitting through it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import anyio
 import pytest
 import trio
 import trio.testing
-from mcp.server.lowlevel.server import Server
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
 
-from agentws.changes import ChangeFeed
 from agentws.config import Settings
-from agentws.domain.models import Group, McpToken, Workspace
 from agentws.mcp.auth import Caller
 from agentws.mcp.replay import Event
 from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor
+from tests.unit.supervisor_support import make_caller, running_supervisor
 
 IDLE_S = 60.0
 STALL_S = 30.0
 
 
-def _caller() -> Caller:
-    workspace = Workspace(slug="acme", name="Acme")
-    group = Group(workspace_id=workspace.id, slug="ops", name="Ops")
-    token = McpToken(group_id=group.id, name="tests", token_hash="hash", hint="hint")
-    return Caller(token=token, group=group, workspace=workspace)
-
-
-class _TokenStore:
-    """The one query the supervisor makes: the live tokens (the caller's stays live)."""
-
-    notifies = False
-
-    def __init__(self, caller: Caller) -> None:
-        self.caller = caller
-
-    def data_version(self) -> None:
-        return None
-
-    async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
-        return {self.caller.token.id} & set(token_ids)
-
-
-@asynccontextmanager
-async def _supervisor(caller: Caller) -> AsyncIterator[SessionSupervisor]:
-    store = _TokenStore(caller)
+def _supervisor(caller: Caller) -> AbstractAsyncContextManager[SessionSupervisor]:
     settings = Settings(mcp_idle_s=IDLE_S, sse_stall_s=STALL_S)
-    server: Server[McpSession] = Server("timers")
-    supervisor = SessionSupervisor(
-        settings,
-        store,  # type: ignore[arg-type]
-        server,
-        server.create_initialization_options(),
-        ChangeFeed(store),  # type: ignore[arg-type]
-    )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(supervisor.serve)
-        yield supervisor
-        supervisor.close_all()
+    return running_supervisor(settings, "timers")
 
 
 async def test_an_idle_session_expires_after_mcp_idle_s(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    caller = _caller()
+    caller = make_caller()
     async with _supervisor(caller) as supervisor:
         session = await supervisor.open(caller, "streamable")
         opened = trio.current_time()
@@ -96,7 +59,7 @@ async def test_an_idle_session_expires_after_mcp_idle_s(
 async def test_a_session_with_an_open_stream_is_never_idle(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    caller = _caller()
+    caller = make_caller()
     async with _supervisor(caller) as supervisor:
         session = await supervisor.open(caller, "sse")
         stream = session.open_stream()
@@ -122,7 +85,11 @@ async def _session() -> AsyncIterator[McpSession]:
     inbound, unread = anyio.create_memory_object_stream[SessionMessage | Exception](1)
     with inbound, unread:
         yield McpSession(
-            id="test.stalls", caller=_caller(), transport="sse", stall_s=STALL_S, inbound=inbound
+            id="test.stalls",
+            caller=make_caller(),
+            transport="sse",
+            stall_s=STALL_S,
+            inbound=inbound,
         )
 
 
