@@ -1,6 +1,6 @@
 """JSON-RPC batches, which 2025-03-26 sessions take (2025-06-18 removed them).
 
-A batch's notifications and responses go to the server loop in order, its
+A batch's notifications and responses go to the session in order, its
 requests each get a stream of their own (:mod:`agentws.mcp.replay`), as a
 lone request would. With no request in it, the answer is 202. The answer is
 one JSON array when each request's first reply is its response; if one

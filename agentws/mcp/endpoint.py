@@ -1,7 +1,7 @@
 """The MCP door: ``/mcp/g/<workspace>/<group>`` over both HTTP transports.
 
-This module is the transport; the SDK's server loop (run by
-:mod:`agentws.mcp.sessions`) does the protocol. It is a plain ASGI handler
+This module is the transport; the SDK's dispatcher and server runner
+(driven by :mod:`agentws.mcp.session_dispatch`) do the protocol. It is a plain ASGI handler
 placed in front of the Quart app, because MCP streams need what Quart's
 response machinery hides: watching for the client's disconnect while
 writing, timing out a write to a client that stopped reading, and a cheap

@@ -1,12 +1,15 @@
 """MCP sessions and the supervisor that owns them.
 
-Every session (legacy SSE or Streamable HTTP) runs the SDK's server loop in
-a nursery of its own, under a cancel scope that the :class:`SessionSupervisor`
-holds by session id and by token id. The supervisor runs in the service's
-root nursery, so no session outlives the service. Closing a session —
-revocation, idle expiry, a stalled reader, ``DELETE``, shutdown — is one
-``scope.cancel()``; the session's ``finally`` then closes every channel its
-HTTP streams read from, which ends those responses.
+Every session (legacy SSE or Streamable HTTP) is served by the SDK's
+dispatcher and server runner, message by message as the door receives them
+(:mod:`agentws.mcp.session_dispatch`): a session has no task of its own, and
+its handlers run in the :class:`SessionSupervisor`'s nursery under cancel
+scopes the session holds. The supervisor holds the sessions by id and by
+token id and runs in the service's root nursery, so no session outlives the
+service. Closing a session — revocation, idle expiry, a stalled reader,
+``DELETE``, shutdown — is :meth:`McpSession.close`: its handlers are
+cancelled and every channel its HTTP streams read from is closed, which ends
+those responses.
 
 Messages from the server to the client go through one router per session:
 a response (or a message tied to a request) goes to that request's stream;
@@ -24,15 +27,14 @@ import heapq
 import logging
 import secrets
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
 import attrs
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel.server import Server
 from mcp.server.models import InitializationOptions
-from mcp.server.runner import serve_dual_era_loop
 from mcp.server.session import ServerSession
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import (
@@ -44,12 +46,13 @@ from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
 from agentws.domain.models import Approval
 from agentws.errors import OverCapacityError
-from agentws.logs import add_log_context
+from agentws.logs import add_log_context, log_context
 from agentws.mcp.auth import Caller
 from agentws.mcp.listen import ListenStreams
 from agentws.mcp.log_levels import outcome_notification
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.replay import CONNECTION_BUFFER, Connection, Event, Replays, ReplayStream
+from agentws.mcp.session_dispatch import SessionServing
 from agentws.store import Store
 
 __all__ = ["McpSession", "SessionSupervisor", "Transport"]
@@ -58,10 +61,6 @@ log = logging.getLogger("agentws.mcp")
 
 Transport = Literal["sse", "streamable"]
 
-# Client messages queued for the server loop: a POST waits when it is full.
-_INBOUND_BUFFER = 16
-# Server messages queued for the router.
-_OUTBOUND_BUFFER = 16
 # Messages queued for one HTTP stream before its reader counts as slow.
 STREAM_BUFFER = CONNECTION_BUFFER
 # Revocations made by another process (the CLI, another instance) reach open
@@ -84,14 +83,16 @@ _DEFAULT_REPLAY = (100, 300.0)
 
 @attrs.define(eq=False)
 class McpSession:
-    """One MCP session: its caller, its server loop's streams, its HTTP streams."""
+    """One MCP session: its caller, the SDK's serving of it, its HTTP streams."""
 
     id: str
     caller: Caller
     transport: Transport
     stall_s: float
-    inbound: MemoryObjectSendStream[SessionMessage | Exception]
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    #: The SDK's dispatcher and runner for this session (set by the supervisor).
+    serving: SessionServing | None = None
+    #: Told once, when the session closes (the supervisor's bookkeeping).
+    on_close: Callable[[McpSession], None] | None = None
     last_active: float = attrs.field(factory=trio.current_time)
     #: The session's SSE streams (the legacy stream or the ``GET`` stream is
     #: ``standalone()``) and their recent events.
@@ -156,8 +157,14 @@ class McpSession:
         return sum(1 for stream in self._pending.values() if stream.listener is None)
 
     def close(self) -> None:
-        """End the session now; its streams finish and its requests fail."""
-        self.scope.cancel()
+        """End the session now; its streams finish and its requests fail (idempotent)."""
+        if self.ended.is_set():
+            return
+        if self.serving is not None:
+            self.serving.close()
+        self.end()
+        if self.on_close is not None:
+            self.on_close(self)
 
     def open_stream(self) -> Connection | None:
         """Attach an SSE stream; None if the session has one already or has ended."""
@@ -175,9 +182,15 @@ class McpSession:
         self.last_active = trio.current_time()
 
     async def submit(self, message: SessionMessage) -> None:
-        """Hand a client message to the server loop (waits while it is busy)."""
+        """Hand a client message to the SDK's dispatcher.
+
+        Raises:
+            anyio.ClosedResourceError: the session has ended.
+        """
         self.last_active = trio.current_time()
-        await self.inbound.send(message)
+        if self.serving is None or self.ended.is_set():
+            raise anyio.ClosedResourceError("the session has ended")
+        await self.serving.deliver(message)
 
     async def request(self, message: SessionMessage, request_id: str) -> Connection:
         """Submit a request; return the connection to its stream, where its replies arrive.
@@ -216,43 +229,40 @@ class McpSession:
             self.replays.discard(stream)
         self.last_active = trio.current_time()
 
-    async def route(self, outbound: MemoryObjectReceiveStream[SessionMessage]) -> None:
-        """Deliver the server loop's messages to the HTTP side until it stops."""
-        async with outbound:
-            async for item in outbound:
-                message = item.message
-                data = (
-                    self.rendered.response_json(message)
-                    if isinstance(message, JSONRPCResponse)
-                    else None
-                ) or message.model_dump_json(by_alias=True, exclude_unset=True)
-                key: str | None = None
-                final = False
-                if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-                    key, final = str(message.id), True
-                elif (
-                    isinstance(item.metadata, ServerMessageMetadata)
-                    and item.metadata.related_request_id is not None
-                ):
-                    key = str(item.metadata.related_request_id)
-                stream = self._pending.get(key) if key is not None else None
-                if stream is not None and final:
-                    del self._pending[key]  # type: ignore[arg-type]
-                    if key == self._initialize_id:
-                        self._settle_version(message)
-                if stream is None:
-                    # A response goes here only on the legacy transport: it ends nothing.
-                    stream, final = self.replays.standalone(), False
-                # 2024-11-05 streams cannot be resumed: nothing to keep.
-                event = (
-                    stream.record(data, final)
-                    if self.transport == "streamable"
-                    else ("", data, final)
-                )
-                if stream.listener is not None:
-                    await self._push(stream.listener, event)
-                    if final:
-                        stream.detach()
+    async def send(self, item: SessionMessage) -> None:
+        """Route one of the server's messages to the HTTP stream it belongs on.
+
+        A response (or a message tied to a request) goes to that request's
+        stream; anything else to the session's own stream. The SDK's
+        dispatcher writes here (:mod:`agentws.mcp.session_dispatch`).
+        """
+        message = item.message
+        data = (
+            self.rendered.response_json(message) if isinstance(message, JSONRPCResponse) else None
+        ) or message.model_dump_json(by_alias=True, exclude_unset=True)
+        key: str | None = None
+        final = False
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            key, final = str(message.id), True
+        elif (
+            isinstance(item.metadata, ServerMessageMetadata)
+            and item.metadata.related_request_id is not None
+        ):
+            key = str(item.metadata.related_request_id)
+        stream = self._pending.get(key) if key is not None else None
+        if stream is not None and final:
+            del self._pending[key]  # type: ignore[arg-type]
+            if key == self._initialize_id:
+                self._settle_version(message)
+        if stream is None:
+            # A response goes here only on the legacy transport: it ends nothing.
+            stream, final = self.replays.standalone(), False
+        # 2024-11-05 streams cannot be resumed: nothing to keep.
+        event = stream.record(data, final) if self.transport == "streamable" else ("", data, final)
+        if stream.listener is not None:
+            await self._push(stream.listener, event)
+            if final:
+                stream.detach()
 
     def _settle_version(self, message: Any) -> None:
         self._initialize_id = None
@@ -274,8 +284,7 @@ class McpSession:
             self.close()
 
     def end(self) -> None:
-        """Close every channel of the session (called once, when its task ends)."""
-        self.inbound.close()
+        """Close every channel of the session (called once, by :meth:`close`)."""
         self.replays.close()
         self._pending.clear()
         self.ended.set()
@@ -292,8 +301,9 @@ class SessionSupervisor:
 
     Resource handling:
         :meth:`serve` runs in the service's nursery and holds the nursery the
-        sessions run in; when it is cancelled, every session is cancelled
-        with it. :meth:`close_all` ends every session at once (shutdown).
+        sessions' handlers run in; when it is cancelled, every handler is
+        cancelled with it. :meth:`close_all` ends every session at once
+        (shutdown).
     """
 
     settings: Settings
@@ -395,25 +405,57 @@ class SessionSupervisor:
                 "limit (AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN); close unused sessions or retry later",
                 retry_after_s=10,
             )
-        inbound_send, inbound_receive = anyio.create_memory_object_stream[
-            SessionMessage | Exception
-        ](_INBOUND_BUFFER)
-        outbound_send, outbound_receive = anyio.create_memory_object_stream[SessionMessage](
-            _OUTBOUND_BUFFER
-        )
         session = McpSession(
             id=new_session_id(self.settings.instance_id),
             caller=caller,
             transport=transport,
             stall_s=self.settings.sse_stall_s,
-            inbound=inbound_send,
             replays=Replays(self.settings.mcp_replay_events, self.settings.mcp_replay_s),
             rendered=self.rendered,
+            on_close=self._closed,
         )
-        await self._nursery.start(
-            self._run, session, inbound_receive, outbound_send, outbound_receive
+        session.serving = SessionServing(
+            self.server,
+            session,
+            self.init_options,
+            session,
+            self._nursery,
+            session_id=session.id,
+            failed=session.close,
         )
+        self._sessions[session.id] = session
+        self.opened_total += 1
+        if self._emptied.is_set():
+            self._emptied = trio.Event()
+        self._by_token[session.token_id].add(session.id)
+        self._expire_later(session)
+        # The request opening it, and the handlers its messages start, log its id.
+        add_log_context(
+            workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
+        )
+        log.info(
+            "session %s opened (%s) for token %s", session.id, session.transport, session.token_id
+        )
+        await trio.lowlevel.checkpoint()
         return session
+
+    def _closed(self, session: McpSession) -> None:
+        """A session has closed: forget it."""
+        if self._sessions.pop(session.id, None) is None:
+            return
+        self.closed_total += 1
+        if not self._sessions:
+            self._emptied.set()
+        token_sessions = self._by_token.get(session.token_id)
+        if token_sessions is not None:
+            token_sessions.discard(session.id)
+            if not token_sessions:
+                del self._by_token[session.token_id]
+        caller = session.caller
+        with log_context(
+            workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
+        ):
+            log.info("session %s closed", session.id)
 
     def adopt(self, session: McpSession, caller: Caller) -> None:
         """Let ``caller`` (the same OAuth client's newer token) hold ``session`` from now on.
@@ -438,10 +480,10 @@ class SessionSupervisor:
         return len(sessions)
 
     def _close_many(self, sessions: list[McpSession]) -> None:
-        # What the clients see is their streams ending: little work for each,
-        # where tearing a session's server loop down is much more. So every
-        # stream ends at once, and the sessions are cancelled a batch at a
-        # time in a task of their own, the streams' writers running between.
+        # What the clients see is their streams ending. So every stream ends
+        # at once, and the sessions are closed (their handlers cancelled) a
+        # batch at a time in a task of their own, the streams' writers
+        # running between.
         for session in sessions:
             session.replays.close()
         if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
@@ -472,57 +514,6 @@ class SessionSupervisor:
         self.listens.close()
         for session in list(self._sessions.values()):
             session.close()
-
-    async def _run(
-        self,
-        session: McpSession,
-        inbound: MemoryObjectReceiveStream[SessionMessage | Exception],
-        outbound_send: MemoryObjectSendStream[SessionMessage],
-        outbound: MemoryObjectReceiveStream[SessionMessage],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        caller = session.caller
-        add_log_context(
-            workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
-        )
-        self._sessions[session.id] = session
-        self.opened_total += 1
-        if self._emptied.is_set():
-            self._emptied = trio.Event()
-        self._by_token[session.token_id].add(session.id)
-        log.info(
-            "session %s opened (%s) for token %s", session.id, session.transport, session.token_id
-        )
-        try:
-            with session.scope:
-                task_status.started()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(session.route, outbound)
-                    self._expire_later(session)
-                    await serve_dual_era_loop(
-                        self.server,
-                        inbound,
-                        outbound_send,
-                        lifespan_state=session,
-                        session_id=session.id,
-                        init_options=self.init_options,
-                    )
-                    nursery.cancel_scope.cancel()
-        except Exception:
-            # One broken session must not take the others down with it.
-            log.exception("session %s failed", session.id)
-        finally:
-            del self._sessions[session.id]
-            self.closed_total += 1
-            if not self._sessions:
-                self._emptied.set()
-            token_sessions = self._by_token[session.token_id]
-            token_sessions.discard(session.id)
-            if not token_sessions:
-                del self._by_token[session.token_id]
-            session.end()
-            log.info("session %s closed", session.id)
 
     def _expire_later(self, session: McpSession) -> None:
         """Have the session looked at once it may have been idle for ``mcp_idle_s``."""
