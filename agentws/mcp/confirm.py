@@ -41,7 +41,7 @@ from pydantic import ValidationError as PydanticValidationError
 from agentws.domain.models import ConfirmToken
 from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 from agentws.store import Store
 from agentws.tools.builtins import error_result
 from agentws.tools.gate import ConfirmAnswer

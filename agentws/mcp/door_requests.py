@@ -38,7 +38,7 @@ from agentws.asgi import (
 from agentws.config import Settings
 from agentws.mcp.auth import Caller
 from agentws.mcp.replay import Connection
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 from agentws.metrics import REJECTED
 
 __all__ = [

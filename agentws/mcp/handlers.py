@@ -54,7 +54,7 @@ from agentws.mcp.prompts import Prompts
 from agentws.mcp.relay_channel import McpRelayChannel
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.resources import RESOURCE_NOT_FOUND, Resources
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 from agentws.store import Store
 from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel

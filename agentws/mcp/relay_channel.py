@@ -28,7 +28,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from agentws.mcp.log_levels import wanted
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, RootsFn, SampleFn
 
 __all__ = ["McpRelayChannel", "send_progress"]

@@ -39,7 +39,7 @@ from agentws.domain.models import ContextDocument, Library
 from agentws.mcp.listen import read_approval
 from agentws.mcp.passthrough import StateSeal
 from agentws.mcp.remote_rounds import relayed
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 from agentws.redaction import upstream_excerpt
 from agentws.store import Store
 from agentws.tools.approval_queue import approval_id_of

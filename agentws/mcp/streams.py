@@ -21,7 +21,7 @@ import trio
 from agentws.asgi import Receive, Send
 from agentws.mcp.forward import cancel_on_disconnect
 from agentws.mcp.replay import Event
-from agentws.mcp.sessions import McpSession
+from agentws.mcp.session import McpSession
 
 __all__ = [
     "RETRY_MS",
