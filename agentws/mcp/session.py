@@ -66,6 +66,9 @@ class McpSession:
     serving: SessionServing | None = None
     #: Told once, when the session closes (the supervisor's bookkeeping).
     on_close: Callable[[McpSession], None] | None = None
+    #: Told once, when the session has closed and no HTTP response reads it any
+    #: more: nothing of it runs, so its objects can be reclaimed (the collector).
+    on_released: Callable[[McpSession], None] | None = None
     last_active: float = attrs.field(factory=trio.current_time)
     #: The session's SSE streams (the legacy stream or the ``GET`` stream is
     #: ``standalone()``) and their recent events.
@@ -87,6 +90,8 @@ class McpSession:
     awaiting: dict[str, None] = attrs.field(factory=dict)
     #: Resource URIs this session subscribed to (``resources/subscribe``).
     subscriptions: set[str] = attrs.field(factory=set)
+    #: HTTP responses reading one of the session's streams (handed out, not left yet).
+    _readers: int = 0
 
     def await_outcome(self, approval_id: str) -> None:
         """Tell this session the outcome of ``approval_id`` when there is one."""
@@ -138,21 +143,42 @@ class McpSession:
         self.end()
         if self.on_close is not None:
             self.on_close(self)
+        if not self._readers:
+            self._release()
+
+    def _release(self) -> None:
+        callback, self.on_released = self.on_released, None
+        if callback is not None:
+            callback(self)
+
+    def _reading(self, connection: Connection) -> Connection:
+        """Hand ``connection`` to an HTTP response; it calls :meth:`leave` when done."""
+        self._readers += 1
+        return connection
 
     def open_stream(self) -> Connection | None:
         """Attach an SSE stream; None if the session has one already or has ended."""
         if self.stream is not None or self.ended.is_set():
             return None
-        return self.replays.standalone().connect()
+        return self._reading(self.replays.standalone().connect())
 
     def resume(self, event_id: str) -> tuple[list[Event], Connection | None] | None:
         """Reattach the stream of ``event_id`` (see :meth:`Replays.resume`); None once ended."""
-        return None if self.ended.is_set() else self.replays.resume(event_id)
+        if self.ended.is_set():
+            return None
+        resumed = self.replays.resume(event_id)
+        if resumed is None:
+            return None
+        missed, connection = resumed
+        return missed, None if connection is None else self._reading(connection)
 
     def leave(self, connection: Connection) -> None:
         """A connection reading one of the session's streams is gone (its events stay kept)."""
         connection.close()
         self.last_active = trio.current_time()
+        self._readers -= 1
+        if not self._readers and self.ended.is_set():
+            self._release()
 
     async def submit(self, message: SessionMessage) -> None:
         """Hand a client message to the SDK's dispatcher.
@@ -183,7 +209,7 @@ class McpSession:
         connection = stream.connect()
         if self.ended.is_set():
             stream.detach()
-            return connection
+            return self._reading(connection)
         self._pending[request_id] = stream
         if getattr(message.message, "method", None) == "initialize":
             self._initialize_id = request_id
@@ -193,7 +219,7 @@ class McpSession:
             self._pending.pop(request_id, None)
             self.replays.discard(stream)
             raise
-        return connection
+        return self._reading(connection)
 
     def forget(self, request_id: str, stream: ReplayStream | None = None) -> None:
         """The request was answered with JSON: its stream can never be resumed."""

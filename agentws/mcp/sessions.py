@@ -15,6 +15,7 @@ responses.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import logging
 from collections import defaultdict
@@ -50,6 +51,10 @@ _REVOCATION_POLL_S = 0.25
 _CHECK_SHARE = 4
 # Sessions of a revoked token cancelled at once, between turns of the other tasks.
 _CANCEL_BATCH = 200
+# Closing more sessions than this at once holds the cycle collector back until
+# their responses have ended, for this long at most.
+_HOLD_COLLECTOR_FROM = _CANCEL_BATCH
+_HOLD_COLLECTOR_S = 30.0
 
 
 @attrs.define(eq=False)
@@ -87,6 +92,10 @@ class SessionSupervisor:
     #: ``(when it may have been idle long enough, session id)``, a heap.
     _expiries: list[tuple[float, str]] = attrs.field(factory=list, init=False)
     _expiry_added: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: Closed sessions whose responses are still ending while the collector is held.
+    _ending: set[str] = attrs.field(factory=set, init=False)
+    #: The deadline of the hold on the collector, while there is one.
+    _hold: trio.CancelScope | None = attrs.field(default=None, init=False)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[SessionSupervisor] = trio.TASK_STATUS_IGNORED
@@ -97,14 +106,17 @@ class SessionSupervisor:
             nursery.start_soon(self._watch_revocations)
             nursery.start_soon(self._expire_idle_sessions)
             task_status.started(self)
-            await self._closing.wait()
+            try:
+                await self._closing.wait()
+            finally:
+                self._let_collector_go()
             nursery.cancel_scope.cancel()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def counts(self) -> tuple[int, int, int]:
-        """Sessions open, opened so far, closed so far."""
+        """Sessions open, opened so far, closed so far (once their responses have ended)."""
         return len(self._sessions), self.opened_total, self.closed_total
 
     def get(self, session_id: str) -> McpSession | None:
@@ -170,6 +182,7 @@ class SessionSupervisor:
             replays=Replays(self.settings.mcp_replay_events, self.settings.mcp_replay_s),
             rendered=self.rendered,
             on_close=self._closed,
+            on_released=self._released,
         )
         session.serving = SessionServing(
             self.server,
@@ -196,11 +209,18 @@ class SessionSupervisor:
         await trio.lowlevel.checkpoint()
         return session
 
+    def _released(self, session: McpSession) -> None:
+        """A closed session's responses have all ended: nothing of it runs any more."""
+        self.closed_total += 1
+        if self._hold is not None:
+            self._ending.discard(session.id)
+            if not self._ending:
+                self._let_collector_go()
+
     def _closed(self, session: McpSession) -> None:
         """A session has closed: forget it."""
         if self._sessions.pop(session.id, None) is None:
             return
-        self.closed_total += 1
         if not self._sessions:
             self._emptied.set()
         token_sessions = self._by_token.get(session.token_id)
@@ -243,11 +263,49 @@ class SessionSupervisor:
         # running between.
         for session in sessions:
             session.replays.close()
+        if len(sessions) > _HOLD_COLLECTOR_FROM:
+            self._hold_collector(sessions)
         if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
             for session in sessions:
                 session.close()
             return
         self._nursery.start_soon(self._cancel_in_batches, sessions)
+
+    def _hold_collector(self, sessions: list[McpSession]) -> None:
+        """Hold the cycle collector's automatic passes until ``sessions``' responses end.
+
+        Thousands of streams ending at once allocate enough to start full
+        passes of the collector, each of which holds every ending stream up.
+        Meanwhile their objects are freed as usual (by reference counting);
+        only reference cycles wait for the collector, which the collector's
+        steward (:mod:`agentws.collector`) reclaims in one pass once closing
+        has stopped.
+        """
+        if self._nursery is None:
+            return
+        if self._hold is None:
+            if not gc.isenabled():
+                return  # someone else holds it: not ours to give back
+            gc.disable()
+            self._hold = trio.CancelScope(deadline=trio.current_time() + _HOLD_COLLECTOR_S)
+            self._nursery.start_soon(self._hold_until, self._hold)
+        self._ending.update(session.id for session in sessions)
+
+    async def _hold_until(self, hold: trio.CancelScope) -> None:
+        with hold:
+            await trio.sleep_forever()
+        if hold is self._hold:
+            log.warning(
+                "sessions still ending after %g s: collector running again", _HOLD_COLLECTOR_S
+            )
+            self._let_collector_go()
+
+    def _let_collector_go(self) -> None:
+        hold, self._hold = self._hold, None
+        self._ending.clear()
+        if hold is not None:
+            hold.cancel()
+            gc.enable()
 
     @staticmethod
     async def _cancel_in_batches(sessions: list[McpSession]) -> None:

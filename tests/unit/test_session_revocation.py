@@ -8,9 +8,11 @@ stay open.
 
 from __future__ import annotations
 
+import gc
 from contextlib import AbstractAsyncContextManager
 
 import trio
+import trio.testing
 
 from agentws.config import Settings
 from agentws.mcp.sessions import SessionSupervisor
@@ -58,3 +60,53 @@ async def test_revoking_a_token_ends_all_its_sessions_and_streams_and_no_other()
         assert all(supervisor.get(s.id) is s and not s.ended.is_set() for s in others)
         assert all(s.stream is not None for s in others)
         readers.cancel_scope.cancel()
+
+
+async def test_the_collector_waits_while_a_revocations_streams_end() -> None:
+    """Full collections would hold up every ending stream: they wait for the last one."""
+    revoked, kept = make_caller("revoked"), make_caller("kept")
+    assert gc.isenabled()
+    async with _supervisor() as supervisor:
+        sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        other = await supervisor.open(kept, "sse")
+        connections = [session.open_stream() for session in sessions]
+        assert all(c is not None for c in connections)
+        _, opened, closed = supervisor.counts()
+
+        supervisor.revoke(revoked.token_id)
+        with trio.fail_after(PATIENCE_S):
+            for session in sessions:
+                await session.ended.wait()
+        assert not gc.isenabled()
+        # Closed, but not released while a response still reads it.
+        assert supervisor.counts() == (1, opened, closed)
+
+        for session, connection in zip(sessions[:-1], connections[:-1], strict=True):
+            assert connection is not None
+            session.leave(connection)
+        other.close()  # another session's end lets nothing go
+        assert not gc.isenabled()
+        assert supervisor.counts() == (0, opened, closed + MANY)
+
+        last = connections[-1]
+        assert last is not None
+        sessions[-1].leave(last)
+        assert gc.isenabled()
+        assert supervisor.counts() == (0, opened, closed + MANY + 1)
+
+
+async def test_the_collector_waits_no_longer_than_its_bound(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    revoked = make_caller("revoked")
+    async with _supervisor() as supervisor:
+        sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        connections = [session.open_stream() for session in sessions]
+        assert all(c is not None for c in connections)
+        supervisor.revoke(revoked.token_id)
+        revoked_at = trio.current_time()
+        await trio.sleep(29)
+        assert not gc.isenabled()
+        await trio.sleep(2)
+        assert gc.isenabled()
+        assert trio.current_time() - revoked_at > 30
