@@ -18,7 +18,10 @@ many sessions have closed since the last reclaim as are open (and at least
 ``_MIN_NEW``) and none closed since the last look: the objects are
 unfrozen, collected in one full pass, and what is left frozen again. A
 mass revocation pays that pass once, after its streams have ended, when
-few sessions are left to walk.
+few sessions are left to walk; while they end, the session supervisor holds
+the collector's automatic passes back (:mod:`agentws.mcp.sessions`). A
+session counts as closed here once its last response has ended, not when
+it is closed: until then its objects are still in use.
 """
 
 from __future__ import annotations
