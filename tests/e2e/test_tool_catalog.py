@@ -9,6 +9,7 @@ every listing must show the change at once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from mcp.client.session import ClientSession
 
 from agentws.domain.models import CachedTool, Capability
 from tests.e2e.mcp_support import REQUEST_S, running, sdk_session
+from tests.e2e.notifications_support import Heard
 from tests.support import fresh_schema_sync, run_agentws
 
 # With connector tools comes get_approval, for the outcome of queued calls.
@@ -58,11 +60,19 @@ async def _listed(*sessions: ClientSession) -> dict[str, str]:
     return seen[0]
 
 
+_TOOLS_CHANGED = "notifications/tools/list_changed"
+
+
+def _told_since(heard: Heard, before: int) -> bool:
+    return heard.methods().count(_TOOLS_CHANGED) > before
+
+
 async def test_listings_show_every_change_at_once(tmp_path: Path, database_url: str) -> None:
+    heard_legacy, heard_current = Heard(), Heard()
     async with (
         running(tmp_path, with_library=False, database_url=database_url) as server,
-        sdk_session(server, "sse") as legacy,
-        sdk_session(server, "streamable") as current,
+        sdk_session(server, "sse", message_handler=heard_legacy.handle) as legacy,
+        sdk_session(server, "streamable", message_handler=heard_current.handle) as current,
     ):
         assert await _listed(legacy, current) == {}
         url = "https://github.example.com/api/v3"
@@ -100,5 +110,11 @@ async def test_listings_show_every_change_at_once(tmp_path: Path, database_url: 
         await _cli(tmp_path, database_url, "connector", "attach", "acme", "ops", "gh")
         await _cli(tmp_path, database_url, "connector", "remove", "acme", "gh")
         assert set(await _listed(legacy, current)) == BUILTINS
+        told = [heard.methods().count(_TOOLS_CHANGED) for heard in (heard_legacy, heard_current)]
         await _cli(tmp_path, database_url, "library", "detach", "acme", "ops", "handbook")
         assert await _listed(legacy, current) == {}
+        # The listing shows the change before the sessions are told of it; the
+        # SDK's clients fail on a notification that arrives as they close.
+        with trio.fail_after(REQUEST_S):
+            for heard, before in zip((heard_legacy, heard_current), told, strict=True):
+                await heard.wait_for(functools.partial(_told_since, heard, before))
