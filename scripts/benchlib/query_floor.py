@@ -3,9 +3,8 @@
 Both servers of the ``tools/call search_context`` rows run an FTS5 query
 for every call (agentws its own, over the libraries the group's tool catalog
 holds; the reference the same SQL over every document: :mod:`benchlib.search`).
-This module runs each of
-the two queries for the benchmark's queries, in this process, on one
-read-only connection to a copy of the database, and measures the CPU time
+This module runs each of the two queries for the benchmark's queries, in this
+process, on one read-only connection to a copy of the database, and measures the CPU time
 of the thread (``time.thread_time``) per query, rows fetched included. No
 HTTP, no JSON-RPC, no event loop: what is left of each server's CPU per
 call once this is taken away is the server's own work.
