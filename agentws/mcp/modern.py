@@ -28,7 +28,6 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 import attrs
-import trio
 from mcp.server._streamable_http_modern import (
     _mcp_param_rejection,
     _SingleExchangeDispatchContext,
@@ -38,7 +37,7 @@ from mcp.server._streamable_http_modern import (
 )
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
-from mcp.server.runner import ServerRunner
+from mcp.server.runner import serve_one
 from mcp.server.session import ServerSession
 from mcp.shared.inbound import (
     InboundModernRoute,
@@ -79,8 +78,6 @@ _CALLERS = itertools.count(1)
 # it): the catalog hands out the same schema object while it stands still.
 _DECLARES_HEADERS: dict[int, tuple[Mapping[str, Any], bool]] = {}
 _MAX_SCHEMAS = 1000
-# A request's connection cleanup may take this long at most (as the SDK bounds it).
-_CLOSE_S = 5.0
 
 
 def is_stateless(scope: Scope, session_id: str | None) -> bool:
@@ -205,8 +202,7 @@ async def _answer_call(
     a dict, then JSON); for the calls a busy endpoint serves most, that is
     a good part of its work. This runs the same checks, in the same order,
     with the SDK's own functions, and the request through the SDK's own
-    :class:`~mcp.server.runner.ServerRunner` as ``serve_one`` runs it
-    (:func:`_serve_one`), and writes the JSON-RPC reply once
+    :func:`~mcp.server.runner.serve_one`, and writes the JSON-RPC reply once
     (an error as the SDK writes it). A request the checks refuse is left to
     the SDK's handler, which refuses it exactly as it always does: False,
     before anything ran or was sent.
@@ -243,7 +239,15 @@ async def _answer_call(
         message_metadata=ServerMessageMetadata(request_context=http),
     )
     answer = await _to_jsonrpc_response(
-        request.id, _serve_one(server, exchange, request, connection, state)
+        request.id,
+        serve_one(
+            server,
+            exchange,
+            request.method,
+            request.params,
+            connection=connection,
+            lifespan_state=state,
+        ),
     )
     if isinstance(answer, JSONRPCError):
         await _write(answer, scope, receive, cast(Any, send))
@@ -295,30 +299,3 @@ def _declares_no_header(server: Server[Any], request: JSONRPCRequest) -> bool:
             _DECLARES_HEADERS.clear()
         found = _DECLARES_HEADERS[id(schema)] = (schema, bool(x_mcp_header_map(schema)))
     return not found[1]
-
-
-async def _serve_one(
-    server: Server[Any],
-    exchange: _SingleExchangeDispatchContext,
-    request: JSONRPCRequest,
-    connection: Connection,
-    state: StatelessCaller,
-) -> dict[str, Any]:
-    """The SDK's ``serve_one``, the connection's cleanup in trio's own scope.
-
-    As the SDK does it: the request runs once through the server's runner,
-    then the connection's exit stack is unwound, shielded and bounded, a
-    failing callback logged. anyio's scope around that costs a call more
-    than the rest of the cleanup put together; the service runs on trio.
-    """
-    runner = ServerRunner(server, connection, state)
-    try:
-        return await runner.on_request(exchange, request.method, request.params)
-    finally:
-        with trio.move_on_after(_CLOSE_S, shield=True) as cleanup:
-            try:
-                await connection.exit_stack.aclose()
-            except Exception:
-                log.exception("a stateless request's cleanup failed")
-        if cleanup.cancelled_caught:
-            log.warning("a stateless request's cleanup took over %g s: abandoned", _CLOSE_S)
