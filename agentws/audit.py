@@ -11,8 +11,10 @@ Two ways in:
   whatever has gathered in one transaction, at least every
   ``_FLUSH_S`` (half a second). Writing each call's entry on its own would cost a commit
   per call and, on SQLite, make every cache keyed on the data version
-  (tokens, tool catalog) miss on every call. At shutdown it writes what is
-  left before it stops.
+  (tokens, tool catalog) miss on every call. The writer does not wake for
+  each entry: once a batch has begun, the others wait in the channel until
+  the flush interval ends or a whole batch is there. At shutdown it writes
+  what is left before it stops.
 
 Entries never hold secrets: arguments are represented by their hash and,
 where kept, with values the tool's schema marks secret redacted.
@@ -80,6 +82,10 @@ class AuditWriter:
     store: Store
     _send: trio.MemorySendChannel[AuditEntry] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[AuditEntry] = attrs.field(init=False)
+    # Entries in the channel, and the event that ends a batch's wait early:
+    # set when a whole batch is there, or at close().
+    _queued: int = attrs.field(default=0, init=False)
+    _full: trio.Event = attrs.field(factory=trio.Event, init=False)
     written: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -88,14 +94,24 @@ class AuditWriter:
     async def append(self, entry: AuditEntry) -> None:
         """Queue ``entry``; waits while the writer is ``_BUFFER`` entries behind."""
         try:
-            await self._send.send(entry)
+            try:
+                # No checkpoint while there is room: handing an entry over
+                # costs the call no trip through the scheduler.
+                self._send.send_nowait(entry)
+            except trio.WouldBlock:
+                await self._send.send(entry)
         except trio.ClosedResourceError:
             # Closed for shutdown while this call was finishing: write it now.
             await self.store.insert(entry)
+            return
+        self._queued += 1
+        if self._queued >= _BATCH:
+            self._full.set()
 
     def close(self) -> None:
         """No more entries: :meth:`serve` writes what is queued and returns."""
         self._send.close()
+        self._full.set()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Write batches until :meth:`close` (or cancelled); what is left is written at the end.
@@ -109,25 +125,32 @@ class AuditWriter:
             while True:
                 try:
                     batch.append(await self._receive.receive())
-                    # Whatever else arrives within the flush interval joins the batch.
-                    with trio.move_on_after(_FLUSH_S):
-                        while len(batch) < _BATCH:
-                            batch.append(await self._receive.receive())
                 except trio.EndOfChannel:
                     return
+                self._queued -= 1
+                # Whatever else arrives within the flush interval joins the batch.
+                with trio.move_on_after(_FLUSH_S):
+                    await self._full.wait()
+                self._full = trio.Event()
+                self._take(batch)
                 await self._write(batch)
                 batch = []
         finally:
             with trio.move_on_after(_CLOSE_S, shield=True) as scope:
-                while True:
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
+                self._take(batch, limit=None)
                 if batch:
                     await self._write(batch)
             if scope.cancelled_caught:
                 log.error("audit: %d entries could not be written before shutdown", len(batch))
+
+    def _take(self, batch: list[AuditEntry], limit: int | None = _BATCH) -> None:
+        """Add the entries waiting in the channel to ``batch``, up to ``limit`` in all."""
+        while limit is None or len(batch) < limit:
+            try:
+                batch.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return
+            self._queued -= 1
 
     async def _write(self, batch: list[AuditEntry]) -> None:
         try:

@@ -171,7 +171,9 @@ class Service:
                 store, settings, keys, functools.partial(sync_tool_cache, store, actor=LINK_ACTOR)
             )
             catalog = Catalog(store, changes)
-            runner = ToolRunner(store, settings, keys, links.call_tool, catalog.connector)
+            runner = ToolRunner(
+                store, settings, keys, links.call_tool, catalog.connector, catalog.libraries
+            )
             gate = ToolGate(store, settings, runner, audit, keys)
             rendered = RenderedResults()
             listens = ListenStreams(max_streams=settings.mcp_max_sessions)

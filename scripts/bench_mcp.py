@@ -523,7 +523,8 @@ def _throughput_setup_notes(results: dict[str, Any]) -> list[str]:
         + ("json_response=True" if config["reference_response"] == "json" else "")
         + f")` on uvicorn {packages['uvicorn']} (asyncio loop, "
         f"{results.get('uvicorn_http', 'h11')}), tool `search_context(query, limit)` running "
-        "agentws's FTS5 query (same index: a copy of the same database; no group joins) in "
+        "agentws's FTS5 query (same index: a copy of the same database; not limited to a "
+        "group's libraries) in "
         "the SDK's worker threads; no auth, no audit.",
         f"- Load: one client process, {config['concurrency']} workers, each with its own "
         f"initialized Streamable HTTP session calling tools/call back to back; "

@@ -42,6 +42,25 @@ _MAX_REF_HOPS = 16
 # Keys whose schemas apply to the same value (applicators).
 _BRANCH_LISTS = ("allOf", "anyOf", "oneOf")
 _BRANCH_SCHEMAS = ("if", "then", "else")
+# Every keyword the walk follows into another schema.
+_FOLLOWED = frozenset(
+    {
+        "$ref",
+        *_BRANCH_LISTS,
+        *_BRANCH_SCHEMAS,
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "dependentSchemas",
+        "items",
+        "prefixItems",
+        "additionalItems",
+    }
+)
+# Whether a schema is plain (:func:`_plain`), by the schema object's identity
+# (kept alongside, so a recycled id is never mistaken for it).
+_plain_schemas: dict[int, tuple[dict[str, Any], bool]] = {}
+_MAX_PLAIN_SCHEMAS = 1000
 
 
 class _TooComplex(Exception):
@@ -160,8 +179,41 @@ class _Walk:
         return out
 
 
+def _plain(schema: dict[str, Any]) -> bool:
+    """Whether the walk can only copy arguments of ``schema``: a flat object schema, nothing secret.
+
+    Its properties' schemas lead nowhere (no keyword the walk follows) and
+    none is marked secret, so no value is redacted, and the walk stays far
+    from its depth and visit limits whatever the arguments.
+    """
+    if _is_secret(schema) or (set(schema) & _FOLLOWED) - {"properties", "additionalProperties"}:
+        return False
+    properties = schema.get("properties", {})
+    if isinstance(schema.get("additionalProperties"), dict) or not isinstance(properties, dict):
+        return False
+    return len(properties) < _MAX_VISITS and all(
+        not isinstance(sub, dict) or not (_is_secret(sub) or set(sub) & _FOLLOWED)
+        for sub in properties.values()
+    )
+
+
+def _is_plain(schema: dict[str, Any]) -> bool:
+    found = _plain_schemas.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    if len(_plain_schemas) >= _MAX_PLAIN_SCHEMAS:
+        _plain_schemas.clear()
+    plain = _plain(schema)
+    _plain_schemas[id(schema)] = (schema, plain)
+    return plain
+
+
 def redact(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``arguments``, each value ``schema`` marks secret replaced by ``[redacted]``."""
+    if _is_plain(schema):
+        # Most tools' schemas: nothing to redact, so nothing to walk (a call's
+        # hot path redacts its arguments for the audit log).
+        return dict(arguments)
     try:
         redacted = _Walk(schema).redact(arguments, schema, 0)
     except _TooComplex:

@@ -32,7 +32,6 @@ from agentws.asgi import (
     Scope,
     Send,
     encode_headers,
-    header,
     respond,
 )
 from agentws.config import Settings
@@ -73,6 +72,12 @@ _REFUSALS = BodyRefusals(
 )
 
 
+# Accept header values seen, and whether each takes JSON and SSE: clients send
+# the same one with every request, and reading it is the SDK's (below).
+_ACCEPTS: dict[str, tuple[bool, bool]] = {}
+_MAX_ACCEPTS = 256
+
+
 def _json_headers(extra: Iterable[tuple[str, str]] = ()) -> list[tuple[bytes, bytes]]:
     return [(b"content-type", b"application/json"), *encode_headers(extra)]
 
@@ -95,6 +100,9 @@ class DoorRequest:
     group: str
     messages_path: bool
     caller: Caller | None = None
+    # The request's headers by name, the first of repeated ones winning (as
+    # header() finds them): made at the first look, for the many that follow.
+    _headers: dict[bytes, bytes] | None = attrs.field(default=None, init=False)
 
     @property
     def authorized(self) -> Caller:
@@ -107,7 +115,14 @@ class DoorRequest:
         return str(self.scope["method"])
 
     def header(self, name: bytes) -> str | None:
-        return header(self.scope, name)
+        """The first value of header ``name`` (lower case), or None."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = {}
+            for key, value in self.scope["headers"]:
+                headers.setdefault(key, value)
+        value = headers.get(name)
+        return None if value is None else value.decode("latin-1")
 
     @property
     def session_id(self) -> str | None:
@@ -130,7 +145,14 @@ class DoorRequest:
 
         Wildcards count (``*/*``, ``application/*``, ``text/*``); no ``Accept`` takes neither.
         """
-        return check_accept_headers(Request(self.scope))
+        accept = self.header(b"accept") or ""
+        found = _ACCEPTS.get(accept)
+        if found is None:
+            if len(_ACCEPTS) >= _MAX_ACCEPTS:
+                _ACCEPTS.clear()
+            only = {"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}
+            found = _ACCEPTS[accept] = check_accept_headers(Request(only))
+        return found
 
 
 class Answered(Exception):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, cast
 
@@ -42,6 +43,7 @@ from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
     find_duplicated_routing_header,
+    x_mcp_header_map,
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
@@ -71,6 +73,11 @@ _STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
 SERVING_GROUP: ContextVar[str | None] = ContextVar("agentws_serving_group", default=None)
 # Names this process's stateless callers in logs; unique, not secret.
 _CALLERS = itertools.count(1)
+# Whether a tool's input schema declares an Mcp-Param header, by the schema
+# object's identity (kept alongside, so a recycled id is never mistaken for
+# it): the catalog hands out the same schema object while it stands still.
+_DECLARES_HEADERS: dict[int, tuple[Mapping[str, Any], bool]] = {}
+_MAX_SCHEMAS = 1000
 
 
 def is_stateless(scope: Scope, session_id: str | None) -> bool:
@@ -211,22 +218,23 @@ async def _answer_call(
     except ValidationError:
         return False
     http = Request(scope)
-    if not http.headers.get("content-type", "").lower().startswith("application/json"):
+    headers = http.headers
+    if not headers.get("content-type", "").lower().startswith("application/json"):
         return False  # the SDK's own Content-Type check, which its handler makes first
-    if find_duplicated_routing_header(http.headers.items()) is not None:
+    if find_duplicated_routing_header(headers.items()) is not None:
         return False
-    verdict = classify_inbound_request(decoded, headers=dict(http.headers))
+    verdict = classify_inbound_request(decoded, headers=_folded(scope))
     if not isinstance(verdict, InboundModernRoute):
         return False
-    if await _mcp_param_rejection(server, http, request, verdict, state) is not None:
+    if not _declares_no_header(server, request) and (
+        await _mcp_param_rejection(server, http, request, verdict, state) is not None
+    ):
         return False
     connection = Connection.from_envelope(
         verdict.protocol_version, verdict.client_info, verdict.client_capabilities
     )
     exchange = _SingleExchangeDispatchContext(
-        transport=TransportContext(
-            kind="streamable-http", can_send_request=False, headers=http.headers
-        ),
+        transport=TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
         request_id=request.id,
         message_metadata=ServerMessageMetadata(request_context=http),
     )
@@ -253,3 +261,41 @@ async def _answer_call(
         [(b"content-type", b"application/json")],
     )
     return True
+
+
+def _folded(scope: Scope) -> dict[str, str]:
+    """The request's headers as one mapping, the first of repeated ones winning.
+
+    What ``dict()`` of Starlette's headers gives (the SDK's handler passes
+    that to the classifier), without looking each name up again.
+    """
+    folded: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        folded.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return folded
+
+
+def _declares_no_header(server: Server[Any], request: JSONRPCRequest) -> bool:
+    """Whether the called tool's schema declares no ``Mcp-Param`` header.
+
+    The SDK's check (``_mcp_param_rejection``) can only pass such a call:
+    it compares the headers the schema declares, and there are none. It
+    walks the whole schema to find that out; this walks each schema once.
+    False whenever in doubt, and the SDK's check runs.
+    """
+    lookup = server.get_tool_input_schema
+    name = (request.params or {}).get("name")
+    if lookup is None or not isinstance(name, str):
+        return False
+    try:
+        schema = lookup(name)
+    except Exception:
+        return False  # the SDK's check says what it makes of it
+    if schema is None:
+        return True  # the SDK's check skips a tool whose schema it cannot tell
+    found = _DECLARES_HEADERS.get(id(schema))
+    if found is None or found[0] is not schema:
+        if len(_DECLARES_HEADERS) >= _MAX_SCHEMAS:
+            _DECLARES_HEADERS.clear()
+        found = _DECLARES_HEADERS[id(schema)] = (schema, bool(x_mcp_header_map(schema)))
+    return not found[1]

@@ -20,7 +20,7 @@ reached.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -393,7 +393,14 @@ class Store(Protocol):
         """Cached tools of the group's active connectors, by connector name, then tool name."""
         ...
 
-    async def search_documents(self, group_id: str, query: str, *, limit: int) -> list[DocumentHit]:
+    async def search_documents(
+        self,
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> list[DocumentHit]:
         """Full-text search over the documents :meth:`group_documents` returns, best first.
 
         ``query`` is free text from a person or a model: it is split into
@@ -402,6 +409,11 @@ class Store(Protocol):
         title is the query (ignoring case) ranks first. Nothing in ``query``
         is syntax, so no text raises; text without words finds nothing.
         ``limit`` is clamped to 1..50.
+
+        ``libraries``: the group's libraries in the order they were attached,
+        as :meth:`group_libraries` returns them, when the caller has them
+        already (the tool catalog keeps them): their documents are searched
+        without finding them through the group's attachments again.
         """
         ...
 

@@ -19,6 +19,7 @@ group's catalog and search (:mod:`.sql_catalog`), and heartbeats and probes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, TypeVar
@@ -125,18 +126,11 @@ class SqlStore(
         if not records:
             return
         table = table_for(type(records[0]))
-        width = len(table.columns)
         async with self._db.transaction() as tx:
             for start in range(0, len(records), _ROWS_PER_STATEMENT):
                 chunk = records[start : start + _ROWS_PER_STATEMENT]
-                rows = ", ".join(
-                    "(" + ", ".join(f"${i * width + j + 1}" for j in range(width)) + ")"
-                    for i in range(len(chunk))
-                )
                 args = [v for record in chunk for v in table.encode(record, self.dialect)]
-                await tx.execute(
-                    f"INSERT INTO {table.name} ({', '.join(table.columns)}) VALUES {rows}", *args
-                )
+                await tx.execute(_insert_rows(table.name, table.columns, len(chunk)), *args)
 
     async def get(self, kind: type[R], record_id: str, /) -> R:
         found = await self.find(kind, id=record_id)
@@ -314,3 +308,14 @@ class SqlStore(
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         await self._db.listen(on_change, task_status=task_status)
+
+
+# The audit log inserts batches of a few sizes, many times over: each text is made once.
+@functools.lru_cache(maxsize=64)
+def _insert_rows(name: str, columns: tuple[str, ...], count: int) -> str:
+    """``INSERT`` of ``count`` rows into table ``name``, its values numbered ``$1``, ``$2``…"""
+    width = len(columns)
+    rows = ", ".join(
+        "(" + ", ".join(f"${i * width + j + 1}" for j in range(width)) + ")" for i in range(count)
+    )
+    return f"INSERT INTO {name} ({', '.join(columns)}) VALUES {rows}"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.models import (
@@ -162,24 +163,38 @@ class CatalogQueries:
             for row in rows
         ]
 
-    async def search_documents(self, group_id: str, query: str, *, limit: int) -> list[DocumentHit]:
+    async def search_documents(
+        self,
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> list[DocumentHit]:
         terms = _search_terms(query)
         if not terms:
             return []
         limit = max(1, min(int(limit), _MAX_HITS))
+        # The documents searched: the group's, found through its attachments,
+        # or those of the libraries the caller knows it has (no joins).
+        scope: list[str] = [group_id] if libraries is None else [lib.id for lib in libraries]
+        if not scope:
+            return []
+        by_library = None if libraries is None else len(scope)
         if self.dialect == "sqlite":
-            sql, match, quoted = _sqlite_search(len(terms), limit), " OR ", '"{}"'
+            sql, match, quoted = _sqlite_search(len(terms), limit, by_library), " OR ", '"{}"'
         else:
-            sql, match, quoted = _postgres_search(len(terms), limit), " | ", "'{}'"
+            sql, match, quoted = _postgres_search(len(terms), limit, by_library), " | ", "'{}'"
         phrases = [quoted.format(term) for term in terms]
         rows = await self._db.fetch(
-            sql, group_id, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
+            sql, *scope, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
         )
+        slugs = {lib.id: lib.slug for lib in libraries or ()}
         return [
             DocumentHit(
                 document_id=row["document_id"],
                 library_id=row["library_id"],
-                library_slug=row["library_slug"],
+                library_slug=row["library_slug"] if libraries is None else slugs[row["library_id"]],
                 slug=row["slug"],
                 title=row["title"],
                 mime_type=row["mime_type"],
@@ -190,50 +205,79 @@ class CatalogQueries:
         ]
 
 
-# Parameters of both search queries: $1 group id, $2 the query (any word),
+# Parameters of both search queries: first the scope (the group id, or the ids
+# of the libraries searched, ``by_library`` of them), then the query (any word),
+# the title key, the exact-title bonus, and one query per word.
+_HIT_COLUMNS = "d.id AS document_id, d.library_id, d.slug, d.title, d.mime_type"
+# Equal scores: the library attached first, then the oldest document (by the hits' columns).
+_ORDER = "attached_at, attachment_id, d.created_at, d.id"
 
 
-# $3 the title key, $4 the exact-title bonus, $5... one query per word.
-_HIT_COLUMNS = (
-    "d.id AS document_id, d.library_id, l.slug AS library_slug, d.slug, d.title, d.mime_type"
-)
-_ORDER = "gl.created_at, gl.id, d.created_at, d.id"
+def _scope(by_library: int | None) -> tuple[str, str, str, int]:
+    """Where the documents come from, which are searched, what orders equal scores, the next $n.
+
+    Through the group's attachments (``by_library`` None: ``$1`` is the
+    group), or straight from the libraries ``$1``…: either way documents
+    of the library attached first come first, then the oldest.
+    """
+    if by_library is None:
+        return (
+            f"{_EXPOSED}",
+            "gl.group_id = $1",
+            "gl.created_at AS attached_at, gl.id AS attachment_id, l.slug AS library_slug,",
+            2,
+        )
+    ids = ", ".join(f"${n + 1}" for n in range(by_library))
+    rank = " ".join(f"WHEN ${n + 1} THEN {n}" for n in range(by_library))
+    return (
+        "",
+        f"d.library_id IN ({ids})",
+        f"CASE d.library_id {rank} END AS attached_at, 0 AS attachment_id,",
+        by_library + 1,
+    )
 
 
-# The query text depends on the number of words and the limit only: made once for each.
+# The query text depends on the number of words, the limit and the scope only: made once for each.
 @functools.lru_cache(maxsize=1024)
-def _sqlite_search(n_terms: int, limit: int) -> str:
+def _sqlite_search(n_terms: int, limit: int, by_library: int | None = None) -> str:
+    joins, scope, order_columns, first = _scope(by_library)
+    match, title, bonus = f"${first}", f"${first + 1}", f"${first + 2}"
     fts = "context_documents_fts"
     bm25 = f"bm25({fts}, {_TITLE_WEIGHT}, 1.0)"
     matched = " + ".join(
-        f"(d.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ${5 + i}))" for i in range(n_terms)
+        f"(d.rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ${first + 3 + i}))"
+        for i in range(n_terms)
     )
+    slug = "" if by_library else " hits.library_slug,"
     # bm25 is negative, better when lower: -bm25 / (1 - bm25) is in [0, 1), better when higher.
     # snippet() reads the document's text, so it is made only for the hits returned.
     return (
-        f"WITH hits AS (SELECT d.rowid AS hit_rowid, {_HIT_COLUMNS},"
-        " gl.created_at AS attached_at, gl.id AS attachment_id, d.created_at,"
-        " (CASE WHEN lower(trim(d.title)) = lower($3) THEN $4 ELSE 0 END)"
+        f"WITH hits AS (SELECT d.rowid AS hit_rowid, {_HIT_COLUMNS}, {order_columns}"
+        " d.created_at,"
+        f" (CASE WHEN lower(trim(d.title)) = lower({title}) THEN {bonus} ELSE 0 END)"
         f" + {matched} + (-{bm25}) / (1.0 - {bm25}) AS score"
-        f" FROM {fts} JOIN context_documents d ON d.rowid = {fts}.rowid {_EXPOSED}"
-        f" WHERE {fts} MATCH $2 AND gl.group_id = $1"
+        f" FROM {fts} JOIN context_documents d ON d.rowid = {fts}.rowid {joins}"
+        f" WHERE {fts} MATCH {match} AND {scope}"
         f" AND d.policy <> '{DocumentPolicy.NEVER.value}'"
         f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
-        " SELECT hits.document_id, hits.library_id, hits.library_slug, hits.slug, hits.title,"
+        f" SELECT hits.document_id, hits.library_id,{slug} hits.slug, hits.title,"
         " hits.mime_type,"
         f" snippet({fts}, 1, '{_MARK}', '{_MARK}', '…', {_SNIPPET_WORDS}) AS snippet,"
         " hits.score"
-        f" FROM hits JOIN {fts} ON {fts}.rowid = hits.hit_rowid WHERE {fts} MATCH $2"
+        f" FROM hits JOIN {fts} ON {fts}.rowid = hits.hit_rowid WHERE {fts} MATCH {match}"
         " ORDER BY hits.score DESC, hits.attached_at, hits.attachment_id, hits.created_at,"
         " hits.document_id"
     )
 
 
 @functools.lru_cache(maxsize=1024)
-def _postgres_search(n_terms: int, limit: int) -> str:
+def _postgres_search(n_terms: int, limit: int, by_library: int | None = None) -> str:
+    joins, scope, order_columns, first = _scope(by_library)
+    match, title, bonus = f"${first}", f"${first + 1}", f"${first + 2}"
     matched = " + ".join(
-        f"(d.search @@ to_tsquery('english', ${5 + i}))::int" for i in range(n_terms)
+        f"(d.search @@ to_tsquery('english', ${first + 3 + i}))::int" for i in range(n_terms)
     )
+    slug = "" if by_library else " hits.library_slug,"
     headline = (
         f"StartSel={_MARK}, StopSel={_MARK}, MaxWords={_SNIPPET_WORDS},"
         f" MinWords={_SNIPPET_WORDS // 3}, MaxFragments=1"
@@ -241,16 +285,15 @@ def _postgres_search(n_terms: int, limit: int) -> str:
     # The headline, which reparses the body, is made only for the hits returned.
     # ts_rank_cd normalisation 32 is rank / (rank + 1): in [0, 1).
     return (
-        "WITH q AS (SELECT to_tsquery('english', $2) AS query), hits AS ("
-        f" SELECT {_HIT_COLUMNS}, d.body, gl.created_at AS attached_at, gl.id AS attachment_id,"
-        " d.created_at,"
-        " (CASE WHEN lower(btrim(d.title)) = lower($3) THEN $4 ELSE 0 END)"
+        f"WITH q AS (SELECT to_tsquery('english', {match}) AS query), hits AS ("
+        f" SELECT {_HIT_COLUMNS}, d.body, {order_columns} d.created_at,"
+        f" (CASE WHEN lower(btrim(d.title)) = lower({title}) THEN {bonus} ELSE 0 END)"
         f" + {matched} + ts_rank_cd(d.search, q.query, 32)::float8 AS score"
-        f" FROM q CROSS JOIN context_documents d {_EXPOSED}"
-        " WHERE d.search @@ q.query AND gl.group_id = $1"
+        f" FROM q CROSS JOIN context_documents d {joins}"
+        f" WHERE d.search @@ q.query AND {scope}"
         f" AND d.policy <> '{DocumentPolicy.NEVER.value}'"
         f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
-        " SELECT hits.document_id, hits.library_id, hits.library_slug, hits.slug, hits.title,"
+        f" SELECT hits.document_id, hits.library_id,{slug} hits.slug, hits.title,"
         " hits.mime_type,"
         f" ts_headline('english', hits.body, q.query, '{headline}') AS snippet, hits.score"
         " FROM hits CROSS JOIN q"

@@ -45,6 +45,15 @@ _BUSY_TIMEOUT_MS = 5000
 _CLEANUP_S = 5.0
 # Read-only connections for single reads; WAL lets them read beside the writer.
 _READERS = 4
+# Readers map the database file into memory, up to this size. Any commit (the
+# audit log's batches, twice a second under load) makes every reader drop its
+# page cache at its next read; mapped pages are then used where they lie in
+# the OS's cache instead of each being copied in again by a read() call. The
+# cost: a file shrunk behind SQLite's back (copied over or truncated by hand
+# while the service runs) ends the process (SIGBUS) where a read would have
+# failed. SQLite's own writers shrink it safely, and agentws never does (no
+# VACUUM).
+_READER_MMAP_BYTES = 256 * 1024 * 1024
 # How long a data version read is reused. Another process's commit is seen
 # this much later at most; this process's own commits are seen at once.
 _DATA_VERSION_REUSE_S = 0.005
@@ -171,7 +180,13 @@ class SqliteDatabase:
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         if not self._has_readers:  # an in-memory database exists on one connection only
             return await _converted(self._writer.call(lambda c: _fetch_rows(c, sql, args)))
-        reader = await self._idle.receive()
+        try:
+            # An idle reader is taken at once: the work handed to it is the
+            # checkpoint, and this way a read costs one trip through the
+            # scheduler, not two.
+            reader = self._idle.receive_nowait()
+        except trio.WouldBlock:
+            reader = await self._idle.receive()
         try:
             return await _converted(reader.call(lambda c: _fetch_rows(c, sql, args)))
         finally:
@@ -304,6 +319,7 @@ def _connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlit
         path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
     )
     conn.execute("PRAGMA query_only=ON")
+    conn.execute(f"PRAGMA mmap_size={_READER_MMAP_BYTES}")
     return conn
 
 

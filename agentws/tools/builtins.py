@@ -106,7 +106,12 @@ async def _search_context(
 ) -> types.CallToolResult:
     query = arguments["query"]
     limit = arguments.get("limit", 5)
-    hits = await store.search_documents(group.id, query, limit=limit)
+    hits = await store.search_documents(
+        group.id,
+        query,
+        limit=limit,
+        libraries=None if libraries is None else list(libraries.values()),
+    )
     results = [
         {
             "uri": f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",

@@ -32,7 +32,7 @@ import attrs
 import trio
 
 from agentws.changes import ChangeFeed, Topic
-from agentws.domain.models import CachedTool, Connector, Group, ToolPermission
+from agentws.domain.models import CachedTool, Connector, Group, Library, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
 from agentws.store import Store
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
@@ -51,6 +51,9 @@ class GroupTools:
     tools: tuple[ToolSpec, ...]
     by_name: dict[str, ToolSpec]
     version: int
+    #: The group's libraries by id, in the order they were attached (read only):
+    #: what the context built-ins search and read.
+    libraries: dict[str, Library] = attrs.field(factory=dict)
     #: Renderings of the list made by doors (the MCP listing), built once per list.
     renderings: dict[str, Any] = attrs.field(factory=dict)
 
@@ -88,8 +91,14 @@ class Catalog:
         cached = self._groups.get(group.id)
         if cached is not None and cached.version == version:
             return cached
-        tools = await group_tools(self.store, group)
-        built = GroupTools(tuple(tools), {tool.name: tool for tool in tools}, version)
+        libraries = await self.store.group_libraries(group.id)
+        tools = await _group_tools(self.store, group, bool(libraries))
+        built = GroupTools(
+            tuple(tools),
+            {tool.name: tool for tool in tools},
+            version,
+            {library.id: library for library in libraries},
+        )
         self._groups.pop(group.id, None)
         if len(self._groups) >= _MAX_GROUPS:
             del self._groups[next(iter(self._groups))]
@@ -147,6 +156,14 @@ class Catalog:
     async def tool(self, group: Group, name: str) -> ToolSpec | None:
         """The group's tool called ``name``, or None."""
         return (await self.tools(group)).by_name.get(name)
+
+    async def libraries(self, group: Group) -> dict[str, Library]:
+        """The group's libraries by id, in the order they were attached, as of now (read only).
+
+        Library attachments move the catalog version, so while nothing
+        changed this costs no store read.
+        """
+        return (await self.tools(group)).libraries
 
 
 def _with_permission(tool: ToolSpec, rows: list[ToolPermission]) -> ToolSpec:
@@ -217,8 +234,12 @@ def connector_tool(connector: Connector, cached: CachedTool) -> ToolSpec:
 
 async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
     """Every tool the group offers, built-ins first, then connector tools by name."""
+    return await _group_tools(store, group, bool(await store.group_libraries(group.id)))
+
+
+async def _group_tools(store: Store, group: Group, has_library: bool) -> list[ToolSpec]:
     tools: list[ToolSpec] = []
-    if await store.group_libraries(group.id):
+    if has_library:
         tools += [builtin.spec for builtin in BUILTINS.values()]
     connector_tools: list[ToolSpec] = []
     for connector, cached in await store.group_tools(group.id):

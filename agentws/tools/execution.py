@@ -19,7 +19,7 @@ import mcp_types as types
 from agentws.config import Settings
 from agentws.connectors.native import ACTIONS, action_error, run_action, upstream_deadline
 from agentws.connectors.registry import connector_headers
-from agentws.domain.models import Capability, Connector, ConnectorKind, Group
+from agentws.domain.models import Capability, Connector, ConnectorKind, Group, Library
 from agentws.errors import NotFoundError, UpstreamError, ValidationError
 from agentws.secret_box import Keys
 from agentws.store import Store
@@ -46,6 +46,10 @@ class ToolRunner:
     #: ``connector_of(connector_id)``: the connector record (a cached one, see
     #: :meth:`~agentws.tools.catalog.Catalog.connector`); None: read from the store.
     connector_of: Callable[[str], Awaitable[Connector]] | None = None
+    #: ``libraries_of(group)``: the group's libraries by id, in attachment order
+    #: (the catalog's, see :meth:`~agentws.tools.catalog.Catalog.libraries`);
+    #: None: the built-ins read them from the store.
+    libraries_of: Callable[[Group], Awaitable[dict[str, Library]]] | None = None
 
     @overload
     async def run(
@@ -88,7 +92,8 @@ class ToolRunner:
         """
         builtin = BUILTINS.get(tool.name)
         if builtin is not None and tool.source == "builtin":
-            return await builtin.run(self.store, group, None, arguments)
+            libraries = await self.libraries_of(group) if self.libraries_of is not None else None
+            return await builtin.run(self.store, group, libraries, arguments)
         if tool.name == GET_APPROVAL.name and tool.source == "builtin":
             return await approval_outcome(self.store, token_id, arguments["approval_id"])
         try:

@@ -4,7 +4,7 @@ The reference opens a copy of the benchmark's agentws database, so both
 servers search the same rows through the same FTS5 index
 (``context_documents_fts``: external content, ``porter unicode61``). The
 query below is agentws's SQLite search (``agentws/store/sql_catalog.py``) without
-the joins that decide what a group may see: the same words quoted and
+what limits it to a group's libraries: the same words quoted and
 OR-ed, the same per-word match counts, the same ``bm25`` weights and
 ``snippet``, the same score and order. The result is formatted as
 ``agentws/tools/builtins.py`` formats it.

@@ -104,9 +104,20 @@ async def doc(
     )
 
 
+async def search_hits(
+    store: SqlStore, group_id: str, query: str, *, limit: int
+) -> list[DocumentHit]:
+    """A search's hits, best first: the same whether the group's libraries are given or not."""
+    found = await store.search_documents(group_id, query, limit=limit)
+    libraries = await store.group_libraries(group_id)
+    given = await store.search_documents(group_id, query, limit=limit, libraries=libraries)
+    assert given == found
+    return found
+
+
 async def search(store: SqlStore, group: Group, query: str, limit: int = 10) -> list[str]:
     """The slugs of the hits, best first."""
-    return [h.slug for h in await store.search_documents(group.id, query, limit=limit)]
+    return [h.slug for h in await search_hits(store, group.id, query, limit=limit)]
 
 
 # -- what a group exposes -------------------------------------------------------
@@ -280,7 +291,7 @@ async def test_search_returns_hits_with_snippets(store: SqlStore) -> None:
         title="Release process",
         body="Before anything else, tag the build. Then deploy it to staging and wait.",
     )
-    (hit,) = await store.search_documents(w.ops.id, "deploy", limit=5)
+    (hit,) = await search_hits(store, w.ops.id, "deploy", limit=5)
     assert type(hit) is DocumentHit
     assert (hit.document_id, hit.library_id, hit.slug, hit.title, hit.mime_type) == (
         d.id,
@@ -309,7 +320,7 @@ async def test_more_matched_words_rank_higher(store: SqlStore) -> None:
     await doc(store, w.handbook, "one", body="rollback " * 20 + "and more text here")
     await doc(store, w.handbook, "two", body="a rollback after a failed migration")
     await doc(store, w.handbook, "none", body="nothing relevant")
-    hits = await store.search_documents(w.ops.id, "rollback migration", limit=10)
+    hits = await search_hits(store, w.ops.id, "rollback migration", limit=10)
     assert [h.slug for h in hits] == ["two", "one"]
     assert hits[0].score > hits[1].score
 
@@ -328,7 +339,7 @@ async def test_exact_title_ranks_first(store: SqlStore) -> None:
     await doc(store, w.runbooks, "partial", title="Runbook", body=body, minute=21)
     await doc(store, w.handbook, "exact", title="Deploy Runbook", body="short", minute=22)
     for query in ("deploy runbook", "  DEPLOY   runbook ", "Deploy Runbook"):
-        hits = await store.search_documents(w.ops.id, query, limit=10)
+        hits = await search_hits(store, w.ops.id, query, limit=10)
         assert hits[0].slug == "exact", query
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # A title that is one of the words is exact only for that word.
@@ -339,7 +350,7 @@ async def test_scores_are_in_descending_order(store: SqlStore) -> None:
     w = await world(store)
     for i in range(8):
         await doc(store, w.handbook, f"d{i}", body="alpha " * (i + 1) + "beta " * (i % 3))
-    hits = await store.search_documents(w.ops.id, "alpha beta gamma", limit=50)
+    hits = await search_hits(store, w.ops.id, "alpha beta gamma", limit=50)
     assert len(hits) == 8
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
@@ -406,7 +417,7 @@ HOSTILE = [
 async def test_queries_without_words_find_nothing(store: SqlStore, query: str) -> None:
     w = await world(store)
     await doc(store, w.handbook, "d", body="anything at all ___ 🎉")
-    assert await store.search_documents(w.ops.id, query, limit=10) == []
+    assert await search_hits(store, w.ops.id, query, limit=10) == []
 
 
 async def test_hostile_queries_never_raise(store: SqlStore) -> None:
@@ -414,7 +425,7 @@ async def test_hostile_queries_never_raise(store: SqlStore) -> None:
     await doc(store, w.handbook, "runbook", title="Deploy runbook", body="deploy the runbook")
     await doc(store, w.handbook, "intl", title="Intl", body="日本語のテキスト ünïcödé façade")
     for query in HOSTILE:
-        hits = await store.search_documents(w.ops.id, query, limit=5)
+        hits = await search_hits(store, w.ops.id, query, limit=5)
         assert all(type(h) is DocumentHit for h in hits), query
     # Operators are words like any other, quotes and symbols are not there at all.
     assert await search(store, w.ops, '"deploy" AND NOT runbook*') == ["runbook"]
@@ -434,7 +445,7 @@ async def test_updated_and_removed_documents_are_reindexed(store: SqlStore) -> N
     assert await search(store, w.ops, "platypus") == []
     assert await search(store, w.ops, "quokkas") == ["d"]
     assert await search(store, w.ops, "echidna") == ["d"]
-    (hit,) = await store.search_documents(w.ops.id, "quokkas", limit=1)
+    (hit,) = await search_hits(store, w.ops.id, "quokkas", limit=1)
     assert "quokkas" in hit.snippet
 
     await store.update(attrs.evolve(changed, policy=DocumentPolicy.NEVER))

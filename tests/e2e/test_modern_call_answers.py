@@ -36,7 +36,17 @@ def _call(arguments: Any, **params: Any) -> dict[str, Any]:
     }
 
 
+# Headers some cases add to the usual ones.
+EXTRA_HEADERS: dict[str, list[tuple[bytes, bytes]]] = {
+    "an Mcp-Param header the tool does not declare": [(b"mcp-param-query", b"refund")],
+    "a header repeated": [(b"accept", b"text/plain"), (b"x-forwarded-for", b"10.0.0.1")],
+    "a routing header repeated": [(b"mcp-name", b"search_context")],
+}
+
 REQUESTS: dict[str, tuple[Any, str]] = {
+    "an Mcp-Param header the tool does not declare": (_call({"query": "refund"}), "search_context"),
+    "a header repeated": (_call({"query": "refund"}), "search_context"),
+    "a routing header repeated": (_call({"query": "refund"}), "search_context"),
     "a call": (_call({"query": "refund"}), "search_context"),
     "no hits": (_call({"query": "zzzqqq"}), "search_context"),
     "a tool error": (_call({"query": ""}), "search_context"),
@@ -50,7 +60,7 @@ REQUESTS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _scope(server: Running, name: str) -> dict[str, Any]:
+def _scope(server: Running, name: str, case: str) -> dict[str, Any]:
     headers = [
         (b"host", b"127.0.0.1"),
         (b"accept", b"application/json, text/event-stream"),
@@ -58,6 +68,7 @@ def _scope(server: Running, name: str) -> dict[str, Any]:
         (b"mcp-protocol-version", MODERN.encode()),
         (b"mcp-method", b"tools/call"),
         (b"mcp-name", name.encode()),
+        *EXTRA_HEADERS.get(case, []),
     ]
     return {
         "type": "http",
@@ -68,7 +79,9 @@ def _scope(server: Running, name: str) -> dict[str, Any]:
     }
 
 
-async def _answer(server: Running, request: Any, name: str, *, ours: bool) -> dict[str, Any]:
+async def _answer(
+    server: Running, request: Any, name: str, case: str, *, ours: bool
+) -> dict[str, Any]:
     body = json.dumps(request).encode()
     caller = await server.runtime.authenticator.authenticate(
         f"Bearer {server.token}", "acme", "ops"
@@ -88,7 +101,7 @@ async def _answer(server: Running, request: Any, name: str, *, ours: bool) -> di
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = _scope(server, name)
+    scope = _scope(server, name, case)
     with trio.fail_after(REQUEST_S):
         if ours:
             await serve_stateless(mcp, caller, body, scope, receive, send)
@@ -109,10 +122,35 @@ async def _answer(server: Running, request: Any, name: str, *, ours: bool) -> di
 async def test_the_answer_is_the_sdk_handlers(tmp_path: Path, case: str) -> None:
     request, name = REQUESTS[case]
     async with running(tmp_path) as server:
-        ours = await _answer(server, request, name, ours=True)
-        theirs = await _answer(server, request, name, ours=False)
+        ours = await _answer(server, request, name, case, ours=True)
+        theirs = await _answer(server, request, name, case, ours=False)
     assert ours == theirs
     if case == "a call":
         result = json.loads(ours["body"])["result"]
         assert result["resultType"] == "complete"
         assert result["structuredContent"]["results"]
+
+
+def test_the_sdks_mcp_param_check_is_skipped_only_for_a_schema_that_declares_no_header() -> None:
+    from mcp.server.lowlevel.server import Server
+    from mcp_types import JSONRPCRequest
+
+    from agentws.mcp.modern import _declares_no_header
+
+    schemas: dict[str, Any] = {
+        "plain": {"type": "object", "properties": {"q": {"type": "string"}}},
+        "declares": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        },
+    }
+    server: Server[Any] = Server("t", get_tool_input_schema=schemas.get)
+
+    def call(name: Any) -> JSONRPCRequest:
+        return JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call", params={"name": name})
+
+    assert _declares_no_header(server, call("plain"))
+    assert _declares_no_header(server, call("unknown"))  # the SDK skips it too
+    assert not _declares_no_header(server, call("declares"))
+    assert not _declares_no_header(server, call(7))
+    assert not _declares_no_header(Server("t"), call("plain"))  # no lookup: the SDK lists tools

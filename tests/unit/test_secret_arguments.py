@@ -571,3 +571,56 @@ def test_draft_07_tuple_items_and_if_then_else():
         "pair": ["a", REDACTED],
         "cond": REDACTED,
     }
+
+
+# --- plain schemas: nothing to walk ------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+PLAIN_SCHEMAS = [
+    pytest.param({"type": "object"}, id="no-properties"),
+    pytest.param(obj(query=STRING, limit={"type": "integer", "minimum": 1}), id="flat"),
+    pytest.param(
+        {**obj(a=STRING), "additionalProperties": False, "$defs": {"s": {"writeOnly": True}}},
+        id="closed-with-unused-defs",
+    ),
+    pytest.param(
+        obj(a={"type": "object"}, b={"type": "array"}), id="containers-without-subschemas"
+    ),
+]
+
+
+@pytest.mark.parametrize("schema", PLAIN_SCHEMAS)
+@_SETTINGS
+@given(arguments=st.dictionaries(st.sampled_from(["a", "b", "query", "limit", "other"]), JSON))
+def test_a_plain_schema_redacts_nothing_as_the_walk_does(schema, arguments):
+    from agentws.domain.secrets_in_arguments import _is_plain, _Walk
+
+    assert _is_plain(schema)
+    walked = _Walk(schema).redact(arguments, schema, 0)
+    assert redact(arguments, schema) == walked == arguments
+    assert redact(arguments, schema) is not arguments
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(obj(pw={"writeOnly": True}), id="secret-property"),
+        pytest.param(obj(a=obj(pw=STRING)), id="nested-properties"),
+        pytest.param({**obj(a=STRING), "additionalProperties": STRING}, id="additional-schema"),
+        pytest.param(obj(a={"$ref": "#/$defs/s"}), id="ref"),
+        pytest.param(obj(a={"type": "array", "items": STRING}), id="items"),
+        pytest.param({**obj(a=STRING), "writeOnly": True}, id="secret-root"),
+        pytest.param({**obj(a=STRING), "allOf": [{}]}, id="branch"),
+    ],
+)
+def test_a_schema_that_leads_somewhere_is_walked(schema):
+    from agentws.domain.secrets_in_arguments import _is_plain
+
+    assert not _is_plain(schema)
