@@ -71,7 +71,8 @@ async def test_mcp_clients_over_both_transports_through_nginx(tmp_path: Path) ->
     for request in with_session:
         owner = owners[request.session_id.partition(".")[0]]
         assert len(request.upstreams) == 1 and request.answered_by(owner), request
-    assert all(200 <= r.status < 300 for r in requests), [r for r in requests if not 200 <= r.status < 300]
+    failed = [r for r in requests if not 200 <= r.status < 300]
+    assert not failed, failed
 
 
 async def test_modern_clients_need_no_sticky_routing(tmp_path: Path) -> None:
