@@ -48,7 +48,12 @@ from agentws.connectors.link_sessions import (
     SyncTools,
 )
 from agentws.connectors.modern_link import call_over, is_modern
-from agentws.connectors.relay import CallerChannel, RoundChannel, calling
+from agentws.connectors.relay import (
+    CallerChannel,
+    RoundChannel,
+    calling,
+    notifications_before_result,
+)
 from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
@@ -250,9 +255,11 @@ class RemoteLinks:
                             )
                         # The SDK puts its own progress token on the request and
                         # sends notifications/cancelled if this task is cancelled.
-                        return await connection.session.call_tool(
+                        result = await connection.session.call_tool(
                             name, arguments, progress_callback=progress
                         )
+                        await notifications_before_result()
+                        return result
                 except MCPError as exc:
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
                     passed = channel.remote_round if isinstance(channel, RoundChannel) else None

@@ -46,7 +46,12 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, LOG_LEVEL_M
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.direct_call import DirectCaller
-from agentws.connectors.relay import CallerChannel, ProgressFn, RoundChannel
+from agentws.connectors.relay import (
+    CallerChannel,
+    ProgressFn,
+    RoundChannel,
+    notifications_before_result,
+)
 from agentws.connectors.remote_mcp import list_all_tools
 
 __all__ = [
@@ -167,7 +172,7 @@ async def call_over(
                 progress=progress,
                 on_log=channel.log if channel is not None else None,
             )
-        return await session.call_tool(
+        result = await session.call_tool(
             name,
             arguments,
             progress_callback=progress,
@@ -176,6 +181,8 @@ async def call_over(
             meta=meta,
             allow_input_required=True,
         )
+        await notifications_before_result()
+        return result
 
     async def send(responses: types.InputResponses | None, state: str | None) -> Outcome:
         try:

@@ -55,9 +55,14 @@ __all__ = [
     "RoundChannel",
     "SampleFn",
     "calling",
+    "notifications_before_result",
 ]
 
 log = logging.getLogger("agentws.connectors")
+
+# Scheduler turns a relayed notification's callback takes to reach its caller's
+# stream (a turn to start, one for the anyio stream's checkpoint before a send).
+_NOTIFICATION_TURNS = 3
 
 #: ``progress(progress, total, message)``.
 ProgressFn = ProgressFnT
@@ -230,3 +235,17 @@ class RemoteRelay:
             code=types.INVALID_REQUEST,
             message=f"agentws cannot pass this {what} request on: {why}",
         )
+
+
+async def notifications_before_result() -> None:
+    """Let the remote's progress and log messages of a call reach its caller before the result.
+
+    The SDK's client runs each notification's callback in a task of its own,
+    started as the notification arrives, before the response; the response
+    wakes the calling task in the same turn of the scheduler, in no set
+    order (trio shuffles them on purpose). Without a turn or two more, the
+    result could be written to the caller first, and the messages sent before
+    it would then find their stream closed.
+    """
+    for _ in range(_NOTIFICATION_TURNS):
+        await trio.lowlevel.checkpoint()
