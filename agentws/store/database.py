@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+import outcome
 import trio
 
 from agentws.store.tables import Dialect
@@ -69,6 +70,26 @@ class Database(Protocol):
         the write lock is held only as long as the statements take, never
         across turns of the event loop (where other writers would queue
         behind it). ``durable`` as for :meth:`transaction`.
+        """
+        ...
+
+    def execute_grouped_nowait(
+        self, sql: str, args: Sequence[Any], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        """Run a write statement durably, in one transaction with those of other callers.
+
+        Group commit: the statement joins those queued while the previous
+        group's commit ran, and the next group starts as soon as that commit
+        ends, so many callers share one flush. ``answer`` is called in trio's
+        thread, after the commit, with how many rows the statement changed,
+        or its error (the driver's conversion, see the module docstring). A
+        statement that fails fails alone: the others of its group are then
+        committed one by one. Statements are committed in the order they
+        were queued. ``answer`` must not raise.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError` (raised at once,
+            nothing queued) once the database is closing.
         """
         ...
 
