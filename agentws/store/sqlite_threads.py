@@ -222,13 +222,15 @@ class Gathering(Generic[T, R]):
     """Items handed over one by one from trio, which the connection's thread runs in batches.
 
     :meth:`put_nowait` queues an item and, unless a batch is already due,
-    queues one batch's work for the thread. When the thread comes to it,
-    it takes every item gathered by then (at most ``most``) and runs them
-    together. Items that arrive meanwhile wait for the next batch, which
-    goes to the back of the thread's work if anything is left: other work
-    submitted in between runs first, and is never starved by a steady
-    stream of items. Each item's answer is called in trio's thread; the
-    answers of a batch arrive together, after the batch.
+    queues one batch's work for the thread once the current turn of the
+    event loop is over (the items other tasks hand over in the same turn
+    join it). When the thread comes to it, it takes every item gathered by
+    then (at most ``most``) and runs them together. Items that arrive
+    meanwhile make the next batch, which the thread queues itself as this
+    one ends, at the back of its work: other work submitted in between runs
+    first, and is never starved by a steady stream of items. Each item's
+    answer is called in trio's thread; the answers of a batch arrive
+    together, after the batch.
     """
 
     def __init__(
@@ -255,13 +257,16 @@ class Gathering(Generic[T, R]):
             :class:`ClosedError` once the thread is closing (nothing is queued).
         """
         self._thread._check_open()
-        self._token = trio.lowlevel.current_trio_token()
+        token = self._token = trio.lowlevel.current_trio_token()
         with self._lock:
             self._items.append((item, answer))
             if self._due:
                 return
             self._due = True
-        self._thread._jobs.put(self._job)
+        # The thread is idle: it starts once this turn of the loop is over,
+        # so that the items other tasks hand over in the same turn (a burst
+        # of requests read together) go in the same batch.
+        token.run_sync_soon(self._thread._jobs.put, self._job)
 
     def run_all(self, connection: sqlite3.Connection) -> None:
         """Run every item left, batch after batch (the thread's side, as it closes)."""

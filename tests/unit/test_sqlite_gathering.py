@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import outcome
 import pytest
 import trio
+import trio.testing
 
 from agentws.store.sqlite_threads import ClosedError, ConnectionThread, Gathering
 
@@ -80,6 +82,19 @@ async def test_items_gathered_while_the_thread_works_run_as_one_batch_in_order()
         assert answers.threads == {threading.current_thread().name}
 
 
+async def test_an_idle_thread_starts_once_the_turn_in_which_items_arrived_is_over() -> None:
+    log: list[str] = []
+    async with connection_thread() as thread:
+        gathering: Gathering[int, int] = thread.gathering(recording(log), most=100)
+        answers = Answers(5)
+        for n in range(5):  # one turn of the loop, as requests read together
+            gathering.put_nowait(n, answers.answer(n))
+            # Time enough for the thread to start on what it has, were it told at once.
+            time.sleep(0.002)  # noqa: ASYNC251
+        await answers.wait()
+        assert log == ["batch 0,1,2,3,4"]
+
+
 async def test_a_batch_takes_at_most_its_share_and_other_work_runs_between_batches() -> None:
     log: list[str] = []
     async with connection_thread() as thread:
@@ -88,6 +103,7 @@ async def test_a_batch_takes_at_most_its_share_and_other_work_runs_between_batch
         answers = Answers(5)
         for n in range(5):
             gathering.put_nowait(n, answers.answer(n))
+        await trio.testing.wait_all_tasks_blocked()  # the batch is queued for the thread
         async with trio.open_nursery() as nursery:
             nursery.start_soon(thread.call, lambda c: log.append("other work"))
             await trio.testing.wait_all_tasks_blocked()  # its work is queued
