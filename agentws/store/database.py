@@ -21,9 +21,28 @@ import trio
 
 from agentws.store.tables import Dialect
 
-__all__ = ["Database", "Row", "Transaction"]
+__all__ = ["Database", "Row", "Transaction", "group_size"]
 
 Row = dict[str, Any]
+
+# A group commit answers all its statements at once, so the callers of a big
+# group come back together, and their next statements make the next group
+# as big: a convoy, in which the commit waits for its callers and they wait
+# for the commit, in turn (seen with 32 webhook senders: every commit carried
+# nearly all of them, the server and the senders idle by turns). So a group
+# takes a part of what waits: a burst is committed and answered in steps,
+# and what comes back spreads out. At least _LEAST_GROUP, whose commit's
+# fixed cost (the flush) is shared well enough; the groups grow with the
+# queue, so a database that falls behind still catches up; at most
+# _MOST_GROUP, so one transaction stays short.
+_LEAST_GROUP = 8
+_GROUP_PART = 4
+_MOST_GROUP = 256
+
+
+def group_size(waiting: int) -> int:
+    """How many of ``waiting`` grouped statements the next group commit takes."""
+    return min(waiting, max(_LEAST_GROUP, min(_MOST_GROUP, -(-waiting // _GROUP_PART))))
 
 
 class Transaction(Protocol):
@@ -80,12 +99,14 @@ class Database(Protocol):
 
         Group commit: the statement joins those queued while the previous
         group's commit ran, and the next group starts as soon as that commit
-        ends, so many callers share one flush. ``answer`` is called in trio's
-        thread, after the commit, with how many rows the statement changed,
-        or its error (the driver's conversion, see the module docstring). A
-        statement that fails fails alone: the others of its group are then
-        committed one by one. Statements are committed in the order they
-        were queued. ``answer`` must not raise.
+        ends, so many callers share one flush. A group takes a part of what
+        waits (:func:`group_size`), so that a burst is answered in steps.
+        ``answer`` is called in trio's thread, after the commit, with how
+        many rows the statement changed, or its error (the driver's
+        conversion, see the module docstring). A statement that fails fails
+        alone: the others of its group are then committed one by one.
+        Statements are committed in the order they were queued. ``answer``
+        must not raise.
 
         Error handling:
             :class:`~agentws.errors.StoreUnavailableError` (raised at once,

@@ -32,7 +32,7 @@ from agentws.errors import (
     sole_exception,
 )
 from agentws.redaction import redact_url
-from agentws.store.database import Row
+from agentws.store.database import Row, group_size
 from agentws.store.tables import Dialect
 
 __all__ = ["CHANGES_CHANNEL", "LISTENER_NAME", "PostgresDatabase", "open_postgres", "redact_url"]
@@ -53,9 +53,6 @@ CHANGES_CHANNEL = "agentws"
 # that died without a word (a dropped route, a frozen server) is noticed
 # within this plus the connect timeout, not at the next TCP keep-alive.
 _LISTEN_CHECK_S = 5.0
-# Statements committed together at most by one group commit.
-_MOST_GROUPED = 256
-
 _Grouped = tuple[str, Sequence[Any], Callable[[outcome.Outcome[int]], None]]
 
 _UNAVAILABLE = (
@@ -205,7 +202,7 @@ class PostgresDatabase:
                 await self._grouped_arrived.wait()
                 self._grouped_arrived = trio.Event()
                 while self._grouped:
-                    count = min(len(self._grouped), _MOST_GROUPED)
+                    count = group_size(len(self._grouped))
                     await self._commit_group([self._grouped.popleft() for _ in range(count)])
         finally:
             self._grouping = stopping

@@ -34,7 +34,7 @@ from agentws.errors import (
     StoreUnavailableError,
     ValidationError,
 )
-from agentws.store.database import Row
+from agentws.store.database import Row, group_size
 from agentws.store.sqlite_threads import Answer, ClosedError, ConnectionThread, Session
 from agentws.store.tables import Dialect
 
@@ -48,8 +48,6 @@ _BUSY_TIMEOUT_MS = 5000
 _CLEANUP_S = 5.0
 # Read-only connections for single reads; WAL lets them read beside the writer.
 _READERS = 4
-# Statements committed together at most by one group commit.
-_MOST_GROUPED = 256
 # How long a data version read is reused. Another process's commit is seen
 # this much later at most; this process's own commits are seen at once.
 _DATA_VERSION_REUSE_S = 0.005
@@ -142,7 +140,7 @@ class SqliteDatabase:
         self._version_until = 0.0
         # The writer connection's synchronous setting; only the writer thread touches it.
         self._synchronous = "FULL"
-        self._grouped = writer.gathering(self._commit_grouped, most=_MOST_GROUPED)
+        self._grouped = writer.gathering(self._commit_grouped, size=group_size)
         self._idle_send, self._idle = trio.open_memory_channel[ConnectionThread](len(readers))
         for reader in readers:
             self._idle_send.send_nowait(reader)

@@ -20,10 +20,11 @@ at its next checkpoint.
 
 Small pieces of work that many tasks hand over at once, each wanting the
 same treatment (the inserts of a group commit), go through a
-:class:`Gathering` instead: the thread takes whatever has gathered as one
-batch the moment it can start on it, so under load one batch begins as
-the previous one ends, with no turn of the event loop in between, and the
-answers of a whole batch go back to the loop in one hand-off.
+:class:`Gathering` instead: the thread takes what has gathered (as much of
+it as the gathering's ``size`` says) as one batch the moment it can start
+on it, so under load one batch begins as the previous one ends, with no
+turn of the event loop in between, and the answers of a whole batch go
+back to the loop in one hand-off.
 """
 
 from __future__ import annotations
@@ -160,14 +161,14 @@ class ConnectionThread:
         self,
         run: Callable[[sqlite3.Connection, list[T]], Sequence[outcome.Outcome[R]]],
         *,
-        most: int,
+        size: Callable[[int], int],
     ) -> Gathering[T, R]:
-        """A :class:`Gathering` of items that ``run`` does in batches of at most ``most``.
+        """A :class:`Gathering` of items that ``run`` does in batches, ``size(waiting)`` at a time.
 
         ``run(connection, items)`` returns one outcome per item, in order;
         should it raise instead, every item of the batch gets its error.
         """
-        gathering = Gathering(self, run, most)
+        gathering = Gathering(self, run, size)
         self._gatherings.append(gathering)
         return gathering
 
@@ -224,11 +225,12 @@ class Gathering(Generic[T, R]):
     :meth:`put_nowait` queues an item and, unless a batch is already due,
     queues one batch's work for the thread once the current turn of the
     event loop is over (the items other tasks hand over in the same turn
-    join it). When the thread comes to it, it takes every item gathered by
-    then (at most ``most``) and runs them together. Items that arrive
-    meanwhile make the next batch, which the thread queues itself as this
-    one ends, at the back of its work: other work submitted in between runs
-    first, and is never starved by a steady stream of items. Each item's
+    join it). When the thread comes to it, it takes the first
+    ``size(waiting)`` of the items gathered by then and runs them together.
+    What is left, and what arrives meanwhile, makes the next batch, which
+    the thread queues itself as this one ends, at the back of its work:
+    other work submitted in between runs first, and is never starved by a
+    steady stream of items. Each item's
     answer is called in trio's thread; the answers of a batch arrive
     together, after the batch.
     """
@@ -237,11 +239,11 @@ class Gathering(Generic[T, R]):
         self,
         thread: ConnectionThread,
         run: Callable[[sqlite3.Connection, list[T]], Sequence[outcome.Outcome[R]]],
-        most: int,
+        size: Callable[[int], int],
     ) -> None:
         self._thread = thread
         self._run = run
-        self._most = most
+        self._size = size
         # Appended in trio's thread, taken in the connection's; the lock
         # also keeps "a batch is due" true exactly while one is queued.
         self._items: deque[tuple[T, Answer[R]]] = deque()
@@ -275,7 +277,9 @@ class Gathering(Generic[T, R]):
 
     def _run_batch(self, connection: sqlite3.Connection) -> None:
         with self._lock:
-            batch = [self._items.popleft() for _ in range(min(self._most, len(self._items)))]
+            waiting = len(self._items)
+            count = min(waiting, max(1, self._size(waiting))) if waiting else 0
+            batch = [self._items.popleft() for _ in range(count)]
         if batch:
             try:
                 results = self._run(connection, [item for item, _ in batch])

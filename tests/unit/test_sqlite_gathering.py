@@ -58,6 +58,10 @@ async def held(thread: ConnectionThread) -> Callable[[], None]:
 Run = Callable[[sqlite3.Connection, list[int]], list[outcome.Value[int]]]
 
 
+def every(waiting: int) -> int:
+    return waiting
+
+
 def recording(log: list[str]) -> Run:
     def run(conn: sqlite3.Connection, items: list[int]) -> list[outcome.Value[int]]:
         log.append("batch " + ",".join(map(str, items)))
@@ -69,7 +73,7 @@ def recording(log: list[str]) -> Run:
 async def test_items_gathered_while_the_thread_works_run_as_one_batch_in_order() -> None:
     log: list[str] = []
     async with connection_thread() as thread:
-        gathering: Gathering[int, int] = thread.gathering(recording(log), most=100)
+        gathering: Gathering[int, int] = thread.gathering(recording(log), size=every)
         release = await held(thread)
         answers = Answers(5)
         for n in range(5):
@@ -85,7 +89,7 @@ async def test_items_gathered_while_the_thread_works_run_as_one_batch_in_order()
 async def test_an_idle_thread_starts_once_the_turn_in_which_items_arrived_is_over() -> None:
     log: list[str] = []
     async with connection_thread() as thread:
-        gathering: Gathering[int, int] = thread.gathering(recording(log), most=100)
+        gathering: Gathering[int, int] = thread.gathering(recording(log), size=every)
         answers = Answers(5)
         for n in range(5):  # one turn of the loop, as requests read together
             gathering.put_nowait(n, answers.answer(n))
@@ -98,7 +102,7 @@ async def test_an_idle_thread_starts_once_the_turn_in_which_items_arrived_is_ove
 async def test_a_batch_takes_at_most_its_share_and_other_work_runs_between_batches() -> None:
     log: list[str] = []
     async with connection_thread() as thread:
-        gathering: Gathering[int, int] = thread.gathering(recording(log), most=2)
+        gathering: Gathering[int, int] = thread.gathering(recording(log), size=lambda waiting: 2)
         release = await held(thread)
         answers = Answers(5)
         for n in range(5):
@@ -119,7 +123,7 @@ async def test_each_item_has_its_own_outcome_and_a_failed_run_fails_its_batch() 
         return [outcome.Error(ValueError(n)) if n % 2 else outcome.Value(n) for n in items]
 
     async with connection_thread() as thread:
-        gathering: Gathering[int, int] = thread.gathering(run, most=100)
+        gathering: Gathering[int, int] = thread.gathering(run, size=every)
         release = await held(thread)
         answers = Answers(3)
         for n in range(3):
@@ -148,7 +152,7 @@ async def test_closing_runs_every_item_gathered_before_it_then_refuses_more() ->
     log: list[str] = []
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     thread = ConnectionThread(conn, "test")
-    gathering: Gathering[int, int] = thread.gathering(recording(log), most=1)
+    gathering: Gathering[int, int] = thread.gathering(recording(log), size=lambda waiting: 1)
     release = await held(thread)
     answers = Answers(3)
     for n in range(3):
