@@ -34,16 +34,21 @@ class RequestIds:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
+        request_id = b""
+        for key, value in scope["headers"]:
+            if key == b"x-request-id":
+                request_id = value
+                break
         # An id to find a request by in the logs, not a secret: no system randomness needed.
-        request_id = (
-            given if _PLAUSIBLE.fullmatch(given) else f"{random.getrandbits(64):016x}".encode()
-        )
+        if not (request_id and _PLAUSIBLE.fullmatch(request_id)):
+            request_id = b"%016x" % random.getrandbits(64)
+        id_header = (b"x-request-id", request_id)
 
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                headers = [h for h in message.get("headers", []) if h[0] != b"x-request-id"]
-                message = {**message, "headers": [*headers, (b"x-request-id", request_id)]}
+                headers = [h for h in message.get("headers", ()) if h[0] != b"x-request-id"]
+                headers.append(id_header)
+                message = {**message, "headers": headers}
             await send(message)
 
         with log_context(request_id=request_id.decode("ascii")):

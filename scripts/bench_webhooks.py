@@ -7,7 +7,8 @@ One run measures, on loopback, in a temp directory of its own:
    answer under 32 concurrent senders, back to back, each on one keep-alive
    connection, posting a GitHub-style ``push`` (about 1.5 KB of JSON). A 202
    from agentws means the event is durably committed (group commit: one
-   SQLite transaction, ``synchronous=FULL``, for whatever arrived meanwhile)
+   SQLite transaction, ``synchronous=FULL``, for the deliveries waiting, a
+   quarter of them at a time, at least 8)
    and its worker pool runs the events (by default the real ``anthropic``
    SDK against a local Messages API that answers at once, see
    :mod:`benchlib.fake_messages_api`; ``--model offline`` for the built-in
@@ -659,7 +660,8 @@ def render(results: dict[str, Any]) -> str:
         f"trio {packages['trio']}, SQLite store in WAL mode, synchronous=FULL): per delivery "
         "the token is looked up (active webhooks are remembered; the commit checks the "
         "webhook still exists and is active), the body read and parsed, the rate limit and "
-        "dedup key checked, and the event committed (group commit) before the 202; the event "
+        "dedup key checked, and the event committed before the 202 (group commit: a quarter "
+        "of the deliveries waiting, at least 8, per transaction); the event "
         f"worker (AGENTWS_WORKER_CONCURRENCY={_WORKER_CONCURRENCY}, webhook concurrency "
         f"{WEBHOOK_CONCURRENCY}, rate {RATE}, burst {BURST}) runs {_model_words(results)} and "
         "posts one message per event to `local:ops` on the same store meanwhile; while "

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
@@ -417,16 +418,43 @@ class Store(Protocol):
         """
         ...
 
-    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
-        """Store deliveries in one transaction (one commit for many requests).
+    def ingest_nowait(self, event: Event, answer: Callable[[outcome.Outcome[bool]], None]) -> None:
+        """Queue a delivery's event for the next group commit of deliveries.
 
-        An event whose ``dedup_key`` an event of the same webhook received
-        since ``dedup_since`` already has is not stored: it is a duplicate
-        (same body hash) or a conflict (another body), answered with the
-        first event's id. An older holder of the key lets go of it. An event
-        of a webhook that no longer exists is ``gone``, of a draft webhook
-        ``inactive``: both checked in the transaction that stores the rest.
-        One answer per event, in order.
+        Deliveries queued while a commit runs are stored together by the
+        next one, which starts as soon as it ends: one durable commit for
+        many requests. The event is stored only if its webhook exists and is
+        active and no event of the webhook holds its ``dedup_key``: all
+        checked in the transaction that stores it. Events are committed in
+        the order they were queued.
+
+        ``answer`` is called in trio's thread once the commit is durable:
+        with True if the event was stored, False if not (then
+        :meth:`not_ingested` says why), or with the store's error.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            store is closing (nothing queued).
+        """
+        ...
+
+    async def not_ingested(self, event: Event, *, dedup_since: datetime) -> Ingested:
+        """What became of an event :meth:`ingest_nowait` did not store.
+
+        Its webhook ``gone`` (no longer exists) or ``inactive`` (a draft);
+        or its ``dedup_key`` already held by an event of the webhook
+        received since ``dedup_since``: a ``duplicate`` (same body hash) or
+        a ``conflict`` (another body), with that first event's id. An older
+        holder of the key lets go of it, and the event is stored after all
+        (``accepted``).
+        """
+        ...
+
+    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
+        """Store deliveries with :meth:`ingest_nowait`; one answer per event, in order.
+
+        An event not stored is answered as :meth:`not_ingested` says.
+        Cancelled while waiting, the events may still be stored.
         """
         ...
 

@@ -16,13 +16,33 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+import outcome
 import trio
 
 from agentws.store.tables import Dialect
 
-__all__ = ["Database", "Row", "Transaction"]
+__all__ = ["Database", "Row", "Transaction", "group_size"]
 
 Row = dict[str, Any]
+
+# A group commit answers all its statements at once, so the callers of a big
+# group come back together, and their next statements make the next group
+# as big: a convoy, in which the commit waits for its callers and they wait
+# for the commit, in turn (seen with 32 webhook senders: every commit carried
+# nearly all of them, the server and the senders idle by turns). So a group
+# takes a part of what waits: a burst is committed and answered in steps,
+# and what comes back spreads out. At least _LEAST_GROUP, whose commit's
+# fixed cost (the flush) is shared well enough; the groups grow with the
+# queue, so a database that falls behind still catches up; at most
+# _MOST_GROUP, so one transaction stays short.
+_LEAST_GROUP = 8
+_GROUP_PART = 4
+_MOST_GROUP = 256
+
+
+def group_size(waiting: int) -> int:
+    """How many of ``waiting`` grouped statements the next group commit takes."""
+    return min(waiting, max(_LEAST_GROUP, min(_MOST_GROUP, -(-waiting // _GROUP_PART))))
 
 
 class Transaction(Protocol):
@@ -69,6 +89,28 @@ class Database(Protocol):
         the write lock is held only as long as the statements take, never
         across turns of the event loop (where other writers would queue
         behind it). ``durable`` as for :meth:`transaction`.
+        """
+        ...
+
+    def execute_grouped_nowait(
+        self, sql: str, args: Sequence[Any], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        """Run a write statement durably, in one transaction with those of other callers.
+
+        Group commit: the statement joins those queued while the previous
+        group's commit ran, and the next group starts as soon as that commit
+        ends, so many callers share one flush. A group takes a part of what
+        waits (:func:`group_size`), so that a burst is answered in steps.
+        ``answer`` is called in trio's thread, after the commit, with how
+        many rows the statement changed, or its error (the driver's
+        conversion, see the module docstring). A statement that fails fails
+        alone: the others of its group are then committed one by one.
+        Statements are committed in the order they were queued. ``answer``
+        must not raise.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError` (raised at once,
+            nothing queued) once the database is closing.
         """
         ...
 

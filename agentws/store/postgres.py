@@ -4,17 +4,22 @@ asyncpg is asyncio-only. :func:`open_postgres` opens a trio-asyncio loop for
 the life of the pool and every call goes through that loop explicitly
 (``loop.run_aio_coroutine``): the loop is otherwise found through a context
 variable that request handlers, started outside this block, do not see.
+It also runs the task that commits grouped statements
+(:meth:`PostgresDatabase.execute_grouped_nowait`): whatever gathered while
+its last commit ran, in one transaction.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import asyncpg
+import outcome
 import trio
 import trio_asyncio
 
@@ -27,7 +32,7 @@ from agentws.errors import (
     sole_exception,
 )
 from agentws.redaction import redact_url
-from agentws.store.database import Row
+from agentws.store.database import Row, group_size
 from agentws.store.tables import Dialect
 
 __all__ = ["CHANGES_CHANNEL", "LISTENER_NAME", "PostgresDatabase", "open_postgres", "redact_url"]
@@ -48,6 +53,7 @@ CHANGES_CHANNEL = "agentws"
 # that died without a word (a dropped route, a frozen server) is noticed
 # within this plus the connect timeout, not at the next TCP keep-alive.
 _LISTEN_CHECK_S = 5.0
+_Grouped = tuple[str, Sequence[Any], Callable[[outcome.Outcome[int]], None]]
 
 _UNAVAILABLE = (
     OSError,
@@ -100,6 +106,10 @@ class PostgresDatabase:
         self._loop = loop
         self._pool = pool
         self._url = url
+        self._grouped: deque[_Grouped] = deque()
+        self._grouped_arrived = trio.Event()
+        # None: no task commits grouped statements (not started, or stopped).
+        self._grouping: trio.Event | None = None
 
     async def aio(
         self, method: Callable[..., Coroutine[Any, Any, T]], *args: Any, **kwargs: Any
@@ -167,6 +177,75 @@ class PostgresDatabase:
     ) -> list[int]:
         async with self.transaction(durable=durable) as tx:
             return [await tx.execute(sql, *args) for sql, args in statements]
+
+    def execute_grouped_nowait(
+        self, sql: str, args: Sequence[Any], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        if self._grouping is None or self._grouping.is_set():
+            raise StoreUnavailableError("PostgreSQL: the database is closed")
+        self._grouped.append((sql, args, answer))
+        self._grouped_arrived.set()
+
+    async def commit_groups(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Commit grouped statements, a group at a time, until :meth:`stop_grouping`.
+
+        Statements queued before the stop are committed first; if this task
+        is cancelled instead, those not committed are answered with
+        :class:`~agentws.errors.StoreUnavailableError`.
+        """
+        stopping = self._grouping = trio.Event()
+        task_status.started()
+        try:
+            while self._grouped or not stopping.is_set():
+                await self._grouped_arrived.wait()
+                self._grouped_arrived = trio.Event()
+                while self._grouped:
+                    count = group_size(len(self._grouped))
+                    await self._commit_group([self._grouped.popleft() for _ in range(count)])
+        finally:
+            self._grouping = stopping
+            stopping.set()
+            closed = StoreUnavailableError("PostgreSQL: the database is closed")
+            while self._grouped:
+                self._grouped.popleft()[2](outcome.Error(closed))
+
+    def stop_grouping(self) -> None:
+        """Let :meth:`commit_groups` return once what was queued is committed."""
+        if self._grouping is not None:
+            self._grouping.set()
+        self._grouped_arrived.set()
+
+    async def _commit_group(self, group: list[_Grouped]) -> None:
+        answered = False
+        try:
+            try:
+                counts = await self.execute_batch([(sql, args) for sql, args, _ in group])
+            except Exception as exc:  # converted (see _convert), or a failure of its own
+                if len(group) == 1 or isinstance(exc, StoreUnavailableError):
+                    results: list[outcome.Outcome[int]] = [outcome.Error(exc) for _ in group]
+                else:
+                    # Maybe one statement's own failure: each on its own, so
+                    # that it cannot fail the others.
+                    results = [
+                        await outcome.acapture(self._commit_one, sql, args)
+                        for sql, args, _ in group
+                    ]
+            else:
+                results = [outcome.Value(n) for n in counts]
+            answered = True
+            for (_, _, answer), result in zip(group, results, strict=True):
+                answer(result)
+        finally:
+            if not answered:  # cancelled: nobody may count on these being stored
+                closed = StoreUnavailableError("PostgreSQL: the database is closing")
+                for _, _, answer in group:
+                    answer(outcome.Error(closed))
+
+    async def _commit_one(self, sql: str, args: Sequence[Any]) -> int:
+        (count,) = await self.execute_batch([(sql, args)])
+        return count
 
     def data_version(self) -> int | None:
         return None  # no cheap change counter; caches ask the database every time
@@ -270,7 +349,13 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
                     f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"
                 ) from exc
             try:
-                yield PostgresDatabase(loop, pool, url)
+                db = PostgresDatabase(loop, pool, url)
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(db.commit_groups)
+                    try:
+                        yield db
+                    finally:
+                        db.stop_grouping()
             finally:
                 with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
                     await loop.run_aio_coroutine(pool.close())

@@ -17,19 +17,22 @@ waits for a retry).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import functools
+from collections.abc import Callable, Collection
 from datetime import datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING, Any
 
+import outcome
+import trio
+
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
 from agentws.errors import NotFoundError
-from agentws.store.tables import table_for
+from agentws.store.tables import Dialect, table_for
 
 if TYPE_CHECKING:
     from agentws.store.database import Database, Row
-    from agentws.store.tables import Dialect
 
 __all__ = ["EventQueries"]
 
@@ -39,6 +42,32 @@ _CLAIMABLE = (
     f"((status = '{_QUEUED}' AND available_at <= $1)"
     f" OR (status = '{_RUNNING}' AND lease_expires_at <= $1))"
 )
+
+
+@functools.cache
+def _ingest_sql(dialect: Dialect) -> tuple[str, Any]:
+    """The insert of a delivery's event (made once), and how ``active`` is written."""
+    table = table_for(Event)
+    count = len(table.columns)
+    marks = ", ".join(f"${i}" for i in range(1, count + 1))
+    insert = (
+        f"INSERT INTO events ({', '.join(table.columns)}) SELECT {marks}"
+        " WHERE EXISTS (SELECT 1 FROM webhooks"
+        f" WHERE id = ${count + 1} AND active = ${count + 2})"
+        " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+    )
+    return insert, table_for(Webhook).encode_value("active", True, dialect)
+
+
+def _inserted(result: outcome.Outcome[int]) -> outcome.Outcome[bool]:
+    """Whether an ingest insert stored its row (a failed foreign key: it did not)."""
+    try:
+        return outcome.Value(bool(result.unwrap()))
+    except NotFoundError:
+        # A webhook deleted in between, where the database does not see it.
+        return outcome.Value(False)
+    except Exception as exc:
+        return outcome.Error(exc)
 
 
 class EventQueries:
@@ -57,48 +86,22 @@ class EventQueries:
         table = table_for(Event)
         return [table.decode(row, self.dialect) for row in rows]
 
-    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
-        table = table_for(Event)
-        columns = ", ".join(table.columns)
-        count = len(table.columns)
-        marks = ", ".join(f"${i}" for i in range(1, count + 1))
-        active = table_for(Webhook).encode_value("active", True, self.dialect)
+    def ingest_nowait(self, event: Event, answer: Callable[[outcome.Outcome[bool]], None]) -> None:
         # Stored only while its webhook exists and is active, checked in the
         # transaction that stores it: a delivery racing a delete or a
         # deactivation is refused, never stored for a webhook that is gone.
         # A key already taken makes the insert do nothing too: the event is
-        # then a redelivery (or a conflict), decided below from the first one.
-        insert = (
-            f"INSERT INTO events ({columns}) SELECT {marks}"
-            " WHERE EXISTS (SELECT 1 FROM webhooks"
-            f" WHERE id = ${count + 1} AND active = ${count + 2})"
-            " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+        # then a redelivery (or a conflict), which not_ingested tells apart.
+        insert, active = _ingest_sql(self.dialect)
+        self._db.execute_grouped_nowait(
+            insert,
+            [*table_for(Event).encode(event, self.dialect), event.webhook_id, active],
+            lambda result: answer(_inserted(result)),
         )
-        try:
-            counts = await self._db.execute_batch(
-                [(insert, [*table.encode(e, self.dialect), e.webhook_id, active]) for e in events]
-            )
-        except NotFoundError:
-            # A foreign key failed after all (a webhook deleted in between,
-            # where the database does not see it): one by one, so that only
-            # its own events are refused.
-            if len(events) == 1:
-                return [Ingested(IngestOutcome.GONE)]
-            return [
-                (await self.ingest_events([event], dedup_since=dedup_since))[0] for event in events
-            ]
-        results: list[Ingested] = []
-        for event, stored in zip(events, counts, strict=True):
-            if stored:
-                results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
-            else:
-                results.append(await self._not_stored(event, insert, active, dedup_since))
-        return results
 
-    async def _not_stored(
-        self, event: Event, insert: str, active: Any, dedup_since: datetime
-    ) -> Ingested:
+    async def not_ingested(self, event: Event, *, dedup_since: datetime) -> Ingested:
         """Why an event was not stored: its webhook, or a key already taken."""
+        insert, active = _ingest_sql(self.dialect)
         webhooks = await self._db.fetch(
             "SELECT active FROM webhooks WHERE id = $1", event.webhook_id
         )
@@ -133,6 +136,32 @@ class EventQueries:
         if first["body_hash"] == event.body_hash:
             return Ingested(IngestOutcome.DUPLICATE, first["id"])
         return Ingested(IngestOutcome.CONFLICT, first["id"])
+
+    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
+        inserted: list[outcome.Outcome[bool] | None] = [None] * len(events)
+        left = len(events)
+        all_answered = trio.Event()
+
+        def answer_for(n: int) -> Callable[[outcome.Outcome[bool]], None]:
+            def answer(result: outcome.Outcome[bool]) -> None:
+                nonlocal left
+                inserted[n], left = result, left - 1
+                if not left:
+                    all_answered.set()
+
+            return answer
+
+        for n, event in enumerate(events):
+            self.ingest_nowait(event, answer_for(n))
+        if events:
+            await all_answered.wait()
+        results: list[Ingested] = []
+        for event, result in zip(events, inserted, strict=True):
+            if result is not None and result.unwrap():
+                results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
+            else:
+                results.append(await self.not_ingested(event, dedup_since=dedup_since))
+        return results
 
     async def claim_events(
         self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int

@@ -4,9 +4,11 @@ sqlite3 blocks, so no statement runs on the event loop: the event loop never
 waits on disk. One writer connection serves the process, in a thread of its
 own that runs one transaction after another
 (:class:`~agentws.store.sqlite_threads.ConnectionThread`): SQLite admits one
-writer at a time anyway. Single reads run on a few read-only connections,
-each in a thread of its own too. Other processes (the CLI while the server
-runs) wait for the write lock up to ``busy_timeout``.
+writer at a time anyway. Grouped statements (:meth:`SqliteDatabase.execute_grouped_nowait`)
+gather for that thread, which commits all that gathered in one transaction
+as soon as it is free (group commit). Single reads run on a few read-only
+connections, each in a thread of its own too. Other processes (the CLI
+while the server runs) wait for the write lock up to ``busy_timeout``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
+import outcome
 import trio
 
 from agentws.errors import (
@@ -31,8 +34,8 @@ from agentws.errors import (
     StoreUnavailableError,
     ValidationError,
 )
-from agentws.store.database import Row
-from agentws.store.sqlite_threads import ClosedError, ConnectionThread, Session
+from agentws.store.database import Row, group_size
+from agentws.store.sqlite_threads import Answer, ClosedError, ConnectionThread, Session
 from agentws.store.tables import Dialect
 
 __all__ = ["SqliteDatabase", "open_sqlite", "sqlite_path"]
@@ -119,6 +122,9 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+_Statement = tuple[str, Sequence[Any]]
+
+
 class SqliteDatabase:
     """A :class:`~agentws.store.database.Database` over one SQLite file.
 
@@ -143,6 +149,7 @@ class SqliteDatabase:
         self._version_until = 0.0
         # The writer connection's synchronous setting; only the writer thread touches it.
         self._synchronous = "FULL"
+        self._grouped = writer.gathering(self._commit_grouped, size=group_size)
         self._idle_send, self._idle = trio.open_memory_channel[ConnectionThread](len(readers))
         for reader in readers:
             self._idle_send.send_nowait(reader)
@@ -224,25 +231,57 @@ class SqliteDatabase:
             # was cancelled before it could end the session, end it here.
             session.end_nowait(_rollback)
 
-    async def execute_batch(
-        self, statements: Sequence[tuple[str, Sequence[Any]]], *, durable: bool = True
+    def _write(
+        self, c: sqlite3.Connection, statements: Sequence[_Statement], durable: bool
     ) -> list[int]:
-        def work(c: sqlite3.Connection) -> list[int]:
-            self._set_synchronous(c, durable)
-            c.execute("BEGIN IMMEDIATE")
-            try:
-                counts = [c.execute(_to_sqlite(sql), tuple(a)).rowcount for sql, a in statements]
-                c.execute("COMMIT")
-            except BaseException:
-                _rollback(c)
-                raise
-            return counts
+        """Run ``statements`` in one transaction (the writer thread's side)."""
+        self._set_synchronous(c, durable)
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            counts = [c.execute(_to_sqlite(sql), tuple(a)).rowcount for sql, a in statements]
+            c.execute("COMMIT")
+        except BaseException:
+            _rollback(c)
+            raise
+        return counts
 
+    async def execute_batch(
+        self, statements: Sequence[_Statement], *, durable: bool = True
+    ) -> list[int]:
         # One piece of work for the writer thread, which runs to its end even
         # if this task is cancelled meanwhile: the transaction is never left open.
-        counts = await _converted(self._writer.call(work))
+        counts = await _converted(self._writer.call(lambda c: self._write(c, statements, durable)))
         self._version_until = 0.0
         return counts
+
+    def execute_grouped_nowait(self, sql: str, args: Sequence[Any], answer: Answer[int]) -> None:
+        try:
+            self._grouped.put_nowait((sql, args), answer)
+        except ClosedError as exc:
+            raise StoreUnavailableError(f"SQLite: {exc}") from None
+
+    def _commit_grouped(
+        self, c: sqlite3.Connection, statements: list[_Statement]
+    ) -> list[outcome.Outcome[int]]:
+        """One durable transaction for every statement gathered (the writer thread's side)."""
+        try:
+            counts = self._write(c, statements, True)
+        except sqlite3.Error as exc:
+            if len(statements) == 1 or isinstance(_convert(exc), StoreUnavailableError):
+                return [outcome.Error(_convert(exc)) for _ in statements]
+            # Maybe one statement's own failure: each on its own, so that it
+            # cannot fail the others.
+            return [self._commit_one(c, statement) for statement in statements]
+        self._version_until = 0.0  # our own commit is seen at once
+        return [outcome.Value(n) for n in counts]
+
+    def _commit_one(self, c: sqlite3.Connection, statement: _Statement) -> outcome.Outcome[int]:
+        try:
+            (count,) = self._write(c, [statement], True)
+        except sqlite3.Error as exc:
+            return outcome.Error(_convert(exc))
+        self._version_until = 0.0
+        return outcome.Value(count)
 
     async def ping(self) -> None:
         await _converted(self._writer.call(lambda c: c.execute("SELECT 1").fetchall()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import operator
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -40,8 +41,16 @@ def _decode_datetime(value: Any, dialect: Dialect) -> datetime:
     return typing.cast(datetime, value).astimezone(UTC)
 
 
+# Made once: json.dumps with options of its own builds an encoder per call.
+_JSON_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _encode_json(value: Any, dialect: Dialect) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _JSON_ENCODE(value)
+
+
+def _same(value: Any, dialect: Dialect) -> Any:
+    return value
 
 
 def _decode_json(value: Any, dialect: Dialect) -> Any:
@@ -71,7 +80,7 @@ def _converters(annotation: Any) -> tuple[_Encode, _Decode]:
     if origin is dict or annotation is dict:
         return _encode_json, _decode_json
     if annotation in (str, int, float, bytes):
-        return (lambda v, d: v), (lambda v, d: bytes(v) if isinstance(v, memoryview) else v)
+        return _same, (lambda v, d: bytes(v) if isinstance(v, memoryview) else v)
     raise TypeError(f"no column mapping for field type {annotation!r}")
 
 
@@ -89,12 +98,25 @@ class Table:
     order_by: str
     columns: tuple[str, ...] = attrs.field(init=False)
     _codecs: Mapping[str, tuple[_Encode, _Decode]] = attrs.field(init=False, repr=False)
+    # For encode(), the hot path of inserts: every column's value in one call,
+    # then only the columns whose values change on the way in.
+    _values: Callable[[Any], tuple[Any, ...]] = attrs.field(init=False, repr=False)
+    _converted: tuple[tuple[int, _Encode], ...] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         hints = typing.get_type_hints(self.record)
         fields = attrs.fields(self.record)
-        object.__setattr__(self, "columns", tuple(f.name for f in fields))
-        object.__setattr__(self, "_codecs", {f.name: _converters(hints[f.name]) for f in fields})
+        columns = tuple(f.name for f in fields)
+        codecs = {f.name: _converters(hints[f.name]) for f in fields}
+        object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "_codecs", codecs)
+        getter = operator.attrgetter(*columns)
+        values = getter if len(columns) > 1 else (lambda record: (getter(record),))
+        object.__setattr__(self, "_values", values)
+        converted = tuple(
+            (i, codecs[c][0]) for i, c in enumerate(columns) if codecs[c][0] is not _same
+        )
+        object.__setattr__(self, "_converted", converted)
 
     def check_column(self, column: str) -> str:
         if column not in self._codecs:
@@ -113,7 +135,12 @@ class Table:
 
     def encode(self, record: Any, dialect: Dialect) -> list[Any]:
         """The row's values in column order."""
-        return [self.encode_value(c, getattr(record, c), dialect) for c in self.columns]
+        row = list(self._values(record))
+        for i, encode in self._converted:
+            value = row[i]
+            if value is not None:
+                row[i] = encode(value, dialect)
+        return row
 
     def decode(self, row: Mapping[str, Any], dialect: Dialect) -> Any:
         values = {}

@@ -7,17 +7,22 @@ method issued it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import outcome
 import trio
 
-from agentws.metrics import timed_store
+from agentws.metrics import STORE_SECONDS, timed_store
 from agentws.store.database import Database, Row, Transaction
 from agentws.store.tables import Dialect
 
 __all__ = ["TimedDatabase"]
+
+# A grouped statement is timed from its queueing to its answer, as a batch is.
+_GROUPED = STORE_SECONDS.labels("grouped")
 
 
 class TimedDatabase:
@@ -41,6 +46,17 @@ class TimedDatabase:
     ) -> list[int]:
         with timed_store("batch"):
             return await self._db.execute_batch(statements, durable=durable)
+
+    def execute_grouped_nowait(
+        self, sql: str, args: Sequence[Any], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        started = time.perf_counter()
+
+        def timed(result: outcome.Outcome[int]) -> None:
+            _GROUPED.observe(time.perf_counter() - started)
+            answer(result)
+
+        self._db.execute_grouped_nowait(sql, args, timed)
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         with timed_store("read"):

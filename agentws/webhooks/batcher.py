@@ -1,74 +1,80 @@
-"""Group commit: concurrent deliveries stored in one transaction.
+"""Group commit of deliveries: each request waits for the durable commit of its event.
 
 A delivery is acknowledged only once its event is durably stored, and a
-durable commit (fsync on SQLite, WAL flush on PostgreSQL) costs far more than
-the inserts in it. So requests hand their events to one task, which commits
-whatever has gathered while the previous commit ran: under load, one commit
-carries many events; alone, an event waits for nothing but its own commit.
+durable commit (fsync on SQLite, WAL flush on PostgreSQL) costs far more
+than the inserts in it. So events go to the store's group commit
+(:meth:`~agentws.store.Store.ingest_nowait`): the events queued while one
+commit runs are stored together by the next, which starts as soon as that
+one ends (on SQLite in the writer thread itself, with no turn of the event
+loop in between). Under load, one commit carries many events; alone, an
+event waits for nothing but its own commit.
 
-Each waiting request gets its own answer (accepted, duplicate, conflict,
-gone) or the store's error, or, past the deadline it was submitted with,
-"no answer in time" (one watch for all of them: a cancel scope per request
-would cost more than the rest of its wait). If a batch fails for a reason that may be one
-event's (not the store being down), its events are tried one by one, so one
-bad event cannot fail the others.
+The batcher stamps each event as it is queued, keeps the requests' store
+deadline (one watch for all of them: a cancel scope per request would cost
+more than the rest of its wait), wakes the worker when events are stored,
+and says whether deliveries are queueing. Each waiting request gets its own
+answer (accepted, duplicate, conflict, gone) or the store's error, or, past
+its deadline, "no answer in time" (its event may still be stored by the
+commit under way: the sender's retry is then a duplicate).
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
-import logging
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import attrs
+import outcome
 import trio
 
-from agentws.domain.deliveries import Ingested
+from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import Event
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError, StoreUnavailableError
 from agentws.store import Store
 
-__all__ = ["DEDUP_WINDOW", "IngestBatcher"]
-
-log = logging.getLogger("agentws.webhooks")
+__all__ = ["BUSY_BATCH", "DEDUP_WINDOW", "IngestBatcher"]
 
 #: How long a delivery id is remembered per webhook.
 DEDUP_WINDOW = timedelta(hours=72)
-# Events committed together at most.
-_MAX_BATCH = 256
-#: A commit that carries this many deliveries means they arrive faster than
-#: one commit takes: the door is busy (see :meth:`IngestBatcher.busy`).
+#: This many deliveries waiting for their commit at once means they arrive
+#: faster than one commit takes: the door is busy (see :meth:`IngestBatcher.busy`).
 BUSY_BATCH = 8
 # The least step between two events' received_at.
 _TICK = timedelta(microseconds=1)
+_LATE = "no answer in time"
 
 
 @attrs.define(eq=False)
 class _Pending:
     event: Event
     done: trio.Event = attrs.field(factory=trio.Event)
-    result: Ingested | None = None
+    #: The store's answer: whether the event was inserted, or its error.
+    inserted: outcome.Outcome[bool] | None = None
+    #: Set instead when the request is answered before the store (its deadline).
     error: StoreError | None = None
 
 
 @attrs.define(eq=False)
 class IngestBatcher:
-    """Stores submitted events in shared transactions; runs in the service's nursery."""
+    """Hands deliveries' events to the store's group commit; runs in the service's nursery."""
 
     store: Store
-    #: Called after a commit that stored new events (wakes the worker).
+    #: Called when a commit stored new events (wakes the worker).
     on_stored: Callable[[], None] | None = None
-    #: How long the door counts as busy after a commit of BUSY_BATCH or more.
+    #: How long the door counts as busy after BUSY_BATCH deliveries waited at once.
     busy_s: float = 1.0
-    _queue: list[_Pending] = attrs.field(factory=list, init=False)
-    _arrived: trio.Event = attrs.field(factory=trio.Event, init=False)
     _last_received: datetime | None = attrs.field(default=None, init=False)
-    _closed: bool = attrs.field(default=False, init=False)
     _busy_until: float = attrs.field(default=float("-inf"), init=False)
+    # Deliveries handed to the store and not yet answered by it.
+    _queued: int = attrs.field(default=0, init=False)
+    _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    # Set when nothing is queued (what a closing serve() waits for).
+    _idle: trio.Event = attrs.field(factory=trio.Event, init=False)
     # Requests waiting with a deadline: (deadline, arrival, pending), a heap.
     _waiting: list[tuple[float, int, _Pending]] = attrs.field(factory=list, init=False)
     _arrivals: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
@@ -86,8 +92,8 @@ class IngestBatcher:
 
         Error handling:
             The store's :class:`~agentws.errors.StoreError` if the commit failed.
-            Cancelled while waiting (the request's deadline), the event may
-            still be stored by the commit under way.
+            Cancelled while waiting, the event may still be stored by the
+            commit under way.
         """
         now = self._stamp()
         return await self._submit(attrs.evolve(event, received_at=now, available_at=now))
@@ -133,43 +139,65 @@ class IngestBatcher:
 
     async def _submit(self, event: Event, deadline: float = math.inf) -> Ingested:
         pending = _Pending(event)
-        alarm = self._alarm
-        if alarm is None:
-            # Shutting down (or not started): the delivery is committed on its own.
-            with trio.CancelScope(deadline=deadline):
-                await self._commit([pending])
-            _answer_late(pending)
-        else:
-            self._queue.append(pending)
-            self._arrived.set()
-            if deadline < math.inf:
+        self.store.ingest_nowait(event, functools.partial(self._answer, pending))
+        self._queued += 1
+        if self._queued >= BUSY_BATCH:
+            self._busy_until = trio.current_time() + self.busy_s
+        if deadline < math.inf:
+            alarm = self._alarm
+            if alarm is None:
+                # Not serving (shutting down, or not started): a scope of its own.
+                with trio.move_on_at(deadline):
+                    await pending.done.wait()
+                _answer_late(pending)
+            else:
                 heapq.heappush(self._waiting, (deadline, next(self._arrivals), pending))
                 if deadline < alarm.deadline:
                     alarm.deadline = deadline
         await pending.done.wait()
+        _drop_answered(self._waiting)
         if pending.error is not None:
             raise pending.error
-        if pending.result is None:  # pragma: no cover - set with done, unless error is
-            raise RuntimeError("the batch ended without an answer")
-        return pending.result
+        if pending.inserted is None:  # pragma: no cover - set with done, unless error is
+            raise RuntimeError("the commit ended without an answer")
+        if pending.inserted.unwrap():
+            return Ingested(IngestOutcome.ACCEPTED, event.id)
+        # Not stored (a key taken, a webhook gone): rare, and worth a scope of its own.
+        with trio.move_on_at(deadline):
+            return await self.store.not_ingested(event, dedup_since=utcnow() - DEDUP_WINDOW)
+        raise StoreUnavailableError(_LATE)
+
+    def _answer(self, pending: _Pending, inserted: outcome.Outcome[bool]) -> None:
+        """The store's answer for ``pending`` (in trio's thread, right after its commit)."""
+        self._queued -= 1
+        if not self._queued:
+            self._idle.set()
+        if pending.done.is_set():  # answered already: past its deadline
+            return
+        pending.inserted = inserted
+        pending.done.set()
+        if self.on_stored is not None and isinstance(inserted, outcome.Value) and inserted.value:
+            self.on_stored()
 
     def close(self) -> None:
-        """Stop once nothing is waiting; later deliveries commit one by one."""
-        self._closed = True
-        self._arrived.set()
+        """Stop once no delivery waits for its commit; later ones keep a deadline of their own."""
+        self._closed.set()
+        self._idle.set()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Commit batches until :meth:`close` has been called and nothing waits."""
+        """Keep the requests' deadlines until :meth:`close` and no delivery is waiting."""
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._watch)
                 task_status.started()
-                await self._commit_batches()
+                await self._closed.wait()
+                while self._queued:
+                    self._idle = trio.Event()
+                    await self._idle.wait()
                 nursery.cancel_scope.cancel()
         finally:
+            # Still waiting (cancelled): the store answers each after its commit.
             self._alarm = None
-            _answer_unanswered(self._queue)
-            self._queue = []
             self._waiting = []
 
     async def _watch(
@@ -192,59 +220,6 @@ class IngestBatcher:
             while waiting and waiting[0][0] <= now:
                 _answer_late(heapq.heappop(waiting)[2])
 
-    async def _commit_batches(self) -> None:
-        while True:
-            await self._arrived.wait()
-            batch, self._queue = self._queue[:_MAX_BATCH], self._queue[_MAX_BATCH:]
-            if not self._queue:
-                self._arrived = trio.Event()
-                if self._closed:
-                    self._arrived.set()
-            if len(batch) >= BUSY_BATCH:
-                self._busy_until = trio.current_time() + self.busy_s
-            if batch:
-                try:
-                    await self._commit(batch)
-                finally:
-                    _answer_unanswered(batch)
-                    _drop_answered(self._waiting)
-            elif self._closed:
-                return
-
-    async def _commit(self, batch: list[_Pending]) -> None:
-        events = [pending.event for pending in batch]
-        since = utcnow() - DEDUP_WINDOW
-        try:
-            results = await self.store.ingest_events(events, dedup_since=since)
-        except StoreUnavailableError as exc:
-            for pending in batch:
-                pending.error = exc
-                pending.done.set()
-            return
-        except StoreError as exc:
-            if len(batch) == 1:
-                log.error("could not store a webhook event: %s", exc.message)
-                batch[0].error = exc
-                batch[0].done.set()
-                return
-            for pending, event in zip(batch, events, strict=True):
-                try:
-                    (pending.result,) = await self.store.ingest_events([event], dedup_since=since)
-                except StoreError as one:
-                    log.error("could not store a webhook event: %s", one.message)
-                    pending.error = one
-                pending.done.set()
-            self._stored()
-            return
-        for pending, result in zip(batch, results, strict=True):
-            pending.result = result
-            pending.done.set()
-        self._stored()
-
-    def _stored(self) -> None:
-        if self.on_stored is not None:
-            self.on_stored()
-
 
 def _drop_answered(waiting: list[tuple[float, int, _Pending]]) -> None:
     """Forget the requests at the head of ``waiting`` that have their answer."""
@@ -255,13 +230,5 @@ def _drop_answered(waiting: list[tuple[float, int, _Pending]]) -> None:
 def _answer_late(pending: _Pending) -> None:
     """Answer a request that is past its deadline without an answer: the sender must retry."""
     if not pending.done.is_set():
-        pending.error = StoreUnavailableError("no answer in time")
+        pending.error = StoreUnavailableError(_LATE)
         pending.done.set()
-
-
-def _answer_unanswered(batch: list[_Pending]) -> None:
-    """Answer requests whose commit was cancelled (shutdown): the sender must retry."""
-    for pending in batch:
-        if not pending.done.is_set():
-            pending.error = StoreUnavailableError("the service is shutting down")
-            pending.done.set()
