@@ -60,16 +60,8 @@ class MessageSink(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
 
-class _Writer:
-    """The dispatcher's write stream: each message goes straight to the sink."""
-
-    __slots__ = ("_sink",)
-
-    def __init__(self, sink: MessageSink) -> None:
-        self._sink = sink
-
-    async def send(self, item: SessionMessage, /) -> None:
-        await self._sink.send(item)
+class _NothingToClose:
+    """The parts of a stream the dispatcher may call but that hold nothing here."""
 
     async def aclose(self) -> None:
         """Nothing to close: the session closes its own streams."""
@@ -86,7 +78,19 @@ class _Writer:
         return None
 
 
-class _NoReads:
+class _Writer(_NothingToClose):
+    """The dispatcher's write stream: each message goes straight to the sink."""
+
+    __slots__ = ("_sink",)
+
+    def __init__(self, sink: MessageSink) -> None:
+        self._sink = sink
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._sink.send(item)
+
+
+class _NoReads(_NothingToClose):
     """The dispatcher's read stream, never read: the door delivers each message."""
 
     async def receive(self) -> SessionMessage | Exception:
@@ -97,20 +101,6 @@ class _NoReads:
 
     async def __anext__(self) -> SessionMessage | Exception:
         raise StopAsyncIteration
-
-    async def aclose(self) -> None:
-        """Nothing to close."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        return None
 
 
 _NO_READS = _NoReads()
