@@ -230,9 +230,8 @@ class Gathering(Generic[T, R]):
     What is left, and what arrives meanwhile, makes the next batch, which
     the thread queues itself as this one ends, at the back of its work:
     other work submitted in between runs first, and is never starved by a
-    steady stream of items. Each item's
-    answer is called in trio's thread; the answers of a batch arrive
-    together, after the batch.
+    steady stream of items. Each item's answer is called in trio's thread;
+    the answers of a batch arrive together, after the batch.
     """
 
     def __init__(

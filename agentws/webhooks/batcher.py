@@ -6,8 +6,9 @@ than the inserts in it. So events go to the store's group commit
 (:meth:`~agentws.store.Store.ingest_nowait`): the events queued while one
 commit runs are stored together by the next, which starts as soon as that
 one ends (on SQLite in the writer thread itself, with no turn of the event
-loop in between). Under load, one commit carries many events; alone, an
-event waits for nothing but its own commit.
+loop in between), a quarter of them at a time when more than 8 wait (see
+:func:`~agentws.store.database.group_size`). Under load, one commit carries
+many events; alone, an event waits for nothing but its own commit.
 
 The batcher stamps each event as it is queued, keeps the requests' store
 deadline (one watch for all of them: a cancel scope per request would cost
