@@ -25,6 +25,8 @@ from typing import Any
 
 import attrs
 
+from agentws.domain.schema_memo import SchemaMemo
+
 __all__ = ["REDACTED", "has_secrets", "redact"]
 
 #: What a secret value reads as once redacted.
@@ -57,10 +59,6 @@ _FOLLOWED = frozenset(
         "additionalItems",
     }
 )
-# Whether a schema is plain (:func:`_plain`), by the schema object's identity
-# (kept alongside, so a recycled id is never mistaken for it).
-_plain_schemas: dict[int, tuple[dict[str, Any], bool]] = {}
-_MAX_PLAIN_SCHEMAS = 1000
 
 
 class _TooComplex(Exception):
@@ -197,15 +195,8 @@ def _plain(schema: dict[str, Any]) -> bool:
     )
 
 
-def _is_plain(schema: dict[str, Any]) -> bool:
-    found = _plain_schemas.get(id(schema))
-    if found is not None and found[0] is schema:
-        return found[1]
-    if len(_plain_schemas) >= _MAX_PLAIN_SCHEMAS:
-        _plain_schemas.clear()
-    plain = _plain(schema)
-    _plain_schemas[id(schema)] = (schema, plain)
-    return plain
+# Whether a schema is plain (:func:`_plain`), by the schema object.
+_is_plain = SchemaMemo(_plain)
 
 
 def redact(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 
 from agentws.connectors.native import ACTIONS
+from agentws.domain.schema_memo import SchemaMemo
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.spec import ToolSpec
 
@@ -28,9 +29,6 @@ QuickCheck = Callable[[dict[str, Any]], bool]
 # Compiled validators by schema text; connector schemas change rarely.
 _validators: dict[str, jsonschema.protocols.Validator] = {}
 _MAX_VALIDATORS = 1000
-# Quick checks by the schema object's identity (the schema kept alongside, so
-# that a recycled id is never mistaken for it); None: the schema has none.
-_quick: dict[int, tuple[dict[str, Any], QuickCheck | None]] = {}
 # Keywords of a schema that only describe: they never make a value invalid.
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated"})
 _OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
@@ -120,15 +118,8 @@ def _quick_check(schema: dict[str, Any]) -> QuickCheck | None:
     return quick
 
 
-def _quick_for(schema: dict[str, Any]) -> QuickCheck | None:
-    found = _quick.get(id(schema))
-    if found is not None and found[0] is schema:
-        return found[1]
-    if len(_quick) >= _MAX_VALIDATORS:
-        _quick.clear()
-    quick = _quick_check(schema)
-    _quick[id(schema)] = (schema, quick)
-    return quick
+# Quick checks by the schema object; None: the schema has none.
+_quick_for = SchemaMemo(_quick_check, _MAX_VALIDATORS)
 
 
 # The built-ins' schemas are module constants: compiled once, found by identity.
