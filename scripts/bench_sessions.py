@@ -30,6 +30,10 @@ on loopback, in a temp directory of its own, one fresh server at a time:
    (``streamable_http_app(json_response=True)``) and legacy SSE
    (``sse_app()``), holding the same sessions under the same load. It has
    no tokens, so nothing to revoke.
+3. The stack's floor under a revocation (``benchlib/stream_floor.py``; not
+   with ``--no-floor``): N bare SSE streams of a QuartTrio route on
+   Hypercorn, ended at once, with the cycle collector on and off: what
+   ending N streams costs before agentws does anything of its own.
 
 The servers run in ABBA order over the levels (agentws first at the first
 level, the reference first at the second, ...). Results are printed as
@@ -70,6 +74,7 @@ from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Child, Processes, raise_nofile_limit, read_json
 from benchlib.report import QUIET_CORES, cpu_cores, fmt, report_head, verdict
 from benchlib.session_hold import LevelPlan, Revoker, Target, measure_level, wall_time
+from benchlib.stream_floor import measure as measure_stream_floor
 
 SCRIPTS = Path(__file__).resolve().parent
 REPO = SCRIPTS.parent
@@ -194,6 +199,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--documents", type=int, default=200, help="context documents to index")
     parser.add_argument(
         "--no-reference", action="store_true", help="measure agentws only (no MCPServer runs)"
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the stack's floor (bare SSE streams on QuartTrio, ended at once; "
+        "see benchlib/stream_floor.py)",
     )
     cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
@@ -471,6 +482,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "documents": args.documents,
             "seed": SEED,
             "reference": not args.no_reference,
+            "floor": not args.no_floor,
             "nofile_limit": nofile,
         },
         "targets": {"revocation_close_ms": REVOKE_TARGET_MS},
@@ -499,6 +511,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         level["agentws_postgres"] = _measure_agentws(
                             args, procs, pg_site, _admin_token(pg_site), sessions, "postgres"
                         )
+            if not args.no_floor:
+                _say(f"stream floor, {sessions} bare SSE streams on QuartTrio: ended at once")
+                level["floor"] = [
+                    measure_stream_floor(procs, sessions, collector=collector)
+                    for collector in (True, False)
+                ]
             results["levels"].append(level)
     return results
 
@@ -579,6 +597,13 @@ def _revocation_cell(revocation: dict[str, Any] | None) -> str:
     return cell
 
 
+def _floor_cell(floor: list[dict[str, Any]] | None) -> str:
+    if not floor:
+        return "n/a"
+    on, off = floor
+    return f"{fmt(on['max_ms'], 0)} ({fmt(off['max_ms'], 0)} collector off)"
+
+
 def _isolation_passed(revocation: dict[str, Any] | None, clients: int) -> bool:
     if not revocation or "error" in revocation:
         return False
@@ -645,9 +670,9 @@ def _level_rows(level: dict[str, Any], clients: int, rate: float) -> list[list[s
     rows.append(
         [
             f"{n:,}: revoked (CLI) → all {streams:,} streams of the token closed, "
-            "ms after revoked_at (p50)",
+            "ms after revoked_at (p50); reference: the stack's floor, see below",
             _revocation_cell(revocation),
-            "n/a",
+            _floor_cell(level.get("floor")),
             f"< {REVOKE_TARGET_MS:g} ms",
             verdict(_revocation_passed(revocation)),
         ]
@@ -784,6 +809,18 @@ def _level_notes(level: dict[str, Any]) -> list[str]:
         clean = (0, None, -15) if name == "reference" else (0, None)
         if figures.get("server_exit_status") not in clean:
             lines.append(f"- {n:,}, {name}: exited with status {figures['server_exit_status']}.")
+    floor = level.get("floor")
+    if floor:
+        on, off = floor
+        lines.append(
+            f"- {n:,}, the stack's floor (`benchlib/stream_floor.py`): {on['streams']:,} bare SSE "
+            "streams of a QuartTrio route on Hypercorn's trio worker, no store, token or session, "
+            "ended in the same turn of the loop by one `trio.Event`: the last ended "
+            f"{fmt(on['max_ms'], 0)} ms later (p50 {fmt(on['p50_ms'], 0)}), "
+            f"{fmt(off['max_ms'], 0)} ms (p50 {fmt(off['p50_ms'], 0)}) with the cycle collector "
+            f"off ({on['ended']:,} and {off['ended']:,} of {on['streams']:,} ended). A revocation "
+            "through agentws adds its own work to this."
+        )
     return lines
 
 
