@@ -14,13 +14,18 @@ unknown token               404     ``not_found``
 draft webhook               403     ``webhook_inactive``
 body over the limit         413     ``payload_too_large``
 body not all there in time  408     ``body_read_timeout`` (connection closed)
-not ``application/json``    415     ``unsupported_media_type``
+neither JSON nor a form     415     ``unsupported_media_type``
 body not JSON               400     ``invalid_json``
+form body not a form        400     ``invalid_form``
 JSON but not an object      422     ``not_an_object``
 bad or missing signature    401     ``invalid_signature``
 over the rate limit         429     ``rate_limited`` + ``Retry-After``
 store unavailable           503     ``store_unavailable`` + ``Retry-After``
 ==========================  ======  =====================
+
+A form (``application/x-www-form-urlencoded``) is verified on the body as
+sent and stored as the event it carries: its ``payload`` field's JSON, or
+its fields (:mod:`agentws.domain.form_bodies`).
 
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
@@ -57,6 +62,7 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
+from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
 from agentws.domain.models import Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
@@ -118,8 +124,11 @@ def _answer(status: int, event_id: str) -> bytes:
     return b'{"event_id": %s, "status": "%s"}' % (quoted, _STATUS_WORD[status])
 
 
-def _is_json(content_type: str | None) -> bool:
-    media = (content_type or "").split(";")[0].strip().lower()
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+def _is_json(media: str) -> bool:
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )
@@ -197,7 +206,7 @@ class HookDoor:
         add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
-        payload, signed = self._checked(intake, webhook, body, headers)
+        payload, event_body, signed = self._checked(intake, webhook, body, headers)
         wait = intake.take_here(webhook)
         if wait is None and intake.shares_buckets:
             wait = await self._store_call(intake.take_shared(webhook))
@@ -217,7 +226,7 @@ class HookDoor:
         deadline = trio.current_time() + self.settings.store_timeout_s
         stored = await _stored(
             intake.batcher.deliver(
-                webhook.id, body, allowed_headers(headers), key, deadline=deadline
+                webhook.id, event_body, allowed_headers(headers), key, deadline=deadline
             )
         )
         # Accepted and duplicate answers always name their event.
@@ -239,22 +248,38 @@ class HookDoor:
 
     def _checked(
         self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
-    ) -> tuple[Any, Signed]:
-        """The body parsed, and what its signature vouches for; or the refusal."""
-        if not _is_json(headers.get("content-type")):
+    ) -> tuple[Any, bytes, Signed]:
+        """The event parsed, the event as stored, and what the signature vouches for.
+
+        The signature is checked on the body as received; the event stored is
+        that body for JSON, the form's event (:mod:`agentws.domain.form_bodies`)
+        for a form.
+        """
+        media = _media_type(headers.get("content-type"))
+        if _is_json(media):
+            event_body = body
+            try:
+                # json.loads of bytes, with a decoder made once rather than per call.
+                payload = _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                raise HttpRefusal(400, "invalid_json", "the body is not valid JSON") from None
+        elif media == FORM_MEDIA_TYPE:
+            try:
+                payload, event_body = form_event(body, _DECODER.decode)
+            except FormError as exc:
+                raise HttpRefusal(exc.status, exc.code, exc.message) from None
+        else:
             raise HttpRefusal(
-                415, "unsupported_media_type", "send the event as Content-Type: application/json"
+                415,
+                "unsupported_media_type",
+                "send the event as Content-Type: application/json (or a form, "
+                "application/x-www-form-urlencoded)",
             )
-        try:
-            # json.loads of bytes, with a decoder made once rather than per call.
-            payload = _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise HttpRefusal(400, "invalid_json", "the body is not valid JSON") from None
         if not isinstance(payload, dict):
             raise HttpRefusal(
                 422, "not_an_object", f"the body must be a JSON object, not {_kind(payload)}"
             )
-        if _SURROGATE_ESCAPE.search(body) and not _encodable(payload):
+        if _SURROGATE_ESCAPE.search(event_body) and not _encodable(payload):
             raise HttpRefusal(
                 400,
                 "invalid_json",
@@ -276,7 +301,7 @@ class HookDoor:
                 "the webhook's secret cannot be read; retry later",
                 {"Retry-After": str(_STORE_RETRY_S)},
             ) from None
-        return payload, signed
+        return payload, event_body, signed
 
     async def _store_call(self, work: Awaitable[Any]) -> Any:
         """``work``'s result within the store's deadline (a webhook read: not every delivery's)."""

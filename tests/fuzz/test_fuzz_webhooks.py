@@ -62,7 +62,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import attrs
 import httpx2
@@ -135,6 +135,30 @@ def _is_json_media(content_type: str | None) -> bool:
     )
 
 
+def _is_form_media(content_type: str | None) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == "application/x-www-form-urlencoded"
+
+
+def _form(body: bytes) -> tuple[Any, bytes] | Expected:
+    """docs/webhooks.md, forms: the event a form carries and its stored JSON, or the refusal."""
+    try:
+        text = body.decode("utf-8")
+        fields = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict")
+    except ValueError:  # UnicodeDecodeError included
+        return Expected({400: "invalid_form"})
+    if "payload" not in fields:
+        event = {k: v[0] if len(v) == 1 else v for k, v in fields.items()}
+        return event, json.dumps(event, ensure_ascii=False).encode()
+    if len(fields["payload"]) > 1:
+        return Expected({400: "invalid_form"})
+    try:
+        return json.loads(fields["payload"][0], parse_constant=_no_constant), fields["payload"][
+            0
+        ].encode()
+    except (ValueError, RecursionError):
+        return Expected({400: "invalid_json"})
+
+
 def _as_seen(headers: Headers) -> dict[str, str]:
     """The headers as the server reads them: names lower-cased, the last of a repeated one."""
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in headers}
@@ -158,6 +182,8 @@ class Expected:
     answers: dict[int, str | None]
     #: The dedup key, for a delivery that reaches the store.
     key: str | None = None
+    #: The event's body as stored, where it is not the body sent (a form's event).
+    stored: bytes | None = None
 
 
 def _checked(source: str, value: str) -> str | None:
@@ -198,12 +224,19 @@ def expected(
     seen = _as_seen(headers)
     if len(body) > LIMIT:
         return Expected({413: "payload_too_large"})
-    if not _is_json_media(seen.get("content-type")):
+    stored = None
+    if _is_form_media(seen.get("content-type")):
+        form = _form(body)
+        if isinstance(form, Expected):
+            return form
+        payload, stored = form
+    elif not _is_json_media(seen.get("content-type")):
         return Expected({415: "unsupported_media_type"})
-    try:
-        payload = json.loads(body, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return Expected({400: "invalid_json"})
+    else:
+        try:
+            payload = json.loads(body, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            return Expected({400: "invalid_json"})
     if not isinstance(payload, dict):
         return Expected({422: "not_an_object"})
     if not _is_text(payload):
@@ -229,9 +262,9 @@ def expected(
     answers: dict[int, str | None] = {202: None}
     if key is not None:
         answers |= {200: None, 409: "idempotency_conflict"}
-    if _depth(body) >= DEEP:
+    if _depth(body if stored is None else stored) >= DEEP:
         answers[400] = "invalid_json"
-    return Expected(answers, key)
+    return Expected(answers, key, stored)
 
 
 def assert_refusal(status: int, content_type: str, raw: bytes, code: str | None) -> None:
@@ -265,6 +298,7 @@ class Ledger:
     ) -> None:
         """One answer: expected, well formed, and consistent with every earlier one."""
         self.statuses[status] = self.statuses.get(status, 0) + 1
+        body = body if want.stored is None else want.stored
         assert status < 500, f"{status}: {raw!r}"
         assert status in want.answers, f"expected one of {want.answers}, got {status}: {raw!r}"
         key = want.key
