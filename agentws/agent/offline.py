@@ -4,7 +4,10 @@ It is the default when no model is configured, so that a fresh install turns
 every event into a useful message: what happened (the sender's event type,
 action and outcome), the fields that usually matter (ids, names, statuses,
 amounts, links), and the fields the webhook's prompt asks about, found by
-name. It calls no tools and says plainly that no model wrote it. Values
+name. The common senders' events (GitHub, Stripe, Standard Webhooks) are read
+as their senders mean them (:mod:`agentws.agent.sender_facts`): a push's
+branch and commits, amounts in their currency. It calls no tools and says
+plainly that no model wrote it. Values
 under keys that look like credentials are never repeated.
 """
 
@@ -17,6 +20,7 @@ from typing import Any
 import attrs
 
 from agentws.agent.model import EventBrief, ModelReply, ModelRequest
+from agentws.agent.sender_facts import sender_facts
 
 __all__ = ["OFFLINE_NOTE", "OfflineModel", "digest"]
 
@@ -111,20 +115,29 @@ def digest(brief: EventBrief) -> str:
     """The message for ``brief``: what happened, key fields, what the prompt asks about."""
     payload = brief.payload
     leaves = list(_leaves(payload))
-    lines = [f"*{_show(brief.webhook_name)}*: {_what_happened(payload, brief.headers)}"]
+    facts = sender_facts(payload, brief.headers)
+    happened = _show(facts.headline) if facts else _what_happened(payload, brief.headers)
+    lines = [f"*{_show(brief.webhook_name)}*: {happened}"]
+    shown_as = facts.shown if facts else {}
+    if facts and facts.lines:
+        lines += ["", *(_show(line) for line in facts.lines)]
     key_fields = _key_fields(leaves)
     if key_fields:
         lines += ["", "Key fields:"]
-        lines += [f"• {_path(path)}: {_show(value)}" for path, value in key_fields]
+        lines += [
+            f"• {_path(path)}: {shown_as.get(path) or _show(value)}" for path, value in key_fields
+        ]
     shown = {path for path, _ in key_fields}
-    asked = _asked_about(brief.prompt, leaves)
+    asked = _asked_about(brief.prompt, leaves, facts.terms if facts else {})
     if asked:
         lines += ["", "Asked about in the prompt:"]
-        for word, path, value in asked:
-            if path in shown:
+        for word, path, value, named in asked:
+            if named:
+                lines.append(f"• {word}: {_show(value)} ({_path(path)})")
+            elif path in shown:
                 lines.append(f"• {word}: {_path(path)} (above)")
             else:
-                lines.append(f"• {word}: {_path(path)} = {_show(value)}")
+                lines.append(f"• {word}: {_path(path)} = {shown_as.get(path) or _show(value)}")
     if brief.truncated:
         lines += [
             "",
@@ -244,8 +257,15 @@ def _object_named(
     return None
 
 
-def _asked_about(prompt: str, leaves: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
-    asked: list[tuple[str, str, Any]] = []
+def _asked_about(
+    prompt: str, leaves: list[tuple[str, str, Any]], terms: dict[str, tuple[str, str]]
+) -> list[tuple[str, str, Any, bool]]:
+    """``(word, path, value, named)`` for each word of the prompt that names a field.
+
+    ``named``: found among the sender's ``terms`` (a push's branch is its
+    ``ref``), whose value is the fact itself rather than the field's.
+    """
+    asked: list[tuple[str, str, Any, bool]] = []
     seen: set[str] = set()
     for word in _WORD.findall(prompt):
         term = word.lower()
@@ -253,14 +273,18 @@ def _asked_about(prompt: str, leaves: list[tuple[str, str, Any]]) -> list[tuple[
             continue
         seen.add(term)
         singular = term[:-1] if term.endswith("s") and len(term) > 3 else term
-        match = None
-        for path, key, value in leaves:
+        match: tuple[str, str, Any, bool] | None = None
+        named = terms.get(term) or terms.get(singular)
+        if named is not None:
+            match = (word, named[0], named[1], True)
+        for path, key, value in leaves if match is None else ():
             parts = key.lower().split("_")
             if key.lower() in (term, singular) or singular in parts:
-                match = (word, path, value)
+                match = (word, path, value, False)
                 break
         if match is None:
-            match = _object_named(word, (term, singular), leaves)
+            found = _object_named(word, (term, singular), leaves)
+            match = (*found, False) if found else None
         if match is not None and all(match[1] != a[1] for a in asked):
             asked.append(match)
         if len(asked) >= _MAX_ASKED:

@@ -92,6 +92,9 @@ async def test_a_github_form_encoded_push_verifies_and_runs(tmp_path: Path) -> N
         (message,) = await wait_for_messages(server.store, 1)
         assert message.event_id == event_id
         assert "acme/shop" in message.text, message.text
+        # The offline digest names the pushed branch (from ref) and lists the commit.
+        assert "push to release-2.4" in message.text, message.text
+        assert "0d1a26e Fix the tax rounding" in message.text, message.text
         (event,) = await all_finished(server.store, hook.id)
         assert event.status is EventStatus.DONE
         assert event.body == event_json.encode(), "the event is the form's payload JSON"

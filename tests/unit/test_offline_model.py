@@ -157,8 +157,10 @@ def test_a_stripe_invoice_payment_failed_shows_type_amount_and_customer() -> Non
     text = digest(brief(INVOICE_FAILED, webhook_name="billing"))
     first = text.splitlines()[0]
     assert first.startswith("*billing*: invoice.payment_failed")
-    assert "4900" in text
-    assert "• data.object.amount_due: 4900" in section(text, "Key fields:")
+    # Stripe's amounts are in the currency's minor unit: 4900 in eur is 49.00 EUR.
+    assert "49.00 EUR due" in first, first
+    assert "4900" not in text
+    assert "• data.object.amount_due: 49.00 EUR" in section(text, "Key fields:")
     assert "• data.object.customer: cus_NffrFeUfNV2Hib" in section(text, "Key fields:")
     assert "cus_NffrFeUfNV2Hib" in text
     assert "eur" in text
