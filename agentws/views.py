@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.approval_lists import ApprovalSummary
+from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -70,8 +71,29 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         # Its messages may ping a whole channel (else mass mentions are made inert).
         "allow_mentions": w.allow_mentions,
         "prompt": w.prompt,
+        # Rotation (agentws.webhooks.rotation): the generations in use, and
+        # until when the previous URL / secret still works (null: none does).
+        "url_generation": w.token_generation,
+        "previous_url_until": _iso(w.previous_token_until) if w.previous_token_hash else None,
+        "secret_generation": w.secret_generation if w.secret is not None else None,
+        "previous_secret_until": _iso(w.previous_secret_until) if w.previous_secret else None,
         "created_at": _iso(w.created_at),
         "updated_at": _iso(w.updated_at),
+    }
+
+
+def rotation_json(r: RotationStatus) -> dict[str, Any]:
+    return {
+        "url_generation": r.url_generation,
+        "previous_url_until": _iso(r.previous_url_until),
+        "via_new_url": r.via_new_url,
+        "via_previous_url": r.via_previous_url,
+        "last_via_previous_url": _iso(r.last_via_previous_url),
+        "secret_generation": r.secret_generation,
+        "previous_secret_until": _iso(r.previous_secret_until),
+        "via_new_secret": r.via_new_secret,
+        "via_previous_secret": r.via_previous_secret,
+        "last_via_previous_secret": _iso(r.last_via_previous_secret),
     }
 
 
@@ -86,6 +108,9 @@ def event_json(e: Event, webhook: Webhook) -> dict[str, Any]:
         "message_id": e.message_id,
         "received_at": _iso(e.received_at),
         "finished_at": _iso(e.finished_at),
+        # The URL / secret generation it came through (null: not delivered to the URL).
+        "url_generation": e.url_generation,
+        "secret_generation": e.secret_generation,
     }
 
 

@@ -120,6 +120,43 @@ def _paths() -> dict[str, Any]:
                 operation_id="deleteWebhook",
             ),
         },
+        "/workspaces/{workspace}/webhooks/{webhook}/rotate": {
+            "post": _operation(
+                "Issue a new URL (in the answer, once); the current one keeps working for "
+                "the grace period",
+                "IssuedWebhook",
+                params=hook,
+                body="RotateUrl",
+                operation_id="rotateWebhookUrl",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/rotate-secret": {
+            "post": _operation(
+                "Verify with a new signing secret; the current one still verifies for the "
+                "grace period",
+                "Webhook",
+                params=hook,
+                body="RotateSecret",
+                operation_id="rotateWebhookSecret",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/end-grace": {
+            "post": _operation(
+                "End the grace of the previous URL and/or secret now",
+                "Webhook",
+                params=hook,
+                body="EndGrace",
+                operation_id="endWebhookGrace",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/rotation": {
+            "get": _operation(
+                "How far senders have moved to the new URL and secret",
+                "RotationStatus",
+                params=hook,
+                operation_id="getWebhookRotation",
+            )
+        },
         "/workspaces/{workspace}/events": {
             "get": _operation(
                 "List a workspace's events, newest first",

@@ -70,8 +70,59 @@ SCHEMAS: dict[str, Any] = {
             "allowed_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean"},
             "prompt": {"type": "string"},
+            "url_generation": {"type": "integer", "description": "1, one more at each rotation"},
+            "previous_url_until": {
+                **_TIME_OR_NULL,
+                "description": "until when the URL before the last rotation still works",
+            },
+            "secret_generation": {"type": ["integer", "null"]},
+            "previous_secret_until": {
+                **_TIME_OR_NULL,
+                "description": "until when the secret before the last rotation still verifies",
+            },
             "created_at": _TIME,
             "updated_at": _TIME,
+        }
+    ),
+    "RotateUrl": {
+        "type": "object",
+        "properties": {
+            "grace": {
+                "type": "string",
+                "default": "24h",
+                "description": "how long the current URL keeps working: 90s, 30m, 24h, 7d "
+                "(at most 30d), or 0",
+            }
+        },
+    },
+    "RotateSecret": {
+        "type": "object",
+        "required": ["secret"],
+        "properties": {
+            "secret": {"type": "string", "writeOnly": True},
+            "grace": {
+                "type": "string",
+                "default": "24h",
+                "description": "how long the current secret still verifies (as for RotateUrl)",
+            },
+        },
+    },
+    "EndGrace": {
+        "type": "object",
+        "properties": {"which": {"type": "string", "enum": ["url", "secret", "both"]}},
+    },
+    "RotationStatus": _object(
+        {
+            "url_generation": {"type": "integer"},
+            "previous_url_until": _TIME_OR_NULL,
+            "via_new_url": {"type": "integer"},
+            "via_previous_url": {"type": "integer"},
+            "last_via_previous_url": _TIME_OR_NULL,
+            "secret_generation": {"type": "integer"},
+            "previous_secret_until": _TIME_OR_NULL,
+            "via_new_secret": {"type": "integer"},
+            "via_previous_secret": {"type": "integer"},
+            "last_via_previous_secret": _TIME_OR_NULL,
         }
     ),
     "IssuedWebhook": {
@@ -129,6 +180,8 @@ SCHEMAS: dict[str, Any] = {
             "message_id": _STR_OR_NULL,
             "received_at": _TIME,
             "finished_at": _TIME_OR_NULL,
+            "url_generation": {"type": ["integer", "null"]},
+            "secret_generation": {"type": ["integer", "null"]},
         }
     ),
     "Replay": {

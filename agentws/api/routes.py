@@ -26,7 +26,7 @@ from agentws.chat.channels import parse_channel
 from agentws.domain.models import DocumentPolicy
 from agentws.views import document_json, library_json, message_json, workspace_json
 
-from . import access, approvals, webhooks
+from . import access, approvals, webhook_rotation, webhooks
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
 from .openapi import openapi_document
 
@@ -41,7 +41,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
         "api",
         __name__,
         admin,
-        include=(webhooks.routes, approvals.routes, access.routes),
+        include=(webhooks.routes, webhook_rotation.routes, approvals.routes, access.routes),
         url_prefix="/api/v1",
     )
 

@@ -16,12 +16,13 @@ from agentws.webhooks import events as webhook_events
 
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required, tool_names
 
-__all__ = ["routes"]
+__all__ = ["routes", "webhook_view"]
 
 routes = RouteTable[AdminServices]()
 
 
-async def _webhook_view(store: Store, webhook: Webhook) -> dict[str, Any]:
+async def webhook_view(store: Store, webhook: Webhook) -> dict[str, Any]:
+    """The webhook as the API shows it (workspace and group by slug)."""
     workspace = await store.get(Workspace, webhook.workspace_id)
     group = await store.find(Group, id=webhook.group_id) if webhook.group_id else None
     return webhook_json(webhook, workspace.slug, group.slug if group else None)
@@ -35,10 +36,7 @@ async def _webhook_view(store: Store, webhook: Webhook) -> dict[str, Any]:
 async def list_webhooks(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     store = admin.store
     return page_of(
-        [
-            await _webhook_view(store, w)
-            for w in await webhooks_admin.list_webhooks(store, workspace)
-        ]
+        [await webhook_view(store, w) for w in await webhooks_admin.list_webhooks(store, workspace)]
     )
 
 
@@ -72,7 +70,7 @@ async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -
         options=options,
         actor=caller.actor,
     )
-    view = await _webhook_view(admin.store, issued.webhook)
+    view = await webhook_view(admin.store, issued.webhook)
     return {**view, "url": issued.url}, 201
 
 
@@ -82,7 +80,7 @@ async def show_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
     store = admin.store
-    return await _webhook_view(store, await webhooks_admin.find_webhook(store, workspace, webhook))
+    return await webhook_view(store, await webhooks_admin.find_webhook(store, workspace, webhook))
 
 
 @routes.patch("/workspaces/<workspace>/webhooks/<webhook>")
@@ -113,7 +111,7 @@ async def update_webhook(
         updated = await webhooks_admin.set_active(
             store, workspace, updated.id, active=active, actor=caller.actor
         )
-    return await _webhook_view(store, updated)
+    return await webhook_view(store, updated)
 
 
 @routes.delete("/workspaces/<workspace>/webhooks/<webhook>")

@@ -21,7 +21,7 @@ from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
 from agentws.views import webhook_json
 
-__all__ = ["add_webhook_commands"]
+__all__ = ["add_webhook_commands", "read_secret"]
 
 # A secret read from stdin may not be longer (it is a key, not a document).
 _MAX_SECRET_CHARS = 4096
@@ -43,7 +43,8 @@ async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
     return workspace.slug, group.slug if group else None
 
 
-def _read_secret(args: argparse.Namespace) -> str | None:
+def read_secret(args: argparse.Namespace) -> str | None:
+    """The secret piped to ``--secret-stdin`` (None without it)."""
     if not args.secret_stdin:
         return None
     secret = sys.stdin.read(_MAX_SECRET_CHARS + 1).strip()
@@ -78,7 +79,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         )
     prompt = await _read_prompt(args) or ""
     scheme = VerificationScheme(args.verify)
-    secret = _read_secret(args)
+    secret = read_secret(args)
     if scheme is not VerificationScheme.NONE and not args.secret_stdin:
         raise ValidationError(
             f"--verify {scheme.value} needs the secret: pipe it to --secret-stdin"
@@ -137,8 +138,11 @@ async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.cli.webhook_rotation import rotation_text
+    from agentws.views import rotation_json
     from agentws.webhooks.admin import find_webhook
     from agentws.webhooks.events import list_events
+    from agentws.webhooks.rotation import rotation_status
 
     w = await find_webhook(ctx.store, args.workspace, args.webhook)
     data = webhook_json(w, *await _names(ctx, w))
@@ -153,7 +157,16 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     text += "\n\nRecent events:\n" + table(
         data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
     )
-    text += "\n\nThe URL is not kept: to get a new one, delete the webhook and create it again."
+    status = await rotation_status(ctx.store, w)
+    data["rotation"] = rotation_json(status)
+    text += "\n\nRotation:\n" + "\n".join(
+        "  " + line for line in rotation_text(status).splitlines()
+    )
+    text += (
+        "\n\nThe URL is not kept: issue a new one with "
+        f"`agentws webhook rotate {args.workspace} {w.name}` (the current one keeps working "
+        "for a grace period)."
+    )
     return Output(data, text)
 
 
@@ -217,7 +230,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     """Add ``webhook`` to the ``agentws`` command."""
     webhook = commands.add_parser(
         "webhook",
-        help="incoming webhooks: create (URL shown once), list, activate, delete",
+        help="incoming webhooks: create (URL shown once), list, activate, rotate, delete",
         description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
         "follows the prompt and posts one message per event to the channel.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -227,7 +240,8 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         parents=[common],
         help="create a webhook and print its URL once",
         description="Create a webhook. Its URL, printed once, holds the token that is its "
-        "credential; rotate it by deleting the webhook and creating it again.",
+        "credential; `agentws webhook rotate` issues a new one (the old one keeps working "
+        "for a grace period).",
     )
     create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     create.add_argument("--name", required=True, help="a name people know it by, e.g. 'ci'")
@@ -362,3 +376,6 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
         sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
         sub.set_defaults(handler=handler)
+    from agentws.cli.webhook_rotation import add_rotation_commands
+
+    add_rotation_commands(webhook, common)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -46,8 +47,10 @@ from agentws.domain.signatures import Signed
 __all__ = [
     "ALLOWED_HEADERS",
     "MAX_DEDUP_KEY_CHARS",
+    "DeliveryGenerations",
     "IngestOutcome",
     "Ingested",
+    "RotationStatus",
     "TokenBucket",
     "allowed_headers",
     "dedup_key",
@@ -210,8 +213,9 @@ class IngestOutcome(enum.StrEnum):
     ACCEPTED = "accepted"  # stored as a new event
     DUPLICATE = "duplicate"  # its key and body were seen: the first event stands
     CONFLICT = "conflict"  # its key was seen with another body
-    GONE = "gone"  # the webhook was deleted meanwhile
+    GONE = "gone"  # the webhook was deleted meanwhile (or the URL rotated past its grace)
     INACTIVE = "inactive"  # the webhook was made a draft meanwhile
+    UNVERIFIED = "unverified"  # its secret was rotated past its grace meanwhile
 
 
 @attrs.frozen
@@ -221,3 +225,35 @@ class Ingested:
     outcome: IngestOutcome
     #: The new event (accepted), or the first one with that key (duplicate, conflict).
     event_id: str | None = None
+
+
+@attrs.frozen
+class DeliveryGenerations:
+    """Events received since a rotation, by the generation they came through."""
+
+    current: int
+    previous: int
+    #: When the last event through the previous generation came (None: none did).
+    last_previous: datetime | None
+
+
+@attrs.frozen
+class RotationStatus:
+    """A webhook's rotations as an operator follows them.
+
+    ``*_until`` is when the previous URL (secret) stops working, None when
+    there is none in grace. The counts are of the events received since the
+    last rotation (or since the webhook was made), by the generation they
+    came through.
+    """
+
+    url_generation: int
+    previous_url_until: datetime | None
+    via_new_url: int
+    via_previous_url: int
+    last_via_previous_url: datetime | None
+    secret_generation: int
+    previous_secret_until: datetime | None
+    via_new_secret: int
+    via_previous_secret: int
+    last_via_previous_secret: datetime | None

@@ -58,9 +58,25 @@ class Webhook:
     #: False: a draft, which refuses deliveries with 403.
     active: bool = True
     token_hash: str = attrs.field(repr=False)
+    #: The URL's generation: 1 when made, one more at each rotation.
+    token_generation: int = 1
+    #: The URL before the last rotation (generation ``token_generation - 1``),
+    #: which keeps working until ``previous_token_until``.
+    previous_token_hash: str | None = attrs.field(default=None, repr=False)
+    previous_token_until: datetime | None = None
+    #: When the URL was last rotated (None: never).
+    token_rotated_at: datetime | None = None
     verification: VerificationScheme = VerificationScheme.NONE
     #: The verification secret, sealed with the service key.
     secret: bytes | None = attrs.field(default=None, repr=False)
+    #: The secret's generation: 1 when set, one more at each rotation.
+    secret_generation: int = 1
+    #: The secret before the last rotation, sealed, which still verifies
+    #: until ``previous_secret_until``.
+    previous_secret: bytes | None = attrs.field(default=None, repr=False)
+    previous_secret_until: datetime | None = None
+    #: When the secret was last rotated (None: never).
+    secret_rotated_at: datetime | None = None
     rate_per_min: int = 60
     burst: int = 30
     max_body_bytes: int = 1024 * 1024
@@ -83,7 +99,8 @@ class Event:
     id: str = id_field("evt")
     webhook_id: str
     status: EventStatus = EventStatus.QUEUED
-    #: The body exactly as received (signatures are over these bytes).
+    #: The event's JSON: the body exactly as received (signatures are over
+    #: these bytes), or the event a form body carries (domain/form_bodies).
     body: bytes = attrs.field(repr=False)
     #: SHA-256 of ``body``: a redelivery with the same key must carry the same body.
     body_hash: str = attrs.field()
@@ -105,6 +122,11 @@ class Event:
     received_at: datetime = now_field()
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    #: The webhook URL's generation the delivery came through (None: not
+    #: delivered to the URL, e.g. a replay), and the secret's that verified it
+    #: (None: no secret checked): the operator sees when senders have moved.
+    url_generation: int | None = None
+    secret_generation: int | None = None
 
     @body_hash.default
     def _hash_body(self) -> str:

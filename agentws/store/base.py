@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
-from agentws.domain.deliveries import Ingested
+from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -448,6 +448,13 @@ class Store(Protocol):
         holder of the key lets go of it, and the event is stored after all
         (``accepted``).
         """
+        ...
+
+    async def delivery_generations(
+        self, webhook_id: str, which: Literal["url", "secret"], current: int, since: datetime
+    ) -> DeliveryGenerations:
+        """The webhook's events received since ``since`` through generation ``current`` of
+        its URL (``which="url"``) or secret, and through the one before."""
         ...
 
     async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:

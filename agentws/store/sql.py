@@ -45,6 +45,7 @@ from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
 from agentws.store.sql_rate_limits import RateLimitQueries
+from agentws.store.sql_rotation import RotationQueries
 from agentws.store.tables import Dialect, Table, table_for
 
 __all__ = ["SqlStore"]
@@ -59,6 +60,7 @@ _IDS_PER_QUERY = 500
 
 class SqlStore(
     EventQueries,
+    RotationQueries,
     ApprovalQueries,
     ApprovalDecisionQueries,
     ApprovalRunQueries,

@@ -50,13 +50,43 @@ def _ingest_sql(dialect: Dialect) -> tuple[str, Any]:
     table = table_for(Event)
     count = len(table.columns)
     marks = ", ".join(f"${i}" for i in range(1, count + 1))
+    # The URL generation the delivery came through must still be valid when
+    # it is stored: the current one, or the previous one within its grace
+    # (received_at is the instant that counts). None: not a delivery to the URL.
+    # So must the secret generation that verified it (None: no secret checked).
+    received = f"${table.columns.index('received_at') + 1}"
+
+    def valid(column: str, prefix: str) -> str:
+        mark = f"${table.columns.index(column) + 1}"
+        return (
+            f" AND (CAST({mark} AS INTEGER) IS NULL OR {prefix}_generation = {mark}"
+            f" OR ({prefix}_generation = {mark} + 1 AND previous_{prefix}_until > {received}))"
+        )
+
     insert = (
         f"INSERT INTO events ({', '.join(table.columns)}) SELECT {marks}"
         " WHERE EXISTS (SELECT 1 FROM webhooks"
-        f" WHERE id = ${count + 1} AND active = ${count + 2})"
-        " ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
+        f" WHERE id = ${count + 1} AND active = ${count + 2}"
+        + valid("url_generation", "token")
+        + valid("secret_generation", "secret")
+        + ") ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
     )
     return insert, table_for(Webhook).encode_value("active", True, dialect)
+
+
+def _valid(
+    generation: int | None, prefix: str, webhook: Row, event: Event, dialect: Dialect
+) -> bool:
+    """Whether the URL (``token``) or ``secret`` generation an event came through is valid
+    when it was received, as the insert checks it."""
+    current = webhook[f"{prefix}_generation"]
+    if generation is None or current == generation:
+        return True
+    until = webhook[f"previous_{prefix}_until"]
+    if current != generation + 1 or until is None:
+        return False
+    column = f"previous_{prefix}_until"
+    return bool(table_for(Webhook).decode_value(column, until, dialect) > event.received_at)
 
 
 def _inserted(result: outcome.Outcome[int]) -> outcome.Outcome[bool]:
@@ -103,12 +133,18 @@ class EventQueries:
         """Why an event was not stored: its webhook, or a key already taken."""
         insert, active = _ingest_sql(self.dialect)
         webhooks = await self._db.fetch(
-            "SELECT active FROM webhooks WHERE id = $1", event.webhook_id
+            "SELECT active, token_generation, previous_token_until, secret_generation,"
+            " previous_secret_until FROM webhooks WHERE id = $1",
+            event.webhook_id,
         )
-        if not webhooks:
+        if not webhooks or not _valid(
+            event.url_generation, "token", webhooks[0], event, self.dialect
+        ):
             return Ingested(IngestOutcome.GONE)
         if webhooks[0]["active"] != active:
             return Ingested(IngestOutcome.INACTIVE)
+        if not _valid(event.secret_generation, "secret", webhooks[0], event, self.dialect):
+            return Ingested(IngestOutcome.UNVERIFIED)
         table = table_for(Event)
         found = await self._db.fetch(
             "SELECT id, body_hash, received_at FROM events"

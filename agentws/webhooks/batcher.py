@@ -107,6 +107,8 @@ class IngestBatcher:
         dedup_key: str | None,
         *,
         deadline: float,
+        url_generation: int | None = None,
+        secret_generation: int | None = None,
     ) -> Ingested:
         """:meth:`submit` the event of a delivery, made here already stamped (the door's way:
         one event made per delivery, not one made and then one stamped).
@@ -124,6 +126,8 @@ class IngestBatcher:
             dedup_key=dedup_key,
             received_at=now,
             available_at=now,
+            url_generation=url_generation,
+            secret_generation=secret_generation,
         )
         return await self._submit(event, deadline)
 

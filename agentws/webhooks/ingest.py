@@ -63,12 +63,12 @@ from agentws.asgi import (
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
 from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
-from agentws.domain.models import Webhook
+from agentws.domain.models import VerificationScheme, Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
-from agentws.webhooks.intake import Intake
+from agentws.webhooks.intake import Intake, Reached
 
 __all__ = ["HookDoor"]
 
@@ -181,32 +181,56 @@ class HookDoor:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         remembered = intake.known(token)
         if remembered is None:
-            return await self._accept(scope, body_in, intake, await self._current(intake, token))
+            reached = await self._current(intake, token)
+            return await self._accept(scope, body_in, intake, reached, token)
         try:
-            return await self._accept(scope, body_in, intake, remembered)
+            return await self._accept(scope, body_in, intake, remembered, token, remembered=True)
         except HttpRefusal:
-            # A remembered webhook may have been deleted or deactivated since:
-            # that answer comes before any other, as if it had been read now.
-            intake.forget(remembered)
+            # A remembered webhook may have been deleted, deactivated or
+            # rotated since: that answer comes before any other, as if it had
+            # been read now.
+            intake.forget(remembered.webhook)
             await self._current(intake, token)
             raise
 
-    async def _current(self, intake: Intake, token: str) -> Webhook:
+    async def _current(self, intake: Intake, token: str) -> Reached:
         """The webhook at ``token`` as the store has it now; refused if gone or a draft."""
-        webhook: Webhook | None = await self._store_call(intake.webhook(token))
-        if webhook is None:
+        reached: Reached | None = await self._store_call(intake.webhook(token))
+        if reached is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
-        if not webhook.active:
+        if not reached.webhook.active:
             raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
-        return webhook
+        return reached
 
     async def _accept(
-        self, scope: Scope, body_in: BodyReader, intake: Intake, webhook: Webhook
+        self,
+        scope: Scope,
+        body_in: BodyReader,
+        intake: Intake,
+        reached: Reached,
+        token: str,
+        *,
+        remembered: bool = False,
     ) -> tuple[int, str]:
+        webhook = reached.webhook
         add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
-        payload, event_body, signed = self._checked(intake, webhook, body, headers)
+        try:
+            payload, event_body, signed, secret_generation = self._checked(
+                intake, webhook, body, headers
+            )
+        except HttpRefusal as refusal:
+            if refusal.status != 401 or not remembered:
+                raise
+            # The secret may have been rotated since the webhook was remembered:
+            # check the signature again against the webhook as it is now.
+            intake.forget(webhook)
+            reached = await self._current(intake, token)
+            webhook = reached.webhook
+            payload, event_body, signed, secret_generation = self._checked(
+                intake, webhook, body, headers
+            )
         wait = intake.take_here(webhook)
         if wait is None and intake.shares_buckets:
             wait = await self._store_call(intake.take_shared(webhook))
@@ -226,7 +250,13 @@ class HookDoor:
         deadline = trio.current_time() + self.settings.store_timeout_s
         stored = await _stored(
             intake.batcher.deliver(
-                webhook.id, event_body, allowed_headers(headers), key, deadline=deadline
+                webhook.id,
+                event_body,
+                allowed_headers(headers),
+                key,
+                deadline=deadline,
+                url_generation=reached.generation,
+                secret_generation=secret_generation,
             )
         )
         # Accepted and duplicate answers always name their event.
@@ -244,16 +274,24 @@ class HookDoor:
         intake.forget(webhook)
         if stored.outcome is IngestOutcome.INACTIVE:
             raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+        if stored.outcome is IngestOutcome.UNVERIFIED:
+            raise HttpRefusal(
+                401,
+                "invalid_signature",
+                "signature check failed: it was made with a secret rotated out meanwhile",
+            )
         raise HttpRefusal(404, "not_found", _NOT_FOUND)
 
     def _checked(
         self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
-    ) -> tuple[Any, bytes, Signed]:
-        """The event parsed, the event as stored, and what the signature vouches for.
+    ) -> tuple[Any, bytes, Signed, int | None]:
+        """The event parsed, the event as stored, what the signature vouches for, and the
+        generation of the secret that verified it (None: no secret checked).
 
         The signature is checked on the body as received; the event stored is
         that body for JSON, the form's event (:mod:`agentws.domain.form_bodies`)
-        for a form.
+        for a form. While a rotated secret is in its grace, either secret
+        verifies (:mod:`agentws.webhooks.rotation`).
         """
         media = _media_type(headers.get("content-type"))
         if _is_json(media):
@@ -287,8 +325,7 @@ class HookDoor:
                 "which is not text",
             )
         try:
-            secret = intake.secret(webhook)
-            signed = verify(webhook.verification, secret, body, headers, now=time.time())
+            signed, generation = _verified(intake, webhook, body, headers)
         except SignatureError as exc:
             raise HttpRefusal(
                 401, "invalid_signature", f"signature check failed: {exc.reason}"
@@ -301,13 +338,41 @@ class HookDoor:
                 "the webhook's secret cannot be read; retry later",
                 {"Retry-After": str(_STORE_RETRY_S)},
             ) from None
-        return payload, event_body, signed
+        return payload, event_body, signed, generation
 
     async def _store_call(self, work: Awaitable[Any]) -> Any:
         """``work``'s result within the store's deadline (a webhook read: not every delivery's)."""
         with trio.CancelScope(deadline=trio.current_time() + self.settings.store_timeout_s):
             return await _stored(work)
         raise _unavailable("no answer in time")
+
+
+def _verified(
+    intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
+) -> tuple[Signed, int | None]:
+    """What the signature vouches for, and the generation of the secret that verified it.
+
+    Error handling:
+        :class:`SignatureError` with the current secret's reason when neither
+        verifies; ConfigError or StoreError when a secret cannot be unsealed.
+    """
+    scheme = webhook.verification
+    if scheme is VerificationScheme.NONE:
+        return verify(scheme, None, body, headers, now=time.time()), None
+    try:
+        signed = verify(scheme, intake.secret(webhook), body, headers, now=time.time())
+        return signed, webhook.secret_generation
+    except SignatureError:
+        previous = intake.previous_secret(webhook)
+        if previous is None:
+            raise
+        try:
+            signed = verify(scheme, previous, body, headers, now=time.time())
+        except SignatureError:
+            pass
+        else:
+            return signed, webhook.secret_generation - 1
+        raise
 
 
 async def _stored(work: Awaitable[T]) -> T:

@@ -8,6 +8,7 @@ Built once by the service (it outlives every request); the door
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 import attrs
 import trio
@@ -20,10 +21,26 @@ from agentws.secret_box import Keys
 from agentws.store import Store
 from agentws.webhooks.batcher import IngestBatcher
 
-__all__ = ["Intake"]
+__all__ = ["Intake", "Reached"]
 
 # Active webhooks remembered by the door; more than this many starts afresh.
 _MAX_REMEMBERED = 10_000
+
+
+@attrs.frozen
+class Reached:
+    """A webhook as a delivery reached it: through the URL of ``generation``.
+
+    That is the webhook's current URL, or the one before it while its grace
+    lasts (:mod:`agentws.webhooks.rotation`).
+    """
+
+    webhook: Webhook
+    generation: int
+
+    @property
+    def through_previous(self) -> bool:
+        return self.generation != self.webhook.token_generation
 
 
 @attrs.define(eq=False)
@@ -32,7 +49,7 @@ class _Lookup:
 
     done: trio.Event = attrs.field(factory=trio.Event)
     answered: bool = False
-    webhook: Webhook | None = None
+    reached: Reached | None = None
     error: StoreError | None = None
 
 
@@ -48,24 +65,25 @@ class Intake:
     _lookups: dict[str, _Lookup] = attrs.field(factory=dict)
     # token -> an active webhook, as read. By the token itself: a delivery
     # to a remembered webhook then hashes nothing.
-    _active: dict[str, Webhook] = attrs.field(factory=dict)
+    _active: dict[str, Reached] = attrs.field(factory=dict)
     # token hash -> its token in _active (to forget a webhook by its hash)
     _tokens: dict[str, str] = attrs.field(factory=dict)
 
-    async def webhook(self, token: str) -> Webhook | None:
-        """The webhook whose URL holds ``token``, or None.
+    async def webhook(self, token: str) -> Reached | None:
+        """The webhook whose URL holds ``token`` (its current or, in grace, its previous), or None.
 
         An active webhook is remembered: a webhook changes after it is made
-        only by being deactivated or deleted, and the transaction that stores
-        an event checks both again (see :meth:`forget`). So a delivery costs
-        no read of its own, and a deleted webhook's URL still answers 404 from
-        the moment it is deleted, by any process.
+        only by being deactivated, deleted or rotated, and the transaction
+        that stores an event checks all three again (see :meth:`forget`). So
+        a delivery costs no read of its own, and a deleted webhook's URL (or
+        a rotated one whose grace is over) still answers 404 from that
+        moment, by any process.
 
         Otherwise concurrent deliveries to one webhook share one read in
         flight. A read begun before a request arrived answers it too, which
         is no staler than the request arriving a moment earlier.
         """
-        known = self._active.get(token)
+        known = self.known(token)
         if known is not None:
             return known
         digest = hash_secret(token)
@@ -75,10 +93,10 @@ class Intake:
             if flight.answered:
                 if flight.error is not None:
                     raise flight.error
-                return flight.webhook
+                return flight.reached
         flight = self._lookups[digest] = _Lookup()
         try:
-            flight.webhook = await self.store.find(Webhook, token_hash=digest)
+            flight.reached = await self._read(digest)
             flight.answered = True
         except StoreError as exc:
             flight.error, flight.answered = exc, True
@@ -87,23 +105,43 @@ class Intake:
             if self._lookups.get(digest) is flight:
                 del self._lookups[digest]
             flight.done.set()
-        if flight.webhook is not None and flight.webhook.active:
+        reached = flight.reached
+        if reached is not None and reached.webhook.active:
             if len(self._active) >= _MAX_REMEMBERED:
                 self._active.clear()
                 self._tokens.clear()
-            self._active[token] = flight.webhook
+            self._active[token] = reached
             self._tokens[digest] = token
-        return flight.webhook
+        return reached
 
-    def known(self, token: str) -> Webhook | None:
+    async def _read(self, digest: str) -> Reached | None:
+        webhook = await self.store.find(Webhook, token_hash=digest)
+        if webhook is not None:
+            return Reached(webhook, webhook.token_generation)
+        webhook = await self.store.find(Webhook, previous_token_hash=digest)
+        if webhook is None or not _in_grace(webhook.previous_token_until):
+            return None
+        return Reached(webhook, webhook.token_generation - 1)
+
+    def known(self, token: str) -> Reached | None:
         """The active webhook whose URL holds ``token``, if remembered (see :meth:`webhook`)."""
-        return self._active.get(token)
+        reached = self._active.get(token)
+        if (
+            reached is not None
+            and reached.through_previous
+            and not _in_grace(reached.webhook.previous_token_until)
+        ):
+            self.forget(reached.webhook)
+            return None
+        return reached
 
     def forget(self, webhook: Webhook) -> None:
-        """Read ``webhook`` afresh next time: storing its event found it deleted or a draft."""
-        token = self._tokens.pop(webhook.token_hash, None)
-        if token is not None:
-            self._active.pop(token, None)
+        """Read ``webhook`` afresh next time: storing its event found it deleted, a draft,
+        or its URL rotated past the one the delivery came through."""
+        for digest in (webhook.token_hash, webhook.previous_token_hash):
+            token = self._tokens.pop(digest, None) if digest else None
+            if token is not None:
+                self._active.pop(token, None)
 
     async def take(self, webhook: Webhook) -> int | None:
         """A token from the webhook's bucket: None, or the whole seconds to wait for one.
@@ -151,12 +189,25 @@ class Intake:
 
     def secret(self, webhook: Webhook) -> str | None:
         """The webhook's verification secret, unsealed (and kept in memory)."""
-        if webhook.secret is None:
+        return self._unsealed(webhook.secret)
+
+    def previous_secret(self, webhook: Webhook) -> str | None:
+        """The secret before the last rotation, while it still verifies; else None."""
+        if not _in_grace(webhook.previous_secret_until):
             return None
-        found = self._secrets.get(webhook.secret)
+        return self._unsealed(webhook.previous_secret)
+
+    def _unsealed(self, sealed: bytes | None) -> str | None:
+        if sealed is None:
+            return None
+        found = self._secrets.get(sealed)
         if found is None:
-            found = self.keys.box().open(webhook.secret)
+            found = self.keys.box().open(sealed)
             if len(self._secrets) > 10_000:
                 self._secrets.clear()
-            self._secrets[webhook.secret] = found
+            self._secrets[sealed] = found
         return found
+
+
+def _in_grace(until: datetime | None) -> bool:
+    return until is not None and until > utcnow()

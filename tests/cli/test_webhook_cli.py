@@ -59,6 +59,10 @@ WEBHOOK_KEYS = {
     "allowed_tools",
     "allow_mentions",
     "prompt",
+    "url_generation",
+    "previous_url_until",
+    "secret_generation",
+    "previous_secret_until",
     "created_at",
     "updated_at",
 }
@@ -287,6 +291,10 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "allowed_tools": [],
         "allow_mentions": False,
         "prompt": PROMPT,
+        "url_generation": 1,
+        "previous_url_until": None,
+        "secret_generation": None,
+        "previous_secret_until": None,
         "url": created["url"],
     }
 
@@ -301,9 +309,11 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
     assert set(listed[0]) == WEBHOOK_KEYS
     assert listed[0] == {k: v for k, v in created.items() if k != "url"}
     shown = cli.json("webhook", "show", "acme", "ci")
-    assert set(shown) == WEBHOOK_KEYS | {"recent_events"}
+    assert set(shown) == WEBHOOK_KEYS | {"recent_events", "rotation"}
     assert shown["recent_events"] == []
-    assert {k: v for k, v in shown.items() if k != "recent_events"} == listed[0]
+    assert shown["rotation"]["url_generation"] == 1
+    assert shown["rotation"]["previous_url_until"] is None
+    assert {k: v for k, v in shown.items() if k not in ("recent_events", "rotation")} == listed[0]
     assert cli.json("webhook", "show", "acme", created["id"]) == shown  # by id as by name
     for document in (listed, shown):
         text = json.dumps(document)

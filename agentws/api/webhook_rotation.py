@@ -1,0 +1,80 @@
+"""The admin API's webhook rotation: a new URL or secret with a grace period, its progress.
+
+``POST .../webhooks/<webhook>/rotate`` answers the new URL once;
+``rotate-secret`` takes the new signing secret; ``end-grace`` stops the
+previous URL and/or secret at once; ``GET .../rotation`` says how far the
+senders have moved (:mod:`agentws.webhooks.rotation`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.errors import ValidationError
+from agentws.views import rotation_json
+from agentws.webhooks import admin as webhooks_admin
+from agentws.webhooks import rotation
+
+from .calls import Answer, endpoint, field, json_body, required
+from .webhooks import webhook_view
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+
+def _grace(data: dict[str, Any]) -> Any:
+    text = field(data, "grace", str)
+    return rotation.DEFAULT_GRACE if text is None else rotation.parse_grace(text)
+
+
+@routes.post("/workspaces/<workspace>/webhooks/<webhook>/rotate")
+@endpoint
+async def rotate_url(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
+    data = await json_body()
+    issued = await rotation.rotate_url(
+        admin.store, admin.settings, workspace, webhook, grace=_grace(data), actor=caller.actor
+    )
+    return {**await webhook_view(admin.store, issued.webhook), "url": issued.url}
+
+
+@routes.post("/workspaces/<workspace>/webhooks/<webhook>/rotate-secret")
+@endpoint
+async def rotate_secret(
+    admin: AdminServices, caller: Caller, workspace: str, webhook: str
+) -> Answer:
+    data = await json_body()
+    rotated = await rotation.rotate_secret(
+        admin.store,
+        admin.keys,
+        workspace,
+        webhook,
+        secret=required(data, "secret"),
+        grace=_grace(data),
+        actor=caller.actor,
+    )
+    return await webhook_view(admin.store, rotated)
+
+
+@routes.post("/workspaces/<workspace>/webhooks/<webhook>/end-grace")
+@endpoint
+async def end_grace(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
+    data = await json_body()
+    which = field(data, "which", str, "both")
+    if which not in ("url", "secret", "both"):
+        raise ValidationError(f'"which" must be "url", "secret" or "both", not {which!r}')
+    ended = await rotation.end_grace(
+        admin.store, workspace, webhook, which=which, actor=caller.actor
+    )
+    return await webhook_view(admin.store, ended)
+
+
+@routes.get("/workspaces/<workspace>/webhooks/<webhook>/rotation")
+@endpoint
+async def rotation_status(
+    admin: AdminServices, caller: Caller, workspace: str, webhook: str
+) -> Answer:
+    found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
+    return rotation_json(await rotation.rotation_status(admin.store, found))
