@@ -42,17 +42,18 @@ def rotation_text(status: Any) -> str:
     lines = [f"URL generation {status.url_generation}"]
     if status.previous_url_until:
         lines[0] += (
-            f"; the previous URL works until {_when(status.previous_url_until)}: "
-            f"{status.via_previous_url} deliveries through it since the rotation "
-            f"(last {_when(status.last_via_previous_url)}), {status.via_new_url} through the new"
+            f"; the previous URL works until {_when(status.previous_url_until)}; deliveries "
+            f"since the rotation through it: {status.via_previous_url} "
+            f"(last {_when(status.last_via_previous_url)}), through the new one: "
+            f"{status.via_new_url}"
         )
     lines.append(f"secret generation {status.secret_generation}")
     if status.previous_secret_until:
         lines[1] += (
-            f"; the previous secret verifies until {_when(status.previous_secret_until)}: "
-            f"{status.via_previous_secret} deliveries signed with it since the rotation "
-            f"(last {_when(status.last_via_previous_secret)}), {status.via_new_secret} with "
-            "the new"
+            f"; the previous secret verifies until {_when(status.previous_secret_until)}; "
+            f"deliveries since the rotation signed with it: {status.via_previous_secret} "
+            f"(last {_when(status.last_via_previous_secret)}), with the new one: "
+            f"{status.via_new_secret}"
         )
     return "\n".join(lines)
 

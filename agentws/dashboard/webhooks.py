@@ -21,6 +21,7 @@ from agentws.webhooks import events as webhook_events
 
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
+from .webhook_rotation import rotation_context
 
 __all__ = ["routes"]
 
@@ -145,6 +146,7 @@ async def webhook_show(
         webhook=found,
         group=group,
         events=events,
+        **await rotation_context(store, found),
     )
 
 

@@ -300,8 +300,8 @@ async def test_the_cli_and_the_api_rotate_and_report(tmp_path: Path) -> None:
             tmp_path, database, "webhook", "rotation", "acme", "ci", **env
         )
         assert code == 0, err
-        assert "1 deliveries through it since the rotation" in out, out
-        assert "2 through the new" in out, out
+        assert "deliveries since the rotation through it: 1 (last " in out, out
+        assert "through the new one: 2" in out, out
 
         await create_admin(server.store, "alice", actor="t")
         _, admin = await create_admin_token(server.store, "alice", "tests", actor="t")
