@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from agentws.cli.output import Context, Output
+from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import Webhook
 from agentws.errors import ValidationError
 from agentws.views import rotation_json, webhook_json
@@ -37,8 +38,8 @@ def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "never"
 
 
-def rotation_text(status: Any) -> str:
-    """A few lines on a webhook's rotations (``status``: a RotationStatus)."""
+def rotation_text(status: RotationStatus) -> str:
+    """A few lines on where a webhook's rotations stand."""
     lines = [f"URL generation {status.url_generation}"]
     if status.previous_url_until:
         lines[0] += (
