@@ -58,6 +58,7 @@ WEBHOOK_KEYS = {
     "concurrency",
     "allowed_tools",
     "allow_mentions",
+    "capture",
     "prompt",
     "created_at",
     "updated_at",
@@ -286,6 +287,7 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "concurrency": 4,
         "allowed_tools": [],
         "allow_mentions": False,
+        "capture": False,
         "prompt": PROMPT,
         "url": created["url"],
     }
