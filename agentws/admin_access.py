@@ -32,6 +32,7 @@ import trio
 
 from agentws.accounts import hash_password, verify_password
 from agentws.config import Settings
+from agentws.domain.dry_runs import DryRun, TryRequest
 from agentws.domain.models import Admin, AdminSession, AdminToken, Approval, AuditEntry
 from agentws.domain.rules import ADMIN_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.errors import (
@@ -309,5 +310,8 @@ class AdminServices:
     #: Waits for the outcome of an approved call (bounded by the caller), woken
     #: by this instance's runs of approved calls.
     approval_outcome: Callable[[str], Awaitable[Approval]]
+    #: Tries a prompt on a webhook's sample or past event, posting nothing
+    #: (:class:`agentws.agent.dry_run.PromptTrials`).
+    try_prompt: Callable[[TryRequest], Awaitable[DryRun]]
     #: Failed sign-ins, per username and client address.
     login_throttle: LoginThrottle = attrs.field(factory=LoginThrottle)

@@ -19,6 +19,7 @@ import trio
 
 from agentws.admin_access import AdminServices
 from agentws.agent.choose import open_model
+from agentws.agent.dry_run import PromptTrials
 from agentws.agent.model import ModelClient
 from agentws.agent.runner import AgentRunner
 from agentws.approvals.channel_reports import ChannelReports
@@ -235,6 +236,7 @@ class Service:
                     keys=keys,
                     notify_events=worker.notify,
                     approval_outcome=runs.outcome,
+                    try_prompt=PromptTrials(agent, settings.run_timeout_s).try_prompt,
                 ),
                 service=self,
             )

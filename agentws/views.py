@@ -6,11 +6,13 @@ these shapes; the suite checks the API's answers against it.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.approval_lists import ApprovalSummary
 from agentws.domain.deliveries import RotationStatus
+from agentws.domain.dry_runs import DryRun
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -22,6 +24,7 @@ from agentws.domain.models import (
     OAuthClient,
     Skill,
     Webhook,
+    WebhookSample,
     Workspace,
 )
 from agentws.domain.rules import utcnow
@@ -33,10 +36,12 @@ __all__ = [
     "approval_json",
     "approval_summary_json",
     "document_json",
+    "dry_run_json",
     "event_json",
     "library_json",
     "message_json",
     "oauth_client_json",
+    "sample_json",
     "token_json",
     "tool_json",
     "webhook_json",
@@ -70,6 +75,8 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         "allowed_tools": sorted(w.allowed_tools),
         # Its messages may ping a whole channel (else mass mentions are made inert).
         "allow_mentions": w.allow_mentions,
+        # While a draft, it keeps its deliveries as samples (else they get 403).
+        "capture": w.capture,
         "prompt": w.prompt,
         # Rotation (agentws.webhooks.rotation): the generations in use, and
         # until when the previous URL / secret still works (null: none does).
@@ -264,4 +271,50 @@ def oauth_client_json(c: OAuthClient) -> dict[str, Any]:
         "redirect_uris": list(c.metadata.get("redirect_uris", [])),
         "confidential": c.sealed_secret is not None,
         "created_at": _iso(c.created_at),
+    }
+
+
+# A listed sample shows this much of its body.
+_PREVIEW_CHARS = 200
+
+
+def sample_json(s: WebhookSample, *, whole: bool = False) -> dict[str, Any]:
+    """A captured sample: a preview of its body, or (``whole``) the body itself."""
+    text = s.body.decode("utf-8", "replace")
+    shown: dict[str, Any] = {
+        "id": s.id,
+        "webhook_id": s.webhook_id,
+        "received_at": _iso(s.received_at),
+        "size": len(s.body),
+        "headers": s.headers,
+        "preview": " ".join(text[: _PREVIEW_CHARS * 2].split())[:_PREVIEW_CHARS],
+    }
+    if whole:
+        try:
+            shown["body"] = json.loads(s.body)
+        except ValueError:  # the door keeps JSON objects only
+            shown["body"] = text
+    return shown
+
+
+def dry_run_json(d: DryRun) -> dict[str, Any]:
+    """What a try of a prompt would have done (nothing was posted)."""
+    return {
+        "text": d.text,
+        "model": d.model,
+        "prompt": d.prompt,
+        "source": d.source,
+        "source_id": d.source_id,
+        "tool_calls": [
+            {
+                "name": c.name,
+                "capability": c.capability,
+                "arguments": c.arguments,
+                "outcome": c.outcome.value,
+                "outcome_label": c.outcome.label,
+                "detail": c.detail,
+            }
+            for c in d.calls
+        ],
+        "usage": d.usage,
     }

@@ -10,6 +10,10 @@ destructive calls are refused (nobody is there to confirm them). Write
 tools an admin pre-authorized for the webhook (``--allow-tool``, bound to
 the tool's definition) run without approval.
 
+What a tool call does is a :class:`CallPolicy`: the live run's is the gate;
+a try of a prompt (:mod:`agentws.agent.dry_run`) passes its own, which runs
+reads only and says what would have become of the rest.
+
 What happens is written to a :class:`RunLog` as it happens, so that a run
 cut short (deadline, failure) still leaves its transcript for the timeline.
 The run's deadline is its caller's cancel scope.
@@ -18,7 +22,7 @@ The run's deadline is its caller's cancel scope.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -43,7 +47,7 @@ from agentws.tools.catalog import Catalog
 from agentws.tools.gate import ConfirmAnswer, ToolGate
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["AgentRunner", "RunLog"]
+__all__ = ["AgentRunner", "CallPolicy", "RunLog", "unconfirmed_result"]
 
 # Model turns in one run at most: a loop of tool calls must end.
 _MAX_TURNS = 8
@@ -77,6 +81,15 @@ class RunLog:
             self.usage[key] = self.usage.get(key, 0) + int(value)
 
 
+def unconfirmed_result(tool: ToolSpec) -> types.CallToolResult:
+    """What the model reads of a call that needs a person's confirmation: it did not run."""
+    text = (
+        f"{tool.name} is destructive and needs a person's confirmation, which an automated "
+        "run cannot give: it did not run. Ask an admin to do it."
+    )
+    return error_result(text)
+
+
 @attrs.frozen
 class _NoConfirmation:
     """Nobody can confirm a destructive call in an automated run: it is refused.
@@ -88,11 +101,24 @@ class _NoConfirmation:
     async def confirm(
         self, tool: ToolSpec, arguments: dict[str, Any], digest: str
     ) -> ConfirmAnswer:
-        text = (
-            f"{tool.name} is destructive and needs a person's confirmation, which an automated "
-            "run cannot give: it did not run. Ask an admin to do it."
-        )
-        return ConfirmAnswer(False, error_result(text), outcome="refused")
+        return ConfirmAnswer(False, unconfirmed_result(tool), outcome="refused")
+
+
+class CallPolicy(Protocol):
+    """What a run does with one call of a tool its group has.
+
+    Returns what the model reads back, and says in ``entry`` (the call's
+    record in the run's log, which holds its name, arguments and capability
+    already) what became of it: ``outcome`` and, where there is one, ``result``.
+    """
+
+    async def __call__(
+        self,
+        caller: ToolCaller,
+        tool: ToolSpec,
+        arguments: CallArguments,
+        entry: dict[str, Any],
+    ) -> types.CallToolResult: ...
 
 
 @attrs.define(eq=False)
@@ -114,10 +140,12 @@ class AgentRunner:
         prompt: str,
         group: Group | None,
         log: RunLog,
+        calls: CallPolicy | None = None,
     ) -> str:
         """Run the agent on ``event``, whose body parsed is ``payload``; the message to post.
 
-        The message is also in ``log.text``.
+        The message is also in ``log.text``. ``calls``: what a tool call does
+        (default: it goes through the permission gate, as the live run's do).
 
         Error handling:
             :class:`~agentws.agent.model.ModelError` from the model; store
@@ -171,7 +199,7 @@ class AgentRunner:
             else None
         )
         by_name = {t.name: t for t in tools}
-        queued: list[tuple[str, str]] = []
+        policy = calls or self._through_gate
         text = ""
         for _ in range(_MAX_TURNS):
             request = ModelRequest(log.system, list(log.messages), offered, brief)
@@ -190,7 +218,7 @@ class AgentRunner:
                 break
             results = []
             for call in reply.tool_calls:
-                result = await self._call(caller, by_name.get(call.name), call, log, queued)
+                result = await self._call(caller, by_name.get(call.name), call, log, policy)
                 results.append(
                     {
                         "type": "tool_result",
@@ -204,23 +232,33 @@ class AgentRunner:
             text = (text + "\n\n" if text else "") + (
                 f"(The agent stopped after {_MAX_TURNS} turns without finishing.)"
             )
-        log.text = self._with_approvals(text.strip() or "(The agent wrote nothing.)", queued)
+        log.text = self._with_approvals(
+            text.strip() or "(The agent wrote nothing.)", log.tool_calls
+        )
         return log.text
 
-    def _with_approvals(self, text: str, queued: list[tuple[str, str]]) -> str:
+    def _with_approvals(self, text: str, calls: list[dict[str, Any]]) -> str:
         """``text``, then what waits for an admin: each call's tool, approval id and link.
 
         Always added by the service, whatever the model wrote: the channel
         must be able to trust where the approval is (a payload cannot make
-        the model point elsewhere).
+        the model point elsewhere). A try lists the calls it would have queued.
         """
-        if not queued:
+        lines = []
+        for call in calls:
+            if call.get("outcome") == "queued":
+                approval = call["approval_id"]
+                lines.append(
+                    f"• {call['name']}: approval {approval} — "
+                    f"{approval_url(self.base_url, approval)}"
+                    f" (or `agentws approval approve {approval}`)"
+                )
+            elif call.get("outcome") == "would_queue":
+                lines.append(
+                    f"• {call['name']}: (an approval id and its link: a try queues nothing)"
+                )
+        if not lines:
             return text
-        lines = [
-            f"• {tool}: approval {approval} — {approval_url(self.base_url, approval)}"
-            f" (or `agentws approval approve {approval}`)"
-            for tool, approval in queued
-        ]
         return text + "\n\nWaiting for an admin's approval:\n" + "\n".join(lines)
 
     async def _tools(self, group: Group | None) -> list[ToolSpec]:
@@ -236,7 +274,7 @@ class AgentRunner:
         tool: ToolSpec | None,
         call: ToolCall,
         log: RunLog,
-        queued: list[tuple[str, str]],
+        policy: CallPolicy,
     ) -> types.CallToolResult:
         entry: dict[str, Any] = {"id": call.id, "name": call.name}
         log.tool_calls.append(entry)
@@ -247,6 +285,14 @@ class AgentRunner:
         arguments = CallArguments.of(tool.name, call.arguments, tool.input_schema)
         entry["arguments"] = arguments.shown
         entry["capability"] = tool.capability.value
+        result = await policy(caller, tool, arguments, entry)
+        entry.setdefault("result", _text(result)[:_MAX_RESULT_CHARS])
+        return result
+
+    async def _through_gate(
+        self, caller: ToolCaller, tool: ToolSpec, arguments: CallArguments, entry: dict[str, Any]
+    ) -> types.CallToolResult:
+        """The live run's calls: through the permission gate (reads run, writes queue)."""
         try:
             outcome = await self.gate.call(caller, tool, arguments, confirmer=_NoConfirmation())
         except PermissionDeniedError as exc:
@@ -258,10 +304,8 @@ class AgentRunner:
             result = error_result(f"{tool.name} did not run: it needs a confirmation")
         if outcome.approval is not None:
             entry.update(outcome="queued", approval_id=outcome.approval.id)
-            queued.append((tool.name, outcome.approval.id))
         else:
             entry["outcome"] = "error" if result.is_error else "ran"
-        entry["result"] = _text(result)[:_MAX_RESULT_CHARS]
         return result
 
 

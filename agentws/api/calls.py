@@ -27,6 +27,7 @@ from agentws.errors import (
     PermissionDeniedError,
     StoreUnavailableError,
     UnauthorizedError,
+    UpstreamError,
     ValidationError,
     error_body,
 )
@@ -56,6 +57,8 @@ _STATUS = {
     NotFoundError: 404,
     ConflictError: 409,
     StoreUnavailableError: 503,
+    # The model (a try of a prompt), a connector: the fault is further on.
+    UpstreamError: 502,
 }
 
 # A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,

@@ -13,6 +13,7 @@ from typing import Any
 from agentws import __version__
 
 from .openapi_schemas import APPROVAL_STATUS, SCHEMAS, ref
+from .openapi_try import TRY_SCHEMAS
 
 __all__ = ["openapi_document"]
 
@@ -75,6 +76,23 @@ def _operation(
             "required": True,
             "content": {"application/json": {"schema": ref(body)}},
         }
+    return operation
+
+
+def _try_operation(params: list[dict[str, Any]]) -> dict[str, Any]:
+    """Try a prompt: 502 when the model fails (or the try outlasts a run's deadline)."""
+    operation = _operation(
+        "Run the agent on a sample or a past event with a candidate prompt, posting nothing: "
+        "read tools run, write and destructive ones do not",
+        "DryRun",
+        params=params,
+        body="TryPrompt",
+        operation_id="tryPrompt",
+    )
+    operation["responses"]["502"] = {
+        "description": "the model failed, or the try took longer than a run may",
+        "content": {"application/json": {"schema": ref("Error")}},
+    }
     return operation
 
 
@@ -156,6 +174,25 @@ def _paths() -> dict[str, Any]:
                 params=hook,
                 operation_id="getWebhookRotation",
             )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/samples": {
+            "get": _operation(
+                "List what a capturing draft kept of its deliveries, newest first",
+                "SamplePage",
+                params=hook + _PAGING,
+                operation_id="listSamples",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/samples/{sample}": {
+            "get": _operation(
+                "Show a sample with its body",
+                "SampleDetail",
+                params=_path_params("workspace", "webhook", "sample"),
+                operation_id="getSample",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/try": {
+            "post": _try_operation(hook),
         },
         "/workspaces/{workspace}/events": {
             "get": _operation(
@@ -375,7 +412,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "security": [{"adminToken": []}],
         "components": {
             "securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}},
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, **TRY_SCHEMAS},
         },
         "paths": _paths(),
     }

@@ -16,6 +16,10 @@ _TIME = {"type": "string", "format": "date-time"}
 _TIME_OR_NULL = {"type": ["string", "null"], "format": "date-time"}
 _STR_OR_NULL = {"type": ["string", "null"]}
 _MENTIONS = "its messages may ping a whole channel (@channel, @here...); false: made inert"
+_CAPTURE = (
+    "while a draft, keep deliveries as samples (202 captured) instead of refusing them; "
+    "a webhook created to capture is a draft unless active says otherwise"
+)
 
 
 def ref(name: str) -> dict[str, str]:
@@ -69,6 +73,7 @@ SCHEMAS: dict[str, Any] = {
             "concurrency": {"type": "integer"},
             "allowed_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean"},
+            "capture": {"type": "boolean"},
             "prompt": {"type": "string"},
             "url_generation": {"type": "integer", "description": "1, one more at each rotation"},
             "previous_url_until": {
@@ -154,6 +159,7 @@ SCHEMAS: dict[str, Any] = {
             "max_body_bytes": {"type": "integer"},
             "allow_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean", "default": False, "description": _MENTIONS},
+            "capture": {"type": "boolean", "default": False, "description": _CAPTURE},
         },
     },
     "WebhookChanges": {
@@ -166,6 +172,7 @@ SCHEMAS: dict[str, Any] = {
             "allow_tools": {"type": "array", "items": {"type": "string"}},
             "disallow_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean", "description": _MENTIONS},
+            "capture": {"type": "boolean", "description": _CAPTURE},
         },
     },
     "Deleted": _object({"id": {"type": "string"}, "deleted": {"type": "boolean"}}),

@@ -47,9 +47,12 @@ async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -
     verification = enum_value(
         VerificationScheme, "verification", field(data, "verification", str, "none")
     )
+    capture = field(data, "capture", bool, False)
     options = webhooks_admin.WebhookOptions(
         group=field(data, "group", str),
-        active=field(data, "active", bool, True),
+        # A webhook that captures is a draft unless the request says otherwise.
+        active=field(data, "active", bool, not capture),
+        capture=capture,
         concurrency=field(data, "concurrency", int, 4),
         verification=verification,
         secret=field(data, "secret", str),
@@ -97,6 +100,7 @@ async def update_webhook(
         allow_tools=tool_names(data, "allow_tools"),
         disallow_tools=tool_names(data, "disallow_tools"),
         allow_mentions=field(data, "allow_mentions", bool),
+        capture=field(data, "capture", bool),
     )
     active = field(data, "active", bool)
     updated = await webhooks_admin.update_webhook(

@@ -2,7 +2,8 @@
 
 ``webhook create|update|list|show|activate|deactivate|delete``; ``create``
 prints the URL once (it holds the token, which is not kept). The work is
-done by :mod:`agentws.webhooks.admin`.
+done by :mod:`agentws.webhooks.admin`. ``webhook samples|try`` (capture and
+a prompt tried on it) are in :mod:`agentws.cli.webhook_try`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import trio
 from agentws.cli.arguments import positive_int
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
+from agentws.cli.webhook_try import add_try_commands
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
 from agentws.views import webhook_json
@@ -86,7 +88,8 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         )
     options = WebhookOptions(
         group=args.group,
-        active=not args.draft,
+        active=not (args.draft or args.capture),
+        capture=args.capture,
         concurrency=args.concurrency,
         verification=scheme,
         secret=secret,
@@ -110,6 +113,8 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
     w = issued.webhook
     data = {**webhook_json(w, args.workspace, args.group), "url": issued.url}
     state = "active" if w.active else "a draft (activate it with `agentws webhook activate`)"
+    if w.capture:
+        state = "a draft that keeps its deliveries as samples (`agentws webhook samples`)"
     text = (
         f"Created webhook {w.name!r} ({w.id}) in {args.workspace}, {state}.\n"
         f"Posts to {w.channel}; verification: {w.verification.value}; "
@@ -180,6 +185,7 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         allow_tools=tuple(args.allow_tool),
         disallow_tools=tuple(args.disallow_tool),
         allow_mentions=args.allow_mentions,
+        capture=args.capture,
     )
     w = await update_webhook(
         ctx.store,
@@ -196,6 +202,8 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         f"{' with the tools of group ' + data['group'] if data['group'] else ', with no tools'}.\n"
         f"Write tools its runs use without approval: {tools}."
     )
+    if w.capture:
+        text += "\nWhile a draft, it keeps its deliveries as samples (`agentws webhook samples`)."
     return Output(data, text)
 
 
@@ -230,7 +238,8 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     """Add ``webhook`` to the ``agentws`` command."""
     webhook = commands.add_parser(
         "webhook",
-        help="incoming webhooks: create (URL shown once), list, activate, rotate, delete",
+        help="incoming webhooks: create (URL shown once), list, activate, rotate, delete; "
+        "capture deliveries and try a prompt on them",
         description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
         "follows the prompt and posts one message per event to the channel.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -264,6 +273,12 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     create.add_argument(
         "--draft", action="store_true", help="save as a draft: deliveries get 403 until activated"
+    )
+    create.add_argument(
+        "--capture",
+        action="store_true",
+        help="save as a draft that keeps its deliveries as samples (202 captured, never run) "
+        "to try prompts on (`webhook try`); implies --draft",
     )
     create.add_argument(
         "--concurrency",
@@ -361,6 +376,13 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="let its messages ping a whole channel (@channel, @here...), or not "
         "(--no-allow-mentions: mass mentions are made inert)",
     )
+    update.add_argument(
+        "--capture",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="while a draft, keep its deliveries as samples (202 captured, never run), or "
+        "refuse them with 403 (--no-capture); samples already kept stay",
+    )
     update.set_defaults(handler=_webhook_update)
 
     listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
@@ -379,3 +401,4 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     from agentws.cli.webhook_rotation import add_rotation_commands
 
     add_rotation_commands(webhook, common)
+    add_try_commands(webhook, common)

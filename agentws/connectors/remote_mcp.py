@@ -48,6 +48,7 @@ __all__ = [
     "RemoteError",
     "SyncReport",
     "all_pages",
+    "call_tool_once",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -343,6 +344,35 @@ async def probe(
         resolve=resolve,
         what="connect",
         work=ask,
+    )
+
+
+async def call_tool_once(
+    connector: Connector,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    box: SecretBox | None,
+    allowlist: Allowlist,
+    resolve: Resolver = system_resolver,
+) -> types.CallToolResult:
+    """Call the remote's tool ``name`` in a session of its own, within the caller's
+    deadline (see :func:`fetch_tools`): for a process with no links, such as the
+    CLI's try of a prompt, which runs read tools only.
+
+    Error handling:
+        As :func:`fetch_tools`; a JSON-RPC error from the remote is a
+        :class:`RemoteError` too.
+    """
+
+    async def call(session: ClientSession, kind: str) -> types.CallToolResult:
+        result = await session.call_tool(name, arguments)
+        if not isinstance(result, types.CallToolResult):  # the remote asked for input
+            raise RemoteError(f"connector {connector.name!r}: {name} asked for input")
+        return result
+
+    return await _with_remote(
+        connector, box=box, allowlist=allowlist, resolve=resolve, what=f"call {name}", work=call
     )
 
 

@@ -13,6 +13,7 @@ again, filled as it was typed (all but the secret), with what was wrong.
 :class:`~agentws.admin_access.AdminServices`. Here: signing in and out,
 the home page, the error pages and the templates' filters; each area's
 pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
+:mod:`~agentws.dashboard.webhook_try` (capture, try a prompt),
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
@@ -43,6 +44,7 @@ from . import (
     libraries,
     permissions,
     webhook_rotation,
+    webhook_try,
     webhooks,
 )
 from .frame import render_page
@@ -64,6 +66,7 @@ routes = RouteTable[AdminServices]()
 _AREAS = (
     webhooks,
     webhook_rotation,
+    webhook_try,
     endpoints,
     permissions,
     approvals,

@@ -22,6 +22,7 @@ from agentws.webhooks import events as webhook_events
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
 from .webhook_rotation import rotation_context
+from .webhook_try import try_context
 
 __all__ = ["routes"]
 
@@ -77,6 +78,7 @@ async def webhook_create(admin: AdminServices, caller: Caller, workspace: str) -
         options = webhooks_admin.WebhookOptions(
             group=form.get("group") or None,
             active=form.get("state", "active") == "active",
+            capture=form.get("state") == "capture",
             verification=VerificationScheme(form.get("verification") or "none"),
             secret=form.get("secret") or None,
             rate_per_min=_int(form.get("rate_per_min"), 60, "rate per minute"),
@@ -147,6 +149,7 @@ async def webhook_show(
         group=group,
         events=events,
         **await rotation_context(store, found),
+        **await try_context(admin, workspace, found),
     )
 
 

@@ -41,6 +41,7 @@ from agentws.domain.oauth_records import (
     OAuthGrant,
     OAuthRefreshToken,
 )
+from agentws.domain.sample_records import WebhookSample
 from agentws.domain.tool_records import (
     CachedTool,
     Capability,
@@ -109,6 +110,7 @@ __all__ = [
     "ToolPermission",
     "VerificationScheme",
     "Webhook",
+    "WebhookSample",
     "Workspace",
     "arguments_hash",
     "default_permission",
@@ -127,6 +129,7 @@ Record = (
     | ContextDocument
     | Skill
     | Webhook
+    | WebhookSample
     | Event
     | EventAttempt
     | ChatMessage

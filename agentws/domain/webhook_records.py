@@ -57,6 +57,9 @@ class Webhook:
     prompt: str
     #: False: a draft, which refuses deliveries with 403.
     active: bool = True
+    #: A draft that captures keeps its deliveries as samples (never run) instead
+    #: of refusing them (:mod:`agentws.webhooks.samples`); no effect while active.
+    capture: bool = False
     token_hash: str = attrs.field(repr=False)
     #: The URL's generation: 1 when made, one more at each rotation.
     token_generation: int = 1

@@ -52,6 +52,7 @@ from agentws.domain.models import (
     Skill,
     ToolPermission,
     Webhook,
+    WebhookSample,
     Workspace,
 )
 from agentws.store.tables import Dialect
@@ -435,6 +436,28 @@ class Store(Protocol):
         Error handling:
             :class:`~agentws.errors.StoreUnavailableError`, at once, when the
             store is closing (nothing queued).
+        """
+        ...
+
+    def capture_nowait(
+        self,
+        sample: WebhookSample,
+        *,
+        keep: int,
+        answer: Callable[[outcome.Outcome[bool]], None],
+    ) -> None:
+        """Queue a capturing draft's sample for the next group commit of deliveries.
+
+        Stored only if its webhook exists and is a draft that captures, checked
+        in the transaction that stores it; then the webhook's samples beyond
+        the newest ``keep`` are dropped. ``answer`` is called in trio's thread
+        once both are durable: True if the sample was stored, False if not
+        (the webhook is gone, active, or no longer captures), or the store's
+        error.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            store is closing.
         """
         ...
 

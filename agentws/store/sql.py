@@ -46,6 +46,7 @@ from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
 from agentws.store.sql_rate_limits import RateLimitQueries
 from agentws.store.sql_rotation import RotationQueries
+from agentws.store.sql_samples import SampleQueries
 from agentws.store.tables import Dialect, Table, table_for
 
 __all__ = ["SqlStore"]
@@ -65,6 +66,7 @@ class SqlStore(
     ApprovalDecisionQueries,
     ApprovalRunQueries,
     RateLimitQueries,
+    SampleQueries,
     OAuthQueries,
     CatalogQueries,
     HealthQueries,

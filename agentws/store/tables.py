@@ -182,6 +182,7 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.Skill, "skills", "skill", ("slug",), "created_at, id"),
         Table(m.Webhook, "webhooks", "webhook", ("name",), "created_at, id"),
         Table(m.Event, "events", "event", ("id",), "received_at, id"),
+        Table(m.WebhookSample, "webhook_samples", "sample", ("id",), "received_at, id"),
         Table(m.EventAttempt, "event_attempts", "event attempt", ("id",), "started_at, id"),
         Table(m.ChatMessage, "chat_messages", "chat message", ("id",), "created_at, id"),
         Table(m.Approval, "approvals", "approval", ("id",), "created_at, id"),

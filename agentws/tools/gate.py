@@ -48,7 +48,7 @@ from agentws.tools.execution import ToolRunner
 from agentws.tools.spec import ToolSpec
 from agentws.tools.validation import argument_error, path_argument_error
 
-__all__ = ["ConfirmAnswer", "Confirmer", "GateResult", "ToolGate"]
+__all__ = ["ConfirmAnswer", "Confirmer", "GateResult", "ToolGate", "denied_message"]
 
 log = logging.getLogger("agentws.tools")
 
@@ -138,7 +138,7 @@ class ToolGate:
         )
         if decision is Decision.DENY:
             await self._audit(caller, tool, prepared, decision, "denied")
-            raise PermissionDeniedError(_denied_message(tool, caller))
+            raise PermissionDeniedError(denied_message(tool, caller))
         # Before queueing or confirming: a call the action would refuse is
         # never put to an admin or a caller.
         problem = argument_error(tool.input_schema, arguments) or path_argument_error(
@@ -229,7 +229,8 @@ class ToolGate:
         )
 
 
-def _denied_message(tool: ToolSpec, caller: ToolCaller) -> str:
+def denied_message(tool: ToolSpec, caller: ToolCaller) -> str:
+    """What a denied caller is told (a try of a prompt tells the model the same)."""
     if not tool.capability.within(caller.scope):
         whose = "this token's" if caller.token_id is not None else "an automated run's"
         return (

@@ -71,6 +71,8 @@ class WebhookChanges:
     disallow_tools: tuple[str, ...] = ()
     #: Whether its messages may ping a whole channel (``@channel``, ``@here``...).
     allow_mentions: bool | None = None
+    #: Whether, while a draft, it keeps its deliveries as samples (instead of 403).
+    capture: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -91,6 +93,8 @@ class WebhookOptions:
     allow_tools: tuple[str, ...] = ()
     #: Its messages may ping a whole channel; off: mass mentions are made inert.
     allow_mentions: bool = False
+    #: A draft that keeps its deliveries as samples (:mod:`agentws.webhooks.samples`).
+    capture: bool = False
 
 
 def hook_url(base_url: str, token: str) -> str:
@@ -145,6 +149,8 @@ async def create_webhook(
     max_body = options.max_body_bytes or settings.max_body_bytes
     _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
     allowed = await preauthorized_tools(store, group, options.allow_tools)
+    if options.capture and options.active:
+        raise ValidationError("a webhook that captures is a draft: create it as a draft")
     check_secret(options.verification, options.secret)
     sealed = keys.box().seal(options.secret) if options.secret else None
     token = new_secret(WEBHOOK_TOKEN_PREFIX)
@@ -164,6 +170,7 @@ async def create_webhook(
         max_body_bytes=max_body,
         concurrency=options.concurrency,
         allow_mentions=options.allow_mentions,
+        capture=options.capture,
     )
     try:
         await store.insert(webhook)
@@ -183,6 +190,7 @@ async def create_webhook(
         verification=webhook.verification.value,
         allowed_tools=sorted(allowed),
         allow_mentions=webhook.allow_mentions,
+        capture=webhook.capture,
     )
     return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
 
@@ -289,7 +297,8 @@ async def update_webhook(
     allowlist: Allowlist,
     actor: str,
 ) -> Webhook:
-    """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools, mentions.
+    """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools, mentions,
+    and whether it captures while a draft (its samples stay either way).
 
     Changing the group drops the pre-authorizations (they were for the old
     group's tools) unless tools are named again. A new channel's connector
@@ -332,6 +341,8 @@ async def update_webhook(
         fields["allowed_tools"] = allowed
     if changes.allow_mentions is not None and changes.allow_mentions != webhook.allow_mentions:
         fields["allow_mentions"] = changes.allow_mentions
+    if changes.capture is not None and changes.capture != webhook.capture:
+        fields["capture"] = changes.capture
     if not fields:
         return webhook
     updated = await store.update(attrs.evolve(webhook, **fields, updated_at=utcnow()))

@@ -11,7 +11,7 @@ Checks, in this order, each refusal a JSON body ``{"error": {"code",
 ==========================  ======  =====================
 method other than POST      405     ``method_not_allowed``
 unknown token               404     ``not_found``
-draft webhook               403     ``webhook_inactive``
+draft webhook               403     ``webhook_inactive`` (a capturing draft: see below)
 body over the limit         413     ``payload_too_large``
 body not all there in time  408     ``body_read_timeout`` (connection closed)
 neither JSON nor a form     415     ``unsupported_media_type``
@@ -33,6 +33,12 @@ Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 vouches for: see :func:`agentws.domain.deliveries.dedup_key`); the same id with another body → 409
 ``idempotency_conflict``. An id that is not usable as a key (empty, over
 200 characters) → 400 ``invalid_delivery_id``.
+
+A draft that captures goes through the same checks and keeps the delivery
+as a sample (:mod:`agentws.webhooks.samples`), never run: 202
+``{"status": "captured", "sample_id"}``; 503 ``webhook_changed`` (retry) if
+it was activated, deleted or stopped capturing while the delivery was taken
+(or became a capturing draft: the retry is captured).
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
 from agentws.webhooks.intake import Intake, Reached
+from agentws.webhooks.samples import capture
 
 __all__ = ["HookDoor"]
 
@@ -116,6 +123,15 @@ _ANSWER_HEADERS = [(b"content-type", b"application/json")]
 _STATUS_WORD = {202: b"queued", 200: b"duplicate"}
 _ANSWERED = {202: WEBHOOK_DELIVERIES.labels("queued"), 200: WEBHOOK_DELIVERIES.labels("duplicate")}
 _REFUSED = WEBHOOK_DELIVERIES.labels("refused")
+_CAPTURED = WEBHOOK_DELIVERIES.labels("captured")
+
+
+class _Captured(Exception):
+    """A capturing draft kept the delivery as a sample: answered 202, never run."""
+
+    def __init__(self, sample_id: str) -> None:
+        super().__init__(sample_id)
+        self.sample_id = sample_id
 
 
 def _answer(status: int, event_id: str) -> bytes:
@@ -154,6 +170,11 @@ class HookDoor:
             _ANSWERED[status].inc()
             await respond(send, status, _answer(status, event_id), _ANSWER_HEADERS)
             INGEST_SECONDS.observe(time.perf_counter() - started)
+        except _Captured as captured:
+            add_log_context(sample=captured.sample_id)
+            _CAPTURED.inc()
+            answer = {"status": "captured", "sample_id": captured.sample_id}
+            await respond_json(send, 202, answer)
         except HttpRefusal as refusal:
             _REFUSED.inc()
             REJECTED.labels("webhook", refusal.code).inc()
@@ -185,12 +206,15 @@ class HookDoor:
             return await self._accept(scope, body_in, intake, reached, token)
         try:
             return await self._accept(scope, body_in, intake, remembered, token, remembered=True)
-        except HttpRefusal:
+        except HttpRefusal as refusal:
             # A remembered webhook may have been deleted, deactivated or
             # rotated since: that answer comes before any other, as if it had
             # been read now.
             intake.forget(remembered.webhook)
             await self._current(intake, token)
+            if refusal.code == "webhook_inactive":
+                # Now a draft that captures (or active again): its retry is taken.
+                raise _changed() from None
             raise
 
     async def _current(self, intake: Intake, token: str) -> Reached:
@@ -198,7 +222,7 @@ class HookDoor:
         reached: Reached | None = await self._store_call(intake.webhook(token))
         if reached is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
-        if not reached.webhook.active:
+        if not reached.webhook.active and not reached.webhook.capture:
             raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
         return reached
 
@@ -245,6 +269,8 @@ class HookDoor:
             key = dedup_key(headers, payload, signed)
         except ValueError as exc:
             raise HttpRefusal(400, "invalid_delivery_id", str(exc)) from None
+        if not webhook.active:  # a draft that captures: the only draft let this far
+            raise _Captured(await self._capture(intake, webhook, event_body, headers))
         # The batcher keeps the store's deadline (a cancel scope per delivery
         # would cost more than the rest of its wait).
         deadline = trio.current_time() + self.settings.store_timeout_s
@@ -340,6 +366,17 @@ class HookDoor:
             ) from None
         return payload, event_body, signed, generation
 
+    async def _capture(
+        self, intake: Intake, webhook: Webhook, event_body: bytes, headers: dict[str, str]
+    ) -> str:
+        """Keep the delivery as a sample of ``webhook``; the sample's id."""
+        kept = await self._store_call(
+            capture(intake.store, webhook, event_body, allowed_headers(headers))
+        )
+        if kept is None:
+            raise _changed()
+        return str(kept.id)
+
     async def _store_call(self, work: Awaitable[Any]) -> Any:
         """``work``'s result within the store's deadline (a webhook read: not every delivery's)."""
         with trio.CancelScope(deadline=trio.current_time() + self.settings.store_timeout_s):
@@ -381,6 +418,16 @@ async def _stored(work: Awaitable[T]) -> T:
         return await work
     except StoreError as exc:
         raise _unavailable(exc.message) from None
+
+
+def _changed() -> HttpRefusal:
+    """The webhook became or stopped being a capturing draft while a delivery was taken."""
+    return HttpRefusal(
+        503,
+        "webhook_changed",
+        "the webhook was changed while this delivery was taken; send it again",
+        {"Retry-After": "1"},
+    )
 
 
 def _unavailable(detail: str) -> HttpRefusal:

@@ -112,7 +112,12 @@ async def test_a_rotation_with_deliveries_in_flight_loses_none_and_doubles_none(
         fresh = json.dumps({"type": "order.paid", "order": "late"}).encode()
         assert_error(await post(hook.url, fresh, {"Idempotency-Key": "late"}), 404, "not_found")
         assert (await post(urls["current"], fresh, {"Idempotency-Key": "late"})).status_code == 202
-        assert len(await messages(server.store)) == len(stored)  # nothing from the 404
+        # The refused one left nothing: one more event and one more message, not two.
+        await wait_for_messages(server.store, len(stored) + 1)
+        finished = await all_finished(server.store, hook.id)
+        assert [e.dedup_key for e in finished].count("idempotency:late") == 1
+        assert len(finished) == len(stored) + 1
+        assert len(await messages(server.store)) == len(stored) + 1
 
 
 async def test_the_old_url_answers_404_once_its_grace_is_over(tmp_path: Path) -> None:
