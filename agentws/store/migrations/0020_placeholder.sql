@@ -1,0 +1,2 @@
+-- Placeholder: version 0020 belongs to another branch (its file replaces this one when
+-- the branches are merged). Migration numbers must run without gaps.
