@@ -2,7 +2,8 @@
 
 ``webhook create|update|list|show|activate|deactivate|delete``; ``create``
 prints the URL once (it holds the token, which is not kept). The work is
-done by :mod:`agentws.webhooks.admin`.
+done by :mod:`agentws.webhooks.admin`. Failure alert options, ``replay``
+and ``test`` are in :mod:`agentws.cli.webhook_operations`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,16 @@ import trio
 from agentws.cli.arguments import positive_int
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
+from agentws.cli.webhook_operations import (
+    add_alert_options,
+    add_operation_commands,
+    alert_changes,
+    alert_options,
+    streak_text,
+)
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
-from agentws.views import webhook_json
+from agentws.views import streak_json, webhook_json
 
 __all__ = ["add_webhook_commands"]
 
@@ -94,6 +102,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         max_body_bytes=args.max_body_bytes,
         allow_tools=tuple(args.allow_tool),
         allow_mentions=args.allow_mentions,
+        **alert_options(args),
     )
     issued = await create_webhook(
         ctx.store,
@@ -144,12 +153,15 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     data = webhook_json(w, *await _names(ctx, w))
     recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
     data["recent_events"] = [event_row(e, w) for e in recent]
+    streak = await ctx.store.latest_failure_streak(w.id)
+    data["failure_streak"] = streak_json(streak)
     text = "\n".join(
         f"{key}: {', '.join(value) or 'none' if isinstance(value, list) else value}"
         for key, value in data.items()
-        if key not in ("prompt", "recent_events", "active")
+        if key not in ("prompt", "recent_events", "active", "failure_streak")
     )
     text += "\nprompt:\n" + "\n".join("  " + line for line in w.prompt.splitlines())
+    text += "\n\n" + streak_text(streak, w.alert_after)
     text += "\n\nRecent events:\n" + table(
         data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
     )
@@ -167,6 +179,7 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         allow_tools=tuple(args.allow_tool),
         disallow_tools=tuple(args.disallow_tool),
         allow_mentions=args.allow_mentions,
+        **alert_changes(args),
     )
     w = await update_webhook(
         ctx.store,
@@ -302,6 +315,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="let its messages ping a whole channel (@channel, @here, @all, @everyone); "
         "by default they are made inert",
     )
+    add_alert_options(create, changing=False)
     create.set_defaults(handler=_webhook_create)
 
     update = webhook.add_parser(
@@ -347,6 +361,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="let its messages ping a whole channel (@channel, @here...), or not "
         "(--no-allow-mentions: mass mentions are made inert)",
     )
+    add_alert_options(update, changing=True)
     update.set_defaults(handler=_webhook_update)
 
     listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
@@ -362,3 +377,4 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
         sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
         sub.set_defaults(handler=handler)
+    add_operation_commands(webhook, common)

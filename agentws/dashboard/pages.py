@@ -34,7 +34,17 @@ from agentws.admin_access import AdminServices, Caller, sign_in, sign_out
 from agentws.blueprints import RouteTable
 from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedError
 
-from . import approvals, channels, consent, endpoints, events, libraries, permissions, webhooks
+from . import (
+    approvals,
+    channels,
+    consent,
+    endpoints,
+    events,
+    libraries,
+    permissions,
+    webhook_operations,
+    webhooks,
+)
 from .frame import render_page
 from .session import (
     LOGIN_COOKIE,
@@ -51,7 +61,17 @@ from .visible import exact, has_hidden
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 routes = RouteTable[AdminServices]()
-_AREAS = (webhooks, endpoints, permissions, approvals, events, libraries, channels, consent)
+_AREAS = (
+    webhooks,
+    webhook_operations,
+    endpoints,
+    permissions,
+    approvals,
+    events,
+    libraries,
+    channels,
+    consent,
+)
 
 
 def dashboard_blueprint(admin: AdminServices) -> Blueprint:

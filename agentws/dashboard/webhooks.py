@@ -21,6 +21,7 @@ from agentws.webhooks import events as webhook_events
 
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
+from .webhook_operations import operations_context
 
 __all__ = ["routes"]
 
@@ -145,6 +146,7 @@ async def webhook_show(
         webhook=found,
         group=group,
         events=events,
+        **await operations_context(store, found),
     )
 
 
@@ -165,6 +167,11 @@ async def webhook_edit(
             allow_tools=tuple(sorted(wanted - set(current.allowed_tools))),
             disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
             allow_mentions=None if "mentions" not in form else form["mentions"] == "allowed",
+            alert_after=_int(form.get("alert_after"), current.alert_after, "alert after")
+            if "alert_after" in form
+            else None,
+            alerts_channel=form.get("alerts_channel"),
+            pause_on_failure=None if "on_failure" not in form else form["on_failure"] == "pause",
         )
         await webhooks_admin.update_webhook(
             store,
@@ -174,8 +181,8 @@ async def webhook_edit(
             allowlist=admin.settings.connector_allowlist,
             actor=caller.actor,
         )
-    except AgentwsError as exc:
-        return done(here, exc.message, error=True)
+    except (AgentwsError, ValueError) as exc:
+        return done(here, error_text(exc), error=True)
     return done(here, "Saved.")
 
 
@@ -192,7 +199,11 @@ async def webhook_action(
                 store, workspace, webhook, active=action == "activate", actor=caller.actor
             )
             state = "active" if changed.active else "a draft"
-            return done(listing, f"Webhook {changed.name!r} is {state}.")
+            # Activated from its own page (a paused webhook's): back there.
+            target = request.args.get("back") == "page" and url_for(
+                "dashboard.webhook_show", workspace=workspace, webhook=changed.name
+            )
+            return done(target or listing, f"Webhook {changed.name!r} is {state}.")
         if action == "delete":
             deleted = await webhooks_admin.delete_webhook(
                 store, workspace, webhook, actor=caller.actor

@@ -29,6 +29,7 @@ import trio
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
 from agentws.errors import NotFoundError
+from agentws.store.sql_streaks import streak_statements
 from agentws.store.tables import Dialect, table_for
 
 if TYPE_CHECKING:
@@ -408,6 +409,8 @@ class EventQueries:
                     (*table.encode(attempt, self.dialect), event_id, owner),
                 )
             )
+        # The webhook's failure streak, in the same transaction (see sql_streaks).
+        statements += streak_statements(self.dialect, event_id, owner, status, now, error)
         statements.append(
             (
                 "UPDATE events SET status = $3, error = $4,"

@@ -11,7 +11,7 @@ Checks, in this order, each refusal a JSON body ``{"error": {"code",
 ==========================  ======  =====================
 method other than POST      405     ``method_not_allowed``
 unknown token               404     ``not_found``
-draft webhook               403     ``webhook_inactive``
+draft (or paused) webhook   403     ``webhook_inactive``
 body over the limit         413     ``payload_too_large``
 body not all there in time  408     ``body_read_timeout`` (connection closed)
 neither JSON nor a form     415     ``unsupported_media_type``
@@ -70,7 +70,7 @@ from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
 from agentws.webhooks.intake import Intake
 
-__all__ = ["HookDoor"]
+__all__ = ["HookDoor", "inactive_refusal"]
 
 log = logging.getLogger("agentws.webhooks")
 
@@ -122,6 +122,19 @@ def _answer(status: int, event_id: str) -> bytes:
     """``{"event_id": ..., "status": ...}``, as ``json.dumps`` writes it."""
     quoted = encode_basestring_ascii(event_id).encode()
     return b'{"event_id": %s, "status": "%s"}' % (quoted, _STATUS_WORD[status])
+
+
+def inactive_refusal(webhook: Webhook) -> HttpRefusal:
+    """The 403 of a draft; a webhook its failure alert paused says so, and since when."""
+    if webhook.paused_at is None:
+        return HttpRefusal(403, "webhook_inactive", _INACTIVE)
+    since = webhook.paused_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return HttpRefusal(
+        403,
+        "webhook_inactive",
+        f"this webhook was paused at {since} after its events kept failing: "
+        "an admin must activate it again",
+    )
 
 
 def _media_type(content_type: str | None) -> str:
@@ -197,7 +210,7 @@ class HookDoor:
         if webhook is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         if not webhook.active:
-            raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+            raise inactive_refusal(webhook)
         return webhook
 
     async def _accept(
@@ -206,6 +219,18 @@ class HookDoor:
         add_log_context(webhook=webhook.id)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
+        return await self.take(intake, webhook, body, headers)
+
+    async def take(
+        self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, str]:
+        """A delivery to an active ``webhook`` whose body is read (``headers`` in lower case):
+        the checks from the content type on, then the commit.
+
+        Returns the status (202 or 200) and the event id, or raises the
+        refusal. The door's own path; test events are taken here too
+        (:mod:`agentws.webhooks.test_events`).
+        """
         payload, event_body, signed = self._checked(intake, webhook, body, headers)
         wait = intake.take_here(webhook)
         if wait is None and intake.shares_buckets:

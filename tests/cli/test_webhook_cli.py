@@ -58,6 +58,10 @@ WEBHOOK_KEYS = {
     "concurrency",
     "allowed_tools",
     "allow_mentions",
+    "alert_after",
+    "alerts_channel",
+    "pause_on_failure",
+    "paused_at",
     "prompt",
     "created_at",
     "updated_at",
@@ -286,6 +290,10 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "concurrency": 4,
         "allowed_tools": [],
         "allow_mentions": False,
+        "alert_after": 3,
+        "alerts_channel": None,
+        "pause_on_failure": False,
+        "paused_at": None,
         "prompt": PROMPT,
         "url": created["url"],
     }
@@ -301,9 +309,11 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
     assert set(listed[0]) == WEBHOOK_KEYS
     assert listed[0] == {k: v for k, v in created.items() if k != "url"}
     shown = cli.json("webhook", "show", "acme", "ci")
-    assert set(shown) == WEBHOOK_KEYS | {"recent_events"}
-    assert shown["recent_events"] == []
-    assert {k: v for k, v in shown.items() if k != "recent_events"} == listed[0]
+    assert set(shown) == WEBHOOK_KEYS | {"recent_events", "failure_streak"}
+    assert (shown["recent_events"], shown["failure_streak"]) == ([], None)
+    assert {k: v for k, v in shown.items() if k not in ("recent_events", "failure_streak")} == (
+        listed[0]
+    )
     assert cli.json("webhook", "show", "acme", created["id"]) == shown  # by id as by name
     for document in (listed, shown):
         text = json.dumps(document)
