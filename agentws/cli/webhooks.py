@@ -230,7 +230,8 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     """Add ``webhook`` to the ``agentws`` command."""
     webhook = commands.add_parser(
         "webhook",
-        help="incoming webhooks: create (URL shown once), list, activate, delete",
+        help="incoming webhooks: create (URL shown once), list, activate, delete, replay "
+        "failed events, send test events",
         description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
         "follows the prompt and posts one message per event to the channel.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -83,6 +83,7 @@ async def webhook_replay(
     store = admin.store
     try:
         found = await webhooks_admin.find_webhook(store, workspace, webhook)
+        page = url_for("dashboard.webhook_show", workspace=workspace, webhook=found.name)
         selection = ReplaySelection(
             since=_moment(form.get("since"), "since"),
             until=_moment(form.get("until"), "until"),
@@ -132,6 +133,7 @@ async def webhook_test(
     page = url_for("dashboard.webhook_show", workspace=workspace, webhook=webhook)
     try:
         found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
+        page = url_for("dashboard.webhook_show", workspace=workspace, webhook=found.name)
         sample = SampleKind(form.get("sample") or default_sample(found.verification).value)
         if admin.send_test_event is None:
             raise ValidationError("this server takes no deliveries: no test event can be sent")

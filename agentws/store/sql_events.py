@@ -5,7 +5,9 @@ The queue is a table: an event is ``queued`` (and available from
 then ``done`` or ``failed``, or ``queued`` again for a retry. Every change of
 state is one conditional ``UPDATE``, so two claimers never both get an event
 and a worker whose lease was taken over cannot finish it. A lease that
-expires (its process died) makes the event claimable again.
+expires (its process died) makes the event claimable again. Finishing an
+event also counts (or ends) its webhook's failure streak, in the same
+transaction (:mod:`.sql_streaks`).
 
 Claims are fair between webhooks: the free slots go round the webhooks with
 work, those with the fewest runs under way first. A webhook never gets more

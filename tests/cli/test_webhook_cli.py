@@ -214,7 +214,7 @@ def _message_json(m: ChatMessage) -> dict[str, Any]:
 
 
 HELP_PAGES = [
-    (["webhook"], ["create", "list", "show", "activate", "deactivate", "delete"]),
+    (["webhook"], ["create", "list", "show", "activate", "deactivate", "delete", "replay", "test"]),
     (
         ["webhook", "create"],
         [

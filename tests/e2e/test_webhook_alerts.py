@@ -22,9 +22,9 @@ import httpx2
 import pytest
 import trio
 from cryptography.fernet import Fernet
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentws.domain.models import ChatMessage, EventStatus, FailureStreak, Webhook
-from agentws.metrics import WEBHOOK_ALERTS
 from agentws.service import run_service
 from agentws.store import Store
 from agentws.webhooks.admin import set_active
@@ -82,9 +82,21 @@ async def channel(store: Store, name: str) -> list[ChatMessage]:
     return await messages(store, "acme", name)
 
 
+async def alerts_posted(server: Running) -> dict[str, float]:
+    """``agentws_webhook_alerts_total{outcome="posted"}`` by kind, as /metrics says."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        page = (await http.get(f"{server.base_url}/metrics")).text
+    return {
+        sample.labels["kind"]: sample.value
+        for family in text_string_to_metric_families(page)
+        for sample in family.samples
+        if sample.name == "agentws_webhook_alerts_total" and sample.labels["outcome"] == "posted"
+    }
+
+
 async def test_one_alert_after_n_failures_then_one_recovery(tmp_path: Path) -> None:
-    posted = WEBHOOK_ALERTS.labels("alert", "posted")._value.get()
     async with served(tmp_path) as server:
+        before = await alerts_posted(server)
         store = server.store
         issued = await hook(server, alert_after=3, alerts_channel=ALERTS, concurrency=2)
         failed = [await deliver(issued, {**FAIL, "n": n}) for n in range(2)]
@@ -128,7 +140,9 @@ async def test_one_alert_after_n_failures_then_one_recovery(tmp_path: Path) -> N
         newest = await streak_of(store, issued.id)
         assert newest is not None and newest.id != streak.id and newest.failures == 1
         assert newest.due is None and len(await channel(store, ALERTS)) == 2
-    assert WEBHOOK_ALERTS.labels("alert", "posted")._value.get() == posted + 1
+        after = await alerts_posted(server)
+        for kind in ("alert", "recovery"):
+            assert after[kind] == before.get(kind, 0.0) + 1
 
 
 async def test_the_alert_pauses_the_webhook_and_activating_it_lets_it_recover(
@@ -265,3 +279,64 @@ async def test_two_instances_on_postgresql_post_one_alert_and_one_recovery(
             assert "in a row failed" in texts[0] and "works again" in texts[1]
             assert "after 12 failed events" in texts[1]
             other.service.request_stop()
+
+
+async def test_alert_settings_and_the_failure_state_through_the_admin_api(tmp_path: Path) -> None:
+    from agentws.accounts import create_admin
+    from agentws.admin_access import create_admin_token
+
+    async with served(tmp_path) as server:
+        await create_admin(server.store, "alice", actor="t")
+        _, token = await create_admin_token(server.store, "alice", "tests", actor="t")
+        async with httpx2.AsyncClient(
+            base_url=f"{server.base_url}/api/v1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ) as api:
+            created = await api.post(
+                "/workspaces/acme/webhooks",
+                json={
+                    "name": "ci",
+                    "channel": "local:ops",
+                    "prompt": "Say.",
+                    "rate_per_min": 600,
+                    "alert_after": 1,
+                    "alerts_channel": "#alerts",
+                    "pause_on_failure": True,
+                },
+            )
+            assert created.status_code == 201, created.text
+            url = server.base_url + "/hooks/" + created.json()["url"].split("/hooks/")[1]
+            assert (created.json()["alert_after"], created.json()["alerts_channel"]) == (
+                1,
+                ALERTS,
+            )
+            quiet = (await api.get("/workspaces/acme/webhooks/ci/failures")).json()
+            assert (quiet["status"], quiet["failure_streak"], quiet["replayable"]) == (
+                "active",
+                None,
+                0,
+            )
+            async with httpx2.AsyncClient(timeout=10) as http:
+                sent = await http.post(url, json=FAIL)
+            assert sent.status_code == 202
+            webhook_id = created.json()["id"]
+            await finished(server.store, sent.json()["event_id"])
+            await settled(server.store, webhook_id)
+            failing = (await api.get("/workspaces/acme/webhooks/ci/failures")).json()
+            assert (failing["status"], failing["replayable"]) == ("paused", 1)
+            streak = failing["failure_streak"]
+            assert (streak["failures"], streak["open"]) == (1, True)
+            assert streak["paused_at"] == failing["paused_at"] is not None
+            assert streak["alert_message_id"] is not None
+            shown = (await api.get("/workspaces/acme/webhooks/ci")).json()
+            assert (shown["status"], shown["active"]) == ("paused", False)
+            patched = await api.patch(
+                "/workspaces/acme/webhooks/ci",
+                json={"alert_after": 0, "alerts_channel": "", "active": True},
+            )
+            assert patched.status_code == 200, patched.text
+            assert (patched.json()["status"], patched.json()["alert_after"]) == ("active", 0)
+            assert patched.json()["alerts_channel"] is None
+            refused = await api.patch("/workspaces/acme/webhooks/ci", json={"alert_after": -1})
+            assert refused.status_code == 400
