@@ -129,6 +129,9 @@ async def replay_failed(
     ]
     inserted = set(await store.queue_replays(webhook.id, orders))
     queued = {o.original_id: o.event_id for o in orders if o.event_id in inserted}
+    replay = attrs.evolve(replay, queued=queued)
+    if not queued:
+        return replay  # another action replayed them all meanwhile: nothing changed
     WEBHOOK_REPLAYS.labels("bulk").inc(len(queued))
     workspace = await store.get(Workspace, webhook.workspace_id)
     await record(
@@ -145,7 +148,7 @@ async def replay_failed(
         rate_per_min=rate,
         current_prompt=current_prompt,
     )
-    return attrs.evolve(replay, queued=queued)
+    return replay
 
 
 def replay_json(replay: BulkReplay) -> dict[str, Any]:
