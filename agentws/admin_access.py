@@ -33,8 +33,16 @@ import trio
 from agentws.accounts import hash_password, verify_password
 from agentws.config import Settings
 from agentws.domain.dry_runs import DryRun, TryRequest
-from agentws.domain.models import Admin, AdminSession, AdminToken, Approval, AuditEntry
+from agentws.domain.models import (
+    Admin,
+    AdminSession,
+    AdminToken,
+    Approval,
+    AuditEntry,
+    Webhook,
+)
 from agentws.domain.rules import ADMIN_TOKEN_PREFIX, hash_secret, new_secret, utcnow
+from agentws.domain.sample_deliveries import SampleAnswer, SampleKind
 from agentws.errors import (
     ConflictError,
     NotFoundError,
@@ -51,6 +59,7 @@ __all__ = [
     "AdminServices",
     "Caller",
     "LoginThrottle",
+    "TestEventSender",
     "admin_for_token",
     "authenticate",
     "create_admin_token",
@@ -296,6 +305,10 @@ async def authenticate(
     )
 
 
+#: Sends ``webhook`` a test event (``sample``: whose, None: its scheme's sender) as ``actor``.
+TestEventSender = Callable[[Webhook, SampleKind | None, str], Awaitable[SampleAnswer]]
+
+
 @attrs.frozen
 class AdminServices:
     """What the admin doors (the dashboard and the JSON API) are given, once,
@@ -315,3 +328,7 @@ class AdminServices:
     try_prompt: Callable[[TryRequest], Awaitable[DryRun]]
     #: Failed sign-ins, per username and client address.
     login_throttle: LoginThrottle = attrs.field(factory=LoginThrottle)
+    #: Sends a webhook a test event through the door's checks (as
+    #: :func:`agentws.webhooks.test_events.send_test_event`, with the service's intake);
+    #: None where no door runs.
+    send_test_event: TestEventSender | None = None

@@ -36,8 +36,11 @@ __all__ = [
     "RUN_SECONDS",
     "STORE_SECONDS",
     "TOOL_CALLS",
+    "WEBHOOK_ALERTS",
     "WEBHOOK_DELIVERIES",
     "WEBHOOK_EVENTS",
+    "WEBHOOK_PAUSES",
+    "WEBHOOK_REPLAYS",
     "render",
     "timed_store",
 ]
@@ -91,6 +94,21 @@ STORE_SECONDS = Histogram(
     "Duration of store operations (a read, or a whole transaction), by operation.",
     ["operation"],
     buckets=_STORE_BUCKETS,
+)
+WEBHOOK_ALERTS = Counter(
+    "agentws_webhook_alerts",
+    "Failure alerts and recoveries of webhooks handled by this instance, by kind (alert,"
+    " recovery) and outcome (posted; failed: given up, the channel cannot take it).",
+    ["kind", "outcome"],
+)
+WEBHOOK_PAUSES = Counter(
+    "agentws_webhook_pauses",
+    "Webhooks paused by their failure alert (counted by the instance that posts the alert).",
+)
+WEBHOOK_REPLAYS = Counter(
+    "agentws_webhook_replays",
+    "Events queued by bulk replays, and test events sent, from this process, by kind (bulk, test).",
+    ["kind"],
 )
 REJECTED = Counter(
     "agentws_rejected_requests",

@@ -32,6 +32,8 @@ from agentws.config import Settings
 from agentws.connectors.links import ACTOR as LINK_ACTOR
 from agentws.connectors.links import RemoteLinks
 from agentws.connectors.remote_content import RemoteContent
+from agentws.domain.models import Webhook
+from agentws.domain.sample_deliveries import SampleAnswer, SampleKind
 from agentws.errors import StoreError
 from agentws.instances import InstanceRegistry
 from agentws.mcp.auth import Authenticator
@@ -48,9 +50,11 @@ from agentws.tools.cache_sync import sync_tool_cache
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
+from agentws.webhooks.alerts import FailureAlerts
 from agentws.webhooks.batcher import IngestBatcher
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
+from agentws.webhooks.test_events import send_test_event
 from agentws.webhooks.worker import EventWorker
 
 __all__ = ["Readiness", "Runtime", "Service", "run_service"]
@@ -132,7 +136,8 @@ class Service:
             Opens the root nursery, which owns the change feed (its listening
             connection), the instance heartbeat, the MCP session supervisor,
             the approval watch (outcomes to sessions, expiry), the runs of
-            approved calls (decided anywhere, run here once), the links
+            approved calls (decided anywhere, run here once), webhooks' failure
+            alerts and recoveries, the links
             to remote MCP connectors (which keep their tool caches current),
             the webhook ingest batcher (group commit) and the event worker
             pool (agent runs).
@@ -210,11 +215,14 @@ class Service:
             processor = EventProcessor(store, agent, sinks)
             reports = ChannelReports(store, sinks)
             await self._start(nursery, reports.serve, reports.close)
+            alerts = FailureAlerts(store, sinks, settings.instance_id, settings.public_base_url)
+            await self._start(nursery, alerts.serve, alerts.close)
             worker = EventWorker(store, settings, processor)
             await self._start(nursery, worker.serve, worker.close)
             batcher = IngestBatcher(store, on_stored=worker.notify)
             worker.door_busy = batcher.busy
             await self._start(nursery, batcher.serve, batcher.close)
+            intake = Intake(store, batcher, keys)
             self._runtime = Runtime(
                 settings=settings,
                 store=store,
@@ -224,7 +232,7 @@ class Service:
                 sessions=sessions,
                 authenticator=Authenticator(store),
                 forwarder=forwarder,
-                intake=Intake(store, batcher, keys),
+                intake=intake,
                 worker=worker,
                 approval_runs=runs,
                 links=links,
@@ -237,6 +245,7 @@ class Service:
                     notify_events=worker.notify,
                     approval_outcome=runs.outcome,
                     try_prompt=PromptTrials(agent, settings.run_timeout_s).try_prompt,
+                    send_test_event=functools.partial(_test_event, settings, intake),
                 ),
                 service=self,
             )
@@ -318,6 +327,17 @@ class Service:
         keys = self._runtime.keys if self._runtime else Keys.load(self.settings)
         problem = key_problem(keys, self.settings, sealed)
         return None if problem is None else f"secret key: {problem}"
+
+
+async def _test_event(
+    settings: Settings,
+    intake: Intake,
+    webhook: Webhook,
+    sample: SampleKind | None,
+    actor: str,
+) -> SampleAnswer:
+    """A test event through this service's door (its rate buckets, its batcher)."""
+    return await send_test_event(settings, intake, webhook, sample, actor=actor)
 
 
 async def run_service(

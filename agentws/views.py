@@ -18,6 +18,7 @@ from agentws.domain.models import (
     ChatMessage,
     ContextDocument,
     Event,
+    FailureStreak,
     Group,
     Library,
     McpToken,
@@ -42,9 +43,11 @@ __all__ = [
     "message_json",
     "oauth_client_json",
     "sample_json",
+    "streak_json",
     "token_json",
     "tool_json",
     "webhook_json",
+    "webhook_status",
     "workspace_json",
 ]
 
@@ -65,7 +68,7 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         "channel": w.channel,
         "group": group,
         "active": w.active,
-        "status": "active" if w.active else "draft",
+        "status": webhook_status(w),
         "verification": w.verification.value,
         "rate_per_min": w.rate_per_min,
         "burst": w.burst,
@@ -77,6 +80,11 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
         "allow_mentions": w.allow_mentions,
         # While a draft, it keeps its deliveries as samples (else they get 403).
         "capture": w.capture,
+        # Failure alerts: after alert_after failed events in a row (0: never).
+        "alert_after": w.alert_after,
+        "alerts_channel": w.alerts_channel,
+        "pause_on_failure": w.pause_on_failure,
+        "paused_at": _iso(w.paused_at),
         "prompt": w.prompt,
         # Rotation (agentws.webhooks.rotation): the generations in use, and
         # until when the previous URL / secret still works (null: none does).
@@ -101,6 +109,36 @@ def rotation_json(r: RotationStatus) -> dict[str, Any]:
         "via_new_secret": r.via_new_secret,
         "via_previous_secret": r.via_previous_secret,
         "last_via_previous_secret": _iso(r.last_via_previous_secret),
+    }
+
+
+def webhook_status(w: Webhook) -> str:
+    """``active``; ``paused`` (a draft its failure alert made); or ``draft``."""
+    if w.active:
+        return "active"
+    return "paused" if w.paused_at is not None else "draft"
+
+
+def streak_json(s: FailureStreak | None) -> dict[str, Any] | None:
+    """A webhook's latest failure streak: open (failing now) or ended, and its notices."""
+    if s is None:
+        return None
+    return {
+        "failures": s.failures,
+        "open": s.ended_at is None,
+        "started_at": _iso(s.started_at),
+        "last_failed_at": _iso(s.last_failed_at),
+        "last_event_id": s.last_event_id,
+        "last_error": s.last_error,
+        "alerted_at": _iso(s.alerted_at),
+        "paused_at": _iso(s.paused_at),
+        "alert_posted_at": _iso(s.alert_posted_at),
+        "alert_message_id": s.alert_message_id,
+        "ended_at": _iso(s.ended_at),
+        "recovered_event_id": s.recovered_event_id,
+        "recovery_posted_at": _iso(s.recovery_posted_at),
+        "recovery_message_id": s.recovery_message_id,
+        "notice_error": s.notice_error,
     }
 
 

@@ -194,6 +194,32 @@ def _paths() -> dict[str, Any]:
         "/workspaces/{workspace}/webhooks/{webhook}/try": {
             "post": _try_operation(hook),
         },
+        "/workspaces/{workspace}/webhooks/{webhook}/failures": {
+            "get": _operation(
+                "A webhook's failure alerts: settings, pause, latest streak, replayable events",
+                "WebhookFailures",
+                params=hook,
+                operation_id="getWebhookFailures",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/replay": {
+            "post": _operation(
+                "Replay a webhook's failed events (those the body selects), each once, at a rate",
+                "BulkReplay",
+                params=hook,
+                body="BulkReplayRequest",
+                operation_id="replayWebhookFailures",
+            )
+        },
+        "/workspaces/{workspace}/webhooks/{webhook}/test": {
+            "post": _operation(
+                "Send a webhook a signed sample event through its door's checks",
+                "TestEvent",
+                params=hook,
+                body="TestEventRequest",
+                operation_id="testWebhook",
+            )
+        },
         "/workspaces/{workspace}/events": {
             "get": _operation(
                 "List a workspace's events, newest first",

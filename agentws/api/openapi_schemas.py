@@ -22,6 +22,27 @@ _CAPTURE = (
 )
 
 
+# A webhook's failure alert settings, as created and changed.
+_ALERT_SETTINGS: dict[str, Any] = {
+    "alert_after": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 1000,
+        "default": 3,
+        "description": "failed events in a row that post one alert; 0: no alerts",
+    },
+    "alerts_channel": {
+        "type": "string",
+        "description": 'where alerts go (a channel reference); "": the webhook\'s own channel',
+    },
+    "pause_on_failure": {
+        "type": "boolean",
+        "default": False,
+        "description": "the alert also pauses the webhook (deliveries get 403 until activated)",
+    },
+}
+
+
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -65,7 +86,7 @@ SCHEMAS: dict[str, Any] = {
             "channel": {"type": "string"},
             "group": _STR_OR_NULL,
             "active": {"type": "boolean"},
-            "status": {"type": "string", "enum": ["active", "draft"]},
+            "status": {"type": "string", "enum": ["active", "draft", "paused"]},
             "verification": {"type": "string"},
             "rate_per_min": {"type": "integer"},
             "burst": {"type": "integer"},
@@ -74,6 +95,10 @@ SCHEMAS: dict[str, Any] = {
             "allowed_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean"},
             "capture": {"type": "boolean"},
+            "alert_after": {"type": "integer"},
+            "alerts_channel": _STR_OR_NULL,
+            "pause_on_failure": {"type": "boolean"},
+            "paused_at": _TIME_OR_NULL,
             "prompt": {"type": "string"},
             "url_generation": {"type": "integer", "description": "1, one more at each rotation"},
             "previous_url_until": {
@@ -160,6 +185,7 @@ SCHEMAS: dict[str, Any] = {
             "allow_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean", "default": False, "description": _MENTIONS},
             "capture": {"type": "boolean", "default": False, "description": _CAPTURE},
+            **_ALERT_SETTINGS,
         },
     },
     "WebhookChanges": {
@@ -173,9 +199,111 @@ SCHEMAS: dict[str, Any] = {
             "disallow_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean", "description": _MENTIONS},
             "capture": {"type": "boolean", "description": _CAPTURE},
+            **_ALERT_SETTINGS,
         },
     },
     "Deleted": _object({"id": {"type": "string"}, "deleted": {"type": "boolean"}}),
+    "FailureStreak": _object(
+        {
+            "failures": {"type": "integer"},
+            "open": {"type": "boolean"},
+            "started_at": _TIME,
+            "last_failed_at": _TIME,
+            "last_event_id": _STR_OR_NULL,
+            "last_error": _STR_OR_NULL,
+            "alerted_at": _TIME_OR_NULL,
+            "paused_at": _TIME_OR_NULL,
+            "alert_posted_at": _TIME_OR_NULL,
+            "alert_message_id": _STR_OR_NULL,
+            "ended_at": _TIME_OR_NULL,
+            "recovered_event_id": _STR_OR_NULL,
+            "recovery_posted_at": _TIME_OR_NULL,
+            "recovery_message_id": _STR_OR_NULL,
+            "notice_error": _STR_OR_NULL,
+        }
+    ),
+    "WebhookFailures": _object(
+        {
+            "webhook": {"type": "string"},
+            "status": {"type": "string", "enum": ["active", "draft", "paused"]},
+            "paused_at": _TIME_OR_NULL,
+            "alert_after": {"type": "integer"},
+            "alerts_channel": _STR_OR_NULL,
+            "pause_on_failure": {"type": "boolean"},
+            "failure_streak": {"oneOf": [ref("FailureStreak"), {"type": "null"}]},
+            "replayable": {
+                "type": "integer",
+                "description": "failed events never replayed: what a bulk replay would take",
+            },
+        }
+    ),
+    "BulkReplayRequest": {
+        "type": "object",
+        "properties": {
+            "since": {**_TIME, "description": "received at or after (UTC unless it says)"},
+            "until": {**_TIME, "description": "received before"},
+            "error_contains": {"type": "string", "maxLength": 200},
+            "rate_per_min": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 6000,
+                "description": "replays a minute at most; default: the webhook's rate",
+            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
+            "current_prompt": {"type": "boolean", "default": False},
+            "dry_run": {"type": "boolean", "default": False},
+        },
+    },
+    "BulkReplay": _object(
+        {
+            "id": {"type": "string"},
+            "webhook": {"type": "string"},
+            "webhook_id": {"type": "string"},
+            "dry_run": {"type": "boolean"},
+            "selection": _object(
+                {
+                    "status": {"type": "string", "enum": ["failed"]},
+                    "since": _TIME_OR_NULL,
+                    "until": _TIME_OR_NULL,
+                    "error_contains": _STR_OR_NULL,
+                }
+            ),
+            "rate_per_min": {"type": "integer"},
+            "matched": {"type": "integer"},
+            "queued": {"type": "integer"},
+            "left": {"type": "integer", "description": "more events match: replay again"},
+            "events": {
+                "type": "array",
+                "items": _object(
+                    {
+                        "id": {"type": "string"},
+                        "received_at": _TIME,
+                        "error": _STR_OR_NULL,
+                        "replay_id": _STR_OR_NULL,
+                    }
+                ),
+            },
+        }
+    ),
+    "TestEventRequest": {
+        "type": "object",
+        "properties": {
+            "sample": {
+                "type": "string",
+                "enum": ["github", "stripe", "standard_webhooks", "slack", "plain"],
+                "description": "whose delivery to imitate; default: the webhook's scheme's sender",
+            }
+        },
+    },
+    "TestEvent": _object(
+        {
+            "webhook": {"type": "string"},
+            "sample": {"type": "string"},
+            "status": {"type": "integer", "description": "the door's HTTP status"},
+            "answer": {"type": "object", "description": "the door's JSON answer"},
+            "event_id": _STR_OR_NULL,
+        }
+    ),
     "Event": _object(
         {
             "id": {"type": "string"},

@@ -11,8 +11,10 @@ the status the error's kind calls for. Lists are paginated: ``limit`` (1 to
 :func:`api_blueprint` builds the blueprint for the service's
 :class:`~agentws.admin_access.AdminServices`. Here: the document,
 workspaces, libraries and channels; webhooks and events are in
-:mod:`agentws.api.webhooks` (samples and tries of a prompt in
-:mod:`agentws.api.webhook_try`), approvals in :mod:`agentws.api.approvals`,
+:mod:`agentws.api.webhooks` (rotation in :mod:`agentws.api.webhook_rotation`,
+samples and tries of a prompt in :mod:`agentws.api.webhook_try`, failures,
+bulk replays and test events in :mod:`agentws.api.webhook_operations`),
+approvals in :mod:`agentws.api.approvals`,
 MCP tokens and tool permissions in :mod:`agentws.api.access`.
 """
 
@@ -27,7 +29,7 @@ from agentws.chat.channels import parse_channel
 from agentws.domain.models import DocumentPolicy
 from agentws.views import document_json, library_json, message_json, workspace_json
 
-from . import access, approvals, webhook_rotation, webhook_try, webhooks
+from . import access, approvals, webhook_operations, webhook_rotation, webhook_try, webhooks
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
 from .openapi import openapi_document
 
@@ -46,6 +48,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
             webhooks.routes,
             webhook_rotation.routes,
             webhook_try.routes,
+            webhook_operations.routes,
             approvals.routes,
             access.routes,
         ),

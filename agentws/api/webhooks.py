@@ -61,6 +61,9 @@ async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -
         max_body_bytes=field(data, "max_body_bytes", int),
         allow_tools=tool_names(data, "allow_tools"),
         allow_mentions=field(data, "allow_mentions", bool, False),
+        alert_after=field(data, "alert_after", int, 3),
+        alerts_channel=field(data, "alerts_channel", str),
+        pause_on_failure=field(data, "pause_on_failure", bool, False),
     )
     issued = await webhooks_admin.create_webhook(
         admin.store,
@@ -101,6 +104,9 @@ async def update_webhook(
         disallow_tools=tool_names(data, "disallow_tools"),
         allow_mentions=field(data, "allow_mentions", bool),
         capture=field(data, "capture", bool),
+        alert_after=field(data, "alert_after", int),
+        alerts_channel=field(data, "alerts_channel", str),
+        pause_on_failure=field(data, "pause_on_failure", bool),
     )
     active = field(data, "active", bool)
     updated = await webhooks_admin.update_webhook(

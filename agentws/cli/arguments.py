@@ -2,14 +2,21 @@
 
 Each turns the text typed into a value, or raises
 :class:`argparse.ArgumentTypeError`, which argparse prints with the option's
-name and exit status 2.
+name and exit status 2; :func:`read_secret` reads what ``--secret-stdin``
+promises.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-__all__ = ["bounded_count", "positive_int"]
+from agentws.errors import ValidationError
+
+__all__ = ["bounded_count", "positive_int", "read_secret"]
+
+# A secret read from stdin may not be longer (it is a key, not a document).
+_MAX_SECRET_CHARS = 4096
 
 
 def bounded_count(text: str) -> int:
@@ -25,3 +32,13 @@ def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
+
+
+def read_secret(args: argparse.Namespace) -> str | None:
+    """The secret piped to ``--secret-stdin`` (None without it)."""
+    if not args.secret_stdin:
+        return None
+    secret = sys.stdin.read(_MAX_SECRET_CHARS + 1).strip()
+    if len(secret) > _MAX_SECRET_CHARS:
+        raise ValidationError(f"the secret is longer than {_MAX_SECRET_CHARS} characters")
+    return secret

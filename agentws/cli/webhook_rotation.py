@@ -91,7 +91,7 @@ async def _rotate(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _rotate_secret(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.cli.webhooks import read_secret
+    from agentws.cli.arguments import read_secret
     from agentws.webhooks.rotation import rotate_secret
 
     secret = read_secret(args)

@@ -3,7 +3,9 @@
 ``webhook create|update|list|show|activate|deactivate|delete``; ``create``
 prints the URL once (it holds the token, which is not kept). The work is
 done by :mod:`agentws.webhooks.admin`. ``webhook samples|try`` (capture and
-a prompt tried on it) are in :mod:`agentws.cli.webhook_try`.
+a prompt tried on it) are in :mod:`agentws.cli.webhook_try`; failure alert
+options, ``replay`` and ``test`` in :mod:`agentws.cli.webhook_operations`;
+``rotate`` and its kin in :mod:`agentws.cli.webhook_rotation`.
 """
 
 from __future__ import annotations
@@ -15,18 +17,22 @@ from typing import Any
 
 import trio
 
-from agentws.cli.arguments import positive_int
+from agentws.cli.arguments import positive_int, read_secret
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
+from agentws.cli.webhook_operations import (
+    add_alert_options,
+    add_operation_commands,
+    alert_changes,
+    alert_options,
+    streak_text,
+)
 from agentws.cli.webhook_try import add_try_commands
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
-from agentws.views import webhook_json
+from agentws.views import streak_json, webhook_json
 
-__all__ = ["add_webhook_commands", "read_secret"]
-
-# A secret read from stdin may not be longer (it is a key, not a document).
-_MAX_SECRET_CHARS = 4096
+__all__ = ["add_webhook_commands"]
 
 
 def _rate(text: str) -> int:
@@ -43,16 +49,6 @@ async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
     workspace = await ctx.store.get(Workspace, webhook.workspace_id)
     group = await ctx.store.find(Group, id=webhook.group_id) if webhook.group_id else None
     return workspace.slug, group.slug if group else None
-
-
-def read_secret(args: argparse.Namespace) -> str | None:
-    """The secret piped to ``--secret-stdin`` (None without it)."""
-    if not args.secret_stdin:
-        return None
-    secret = sys.stdin.read(_MAX_SECRET_CHARS + 1).strip()
-    if len(secret) > _MAX_SECRET_CHARS:
-        raise ValidationError(f"the secret is longer than {_MAX_SECRET_CHARS} characters")
-    return secret
 
 
 # --- webhook --------------------------------------------------------------------------------
@@ -98,6 +94,7 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         max_body_bytes=args.max_body_bytes,
         allow_tools=tuple(args.allow_tool),
         allow_mentions=args.allow_mentions,
+        **alert_options(args),
     )
     issued = await create_webhook(
         ctx.store,
@@ -153,12 +150,15 @@ async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     data = webhook_json(w, *await _names(ctx, w))
     recent = await list_events(ctx.store, args.workspace, webhook=w, limit=10)
     data["recent_events"] = [event_row(e, w) for e in recent]
+    streak = await ctx.store.latest_failure_streak(w.id)
+    data["failure_streak"] = streak_json(streak)
     text = "\n".join(
         f"{key}: {', '.join(value) or 'none' if isinstance(value, list) else value}"
         for key, value in data.items()
-        if key not in ("prompt", "recent_events", "active")
+        if key not in ("prompt", "recent_events", "active", "failure_streak")
     )
     text += "\nprompt:\n" + "\n".join("  " + line for line in w.prompt.splitlines())
+    text += "\n\n" + streak_text(streak, w.alert_after)
     text += "\n\nRecent events:\n" + table(
         data["recent_events"], ("id", "status", "attempts", "received_at"), "  none yet"
     )
@@ -186,6 +186,7 @@ async def _webhook_update(args: argparse.Namespace, ctx: Context) -> Output:
         disallow_tools=tuple(args.disallow_tool),
         allow_mentions=args.allow_mentions,
         capture=args.capture,
+        **alert_changes(args),
     )
     w = await update_webhook(
         ctx.store,
@@ -239,7 +240,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     webhook = commands.add_parser(
         "webhook",
         help="incoming webhooks: create (URL shown once), list, activate, rotate, delete; "
-        "capture deliveries and try a prompt on them",
+        "capture deliveries and try a prompt; replay failed events, send test events",
         description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
         "follows the prompt and posts one message per event to the channel.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -331,6 +332,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="let its messages ping a whole channel (@channel, @here, @all, @everyone); "
         "by default they are made inert",
     )
+    add_alert_options(create, changing=False)
     create.set_defaults(handler=_webhook_create)
 
     update = webhook.add_parser(
@@ -383,6 +385,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         help="while a draft, keep its deliveries as samples (202 captured, never run), or "
         "refuse them with 403 (--no-capture); samples already kept stay",
     )
+    add_alert_options(update, changing=True)
     update.set_defaults(handler=_webhook_update)
 
     listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
@@ -402,3 +405,4 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
 
     add_rotation_commands(webhook, common)
     add_try_commands(webhook, common)
+    add_operation_commands(webhook, common)

@@ -21,6 +21,7 @@ from agentws.webhooks import events as webhook_events
 
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
+from .webhook_operations import operations_context
 from .webhook_rotation import rotation_context
 from .webhook_try import try_context
 
@@ -150,6 +151,7 @@ async def webhook_show(
         events=events,
         **await rotation_context(store, found),
         **await try_context(admin, workspace, found),
+        **await operations_context(store, found),
     )
 
 
@@ -170,6 +172,11 @@ async def webhook_edit(
             allow_tools=tuple(sorted(wanted - set(current.allowed_tools))),
             disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
             allow_mentions=None if "mentions" not in form else form["mentions"] == "allowed",
+            alert_after=_int(form.get("alert_after"), current.alert_after, "alert after")
+            if "alert_after" in form
+            else None,
+            alerts_channel=form.get("alerts_channel"),
+            pause_on_failure=None if "on_failure" not in form else form["on_failure"] == "pause",
         )
         await webhooks_admin.update_webhook(
             store,
@@ -179,8 +186,8 @@ async def webhook_edit(
             allowlist=admin.settings.connector_allowlist,
             actor=caller.actor,
         )
-    except AgentwsError as exc:
-        return done(here, exc.message, error=True)
+    except (AgentwsError, ValueError) as exc:
+        return done(here, error_text(exc), error=True)
     return done(here, "Saved.")
 
 
@@ -197,7 +204,11 @@ async def webhook_action(
                 store, workspace, webhook, active=action == "activate", actor=caller.actor
             )
             state = "active" if changed.active else "a draft"
-            return done(listing, f"Webhook {changed.name!r} is {state}.")
+            # Activated from its own page (a paused webhook's): back there.
+            target = request.args.get("back") == "page" and url_for(
+                "dashboard.webhook_show", workspace=workspace, webhook=changed.name
+            )
+            return done(target or listing, f"Webhook {changed.name!r} is {state}.")
         if action == "delete":
             deleted = await webhooks_admin.delete_webhook(
                 store, workspace, webhook, actor=caller.actor

@@ -8,7 +8,7 @@ them by type, so a new field needs a migration and nothing else.
 
 The records live in modules by area (:mod:`.tool_records`,
 :mod:`.workspace_records`, :mod:`.library_records`, :mod:`.webhook_records`,
-:mod:`.approval_records`); this module gathers every name, so records are
+:mod:`.streak_records`, :mod:`.approval_records`); this module gathers every name, so records are
 imported from here.
 """
 
@@ -42,6 +42,7 @@ from agentws.domain.oauth_records import (
     OAuthRefreshToken,
 )
 from agentws.domain.sample_records import WebhookSample
+from agentws.domain.streak_records import FailureStreak, NoticeKind
 from agentws.domain.tool_records import (
     CachedTool,
     Capability,
@@ -92,6 +93,7 @@ __all__ = [
     "Event",
     "EventAttempt",
     "EventStatus",
+    "FailureStreak",
     "GrantStatus",
     "Group",
     "GroupConnector",
@@ -99,6 +101,7 @@ __all__ = [
     "Instance",
     "Library",
     "McpToken",
+    "NoticeKind",
     "OAuthClient",
     "OAuthGrant",
     "OAuthRefreshToken",
@@ -133,6 +136,7 @@ Record = (
     | Event
     | EventAttempt
     | ChatMessage
+    | FailureStreak
     | Approval
     | ToolPermission
     | AuditEntry

@@ -91,6 +91,15 @@ class Webhook:
     #: Write tools an admin pre-authorized for this webhook's runs: name → the
     #: definition hash it was authorized for (a changed tool loses it).
     allowed_tools: dict[str, str] = attrs.field(factory=dict)
+    #: Failed events in a row that post one alert (0: no alerts); see
+    #: :class:`~agentws.domain.streak_records.FailureStreak`.
+    alert_after: int = 3
+    #: Where alerts and recoveries go; None: the webhook's own channel.
+    alerts_channel: str | None = None
+    #: The alert also pauses the webhook: it becomes a draft, with ``paused_at``.
+    pause_on_failure: bool = False
+    #: When an alert paused it (inactive since); activating clears it.
+    paused_at: datetime | None = None
     created_at: datetime = now_field()
     updated_at: datetime = now_field()
 

@@ -43,10 +43,12 @@ from agentws.domain.models import (
     Event,
     EventAttempt,
     EventStatus,
+    FailureStreak,
     Group,
     Instance,
     Library,
     McpToken,
+    NoticeKind,
     OAuthGrant,
     OAuthRefreshToken,
     Skill,
@@ -55,6 +57,7 @@ from agentws.domain.models import (
     WebhookSample,
     Workspace,
 )
+from agentws.domain.replays import ReplayCandidate, ReplayOrder, ReplaySelection
 from agentws.store.tables import Dialect
 
 __all__ = ["R", "Store"]
@@ -526,6 +529,10 @@ class Store(Protocol):
         ``attempt``, the record of the run that ends, is stored in the same
         transaction (also when the lease was lost: it is what happened).
         False, and the event unchanged, if ``owner`` no longer holds the lease.
+        Failing it counts one more failure of its webhook's streak (and may
+        mark the streak's alert due, and pause the webhook); finishing it done
+        ends the streak: in the same transaction (see
+        :class:`~agentws.domain.models.FailureStreak`).
         """
         ...
 
@@ -552,4 +559,64 @@ class Store(Protocol):
         self, workspace_id: str, channel: str, *, limit: int, after: ChatMessage | None = None
     ) -> list[ChatMessage]:
         """A channel's messages, oldest first: the newest ``limit``, or those after ``after``."""
+        ...
+
+    async def due_failure_notices(self, *, now: datetime, limit: int) -> list[FailureStreak]:
+        """Streaks with a notice to post (an alert, or a recovery after a posted alert)
+        that no instance is posting at ``now``, oldest alert first."""
+        ...
+
+    async def take_failure_notice(
+        self, streak_id: str, *, owner: str, now: datetime, until: datetime
+    ) -> FailureStreak | None:
+        """Take the streak's due notice to post it, leased to ``owner`` until ``until``;
+        the streak as taken, or None if it is not due or another took it first."""
+        ...
+
+    async def finish_failure_notice(
+        self,
+        streak_id: str,
+        kind: NoticeKind,
+        *,
+        owner: str,
+        now: datetime,
+        message_id: str | None,
+        error: str | None,
+    ) -> bool:
+        """Record ``owner``'s notice posted (``message_id``) or given up (``error``);
+        False if ``owner`` no longer held it."""
+        ...
+
+    async def release_failure_notice(
+        self, streak_id: str, *, owner: str, not_before: datetime, error: str
+    ) -> None:
+        """Give a taken notice back (it could not be posted now): due again from ``not_before``."""
+        ...
+
+    async def forget_failure_streaks(self, *, ended_before: datetime) -> int:
+        """Delete streaks that ended before ``ended_before`` with nothing left to post; how many."""
+        ...
+
+    async def latest_failure_streak(self, webhook_id: str) -> FailureStreak | None:
+        """The webhook's newest streak (open or ended), if it has any left."""
+        ...
+
+    async def replay_candidates(
+        self, webhook_id: str, selection: ReplaySelection, *, limit: int
+    ) -> list[ReplayCandidate]:
+        """The webhook's failed events ``selection`` takes that nothing replays yet, oldest
+        first, at most ``limit``."""
+        ...
+
+    async def count_replay_candidates(self, webhook_id: str, selection: ReplaySelection) -> int:
+        """How many events :meth:`replay_candidates` would list without a limit."""
+        ...
+
+    async def last_run_prompts(self, event_ids: Collection[str]) -> dict[str, str]:
+        """The prompt each event's last recorded attempt ran with (events never run: absent)."""
+        ...
+
+    async def queue_replays(self, webhook_id: str, orders: list[ReplayOrder]) -> list[str]:
+        """Queue the replays of ``orders`` (all of one webhook), each only if its original has
+        none yet, in one transaction serialized per webhook; the ids of those queued."""
         ...

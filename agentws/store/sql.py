@@ -8,7 +8,9 @@ specs, never from callers, which is what makes building them safe.
 This module holds the record operations every table shares (insert, select,
 update, delete by :class:`Table` spec) and the few lookups that are only a
 query each. The query groups with a job of their own are mixed in from
-sibling modules: webhook events and channels (:mod:`.sql_events`), approval
+sibling modules: webhook events and channels (:mod:`.sql_events`), failure
+streaks and their notices (:mod:`.sql_streaks`), bulk replays
+(:mod:`.sql_replays`), approval
 lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_decisions`), runs under a lease
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
@@ -45,8 +47,10 @@ from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
 from agentws.store.sql_rate_limits import RateLimitQueries
+from agentws.store.sql_replays import ReplayQueries
 from agentws.store.sql_rotation import RotationQueries
 from agentws.store.sql_samples import SampleQueries
+from agentws.store.sql_streaks import StreakQueries
 from agentws.store.tables import Dialect, Table, table_for
 
 __all__ = ["SqlStore"]
@@ -62,6 +66,8 @@ _IDS_PER_QUERY = 500
 class SqlStore(
     EventQueries,
     RotationQueries,
+    StreakQueries,
+    ReplayQueries,
     ApprovalQueries,
     ApprovalDecisionQueries,
     ApprovalRunQueries,

@@ -5,7 +5,9 @@ The queue is a table: an event is ``queued`` (and available from
 then ``done`` or ``failed``, or ``queued`` again for a retry. Every change of
 state is one conditional ``UPDATE``, so two claimers never both get an event
 and a worker whose lease was taken over cannot finish it. A lease that
-expires (its process died) makes the event claimable again.
+expires (its process died) makes the event claimable again. Finishing an
+event also counts (or ends) its webhook's failure streak, in the same
+transaction (:mod:`.sql_streaks`).
 
 Claims are fair between webhooks: the free slots go round the webhooks with
 work, those with the fewest runs under way first. A webhook never gets more
@@ -29,6 +31,7 @@ import trio
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
 from agentws.errors import NotFoundError
+from agentws.store.sql_streaks import streak_statements
 from agentws.store.tables import Dialect, table_for
 
 if TYPE_CHECKING:
@@ -444,6 +447,8 @@ class EventQueries:
                     (*table.encode(attempt, self.dialect), event_id, owner),
                 )
             )
+        # The webhook's failure streak, in the same transaction (see sql_streaks).
+        statements += streak_statements(self.dialect, event_id, owner, status, now, error)
         statements.append(
             (
                 "UPDATE events SET status = $3, error = $4,"

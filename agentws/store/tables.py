@@ -185,6 +185,7 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.WebhookSample, "webhook_samples", "sample", ("id",), "received_at, id"),
         Table(m.EventAttempt, "event_attempts", "event attempt", ("id",), "started_at, id"),
         Table(m.ChatMessage, "chat_messages", "chat message", ("id",), "created_at, id"),
+        Table(m.FailureStreak, "webhook_streaks", "failure streak", ("id",), "started_at, id"),
         Table(m.Approval, "approvals", "approval", ("id",), "created_at, id"),
         Table(m.ConfirmToken, "confirm_tokens", "confirm token", ("id",), "created_at, id"),
         Table(

@@ -49,6 +49,7 @@ _MAX_PROMPT_CHARS = 20_000
 MAX_BODY_LIMIT = 10 * 1024 * 1024
 _MAX_CONCURRENCY = 64
 _MAX_RATE_PER_MIN = 100_000
+_MAX_ALERT_AFTER = 1000
 
 
 @attrs.frozen
@@ -73,6 +74,12 @@ class WebhookChanges:
     allow_mentions: bool | None = None
     #: Whether, while a draft, it keeps its deliveries as samples (instead of 403).
     capture: bool | None = None
+    #: Failed events in a row that post an alert (0: none).
+    alert_after: int | None = None
+    #: Where alerts go; "" sends them to the webhook's own channel.
+    alerts_channel: str | None = None
+    #: Whether the alert also pauses the webhook.
+    pause_on_failure: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -95,11 +102,34 @@ class WebhookOptions:
     allow_mentions: bool = False
     #: A draft that keeps its deliveries as samples (:mod:`agentws.webhooks.samples`).
     capture: bool = False
+    #: Failed events in a row that post an alert (0: none); see :mod:`agentws.webhooks.alerts`.
+    alert_after: int = 3
+    #: Where alerts go (None: the webhook's own channel).
+    alerts_channel: str | None = None
+    #: The alert also pauses the webhook (a draft until activated again).
+    pause_on_failure: bool = False
 
 
 def hook_url(base_url: str, token: str) -> str:
     """The URL a sender POSTs to."""
     return f"{base_url.rstrip('/')}/hooks/{token}"
+
+
+async def _alerts_channel(
+    store: Store,
+    workspace_id: str,
+    channel: str | None,
+    allowlist: Allowlist,
+    current: str | None = None,
+) -> str | None:
+    """The alerts channel as stored, checked as a webhook's channel is (its URL only
+    when it changes from ``current``); None for none: the webhook's own channel."""
+    if channel is None or not channel.strip():
+        return None
+    channel_ref = parse_channel(channel)
+    moved = str(channel_ref) != current
+    await check_channel(store, workspace_id, channel_ref, allowlist if moved else None)
+    return str(channel_ref)
 
 
 def _check_range(value: int, low: int, high: int, what: str) -> int:
@@ -148,6 +178,10 @@ async def create_webhook(
     _check_range(burst, 1, _MAX_RATE_PER_MIN, "burst")
     max_body = options.max_body_bytes or settings.max_body_bytes
     _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
+    _check_range(options.alert_after, 0, _MAX_ALERT_AFTER, "alert after (failed events)")
+    alerts_channel = await _alerts_channel(
+        store, workspace.id, options.alerts_channel, settings.connector_allowlist
+    )
     allowed = await preauthorized_tools(store, group, options.allow_tools)
     if options.capture and options.active:
         raise ValidationError("a webhook that captures is a draft: create it as a draft")
@@ -171,6 +205,9 @@ async def create_webhook(
         concurrency=options.concurrency,
         allow_mentions=options.allow_mentions,
         capture=options.capture,
+        alert_after=options.alert_after,
+        alerts_channel=alerts_channel,
+        pause_on_failure=options.pause_on_failure,
     )
     try:
         await store.insert(webhook)
@@ -191,6 +228,9 @@ async def create_webhook(
         allowed_tools=sorted(allowed),
         allow_mentions=webhook.allow_mentions,
         capture=webhook.capture,
+        alert_after=webhook.alert_after,
+        alerts_channel=webhook.alerts_channel,
+        pause_on_failure=webhook.pause_on_failure,
     )
     return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
 
@@ -216,10 +256,16 @@ async def find_webhook(store: Store, workspace_slug: str, ref: str) -> Webhook:
 async def set_active(
     store: Store, workspace_slug: str, ref: str, *, active: bool, actor: str
 ) -> Webhook:
-    """Activate a webhook (it accepts deliveries) or make it a draft (403)."""
+    """Activate a webhook (it accepts deliveries) or make it a draft (403).
+
+    Activating a webhook its failure alert paused ends the pause; its streak
+    goes on until an event succeeds (which posts the recovery).
+    """
     webhook = await find_webhook(store, workspace_slug, ref)
     if webhook.active != active:
-        webhook = await store.update(attrs.evolve(webhook, active=active, updated_at=utcnow()))
+        webhook = await store.update(
+            attrs.evolve(webhook, active=active, paused_at=None, updated_at=utcnow())
+        )
         action = "webhook.activate" if active else "webhook.deactivate"
         await record(
             store,
@@ -288,6 +334,26 @@ async def preauthorized_tools(
     return allowed
 
 
+async def _alert_changes(
+    store: Store, webhook: Webhook, changes: WebhookChanges, allowlist: Allowlist
+) -> dict[str, Any]:
+    """The alert settings ``changes`` changes, checked."""
+    fields: dict[str, Any] = {}
+    if changes.alert_after is not None and changes.alert_after != webhook.alert_after:
+        after = changes.alert_after
+        fields["alert_after"] = _check_range(after, 0, _MAX_ALERT_AFTER, "alert after")
+    if changes.alerts_channel is not None:
+        channel = await _alerts_channel(
+            store, webhook.workspace_id, changes.alerts_channel, allowlist, webhook.alerts_channel
+        )
+        if channel != webhook.alerts_channel:
+            fields["alerts_channel"] = channel
+    pause = changes.pause_on_failure
+    if pause is not None and pause != webhook.pause_on_failure:
+        fields["pause_on_failure"] = pause
+    return fields
+
+
 async def update_webhook(
     store: Store,
     workspace_slug: str,
@@ -298,7 +364,8 @@ async def update_webhook(
     actor: str,
 ) -> Webhook:
     """Change what a webhook's runs do: prompt, channel, group, pre-authorized tools, mentions,
-    and whether it captures while a draft (its samples stay either way).
+    whether it captures while a draft (its samples stay either way), and its
+    failure alerts.
 
     Changing the group drops the pre-authorizations (they were for the old
     group's tools) unless tools are named again. A new channel's connector
@@ -343,6 +410,7 @@ async def update_webhook(
         fields["allow_mentions"] = changes.allow_mentions
     if changes.capture is not None and changes.capture != webhook.capture:
         fields["capture"] = changes.capture
+    fields.update(await _alert_changes(store, webhook, changes, allowlist))
     if not fields:
         return webhook
     updated = await store.update(attrs.evolve(webhook, **fields, updated_at=utcnow()))

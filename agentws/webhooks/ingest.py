@@ -11,7 +11,7 @@ Checks, in this order, each refusal a JSON body ``{"error": {"code",
 ==========================  ======  =====================
 method other than POST      405     ``method_not_allowed``
 unknown token               404     ``not_found``
-draft webhook               403     ``webhook_inactive`` (a capturing draft: see below)
+draft (or paused) webhook   403     ``webhook_inactive`` (a capturing draft: see below)
 body over the limit         413     ``payload_too_large``
 body not all there in time  408     ``body_read_timeout`` (connection closed)
 neither JSON nor a form     415     ``unsupported_media_type``
@@ -77,7 +77,7 @@ from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
 from agentws.webhooks.intake import Intake, Reached
 from agentws.webhooks.samples import capture
 
-__all__ = ["HookDoor"]
+__all__ = ["HookDoor", "inactive_refusal"]
 
 log = logging.getLogger("agentws.webhooks")
 
@@ -138,6 +138,19 @@ def _answer(status: int, event_id: str) -> bytes:
     """``{"event_id": ..., "status": ...}``, as ``json.dumps`` writes it."""
     quoted = encode_basestring_ascii(event_id).encode()
     return b'{"event_id": %s, "status": "%s"}' % (quoted, _STATUS_WORD[status])
+
+
+def inactive_refusal(webhook: Webhook) -> HttpRefusal:
+    """The 403 of a draft; a webhook its failure alert paused says so, and since when."""
+    if webhook.paused_at is None:
+        return HttpRefusal(403, "webhook_inactive", _INACTIVE)
+    since = webhook.paused_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return HttpRefusal(
+        403,
+        "webhook_inactive",
+        f"this webhook was paused at {since} after its events kept failing: "
+        "an admin must activate it again",
+    )
 
 
 def _media_type(content_type: str | None) -> str:
@@ -223,7 +236,7 @@ class HookDoor:
         if reached is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         if not reached.webhook.active and not reached.webhook.capture:
-            raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+            raise inactive_refusal(reached.webhook)
         return reached
 
     async def _accept(
@@ -241,9 +254,7 @@ class HookDoor:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
         try:
-            payload, event_body, signed, secret_generation = self._checked(
-                intake, webhook, body, headers
-            )
+            checked = self._checked(intake, webhook, body, headers)
         except HttpRefusal as refusal:
             if refusal.status != 401 or not remembered:
                 raise
@@ -252,9 +263,35 @@ class HookDoor:
             intake.forget(webhook)
             reached = await self._current(intake, token)
             webhook = reached.webhook
-            payload, event_body, signed, secret_generation = self._checked(
-                intake, webhook, body, headers
-            )
+            checked = self._checked(intake, webhook, body, headers)
+        return await self._take_checked(
+            intake, webhook, headers, checked, url_generation=reached.generation
+        )
+
+    async def take(
+        self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, str]:
+        """A delivery to an active ``webhook`` whose body is read (``headers`` in lower case),
+        not through its URL: the checks from the content type on, then the commit.
+
+        Returns the status (202 or 200) and the event id, or raises the
+        refusal. Test events are taken here (:mod:`agentws.webhooks.test_events`).
+        """
+        checked = self._checked(intake, webhook, body, headers)
+        return await self._take_checked(intake, webhook, headers, checked, url_generation=None)
+
+    async def _take_checked(
+        self,
+        intake: Intake,
+        webhook: Webhook,
+        headers: dict[str, str],
+        checked: tuple[Any, bytes, Signed, int | None],
+        *,
+        url_generation: int | None,
+    ) -> tuple[int, str]:
+        """The rest of a delivery whose body passed :meth:`_checked`: the rate limit, the
+        delivery id, then the capture or the commit."""
+        payload, event_body, signed, secret_generation = checked
         wait = intake.take_here(webhook)
         if wait is None and intake.shares_buckets:
             wait = await self._store_call(intake.take_shared(webhook))
@@ -281,7 +318,7 @@ class HookDoor:
                 allowed_headers(headers),
                 key,
                 deadline=deadline,
-                url_generation=reached.generation,
+                url_generation=url_generation,
                 secret_generation=secret_generation,
             )
         )
@@ -299,7 +336,7 @@ class HookDoor:
             )
         intake.forget(webhook)
         if stored.outcome is IngestOutcome.INACTIVE:
-            raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+            raise inactive_refusal(webhook)
         if stored.outcome is IngestOutcome.UNVERIFIED:
             raise HttpRefusal(
                 401,

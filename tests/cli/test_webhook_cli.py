@@ -59,6 +59,10 @@ WEBHOOK_KEYS = {
     "allowed_tools",
     "allow_mentions",
     "capture",
+    "alert_after",
+    "alerts_channel",
+    "pause_on_failure",
+    "paused_at",
     "prompt",
     "url_generation",
     "previous_url_until",
@@ -215,7 +219,7 @@ def _message_json(m: ChatMessage) -> dict[str, Any]:
 
 
 HELP_PAGES = [
-    (["webhook"], ["create", "list", "show", "activate", "deactivate", "delete"]),
+    (["webhook"], ["create", "list", "show", "activate", "deactivate", "delete", "replay", "test"]),
     (
         ["webhook", "create"],
         [
@@ -292,6 +296,10 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
         "allowed_tools": [],
         "allow_mentions": False,
         "capture": False,
+        "alert_after": 3,
+        "alerts_channel": None,
+        "pause_on_failure": False,
+        "paused_at": None,
         "prompt": PROMPT,
         "url_generation": 1,
         "previous_url_until": None,
@@ -311,11 +319,12 @@ def test_create_shows_the_url_once_and_keeps_only_the_tokens_hash(sqlite_acme: C
     assert set(listed[0]) == WEBHOOK_KEYS
     assert listed[0] == {k: v for k, v in created.items() if k != "url"}
     shown = cli.json("webhook", "show", "acme", "ci")
-    assert set(shown) == WEBHOOK_KEYS | {"recent_events", "rotation"}
-    assert shown["recent_events"] == []
+    assert set(shown) == WEBHOOK_KEYS | {"recent_events", "rotation", "failure_streak"}
+    assert (shown["recent_events"], shown["failure_streak"]) == ([], None)
     assert shown["rotation"]["url_generation"] == 1
     assert shown["rotation"]["previous_url_until"] is None
-    assert {k: v for k, v in shown.items() if k not in ("recent_events", "rotation")} == listed[0]
+    shown_only = ("recent_events", "rotation", "failure_streak")
+    assert {k: v for k, v in shown.items() if k not in shown_only} == listed[0]
     assert cli.json("webhook", "show", "acme", created["id"]) == shown  # by id as by name
     for document in (listed, shown):
         text = json.dumps(document)
