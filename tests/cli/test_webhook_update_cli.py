@@ -467,7 +467,7 @@ def test_an_update_that_changes_nothing_is_not_audited(acme: Cli) -> None:
     _create(cli, "bare")
     before = {name: _show(cli, name) for name in ("ci", "bare")}
 
-    shown_only = ("recent_events", "failure_streak")
+    shown_only = ("recent_events", "failure_streak", "rotation")
     assert _update(cli, "ci") == {k: v for k, v in before["ci"].items() if k not in shown_only}
     _update(cli, "ci", "--group", "ops")
     _update(cli, "ci", "--allow-tool", "gh_create_issue")  # already, in this definition
