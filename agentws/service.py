@@ -48,6 +48,7 @@ from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.event_index import EventIndexer
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
 from agentws.webhooks.worker import EventWorker
@@ -214,6 +215,8 @@ class Service:
             batcher = IngestBatcher(store, on_stored=worker.notify)
             worker.door_busy = batcher.busy
             await self._start(nursery, batcher.serve, batcher.close)
+            indexer = EventIndexer(store, door_busy=batcher.busy)
+            await self._start(nursery, indexer.serve, indexer.close)
             self._runtime = Runtime(
                 settings=settings,
                 store=store,

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentws.domain.approval_lists import ApprovalSummary
+from agentws.domain.event_lists import EventSummary
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -75,7 +76,7 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
     }
 
 
-def event_json(e: Event, webhook: Webhook) -> dict[str, Any]:
+def event_json(e: Event | EventSummary, webhook: Webhook) -> dict[str, Any]:
     return {
         "id": e.id,
         "webhook": webhook.name,

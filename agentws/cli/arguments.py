@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["bounded_count", "positive_int"]
+__all__ = ["bounded_count", "page_size", "positive_int"]
 
 
 def bounded_count(text: str) -> int:
@@ -25,3 +25,11 @@ def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
+
+
+def page_size(text: str) -> int:
+    """Rows of a page: 1 to 200 (what a list's page holds at most)."""
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= 200:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 200, got {text!r}")
+    return value

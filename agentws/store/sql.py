@@ -8,7 +8,8 @@ specs, never from callers, which is what makes building them safe.
 This module holds the record operations every table shares (insert, select,
 update, delete by :class:`Table` spec) and the few lookups that are only a
 query each. The query groups with a job of their own are mixed in from
-sibling modules: webhook events and channels (:mod:`.sql_events`), approval
+sibling modules: webhook events and channels (:mod:`.sql_events`), event lists
+and their search index (:mod:`.sql_event_search`), approval
 lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_decisions`), runs under a lease
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
@@ -41,6 +42,7 @@ from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_catalog import CatalogQueries
+from agentws.store.sql_event_search import EventSearchQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
@@ -59,6 +61,7 @@ _IDS_PER_QUERY = 500
 
 class SqlStore(
     EventQueries,
+    EventSearchQueries,
     ApprovalQueries,
     ApprovalDecisionQueries,
     ApprovalRunQueries,
