@@ -30,7 +30,7 @@ import trio
 from agentws.errors import StoreError
 from agentws.store import Store
 
-__all__ = ["SEARCH_CATCH_UP", "EventIndexer", "catch_up"]
+__all__ = ["BUSY_BATCH_EVENTS", "SEARCH_CATCH_UP", "EventIndexer", "catch_up"]
 
 log = logging.getLogger("agentws.webhooks")
 
@@ -41,11 +41,11 @@ BATCH_BYTES = 512 * 1024
 #: Events a search indexes first at most; more are left to the indexer (the page
 #: says how many it could not find yet).
 SEARCH_CATCH_UP = 5_000
-# How often the indexer looks for new events when it has caught up.
-_POLL_S = 1.0
-# While the door is busy: one batch this often, this big.
-_BUSY_PAUSE_S = 5.0
-_BUSY_BATCH_EVENTS = 50
+#: How often the indexer looks for new events when it has caught up.
+POLL_S = 1.0
+#: While the door is busy: one batch this often, this big.
+BUSY_PAUSE_S = 5.0
+BUSY_BATCH_EVENTS = 50
 # After a store error, wait this long.
 _STORE_PAUSE_S = 2.0
 
@@ -74,6 +74,8 @@ class EventIndexer:
     store: Store
     #: Whether deliveries are queueing at the door: then indexing takes a back seat.
     door_busy: Callable[[], bool] = attrs.field(default=lambda: False, kw_only=True)
+    poll_s: float = attrs.field(default=POLL_S, kw_only=True)
+    busy_pause_s: float = attrs.field(default=BUSY_PAUSE_S, kw_only=True)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def close(self) -> None:
@@ -84,11 +86,11 @@ class EventIndexer:
         """Index until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
         while not self._closed.is_set():
-            pause = _POLL_S
+            pause = self.poll_s
             try:
                 if self.door_busy():
-                    await self.store.index_events(limit=_BUSY_BATCH_EVENTS, max_bytes=BATCH_BYTES)
-                    pause = _BUSY_PAUSE_S
+                    await self.store.index_events(limit=BUSY_BATCH_EVENTS, max_bytes=BATCH_BYTES)
+                    pause = self.busy_pause_s
                 else:
                     await self._index_all()
             except StoreError as exc:

@@ -24,8 +24,11 @@ from agentws.domain.event_text import MAX_SCANNED_BYTES, parse_search
 from agentws.domain.form_bodies import form_event
 from agentws.domain.models import Event, EventStatus, Webhook, Workspace
 from agentws.errors import ValidationError
-from agentws.store import SqlStore
-from agentws.webhooks.event_index import catch_up
+from agentws.store import SqlStore, open_store
+from agentws.store.migrations import MIGRATIONS, migrate
+from agentws.webhooks.event_index import BUSY_BATCH_EVENTS, EventIndexer, catch_up
+from tests.contract.conftest import open_database
+from tests.e2e.polling import wait_until
 
 T0 = datetime(2026, 5, 1, 12, 0, 0, tzinfo=UTC)
 WINDOW_START = T0 - timedelta(hours=72)
@@ -354,3 +357,56 @@ async def test_a_batch_reads_at_most_max_bytes_of_bodies(store: SqlStore) -> Non
     assert await store.index_events(limit=10, max_bytes=2100) == 2
     assert await store.index_events(limit=10, max_bytes=1 << 20) == 2
     assert await store.index_events(limit=10, max_bytes=1 << 20) == 0
+
+
+async def test_the_indexer_yields_to_a_busy_door_and_drains_an_idle_one(store: SqlStore) -> None:
+    _, (hook,) = await make_hooks(store, "ci")
+    total = BUSY_BATCH_EVENTS * 3
+    events = [
+        Event(webhook_id=hook.id, body=b'{"n": %d}' % n, received_at=at(n), available_at=at(n))
+        for n in range(total)
+    ]
+    await store.ingest_events(events, dedup_since=WINDOW_START)  # one commit
+
+    async def indexer_until(busy: bool, left: int) -> None:
+        # A pause longer than the test: only the first round can run.
+        indexer = EventIndexer(store, door_busy=lambda: busy, poll_s=3600, busy_pause_s=3600)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(indexer.serve)
+            await wait_until(store.unindexed_events, lambda n: n <= left, what=f"{left} left")
+            indexer.close()  # ends its pause at once
+        assert await store.unindexed_events() == left
+
+    # Deliveries queueing: one small batch, then a pause.
+    await indexer_until(busy=True, left=total - BUSY_BATCH_EVENTS)
+    # An idle door: batch after batch until none is left.
+    await indexer_until(busy=False, left=0)
+
+
+async def test_events_stored_before_the_migration_are_indexed(database_url: str) -> None:
+    (search_migration,) = [m for m in MIGRATIONS if m.name == "event_search"]
+    before = [m for m in MIGRATIONS if m.version < search_migration.version]
+    async with open_database(database_url) as db:
+        async with db.transaction() as tx:
+            ts = "TEXT" if db.dialect == "sqlite" else "TIMESTAMPTZ"
+            await tx.execute(
+                "CREATE TABLE schema_migrations ("
+                f" version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at {ts} NOT NULL)"
+            )
+            for migration in before:
+                for statement in migration.statements(db.dialect):
+                    await tx.execute(statement)
+                await tx.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                    migration.version,
+                    migration.name,
+                    T0.isoformat() if db.dialect == "sqlite" else T0,
+                )
+        # The door's insert is the same on the old schema.
+        ws, (hook,) = await make_hooks(SqlStore(db), "ci")
+        old = await deliver(SqlStore(db), hook, 1, {"note": "stored before search existed"})
+        assert await migrate(db) == [m.version for m in MIGRATIONS if m not in before]
+    async with open_store(database_url) as store:
+        assert await store.unindexed_events() == 1
+        await catch_up(store)
+        assert await found(store, ws, "search existed") == [old.id]
