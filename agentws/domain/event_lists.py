@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
+# A page's key is a Cursor of the approval lists (its created_at holding the event's
+# received_at): the same text, read and written in one place.
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.event_text import Search
 from agentws.domain.webhook_records import EventStatus

@@ -237,9 +237,9 @@ async def test_filters_combine(store: SqlStore) -> None:
 
 async def test_pages_are_stable_and_complete_while_events_arrive(store: SqlStore) -> None:
     ws, (hook,) = await make_hooks(store, "ci")
-    # Two events share a received_at: the id orders them.
+    # Two events share a received_at: the id orders them, and a page ends between them.
     first = [await deliver(store, hook, n, {"word": "steady", "n": n}) for n in range(7)]
-    twin = await deliver(store, hook, 3, {"word": "steady", "n": "twin"})
+    twin = await deliver(store, hook, 4, {"word": "steady", "n": "twin"})
     await catch_up(store)
     late = itertools.count(100)
     by_key = sorted([*first, twin], key=lambda e: (e.received_at, e.id), reverse=True)
@@ -261,6 +261,8 @@ async def test_pages_are_stable_and_complete_while_events_arrive(store: SqlStore
                 break
             cursor = Cursor.decode(listed.next_cursor)
         assert seen == expected
+        if search is None:  # the first time round, the first page ends between the twins
+            assert pages[0].items[-1].received_at == pages[1].items[0].received_at == at(4)
         assert [len(p.items) for p in pages] == [3] * (len(expected) // 3) + (
             [len(expected) % 3] if len(expected) % 3 else []
         )
