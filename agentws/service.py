@@ -52,6 +52,7 @@ from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
 from agentws.webhooks.alerts import FailureAlerts
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.event_index import EventIndexer
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
 from agentws.webhooks.test_events import send_test_event
@@ -223,6 +224,8 @@ class Service:
             worker.door_busy = batcher.busy
             await self._start(nursery, batcher.serve, batcher.close)
             intake = Intake(store, batcher, keys)
+            indexer = EventIndexer(store, door_busy=batcher.busy)
+            await self._start(nursery, indexer.serve, indexer.close)
             self._runtime = Runtime(
                 settings=settings,
                 store=store,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agentws.domain.approval_lists import ApprovalSummary
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.dry_runs import DryRun
+from agentws.domain.event_lists import EventSummary
 from agentws.domain.models import (
     Approval,
     ChatMessage,
@@ -142,7 +143,7 @@ def streak_json(s: FailureStreak | None) -> dict[str, Any] | None:
     }
 
 
-def event_json(e: Event, webhook: Webhook) -> dict[str, Any]:
+def event_json(e: Event | EventSummary, webhook: Webhook) -> dict[str, Any]:
     return {
         "id": e.id,
         "webhook": webhook.name,

@@ -55,6 +55,54 @@ _PAGING = [
 ]
 
 
+_EVENT_FILTERS = [
+    {
+        "name": "webhook",
+        "in": "query",
+        "description": "only this webhook's events (its name or id)",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "status",
+        "in": "query",
+        "schema": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+    },
+    {
+        "name": "since",
+        "in": "query",
+        "description": "received at or after: ISO 8601 (UTC unless it says otherwise), or a "
+        "span before now such as 30m, 24h, 7d",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "until",
+        "in": "query",
+        "description": "received before: as for since",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "q",
+        "in": "query",
+        "description": "words of the event (its header values and the string and number "
+        'values of its body), all of them: `word`, `pre*`, `"a phrase"`; case and accents '
+        "ignored (docs/webhooks.md, Searching events)",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+    },
+    {
+        "name": "cursor",
+        "in": "query",
+        "description": "a next_cursor or previous_cursor of a page of this list, with the same "
+        "filters",
+        "schema": {"type": "string"},
+    },
+]
+
+
 def _operation(
     summary: str,
     response: str,
@@ -222,21 +270,10 @@ def _paths() -> dict[str, Any]:
         },
         "/workspaces/{workspace}/events": {
             "get": _operation(
-                "List a workspace's events, newest first",
+                "List a workspace's events, newest first, filtered and searched, a page at a "
+                "time (keyset cursors: pages stay put while events arrive)",
                 "EventPage",
-                params=[
-                    *ws,
-                    *_PAGING,
-                    {"name": "webhook", "in": "query", "schema": {"type": "string"}},
-                    {
-                        "name": "status",
-                        "in": "query",
-                        "schema": {
-                            "type": "string",
-                            "enum": ["queued", "running", "done", "failed"],
-                        },
-                    },
-                ],
+                params=[*ws, *_EVENT_FILTERS],
                 operation_id="listEvents",
             )
         },

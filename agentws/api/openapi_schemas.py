@@ -319,6 +319,38 @@ SCHEMAS: dict[str, Any] = {
             "secret_generation": {"type": ["integer", "null"]},
         }
     ),
+    "EventSummary": _object(
+        {
+            "id": {"type": "string"},
+            "webhook": {"type": "string"},
+            "webhook_id": {"type": "string"},
+            "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+            "attempts": {"type": "integer"},
+            "error": _STR_OR_NULL,
+            "message_id": _STR_OR_NULL,
+            "received_at": _TIME,
+            "finished_at": _TIME_OR_NULL,
+            "body_bytes": {"type": "integer", "description": "the size of the body"},
+        }
+    ),
+    "EventPage": _object(
+        {
+            "items": {"type": "array", "items": ref("EventSummary")},
+            "next_cursor": {
+                **_STR_OR_NULL,
+                "description": "pass as `cursor` for older events; null on the last page",
+            },
+            "previous_cursor": {
+                **_STR_OR_NULL,
+                "description": "pass as `cursor` for newer events; null on the first page",
+            },
+            "unindexed": {
+                "type": "integer",
+                "description": "with q: events stored but not yet in the search index (any "
+                "workspace), which the search could not look at; 0 otherwise",
+            },
+        }
+    ),
     "Replay": {
         "type": "object",
         "properties": {"current_prompt": {"type": "boolean", "default": False}},
@@ -586,7 +618,6 @@ SCHEMAS |= {
 for _name in (
     "Workspace",
     "Webhook",
-    "Event",
     "Token",
     "OAuthClient",
     "Tool",

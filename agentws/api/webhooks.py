@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from quart import request
-
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import EventStatus, Group, VerificationScheme, Webhook, Workspace
+from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.store import Store
 from agentws.views import event_json, webhook_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required, tool_names
+from .event_lists import event_page_json
 
 __all__ = ["routes", "webhook_view"]
 
@@ -141,15 +140,7 @@ async def delete_webhook(
 @routes.get("/workspaces/<workspace>/events")
 @endpoint
 async def list_events(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
-    store = admin.store
-    status = enum_value(EventStatus, "status", request.args.get("status"))
-    only = request.args.get("webhook")
-    webhook = await webhooks_admin.find_webhook(store, workspace, only) if only else None
-    events = await webhook_events.list_events(
-        store, workspace, webhook=webhook, status=status, limit=1000
-    )
-    webhooks = {w.id: w for w in await store.select(Webhook)}
-    return page_of([event_json(e, webhooks[e.webhook_id]) for e in events])
+    return await event_page_json(admin, workspace)
 
 
 @routes.get("/events/<event_id>")

@@ -13,7 +13,7 @@ import sys
 
 from agentws.errors import ValidationError
 
-__all__ = ["bounded_count", "positive_int", "read_secret"]
+__all__ = ["bounded_count", "page_size", "positive_int", "read_secret"]
 
 # A secret read from stdin may not be longer (it is a key, not a document).
 _MAX_SECRET_CHARS = 4096
@@ -42,3 +42,11 @@ def read_secret(args: argparse.Namespace) -> str | None:
     if len(secret) > _MAX_SECRET_CHARS:
         raise ValidationError(f"the secret is longer than {_MAX_SECRET_CHARS} characters")
     return secret
+
+
+def page_size(text: str) -> int:
+    """Rows of a page: 1 to 200 (what a list's page holds at most)."""
+    value = int(text) if text.isdigit() else 0
+    if not 1 <= value <= 200:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 200, got {text!r}")
+    return value

@@ -1,6 +1,8 @@
 """The ``agentws event`` commands: the webhook event log, an event's timeline, replays.
 
-``event list|show|replay``. The work is done by :mod:`agentws.webhooks.events`.
+``event list|show|replay`` (``events`` is the same command). The work is
+done by :mod:`agentws.webhooks.event_search` (lists: filters, search,
+pages) and :mod:`agentws.webhooks.events`.
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from agentws.cli.arguments import positive_int
+from agentws.cli.arguments import page_size
 from agentws.cli.output import Context, Output, iso, table
+from agentws.domain.event_lists import DEFAULT_PAGE, MAX_PAGE
 from agentws.domain.models import EventStatus, Webhook
 
 __all__ = ["add_event_commands", "event_row"]
@@ -34,21 +37,44 @@ def event_row(e: Any, w: Webhook) -> dict[str, Any]:
 
 async def _event_list(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import find_webhook
-    from agentws.webhooks.events import list_events
+    from agentws.webhooks.event_search import find_events
 
     webhook = await find_webhook(ctx.store, args.workspace, args.webhook) if args.webhook else None
-    status = EventStatus(args.status) if args.status else None
-    events = await list_events(
-        ctx.store, args.workspace, webhook=webhook, status=status, limit=args.limit
+    page = await find_events(
+        ctx.store,
+        args.workspace,
+        webhook=webhook,
+        status=EventStatus(args.status) if args.status else None,
+        since=args.since,
+        until=args.until,
+        search=args.search,
+        limit=args.limit,
+        cursor=args.cursor,
     )
     names: dict[str, Webhook] = {}
     rows = []
-    for e in events:
+    for e in page.items:
         if e.webhook_id not in names:
             names[e.webhook_id] = await ctx.store.get(Webhook, e.webhook_id)
         rows.append(event_row(e, names[e.webhook_id]))
+    data = {
+        "items": rows,
+        "next_cursor": page.next_cursor,
+        "previous_cursor": page.previous_cursor,
+        "unindexed": page.unindexed,
+    }
     columns = ("id", "webhook", "status", "attempts", "received_at", "error")
-    return Output(rows, table(rows, columns, "No events."))
+    lines = [table(rows, columns, "No events.")]
+    if page.next_cursor:
+        lines.append(f"Older events: the same command with --cursor {page.next_cursor}")
+    if page.previous_cursor:
+        lines.append(f"Newer events: the same command with --cursor {page.previous_cursor}")
+    if page.unindexed:
+        lines.append(
+            f"{page.unindexed} event(s) not in the search index yet (the service adds them "
+            "within seconds): search again for them."
+        )
+    return Output(data, "\n".join(lines))
 
 
 async def _event_show(args: argparse.Namespace, ctx: Context) -> Output:
@@ -154,17 +180,53 @@ def add_event_commands(
 ) -> None:
     """Add ``event`` to the ``agentws`` command line."""
     event = commands.add_parser(
-        "event", help="the webhook event log: list, show a timeline, replay"
+        "event",
+        aliases=["events"],
+        help="the webhook event log: list (filter, search), show a timeline, replay",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    e_list = event.add_parser("list", parents=[common], help="a workspace's events, newest first")
+    e_list = event.add_parser(
+        "list",
+        parents=[common],
+        help="a workspace's events, newest first: filter, search, page",
+        description=(
+            "List a workspace's webhook events, newest first, a page at a time. Filters "
+            "combine: --webhook, --status, --since/--until (when received) and --search "
+            "(words of the event)."
+        ),
+        epilog=(
+            "Search: every word must appear in the event (its header values, and the string "
+            'and number values of its body; keys are not searched): deploy failed; "a phrase" '
+            "for words next to each other; depl* for words starting with depl. Case and "
+            "accents are ignored, punctuation separates words (ann@example.com is the phrase "
+            "ann example com). Times: ISO 8601 (2026-05-01, 2026-05-01T12:00:00Z; UTC unless "
+            "it says otherwise) or a span before now (30m, 24h, 7d). Paging: each page ends "
+            "with the --cursor of the next (older) and previous (newer) pages; pass the same "
+            "filters with it. With --json: {items, next_cursor, previous_cursor, unindexed}."
+        ),
+    )
     e_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     e_list.add_argument("--webhook", metavar="WEBHOOK", help="only this webhook's (id or name)")
     e_list.add_argument(
         "--status", choices=[s.value for s in EventStatus], help="only events in this state"
     )
     e_list.add_argument(
-        "--limit", type=positive_int, default=50, metavar="N", help="how many (default 50)"
+        "--since", metavar="TIME", help="only events received at or after TIME (or 24h, 7d ago)"
     )
+    e_list.add_argument("--until", metavar="TIME", help="only events received before TIME")
+    e_list.add_argument(
+        "--search",
+        "-q",
+        metavar="TEXT",
+        help='only events with these words (word, "a phrase", prefix*; see below)',
+    )
+    e_list.add_argument(
+        "--limit",
+        type=page_size,
+        default=DEFAULT_PAGE,
+        metavar="N",
+        help=f"events per page, 1 to {MAX_PAGE} (default {DEFAULT_PAGE})",
+    )
+    e_list.add_argument("--cursor", metavar="CURSOR", help="the page a previous listing pointed to")
     e_list.set_defaults(handler=_event_list)
     e_show = event.add_parser(
         "show",

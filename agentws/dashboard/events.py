@@ -1,4 +1,5 @@
-"""The dashboard's events: a workspace's deliveries, one event's timeline, replaying it."""
+"""The dashboard's events: a workspace's deliveries (filtered, searched, a page at a time),
+one event's timeline, replaying it."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ from quart import Response, request, url_for
 
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
+from agentws.domain.event_lists import EventPage
 from agentws.domain.models import EventStatus, Workspace
-from agentws.errors import AgentwsError
+from agentws.errors import AgentwsError, ValidationError
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
+from agentws.webhooks.event_search import find_events
 
 from .frame import done, find_workspace, render_page
 from .session import signed_in
@@ -18,33 +21,56 @@ __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
 
+# Events a page of the list shows.
+_PAGE = 50
+
 
 @routes.get("/w/<workspace>/events")
 @signed_in
 async def events(admin: AdminServices, caller: Caller, workspace: str) -> Response:
     store = admin.store
     hooks = await webhooks_admin.list_webhooks(store, workspace)
-    only = request.args.get("webhook") or None
-    status_text = request.args.get("status") or None
+    args = request.args
+    only = args.get("webhook") or None
     webhook = await webhooks_admin.find_webhook(store, workspace, only) if only else None
+    # An unknown status (a hand-edited URL) lists every status, as "all" does.
+    status_text = args.get("status", "")
+    status = EventStatus(status_text) if status_text in {s.value for s in EventStatus} else None
+    # What the form shows again, as it was typed.
+    filters = {
+        "webhook": only,
+        "status": status.value if status else None,
+        "since": args.get("since", "").strip() or None,
+        "until": args.get("until", "").strip() or None,
+        "q": args.get("q", "").strip() or None,
+    }
+    error = None
     try:
-        status = EventStatus(status_text) if status_text else None
-    except ValueError:
-        status = None
-    listed = await webhook_events.list_events(
-        store, workspace, webhook=webhook, status=status, limit=200
-    )
-    names = {w.id: w.name for w in hooks}
+        listed = await find_events(
+            store,
+            workspace,
+            webhook=webhook,
+            status=status,
+            since=filters["since"],
+            until=filters["until"],
+            search=filters["q"],
+            limit=_PAGE,
+            cursor=args.get("cursor") or None,
+        )
+    except ValidationError as exc:
+        error, listed = exc.message, EventPage((), None, None)
     return await render_page(
         admin,
         "events.html",
         caller,
+        status=400 if error else 200,
+        error=error,
         workspace=await find_workspace(admin, workspace),
-        events=listed,
-        names=names,
+        page=listed,
+        names={w.id: w.name for w in hooks},
         webhooks=hooks,
-        only=only,
-        chosen_status=status_text,
+        filters=filters,
+        filtered=any(filters.values()),
         statuses=[s.value for s in EventStatus],
     )
 

@@ -29,6 +29,7 @@ import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
+from agentws.domain.event_lists import EventPage, EventQuery
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -553,6 +554,27 @@ class Store(Protocol):
         status: EventStatus | None = None,
     ) -> list[Event]:
         """A workspace's newest events first, optionally of one webhook or status."""
+        ...
+
+    async def event_page(self, query: EventQuery) -> EventPage:
+        """A page of a workspace's events, newest first, filtered and searched by ``query``.
+
+        A search finds only events already indexed (:meth:`index_events`); the
+        page says how many are not (:attr:`EventPage.unindexed`).
+        """
+        ...
+
+    async def index_events(self, *, limit: int, max_bytes: int) -> int:
+        """Add up to ``limit`` stored events not yet in the search index to it, as many as
+        ``max_bytes`` of their bodies allow (at least one); how many were taken.
+
+        Committed without a flush to disk. Safe to run in several processes at
+        once: no event is indexed twice.
+        """
+        ...
+
+    async def unindexed_events(self) -> int:
+        """How many stored events (of every workspace) are not yet in the search index."""
         ...
 
     async def channel_messages(

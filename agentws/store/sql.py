@@ -8,9 +8,9 @@ specs, never from callers, which is what makes building them safe.
 This module holds the record operations every table shares (insert, select,
 update, delete by :class:`Table` spec) and the few lookups that are only a
 query each. The query groups with a job of their own are mixed in from
-sibling modules: webhook events and channels (:mod:`.sql_events`), failure
-streaks and their notices (:mod:`.sql_streaks`), bulk replays
-(:mod:`.sql_replays`), approval
+sibling modules: webhook events and channels (:mod:`.sql_events`), event lists
+and their search index (:mod:`.sql_event_search`), failure streaks and their
+notices (:mod:`.sql_streaks`), bulk replays (:mod:`.sql_replays`), approval
 lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_decisions`), runs under a lease
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
@@ -43,6 +43,7 @@ from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_catalog import CatalogQueries
+from agentws.store.sql_event_search import EventSearchQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
@@ -68,6 +69,7 @@ class SqlStore(
     RotationQueries,
     StreakQueries,
     ReplayQueries,
+    EventSearchQueries,
     ApprovalQueries,
     ApprovalDecisionQueries,
     ApprovalRunQueries,

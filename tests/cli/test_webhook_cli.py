@@ -246,7 +246,22 @@ HELP_PAGES = [
     (["webhook", "deactivate"], ["WORKSPACE", "WEBHOOK"]),
     (["webhook", "delete"], ["WORKSPACE", "WEBHOOK"]),
     (["event"], ["list", "show", "replay"]),
-    (["event", "list"], ["WORKSPACE", "--webhook WEBHOOK", "--status", "--limit N"]),
+    (
+        ["event", "list"],
+        [
+            "WORKSPACE",
+            "--webhook WEBHOOK",
+            "--status",
+            "--since TIME",
+            "--until TIME",
+            "--search TEXT, -q TEXT",
+            "--limit N",
+            "--cursor CURSOR",
+            '"a phrase"',
+            "24h",
+            "next_cursor",
+        ],
+    ),
     (["event", "show"], ["EVENT"]),
     (["event", "replay"], ["EVENT", "--current-prompt"]),
     (["channel"], ["tail"]),
@@ -540,7 +555,7 @@ def test_a_draft_is_activated_deactivated_and_deleted(acme: Cli) -> None:
     for action in ("show", "activate", "deactivate", "delete"):
         stderr = cli.fails("webhook", action, "acme", "ci")
         assert "no webhook 'ci' in workspace 'acme'" in stderr, action
-    assert cli.json("event", "list", "acme") == []
+    assert cli.json("event", "list", "acme")["items"] == []
     assert "no event" in cli.fails("event", "show", event_id)
     assert trio.run(_event, cli.database, event_id) is None
 
@@ -565,7 +580,9 @@ def test_events_are_listed_shown_and_replayed(acme_both: Cli) -> None:
     _create(cli, "other")
     event_id = trio.run(_insert_event, cli.database, "ci")
 
-    listed = cli.json("event", "list", "acme")
+    page = cli.json("event", "list", "acme")
+    listed = page["items"]
+    assert page == {"items": listed, "next_cursor": None, "previous_cursor": None, "unindexed": 0}
     assert len(listed) == 1
     row = listed[0]
     assert set(row) == EVENT_KEYS
@@ -576,10 +593,11 @@ def test_events_are_listed_shown_and_replayed(acme_both: Cli) -> None:
         0,
     )
     assert (row["replay_of"], row["error"], row["finished_at"]) == (None, None, None)
-    assert cli.json("event", "list", "acme", "--webhook", "ci") == listed
-    assert cli.json("event", "list", "acme", "--webhook", "other") == []
-    assert cli.json("event", "list", "acme", "--status", "queued") == listed
-    assert cli.json("event", "list", "acme", "--status", "done") == []
+    assert cli.json("event", "list", "acme", "--webhook", "ci")["items"] == listed
+    assert cli.json("event", "list", "acme", "--webhook", "other")["items"] == []
+    assert cli.json("event", "list", "acme", "--status", "queued")["items"] == listed
+    assert cli.json("event", "list", "acme", "--status", "done")["items"] == []
+    assert cli.json("events", "list", "acme", "--search", "deploy")["items"] == listed
     assert cli.ok("event", "list", "acme", "--status", "failed").strip() == "No events."
     assert cli.json("webhook", "show", "acme", "ci")["recent_events"] == listed
 
@@ -628,12 +646,12 @@ def test_events_are_listed_shown_and_replayed(acme_both: Cli) -> None:
     assert (current.replay_of, current.prompt) == (event_id, None)
 
     # Newest first.
-    assert [e["id"] for e in cli.json("event", "list", "acme")] == [
+    assert [e["id"] for e in cli.json("event", "list", "acme")["items"]] == [
         current_id.group(1),
         replay_id,
         event_id,
     ]
-    assert [e["id"] for e in cli.json("event", "list", "acme", "--limit", "1")] == [
+    assert [e["id"] for e in cli.json("event", "list", "acme", "--limit", "1")["items"]] == [
         current_id.group(1)
     ]
 
