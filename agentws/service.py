@@ -48,6 +48,7 @@ from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.delivery_log import DeliveryLog
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
 from agentws.webhooks.worker import EventWorker
@@ -133,8 +134,8 @@ class Service:
             the approval watch (outcomes to sessions, expiry), the runs of
             approved calls (decided anywhere, run here once), the links
             to remote MCP connectors (which keep their tool caches current),
-            the webhook ingest batcher (group commit) and the event worker
-            pool (agent runs).
+            the webhook ingest batcher (group commit), the delivery log's
+            trimmer and the event worker pool (agent runs).
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
             before they are cancelled. The audit writer runs around that
             nursery and is closed after it: what the others audited on their
@@ -214,6 +215,8 @@ class Service:
             batcher = IngestBatcher(store, on_stored=worker.notify)
             worker.door_busy = batcher.busy
             await self._start(nursery, batcher.serve, batcher.close)
+            delivery_log = DeliveryLog.from_settings(store, settings)
+            await self._start(nursery, delivery_log.serve, delivery_log.close)
             self._runtime = Runtime(
                 settings=settings,
                 store=store,
@@ -223,7 +226,7 @@ class Service:
                 sessions=sessions,
                 authenticator=Authenticator(store),
                 forwarder=forwarder,
-                intake=Intake(store, batcher, keys),
+                intake=Intake(store, batcher, keys, log=delivery_log),
                 worker=worker,
                 approval_runs=runs,
                 links=links,

@@ -395,9 +395,34 @@ SCHEMAS |= {
         }
     ),
 }
+SCHEMAS["Delivery"] = _object(
+    {
+        "id": {"type": "integer"},
+        "received_at": _TIME,
+        "status": {"type": "integer", "description": "the HTTP status answered"},
+        "reason": {
+            "type": "string",
+            "description": "queued, duplicate, or the refusal's error code",
+        },
+        "accepted": {"type": "boolean", "description": "answered 2xx"},
+        "body_bytes": {"type": "integer"},
+        "headers": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "the request's headers; credentials and signatures are ***",
+        },
+        "source": _STR_OR_NULL,
+        "event_id": _STR_OR_NULL,
+        "omitted": {
+            "type": "integer",
+            "description": "refusals just before this one that the log's rate bound left out",
+        },
+    }
+)
 for _name in (
     "Workspace",
     "Webhook",
+    "Delivery",
     "Event",
     "Token",
     "OAuthClient",

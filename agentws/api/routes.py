@@ -11,7 +11,8 @@ the status the error's kind calls for. Lists are paginated: ``limit`` (1 to
 :func:`api_blueprint` builds the blueprint for the service's
 :class:`~agentws.admin_access.AdminServices`. Here: the document,
 workspaces, libraries and channels; webhooks and events are in
-:mod:`agentws.api.webhooks`, approvals in :mod:`agentws.api.approvals`,
+:mod:`agentws.api.webhooks`, their delivery logs in
+:mod:`agentws.api.deliveries`, approvals in :mod:`agentws.api.approvals`,
 MCP tokens and tool permissions in :mod:`agentws.api.access`.
 """
 
@@ -26,7 +27,7 @@ from agentws.chat.channels import parse_channel
 from agentws.domain.models import DocumentPolicy
 from agentws.views import document_json, library_json, message_json, workspace_json
 
-from . import access, approvals, webhooks
+from . import access, approvals, deliveries, webhooks
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
 from .openapi import openapi_document
 
@@ -41,7 +42,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
         "api",
         __name__,
         admin,
-        include=(webhooks.routes, approvals.routes, access.routes),
+        include=(webhooks.routes, deliveries.routes, approvals.routes, access.routes),
         url_prefix="/api/v1",
     )
 

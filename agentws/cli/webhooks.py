@@ -1,7 +1,8 @@
 """The ``agentws webhook`` commands: incoming webhooks.
 
-``webhook create|update|list|show|activate|deactivate|delete``; ``create``
-prints the URL once (it holds the token, which is not kept). The work is
+``webhook create|update|list|show|activate|deactivate|delete``, and
+``deliveries`` (:mod:`agentws.cli.deliveries`); ``create`` prints the URL
+once (it holds the token, which is not kept). The work is
 done by :mod:`agentws.webhooks.admin`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 import trio
 
 from agentws.cli.arguments import positive_int
+from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
@@ -362,3 +364,4 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
         sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
         sub.set_defaults(handler=handler)
+    add_deliveries_command(webhook, common)

@@ -13,6 +13,7 @@ again, filled as it was typed (all but the secret), with what was wrong.
 :class:`~agentws.admin_access.AdminServices`. Here: signing in and out,
 the home page, the error pages and the templates' filters; each area's
 pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
+:mod:`~agentws.dashboard.deliveries`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
@@ -34,7 +35,17 @@ from agentws.admin_access import AdminServices, Caller, sign_in, sign_out
 from agentws.blueprints import RouteTable
 from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedError
 
-from . import approvals, channels, consent, endpoints, events, libraries, permissions, webhooks
+from . import (
+    approvals,
+    channels,
+    consent,
+    deliveries,
+    endpoints,
+    events,
+    libraries,
+    permissions,
+    webhooks,
+)
 from .frame import render_page
 from .session import (
     LOGIN_COOKIE,
@@ -51,7 +62,17 @@ from .visible import exact, has_hidden
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 routes = RouteTable[AdminServices]()
-_AREAS = (webhooks, endpoints, permissions, approvals, events, libraries, channels, consent)
+_AREAS = (
+    webhooks,
+    deliveries,
+    endpoints,
+    permissions,
+    approvals,
+    events,
+    libraries,
+    channels,
+    consent,
+)
 
 
 def dashboard_blueprint(admin: AdminServices) -> Blueprint:

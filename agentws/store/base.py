@@ -29,6 +29,7 @@ import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
 from agentws.domain.deliveries import Ingested
+from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -522,4 +523,51 @@ class Store(Protocol):
         self, workspace_id: str, channel: str, *, limit: int, after: ChatMessage | None = None
     ) -> list[ChatMessage]:
         """A channel's messages, oldest first: the newest ``limit``, or those after ``after``."""
+        ...
+
+    def log_deliveries_nowait(
+        self,
+        deliveries: Sequence[Delivery],
+        answer: Callable[[outcome.Outcome[int]], None],
+        *,
+        after_event: bool = False,
+    ) -> None:
+        """Queue rows of the delivery log (1 to 500) for the next group commit of deliveries.
+
+        All the rows are one statement, which joins the group commit of
+        deliveries (:meth:`ingest_nowait`): no commit of its own. Each row is
+        written only while its webhook exists; ``after_event``: only if its
+        event (``event_id``) is stored, which rows queued after their events'
+        :meth:`ingest_nowait` learn in the commit that stores those (or a
+        later one). ``answer`` is called in trio's thread after the commit
+        with how many rows were written, or the store's error.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            store is closing (nothing queued); ValueError for no rows or too many.
+        """
+        ...
+
+    async def webhook_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        limit: int,
+        status: StatusFilter | None = None,
+        reason: str | None = None,
+    ) -> list[Delivery]:
+        """A webhook's delivery log, newest first: ``accepted`` (2xx), ``refused``, one
+        status, or one reason only."""
+        ...
+
+    async def trim_webhook_deliveries(self, webhook_id: str, *, keep: int) -> int:
+        """Delete a webhook's log rows but the newest ``keep``; how many were deleted."""
+        ...
+
+    async def expire_webhook_deliveries(self, before: datetime) -> int:
+        """Delete every log row received before ``before``; how many were deleted."""
+        ...
+
+    async def webhooks_over_delivery_bound(self, keep: int) -> list[str]:
+        """The ids of the webhooks with more than ``keep`` log rows."""
         ...

@@ -27,6 +27,11 @@ A form (``application/x-www-form-urlencoded``) is verified on the body as
 sent and stored as the event it carries: its ``payload`` field's JSON, or
 its fields (:mod:`agentws.domain.form_bodies`).
 
+Every answer to a known webhook's URL is logged in its delivery log
+(:mod:`agentws.webhooks.delivery_log`) without being waited for: an
+accepted delivery's row rides in its event's commit, any other is queued as
+it is answered. A refusal is counted per webhook in ``/metrics``.
+
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
 ``"status": "duplicate"`` (for a signed delivery, the id its signature
@@ -62,12 +67,13 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
+from agentws.domain.delivery_log import DUPLICATE
 from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
 from agentws.domain.models import Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
-from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
+from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES, WEBHOOK_REFUSALS
 from agentws.webhooks.intake import Intake
 
 __all__ = ["HookDoor"]
@@ -82,6 +88,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _STORE_RETRY_S = 5
 _NOT_FOUND = "no webhook at this URL (it may have been deleted)"
 _INACTIVE = "this webhook is a draft: an admin must activate it"
+# The largest Content-Length the delivery log records (any integer column holds it).
+_MAX_SIZE = 2**53
 
 
 # A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
@@ -118,6 +126,19 @@ _ANSWERED = {202: WEBHOOK_DELIVERIES.labels("queued"), 200: WEBHOOK_DELIVERIES.l
 _REFUSED = WEBHOOK_DELIVERIES.labels("refused")
 
 
+class _Seen:
+    """What a request was found to be for, for its delivery log row."""
+
+    __slots__ = ("event_id", "headers", "webhook")
+
+    def __init__(self) -> None:
+        #: Its webhook, once known (None: an unknown URL, which has no log).
+        self.webhook: Webhook | None = None
+        self.headers: dict[str, str] | None = None
+        #: The event a refused delivery is about (an idempotency conflict's).
+        self.event_id: str | None = None
+
+
 def _answer(status: int, event_id: str) -> bytes:
     """``{"event_id": ..., "status": ...}``, as ``json.dumps`` writes it."""
     quoted = encode_basestring_ascii(event_id).encode()
@@ -148,8 +169,9 @@ class HookDoor:
             return
         body = BodyReader(receive, self.settings.body_read_timeout_s)
         started = time.perf_counter()
+        seen = _Seen()
         try:
-            status, event_id = await self._handle(scope, body)
+            status, event_id = await self._handle(scope, body, seen)
             add_log_context(event=event_id)
             _ANSWERED[status].inc()
             await respond(send, status, _answer(status, event_id), _ANSWER_HEADERS)
@@ -157,16 +179,65 @@ class HookDoor:
         except HttpRefusal as refusal:
             _REFUSED.inc()
             REJECTED.labels("webhook", refusal.code).inc()
+            self._refused(scope, body, seen, refusal.status, refusal.code)
             if body.complete:
                 await respond_json(send, refusal.status, refusal.body(), refusal.headers)
             else:
                 await _refuse_unread(body, send, refusal)
+            if refusal.status == 405:
+                await self._refused_method(scope, body)
         except Exception:
             REJECTED.labels("webhook", "internal_error").inc()
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
+            self._refused(scope, body, seen, 500, "internal_error")
             await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
-    async def _handle(self, scope: Scope, body_in: BodyReader) -> tuple[int, str]:
+    def _refused(self, scope: Scope, body: BodyReader, seen: _Seen, status: int, code: str) -> None:
+        """Count a refusal of a known webhook's delivery, and log it (never waiting)."""
+        webhook = seen.webhook
+        if webhook is None:
+            return  # an unknown URL: counted by REJECTED alone
+        WEBHOOK_REFUSALS.labels(webhook.id, code).inc()
+        headers = seen.headers if seen.headers is not None else _headers(scope)
+        self._logged(scope, seen, status, code, _body_size(body, headers))
+
+    def _logged(self, scope: Scope, seen: _Seen, status: int, reason: str, size: int) -> None:
+        """Log an answer the store's commit of its event did not log (never waiting)."""
+        delivery_log, webhook = self.intake.log, seen.webhook
+        if delivery_log is None or webhook is None:
+            return
+        try:
+            delivery_log.answered(
+                webhook.id,
+                status,
+                reason,
+                headers=seen.headers if seen.headers is not None else _headers(scope),
+                body_bytes=size,
+                client=scope.get("client"),
+                event_id=seen.event_id,
+            )
+        except Exception:  # the log never changes an answer
+            log.exception("a webhook delivery could not be logged")
+
+    async def _refused_method(self, scope: Scope, body: BodyReader) -> None:
+        """Log a request with another method than POST to a known webhook's URL.
+
+        Its answer does not wait for the webhook to be read (the method is
+        checked first): it is read after the answer went, within the
+        store's deadline, and an unknown URL is not logged.
+        """
+        token = scope["path"][len(_PREFIX) :]
+        if not _TOKEN.fullmatch(token):
+            return
+        seen = _Seen()
+        with trio.move_on_after(self.settings.store_timeout_s):
+            try:
+                seen.webhook = await self.intake.webhook(token)
+            except StoreError:
+                return
+        self._refused(scope, body, seen, 405, "method_not_allowed")
+
+    async def _handle(self, scope: Scope, body_in: BodyReader, seen: _Seen) -> tuple[int, str]:
         """The status (202 or 200) and the event id of a delivery taken, or a refusal."""
         if scope["method"] != "POST":
             raise HttpRefusal(
@@ -181,19 +252,21 @@ class HookDoor:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         remembered = intake.known(token)
         if remembered is None:
-            return await self._accept(scope, body_in, intake, await self._current(intake, token))
+            webhook = await self._current(intake, token, seen)
+            return await self._accept(scope, body_in, intake, webhook, seen)
         try:
-            return await self._accept(scope, body_in, intake, remembered)
+            return await self._accept(scope, body_in, intake, remembered, seen)
         except HttpRefusal:
             # A remembered webhook may have been deleted or deactivated since:
             # that answer comes before any other, as if it had been read now.
             intake.forget(remembered)
-            await self._current(intake, token)
+            await self._current(intake, token, seen)
             raise
 
-    async def _current(self, intake: Intake, token: str) -> Webhook:
+    async def _current(self, intake: Intake, token: str, seen: _Seen) -> Webhook:
         """The webhook at ``token`` as the store has it now; refused if gone or a draft."""
         webhook: Webhook | None = await self._store_call(intake.webhook(token))
+        seen.webhook = webhook
         if webhook is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         if not webhook.active:
@@ -201,10 +274,11 @@ class HookDoor:
         return webhook
 
     async def _accept(
-        self, scope: Scope, body_in: BodyReader, intake: Intake, webhook: Webhook
+        self, scope: Scope, body_in: BodyReader, intake: Intake, webhook: Webhook, seen: _Seen
     ) -> tuple[int, str]:
         add_log_context(webhook=webhook.id)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = _headers(scope)
+        seen.webhook, seen.headers = webhook, headers
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
         payload, event_body, signed = self._checked(intake, webhook, body, headers)
         wait = intake.take_here(webhook)
@@ -224,16 +298,31 @@ class HookDoor:
         # The batcher keeps the store's deadline (a cancel scope per delivery
         # would cost more than the rest of its wait).
         deadline = trio.current_time() + self.settings.store_timeout_s
+        delivery_log = intake.log
+        # Its log row is queued right after its event, for the same commit (or the next).
+        logged = (
+            None
+            if delivery_log is None
+            else delivery_log.accepting(webhook.id, headers, len(body), scope.get("client"))
+        )
         stored = await _stored(
             intake.batcher.deliver(
-                webhook.id, event_body, allowed_headers(headers), key, deadline=deadline
+                webhook.id,
+                event_body,
+                allowed_headers(headers),
+                key,
+                deadline=deadline,
+                on_queued=logged,
             )
         )
         # Accepted and duplicate answers always name their event.
         if stored.outcome is IngestOutcome.ACCEPTED:
             return 202, str(stored.event_id)
         if stored.outcome is IngestOutcome.DUPLICATE:
+            seen.event_id = stored.event_id
+            self._logged(scope, seen, 200, DUPLICATE, len(body))
             return 200, str(stored.event_id)
+        seen.event_id = stored.event_id
         if stored.outcome is IngestOutcome.CONFLICT:
             raise HttpRefusal(
                 409,
@@ -244,6 +333,7 @@ class HookDoor:
         intake.forget(webhook)
         if stored.outcome is IngestOutcome.INACTIVE:
             raise HttpRefusal(403, "webhook_inactive", _INACTIVE)
+        seen.webhook = None  # deleted meanwhile: it has no log any more
         raise HttpRefusal(404, "not_found", _NOT_FOUND)
 
     def _checked(
@@ -347,6 +437,21 @@ async def _refuse_unread(body: BodyReader, send: Send, refusal: HttpRefusal) -> 
         headers = [*refusal.headers, ("Connection", "close")]
         await respond_json(send, refusal.status, refusal.body(), headers)
         nursery.cancel_scope.cancel()
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers, names in lower case (the last of a repeated one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _body_size(body: BodyReader, headers: dict[str, str]) -> int:
+    """The body's size as received; announced by ``Content-Length`` if refused before its end."""
+    if body.complete:
+        return body.received
+    declared = headers.get("content-length", "").strip()
+    if declared.isdigit():
+        return max(body.received, min(int(declared), _MAX_SIZE))
+    return body.received
 
 
 def _encodable(payload: Any) -> bool:
