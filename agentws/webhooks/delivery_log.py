@@ -4,15 +4,16 @@ slowing the door, and each webhook's log kept to its newest ``AGENTWS_DELIVERY_L
 **Writing.** The door never waits for the log, and nothing the log does can
 change an answer. Rows go to the store's group commit of deliveries
 (:meth:`~agentws.store.Store.log_deliveries_nowait`), never a transaction of
-their own, and the rows of one turn of the event loop go in one statement:
-a row per delivery would double the statements a group commit holds, and
-so halve the deliveries each commit stores (a group takes a share of the
-statements waiting, see :func:`~agentws.store.database.group_size`).
+their own, and the rows queued together go in one statement (a task of
+:meth:`DeliveryLog.serve` hands them over once the tasks ready to run have
+run): a row per delivery would double the statements a group commit holds,
+and so halve the deliveries each commit stores (a group takes a share of
+the statements waiting, see :func:`~agentws.store.database.group_size`).
 
 - an accepted delivery's row is queued right after its event, by the
   batcher (:meth:`DeliveryLog.accepting`), so it rides in the commit that
   stores the event (or the next one, should the writer start that commit
-  before the turn is over) and is written only if the event is;
+  before the rows are handed over) and is written only if the event is;
 - any other answer (a refusal, a duplicate) queues its row as it is
   answered (:meth:`DeliveryLog.answered`), fire and forget: a failed write
   is dropped (and said in the server log, now and then).
@@ -88,7 +89,7 @@ def trim_every(keep: int) -> int:
 
 def _source(client: Any) -> str | None:
     """The peer's address of an ASGI ``scope["client"]`` (host, port), if the server gave one."""
-    if isinstance(client, list | tuple) and client:
+    if isinstance(client, (list, tuple)) and client:
         return str(client[0])
     return None
 
@@ -109,10 +110,13 @@ class DeliveryLog:
     _wake: trio.Event = attrs.field(factory=trio.Event, init=False)
     _buckets: dict[str, TokenBucket] = attrs.field(factory=dict, init=False)
     _omitted: dict[str, int] = attrs.field(factory=dict, init=False)
-    # Rows queued this turn: of accepted deliveries (after their events), and the others.
+    # Rows not handed over yet: of accepted deliveries (after their events), and the others.
     _after_events: list[Delivery] = attrs.field(factory=list, init=False)
     _rows: list[Delivery] = attrs.field(factory=list, init=False)
     _flush_due: bool = attrs.field(default=False, init=False)
+    # Set when rows wait for the flusher (while it runs: see serve).
+    _rows_ready: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _flushing: bool = attrs.field(default=False, init=False)
     _scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _warned_at: float = attrs.field(default=float("-inf"), init=False)
@@ -194,17 +198,24 @@ class DeliveryLog:
         self._write(delivery)
 
     def _write(self, delivery: Delivery, *, after_event: bool = False) -> None:
-        """Queue ``delivery`` for the statement that writes this turn's rows."""
+        """Queue ``delivery`` for the next statement of rows."""
         (self._after_events if after_event else self._rows).append(delivery)
-        if not self._flush_due:
-            # Once the turn is over: the rows of the deliveries answered (or
-            # queued) together go in one statement, after their events.
+        if self._flushing:
+            # The flusher runs once the tasks ready now have run: the rows of
+            # the deliveries answered (or queued) together go in one statement,
+            # after their events.
+            if not self._rows_ready.is_set():
+                self._rows_ready.set()
+        elif not self._flush_due:
+            # No flusher (not served, or closed): once this turn is over.
             self._flush_due = True
             trio.lowlevel.current_trio_token().run_sync_soon(self._flush)
 
     def _flush(self) -> None:
         """Hand the rows queued to the store's group commit, a statement per kind."""
         self._flush_due = False
+        if not self._after_events and not self._rows:
+            return
         for rows, after_event in ((self._after_events, True), (self._rows, False)):
             if not rows:
                 continue
@@ -261,26 +272,50 @@ class DeliveryLog:
         Error handling:
             A store error is logged, and the work tried again later.
         """
-        with trio.CancelScope() as scope:
-            self._scope = scope
+        async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
             if self._closed:
-                scope.cancel()
+                nursery.cancel_scope.cancel()
+            await nursery.start(self._flush_rows)
             task_status.started()
             if self.keep < 1:
                 await trio.sleep_forever()
-            sweep_at = trio.current_time()
+            await self._keep_bounded()
+
+    async def _flush_rows(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hand the rows queued to the store whenever there are some, until cancelled.
+
+        A trio event, not ``run_sync_soon``: no wake-up of the event loop
+        through its socket for each turn that logs a row.
+        """
+        self._flushing = True
+        task_status.started()
+        try:
             while True:
-                if trio.current_time() >= sweep_at:
-                    swept = await self._sweep()
-                    sweep_at = trio.current_time() + (SWEEP_S if swept else _SWEEP_RETRY_S)
-                with trio.move_on_at(sweep_at):
-                    await self._wake.wait()
-                if self._due:
-                    self._wake = trio.Event()
-                    due, self._due = self._due, set()
-                    for webhook_id in sorted(due):
-                        await self._trim(webhook_id)
-                    await trio.sleep(_TRIM_PAUSE_S)
+                await self._rows_ready.wait()
+                self._rows_ready = trio.Event()
+                self._flush()
+        finally:
+            self._flushing = False
+            self._flush()  # what is left (never waits)
+
+    async def _keep_bounded(self) -> None:
+        """Trim each log once enough rows were committed to it; sweep every SWEEP_S."""
+        sweep_at = trio.current_time()
+        while True:
+            if trio.current_time() >= sweep_at:
+                swept = await self._sweep()
+                sweep_at = trio.current_time() + (SWEEP_S if swept else _SWEEP_RETRY_S)
+            with trio.move_on_at(sweep_at):
+                await self._wake.wait()
+            if self._due:
+                self._wake = trio.Event()
+                due, self._due = self._due, set()
+                for webhook_id in sorted(due):
+                    await self._trim(webhook_id)
+                await trio.sleep(_TRIM_PAUSE_S)
 
     async def _trim(self, webhook_id: str) -> None:
         try:

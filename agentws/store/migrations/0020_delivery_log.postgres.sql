@@ -2,6 +2,8 @@
 -- the newest AGENTWS_DELIVERY_LOG_KEEP of each webhook (trimmed by the
 -- service, see agentws.webhooks.delivery_log). Ids grow with each row, so
 -- a webhook's log is read newest first, and trimmed, by its index alone.
+-- No index on received_at: every row would pay for it, for a sweep of old
+-- rows that runs every few minutes and finds them first in id order.
 
 CREATE TABLE webhook_deliveries (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -16,4 +18,3 @@ CREATE TABLE webhook_deliveries (
     omitted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
-CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
