@@ -397,7 +397,11 @@ SCHEMAS |= {
 }
 SCHEMAS["Delivery"] = _object(
     {
-        "id": {"type": "integer"},
+        "id": {
+            "type": ["integer", "null"],
+            "description": "a refusal's (or duplicate's) row; null for an accepted delivery, "
+            "which is its event",
+        },
         "received_at": _TIME,
         "status": {"type": "integer", "description": "the HTTP status answered"},
         "reason": {
@@ -409,7 +413,8 @@ SCHEMAS["Delivery"] = _object(
         "headers": {
             "type": "object",
             "additionalProperties": {"type": "string"},
-            "description": "the request's headers; credentials and signatures are ***",
+            "description": "the request's headers, credentials and signatures ***; for an "
+            "accepted delivery, the headers its event keeps",
         },
         "source": _STR_OR_NULL,
         "event_id": _STR_OR_NULL,

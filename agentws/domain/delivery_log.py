@@ -1,11 +1,12 @@
-"""The delivery log's records and rules: one row per request to a webhook's URL, and what
+"""The delivery log's records and rules: an entry per request to a webhook's URL, and what
 of a request's headers may be kept.
 
-Every request to a known webhook's URL is logged, accepted or refused
+Every request to a known webhook's URL is in its log, accepted or refused
 (:class:`Delivery`): when, the status and reason it was answered with (the
 error code of a refusal, ``queued`` or ``duplicate`` for a delivery taken),
 the body's size, its headers (:func:`redacted_headers`), where it came from
-and the event it became.
+(:func:`source_address`) and the event it became. An accepted delivery's
+entry is its event; every other answer is a row of its own.
 
 **Headers.** A request's headers are kept so that an operator can see what a
 sender sent, never what proves who it is: credentials and signatures are
@@ -38,6 +39,7 @@ __all__ = [
     "StatusFilter",
     "parse_status_filter",
     "redacted_headers",
+    "source_address",
 ]
 
 #: The reason of a delivery stored as a new event (202).
@@ -99,7 +101,8 @@ _MAX_HEADERS = 64
 class Delivery:
     """One request to a webhook's URL and how it was answered."""
 
-    #: Given by the store, growing with each row (None until stored).
+    #: A row's, given by the store and growing with each row (None until
+    #: stored, and for an accepted delivery, whose entry is its event).
     id: int | None = None
     webhook_id: str
     received_at: datetime
@@ -107,9 +110,11 @@ class Delivery:
     status: int
     #: ``queued``, ``duplicate``, or the refusal's error code (``invalid_signature``...).
     reason: str
-    #: The body's size as received (as announced, for a body refused unread).
+    #: The body's size as received (as announced, for a body refused unread);
+    #: an accepted delivery's is its event's (a form's: the event it carried).
     body_bytes: int
-    #: The request's headers, redacted (:func:`redacted_headers`).
+    #: The request's headers, redacted (:func:`redacted_headers`); an accepted
+    #: delivery's are those its event keeps (no credential or signature either).
     headers: dict[str, str] = attrs.field(factory=dict)
     #: The address the request came from (the connection's peer).
     source: str | None = None
@@ -121,6 +126,17 @@ class Delivery:
     @property
     def accepted(self) -> bool:
         return self.status < 300
+
+
+def source_address(client: object) -> str:
+    """The peer's address of an ASGI ``scope["client"]`` (host, port); "" if the server gave none.
+
+    The connection's peer: agentws trusts no forwarding header, so behind a
+    proxy this is the proxy (the client is in its ``X-Forwarded-For``).
+    """
+    if isinstance(client, (list, tuple)) and client:
+        return str(client[0])
+    return ""
 
 
 def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -105,6 +105,9 @@ class Event:
     received_at: datetime = now_field()
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    #: The address its request came from (the connection's peer; None: not
+    #: a request to the webhook's URL, such as a replay).
+    source: str | None = None
 
     @body_hash.default
     def _hash_body(self) -> str:

@@ -526,21 +526,15 @@ class Store(Protocol):
         ...
 
     def log_deliveries_nowait(
-        self,
-        deliveries: Sequence[Delivery],
-        answer: Callable[[outcome.Outcome[int]], None],
-        *,
-        after_event: bool = False,
+        self, deliveries: Sequence[Delivery], answer: Callable[[outcome.Outcome[int]], None]
     ) -> None:
         """Queue rows of the delivery log (1 to 500) for the next group commit of deliveries.
 
         All the rows are one statement, which joins the group commit of
         deliveries (:meth:`ingest_nowait`): no commit of its own. Each row is
-        written only while its webhook exists; ``after_event``: only if its
-        event (``event_id``) is stored, which rows queued after their events'
-        :meth:`ingest_nowait` learn in the commit that stores those (or a
-        later one). ``answer`` is called in trio's thread after the commit
-        with how many rows were written, or the store's error.
+        written only while its webhook exists. ``answer`` is called in
+        trio's thread after the commit with how many rows were written, or
+        the store's error.
 
         Error handling:
             :class:`~agentws.errors.StoreUnavailableError`, at once, when the
@@ -555,13 +549,15 @@ class Store(Protocol):
         limit: int,
         status: StatusFilter | None = None,
         reason: str | None = None,
+        since: datetime | None = None,
     ) -> list[Delivery]:
-        """A webhook's delivery log, newest first: ``accepted`` (2xx), ``refused``, one
-        status, or one reason only."""
+        """A webhook's delivery log, newest first, at most ``limit`` entries: its events that
+        came through its URL (202 ``queued``, with no id) and its rows, received since
+        ``since``; ``accepted`` (2xx), ``refused``, one status, or one reason only."""
         ...
 
     async def trim_webhook_deliveries(self, webhook_id: str, *, keep: int) -> int:
-        """Delete a webhook's log rows but the newest ``keep``; how many were deleted."""
+        """Delete a webhook's rows (not its events) but the newest ``keep``; how many."""
         ...
 
     async def expire_webhook_deliveries(self, before: datetime) -> int:

@@ -107,14 +107,12 @@ class IngestBatcher:
         dedup_key: str | None,
         *,
         deadline: float,
-        on_queued: Callable[[Event], None] | None = None,
+        source: str | None = None,
     ) -> Ingested:
         """:meth:`submit` the event of a delivery, made here already stamped (the door's way:
         one event made per delivery, not one made and then one stamped).
 
-        ``on_queued(event)`` is called right after the event is queued: what
-        it queues for the group commit (the delivery's log row) joins the
-        same commit, after the event.
+        ``source``: the address the delivery came from, kept with its event.
 
         Error handling:
             As :meth:`submit`; and :class:`~agentws.errors.StoreUnavailableError`
@@ -129,8 +127,9 @@ class IngestBatcher:
             dedup_key=dedup_key,
             received_at=now,
             available_at=now,
+            source=source,
         )
-        return await self._submit(event, deadline, on_queued)
+        return await self._submit(event, deadline)
 
     def _stamp(self) -> datetime:
         # Queue order is commit order, and each event is stamped just as it
@@ -143,16 +142,9 @@ class IngestBatcher:
         self._last_received = now
         return now
 
-    async def _submit(
-        self,
-        event: Event,
-        deadline: float = math.inf,
-        on_queued: Callable[[Event], None] | None = None,
-    ) -> Ingested:
+    async def _submit(self, event: Event, deadline: float = math.inf) -> Ingested:
         pending = _Pending(event)
         self.store.ingest_nowait(event, functools.partial(self._answer, pending))
-        if on_queued is not None:
-            on_queued(event)
         self._queued += 1
         if self._queued >= BUSY_BATCH:
             self._busy_until = trio.current_time() + self.busy_s

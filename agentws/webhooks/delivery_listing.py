@@ -1,16 +1,20 @@
 """Reading a webhook's delivery log, for the dashboard, the admin API and the CLI.
 
-The log is written by the door (:mod:`agentws.webhooks.delivery_log`); this
-is the one function its three readers call, so they show the same rows.
+The log is the webhook's events that came through its URL and the rows the
+door wrote for its other answers (:mod:`agentws.webhooks.delivery_log`);
+this is the one function its three readers call, so they show the same
+entries.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from agentws.config import Settings
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.models import Webhook
+from agentws.domain.rules import utcnow
 from agentws.store import Store
 from agentws.webhooks.admin import find_webhook
 
@@ -33,9 +37,11 @@ async def list_deliveries(
     """A webhook (by id or name) and its delivery log, newest first.
 
     Args:
-        limit: rows at most; never more than the log keeps
-            (``AGENTWS_DELIVERY_LOG_KEEP``), so rows past the bound that are
-            not trimmed yet are not shown.
+        limit: entries at most; never more than the log keeps
+            (``AGENTWS_DELIVERY_LOG_KEEP``), nor older than it keeps them
+            (``AGENTWS_DELIVERY_LOG_DAYS``): rows past the bound not
+            trimmed yet, and accepted deliveries' events (which the event log
+            keeps) past it, are not shown.
         status: ``accepted`` (2xx), ``refused`` (the rest) or one HTTP status.
         reason: one reason only (``invalid_signature``, ``queued``...).
 
@@ -46,12 +52,17 @@ async def list_deliveries(
     most = min(limit, settings.delivery_log_keep, MAX_LISTED)
     if most < 1:
         return webhook, []
-    rows = await store.webhook_deliveries(webhook.id, limit=most, status=status, reason=reason)
+    days = settings.delivery_log_days
+    since = utcnow() - timedelta(days=days) if days > 0 else None
+    rows = await store.webhook_deliveries(
+        webhook.id, limit=most, status=status, reason=reason, since=since
+    )
     return webhook, rows
 
 
 def delivery_json(delivery: Delivery) -> dict[str, Any]:
-    """A row of the delivery log as the API and ``--json`` show it."""
+    """An entry of the delivery log as the API and ``--json`` show it (``id``: a row's;
+    None for an accepted delivery, which is its event)."""
     return {
         "id": delivery.id,
         "received_at": delivery.received_at.isoformat(),

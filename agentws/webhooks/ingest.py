@@ -27,10 +27,11 @@ A form (``application/x-www-form-urlencoded``) is verified on the body as
 sent and stored as the event it carries: its ``payload`` field's JSON, or
 its fields (:mod:`agentws.domain.form_bodies`).
 
-Every answer to a known webhook's URL is logged in its delivery log
-(:mod:`agentws.webhooks.delivery_log`) without being waited for: an
-accepted delivery's row rides in its event's commit, any other is queued as
-it is answered. A refusal is counted per webhook in ``/metrics``.
+Every answer to a known webhook's URL is in its delivery log
+(:mod:`agentws.webhooks.delivery_log`), never waited for: an accepted
+delivery is its event (which keeps the address it came from), any other
+answer is a row queued as it is answered. A refusal is counted per webhook
+in ``/metrics``.
 
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
@@ -67,7 +68,7 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
-from agentws.domain.delivery_log import DUPLICATE
+from agentws.domain.delivery_log import DUPLICATE, source_address
 from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
 from agentws.domain.models import Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
@@ -298,13 +299,6 @@ class HookDoor:
         # The batcher keeps the store's deadline (a cancel scope per delivery
         # would cost more than the rest of its wait).
         deadline = trio.current_time() + self.settings.store_timeout_s
-        delivery_log = intake.log
-        # Its log row is queued right after its event, for the same commit (or the next).
-        logged = (
-            None
-            if delivery_log is None
-            else delivery_log.accepting(webhook.id, headers, len(body), scope.get("client"))
-        )
         stored = await _stored(
             intake.batcher.deliver(
                 webhook.id,
@@ -312,7 +306,8 @@ class HookDoor:
                 allowed_headers(headers),
                 key,
                 deadline=deadline,
-                on_queued=logged,
+                # Its entry in the delivery log: the event, from where it came.
+                source=source_address(scope.get("client")),
             )
         )
         # Accepted and duplicate answers always name their event.

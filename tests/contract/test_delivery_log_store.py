@@ -1,11 +1,11 @@
 """The webhooks' delivery log in the store, the same on SQLite and PostgreSQL.
 
-Rows go through the group commit of deliveries: an accepted delivery's row,
-queued right after its event, is written only if the event is (in the same
-commit); any other row only while its webhook exists, and no row can fail
-the statements grouped with it. Listing is newest first with filters;
-trimming keeps each webhook's newest rows; expiry deletes by age; a deleted
-webhook takes its log with it.
+An accepted delivery's entry is its event (one that came through the URL:
+it has a source); the other answers are rows, which go through the group
+commit of deliveries, each only while its webhook exists, and no row can
+fail the statements grouped with it. Listing is newest first, events and
+rows together, with filters; trimming keeps each webhook's newest rows;
+expiry deletes rows by age; a deleted webhook takes its log with it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import outcome
 import pytest
 import trio
 
+from agentws.domain.deliveries import IngestOutcome
 from agentws.domain.delivery_log import ACCEPTED, DUPLICATE, Delivery
 from agentws.domain.models import Event, Webhook, Workspace
 from agentws.store import SqlStore
@@ -104,36 +105,64 @@ async def test_a_refusal_is_logged_and_read_back_as_written(store: SqlStore) -> 
     assert found == attrs.evolve(refused, id=found.id)
 
 
-async def test_accepted_rows_ride_with_their_events_and_exist_only_if_the_events_do(
-    store: SqlStore,
-) -> None:
+async def test_accepted_deliveries_are_their_events(store: SqlStore) -> None:
     hook, other = await make_hooks(store)
-    stored = Event(webhook_id=hook.id, body=b'{"n": 1}', dedup_key="k-1", received_at=T0)
-    again = Event(webhook_id=hook.id, body=b'{"n": 1}', dedup_key="k-1", received_at=T0)
-    elsewhere = Event(webhook_id=other.id, body=b'{"n": 2}', received_at=T0)
-    written = Written()
-    # As the door queues them in one turn: the events, then their rows in one statement.
-    events = {"first": stored, "again": again, "elsewhere": elsewhere}
-    for name, event in events.items():
-        store.ingest_nowait(event, written.answer(name))
-    rows = [
-        Delivery(
-            webhook_id=event.webhook_id,
-            received_at=event.received_at,
-            status=202,
-            reason=ACCEPTED,
-            body_bytes=len(event.body),
-            event_id=event.id,
-        )
-        for event in events.values()
+    delivered = Event(
+        webhook_id=hook.id,
+        body=b'{"n": 1}',
+        headers={"content-type": "application/json", "x-github-event": "push"},
+        dedup_key="k-1",
+        received_at=T0 + timedelta(seconds=2),
+        source="198.51.100.7",
+    )
+    unknown_peer = Event(
+        webhook_id=hook.id, body=b'{"n": 22}', received_at=T0 + timedelta(seconds=4), source=""
+    )
+    # Not requests to the URL: a replay, and an event from before the log.
+    replay = Event(webhook_id=hook.id, body=b"{}", replay_of=delivered.id, received_at=T0)
+    older = Event(webhook_id=hook.id, body=b"{}", received_at=T0 - timedelta(days=1))
+    theirs = Event(webhook_id=other.id, body=b"{}", received_at=T0, source="192.0.2.1")
+    results = await store.ingest_events(
+        [delivered, unknown_peer, replay, older, theirs], dedup_since=T0 - timedelta(days=3)
+    )
+    assert all(r.outcome is IngestOutcome.ACCEPTED for r in results)
+    # One event has run (its status changed): it is still the delivery it was.
+    later = datetime.now(UTC) + timedelta(hours=1)
+    (claimed,) = await store.claim_events(
+        owner="o", now=later, lease_expires_at=later + timedelta(hours=1), limit=1
+    )
+    await log_rows(store, row(hook, 3))
+    entries = await store.webhook_deliveries(hook.id, limit=10)
+    assert [(d.status, d.reason, d.event_id, d.id is None) for d in entries] == [
+        (202, ACCEPTED, unknown_peer.id, True),
+        (401, "invalid_signature", None, False),
+        (202, ACCEPTED, delivered.id, True),
     ]
-    store.log_deliveries_nowait(rows, written.answer("rows"), after_event=True)
-    # The redelivery was not stored (its key is taken): neither is its row.
-    assert await written.wait() == {"first": True, "again": False, "elsewhere": True, "rows": 2}
-    (found,) = await store.webhook_deliveries(hook.id, limit=10)
-    assert (found.status, found.reason, found.event_id) == (202, ACCEPTED, stored.id)
-    (theirs,) = await store.webhook_deliveries(other.id, limit=10)
-    assert theirs.event_id == elsewhere.id
+    accepted = entries[2]
+    assert accepted == Delivery(
+        webhook_id=hook.id,
+        received_at=delivered.received_at,
+        status=202,
+        reason=ACCEPTED,
+        body_bytes=len(delivered.body),
+        headers=delivered.headers,
+        source="198.51.100.7",
+        event_id=delivered.id,
+    )
+    assert entries[0].source is None  # the server did not say
+    assert claimed.id in {delivered.id, unknown_peer.id, replay.id, older.id}
+
+    async def ids(**where: object) -> list[str | int | None]:
+        found = await store.webhook_deliveries(hook.id, **where)  # type: ignore[arg-type]
+        return [d.event_id or d.id for d in found]
+
+    assert await ids(limit=1) == [unknown_peer.id]
+    assert await ids(limit=10, status="accepted") == [unknown_peer.id, delivered.id]
+    assert await ids(limit=10, status=202) == [unknown_peer.id, delivered.id]
+    assert await ids(limit=10, reason=ACCEPTED) == [unknown_peer.id, delivered.id]
+    assert len(await ids(limit=10, status="refused")) == 1
+    assert await ids(limit=10, status=200) == []
+    assert await ids(limit=10, since=T0 + timedelta(seconds=3.5)) == [unknown_peer.id]
 
 
 async def test_a_row_of_a_deleted_webhook_is_not_written_and_fails_nothing(
@@ -164,7 +193,7 @@ async def test_listing_is_newest_first_per_webhook_with_filters(store: SqlStore)
     hook, other = await make_hooks(store)
     await log_rows(
         store,
-        row(hook, 1, status=202, reason=ACCEPTED),
+        row(hook, 1, status=202, reason="captured"),
         row(hook, 2),
         row(other, 3),
         row(hook, 4, status=413, reason="payload_too_large"),
@@ -181,6 +210,8 @@ async def test_listing_is_newest_first_per_webhook_with_filters(store: SqlStore)
     assert await sizes(limit=10, status=413) == [104]
     assert await sizes(limit=10, reason="invalid_signature") == [102]
     assert await sizes(limit=10, status="refused", reason=ACCEPTED) == []
+    assert await sizes(limit=10, reason=ACCEPTED) == []  # rows are never queued: events are
+    assert await sizes(limit=10, since=T0 + timedelta(seconds=4)) == [105, 104]
 
 
 async def test_trimming_keeps_each_webhooks_newest_rows(store: SqlStore) -> None:

@@ -196,9 +196,14 @@ async def test_refusals_for_every_reason_are_logged_with_their_sizes_and_no_secr
         assert refused["x-webhook-secret"] == "***"
         assert refused["authorization"] == "***"
         assert refused["cookie"] == "***"
-        assert by_reason["queued"].headers["user-agent"] == "acme-sender/2.1"
-        assert by_reason["queued"].headers["idempotency-key"] == "order-1"
-        assert by_reason["queued"].headers["x-webhook-secret"] == "***"
+        # An accepted delivery is its event, with the headers the event keeps.
+        assert by_reason["queued"].headers == {
+            "content-type": "application/json",
+            "user-agent": "acme-sender/2.1",
+            "idempotency-key": "order-1",
+        }
+        assert by_reason["queued"].id is None
+        assert by_reason["duplicate"].headers["x-webhook-secret"] == "***"
 
         draft_rows = await logged(server, draft, 1)
         assert [(d.status, d.reason, d.body_bytes) for d in draft_rows] == [
@@ -211,13 +216,15 @@ async def test_refusals_for_every_reason_are_logged_with_their_sizes_and_no_secr
         ]
         assert std_rows[0].event_id == std_accepted.json()["event_id"]
         assert std_rows[0].headers["webhook-id"] == "msg_1"
-        assert std_rows[0].headers["webhook-signature"] == "v1,***"
+        assert "webhook-signature" not in std_rows[0].headers
+        assert std_rows[1].headers["webhook-signature"] == "v1,***"
         assert await server.store.webhook_deliveries(quiet.id, limit=10) == []
 
         # Nothing else was logged (the unknown URL has no log), and no credential or
         # signature is anywhere in the log, nor anywhere in the database.
         stored = await raw_rows(server)
-        assert len(stored) == 10 + 1 + 2
+        # The rows: every answer but the accepted deliveries (which are their events).
+        assert len(stored) == (10 - 1) + 1 + (2 - 1)
         hidden = [
             SHARED_SECRET,
             WRONG_SECRET,
@@ -311,23 +318,26 @@ async def test_the_log_keeps_the_newest_deliveries_only(tmp_path: Path) -> None:
     keep = 20
     async with hook_server(tmp_path, AGENTWS_DELIVERY_LOG_KEEP=str(keep)) as server:
         hook = await make_hook(server, "busy", rate_per_min=100_000, burst=100_000)
-        sent: list[str] = []
+        sent: list[tuple[int, str | None]] = []
         for n in range(45):
-            answer = await post(hook.url, json.dumps({"n": n}).encode())
-            assert answer.status_code == 202, answer.text
-            sent.append(answer.json()["event_id"])
-        # Trimmed as it goes: at most the bound and the rows since the last trim.
+            if n % 3:
+                refused = await post(hook.url, b'{"n": ')
+                assert_error(refused, 400, "invalid_json")
+                sent.append((400, None))
+            else:
+                answer = await post(hook.url, json.dumps({"n": n}).encode())
+                assert answer.status_code == 202, answer.text
+                sent.append((202, answer.json()["event_id"]))
+        # The rows (refusals) are trimmed as they come: at most the bound and
+        # the rows since the last trim.
         bound = keep + trim_every(keep) - 1
         await wait_until(
             lambda: raw_rows(server),
             lambda rows: len(rows) <= bound,
             what=f"the log trimmed to {bound} rows at most",
         )
-        newest = [
-            i["event_id"]
-            for i in await cli_deliveries(
-                server, "busy", "--limit", "100", AGENTWS_DELIVERY_LOG_KEEP=str(keep)
-            )
-        ]
-        assert newest == sent[::-1][:keep]
-        assert len(await server.store.webhook_deliveries(hook.id, limit=1000)) <= bound
+        # Listed: the newest 20 answers, refusals and events together.
+        newest = await cli_deliveries(
+            server, "busy", "--limit", "100", AGENTWS_DELIVERY_LOG_KEEP=str(keep)
+        )
+        assert [(i["status"], i["event_id"]) for i in newest] == sent[::-1][:keep]

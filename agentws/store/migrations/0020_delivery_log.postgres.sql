@@ -1,9 +1,13 @@
--- The delivery log: every request to a webhook's URL, accepted or refused,
--- the newest AGENTWS_DELIVERY_LOG_KEEP of each webhook (trimmed by the
--- service, see agentws.webhooks.delivery_log). Ids grow with each row, so
--- a webhook's log is read newest first, and trimmed, by its index alone.
--- No index on received_at: every row would pay for it, for a sweep of old
--- rows that runs every few minutes and finds them first in id order.
+-- The delivery log: every request to a webhook's URL, accepted or refused.
+-- An accepted one is its event (which now keeps where it came from); the
+-- others (refusals, duplicates) are rows of webhook_deliveries, the newest
+-- AGENTWS_DELIVERY_LOG_KEEP of each webhook (trimmed by the service, see
+-- agentws.webhooks.delivery_log). Ids grow with each row, so a webhook's
+-- rows are read newest first, and trimmed, by its index alone. No index on
+-- received_at: the sweep of old rows runs every few minutes and finds them
+-- first in id order.
+
+ALTER TABLE events ADD COLUMN source TEXT;
 
 CREATE TABLE webhook_deliveries (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
