@@ -129,6 +129,11 @@ class BodyReader:
     _chunks: list[bytes] = attrs.field(factory=list, init=False)
     _size: int = attrs.field(default=0, init=False)
 
+    @property
+    def received(self) -> int:
+        """Bytes of the body received so far."""
+        return self._size
+
     async def read(self, length: str | None, limit: int, refusals: BodyRefusals) -> bytes:
         """The body, or a refusal: over ``limit`` bytes (or a ``Content-Length``
         announcing more), past the deadline, or the client left."""

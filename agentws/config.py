@@ -118,6 +118,19 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise ValueError(f"expected a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def _days(value: str) -> float:
+    number = _seconds(value)  # the same rules: finite, >= 0
+    if number > 36500:
+        raise ValueError(f"expected at most 36500 days, got {value!r}")
+    return number
+
+
 def _model_name(value: str) -> str:
     if not value or any(c.isspace() for c in value):
         raise ValueError(f"not a model name: {value!r}")
@@ -222,6 +235,8 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
+    ("delivery_log_keep", "AGENTWS_DELIVERY_LOG_KEEP", _count, "500"),
+    ("delivery_log_days", "AGENTWS_DELIVERY_LOG_DAYS", _days, "30"),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", _secret_key, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
@@ -327,6 +342,10 @@ class Settings:
     #: A request body (webhook, MCP, admin API, dashboard) not all received
     #: this long after its headers is refused with 408 and its connection closed.
     body_read_timeout_s: float = 30.0
+    #: Requests to each webhook's URL its delivery log keeps, the newest (0: no log).
+    delivery_log_keep: int = 500
+    #: Delivery log rows older than this many days are deleted (0: kept until trimmed).
+    delivery_log_days: float = 30.0
     #: Hosts and networks connectors may use although they are not public
     #: (and, when set, the only hosts a connector may be saved with).
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)

@@ -7,7 +7,10 @@ counts decisions, the worker times runs. What is state rather than a count
 (open sessions, the approval queue, webhook events by status) is read when
 ``/metrics`` is scraped and handed to :func:`render`, so nothing keeps a second copy of
 it. Label values are small fixed sets (capabilities, decisions, error codes,
-outcomes), never ids, so the number of series stays bounded.
+outcomes), never ids, so the number of series stays bounded; the one
+exception is the webhook a refusal was for (:data:`WEBHOOK_REFUSALS`):
+webhooks are made by admins, and requests to unknown URLs are not counted
+per webhook.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ __all__ = [
     "WEBHOOK_DELIVERIES",
     "WEBHOOK_EVENTS",
     "WEBHOOK_PAUSES",
+    "WEBHOOK_REFUSALS",
     "WEBHOOK_REPLAYS",
     "render",
     "timed_store",
@@ -74,6 +78,12 @@ WEBHOOK_DELIVERIES = Counter(
     "agentws_webhook_deliveries",
     "Webhook deliveries answered by this instance: accepted, duplicate, or refused.",
     ["outcome"],
+)
+WEBHOOK_REFUSALS = Counter(
+    "agentws_webhook_refusals",
+    "Requests to a webhook's URL refused by this instance, by webhook id and reason "
+    "(the error code of the answer); requests to unknown URLs are not counted here.",
+    ["webhook", "reason"],
 )
 INGEST_SECONDS = Histogram(
     "agentws_webhook_ingest_seconds",

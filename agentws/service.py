@@ -52,6 +52,7 @@ from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
 from agentws.webhooks.alerts import FailureAlerts
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.delivery_log import DeliveryLog
 from agentws.webhooks.event_index import EventIndexer
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
@@ -140,8 +141,8 @@ class Service:
             approved calls (decided anywhere, run here once), webhooks' failure
             alerts and recoveries, the links
             to remote MCP connectors (which keep their tool caches current),
-            the webhook ingest batcher (group commit) and the event worker
-            pool (agent runs).
+            the webhook ingest batcher (group commit), the delivery log's
+            trimmer and the event worker pool (agent runs).
             After :meth:`stop`, its tasks have ``shutdown_grace_s`` to finish
             before they are cancelled. The audit writer runs around that
             nursery and is closed after it: what the others audited on their
@@ -223,7 +224,9 @@ class Service:
             batcher = IngestBatcher(store, on_stored=worker.notify)
             worker.door_busy = batcher.busy
             await self._start(nursery, batcher.serve, batcher.close)
-            intake = Intake(store, batcher, keys)
+            delivery_log = DeliveryLog.from_settings(store, settings)
+            await self._start(nursery, delivery_log.serve, delivery_log.close)
+            intake = Intake(store, batcher, keys, log=delivery_log)
             indexer = EventIndexer(store, door_busy=batcher.busy)
             await self._start(nursery, indexer.serve, indexer.close)
             self._runtime = Runtime(

@@ -268,6 +268,34 @@ def _paths() -> dict[str, Any]:
                 operation_id="testWebhook",
             )
         },
+        "/workspaces/{workspace}/webhooks/{webhook}/deliveries": {
+            "get": _operation(
+                "A webhook's delivery log, newest first: every request to its URL, accepted "
+                "or refused, with its status, reason, size, headers (secrets hidden), source "
+                "and event",
+                "DeliveryPage",
+                params=[
+                    *hook,
+                    *_PAGING,
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "description": "accepted (2xx), refused (the rest), or one HTTP status",
+                        "schema": {
+                            "type": "string",
+                            "pattern": "^(accepted|refused|[1-5][0-9]{2})$",
+                        },
+                    },
+                    {
+                        "name": "reason",
+                        "in": "query",
+                        "description": "one reason only (queued, duplicate, invalid_signature...)",
+                        "schema": {"type": "string"},
+                    },
+                ],
+                operation_id="listWebhookDeliveries",
+            )
+        },
         "/workspaces/{workspace}/events": {
             "get": _operation(
                 "List a workspace's events, newest first, filtered and searched, a page at a "

@@ -615,9 +615,39 @@ SCHEMAS |= {
         }
     ),
 }
+SCHEMAS["Delivery"] = _object(
+    {
+        "id": {
+            "type": ["integer", "null"],
+            "description": "a refusal's (or duplicate's) row; null for an accepted delivery, "
+            "which is its event",
+        },
+        "received_at": _TIME,
+        "status": {"type": "integer", "description": "the HTTP status answered"},
+        "reason": {
+            "type": "string",
+            "description": "queued, duplicate, or the refusal's error code",
+        },
+        "accepted": {"type": "boolean", "description": "answered 2xx"},
+        "body_bytes": {"type": "integer"},
+        "headers": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "the request's headers, credentials and signatures ***; for an "
+            "accepted delivery, the headers its event keeps",
+        },
+        "source": _STR_OR_NULL,
+        "event_id": _STR_OR_NULL,
+        "omitted": {
+            "type": "integer",
+            "description": "refusals just before this one that the log's rate bound left out",
+        },
+    }
+)
 for _name in (
     "Workspace",
     "Webhook",
+    "Delivery",
     "Token",
     "OAuthClient",
     "Tool",

@@ -13,8 +13,8 @@ the status the error's kind calls for. Lists are paginated: ``limit`` (1 to
 workspaces, libraries and channels; webhooks and events are in
 :mod:`agentws.api.webhooks` (rotation in :mod:`agentws.api.webhook_rotation`,
 samples and tries of a prompt in :mod:`agentws.api.webhook_try`, failures,
-bulk replays and test events in :mod:`agentws.api.webhook_operations`),
-approvals in :mod:`agentws.api.approvals`,
+bulk replays and test events in :mod:`agentws.api.webhook_operations`), their
+delivery logs in :mod:`agentws.api.deliveries`, approvals in :mod:`agentws.api.approvals`,
 MCP tokens and tool permissions in :mod:`agentws.api.access`.
 """
 
@@ -29,7 +29,15 @@ from agentws.chat.channels import parse_channel
 from agentws.domain.models import DocumentPolicy
 from agentws.views import document_json, library_json, message_json, workspace_json
 
-from . import access, approvals, webhook_operations, webhook_rotation, webhook_try, webhooks
+from . import (
+    access,
+    approvals,
+    deliveries,
+    webhook_operations,
+    webhook_rotation,
+    webhook_try,
+    webhooks,
+)
 from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
 from .openapi import openapi_document
 
@@ -49,6 +57,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
             webhook_rotation.routes,
             webhook_try.routes,
             webhook_operations.routes,
+            deliveries.routes,
             approvals.routes,
             access.routes,
         ),

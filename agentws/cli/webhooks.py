@@ -5,7 +5,8 @@ prints the URL once (it holds the token, which is not kept). The work is
 done by :mod:`agentws.webhooks.admin`. ``webhook samples|try`` (capture and
 a prompt tried on it) are in :mod:`agentws.cli.webhook_try`; failure alert
 options, ``replay`` and ``test`` in :mod:`agentws.cli.webhook_operations`;
-``rotate`` and its kin in :mod:`agentws.cli.webhook_rotation`.
+``rotate`` and its kin in :mod:`agentws.cli.webhook_rotation`; ``deliveries``
+in :mod:`agentws.cli.deliveries`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import trio
 
 from agentws.cli.arguments import positive_int, read_secret
+from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
 from agentws.cli.webhook_operations import (
@@ -406,3 +408,4 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     add_rotation_commands(webhook, common)
     add_try_commands(webhook, common)
     add_operation_commands(webhook, common)
+    add_deliveries_command(webhook, common)

@@ -14,6 +14,7 @@ again, filled as it was typed (all but the secret), with what was wrong.
 the home page, the error pages and the templates' filters; each area's
 pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.webhook_try` (capture, try a prompt),
+:mod:`~agentws.dashboard.deliveries`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
@@ -39,6 +40,7 @@ from . import (
     approvals,
     channels,
     consent,
+    deliveries,
     endpoints,
     events,
     libraries,
@@ -69,6 +71,7 @@ _AREAS = (
     webhook_rotation,
     webhook_try,
     webhook_operations,
+    deliveries,
     endpoints,
     permissions,
     approvals,

@@ -139,6 +139,9 @@ class Event:
     #: (None: no secret checked): the operator sees when senders have moved.
     url_generation: int | None = None
     secret_generation: int | None = None
+    #: The address its request came from (the connection's peer; None: not
+    #: a request to the webhook's URL, such as a replay).
+    source: str | None = None
 
     @body_hash.default
     def _hash_body(self) -> str:

@@ -29,6 +29,7 @@ import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
+from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
 from agentws.domain.models import (
     Approval,
@@ -641,4 +642,46 @@ class Store(Protocol):
     async def queue_replays(self, webhook_id: str, orders: list[ReplayOrder]) -> list[str]:
         """Queue the replays of ``orders`` (all of one webhook), each only if its original has
         none yet, in one transaction serialized per webhook; the ids of those queued."""
+
+    def log_deliveries_nowait(
+        self, deliveries: Sequence[Delivery], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        """Queue rows of the delivery log (1 to 500) for the next group commit of deliveries.
+
+        All the rows are one statement, which joins the group commit of
+        deliveries (:meth:`ingest_nowait`): no commit of its own. Each row is
+        written only while its webhook exists. ``answer`` is called in
+        trio's thread after the commit with how many rows were written, or
+        the store's error.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            store is closing (nothing queued); ValueError for no rows or too many.
+        """
+        ...
+
+    async def webhook_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        limit: int,
+        status: StatusFilter | None = None,
+        reason: str | None = None,
+        since: datetime | None = None,
+    ) -> list[Delivery]:
+        """A webhook's delivery log, newest first, at most ``limit`` entries: its events that
+        came through its URL (202 ``queued``, with no id) and its rows, received since
+        ``since``; ``accepted`` (2xx), ``refused``, one status, or one reason only."""
+        ...
+
+    async def trim_webhook_deliveries(self, webhook_id: str, *, keep: int) -> int:
+        """Delete a webhook's rows (not its events) but the newest ``keep``; how many."""
+        ...
+
+    async def expire_webhook_deliveries(self, before: datetime) -> int:
+        """Delete every log row received before ``before``; how many were deleted."""
+        ...
+
+    async def webhooks_over_delivery_bound(self, keep: int) -> list[str]:
+        """The ids of the webhooks with more than ``keep`` log rows."""
         ...

@@ -15,8 +15,8 @@ lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_decisions`), runs under a lease
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
 tokens (:mod:`.sql_oauth`), a
-group's catalog and search (:mod:`.sql_catalog`), and heartbeats and probes
-(:mod:`.sql_health`).
+group's catalog and search (:mod:`.sql_catalog`), heartbeats and probes
+(:mod:`.sql_health`), and the webhooks' delivery log (:mod:`.sql_deliveries`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_catalog import CatalogQueries
+from agentws.store.sql_deliveries import DeliveryLogQueries
 from agentws.store.sql_event_search import EventSearchQueries
 from agentws.store.sql_events import EventQueries
 from agentws.store.sql_health import HealthQueries
@@ -78,6 +79,7 @@ class SqlStore(
     OAuthQueries,
     CatalogQueries,
     HealthQueries,
+    DeliveryLogQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 

@@ -109,9 +109,12 @@ class IngestBatcher:
         deadline: float,
         url_generation: int | None = None,
         secret_generation: int | None = None,
+        source: str | None = None,
     ) -> Ingested:
         """:meth:`submit` the event of a delivery, made here already stamped (the door's way:
         one event made per delivery, not one made and then one stamped).
+
+        ``source``: the address the delivery came from, kept with its event.
 
         Error handling:
             As :meth:`submit`; and :class:`~agentws.errors.StoreUnavailableError`
@@ -128,6 +131,7 @@ class IngestBatcher:
             available_at=now,
             url_generation=url_generation,
             secret_generation=secret_generation,
+            source=source,
         )
         return await self._submit(event, deadline)
 

@@ -27,6 +27,12 @@ A form (``application/x-www-form-urlencoded``) is verified on the body as
 sent and stored as the event it carries: its ``payload`` field's JSON, or
 its fields (:mod:`agentws.domain.form_bodies`).
 
+Every answer to a known webhook's URL is in its delivery log
+(:mod:`agentws.webhooks.delivery_log`), never waited for: an accepted
+delivery is its event (which keeps the address it came from), any other
+answer is a row queued as it is answered. A refusal is counted per webhook
+in ``/metrics``.
+
 Then: a new event → 202 ``{"event_id", "status": "queued"}``; a redelivery
 (same delivery id, same body) → 200 with the first ``event_id`` and
 ``"status": "duplicate"`` (for a signed delivery, the id its signature
@@ -68,12 +74,13 @@ from agentws.asgi import (
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
+from agentws.domain.delivery_log import DUPLICATE, source_address
 from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
 from agentws.domain.models import VerificationScheme, Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
-from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES
+from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES, WEBHOOK_REFUSALS
 from agentws.webhooks.intake import Intake, Reached
 from agentws.webhooks.samples import capture
 
@@ -89,6 +96,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _STORE_RETRY_S = 5
 _NOT_FOUND = "no webhook at this URL (it may have been deleted)"
 _INACTIVE = "this webhook is a draft: an admin must activate it"
+# The largest Content-Length the delivery log records (any integer column holds it).
+_MAX_SIZE = 2**53
 
 
 # A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
@@ -134,6 +143,19 @@ class _Captured(Exception):
         self.sample_id = sample_id
 
 
+class _Seen:
+    """What a request was found to be for, for its delivery log row."""
+
+    __slots__ = ("event_id", "headers", "webhook")
+
+    def __init__(self) -> None:
+        #: Its webhook, once known (None: an unknown URL, which has no log).
+        self.webhook: Webhook | None = None
+        self.headers: dict[str, str] | None = None
+        #: The event a refused delivery is about (an idempotency conflict's).
+        self.event_id: str | None = None
+
+
 def _answer(status: int, event_id: str) -> bytes:
     """``{"event_id": ..., "status": ...}``, as ``json.dumps`` writes it."""
     quoted = encode_basestring_ascii(event_id).encode()
@@ -177,8 +199,9 @@ class HookDoor:
             return
         body = BodyReader(receive, self.settings.body_read_timeout_s)
         started = time.perf_counter()
+        seen = _Seen()
         try:
-            status, event_id = await self._handle(scope, body)
+            status, event_id = await self._handle(scope, body, seen)
             add_log_context(event=event_id)
             _ANSWERED[status].inc()
             await respond(send, status, _answer(status, event_id), _ANSWER_HEADERS)
@@ -191,16 +214,66 @@ class HookDoor:
         except HttpRefusal as refusal:
             _REFUSED.inc()
             REJECTED.labels("webhook", refusal.code).inc()
+            self._refused(scope, body, seen, refusal.status, refusal.code)
             if body.complete:
                 await respond_json(send, refusal.status, refusal.body(), refusal.headers)
             else:
                 await _refuse_unread(body, send, refusal)
+            if refusal.status == 405:
+                await self._refused_method(scope, body)
         except Exception:
             REJECTED.labels("webhook", "internal_error").inc()
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
+            self._refused(scope, body, seen, 500, "internal_error")
             await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
-    async def _handle(self, scope: Scope, body_in: BodyReader) -> tuple[int, str]:
+    def _refused(self, scope: Scope, body: BodyReader, seen: _Seen, status: int, code: str) -> None:
+        """Count a refusal of a known webhook's delivery, and log it (never waiting)."""
+        webhook = seen.webhook
+        if webhook is None:
+            return  # an unknown URL: counted by REJECTED alone
+        WEBHOOK_REFUSALS.labels(webhook.id, code).inc()
+        headers = seen.headers if seen.headers is not None else _headers(scope)
+        self._logged(scope, seen, status, code, _body_size(body, headers))
+
+    def _logged(self, scope: Scope, seen: _Seen, status: int, reason: str, size: int) -> None:
+        """Log an answer the store's commit of its event did not log (never waiting)."""
+        delivery_log, webhook = self.intake.log, seen.webhook
+        if delivery_log is None or webhook is None:
+            return
+        try:
+            delivery_log.answered(
+                webhook.id,
+                status,
+                reason,
+                headers=seen.headers if seen.headers is not None else _headers(scope),
+                body_bytes=size,
+                client=scope.get("client"),
+                event_id=seen.event_id,
+            )
+        except Exception:  # the log never changes an answer
+            log.exception("a webhook delivery could not be logged")
+
+    async def _refused_method(self, scope: Scope, body: BodyReader) -> None:
+        """Log a request with another method than POST to a known webhook's URL.
+
+        Its answer does not wait for the webhook to be read (the method is
+        checked first): it is read after the answer went, within the
+        store's deadline, and an unknown URL is not logged.
+        """
+        token = scope["path"][len(_PREFIX) :]
+        if not _TOKEN.fullmatch(token):
+            return
+        seen = _Seen()
+        with trio.move_on_after(self.settings.store_timeout_s):
+            try:
+                reached = await self.intake.webhook(token)
+            except StoreError:
+                return
+            seen.webhook = reached.webhook if reached else None
+        self._refused(scope, body, seen, 405, "method_not_allowed")
+
+    async def _handle(self, scope: Scope, body_in: BodyReader, seen: _Seen) -> tuple[int, str]:
         """The status (202 or 200) and the event id of a delivery taken, or a refusal."""
         if scope["method"] != "POST":
             raise HttpRefusal(
@@ -215,24 +288,27 @@ class HookDoor:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         remembered = intake.known(token)
         if remembered is None:
-            reached = await self._current(intake, token)
-            return await self._accept(scope, body_in, intake, reached, token)
+            reached = await self._current(intake, token, seen)
+            return await self._accept(scope, body_in, intake, reached, token, seen)
         try:
-            return await self._accept(scope, body_in, intake, remembered, token, remembered=True)
+            return await self._accept(
+                scope, body_in, intake, remembered, token, seen, remembered=True
+            )
         except HttpRefusal as refusal:
             # A remembered webhook may have been deleted, deactivated or
             # rotated since: that answer comes before any other, as if it had
             # been read now.
             intake.forget(remembered.webhook)
-            await self._current(intake, token)
+            await self._current(intake, token, seen)
             if refusal.code == "webhook_inactive":
                 # Now a draft that captures (or active again): its retry is taken.
                 raise _changed() from None
             raise
 
-    async def _current(self, intake: Intake, token: str) -> Reached:
+    async def _current(self, intake: Intake, token: str, seen: _Seen) -> Reached:
         """The webhook at ``token`` as the store has it now; refused if gone or a draft."""
         reached: Reached | None = await self._store_call(intake.webhook(token))
+        seen.webhook = reached.webhook if reached else None
         if reached is None:
             raise HttpRefusal(404, "not_found", _NOT_FOUND)
         if not reached.webhook.active and not reached.webhook.capture:
@@ -246,12 +322,14 @@ class HookDoor:
         intake: Intake,
         reached: Reached,
         token: str,
+        seen: _Seen,
         *,
         remembered: bool = False,
     ) -> tuple[int, str]:
         webhook = reached.webhook
         add_log_context(webhook=webhook.id)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = _headers(scope)
+        seen.webhook, seen.headers = webhook, headers
         body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
         try:
             checked = self._checked(intake, webhook, body, headers)
@@ -261,11 +339,18 @@ class HookDoor:
             # The secret may have been rotated since the webhook was remembered:
             # check the signature again against the webhook as it is now.
             intake.forget(webhook)
-            reached = await self._current(intake, token)
+            reached = await self._current(intake, token, seen)
             webhook = reached.webhook
             checked = self._checked(intake, webhook, body, headers)
         return await self._take_checked(
-            intake, webhook, headers, checked, url_generation=reached.generation
+            intake,
+            webhook,
+            headers,
+            checked,
+            url_generation=reached.generation,
+            scope=scope,
+            seen=seen,
+            size=len(body),
         )
 
     async def take(
@@ -278,7 +363,9 @@ class HookDoor:
         refusal. Test events are taken here (:mod:`agentws.webhooks.test_events`).
         """
         checked = self._checked(intake, webhook, body, headers)
-        return await self._take_checked(intake, webhook, headers, checked, url_generation=None)
+        return await self._take_checked(
+            intake, webhook, headers, checked, url_generation=None, size=len(body)
+        )
 
     async def _take_checked(
         self,
@@ -288,6 +375,9 @@ class HookDoor:
         checked: tuple[Any, bytes, Signed, int | None],
         *,
         url_generation: int | None,
+        size: int,
+        scope: Scope | None = None,
+        seen: _Seen | None = None,
     ) -> tuple[int, str]:
         """The rest of a delivery whose body passed :meth:`_checked`: the rate limit, the
         delivery id, then the capture or the commit."""
@@ -320,13 +410,20 @@ class HookDoor:
                 deadline=deadline,
                 url_generation=url_generation,
                 secret_generation=secret_generation,
+                # Its entry in the delivery log: the event, from where it came.
+                source=source_address(scope.get("client")) if scope is not None else None,
             )
         )
         # Accepted and duplicate answers always name their event.
         if stored.outcome is IngestOutcome.ACCEPTED:
             return 202, str(stored.event_id)
         if stored.outcome is IngestOutcome.DUPLICATE:
+            if scope is not None and seen is not None:
+                seen.event_id = stored.event_id
+                self._logged(scope, seen, 200, DUPLICATE, size)
             return 200, str(stored.event_id)
+        if seen is not None:
+            seen.event_id = stored.event_id
         if stored.outcome is IngestOutcome.CONFLICT:
             raise HttpRefusal(
                 409,
@@ -343,6 +440,8 @@ class HookDoor:
                 "invalid_signature",
                 "signature check failed: it was made with a secret rotated out meanwhile",
             )
+        if seen is not None:
+            seen.webhook = None  # deleted meanwhile: it has no log any more
         raise HttpRefusal(404, "not_found", _NOT_FOUND)
 
     def _checked(
@@ -496,6 +595,21 @@ async def _refuse_unread(body: BodyReader, send: Send, refusal: HttpRefusal) -> 
         headers = [*refusal.headers, ("Connection", "close")]
         await respond_json(send, refusal.status, refusal.body(), headers)
         nursery.cancel_scope.cancel()
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers, names in lower case (the last of a repeated one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _body_size(body: BodyReader, headers: dict[str, str]) -> int:
+    """The body's size as received; announced by ``Content-Length`` if refused before its end."""
+    if body.complete:
+        return body.received
+    declared = headers.get("content-length", "").strip()
+    if declared.isdigit():
+        return max(body.received, min(int(declared), _MAX_SIZE))
+    return body.received
 
 
 def _encodable(payload: Any) -> bool:

@@ -1,5 +1,6 @@
 """What the webhook door hands deliveries to: webhooks by token, rate buckets,
-verification secrets, and the batcher that commits accepted deliveries.
+verification secrets, the batcher that commits accepted deliveries, and the
+delivery log.
 
 Built once by the service (it outlives every request); the door
 (:mod:`agentws.webhooks.ingest`) holds it from its constructor.
@@ -20,6 +21,7 @@ from agentws.errors import StoreError
 from agentws.secret_box import Keys
 from agentws.store import Store
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.delivery_log import DeliveryLog
 
 __all__ = ["Intake", "Reached"]
 
@@ -60,6 +62,8 @@ class Intake:
     store: Store
     batcher: IngestBatcher
     keys: Keys
+    #: Where every answer to a known webhook's URL is logged (None: nowhere).
+    log: DeliveryLog | None = None
     _buckets: dict[str, tuple[tuple[int, int], TokenBucket]] = attrs.field(factory=dict)
     _secrets: dict[bytes, str] = attrs.field(factory=dict)
     _lookups: dict[str, _Lookup] = attrs.field(factory=dict)

@@ -387,7 +387,8 @@ async def test_the_indexer_yields_to_a_busy_door_and_drains_an_idle_one(store: S
 
 async def test_events_stored_before_the_migration_are_indexed(database_url: str) -> None:
     (search_migration,) = [m for m in MIGRATIONS if m.name == "event_search"]
-    before = [m for m in MIGRATIONS if m.version < search_migration.version]
+    # Every migration but the search's: the door's insert writes columns added after it.
+    before = [m for m in MIGRATIONS if m.version != search_migration.version]
     async with open_database(database_url) as db:
         async with db.transaction() as tx:
             ts = "TEXT" if db.dialect == "sqlite" else "TIMESTAMPTZ"

@@ -338,6 +338,7 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
         pages = {
             "webhooks": "/dashboard/w/acme/webhooks",
             "webhook": f"/dashboard/w/acme/webhooks/{HOOK_NAME}",
+            "webhook-deliveries": f"/dashboard/w/acme/webhooks/{HOOK_NAME}/deliveries",
             "endpoints": "/dashboard/w/acme/endpoints",
             "permissions": "/dashboard/w/acme/permissions?group=ops",
             "approvals": "/dashboard/approvals",
