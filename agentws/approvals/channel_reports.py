@@ -27,6 +27,7 @@ from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
 from agentws.domain.models import Approval, ApprovalStatus, ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
+from agentws.rounds import in_rounds
 from agentws.store import Store
 
 __all__ = ["ChannelReports", "report_text"]
@@ -87,15 +88,9 @@ class ChannelReports:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Report outcomes until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
-        while not self._closed.is_set():
-            try:
-                await self.report_due()
-            except StoreError as exc:
-                log.warning("approvals: cannot report outcomes (%s); retrying", exc.message)
-            except Exception:
-                log.exception("approvals: reporting outcomes failed; retrying")
-            with trio.move_on_after(_POLL_S):
-                await self._closed.wait()
+        await in_rounds(
+            self.report_due, self._closed, every_s=_POLL_S, what="approvals' reports", log=log
+        )
 
     async def report_due(self) -> int:
         """Post the reports that are due; how many were posted."""

@@ -34,6 +34,7 @@ from agentws.domain.models import FailureStreak, NoticeKind, Webhook, Workspace
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
+from agentws.rounds import in_rounds
 from agentws.store import Store
 
 __all__ = ["FailureAlerts", "alert_text", "recovery_text"]
@@ -141,16 +142,11 @@ class FailureAlerts:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Post due notices until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
-        while not self._closed.is_set():
-            try:
-                await self.post_due()
-                await self._forget_old()
-            except StoreError as exc:
-                log.warning("webhook alerts: cannot read the store (%s); retrying", exc.message)
-            except Exception:
-                log.exception("webhook alerts: a round failed; retrying")
-            with trio.move_on_after(_POLL_S):
-                await self._closed.wait()
+        await in_rounds(self._round, self._closed, every_s=_POLL_S, what="webhook alerts", log=log)
+
+    async def _round(self) -> None:
+        await self.post_due()
+        await self._forget_old()
 
     async def post_due(self) -> int:
         """Post the notices that are due now; how many were posted."""
