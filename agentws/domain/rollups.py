@@ -1,7 +1,7 @@
 """The overview's figures: rollup buckets, their series, and latency histograms.
 
 A :class:`Bucket` is one figure of one workspace over one span of time (a
-minute, or an hour rolled from its minutes): a counter (events received,
+minute, or a quarter hour or an hour rolled from its minutes): a counter (events received,
 done and failed per webhook; refused deliveries per reason; tool calls per
 decision; model tokens per kind), one bin of the latency histogram, or a
 sampled gauge (approval queue depth, oldest waiting age; open MCP sessions
@@ -28,8 +28,10 @@ __all__ = [
     "GAUGES",
     "HOUR",
     "MINUTE",
+    "QUARTER",
     "TOKEN_KINDS",
     "TRANSPORTS",
+    "WIDER_SPANS",
     "Bucket",
     "RollupMark",
     "bin_of",
@@ -39,9 +41,12 @@ __all__ = [
     "percentile",
 ]
 
-#: Spans of a bucket, in minutes.
+#: Spans of a bucket, in minutes: a minute, and the steps of the wider charts
+#: (a quarter hour for 24 hours, an hour for 7 days), rolled from the minutes.
 MINUTE = 1
+QUARTER = 15
 HOUR = 60
+WIDER_SPANS = (QUARTER, HOUR)
 
 #: Series that add up over time (a span's value is the sum of its minutes').
 COUNTERS = ("received", "done", "failed", "latency", "refused", "tool_calls", "tokens")
@@ -64,7 +69,7 @@ class Bucket:
     """One figure of one workspace over one span (a row of ``rollup_buckets``)."""
 
     workspace_id: str
-    #: The span's length in minutes: :data:`MINUTE` or :data:`HOUR`.
+    #: The span's length in minutes: :data:`MINUTE`, :data:`QUARTER` or :data:`HOUR`.
     span_m: int
     #: The span's start, in minutes since the epoch.
     minute: int

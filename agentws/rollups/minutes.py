@@ -13,7 +13,7 @@ clock), each instance:
    together with the mark's move (see :meth:`~agentws.store.Store.roll_up`):
    several instances may try, one succeeds, the others find the mark moved
    and stop. A first roll starts a retention period back, so what the store
-   held before the rollup existed is counted too, a day at a time;
+   held before the rollup existed is counted too, six hours at a time;
 3. deletes buckets older than ``AGENTWS_ROLLUP_RETENTION_DAYS``.
 
 Nothing is written on the hot paths (deliveries, tool calls): counting at
@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 import attrs
 import trio
 
-from agentws.domain.rollups import MINUTE, TRANSPORTS, Bucket, RollupMark
+from agentws.domain.rollups import MINUTE, Bucket, RollupMark
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.store import Store
@@ -43,8 +43,9 @@ log = logging.getLogger("agentws.rollups")
 # A minute is rolled up this long after it ends: rows stamped in it (an audit
 # batch, a run's end, a delivery) are committed within a few seconds.
 _SETTLE_S = 30.0
-# Minutes rolled in one transaction at most (a first roll catches up by days).
-_CHUNK_M = 24 * 60
+# Minutes rolled in one transaction at most (a first roll catches up in steps,
+# each holding SQLite's writer briefly).
+_CHUNK_M = 6 * 60
 # Rounds run this long after a minute starts, so each minute gets its sample.
 _OFFSET_S = 1.0
 
@@ -92,7 +93,7 @@ class MinuteRollup:
         minute = _minute(now)
         queue = await self.store.approval_buckets(now)
         open_sessions = Counter(self.sessions())
-        workspaces = {b.workspace_id for b in queue} | {ws for ws, _ in open_sessions}
+        # Sessions where there are some (a workspace without is 0 in a sampled minute).
         samples = list(queue) + [
             Bucket(
                 workspace_id=ws,
@@ -100,11 +101,10 @@ class MinuteRollup:
                 minute=minute,
                 series="sessions",
                 key=transport,
-                value=float(open_sessions.get((ws, transport), 0)),
+                value=float(count),
                 instance_id=self.instance_id,
             )
-            for ws in sorted(workspaces)
-            for transport in sorted({*TRANSPORTS, *(t for _, t in open_sessions)})
+            for (ws, transport), count in sorted(open_sessions.items())
         ]
         await self.store.save_samples(samples)
 

@@ -3,8 +3,9 @@
 The figures come from three places, read so that each thing is counted
 once (see :mod:`agentws.rollups.minutes` for how buckets are made):
 
-- rolled-up buckets (``rollup_buckets``): whole hours for the 7-day range,
-  minutes for the rest and for the hour the rollup is in;
+- rolled-up buckets (``rollup_buckets``) of the range's step: minutes for
+  the hour, quarter hours for 24 hours, hours for 7 days; and minutes for
+  the step the rollup is in;
 - the source tables for what the rollup has not reached yet (the minutes
   from its mark, the current one included) and the delivery-log rows after
   its last one: so a figure shows at once, without waiting for a timer;
@@ -33,10 +34,10 @@ import attrs
 from agentws.domain.models import Webhook
 from agentws.domain.rollups import (
     DECISIONS,
-    HOUR,
     MINUTE,
     TOKEN_KINDS,
     TRANSPORTS,
+    WIDER_SPANS,
     Bucket,
     RollupMark,
     merge_bins,
@@ -51,6 +52,10 @@ __all__ = ["read_overview"]
 # Reads made again at most, when a rollup moved its mark meanwhile (once a minute:
 # a second read is rare, a third rarer still).
 _READS = 3
+# Minutes counted at their source at most: the rollup's mark is a minute or two
+# behind, except while a first rollup catches up (or the store failed it for a
+# while); meanwhile older minutes show once rolled, and a read stays cheap.
+_FOLD_M = 180
 # An instance is live when it beat this recently (instances.py beats every 2 s).
 _INSTANCE_LIVE_S = 10.0
 # A live instance's sessions sample is its newest of the last few minutes.
@@ -116,19 +121,20 @@ async def _gather(
     now_minute = int(window.now.timestamp()) // 60
     rolled = start if mark is None else min(max(mark.minute, start), now_minute + 1)
     minutes_from = start
-    if window.step_minutes >= HOUR:
-        # Whole hours are read as hours; the one the rollup is in, as minutes.
-        minutes_from = max(start, rolled - rolled % HOUR)
-        for bucket in await store.rollup_steps(
+    span = window.step_minutes
+    if span in WIDER_SPANS:
+        # Whole steps rolled up are read as such; the one the rollup is in, as minutes.
+        minutes_from = max(start, rolled - rolled % span)
+        for step in await store.rollup_steps(
             workspace_id,
-            span_m=HOUR,
+            span_m=span,
             start_minute=start,
             end_minute=minutes_from,
             origin_minute=start,
             step_m=window.step_minutes,
         ):
-            figures.add_bucket(bucket)
-    for bucket in await store.rollup_steps(
+            figures.add_step(*step)
+    for step in await store.rollup_steps(
         workspace_id,
         span_m=MINUTE,
         start_minute=minutes_from,
@@ -136,7 +142,7 @@ async def _gather(
         origin_minute=start,
         step_m=window.step_minutes,
     ):
-        figures.add_bucket(bucket)
+        figures.add_step(*step)
     sessions: defaultdict[tuple[int, str], float] = defaultdict(float)
     for bucket in await store.session_samples(
         workspace_id, start_minute=minutes_from, end_minute=end
@@ -146,7 +152,8 @@ async def _gather(
         slot = window.slot(minute)
         if slot is not None:
             figures.sample(slot, "sessions", transport, value)
-    for bucket in await store.source_buckets(rolled, now_minute + 1, workspace_id=workspace_id):
+    fold_from = max(rolled, now_minute - _FOLD_M)
+    for bucket in await store.source_buckets(fold_from, now_minute + 1, workspace_id=workspace_id):
         figures.add_bucket(bucket)
     refused, _ = await store.refusal_buckets(
         after_id=0 if mark is None else mark.delivery_id, workspace_id=workspace_id
@@ -221,6 +228,15 @@ class _Figures:
         current = points[slot]
         points[slot] = value if current is None else max(current, value)
 
+    def add_step(self, slot: int, series: str, key: str, value: float) -> None:
+        """A bucket of step ``slot`` (a counter's amount, or a gauge's largest sample)."""
+        if not 0 <= slot < self.window.points:
+            return
+        if series in _GAUGE_SERIES:
+            self.sample(slot, series, key, value)
+        else:
+            self.add(slot, series, key, value)
+
     def add_bucket(self, bucket: Bucket) -> None:
         slot = self.window.slot(bucket.minute)
         if slot is None:
@@ -267,10 +283,16 @@ class _Figures:
             "oldest_s": [None if v is None else round(v, 3) for v in oldest],
         }
         transports = sorted({key for (s, key) in self.peaks if s == "sessions"} | set(TRANSPORTS))
+        # Instances sample sessions only where they have some: a step that was
+        # sampled (the approval queue is, every minute) had none elsewhere.
         sessions = {
             key: [
-                None if v is None else int(v)
-                for v in self.peaks.get(("sessions", key)) or [None] * window.points
+                int(v) if v is not None else (0 if sampled is not None else None)
+                for v, sampled in zip(
+                    self.peaks.get(("sessions", key)) or [None] * window.points,
+                    depth,
+                    strict=True,
+                )
             ]
             for key in transports
         }

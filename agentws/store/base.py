@@ -746,12 +746,12 @@ class Store(Protocol):
         end_minute: int,
         origin_minute: int,
         step_m: int,
-    ) -> list[Bucket]:
+    ) -> list[tuple[int, str, str, float]]:
         """A workspace's buckets of span ``span_m`` from ``start_minute`` to ``end_minute``
         grouped into steps of ``step_m`` minutes counted from ``origin_minute`` (at or
-        before the start): one bucket per step, series and key, its minute the step's
-        start, its value the sum (a gauge's: the largest). Minute sessions samples are
-        left out (see :meth:`session_samples`)."""
+        before the start): ``(step, series, key, value)`` per step, series and key, the
+        step counted from 0 at the origin, the value the sum (a gauge's: the largest).
+        Minute sessions samples are left out (see :meth:`session_samples`)."""
         ...
 
     async def session_samples(

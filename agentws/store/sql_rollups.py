@@ -7,14 +7,16 @@ minutes are rolled up together with the move of the one-row
 ``rollup_marks``, in one transaction that first checks the mark is still
 where the roller read it: of several instances rolling the same minutes,
 one writes them, the others change nothing. The same transaction rolls the
-hours that the move completes from their minutes: counters are summed,
+quarter hours and hours that the move completes from their minutes: counters are summed,
 gauges keep their largest sample (sessions: summed over instances per
 minute first). Gauge samples are written on their own, replacing the
 instance's sample of that minute.
 
 Reads group one workspace's buckets into the steps of a chart in the
-database, walking the primary key: a 7-day chart reads hours, so about
-168 rows per figure, whatever the traffic was.
+database, walking the primary key (SQLite keeps the table in its order:
+``WITHOUT ROWID``): a 24-hour chart reads quarter hours and a 7-day one
+hours, so about 100 or 170 rows per figure whatever the traffic was, and
+the minutes of the step going on.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentws.domain.rollups import GAUGES, HOUR, MINUTE, Bucket, RollupMark
+from agentws.domain.rollups import GAUGES, MINUTE, WIDER_SPANS, Bucket, RollupMark
 
 if TYPE_CHECKING:
     from agentws.store.database import Database, Transaction
@@ -87,15 +89,17 @@ class RollupQueries:
                     raise _Moved
                 await _upsert(tx, counted, add=False)
                 await _upsert(tx, added, add=True)
-                # Refusals counted late, into hours already rolled: added there too.
-                done_until = mark.minute - mark.minute % HOUR if mark is not None else None
-                late = [
-                    _in_hour(b) for b in added if done_until is not None and b.minute < done_until
-                ]
-                await _upsert(tx, late, add=True)
-                first = (mark.minute if mark is not None else to.minute) // HOUR
-                for hour in range(first, to.minute // HOUR):
-                    await _roll_hour(tx, hour * HOUR)
+                # Refusals counted late, into wider spans already rolled: added there too.
+                for span in WIDER_SPANS:
+                    if mark is None:
+                        continue
+                    done_until = mark.minute - mark.minute % span
+                    late = [_widened(b, span) for b in added if b.minute < done_until]
+                    await _upsert(tx, late, add=True)
+                    # The spans this move completes, from their minutes.
+                    first = mark.minute // span
+                    for index in range(first, to.minute // span):
+                        await _roll_span(tx, span, index * span)
         except _Moved:
             return False
         return True
@@ -113,15 +117,26 @@ class RollupQueries:
         end_minute: int,
         origin_minute: int,
         step_m: int,
-    ) -> list[Bucket]:
+    ) -> list[tuple[int, str, str, float]]:
         if end_minute <= start_minute:
             return []
         sessions = " AND series <> 'sessions'" if span_m == MINUTE else ""
+        if span_m == step_m:
+            # A bucket per step already: read as they are, in the key's order.
+            sql = (
+                "SELECT (minute - $5) / $6 AS step, series, key, value AS total, value AS peak"
+                " FROM rollup_buckets WHERE workspace_id = $1 AND span_m = $2"
+                f" AND minute >= $3 AND minute < $4{sessions}"
+            )
+        else:
+            sql = (
+                "SELECT (minute - $5) / $6 AS step, series, key,"
+                " sum(value) AS total, max(value) AS peak FROM rollup_buckets"
+                " WHERE workspace_id = $1 AND span_m = $2 AND minute >= $3 AND minute < $4"
+                f"{sessions} GROUP BY step, series, key"
+            )
         rows = await self._db.fetch(
-            "SELECT (minute - $5) / $6 AS step, series, key,"
-            " sum(value) AS total, max(value) AS peak FROM rollup_buckets"
-            " WHERE workspace_id = $1 AND span_m = $2 AND minute >= $3 AND minute < $4"
-            f"{sessions} GROUP BY step, series, key",
+            sql,
             workspace_id,
             span_m,
             start_minute,
@@ -130,13 +145,11 @@ class RollupQueries:
             step_m,
         )
         return [
-            Bucket(
-                workspace_id=workspace_id,
-                span_m=span_m,
-                minute=origin_minute + int(row["step"]) * step_m,
-                series=row["series"],
-                key=row["key"],
-                value=float(row["peak"] if row["series"] in GAUGES else row["total"]),
+            (
+                int(row["step"]),
+                row["series"],
+                row["key"],
+                float(row["peak"] if row["series"] in GAUGES else row["total"]),
             )
             for row in rows
         ]
@@ -170,7 +183,7 @@ class RollupQueries:
     async def forget_rollups(self, before_minute: int) -> int:
         forgotten = 0
         async with self._db.transaction(durable=False) as tx:
-            for span in (MINUTE, HOUR):
+            for span in (MINUTE, *WIDER_SPANS):
                 forgotten += await tx.execute(
                     "DELETE FROM rollup_buckets WHERE span_m = $1 AND minute < $2",
                     span,
@@ -179,11 +192,11 @@ class RollupQueries:
         return forgotten
 
 
-def _in_hour(bucket: Bucket) -> Bucket:
+def _widened(bucket: Bucket, span: int) -> Bucket:
     return Bucket(
         workspace_id=bucket.workspace_id,
-        span_m=HOUR,
-        minute=bucket.minute - bucket.minute % HOUR,
+        span_m=span,
+        minute=bucket.minute - bucket.minute % span,
         series=bucket.series,
         key=bucket.key,
         value=bucket.value,
@@ -191,12 +204,12 @@ def _in_hour(bucket: Bucket) -> Bucket:
     )
 
 
-async def _roll_hour(tx: Transaction, start: int) -> None:
-    """Write the hour from ``start`` (a minute) from its minutes' buckets, replacing it."""
+async def _roll_span(tx: Transaction, span: int, start: int) -> None:
+    """Write the ``span`` from ``start`` (a minute) from its minutes' buckets, replacing it."""
     rows = await tx.fetch(
         f"SELECT {_COLUMNS} FROM rollup_buckets WHERE span_m = 1 AND minute >= $1 AND minute < $2",
         start,
-        start + HOUR,
+        start + span,
     )
     sums: defaultdict[tuple[str, str, str], float] = defaultdict(float)
     # Gauges: (workspace, series, key) -> minute -> the instances' sum
@@ -210,12 +223,12 @@ async def _roll_hour(tx: Transaction, start: int) -> None:
         else:
             sums[key] += float(row["value"])
     hour = [
-        Bucket(workspace_id=ws, span_m=HOUR, minute=start, series=series, key=key, value=total)
+        Bucket(workspace_id=ws, span_m=span, minute=start, series=series, key=key, value=total)
         for (ws, series, key), total in sums.items()
     ] + [
         Bucket(
             workspace_id=ws,
-            span_m=HOUR,
+            span_m=span,
             minute=start,
             series=series,
             key=key,

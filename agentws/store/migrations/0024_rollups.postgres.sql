@@ -1,9 +1,9 @@
 -- The overview's rollups: per-minute buckets of each workspace's figures
--- (and hourly ones rolled from them, for the 7-day range), the mark of how
--- far the rollup of closed minutes has come, and the indexes the rollup
--- reads its sources by (see agentws.rollups.minutes).
+-- (and quarter-hour and hourly ones rolled from them, for the wider
+-- ranges), the mark of how far the rollup of closed minutes has come, and
+-- the indexes the rollup reads its sources by (see agentws.rollups.minutes).
 --
--- A bucket is keyed by workspace, span (1 or 60 minutes), its start in
+-- A bucket is keyed by workspace, span (1, 15 or 60 minutes), its start in
 -- minutes since the epoch, series, key and instance ("" except for the
 -- sessions each instance samples). Reads walk the primary key of one
 -- workspace and span in time order; the retention sweep walks the minute

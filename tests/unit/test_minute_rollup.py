@@ -1,0 +1,106 @@
+"""MinuteRollup's rounds on trio's clock: one just after each minute starts, each
+sampling that minute; a round the store fails is logged and the next comes as usual;
+close() ends the task. The store here is a fake that records what it is asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import trio
+import trio.testing
+
+from agentws.domain.rollups import MINUTE, Bucket, RollupMark
+from agentws.errors import StoreUnavailableError
+from agentws.rollups.minutes import MinuteRollup
+from agentws.store import Store
+
+BASE = datetime(2026, 5, 1, 12, 0, 40, tzinfo=UTC)
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.samples: list[Bucket] = []
+        self.mark: RollupMark | None = None
+        self.rolls: list[tuple[int, int]] = []
+        self.forgotten: list[int] = []
+        self.fail_next = False
+
+    async def approval_buckets(self, now: datetime, **_: Any) -> list[Bucket]:
+        if self.fail_next:
+            self.fail_next = False
+            raise StoreUnavailableError("the database is away")
+        minute = int(now.timestamp()) // 60
+        return [Bucket("ws1", MINUTE, minute, "approvals_depth", "", 1.0)]
+
+    async def save_samples(self, buckets: Sequence[Bucket]) -> None:
+        self.samples += buckets
+
+    async def rollup_mark(self) -> RollupMark | None:
+        return self.mark
+
+    async def roll_up(
+        self,
+        counted: Sequence[Bucket],
+        added: Sequence[Bucket],
+        *,
+        mark: RollupMark | None,
+        to: RollupMark,
+    ) -> bool:
+        if mark != self.mark:
+            return False
+        if mark is not None:
+            self.rolls.append((mark.minute, to.minute))
+        self.mark = to
+        return True
+
+    async def source_buckets(self, start: int, end: int, **_: Any) -> list[Bucket]:
+        return []
+
+    async def refusal_buckets(self, *, after_id: int, **_: Any) -> tuple[list[Bucket], int]:
+        return [], after_id
+
+    async def forget_rollups(self, before_minute: int) -> int:
+        self.forgotten.append(before_minute)
+        return 0
+
+
+def _minute(when: datetime) -> int:
+    return int(when.timestamp()) // 60
+
+
+async def test_a_round_each_minute_on_trios_clock(autojump_clock: trio.testing.MockClock) -> None:
+    store = FakeStore()
+    started = trio.current_time()
+
+    def clock() -> datetime:
+        return BASE + timedelta(seconds=trio.current_time() - started)
+
+    task = MinuteRollup(
+        cast(Store, store),
+        "i1",
+        8,
+        sessions=lambda: [("ws1", "sse")],
+        clock=clock,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(task.serve)
+        # Rounds at 12:00:40, then 12:01:01, 12:02:01, ...: the third one fails.
+        await trio.sleep(20.5 + 60)
+        store.fail_next = True
+        await trio.sleep(60 * 3)
+        task.close()
+    sampled = sorted({b.minute for b in store.samples if b.series == "sessions"})
+    first = _minute(BASE)
+    # Every minute but the one whose round failed has its sample.
+    assert sampled == [first, first + 1, first + 3, first + 4]
+    sessions = [b for b in store.samples if b.series == "sessions" and b.minute == first]
+    assert {(b.key, b.value, b.instance_id) for b in sessions} == {("sse", 1.0, "i1")}
+    # The first round set the mark a retention back and caught up 6 hours at a time; later
+    # ones roll the minute that ended 30 s or more before them: at 12:04:01, 12:02.
+    assert store.rolls[0] == (first - 8 * 24 * 60, first - 8 * 24 * 60 + 6 * 60)
+    assert store.mark is not None
+    assert store.mark.minute == first + 3
+    assert store.rolls[-1] == (first + 2, first + 3)
+    assert store.forgotten[-1] == first + 4 - 8 * 24 * 60
