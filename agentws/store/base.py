@@ -760,6 +760,11 @@ class Store(Protocol):
         """A workspace's sessions samples, per minute, transport and instance."""
         ...
 
+    async def restart_rollups(self) -> None:
+        """Forget the rollup's mark and every counted bucket (gauge samples stay): the next
+        roll counts the whole retention period again from the sources."""
+        ...
+
     async def forget_rollups(self, before_minute: int) -> int:
         """Delete every bucket that starts before ``before_minute``; how many."""
         ...

@@ -180,6 +180,11 @@ class RollupQueries:
             for row in rows
         ]
 
+    async def restart_rollups(self) -> None:
+        async with self._db.transaction(durable=False) as tx:
+            await tx.execute("DELETE FROM rollup_marks")
+            await tx.execute(f"DELETE FROM rollup_buckets WHERE series NOT IN ({_GAUGE_LIST})")
+
     async def forget_rollups(self, before_minute: int) -> int:
         forgotten = 0
         async with self._db.transaction(durable=False) as tx:

@@ -36,7 +36,7 @@ from agentws.domain.models import (
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark, bin_of, bin_value
 from agentws.errors import ValidationError
 from agentws.rollups import read_overview
-from agentws.rollups.minutes import MinuteRollup
+from agentws.rollups.minutes import MinuteRollup, recount
 from agentws.store import SqlStore
 from tests.contract.test_delivery_log_store import Written
 
@@ -375,3 +375,19 @@ async def test_old_buckets_are_forgotten(store: SqlStore) -> None:
         _minute(later) - 8 * 24 * 60,
     )
     assert rows[0]["n"] == 0
+
+
+async def test_history_written_behind_the_mark_shows_once_recounted(store: SqlStore) -> None:
+    seeded = await seed(store)
+    await MinuteRollup(store, "i1", 8, sessions=list, clock=lambda: T).round()
+    # An import of old events, after their minutes were rolled up (and beyond the
+    # minutes a read counts at the source).
+    for _ in range(4):
+        await _event(store, seeded.a, T - timedelta(hours=5))
+    day = await read_overview(store, seeded.ws.id, "24h", now=T)
+    assert day["totals"]["events_received"] == 5
+    assert await recount(store, retention_days=8, now=T) > 0
+    day = await read_overview(store, seeded.ws.id, "24h", now=T)
+    assert day["totals"] == {**EXPECTED_TOTALS, "events_received": 9}
+    # The gauges sampled before stay.
+    assert day["series"]["approvals"]["depth"][-1] == 2
