@@ -7,8 +7,9 @@ once (see :mod:`agentws.rollups.minutes` for how buckets are made):
   the hour, quarter hours for 24 hours, hours for 7 days; and minutes for
   the step the rollup is in;
 - the source tables for what the rollup has not reached yet (the minutes
-  from its mark, the current one included) and the delivery-log rows after
-  its last one: so a figure shows at once, without waiting for a timer;
+  from its mark, the current one included, at most :data:`_FOLD_M` of
+  them) and the delivery-log rows after its last one: so a figure shows
+  at once, without waiting for a timer;
 - the live state for the last point's gauges: the approval queue now, and
   each live instance's newest sessions sample.
 
@@ -20,7 +21,7 @@ Counters of a step are sums of its minutes; latency percentiles come from
 the step's merged histogram; a gauge's point is its largest sample in the
 step (a queue's peak, not its average), None where nothing was sampled
 (the service was not running). Sessions are summed over instances for each
-minute before the largest is taken.
+minute before the largest is taken; a sampled step without any is 0.
 """
 
 from __future__ import annotations
@@ -87,13 +88,17 @@ async def read_overview(
         ``{"range", "step_s", "from", "to", "labels", "series", "totals"}``:
         ``labels`` are the steps' starts (ISO 8601, UTC), ``from`` the first
         step's start and ``to`` ``now``; ``series`` holds, per figure, one
-        list with a value per step (see ``docs``: events received, done and
-        failed per webhook name; ``latency_ms`` p50 and p99; ``refused`` per
-        reason; ``approvals`` depth and oldest_s; ``sessions`` per
-        transport; ``tool_calls`` per decision; ``model_tokens`` input and
-        output); ``totals`` sums the counters over the range, gives the
-        range's latency percentiles, and the current approval depth and
-        sessions.
+        list with a value per step: ``events_received``, ``events_done`` and
+        ``events_failed`` per webhook name (every webhook of the workspace,
+        zeros included; a deleted one's figures under its id), ``latency_ms``
+        ``p50`` and ``p99`` (receive → message posted, None for a step
+        without a posted run), ``refused`` per reason seen (possibly none),
+        ``approvals`` ``depth`` and ``oldest_s`` and ``sessions`` per
+        transport (``sse``, ``streamable``): None for a step never sampled;
+        ``tool_calls`` (``ran``, ``queued``, ``confirmed``, ``denied``) and
+        ``model_tokens`` (``input``, ``output``). ``totals`` sums the
+        counters over the range, gives the range's latency percentiles, and
+        the approval queue's depth and the live instances' sessions now.
 
     Error handling:
         :class:`~agentws.errors.ValidationError` for an unknown range.
