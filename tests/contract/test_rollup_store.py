@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import trio
 
 from agentws.domain.delivery_log import Delivery
 from agentws.domain.models import (
@@ -391,3 +392,26 @@ async def test_history_written_behind_the_mark_shows_once_recounted(store: SqlSt
     assert day["totals"] == {**EXPECTED_TOTALS, "events_received": 9}
     # The gauges sampled before stay.
     assert day["series"]["approvals"]["depth"][-1] == 2
+
+
+async def test_instances_rolling_at_once_count_each_minute_once(store: SqlStore) -> None:
+    seeded = await seed(store)
+    rolled: list[int] = []
+
+    async def roll(instance: str, now: datetime) -> None:
+        task = MinuteRollup(store, instance, 8, sessions=list, clock=lambda: now)
+        rolled.append(await task.roll(now))
+
+    async with trio.open_nursery() as nursery:
+        for instance in ("i1", "i2", "i3"):
+            nursery.start_soon(roll, instance, T)
+    # The catch-up is shared out; together they rolled the period once.
+    assert sum(rolled) == 8 * 24 * 60 - 1
+    later = T + timedelta(hours=1)
+    rolled.clear()
+    async with trio.open_nursery() as nursery:
+        for instance in ("i1", "i2", "i3"):
+            nursery.start_soon(roll, instance, later)
+    assert sum(rolled) == 60
+    day = await read_overview(store, seeded.ws.id, "24h", now=later)
+    assert day["totals"] == EXPECTED_TOTALS
