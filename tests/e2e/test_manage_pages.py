@@ -164,6 +164,12 @@ async def test_creating_renaming_and_attaching_are_stored_and_audited(tmp_path: 
         group = await server.store.group_by_slug("beta", "web")
         assert group.name == "Website"
 
+        # A name with a hidden character is shown escaped, and its field sends it back as it is.
+        await post("/dashboard/workspaces/beta/rename", name="Beta\u200bCorp")
+        listing = (await http.get("/dashboard/workspaces")).text
+        assert "<td>Beta\\u200bCorp</td>" in listing
+        assert 'value="Beta\u200bCorp"' in listing
+
 
 async def test_a_bad_skill_upload_is_refused_with_what_is_wrong(tmp_path: Path) -> None:
     async with (
