@@ -5,8 +5,8 @@ file, named by its path (``triage/SKILL.md``). Both forms are read by
 :mod:`agentws.libraries.uploads` and stored by
 :func:`agentws.libraries.add_skill`, with the checks and limits of
 ``agentws skill add``. The request's body is capped before the form is
-read (:data:`MAX_SKILL_REQUEST_BYTES`), so an oversize upload is refused
-without being held in memory.
+read (:data:`MAX_SKILL_REQUEST_BYTES`): an upload whose declared length is
+over it is refused without being read.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from quart.datastructures import FileStorage
 from agentws import libraries
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.errors import AgentwsError, ValidationError
+from agentws.errors import AgentwsError, ConflictError, ValidationError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.uploads import MAX_SKILL_ZIP_BYTES, skill_from_files, skill_from_zip
 
@@ -57,7 +57,9 @@ def _capped(
             workspace, library = str(kwargs["workspace"]), str(kwargs["library"])
             limit = format_bytes(MAX_SKILL_REQUEST_BYTES)
             return done(_here(workspace, library), f"the upload is larger than {limit}", error=True)
-        # A body sent without its length is cut off at the same limit (413).
+        # Quart's form parser holds the declared length to this too. (A body
+        # sent without one is read like any form's, and only once the session
+        # is known: signed_in reads nothing for a stranger.)
         request.max_content_length = MAX_SKILL_REQUEST_BYTES
         return await page(*args, **kwargs)
 
@@ -99,10 +101,19 @@ async def skill_upload(
             replace=form.get("replace") == "yes",
             actor=caller.actor,
         )
+    except ConflictError:
+        return done(
+            here,
+            f"skill {skill.slug!r} already exists in library {library!r}: tick "
+            "'Replace a skill of the same name' to update it",
+            error=True,
+        )
     except AgentwsError as exc:
         return done(here, error_text(exc), error=True)
     assets = f"{len(added.assets)} asset{'' if len(added.assets) == 1 else 's'}"
-    return done(here, f"Added skill {added.slug!r} with {assets} to {library}.")
+    # A skill added now was stamped once; a replaced one keeps its creation time.
+    verb = "Added" if added.updated_at == added.created_at else "Replaced"
+    return done(here, f"{verb} skill {added.slug!r} with {assets} in {library}.")
 
 
 @routes.post("/w/<workspace>/libraries/<library>/skills/<skill>/remove")

@@ -221,11 +221,11 @@ async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -
             # The folder, as the browser sends a webkitdirectory input's files.
             shelf.get_by_label("Upload a skill's folder").set_input_files(folder)
             shelf.get_by_role("button", name="Upload skill").click()
-            assert notice() == "Added skill 'release-notes' with 2 assets to faq."
+            assert notice() == "Added skill 'release-notes' with 2 assets in faq."
             shelf = page.locator("#library-faq")
             shelf.get_by_label("or a .zip of it").set_input_files(archive)
             shelf.get_by_role("button", name="Upload skill").click()
-            assert notice() == "Added skill 'on-call' with 1 asset to faq."
+            assert notice() == "Added skill 'on-call' with 1 asset in faq."
             skills = page.locator("#library-faq table").nth(1)
             expect(skills).to_contain_text("templates/notes.md")
             expect(skills).to_contain_text("style.txt")

@@ -235,9 +235,20 @@ async def test_a_bad_skill_upload_is_refused_with_what_is_wrong(tmp_path: Path) 
         assert [s.slug for s in await server.store.select(Skill)] == ["triage"]
 
         taken = await upload(as_zip({"SKILL.md": SKILL_MD.replace(b"deploy", b"triage")}))
-        assert taken.startswith("!skill 'triage' already exists in library 'handbook'")
+        assert taken == (
+            "!skill 'triage' already exists in library 'handbook': "
+            "tick 'Replace a skill of the same name' to update it"
+        )
+        replaced = await http.post(
+            path,
+            data={"csrf": csrf, "replace": "yes"},
+            files=as_zip({"SKILL.md": SKILL_MD.replace(b"deploy", b"triage")}),
+        )
+        assert await _notice(http, replaced) == "Replaced skill 'triage' with 0 assets in handbook."
+        (triage,) = await server.store.select(Skill, slug="triage")
+        assert triage.assets == () and triage.prompt == "Ship it carefully."
         added = await upload(as_zip({"deploy/SKILL.md": SKILL_MD, "deploy/a/b.md": b"# b\n"}))
-        assert added == "Added skill 'deploy' with 1 asset to handbook."
+        assert added == "Added skill 'deploy' with 1 asset in handbook."
         (deploy,) = await server.store.select(Skill, slug="deploy")
         assert [a.name for a in deploy.assets] == ["a/b.md"]
 
