@@ -43,12 +43,15 @@ from . import (
     deliveries,
     endpoints,
     events,
+    groups,
     libraries,
+    library_skills,
     permissions,
     webhook_operations,
     webhook_rotation,
     webhook_try,
     webhooks,
+    workspaces,
 )
 from .frame import render_page
 from .session import (
@@ -79,6 +82,9 @@ _AREAS = (
     libraries,
     channels,
     consent,
+    workspaces,
+    groups,
+    library_skills,
 )
 
 
