@@ -578,6 +578,7 @@ async def test_invisible_and_bidi_characters_show_escaped_on_every_page(tmp_path
         await finished(server.store, event_id)
         webhook = issued.webhook.id
         pages = {
+            "overview": "/dashboard/w/acme/overview",
             "approvals": "/dashboard/approvals",
             "approval": f"/dashboard/approvals/{approval_id}",
             "webhooks": "/dashboard/w/acme/webhooks",

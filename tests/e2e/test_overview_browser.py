@@ -127,6 +127,8 @@ def _check_page(browser: Browser, tab: Tab, name: str) -> None:
 async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path) -> None:
     async with served(tmp_path) as server, open_browser("overview") as browser:
         ci = await hook(server, "ci", group="ops")
+        # A name that would read otherwise drawn as it is: its legend shows the escape.
+        await hook(server, "deploys\u202eyalp")
         sent = [await deliver(ci, {"build": n}) for n in range(DONE)]
         sent += [await deliver(ci, {**FAIL, "n": n}) for n in range(FAILED)]
         statuses = [(await finished(server.store, event_id)).status for event_id in sent]
@@ -158,6 +160,7 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
             assert charts[series]["labels"] == data["labels"], series
         assert len(data["labels"]) == 60
         received = _by_label(charts["events_received"])
+        assert list(received) == ["ci", "deploys\\u202eyalp"]
         assert _sum(received["ci"]) == DONE + FAILED
         assert _sum(_by_label(charts["events_done"])["ci"]) == DONE
         assert _sum(_by_label(charts["events_failed"])["ci"]) == FAILED
