@@ -29,6 +29,7 @@ __all__ = [
     "HOUR",
     "MINUTE",
     "TOKEN_KINDS",
+    "TRANSPORTS",
     "Bucket",
     "RollupMark",
     "bin_of",
@@ -46,6 +47,9 @@ HOUR = 60
 COUNTERS = ("received", "done", "failed", "latency", "refused", "tool_calls", "tokens")
 #: Series sampled once a minute (a span's value is its largest sample).
 GAUGES = ("approvals_depth", "approvals_oldest_s", "sessions")
+
+#: The transports of MCP sessions (as agentws.mcp.session names them).
+TRANSPORTS = ("streamable", "sse")
 
 #: Tool calls by what the gate did: how the overview names the decisions.
 DECISIONS = ("ran", "queued", "confirmed", "denied")

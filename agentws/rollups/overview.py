@@ -25,14 +25,20 @@ minute before the largest is taken.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+import attrs
 
 from agentws.domain.models import Webhook
 from agentws.domain.rollups import (
     DECISIONS,
+    HOUR,
+    MINUTE,
     TOKEN_KINDS,
+    TRANSPORTS,
     Bucket,
+    RollupMark,
     merge_bins,
     percentile,
 )
@@ -41,6 +47,14 @@ from agentws.rollups.ranges import Window, window_for
 from agentws.store import Store
 
 __all__ = ["read_overview"]
+
+# Reads made again at most, when a rollup moved its mark meanwhile (once a minute:
+# a second read is rare, a third rarer still).
+_READS = 3
+# An instance is live when it beat this recently (instances.py beats every 2 s).
+_INSTANCE_LIVE_S = 10.0
+# A live instance's sessions sample is its newest of the last few minutes.
+_SAMPLE_AGE_M = 2
 
 # Series of the answer fed by counters, and the bucket series they come from.
 _COUNTED = {
@@ -80,9 +94,101 @@ async def read_overview(
         :class:`~agentws.errors.ValidationError` for an unknown range.
     """
     window = window_for(range_name, now if now is not None else utcnow())
-    figures = _Figures(window)
     webhooks = await store.select(Webhook, workspace_id=workspace_id)
-    return figures.answer({w.id: w.name for w in webhooks})
+    mark = await store.rollup_mark()
+    for _ in range(_READS):
+        figures = await _gather(store, workspace_id, window, mark)
+        again = await store.rollup_mark()
+        if again == mark:
+            break
+        mark = again
+    live = await _live(store, workspace_id, window)
+    return figures.answer({w.id: w.name for w in webhooks}, live)
+
+
+async def _gather(
+    store: Store, workspace_id: str, window: Window, mark: RollupMark | None
+) -> _Figures:
+    """The window's figures from the buckets below ``mark`` and the sources from it."""
+    figures = _Figures(window)
+    start = window.start_minute
+    end = start + window.points * window.step_minutes
+    now_minute = int(window.now.timestamp()) // 60
+    rolled = start if mark is None else min(max(mark.minute, start), now_minute + 1)
+    minutes_from = start
+    if window.step_minutes >= HOUR:
+        # Whole hours are read as hours; the one the rollup is in, as minutes.
+        minutes_from = max(start, rolled - rolled % HOUR)
+        for bucket in await store.rollup_steps(
+            workspace_id,
+            span_m=HOUR,
+            start_minute=start,
+            end_minute=minutes_from,
+            origin_minute=start,
+            step_m=window.step_minutes,
+        ):
+            figures.add_bucket(bucket)
+    for bucket in await store.rollup_steps(
+        workspace_id,
+        span_m=MINUTE,
+        start_minute=minutes_from,
+        end_minute=end,
+        origin_minute=start,
+        step_m=window.step_minutes,
+    ):
+        figures.add_bucket(bucket)
+    sessions: defaultdict[tuple[int, str], float] = defaultdict(float)
+    for bucket in await store.session_samples(
+        workspace_id, start_minute=minutes_from, end_minute=end
+    ):
+        sessions[bucket.minute, bucket.key] += bucket.value
+    for (minute, transport), value in sessions.items():
+        slot = window.slot(minute)
+        if slot is not None:
+            figures.sample(slot, "sessions", transport, value)
+    for bucket in await store.source_buckets(rolled, now_minute + 1, workspace_id=workspace_id):
+        figures.add_bucket(bucket)
+    refused, _ = await store.refusal_buckets(
+        after_id=0 if mark is None else mark.delivery_id, workspace_id=workspace_id
+    )
+    for bucket in refused:
+        figures.add_bucket(bucket)
+    return figures
+
+
+async def _live(store: Store, workspace_id: str, window: Window) -> _Live:
+    """The gauges now: the approval queue, and each live instance's newest sessions sample."""
+    approvals = {
+        b.series: b.value
+        for b in await store.approval_buckets(window.now, workspace_id=workspace_id)
+    }
+    now_minute = int(window.now.timestamp()) // 60
+    alive = {
+        i.id for i in await store.live_instances(window.now - timedelta(seconds=_INSTANCE_LIVE_S))
+    }
+    newest: dict[str, int] = {}
+    samples = await store.session_samples(
+        workspace_id, start_minute=now_minute - _SAMPLE_AGE_M, end_minute=now_minute + 1
+    )
+    for bucket in samples:
+        if bucket.instance_id in alive:
+            newest[bucket.instance_id] = max(newest.get(bucket.instance_id, 0), bucket.minute)
+    sessions: defaultdict[str, float] = defaultdict(float)
+    for bucket in samples:
+        if newest.get(bucket.instance_id) == bucket.minute:
+            sessions[bucket.key] += bucket.value
+    return _Live(
+        depth=int(approvals.get("approvals_depth", 0)),
+        oldest_s=approvals.get("approvals_oldest_s", 0.0),
+        sessions=dict(sessions),
+    )
+
+
+@attrs.frozen
+class _Live:
+    depth: int
+    oldest_s: float
+    sessions: dict[str, float]
 
 
 class _Figures:
@@ -124,8 +230,13 @@ class _Figures:
         else:
             self.add(slot, bucket.series, bucket.key, bucket.value)
 
-    def answer(self, webhook_names: dict[str, str]) -> dict[str, Any]:
+    def answer(self, webhook_names: dict[str, str], live: _Live) -> dict[str, Any]:
         window = self.window
+        last = window.points - 1
+        self.sample(last, "approvals_depth", "", live.depth)
+        self.sample(last, "approvals_oldest_s", "", live.oldest_s)
+        for transport, count in live.sessions.items():
+            self.sample(last, "sessions", transport, count)
         series: dict[str, Any] = {}
         totals: dict[str, Any] = {}
         for name, source in _COUNTED.items():
@@ -155,14 +266,17 @@ class _Figures:
             "depth": [None if v is None else int(v) for v in depth],
             "oldest_s": [None if v is None else round(v, 3) for v in oldest],
         }
+        transports = sorted({key for (s, key) in self.peaks if s == "sessions"} | set(TRANSPORTS))
         sessions = {
-            key: [None if v is None else int(v) for v in values]
-            for (s, key), values in sorted(self.peaks.items())
-            if s == "sessions"
+            key: [
+                None if v is None else int(v)
+                for v in self.peaks.get(("sessions", key)) or [None] * window.points
+            ]
+            for key in transports
         }
         series["sessions"] = sessions
-        totals["approvals_depth"] = int(depth[-1] or 0)
-        totals["sessions"] = sum(int(values[-1] or 0) for values in sessions.values())
+        totals["approvals_depth"] = live.depth
+        totals["sessions"] = int(sum(live.sessions.values()))
         ordered_totals = {
             key: totals[key]
             for key in (
