@@ -200,7 +200,7 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
             assert page.evaluate("() => window.__notReloaded") is True
             # The table under the chart follows too.
             rows = page.locator("#table-events_done tbody tr")
-            counted = sum(int(v) for v in rows.locator("td").all_inner_texts())
+            counted = sum(int(v) for v in rows.locator("td").all_text_contents())
             assert counted == DONE + 1
             assert page.evaluate("() => window.__cspViolations") == []
             tab.assert_clean("the refreshed overview")
