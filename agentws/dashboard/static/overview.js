@@ -92,7 +92,10 @@
     });
   }
 
-  function optionsFor(spec) {
+  // As many time labels as fit: one per 90 px or so, six at most.
+  const ticksFor = (width) => Math.max(2, Math.min(6, Math.floor(width / 90)));
+
+  function optionsFor(spec, width) {
     const stacked = spec.kind === "bar";
     const scales = {
       x: {
@@ -100,7 +103,8 @@
         ticks: {
           maxRotation: 0,
           autoSkip: true,
-          maxTicksLimit: 6,
+          autoSkipPadding: 16,
+          maxTicksLimit: ticksFor(width),
           callback(value) { return stepLabel(this.getLabelForValue(value)); },
         },
       },
@@ -115,6 +119,7 @@
     return {
       responsive: true,
       maintainAspectRatio: false,
+      onResize: (chart, size) => { chart.options.scales.x.ticks.maxTicksLimit = ticksFor(size.width); },
       animation: reduceMotion ? false : { duration: 250 },
       interaction: { mode: "index", intersect: false },
       plugins: {
@@ -177,7 +182,7 @@
         canvas.parentElement.hidden = false;
         // Drawn: its table folds away (still there, under the chart).
         canvas.closest("figure").querySelector("details")?.removeAttribute("open");
-        new Chart(canvas, { type: spec.kind, data: { labels: data.labels, datasets: sets }, options: optionsFor(spec) });
+        new Chart(canvas, { type: spec.kind, data: { labels: data.labels, datasets: sets }, options: optionsFor(spec, canvas.parentElement.clientWidth) });
       } else {
         const same = chart.data.datasets.length === sets.length &&
           chart.data.datasets.every((d, i) => d.label === sets[i].label);
