@@ -2,8 +2,8 @@
 
 A real agentws serves on loopback with its model at a fake Messages API
 that fails the events asking for it; the test's trio loop drives a known
-workload (events done and failed through the webhook door, tool calls
-over MCP), then Chromium signs in, lands on the Overview and reads what
+workload (events done and failed through the webhook door, deliveries it
+refuses, tool calls over MCP), then Chromium signs in, lands on the Overview and reads what
 every Chart.js chart was given (``Chart.getChart(canvas).data``, the
 library's own API) and the figures above them. One more event then shows
 up after a refresh of the page's data, without a reload. Both widths are
@@ -20,21 +20,24 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from cryptography.fernet import Fernet
 from playwright.sync_api import expect
 
 from agentws.accounts import create_admin
 from agentws.domain.models import EventStatus
+from agentws.rollups.overview import read_overview
 from tests.e2e.axe_support import assert_accessible
 from tests.e2e.browser_support import Browser, Tab, fits, open_browser, sign_in
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running, sdk_session
+from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
 from tests.e2e.run_support import MODEL, deliver, finished, hook
 
 PASSWORD = "correct horse battery staple"
-DONE, FAILED, CALLS = 4, 2, 3
+DONE, FAILED, CALLS, REFUSED = 4, 2, 3, 2
 FAIL = {"outcome": "please-fail"}
 WIDTHS = ((1280, 800), (390, 844))
 CHARTS = (
@@ -133,6 +136,18 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
         sent += [await deliver(ci, {**FAIL, "n": n}) for n in range(FAILED)]
         statuses = [(await finished(server.store, event_id)).status for event_id in sent]
         assert statuses == [EventStatus.DONE] * DONE + [EventStatus.FAILED] * FAILED
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for _ in range(REFUSED):
+                refused = await http.post(
+                    ci.url, content=b"{not json", headers={"Content-Type": "application/json"}
+                )
+                assert refused.status_code == 400, refused.text
+        # The door logs its refusals in the background: counted once they are stored.
+        await wait_until(
+            lambda: read_overview(server.store, ci.webhook.workspace_id, "1h"),
+            lambda data: data["totals"]["refused"] == REFUSED,
+            what="the refusals in the rollup's figures",
+        )
         async with sdk_session(server, "streamable") as session:
             for _ in range(CALLS):
                 found = await session.call_tool("search_context", {"query": "refund"})
@@ -180,6 +195,8 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
         assert figures["events_done"] == str(DONE)
         assert figures["events_failed"] == str(FAILED)
         assert figures["tool_calls"] == str(CALLS)
+        assert figures["refused"] == str(REFUSED)
+        assert sum(_sum(values) for values in _by_label(charts["refused"]).values()) == REFUSED
         assert figures["latency_p50_ms"].endswith((" ms", " s"))
 
         # One more event: after a refresh of the data (no reload), it is counted.
