@@ -237,6 +237,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("delivery_log_keep", "AGENTWS_DELIVERY_LOG_KEEP", _count, "500"),
     ("delivery_log_days", "AGENTWS_DELIVERY_LOG_DAYS", _days, "30"),
+    ("rollup_retention_days", "AGENTWS_ROLLUP_RETENTION_DAYS", _positive_int, "8"),
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", _secret_key, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
@@ -346,6 +347,8 @@ class Settings:
     delivery_log_keep: int = 500
     #: Delivery log rows older than this many days are deleted (0: kept until trimmed).
     delivery_log_days: float = 30.0
+    #: The overview's per-minute and hourly rollups older than this many days are deleted.
+    rollup_retention_days: int = 8
     #: Hosts and networks connectors may use although they are not public
     #: (and, when set, the only hosts a connector may be saved with).
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)

@@ -44,6 +44,7 @@ from agentws.mcp.listen import ListenStreams
 from agentws.mcp.pending_calls import PendingCalls
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
+from agentws.rollups.minutes import MinuteRollup
 from agentws.secret_box import Keys, SecretBox, key_problem
 from agentws.store import Store, open_store
 from agentws.tools.cache_sync import sync_tool_cache
@@ -205,6 +206,13 @@ class Service:
                 listens=listens,
             )
             sessions = await self._start(nursery, supervisor.serve, supervisor.close_all)
+            rollup = MinuteRollup(
+                store,
+                settings.instance_id,
+                settings.rollup_retention_days,
+                sessions=functools.partial(_session_transports, supervisor),
+            )
+            await self._start(nursery, rollup.serve, rollup.close)
             list_changes = ListChanges(store, supervisor, catalog, changes, remote)
             await self._start(nursery, list_changes.serve, list_changes.close)
             watch = ApprovalWatch(store, supervisor, changes)
@@ -333,6 +341,11 @@ class Service:
         keys = self._runtime.keys if self._runtime else Keys.load(self.settings)
         problem = key_problem(keys, self.settings, sealed)
         return None if problem is None else f"secret key: {problem}"
+
+
+def _session_transports(supervisor: SessionSupervisor) -> list[tuple[str, str]]:
+    """``(workspace id, transport)`` of each open session: the rollup's sessions sample."""
+    return [(s.caller.workspace.id, s.transport) for s in supervisor.all()]
 
 
 async def _test_event(

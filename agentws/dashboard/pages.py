@@ -12,7 +12,8 @@ again, filled as it was typed (all but the secret), with what was wrong.
 :func:`dashboard_blueprint` builds the blueprint for the service's
 :class:`~agentws.admin_access.AdminServices`. Here: signing in and out,
 the home page, the error pages and the templates' filters; each area's
-pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
+pages are in their own module (:mod:`~agentws.dashboard.overview` (the
+workspace's home: its charts), :mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.webhook_try` (capture, try a prompt),
 :mod:`~agentws.dashboard.deliveries`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
@@ -46,6 +47,7 @@ from . import (
     groups,
     libraries,
     library_skills,
+    overview,
     permissions,
     webhook_operations,
     webhook_rotation,
@@ -70,6 +72,7 @@ __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 routes = RouteTable[AdminServices]()
 _AREAS = (
+    overview,
     webhooks,
     webhook_rotation,
     webhook_try,
@@ -265,4 +268,4 @@ async def home(admin: AdminServices, caller: Caller) -> Response:
         return await render_page(admin, "empty.html", caller)
     wanted = request.args.get("workspace")
     slug = wanted if wanted in {w.slug for w in workspaces} else workspaces[0].slug
-    return cast(Response, redirect(url_for("dashboard.webhooks", workspace=slug)))
+    return cast(Response, redirect(url_for("dashboard.overview", workspace=slug)))

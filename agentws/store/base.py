@@ -60,6 +60,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.domain.replays import ReplayCandidate, ReplayOrder, ReplaySelection
+from agentws.domain.rollups import Bucket, RollupMark
 from agentws.store.tables import Dialect
 
 __all__ = ["R", "Store"]
@@ -684,4 +685,81 @@ class Store(Protocol):
 
     async def webhooks_over_delivery_bound(self, keep: int) -> list[str]:
         """The ids of the webhooks with more than ``keep`` log rows."""
+        ...
+
+    async def source_buckets(
+        self, start_minute: int, end_minute: int, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
+        """The overview's counters (events received, done, failed; latency bins; tool calls;
+        model tokens) of every workspace, or one, for the minutes ``start_minute`` to
+        ``end_minute`` (minutes since the epoch, the end excluded), counted from the tables
+        they happen in: one-minute buckets, none for a figure that is 0."""
+        ...
+
+    async def refusal_buckets(
+        self,
+        *,
+        after_id: int,
+        workspace_id: str | None = None,
+        received_before: datetime | None = None,
+    ) -> tuple[list[Bucket], int]:
+        """Refused deliveries by reason and minute, from the delivery log's rows after row
+        ``after_id``, in id order, up to the first received at ``received_before`` or later
+        (when given); and the last row id taken."""
+        ...
+
+    async def approval_buckets(
+        self, now: datetime, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
+        """Samples at ``now`` of the approval queue's depth and oldest waiting age (seconds),
+        for every workspace (0 where nothing waits), or one."""
+        ...
+
+    async def rollup_mark(self) -> RollupMark | None:
+        """How far the rollup of closed minutes has come; None before its first roll."""
+        ...
+
+    async def roll_up(
+        self,
+        counted: Sequence[Bucket],
+        added: Sequence[Bucket],
+        *,
+        mark: RollupMark | None,
+        to: RollupMark,
+    ) -> bool:
+        """Move the rollup's mark from ``mark`` (as read) to ``to``, writing ``counted``
+        (whole minutes, replacing what is there) and adding ``added`` (refusals) to their
+        buckets, and rolling the hours the move completes; all in one transaction, and only
+        if the mark is still ``mark``: False, and nothing written, if another moved it."""
+        ...
+
+    async def save_samples(self, buckets: Sequence[Bucket]) -> None:
+        """Write gauge samples, each replacing its instance's sample of that minute."""
+        ...
+
+    async def rollup_steps(
+        self,
+        workspace_id: str,
+        *,
+        span_m: int,
+        start_minute: int,
+        end_minute: int,
+        origin_minute: int,
+        step_m: int,
+    ) -> list[Bucket]:
+        """A workspace's buckets of span ``span_m`` from ``start_minute`` to ``end_minute``
+        grouped into steps of ``step_m`` minutes counted from ``origin_minute`` (at or
+        before the start): one bucket per step, series and key, its minute the step's
+        start, its value the sum (a gauge's: the largest). Minute sessions samples are
+        left out (see :meth:`session_samples`)."""
+        ...
+
+    async def session_samples(
+        self, workspace_id: str, *, start_minute: int, end_minute: int
+    ) -> list[Bucket]:
+        """A workspace's sessions samples, per minute, transport and instance."""
+        ...
+
+    async def forget_rollups(self, before_minute: int) -> int:
+        """Delete every bucket that starts before ``before_minute``; how many."""
         ...

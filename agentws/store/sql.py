@@ -16,7 +16,9 @@ lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
 tokens (:mod:`.sql_oauth`), a
 group's catalog and search (:mod:`.sql_catalog`), heartbeats and probes
-(:mod:`.sql_health`), and the webhooks' delivery log (:mod:`.sql_deliveries`).
+(:mod:`.sql_health`), the webhooks' delivery log (:mod:`.sql_deliveries`), and
+the overview's figures: counted at their source (:mod:`.sql_rollup_sources`)
+and rolled up by the minute (:mod:`.sql_rollups`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from agentws.store.sql_health import HealthQueries
 from agentws.store.sql_oauth import OAuthQueries
 from agentws.store.sql_rate_limits import RateLimitQueries
 from agentws.store.sql_replays import ReplayQueries
+from agentws.store.sql_rollup_sources import RollupSourceQueries
+from agentws.store.sql_rollups import RollupQueries
 from agentws.store.sql_rotation import RotationQueries
 from agentws.store.sql_samples import SampleQueries
 from agentws.store.sql_streaks import StreakQueries
@@ -80,6 +84,8 @@ class SqlStore(
     CatalogQueries,
     HealthQueries,
     DeliveryLogQueries,
+    RollupSourceQueries,
+    RollupQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 

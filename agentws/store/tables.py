@@ -20,6 +20,7 @@ from typing import Any, Literal
 import attrs
 
 from agentws.domain import models as m
+from agentws.domain import rollups
 
 __all__ = ["TABLES", "Dialect", "Table", "table_for"]
 
@@ -205,6 +206,16 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.AdminSession, "admin_sessions", "admin session", ("id",), "created_at, id"),
         Table(m.AdminToken, "admin_tokens", "admin token", ("name",), "created_at, id"),
         Table(m.Instance, "instances", "instance", ("id",), "started_at, id"),
+        # The overview's rollup (migration 0024): keyed by workspace, span, minute,
+        # series, key and instance, with no id; written and read by sql_rollups only.
+        # Its mark, one row of rollup_marks (minute, delivery_id), is a RollupMark.
+        Table(
+            rollups.Bucket,
+            "rollup_buckets",
+            "rollup bucket",
+            ("series", "key"),
+            "span_m, minute, series, key, instance_id",
+        ),
     )
 }
 
