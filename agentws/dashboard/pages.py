@@ -18,7 +18,8 @@ pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
-:mod:`~agentws.dashboard.consent`).
+:mod:`~agentws.dashboard.consent`, :mod:`~agentws.dashboard.connectors`,
+:mod:`~agentws.dashboard.connector_page`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedErr
 from . import (
     approvals,
     channels,
+    connector_page,
+    connectors,
     consent,
     deliveries,
     endpoints,
@@ -79,6 +82,8 @@ _AREAS = (
     libraries,
     channels,
     consent,
+    connectors,
+    connector_page,
 )
 
 

@@ -330,6 +330,19 @@ class Store(Protocol):
         """
         ...
 
+    async def recent_audit(
+        self, workspace_id: str, actions: Collection[str], *, since: datetime, limit: int
+    ) -> list[AuditEntry]:
+        """The workspace's audit entries of ``actions`` since ``since``, newest first, at
+        most ``limit`` (one read through the action index, for the connectors page)."""
+        ...
+
+    async def connector_tool_summaries(
+        self, workspace_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Connector id -> how many tools it has cached, and the newest fetch of them."""
+        ...
+
     async def group_libraries(self, group_id: str) -> list[Library]:
         """Libraries attached to the group, in the order they were attached."""
         ...
