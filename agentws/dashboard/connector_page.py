@@ -14,6 +14,8 @@ label: a ``destructive`` suggestion is applied only when ticked by hand.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from quart import Response, request, url_for
 
 from agentws import registry
@@ -40,6 +42,8 @@ __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
 
+# A notice names the tools labeled when they are this few; beyond, it counts them.
+_NAMED = 5
 # Suggestions ticked in advance; a destructive one needs its own tick.
 _PRESELECTED = (Capability.READ, Capability.WRITE)
 
@@ -99,27 +103,34 @@ async def connector_accept_labels(
     form = await request.form
     chosen = set(form.getlist("tool"))
     store = admin.store
-    applied: list[str] = []
+    applied: list[tuple[str, Capability]] = []
     try:
         connector = await find_connector(store, workspace, name)
         for tool in await store.select(CachedTool, connector_id=connector.id):
             # Read now: the suggestion as stored, not as the form was drawn.
-            if tool.name not in chosen or not _acceptable(connector, tool):
+            label = tool.suggested_label
+            if tool.name not in chosen or label is None or not _acceptable(connector, tool):
                 continue
             await tools_admin.set_label(
-                store,
-                workspace,
-                f"{connector.name}/{tool.name}",
-                tool.suggested_label,
-                actor=caller.actor,
+                store, workspace, f"{connector.name}/{tool.name}", label, actor=caller.actor
             )
-            applied.append(f"{connector.name}_{tool.name} ({tool.suggested_label})")
+            applied.append((f"{connector.name}_{tool.name}", label))
     except AgentwsError as exc:
-        done_so_far = f" Labeled before that: {', '.join(sorted(applied))}." if applied else ""
+        done_so_far = f" Before that: {_labeled_text(applied)}" if applied else ""
         return done(here, error_text(exc) + done_so_far, error=True)
     if not applied:
         return done(here, "No label was changed: tick the tools whose suggestion to accept.")
-    return done(here, f"Labeled {len(applied)}: {', '.join(sorted(applied))}.")
+    return done(here, _labeled_text(applied))
+
+
+def _labeled_text(applied: list[tuple[str, Capability]]) -> str:
+    """What was labeled: each tool when they are few, else how many of each label."""
+    if len(applied) <= _NAMED:
+        names = ", ".join(f"{name} ({label.value})" for name, label in sorted(applied))
+        return f"Labeled {len(applied)}: {names}."
+    counts = Counter(label.value for _, label in applied)
+    each = ", ".join(f"{counts[c.value]} {c.value}" for c in Capability if counts[c.value])
+    return f"Labeled {len(applied)} tools as their remote suggests ({each})."
 
 
 @routes.post("/w/<workspace>/connectors/<name>/<action>")
