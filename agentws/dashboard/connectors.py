@@ -28,7 +28,7 @@ from agentws.connectors.registry import (
     list_connectors,
     parse_header,
 )
-from agentws.domain.connector_health import HEALTH_ACTIONS, ConnectorHealth, connector_health
+from agentws.domain.connector_health import ConnectorHealth, connector_health
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError
@@ -71,8 +71,8 @@ async def health_of(
     store: Store, workspace_id: str, connectors: list[Connector]
 ) -> dict[str, ConnectorHealth]:
     """Connector id -> health, from one read of the audit log and one of the tool cache."""
-    entries = await store.recent_audit(
-        workspace_id, HEALTH_ACTIONS, since=utcnow() - HEALTH_WINDOW, limit=_HEALTH_ENTRIES
+    entries = await store.connector_activity(
+        workspace_id, since=utcnow() - HEALTH_WINDOW, limit=_HEALTH_ENTRIES
     )
     summaries = await store.connector_tool_summaries(workspace_id)
     return connector_health(connectors, entries, summaries)

@@ -22,14 +22,27 @@ from statistics import median
 import attrs
 
 from agentws.domain.tool_records import Connector
-from agentws.domain.workspace_records import AuditEntry
 
-__all__ = ["HEALTH_ACTIONS", "ConnectorHealth", "connector_health"]
+__all__ = ["HEALTH_ACTIONS", "Activity", "ConnectorHealth", "connector_health"]
 
 #: The audit actions health is made of.
 HEALTH_ACTIONS = ("tool.call", "connector.refresh")
 # Outcomes of a call that ran (the others were queued, denied, not confirmed).
 _RAN = frozenset({"ran", "confirmed_and_ran"})
+
+
+@attrs.frozen
+class Activity:
+    """What health needs of one audit entry of :data:`HEALTH_ACTIONS` (not the whole entry)."""
+
+    action: str
+    target: str
+    created_at: datetime
+    #: A call's outcome (``ran``, ``queued``…); None for a refresh.
+    outcome: str | None = None
+    duration_ms: float | None = None
+    #: A call's: whether the tool answered with an error; a refresh's: why it failed.
+    error: bool | str | None = None
 
 
 @attrs.frozen
@@ -53,7 +66,7 @@ class ConnectorHealth:
 
 def connector_health(
     connectors: Iterable[Connector],
-    entries: Iterable[AuditEntry],
+    entries: Iterable[Activity],
     tool_summaries: dict[str, tuple[int, datetime | None]],
 ) -> dict[str, ConnectorHealth]:
     """Connector id -> its health, from ``entries`` (of :data:`HEALTH_ACTIONS`, any order)."""
@@ -64,18 +77,17 @@ def connector_health(
     for entry in entries:
         if entry.action == "connector.refresh":
             owner = next((c for c in known if entry.target.endswith(f"/{c.name}")), None)
-            message = entry.detail.get("error")
+            message = entry.error
             if owner is not None and isinstance(message, str):
                 _newest(errors, owner.id, entry.created_at, f"refresh: {message}")
             continue
         owner = next((c for c in known if entry.target.startswith(f"{c.name}_")), None)
-        if owner is None or entry.detail.get("outcome") not in _RAN:
+        if owner is None or entry.outcome not in _RAN:
             continue
         counts[owner.id][0] += 1
-        duration = entry.detail.get("duration_ms")
-        if isinstance(duration, int | float):
-            durations[owner.id].append(int(duration))
-        if entry.detail.get("error") is True:
+        if entry.duration_ms is not None:
+            durations[owner.id].append(int(entry.duration_ms))
+        if entry.error is True:
             counts[owner.id][1] += 1
             _newest(errors, owner.id, entry.created_at, f"{entry.target} answered with an error")
     health: dict[str, ConnectorHealth] = {}

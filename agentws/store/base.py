@@ -28,6 +28,7 @@ import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
+from agentws.domain.connector_health import Activity
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
@@ -330,11 +331,12 @@ class Store(Protocol):
         """
         ...
 
-    async def recent_audit(
-        self, workspace_id: str, actions: Collection[str], *, since: datetime, limit: int
-    ) -> list[AuditEntry]:
-        """The workspace's audit entries of ``actions`` since ``since``, newest first, at
-        most ``limit`` (one read through the action index, for the connectors page)."""
+    async def connector_activity(
+        self, workspace_id: str, *, since: datetime, limit: int
+    ) -> list[Activity]:
+        """The workspace's tool calls and connector refreshes since ``since``, newest
+        first, at most ``limit`` (one read through the action index, for the
+        connectors page's health)."""
         ...
 
     async def connector_tool_summaries(

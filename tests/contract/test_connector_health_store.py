@@ -1,8 +1,9 @@
 """What the connectors page reads for their health, on SQLite and PostgreSQL.
 
-``recent_audit``: a workspace's entries of some actions since a time,
-newest first, at most ``limit`` (other workspaces, other actions and older
-entries left out). ``connector_tool_summaries``: each connector's cached
+``connector_activity``: a workspace's tool calls and connector refreshes
+since a time, newest first, at most ``limit`` (other workspaces, other
+actions and older entries left out), with the fields of their detail that
+health reads. ``connector_tool_summaries``: each connector's cached
 tool count and newest fetch, for one workspace's connectors only. And
 :func:`agentws.domain.connector_health.connector_health` over what they
 return: calls, errors, median latency and the last error per connector.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from agentws.domain.connector_health import HEALTH_ACTIONS, connector_health
+from agentws.domain.connector_health import connector_health
 from agentws.domain.models import (
     AuditEntry,
     CachedTool,
@@ -86,7 +87,7 @@ async def test_recent_audit_and_tool_summaries_feed_the_health(store: SqlStore) 
         ]
     )
     since = now - timedelta(hours=1)
-    entries = await store.recent_audit(ws.id, HEALTH_ACTIONS, since=since, limit=100)
+    entries = await store.connector_activity(ws.id, since=since, limit=100)
     assert [e.target for e in entries] == [
         "gh_merge",
         "gh_search",
@@ -95,9 +96,16 @@ async def test_recent_audit_and_tool_summaries_feed_the_health(store: SqlStore) 
         "gh_merge",
         "gh_two_x",
     ]
-    newest = await store.recent_audit(ws.id, ["tool.call"], since=since, limit=2)
+    assert [(e.outcome, e.duration_ms, e.error) for e in entries] == [
+        ("queued", None, None),
+        ("ran", 30, False),
+        ("ran", 10, False),
+        (None, None, "connector 'gh_two': cannot connect"),
+        ("ran", 50, True),
+        ("ran", 7, False),
+    ]
+    newest = await store.connector_activity(ws.id, since=since, limit=2)
     assert [e.target for e in newest] == ["gh_merge", "gh_search"]
-    assert await store.recent_audit(ws.id, [], since=since, limit=5) == []
 
     summaries = await store.connector_tool_summaries(ws.id)
     assert set(summaries) == {gh.id, gh_two.id}
