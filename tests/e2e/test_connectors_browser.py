@@ -177,6 +177,10 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
             what="the call in the connector's health",
         )
         assert "0% errors" in shown and "p50 " in shown and "refreshed" in shown, shown
+        # The gate records how long each call that ran took.
+        (call,) = await server.store.select(AuditEntry, action="tool.call")
+        assert call.detail["outcome"] == "ran" and isinstance(call.detail["duration_ms"], int)
+        assert f"p50 {call.detail['duration_ms']} ms" in shown
 
         def test_refresh_and_deactivate() -> None:
             page = tab.page

@@ -199,3 +199,29 @@ async def test_native_connectors_keep_their_secret_out_of_every_page(
         if r.levelno >= logging.WARNING or not r.name.startswith(("httpx2", "httpcore2"))
     )
     assert BOT_TOKEN not in logged and HOOK_SECRET_PATH not in logged
+
+
+async def test_a_remote_that_is_down_is_saved_with_the_warning(tmp_path: Path) -> None:
+    async with running(tmp_path, **LOOPBACK, **KEY) as server, _browser(server) as http:
+        csrf = await _signed_in(server, http)
+        # Port 9 (discard) of loopback: nothing listens, the connection is refused.
+        added = await http.post(
+            "/dashboard/w/acme/connectors",
+            data={
+                "csrf": csrf,
+                "kind": "remote_mcp",
+                "name": "down",
+                "url": "http://127.0.0.1:9/mcp",
+            },
+        )
+        assert added.status_code == 302
+        assert added.headers["location"] == "/dashboard/w/acme/connectors/down"
+        notice = urllib.parse.unquote(added.cookies.get("agentws_flash") or "")
+        assert notice.startswith("!Added Remote MCP connector 'down'. Warning: connector 'down'")
+        assert notice.endswith("Refresh it when it is up."), notice
+        assert await server.store.find(Connector, name="down") is not None
+        (failed,) = await server.store.select(AuditEntry, action="connector.refresh")
+        assert failed.target == "acme/down" and "cannot" in failed.detail["error"]
+        page = _page(await http.get("/dashboard/w/acme/connectors/down"))
+        assert "last error" in page and "refresh: connector 'down'" in page
+        assert "No tools cached yet: refresh it." in page
