@@ -38,6 +38,7 @@ ENV = {
 }
 TOLERATES = ("/favicon.ico",)
 HOOK_PATH = "T0042/B0042/incominghooksecret"
+GITHUB_TOKEN = "ghp_never0shown0in0any0page0000000000"
 #: 37 read tools besides the three the test looks at: a page of 40 tools stays a table.
 FILLER = [
     tool(f"list_things_{n:02d}", f"List things, page {n}.", read_only_hint=True) for n in range(37)
@@ -76,7 +77,7 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
         tab = await browser.new_tab(tolerate=TOLERATES)
         base = server.base_url
         listing = f"{base}/dashboard/w/acme/connectors"
-        secrets = (BOT_TOKEN, HOOK_PATH)
+        secrets = (BOT_TOKEN, HOOK_PATH, GITHUB_TOKEN)
         pages: list[str] = []
 
         def add_remote() -> None:
@@ -209,6 +210,21 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
 
         def add_with_secrets() -> None:
             page = tab.page
+            _nav(tab, "Connectors")
+            page.get_by_role("navigation", name="Kind of connector").get_by_role(
+                "link", name="GitHub"
+            ).click()
+            _checked(tab, "the GitHub form", "github-form", browser)
+            page.get_by_label("Name").fill("gh")
+            # Saving checks the URL with the guard; nothing is connected to.
+            page.get_by_label("API base URL").fill("http://127.0.0.1:9")
+            page.get_by_label("Token").fill(GITHUB_TOKEN)
+            page.get_by_role("button", name="Add GitHub connector").click()
+            expect(page).to_have_url(f"{listing}/gh")
+            expect(page.get_by_role("status")).to_contain_text("Added GitHub connector 'gh'.")
+            expect(page.locator("#connector-tools tbody tr").first).to_be_visible()
+            pages.append(page.content())
+            _checked(tab, "the GitHub connector", "github", browser)
             _nav(tab, "Connectors")
             page.get_by_role("navigation", name="Kind of connector").get_by_role(
                 "link", name="Slack"
