@@ -19,7 +19,8 @@ workspace's home: its charts), :mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
-:mod:`~agentws.dashboard.consent`).
+:mod:`~agentws.dashboard.consent`, :mod:`~agentws.dashboard.connectors`,
+:mod:`~agentws.dashboard.connector_page`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedErr
 from . import (
     approvals,
     channels,
+    connector_page,
+    connectors,
     consent,
     deliveries,
     endpoints,
@@ -88,6 +91,8 @@ _AREAS = (
     workspaces,
     groups,
     library_skills,
+    connectors,
+    connector_page,
 )
 
 

@@ -28,6 +28,7 @@ import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
+from agentws.domain.connector_health import Activity
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
@@ -329,6 +330,20 @@ class Store(Protocol):
 
         ``action_prefix`` keeps entries whose action starts with it (``approval.``).
         """
+        ...
+
+    async def connector_activity(
+        self, workspace_id: str, *, since: datetime, limit: int
+    ) -> list[Activity]:
+        """The workspace's tool calls and connector refreshes since ``since``, newest
+        first, at most ``limit`` (one read through the action index, for the
+        connectors page's health)."""
+        ...
+
+    async def connector_tool_summaries(
+        self, workspace_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Connector id -> how many tools it has cached, and the newest fetch of them."""
         ...
 
     async def group_libraries(self, group_id: str) -> list[Library]:

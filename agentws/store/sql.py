@@ -45,6 +45,7 @@ from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
 from agentws.store.sql_catalog import CatalogQueries
+from agentws.store.sql_connector_health import ConnectorHealthQueries
 from agentws.store.sql_deliveries import DeliveryLogQueries
 from agentws.store.sql_event_search import EventSearchQueries
 from agentws.store.sql_events import EventQueries
@@ -86,6 +87,7 @@ class SqlStore(
     DeliveryLogQueries,
     RollupSourceQueries,
     RollupQueries,
+    ConnectorHealthQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 
