@@ -28,6 +28,7 @@ import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
+from agentws.domain.audit_lists import AuditPage, AuditQuery
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
@@ -327,6 +328,13 @@ class Store(Protocol):
         """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
 
         ``action_prefix`` keeps entries whose action starts with it (``approval.``).
+        """
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A page of the audit log, newest first, under ``query``'s filters.
+
+        ``next_cursor`` leads to older entries, ``previous_cursor`` to newer ones.
         """
         ...
 

@@ -16,7 +16,8 @@ lists and queueing (:mod:`.sql_approvals`), decisions and reports
 (:mod:`.sql_approval_runs`), rate limits (:mod:`.sql_rate_limits`), OAuth grants and refresh
 tokens (:mod:`.sql_oauth`), a
 group's catalog and search (:mod:`.sql_catalog`), heartbeats and probes
-(:mod:`.sql_health`), and the webhooks' delivery log (:mod:`.sql_deliveries`).
+(:mod:`.sql_health`), the webhooks' delivery log (:mod:`.sql_deliveries`), and
+filtered pages of the audit log (:mod:`.sql_audit`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from agentws.store.database import Database, Row
 from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
+from agentws.store.sql_audit import AuditQueries
 from agentws.store.sql_catalog import CatalogQueries
 from agentws.store.sql_deliveries import DeliveryLogQueries
 from agentws.store.sql_event_search import EventSearchQueries
@@ -80,6 +82,7 @@ class SqlStore(
     CatalogQueries,
     HealthQueries,
     DeliveryLogQueries,
+    AuditQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 
