@@ -28,7 +28,7 @@ where kept, with values the tool's schema marks secret redacted.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -37,12 +37,14 @@ import trio
 
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
+from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry, McpToken
 from agentws.domain.permissions import Decision
 from agentws.errors import StoreError, ValidationError
 from agentws.store import Store
 
 __all__ = [
+    "FILTER_NAMES",
     "AuditFilters",
     "AuditSink",
     "AuditWriter",
@@ -95,6 +97,57 @@ class AuditFilters:
     action: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    @classmethod
+    def from_text(cls, values: Mapping[str, str], *, now: datetime) -> AuditFilters:
+        """The filters a query string or a form names (``FILTER_NAMES``); empty ones are unset.
+
+        ``since`` and ``until`` are ISO 8601 (UTC unless they say otherwise) or a
+        span before ``now`` (``30m``, ``24h``, ``7d``).
+
+        Error handling:
+            :class:`~agentws.errors.ValidationError` for a bad decision or time.
+        """
+        given = {name: values.get(name, "").strip() or None for name in FILTER_NAMES}
+        for name, value in given.items():
+            # No stored text holds a NUL, and PostgreSQL refuses one in a parameter.
+            if value is not None and "\x00" in value:
+                raise ValidationError(f"{name} must not hold a NUL character")
+        decision = given.pop("decision")
+        if decision is not None and decision not in {d.value for d in Decision}:
+            allowed = ", ".join(d.value for d in Decision)
+            raise ValidationError(f"decision must be one of {allowed}")
+        since, until = given.pop("since"), given.pop("until")
+        return cls(
+            **given,
+            decision=Decision(decision) if decision else None,
+            since=parse_time(since, now=now, name="since") if since else None,
+            until=parse_time(until, now=now, name="until") if until else None,
+        )
+
+    def as_text(self) -> dict[str, str]:
+        """The filters that are set, as :meth:`from_text` reads them (links keep them)."""
+        values = {name: getattr(self, name) for name in FILTER_NAMES}
+        return {
+            name: value.isoformat() if isinstance(value, datetime) else str(value)
+            for name, value in values.items()
+            if value is not None
+        }
+
+
+#: The filters' names in a query string, a form or :class:`AuditFilters`.
+FILTER_NAMES = (
+    "workspace",
+    "group",
+    "token",
+    "oauth_client",
+    "actor",
+    "tool",
+    "decision",
+    "action",
+    "since",
+    "until",
+)
 
 
 async def _query(

@@ -18,7 +18,8 @@ pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
-:mod:`~agentws.dashboard.consent`).
+:mod:`~agentws.dashboard.consent`, :mod:`~agentws.dashboard.audit`,
+:mod:`~agentws.dashboard.admins`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from agentws.blueprints import RouteTable
 from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedError
 
 from . import (
+    admins,
     approvals,
+    audit,
     channels,
     consent,
     deliveries,
@@ -79,6 +82,8 @@ _AREAS = (
     libraries,
     channels,
     consent,
+    audit,
+    admins,
 )
 
 

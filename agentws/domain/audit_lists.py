@@ -15,7 +15,7 @@ Tool calls keep their group, decision and OAuth client in the entry's
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import attrs
 
@@ -24,7 +24,7 @@ from agentws.domain.permissions import Decision
 from agentws.domain.workspace_records import AuditEntry
 from agentws.errors import ValidationError
 
-__all__ = ["MAX_PAGE", "AuditPage", "AuditQuery", "parse_moment"]
+__all__ = ["MAX_PAGE", "AuditPage", "AuditQuery"]
 
 # The longest text a filter takes (a tool name, an actor, an OAuth client id).
 _MAX_FILTER = 300
@@ -79,23 +79,3 @@ class AuditPage:
     items: tuple[AuditEntry, ...]
     next_cursor: str | None
     previous_cursor: str | None
-
-
-def parse_moment(text: str | None, name: str) -> datetime | None:
-    """A filter's time as given: ISO 8601, UTC when it names no zone; None for nothing.
-
-    A browser's date-and-time field sends ``2026-11-25T17:45`` (no zone):
-    the dashboard says such times are UTC.
-
-    Error handling:
-        :class:`~agentws.errors.ValidationError` naming ``name``.
-    """
-    if text is None or not text.strip():
-        return None
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValidationError(
-            f"{name} must be a date and time such as 2026-01-31T09:30:00Z"
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

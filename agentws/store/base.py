@@ -331,6 +331,17 @@ class Store(Protocol):
         """
         ...
 
+    async def delete_admin_unless_last(self, admin_id: str) -> bool:
+        """Delete the admin (its sessions and API tokens with it) unless no other is left.
+
+        Returns:
+            False, deleting nothing, when it is the only admin.
+
+        Error handling:
+            NotFoundError for an unknown id.
+        """
+        ...
+
     async def audit_page(self, query: AuditQuery) -> AuditPage:
         """A page of the audit log, newest first, under ``query``'s filters.
 

@@ -17,7 +17,8 @@ lists and queueing (:mod:`.sql_approvals`), decisions and reports
 tokens (:mod:`.sql_oauth`), a
 group's catalog and search (:mod:`.sql_catalog`), heartbeats and probes
 (:mod:`.sql_health`), the webhooks' delivery log (:mod:`.sql_deliveries`), and
-filtered pages of the audit log (:mod:`.sql_audit`).
+filtered pages of the audit log (:mod:`.sql_audit`), deleting an admin but
+the last (:mod:`.sql_admins`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError, NotFoundError
 from agentws.store.database import Database, Row
+from agentws.store.sql_admins import AdminQueries
 from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
@@ -83,6 +85,7 @@ class SqlStore(
     HealthQueries,
     DeliveryLogQueries,
     AuditQueries,
+    AdminQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 
