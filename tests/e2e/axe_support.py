@@ -19,9 +19,7 @@ from tests.e2e.browser_support import Tab
 
 __all__ = ["AXE_SOURCE", "accessibility_violations", "assert_accessible"]
 
-AXE_SOURCE = (
-    Path(__file__).resolve().parents[1] / "node" / "node_modules" / "axe-core" / "axe.min.js"
-)
+AXE_SOURCE = Path(__file__).resolve().parents[1] / "node" / "node_modules" / "axe-core" / "axe.min.js"
 #: The impacts a page may not have.
 BLOCKING = ("serious", "critical")
 
