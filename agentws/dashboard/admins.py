@@ -9,8 +9,11 @@ an admin API token is shown once and kept as its SHA-256 only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from quart import Response, request, url_for
 
+from agentws import registry
 from agentws.accounts import create_admin, delete_admin
 from agentws.admin_access import (
     AdminServices,
@@ -31,12 +34,19 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 
+async def _page(admin: AdminServices, template: str, caller: Caller, **context: Any) -> Response:
+    # Admins are not a workspace's: the menu's links point at the first workspace.
+    workspaces = await registry.list_workspaces(admin.store)
+    first = workspaces[0] if workspaces else None
+    return await render_page(admin, template, caller, workspace=first, **context)
+
+
 @routes.get("/admins")
 @signed_in
 async def admins(admin: AdminServices, caller: Caller) -> Response:
     everyone = await admin.store.select(Admin)
     tokens = await list_admin_tokens(admin.store)
-    return await render_page(
+    return await _page(
         admin,
         "admins.html",
         caller,
@@ -57,7 +67,7 @@ async def admin_create(admin: AdminServices, caller: Caller) -> Response:
         )
     except AgentwsError as exc:
         return done(url_for("dashboard.admins"), exc.message, error=True)
-    return await render_page(
+    return await _page(
         admin,
         "admin_created.html",
         caller,
@@ -92,7 +102,7 @@ async def admin_token_create(admin: AdminServices, caller: Caller) -> Response:
         )
     except AgentwsError as exc:
         return done(url_for("dashboard.admins"), exc.message, error=True)
-    return await render_page(
+    return await _page(
         admin,
         "admin_token_created.html",
         caller,
