@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import trio
 from mcp.shared.exceptions import MCPError
 
 from agentws.accounts import create_admin
@@ -328,3 +329,42 @@ async def test_admins_and_their_api_tokens_from_the_dashboard(tmp_path: Path) ->
             ("admin_token.revoke", record.id),
             ("admin.delete", "bob"),
         } <= actions
+
+
+async def test_pages_of_ten_thousand_entries(tmp_path: Path) -> None:
+    """The page's whole answer over 10,000 audit rows, timed (printed, not asserted)."""
+    async with (
+        running(tmp_path) as server,
+        httpx2.AsyncClient(base_url=server.base_url, timeout=30) as http,
+    ):
+        await _signed_in(server, http)
+        store = server.store
+        (token,) = await store.select(McpToken, name="tests")
+        workspace = await store.workspace_by_slug("acme")
+        group = await store.group_by_slug("acme", "ops")
+        start = utcnow() - timedelta(days=7)
+        decisions = ["run", "run", "run", "queue", "deny", "confirm"]
+        await store.insert_many(
+            [
+                AuditEntry(
+                    workspace_id=workspace.id,
+                    actor=f"mcp:{token.id}" if n % 3 else "admin:alice",
+                    action="tool.call" if n % 3 else "tool.label",
+                    target=f"tool_{n % 20}",
+                    detail={"group_id": group.id, "decision": decisions[n % 6], "outcome": "ok"},
+                    created_at=start + timedelta(seconds=60 * n),
+                )
+                for n in range(10_000)
+            ]
+        )
+        for params in (
+            {},
+            {"workspace": "acme", "group": "ops", "token": token.id, "decision": "deny"},
+            {"tool": "tool_7", "since": "3d", "limit": "200"},
+            {"until": "5d", "action": "tool.label"},
+        ):
+            began = trio.current_time()
+            page = await http.get("/dashboard/audit", params=params)
+            took = trio.current_time() - began
+            assert page.status_code == 200 and "No entries match." not in page.text
+            print(f"/dashboard/audit over 10,000 entries {params}: {took * 1000:.0f} ms")
