@@ -90,9 +90,9 @@ async def make_calls(server: Running) -> dict[str, int]:
 
 
 def _rows(page: str) -> list[str]:
-    """The audit table's rows (their text, tags removed)."""
+    """The audit table's entries (their text, tags removed)."""
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    rows = re.findall(r"<tr id=[^>]*>(.*?)</tr>", body, re.S)
     return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", r)).split()) for r in rows]
 
 
