@@ -20,7 +20,10 @@ workspace's home: its charts), :mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
 :mod:`~agentws.dashboard.consent`, :mod:`~agentws.dashboard.connectors`,
-:mod:`~agentws.dashboard.connector_page`).
+:mod:`~agentws.dashboard.connector_page`, :mod:`~agentws.dashboard.audit`,
+:mod:`~agentws.dashboard.admins`; groups, workspaces and skills in
+:mod:`~agentws.dashboard.groups`, :mod:`~agentws.dashboard.workspaces` and
+:mod:`~agentws.dashboard.library_skills`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from agentws.blueprints import RouteTable
 from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedError
 
 from . import (
+    admins,
     approvals,
+    audit,
     channels,
     connector_page,
     connectors,
@@ -93,6 +98,8 @@ _AREAS = (
     library_skills,
     connectors,
     connector_page,
+    audit,
+    admins,
 )
 
 

@@ -29,6 +29,7 @@ import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
 from agentws.domain.connector_health import Activity
+from agentws.domain.audit_lists import AuditPage, AuditQuery
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
@@ -344,6 +345,24 @@ class Store(Protocol):
         self, workspace_id: str
     ) -> dict[str, tuple[int, datetime | None]]:
         """Connector id -> how many tools it has cached, and the newest fetch of them."""
+        ...
+
+    async def delete_admin_unless_last(self, admin_id: str) -> bool:
+        """Delete the admin (its sessions and API tokens with it) unless no other is left.
+
+        Returns:
+            False, deleting nothing, when it is the only admin.
+
+        Error handling:
+            NotFoundError for an unknown id.
+        """
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A page of the audit log, newest first, under ``query``'s filters.
+
+        ``next_cursor`` leads to older entries, ``previous_cursor`` to newer ones.
+        """
         ...
 
     async def group_libraries(self, group_id: str) -> list[Library]:
