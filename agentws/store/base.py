@@ -28,8 +28,8 @@ import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
-from agentws.domain.connector_health import Activity
 from agentws.domain.audit_lists import AuditPage, AuditQuery
+from agentws.domain.connector_health import Activity
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
