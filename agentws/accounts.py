@@ -1,4 +1,7 @@
-"""Administrator accounts: first-run initialisation and password hashing.
+"""Administrator accounts: first-run initialisation, creation, deletion and password hashing.
+
+An admin is never deleted while no other is left: somebody must be able to
+sign in (``agentws init`` makes the first one).
 
 Passwords are hashed with argon2id (argon2-cffi's defaults); generated
 passwords are shown once and never stored in clear.
@@ -13,10 +16,17 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from agentws.domain.models import Admin, AuditEntry
-from agentws.errors import ValidationError
+from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.store import Store
 
-__all__ = ["InitResult", "create_admin", "hash_password", "initialise", "verify_password"]
+__all__ = [
+    "InitResult",
+    "create_admin",
+    "delete_admin",
+    "hash_password",
+    "initialise",
+    "verify_password",
+]
 
 _HASHER = PasswordHasher()
 # 18 random bytes: 24 URL-safe characters.
@@ -68,6 +78,24 @@ async def create_admin(
     await store.insert(admin)
     await store.insert(AuditEntry(actor=actor, action="admin.create", target=username))
     return admin, password
+
+
+async def delete_admin(store: Store, username: str, *, actor: str) -> Admin:
+    """Delete an admin, its sessions and its admin API tokens; audited.
+
+    Error handling:
+        NotFoundError for an unknown username; ConflictError for the last
+        admin (nobody could sign in any more).
+    """
+    admin = await store.find(Admin, username=username.strip())
+    if admin is None:
+        raise NotFoundError(f"no admin {username!r} (see `agentws admin list`)")
+    if not await store.delete_admin_unless_last(admin.id):
+        raise ConflictError(
+            f"{admin.username!r} is the only admin: create another before deleting this one"
+        )
+    await store.insert(AuditEntry(actor=actor, action="admin.delete", target=admin.username))
+    return admin
 
 
 async def initialise(store: Store, *, username: str, actor: str) -> InitResult:

@@ -16,6 +16,11 @@ Two ways in:
   the flush interval ends or a whole batch is there. At shutdown it writes
   what is left before it stops.
 
+Reading it: :func:`audit_page` gives a page of entries under the filters an
+operator asks about (workspace and group by slug, token, OAuth client, tool,
+decision, action, time); :func:`audit_entries` every entry under them, a
+page at a time (an export). The CLI, the admin API and the dashboard use both.
+
 Entries never hold secrets: arguments are represented by their hash and,
 where kept, with values the tool's schema marks secret redacted.
 """
@@ -23,16 +28,31 @@ where kept, with values the tool's schema marks secret redacted.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 import attrs
 import trio
 
-from agentws.domain.models import AuditEntry
-from agentws.errors import StoreError
+from agentws.domain.approval_lists import Cursor
+from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
+from agentws.domain.event_lists import parse_time
+from agentws.domain.models import AuditEntry, McpToken
+from agentws.domain.permissions import Decision
+from agentws.errors import StoreError, ValidationError
 from agentws.store import Store
 
-__all__ = ["AuditSink", "AuditWriter", "DirectAudit", "record"]
+__all__ = [
+    "FILTER_NAMES",
+    "AuditFilters",
+    "AuditSink",
+    "AuditWriter",
+    "DirectAudit",
+    "audit_entries",
+    "audit_page",
+    "record",
+]
 
 log = logging.getLogger("agentws.audit")
 
@@ -57,6 +77,150 @@ async def record(
             workspace_id=workspace_id, actor=actor, action=action, target=target, detail=detail
         )
     )
+
+
+@attrs.frozen(kw_only=True)
+class AuditFilters:
+    """What an operator filters the audit log by, as they name things (slugs, not ids).
+
+    ``token`` is an MCP token's id (``tok_…``), or its name within ``group``;
+    ``actor`` is an actor as entries name it (``admin:alice``, ``webhook:wh_…``).
+    """
+
+    workspace: str | None = None
+    group: str | None = None
+    token: str | None = None
+    oauth_client: str | None = None
+    actor: str | None = None
+    tool: str | None = None
+    decision: Decision | None = None
+    action: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def from_text(cls, values: Mapping[str, str], *, now: datetime) -> AuditFilters:
+        """The filters a query string or a form names (``FILTER_NAMES``); empty ones are unset.
+
+        ``since`` and ``until`` are ISO 8601 (UTC unless they say otherwise) or a
+        span before ``now`` (``30m``, ``24h``, ``7d``).
+
+        Error handling:
+            :class:`~agentws.errors.ValidationError` for a bad decision or time.
+        """
+        given = {name: values.get(name, "").strip() or None for name in FILTER_NAMES}
+        for name, value in given.items():
+            # No stored text holds a NUL, and PostgreSQL refuses one in a parameter.
+            if value is not None and "\x00" in value:
+                raise ValidationError(f"{name} must not hold a NUL character")
+        decision = given.pop("decision")
+        if decision is not None and decision not in {d.value for d in Decision}:
+            allowed = ", ".join(d.value for d in Decision)
+            raise ValidationError(f"decision must be one of {allowed}")
+        since, until = given.pop("since"), given.pop("until")
+        return cls(
+            **given,
+            decision=Decision(decision) if decision else None,
+            since=parse_time(since, now=now, name="since") if since else None,
+            until=parse_time(until, now=now, name="until") if until else None,
+        )
+
+    def as_text(self) -> dict[str, str]:
+        """The filters that are set, as :meth:`from_text` reads them (links keep them)."""
+        values = {name: getattr(self, name) for name in FILTER_NAMES}
+        return {
+            name: value.isoformat() if isinstance(value, datetime) else str(value)
+            for name, value in values.items()
+            if value is not None
+        }
+
+
+#: The filters' names in a query string, a form or :class:`AuditFilters`.
+FILTER_NAMES = (
+    "workspace",
+    "group",
+    "token",
+    "oauth_client",
+    "actor",
+    "tool",
+    "decision",
+    "action",
+    "since",
+    "until",
+)
+
+
+async def _query(
+    store: Store, filters: AuditFilters, *, limit: int, cursor: str | None
+) -> AuditQuery:
+    workspace_id = group_id = None
+    if filters.workspace:
+        workspace_id = (await store.workspace_by_slug(filters.workspace)).id
+    if filters.group:
+        if not filters.workspace:
+            raise ValidationError("a group is named within its workspace: give the workspace too")
+        group_id = (await store.group_by_slug(filters.workspace, filters.group)).id
+    actor = filters.actor or None
+    if filters.token:
+        token = await store.find(McpToken, id=filters.token)
+        if token is None and group_id is not None:
+            token = await store.find(McpToken, group_id=group_id, name=filters.token)
+        # A token deleted since is still named by its id in the entries it left.
+        token_actor = f"mcp:{token.id if token is not None else filters.token}"
+        if actor is not None and actor != token_actor:
+            raise ValidationError("give a token or an actor, not both")
+        actor = token_actor
+    return AuditQuery(
+        workspace_id=workspace_id,
+        group_id=group_id,
+        actor=actor,
+        oauth_client=filters.oauth_client or None,
+        tool=filters.tool or None,
+        decision=filters.decision,
+        action=filters.action or None,
+        since=filters.since,
+        until=filters.until,
+        limit=limit,
+        cursor=Cursor.decode(cursor) if cursor else None,
+    )
+
+
+async def audit_page(
+    store: Store, filters: AuditFilters, *, limit: int = 50, cursor: str | None = None
+) -> AuditPage:
+    """A page of the audit log, newest first, under ``filters``.
+
+    Args:
+        limit: entries on the page, 1 to :data:`~agentws.domain.audit_lists.MAX_PAGE`.
+        cursor: a ``next_cursor`` (older) or ``previous_cursor`` (newer) of the same list.
+
+    Error handling:
+        :class:`~agentws.errors.ValidationError` for a bad limit, cursor or
+        range; NotFoundError for an unknown workspace or group.
+    """
+    return await store.audit_page(await _query(store, filters, limit=limit, cursor=cursor))
+
+
+async def audit_entries(store: Store, filters: AuditFilters) -> AsyncGenerator[AuditEntry, None]:
+    """Every entry under ``filters``, newest first, read a page at a time (an export).
+
+    The filters are checked here, before anything is read: an answer can
+    refuse them before it starts streaming the entries.
+
+    Error handling:
+        As :func:`audit_page`.
+    """
+    return _pages(store, await _query(store, filters, limit=MAX_PAGE, cursor=None))
+
+
+async def _pages(store: Store, query: AuditQuery) -> AsyncGenerator[AuditEntry, None]:
+    while True:
+        page = await store.audit_page(query)
+        for entry in page.items:
+            yield entry
+        if page.next_cursor is None:
+            return
+        query = attrs.evolve(query, cursor=Cursor.decode(page.next_cursor))
 
 
 class AuditSink(Protocol):

@@ -1,9 +1,14 @@
-"""Workspaces, groups and MCP tokens: creating, listing and revoking them.
+"""Workspaces, groups and MCP tokens: creating, renaming, listing and revoking them.
 
-The one place these operations live; the CLI (and later the dashboard and
-the admin API) call these functions. Each change is recorded in the audit
-log with the acting operator. Token secrets are returned once, from
-:func:`create_token`, and only their SHA-256 is stored.
+The one place these operations live; the CLI, the dashboard and the admin
+API call these functions. Each change is recorded in the audit log with the
+acting operator. Token secrets are returned once, from :func:`create_token`,
+and only their SHA-256 is stored.
+
+Renaming changes a workspace's or group's display name only: the slug is
+part of the group's MCP endpoint URL (:func:`endpoint_url`), which every
+connected client has in its configuration, and of the dashboard's URLs, so
+it stays what it was created as.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ __all__ = [
     "list_groups",
     "list_tokens",
     "list_workspaces",
+    "rename_group",
+    "rename_workspace",
     "revoke_token",
 ]
 
@@ -60,13 +67,42 @@ async def create_workspace(store: Store, slug: str, *, name: str | None, actor: 
         slug=check_slug(slug, what="workspace slug"),
         name=_check_name(name or slug, "workspace"),
     )
-    await store.insert(workspace)
+    try:
+        await store.insert(workspace)
+    except ConflictError:
+        raise ConflictError(f"workspace {workspace.slug!r} already exists") from None
     await record(store, workspace.id, actor, "workspace.create", workspace.slug)
     return workspace
 
 
 async def list_workspaces(store: Store) -> list[Workspace]:
     return await store.select(Workspace)
+
+
+async def rename_workspace(store: Store, slug: str, *, name: str, actor: str) -> Workspace:
+    """Give a workspace a new display name; its slug stays (see the module's docstring).
+
+    Renaming to the name it has changes nothing and records nothing.
+
+    Error handling:
+        NotFoundError for an unknown workspace; ValidationError for an empty
+        or too long name.
+    """
+    workspace = await store.workspace_by_slug(slug)
+    name = _check_name(name, "workspace")
+    if name == workspace.name:
+        return workspace
+    renamed = await store.update(attrs.evolve(workspace, name=name))
+    await record(
+        store,
+        workspace.id,
+        actor,
+        "workspace.rename",
+        workspace.slug,
+        was=workspace.name,
+        name=name,
+    )
+    return renamed
 
 
 async def create_group(
@@ -92,6 +128,34 @@ async def create_group(
 async def list_groups(store: Store, workspace_slug: str) -> list[Group]:
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.select(Group, workspace_id=workspace.id)
+
+
+async def rename_group(
+    store: Store, workspace_slug: str, group_slug: str, *, name: str, actor: str
+) -> Group:
+    """Give a group a new display name; its slug, and so its endpoint URL, stay.
+
+    Renaming to the name it has changes nothing and records nothing.
+
+    Error handling:
+        NotFoundError for an unknown workspace or group; ValidationError for
+        an empty or too long name.
+    """
+    group = await store.group_by_slug(workspace_slug, group_slug)
+    name = _check_name(name, "group")
+    if name == group.name:
+        return group
+    renamed = await store.update(attrs.evolve(group, name=name))
+    await record(
+        store,
+        group.workspace_id,
+        actor,
+        "group.rename",
+        f"{workspace_slug}/{group.slug}",
+        was=group.name,
+        name=name,
+    )
+    return renamed
 
 
 async def create_token(

@@ -16,6 +16,7 @@ from agentws.domain.dry_runs import DryRun
 from agentws.domain.event_lists import EventSummary
 from agentws.domain.models import (
     Approval,
+    AuditEntry,
     ChatMessage,
     ContextDocument,
     Event,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to l
 __all__ = [
     "approval_json",
     "approval_summary_json",
+    "audit_json",
     "document_json",
     "dry_run_json",
     "event_json",
@@ -55,6 +57,19 @@ __all__ = [
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def audit_json(entry: AuditEntry) -> dict[str, Any]:
+    """An audit entry as ``agentws audit tail --json``, the API and the export give it."""
+    return {
+        "id": entry.id,
+        "at": _iso(entry.created_at),
+        "workspace_id": entry.workspace_id,
+        "actor": entry.actor,
+        "action": entry.action,
+        "target": entry.target,
+        "detail": entry.detail,
+    }
 
 
 def workspace_json(w: Workspace) -> dict[str, Any]:

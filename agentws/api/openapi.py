@@ -12,6 +12,7 @@ from typing import Any
 
 from agentws import __version__
 
+from .openapi_audit import AUDIT_PARAMS, AUDIT_SCHEMAS
 from .openapi_schemas import APPROVAL_STATUS, SCHEMAS, ref
 from .openapi_try import TRY_SCHEMAS
 
@@ -347,6 +348,14 @@ def _paths() -> dict[str, Any]:
                 operation_id="listApprovals",
             )
         },
+        "/audit": {
+            "get": _operation(
+                "Read the audit log, newest first, filtered, a page at a time",
+                "AuditPage",
+                params=AUDIT_PARAMS,
+                operation_id="listAudit",
+            )
+        },
         "/approvals/{approval_id}": {
             "get": _operation(
                 "Show a queued call",
@@ -503,7 +512,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "security": [{"adminToken": []}],
         "components": {
             "securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}},
-            "schemas": {**SCHEMAS, **TRY_SCHEMAS},
+            "schemas": {**SCHEMAS, **TRY_SCHEMAS, **AUDIT_SCHEMAS},
         },
         "paths": _paths(),
     }

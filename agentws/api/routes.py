@@ -15,7 +15,8 @@ workspaces, libraries and channels; webhooks and events are in
 samples and tries of a prompt in :mod:`agentws.api.webhook_try`, failures,
 bulk replays and test events in :mod:`agentws.api.webhook_operations`), their
 delivery logs in :mod:`agentws.api.deliveries`, approvals in :mod:`agentws.api.approvals`,
-MCP tokens and tool permissions in :mod:`agentws.api.access`.
+the audit log in :mod:`agentws.api.audit`, MCP tokens and tool permissions in
+:mod:`agentws.api.access`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from agentws.views import document_json, library_json, message_json, workspace_j
 from . import (
     access,
     approvals,
+    audit,
     deliveries,
     webhook_operations,
     webhook_rotation,
@@ -60,6 +62,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
             deliveries.routes,
             approvals.routes,
             access.routes,
+            audit.routes,
         ),
         url_prefix="/api/v1",
     )

@@ -42,6 +42,16 @@ async def _create(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, text)
 
 
+async def _delete(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.accounts import delete_admin
+
+    admin = await delete_admin(ctx.store, args.username, actor=ctx.actor)
+    return Output(
+        {"id": admin.id, "username": admin.username, "deleted": True},
+        f"Deleted admin {admin.username!r} ({admin.id}), its sessions and admin API tokens.",
+    )
+
+
 async def _list(args: argparse.Namespace, ctx: Context) -> Output:
     admins = await ctx.store.select(Admin)
     rows = [{"id": a.id, "username": a.username, "created_at": iso(a.created_at)} for a in admins]
@@ -104,6 +114,13 @@ def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     create.set_defaults(handler=_create)
     admin.add_parser("list", parents=[common], help="list admins").set_defaults(handler=_list)
+    delete = admin.add_parser(
+        "delete",
+        parents=[common],
+        help="delete an admin, its sessions and admin API tokens (never the last admin)",
+    )
+    delete.add_argument("username", metavar="USERNAME")
+    delete.set_defaults(handler=_delete)
 
     token = admin.add_parser("token", help="admin API tokens").add_subparsers(
         dest="token_action", metavar="ACTION", required=True

@@ -5,30 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from contextlib import aclosing
 
 import trio
 
+from agentws.audit import AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output, iso
+from agentws.cli.output import Context, Output
+from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry
+from agentws.domain.permissions import Decision
+from agentws.domain.rules import utcnow
+from agentws.errors import ValidationError
+from agentws.views import audit_json
 
 __all__ = ["add_audit_commands"]
 
 # How often `audit tail --follow` looks for new entries.
 _FOLLOW_POLL_S = 0.5
-
-
-def _audit_json(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "at": iso(entry.created_at),
-        "workspace_id": entry.workspace_id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "target": entry.target,
-        "detail": entry.detail,
-    }
 
 
 def _audit_line(entry: AuditEntry) -> str:
@@ -56,22 +50,52 @@ def _audit_line(entry: AuditEntry) -> str:
     )
 
 
+def _filters(args: argparse.Namespace) -> AuditFilters:
+    now = utcnow()
+    return AuditFilters(
+        workspace=args.workspace,
+        group=args.group,
+        token=args.token,
+        oauth_client=args.oauth_client,
+        actor=args.actor,
+        tool=args.tool,
+        decision=Decision(args.decision) if args.decision else None,
+        action=args.action,
+        since=parse_time(args.since, now=now, name="--since") if args.since else None,
+        until=parse_time(args.until, now=now, name="--until") if args.until else None,
+    )
+
+
+# The filters `--follow` does not take (it reads new entries by time).
+_NOT_FOLLOWED = ("group", "token", "oauth_client", "actor", "tool", "decision", "since", "until")
+
+
 async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
+    if not args.follow:
+        newest: list[AuditEntry] = []
+        async with aclosing(await audit_entries(ctx.store, _filters(args))) as found:
+            async for entry in found:
+                newest.append(entry)
+                if len(newest) >= args.lines:
+                    break
+        entries = newest[::-1]
+        rows = [audit_json(e) for e in entries]
+        text = "\n".join(_audit_line(e) for e in entries) or "The audit log is empty."
+        return Output(rows, text)
+    given = [f"--{name.replace('_', '-')}" for name in _NOT_FOLLOWED if getattr(args, name)]
+    if given:
+        raise ValidationError(f"--follow takes --workspace and --action only, not {given[0]}")
     workspace_id = None
     if args.workspace:
         workspace_id = (await ctx.store.workspace_by_slug(args.workspace)).id
     entries = await ctx.store.audit_log(
         limit=args.lines, workspace_id=workspace_id, action_prefix=args.action
     )
-    if not args.follow:
-        rows = [_audit_json(e) for e in entries]
-        text = "\n".join(_audit_line(e) for e in entries) or "The audit log is empty."
-        return Output(rows, text)
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[AuditEntry]) -> None:
         for entry in batch:
-            print(json.dumps(_audit_json(entry)) if args.json else _audit_line(entry))
+            print(json.dumps(audit_json(entry)) if args.json else _audit_line(entry))
         sys.stdout.flush()
 
     emit(entries)
@@ -109,6 +133,22 @@ def add_audit_commands(
     tail.add_argument(
         "--action", metavar="PREFIX", help="only actions starting with this (tool., approval.)"
     )
+    tail.add_argument("--group", metavar="GROUP", help="only tool calls in this group")
+    tail.add_argument("--token", metavar="TOKEN", help="only this MCP token's (tok_… or its name)")
+    tail.add_argument(
+        "--oauth-client", metavar="CLIENT_ID", help="only calls with this OAuth client's tokens"
+    )
+    tail.add_argument("--actor", metavar="ACTOR", help="only this actor's (admin:alice, mcp:tok_…)")
+    tail.add_argument("--tool", metavar="TOOL", help="only entries about this tool (its calls)")
+    tail.add_argument(
+        "--decision", choices=[d.value for d in Decision], help="only calls the gate decided so"
+    )
+    tail.add_argument(
+        "--since",
+        metavar="TIME",
+        help="from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
+    )
+    tail.add_argument("--until", metavar="TIME", help="before this time, as for --since")
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
     )

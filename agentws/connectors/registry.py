@@ -27,7 +27,7 @@ from agentws.connectors.url_guard import (
     url_origin,
 )
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
-from agentws.domain.rules import check_identifier
+from agentws.domain.rules import check_identifier, utcnow
 from agentws.errors import (
     ConfigError,
     ConflictError,
@@ -50,6 +50,7 @@ __all__ = [
     "list_connectors",
     "parse_header",
     "remove_connector",
+    "set_connector_active",
 ]
 
 #: Where native connectors talk to unless a URL is given (GitHub Enterprise,
@@ -217,6 +218,29 @@ async def remove_connector(
         store, connector.workspace_id, actor, "connector.remove", f"{workspace_slug}/{name}"
     )
     return connector
+
+
+async def set_connector_active(
+    store: Store, workspace_slug: str, name: str, *, active: bool, actor: str
+) -> Connector:
+    """Offer a connector's tools again (``active``), or stop offering them; audited.
+
+    An inactive connector keeps its settings, secret, tool cache and
+    attachments, but no group lists its tools and no link connects to it.
+    Setting what already is changes nothing and records nothing.
+    """
+    connector = await find_connector(store, workspace_slug, name)
+    if connector.active is active:
+        return connector
+    changed = await store.update(attrs.evolve(connector, active=active, updated_at=utcnow()))
+    await record(
+        store,
+        connector.workspace_id,
+        actor,
+        "connector.activate" if active else "connector.deactivate",
+        f"{workspace_slug}/{name}",
+    )
+    return changed
 
 
 async def attach_connector(

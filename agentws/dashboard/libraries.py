@@ -1,4 +1,12 @@
-"""The dashboard's Libraries page: a workspace's libraries, their documents; uploading one."""
+"""The dashboard's Libraries page: a workspace's libraries and their documents.
+
+Creating and renaming a library, uploading a document, reading one
+(:func:`document_page`), changing its policy and removing it, through the
+functions the CLI calls (:mod:`agentws.libraries`). A library's slug is in
+its documents' URIs, which MCP clients keep, so renaming changes its
+display name only. Skills are uploaded and removed in
+:mod:`agentws.dashboard.library_skills`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,9 @@ from agentws import libraries
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import DocumentPolicy
-from agentws.errors import AgentwsError
+from agentws.errors import AgentwsError, NotFoundError
+from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
+from agentws.libraries.uploads import MAX_SKILL_FILES
 
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
@@ -18,6 +28,14 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 _MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+#: Characters of a document the preview shows: a page a person reads, not the
+#: whole of a 1 MiB document (the note under it says how much is left out).
+PREVIEW_CHARS = 20_000
+
+
+def _here(workspace: str, library: str | None = None) -> str:
+    page = url_for("dashboard.libraries_page", workspace=workspace)
+    return f"{page}#library-{library}" if library else page
 
 
 @routes.get("/w/<workspace>/libraries")
@@ -27,11 +45,13 @@ async def libraries_page(admin: AdminServices, caller: Caller, workspace: str) -
     shelves = []
     attached = await libraries.attached_groups(store, workspace)
     for library in await libraries.list_libraries(store, workspace):
+        documents = await libraries.list_documents(store, workspace, library.slug)
         shelves.append(
             {
                 "library": library,
                 "groups": attached.get(library.id, []),
-                "documents": await libraries.list_documents(store, workspace, library.slug),
+                "documents": documents,
+                "sizes": {d.id: len(d.body.encode()) for d in documents},
                 "skills": await libraries.list_skills(store, workspace, library.slug),
             }
         )
@@ -42,7 +62,44 @@ async def libraries_page(admin: AdminServices, caller: Caller, workspace: str) -
         workspace=await find_workspace(admin, workspace),
         shelves=shelves,
         policies=[p.value for p in DocumentPolicy],
+        max_skill=format_bytes(MAX_SKILL_BYTES),
+        max_files=MAX_SKILL_FILES,
     )
+
+
+@routes.post("/w/<workspace>/libraries")
+@signed_in
+async def library_create(admin: AdminServices, caller: Caller, workspace: str) -> Response:
+    form = await request.form
+    try:
+        library = await libraries.create_library(
+            admin.store,
+            workspace,
+            (form.get("slug") or "").strip(),
+            name=(form.get("name") or "").strip() or None,
+            actor=caller.actor,
+        )
+    except AgentwsError as exc:
+        return done(_here(workspace), error_text(exc), error=True)
+    return done(
+        _here(workspace, library.slug),
+        f"Created library {library.slug!r}: add documents and skills, then attach it to a group.",
+    )
+
+
+@routes.post("/w/<workspace>/libraries/<library>/rename")
+@signed_in
+async def library_rename(
+    admin: AdminServices, caller: Caller, workspace: str, library: str
+) -> Response:
+    form = await request.form
+    try:
+        renamed = await libraries.rename_library(
+            admin.store, workspace, library, name=form.get("name") or "", actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(_here(workspace, library), error_text(exc), error=True)
+    return done(_here(workspace, library), f"Library {library!r} is now called {renamed.name!r}.")
 
 
 @routes.post("/w/<workspace>/libraries/<library>/documents")
@@ -50,7 +107,7 @@ async def libraries_page(admin: AdminServices, caller: Caller, workspace: str) -
 async def document_upload(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Response:
-    here = url_for("dashboard.libraries_page", workspace=workspace)
+    here = _here(workspace, library)
     form = await request.form
     files = await request.files
     upload = files.get("file")
@@ -87,3 +144,66 @@ def _mime(filename: str) -> str:
     if lower.endswith((".md", ".markdown")):
         return "text/markdown"
     return "text/plain"
+
+
+@routes.get("/w/<workspace>/libraries/<library>/documents/<document>")
+@signed_in
+async def document_page(
+    admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
+) -> Response:
+    store = admin.store
+    found = [
+        d for d in await libraries.list_documents(store, workspace, library) if d.slug == document
+    ]
+    if not found:
+        raise NotFoundError(f"no document {document!r} in library {library!r}")
+    shelf = next(x for x in await libraries.list_libraries(store, workspace) if x.slug == library)
+    body = found[0].body
+    return await render_page(
+        admin,
+        "document.html",
+        caller,
+        workspace=await find_workspace(admin, workspace),
+        library=shelf,
+        document=found[0],
+        size=len(body.encode()),
+        preview=body[:PREVIEW_CHARS],
+        left_out=max(0, len(body) - PREVIEW_CHARS),
+        policies=[p.value for p in DocumentPolicy],
+    )
+
+
+@routes.post("/w/<workspace>/libraries/<library>/documents/<document>/policy")
+@signed_in
+async def document_policy(
+    admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
+) -> Response:
+    form = await request.form
+    back = form.get("back") == "document"
+    here = (
+        url_for("dashboard.document_page", workspace=workspace, library=library, document=document)
+        if back
+        else _here(workspace, library)
+    )
+    try:
+        changed = await libraries.set_document_policy(
+            admin.store, workspace, library, document, form.get("policy") or "", actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(here, error_text(exc), error=True)
+    return done(here, f"{changed.title!r} is now {changed.policy.value}.")
+
+
+@routes.post("/w/<workspace>/libraries/<library>/documents/<document>/remove")
+@signed_in
+async def document_remove(
+    admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
+) -> Response:
+    here = _here(workspace, library)
+    try:
+        removed = await libraries.remove_document(
+            admin.store, workspace, library, document, actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(here, error_text(exc), error=True)
+    return done(here, f"Removed {removed.title!r} from {library}.")

@@ -12,13 +12,18 @@ again, filled as it was typed (all but the secret), with what was wrong.
 :func:`dashboard_blueprint` builds the blueprint for the service's
 :class:`~agentws.admin_access.AdminServices`. Here: signing in and out,
 the home page, the error pages and the templates' filters; each area's
-pages are in their own module (:mod:`~agentws.dashboard.webhooks`,
+pages are in their own module (:mod:`~agentws.dashboard.overview` (the
+workspace's home: its charts), :mod:`~agentws.dashboard.webhooks`,
 :mod:`~agentws.dashboard.webhook_try` (capture, try a prompt),
 :mod:`~agentws.dashboard.deliveries`,
 :mod:`~agentws.dashboard.endpoints`, :mod:`~agentws.dashboard.permissions`,
 :mod:`~agentws.dashboard.approvals`, :mod:`~agentws.dashboard.events`,
 :mod:`~agentws.dashboard.libraries`, :mod:`~agentws.dashboard.channels`,
-:mod:`~agentws.dashboard.consent`).
+:mod:`~agentws.dashboard.consent`, :mod:`~agentws.dashboard.connectors`,
+:mod:`~agentws.dashboard.connector_page`, :mod:`~agentws.dashboard.audit`,
+:mod:`~agentws.dashboard.admins`; groups, workspaces and skills in
+:mod:`~agentws.dashboard.groups`, :mod:`~agentws.dashboard.workspaces` and
+:mod:`~agentws.dashboard.library_skills`).
 """
 
 from __future__ import annotations
@@ -37,18 +42,26 @@ from agentws.blueprints import RouteTable
 from agentws.errors import NotFoundError, PermissionDeniedError, UnauthorizedError
 
 from . import (
+    admins,
     approvals,
+    audit,
     channels,
+    connector_page,
+    connectors,
     consent,
     deliveries,
     endpoints,
     events,
+    groups,
     libraries,
+    library_skills,
+    overview,
     permissions,
     webhook_operations,
     webhook_rotation,
     webhook_try,
     webhooks,
+    workspaces,
 )
 from .frame import render_page
 from .session import (
@@ -67,6 +80,7 @@ __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 routes = RouteTable[AdminServices]()
 _AREAS = (
+    overview,
     webhooks,
     webhook_rotation,
     webhook_try,
@@ -79,6 +93,13 @@ _AREAS = (
     libraries,
     channels,
     consent,
+    workspaces,
+    groups,
+    library_skills,
+    connectors,
+    connector_page,
+    audit,
+    admins,
 )
 
 
@@ -259,4 +280,4 @@ async def home(admin: AdminServices, caller: Caller) -> Response:
         return await render_page(admin, "empty.html", caller)
     wanted = request.args.get("workspace")
     slug = wanted if wanted in {w.slug for w in workspaces} else workspaces[0].slug
-    return cast(Response, redirect(url_for("dashboard.webhooks", workspace=slug)))
+    return cast(Response, redirect(url_for("dashboard.overview", workspace=slug)))

@@ -27,6 +27,8 @@ from agentws.libraries.service import (
     list_skills,
     remove_document,
     remove_skill,
+    rename_library,
+    set_document_policy,
 )
 
 __all__ = [
@@ -49,5 +51,7 @@ __all__ = [
     "load_skill_folder",
     "remove_document",
     "remove_skill",
+    "rename_library",
+    "set_document_policy",
     "slug_from",
 ]

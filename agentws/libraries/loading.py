@@ -13,7 +13,7 @@ import mimetypes
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -34,8 +34,10 @@ from agentws.libraries.checks import (
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",
+    "SKILL_FILE",
     "DocumentFile",
     "SkillFolder",
+    "build_skill_folder",
     "load_document_file",
     "load_skill_folder",
     "slug_from",
@@ -49,7 +51,9 @@ DOCUMENT_EXTENSIONS: Mapping[str, str] = {
     ".text": "text/plain",
     ".json": "application/json",
 }
-_SKILL_FILE = "SKILL.md"
+#: The file a skill folder holds its front matter and prompt in.
+SKILL_FILE = "SKILL.md"
+_SKILL_FILE = SKILL_FILE
 _HEADING = re.compile(r"#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r"(```|~~~)")
 _NOT_SLUG = re.compile(r"[^a-z0-9-]+")
@@ -275,9 +279,29 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
         )
     budget = MAX_SKILL_BYTES
     too_big = f"the skill folder {str(folder)!r} holds more than {format_bytes(MAX_SKILL_BYTES)}"
-    data = _read_capped(skill_file, budget, _SKILL_FILE)
-    budget -= len(data)
-    meta, prompt = _skill_front_matter(_decode(data, _SKILL_FILE), _SKILL_FILE)
+    skill_md = _read_capped(skill_file, budget, _SKILL_FILE)
+    budget -= len(skill_md)
+    assets: list[tuple[str, bytes]] = []
+    for asset_name, asset_path in _asset_files(folder):
+        if asset_path.stat().st_size > budget:
+            raise ValidationError(too_big)
+        data = _read_capped(asset_path, budget, repr(asset_name))
+        budget -= len(data)
+        assets.append((asset_name, data))
+    return build_skill_folder(skill_md, assets)
+
+
+def build_skill_folder(skill_md: bytes, assets: Iterable[tuple[str, bytes]]) -> SkillFolder:
+    """A skill from the bytes of its ``SKILL.md`` and of its assets (relative POSIX name, bytes).
+
+    The checks of :func:`load_skill_folder`, once the files are read (from a
+    folder, or from an upload: :mod:`agentws.libraries.uploads`).
+
+    Error handling:
+        :class:`~agentws.errors.ValidationError`: malformed front matter, a
+        name that is not a slug, a file that is not UTF-8 text.
+    """
+    meta, prompt = _skill_front_matter(_decode(skill_md, _SKILL_FILE), _SKILL_FILE)
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not name:
         raise ValidationError(f"{_SKILL_FILE}: the front matter needs 'name: SLUG'")
@@ -285,19 +309,15 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
     if not isinstance(description, str) or not description.strip():
         raise ValidationError(f"{_SKILL_FILE}: the front matter needs 'description: ...'")
     arguments = parse_arguments(meta.get("arguments"), _SKILL_FILE)
-    assets = []
-    for asset_name, asset_path in _asset_files(folder):
-        if asset_path.stat().st_size > budget:
-            raise ValidationError(too_big)
-        data = _read_capped(asset_path, budget, repr(asset_name))
-        budget -= len(data)
+    skill_assets = []
+    for asset_name, data in assets:
         mime = _ASSET_TYPES.guess_type(asset_name, strict=False)[0] or "text/plain"
         text = _decode(data, repr(asset_name), _TEXT_ONLY)
-        assets.append(SkillAsset(name=asset_name, mime_type=mime, text=text))
+        skill_assets.append(SkillAsset(name=asset_name, mime_type=mime, text=text))
     return SkillFolder(
         slug=name,
         description=description.strip(),
         prompt=prompt.strip(),
-        assets=tuple(assets),
+        assets=tuple(skill_assets),
         arguments=arguments,
     )

@@ -1,4 +1,4 @@
-"""The library service: creating, attaching, listing and removing libraries, documents and skills.
+"""The library service: libraries, documents and skills created, renamed, attached, removed.
 
 The one place these operations live, like :mod:`agentws.registry` for
 workspaces and groups: the CLI, the dashboard and the admin API call these
@@ -10,6 +10,9 @@ is already attached, or detaching one that is not, changes nothing and is not
 an error. Adding a document or skill whose slug is taken in the library is a
 :class:`~agentws.errors.ConflictError` unless ``replace=True``, which updates
 it in place (same id, so MCP clients' references stay valid).
+
+A library's slug is part of its documents' URIs (``agentws://<library>/<document>``),
+which MCP clients keep: renaming changes its display name only.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ __all__ = [
     "list_skills",
     "remove_document",
     "remove_skill",
+    "rename_library",
+    "set_document_policy",
 ]
 
 # The limit the SKILL.md convention sets for descriptions (they go into prompts).
@@ -92,6 +97,34 @@ async def create_library(
         ) from None
     await record(store, workspace.id, actor, "library.create", f"{workspace.slug}/{library.slug}")
     return library
+
+
+async def rename_library(
+    store: Store, workspace_slug: str, library_slug: str, *, name: str, actor: str
+) -> Library:
+    """Give a library a new display name; its slug, in its documents' URIs, stays.
+
+    Renaming to the name it has changes nothing and records nothing.
+
+    Error handling:
+        NotFoundError for an unknown workspace or library; ValidationError
+        for an empty or too long name.
+    """
+    library = await _library(store, workspace_slug, library_slug)
+    name = check_name(name, "library name")
+    if name == library.name:
+        return library
+    renamed = await store.update(attrs.evolve(library, name=name))
+    await record(
+        store,
+        library.workspace_id,
+        actor,
+        "library.rename",
+        f"{workspace_slug}/{library.slug}",
+        was=library.name,
+        name=name,
+    )
+    return renamed
 
 
 async def list_libraries(store: Store, workspace_slug: str) -> list[Library]:
@@ -264,6 +297,44 @@ async def list_documents(
     """A library's documents, oldest first, ``never`` ones included."""
     library = await _library(store, workspace_slug, library_slug)
     return await store.select(ContextDocument, library_id=library.id)
+
+
+async def set_document_policy(
+    store: Store,
+    workspace_slug: str,
+    library_slug: str,
+    document_slug: str,
+    policy: DocumentPolicy | str,
+    *,
+    actor: str,
+) -> ContextDocument:
+    """Change how a document reaches the agent and MCP clients; the document as it is now.
+
+    Setting the policy it has changes nothing and records nothing.
+
+    Error handling:
+        NotFoundError naming the workspace, library or document that does
+        not exist; ValidationError for an unknown policy.
+    """
+    library = await _library(store, workspace_slug, library_slug)
+    checked = check_policy(policy)
+    document = await store.find(ContextDocument, library_id=library.id, slug=document_slug)
+    if document is None:
+        raise NotFoundError(f"no document {document_slug!r} in library {library.slug!r}")
+    if document.policy is checked:
+        return document
+    changed = await store.update(attrs.evolve(document, policy=checked, updated_at=utcnow()))
+    await record(
+        store,
+        library.workspace_id,
+        actor,
+        "document.policy",
+        f"{workspace_slug}/{library.slug}/{document.slug}",
+        id=document.id,
+        was=document.policy.value,
+        policy=checked.value,
+    )
+    return changed
 
 
 async def remove_document(

@@ -28,6 +28,8 @@ import outcome
 import trio
 
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery
+from agentws.domain.audit_lists import AuditPage, AuditQuery
+from agentws.domain.connector_health import Activity
 from agentws.domain.deliveries import DeliveryGenerations, Ingested
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
@@ -328,6 +330,38 @@ class Store(Protocol):
         """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
 
         ``action_prefix`` keeps entries whose action starts with it (``approval.``).
+        """
+        ...
+
+    async def connector_activity(
+        self, workspace_id: str, *, since: datetime, limit: int
+    ) -> list[Activity]:
+        """The workspace's tool calls and connector refreshes since ``since``, newest
+        first, at most ``limit`` (one read through the action index, for the
+        connectors page's health)."""
+        ...
+
+    async def connector_tool_summaries(
+        self, workspace_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Connector id -> how many tools it has cached, and the newest fetch of them."""
+        ...
+
+    async def delete_admin_unless_last(self, admin_id: str) -> bool:
+        """Delete the admin (its sessions and API tokens with it) unless no other is left.
+
+        Returns:
+            False, deleting nothing, when it is the only admin.
+
+        Error handling:
+            NotFoundError for an unknown id.
+        """
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A page of the audit log, newest first, under ``query``'s filters.
+
+        ``next_cursor`` leads to older entries, ``previous_cursor`` to newer ones.
         """
         ...
 

@@ -18,7 +18,10 @@ tokens (:mod:`.sql_oauth`), a
 group's catalog and search (:mod:`.sql_catalog`), heartbeats and probes
 (:mod:`.sql_health`), the webhooks' delivery log (:mod:`.sql_deliveries`), and
 the overview's figures: counted at their source (:mod:`.sql_rollup_sources`)
-and rolled up by the minute (:mod:`.sql_rollups`).
+and rolled up by the minute (:mod:`.sql_rollups`), the connectors' health
+(:mod:`.sql_connector_health`),
+filtered pages of the audit log (:mod:`.sql_audit`), deleting an admin but
+the last (:mod:`.sql_admins`).
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError, NotFoundError
 from agentws.store.database import Database, Row
+from agentws.store.sql_admins import AdminQueries
 from agentws.store.sql_approval_decisions import ApprovalDecisionQueries
 from agentws.store.sql_approval_runs import ApprovalRunQueries
 from agentws.store.sql_approvals import ApprovalQueries
+from agentws.store.sql_audit import AuditQueries
 from agentws.store.sql_catalog import CatalogQueries
+from agentws.store.sql_connector_health import ConnectorHealthQueries
 from agentws.store.sql_deliveries import DeliveryLogQueries
 from agentws.store.sql_event_search import EventSearchQueries
 from agentws.store.sql_events import EventQueries
@@ -86,6 +92,9 @@ class SqlStore(
     DeliveryLogQueries,
     RollupSourceQueries,
     RollupQueries,
+    ConnectorHealthQueries,
+    AuditQueries,
+    AdminQueries,
 ):
     """The store over a :class:`~agentws.store.database.Database`."""
 

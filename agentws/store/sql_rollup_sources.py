@@ -155,7 +155,7 @@ class RollupSourceQueries:
         rows = await self._db.fetch(
             f"SELECT workspace_id AS ws, {_minute_of('created_at', d)} AS minute,"
             f" {decision} AS decision, {outcome} AS outcome, count(*) AS n"
-            f" FROM audit_log{_indexed('audit_log_time', d)}"
+            f" FROM audit_log{_indexed('audit_log_order', d)}"
             " WHERE created_at >= $1 AND created_at < $2 AND action = 'tool.call'"
             f" AND workspace_id IS NOT NULL{only}"
             " GROUP BY workspace_id, minute, decision, outcome",

@@ -17,15 +17,17 @@ capability and permission and the caller's scope, then:
 
 Each call leaves one audit entry: who, which tool, the arguments' hash (and
 the arguments with values the schema marks secret redacted, when short),
-the decision and the outcome. There is no bypass for MCP callers: the
-pre-authorization an admin gives a webhook's runs at configuration time
-(write tools named with ``--allow-tool``, bound to their definitions) is
-not a thing a token can carry.
+the decision and the outcome (and, for a call that ran, how long it took).
+There is no bypass for MCP callers: the pre-authorization an admin gives
+a webhook's runs at configuration time (write tools named with
+``--allow-tool``, bound to their definitions) is not a thing a token can
+carry.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Protocol
 
 import attrs
@@ -173,15 +175,17 @@ class ToolGate:
                     answer.result or error_result(f"{tool.name} did not run: not confirmed")
                 )
             outcome = "confirmed_and_ran"
+        started = time.monotonic()
         result = await self.runner.run(
             tool, arguments, group=caller.group, token_id=caller.token_id, channel=channel
         )
-        extra: dict[str, Any]
+        # How long the tool took (the connectors page's call latency).
+        extra: dict[str, Any] = {"duration_ms": round((time.monotonic() - started) * 1000)}
         if isinstance(result, types.InputRequiredResult):
             # A remote's questions passed back to the caller: this round ends here.
-            extra = {"input_required": sorted(result.input_requests or {})}
+            extra["input_required"] = sorted(result.input_requests or {})
         else:
-            extra = {"error": bool(result.is_error)}
+            extra["error"] = bool(result.is_error)
         if preauthorized and tool.capability is Capability.WRITE:
             extra["preauthorized"] = True
         await self._audit(caller, tool, prepared, decision, outcome, **extra)

@@ -35,3 +35,17 @@ def test_admins_and_their_api_tokens(cli: Cli) -> None:
     revoked = cli.json("admin", "token", "revoke", token["id"])
     assert revoked["revoked"] is True and revoked["revoked_at"]
     assert "no admin token 'atk_nope'" in cli.fails("admin", "token", "revoke", "atk_nope")
+
+
+def test_deleting_admins_never_the_last(cli: Cli) -> None:
+    cli.ok("init")
+    cli.json("admin", "create", "bob")
+    cli.json("admin", "token", "create", "bob", "--name", "deploy")
+    deleted = cli.json("admin", "delete", "bob")
+    assert deleted == {"id": deleted["id"], "username": "bob", "deleted": True}
+    assert [a["username"] for a in cli.json("admin", "list")] == ["admin"]
+    assert cli.json("admin", "token", "list") == []  # its tokens went with it
+    assert "only admin" in cli.fails("admin", "delete", "admin")
+    assert "no admin 'bob'" in cli.fails("admin", "delete", "bob")
+    actions = [e["action"] for e in cli.json("audit", "tail", "--action", "admin.")]
+    assert "admin.delete" in actions

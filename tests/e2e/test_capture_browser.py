@@ -60,7 +60,8 @@ async def test_capture_a_delivery_and_try_a_prompt_on_it_in_the_dashboard(
         def create_capturing_draft() -> str:
             sign_in(tab, base, "alice", PASSWORD)
             page = tab.page
-            expect(page).to_have_url(f"{base}/dashboard/w/acme/webhooks")
+            expect(page).to_have_url(f"{base}/dashboard/w/acme/overview")
+            page.goto(f"{base}/dashboard/w/acme/webhooks")
             page.get_by_label("Name").fill("deploys")
             page.get_by_label("Channel").fill("local:ops")
             page.get_by_label("Prompt").fill("Summarise the deploy.")

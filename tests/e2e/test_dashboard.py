@@ -452,7 +452,7 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
         assert (await http.get("/api/v1/nope")).json()["error"]["code"] == "not_found"
         assert (await http.get("/nope")).headers["content-type"] == "application/json"
         switched = await http.get("/dashboard/", params={"workspace": "acme"})
-        assert switched.headers["location"] == "/dashboard/w/acme/webhooks"
+        assert switched.headers["location"] == "/dashboard/w/acme/overview"
 
 
 async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
@@ -578,6 +578,7 @@ async def test_invisible_and_bidi_characters_show_escaped_on_every_page(tmp_path
         await finished(server.store, event_id)
         webhook = issued.webhook.id
         pages = {
+            "overview": "/dashboard/w/acme/overview",
             "approvals": "/dashboard/approvals",
             "approval": f"/dashboard/approvals/{approval_id}",
             "webhooks": "/dashboard/w/acme/webhooks",

@@ -52,10 +52,10 @@ async def _admin(server: Running) -> None:
 
 
 def _signed_in(tab: Tab, base_url: str) -> None:
-    """Sign alice in; she lands on her first workspace's webhooks."""
+    """Sign alice in; she lands on her first workspace's overview."""
     sign_in(tab, base_url, "alice", PASSWORD)
-    expect(tab.page).to_have_url(f"{base_url}/dashboard/w/acme/webhooks")
-    expect(tab.page.get_by_role("heading", level=1)).to_contain_text("Webhooks")
+    expect(tab.page).to_have_url(f"{base_url}/dashboard/w/acme/overview")
+    expect(tab.page.get_by_role("heading", level=1)).to_contain_text("Overview")
     tab.assert_clean("signing in")
 
 
@@ -85,7 +85,8 @@ async def test_sign_in_create_a_webhook_and_follow_its_event_to_the_channel(
             tab.page.fill("#password", PASSWORD)
             with tab.page.expect_navigation():
                 tab.page.get_by_role("button", name="Sign in").click()
-            expect(tab.page).to_have_url(f"{base}/dashboard/w/acme/webhooks")
+            expect(tab.page).to_have_url(f"{base}/dashboard/w/acme/overview")
+            _nav(tab, "Automations → Webhooks")
             expect(tab.page.get_by_text("No webhooks yet")).to_be_visible()
             tab.assert_clean("signing in")
 
@@ -336,6 +337,8 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
 
         base = server.base_url
         pages = {
+            "overview": "/dashboard/w/acme/overview",
+            "overview-7d": "/dashboard/w/acme/overview?range=7d",
             "webhooks": "/dashboard/w/acme/webhooks",
             "webhook": f"/dashboard/w/acme/webhooks/{HOOK_NAME}",
             "webhook-deliveries": f"/dashboard/w/acme/webhooks/{HOOK_NAME}/deliveries",
@@ -368,7 +371,7 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
 
         def visit_all() -> None:
             sign_in(tab, base, "alice", PASSWORD)
-            expect(tab.page).to_have_url(f"{base}/dashboard/w/acme/webhooks")
+            expect(tab.page).to_have_url(f"{base}/dashboard/w/acme/overview")
             note_errors("signing in")
             for width, height in WIDTHS:
                 tab.page.set_viewport_size({"width": width, "height": height})

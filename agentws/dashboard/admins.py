@@ -1,0 +1,124 @@
+"""The dashboard's admins and admin API tokens: list, create (secrets shown once), delete, revoke.
+
+The same service functions as ``agentws admin`` (:mod:`agentws.accounts`,
+:mod:`agentws.admin_access`), so the same rules and audit entries apply,
+with the signed-in admin as the actor: a typed password has 12 characters
+or more, a generated one is shown once; the last admin is never deleted;
+an admin API token is shown once and kept as its SHA-256 only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Response, request, url_for
+
+from agentws import registry
+from agentws.accounts import create_admin, delete_admin
+from agentws.admin_access import (
+    AdminServices,
+    Caller,
+    create_admin_token,
+    list_admin_tokens,
+    revoke_admin_token,
+)
+from agentws.blueprints import RouteTable
+from agentws.domain.models import Admin
+from agentws.errors import AgentwsError
+
+from .frame import done, render_page
+from .session import signed_in
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+
+async def _page(admin: AdminServices, template: str, caller: Caller, **context: Any) -> Response:
+    # Admins are not a workspace's: the menu's links point at the first workspace.
+    workspaces = await registry.list_workspaces(admin.store)
+    first = workspaces[0] if workspaces else None
+    return await render_page(admin, template, caller, workspace=first, **context)
+
+
+@routes.get("/admins")
+@signed_in
+async def admins(admin: AdminServices, caller: Caller) -> Response:
+    everyone = await admin.store.select(Admin)
+    tokens = await list_admin_tokens(admin.store)
+    return await _page(
+        admin,
+        "admins.html",
+        caller,
+        admins=everyone,
+        tokens=tokens,
+        token_counts={a.id: sum(1 for t, _ in tokens if t.admin_id == a.id) for a in everyone},
+    )
+
+
+@routes.post("/admins")
+@signed_in
+async def admin_create(admin: AdminServices, caller: Caller) -> Response:
+    form = await request.form
+    typed = form.get("password") or None
+    try:
+        created, password = await create_admin(
+            admin.store, form.get("username") or "", password=typed, actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(url_for("dashboard.admins"), exc.message, error=True)
+    return await _page(
+        admin,
+        "admin_created.html",
+        caller,
+        created=created,
+        # A typed password is the admin's own to know: only a generated one is shown.
+        password=password if typed is None else None,
+    )
+
+
+@routes.post("/admins/<username>/delete")
+@signed_in
+async def admin_delete(admin: AdminServices, caller: Caller, username: str) -> Response:
+    here = url_for("dashboard.admins")
+    try:
+        deleted = await delete_admin(admin.store, username, actor=caller.actor)
+    except AgentwsError as exc:
+        return done(here, exc.message, error=True)
+    if deleted.id == caller.admin.id:
+        # Its session went with it: the next page asks to sign in.
+        return done(url_for("dashboard.login"), f"Deleted admin {deleted.username}.")
+    return done(here, f"Deleted admin {deleted.username}, its sessions and admin API tokens.")
+
+
+@routes.post("/admins/tokens")
+@signed_in
+async def admin_token_create(admin: AdminServices, caller: Caller) -> Response:
+    form = await request.form
+    owner = form.get("admin") or ""
+    try:
+        token, secret = await create_admin_token(
+            admin.store, owner, form.get("name") or "", actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(url_for("dashboard.admins"), exc.message, error=True)
+    return await _page(
+        admin,
+        "admin_token_created.html",
+        caller,
+        token=token,
+        owner=owner,
+        secret=secret,
+        api=admin.settings.public_base_url.rstrip("/") + "/api/v1",
+    )
+
+
+@routes.post("/admins/tokens/<token_id>/revoke")
+@signed_in
+async def admin_token_revoke(admin: AdminServices, caller: Caller, token_id: str) -> Response:
+    here = url_for("dashboard.admins")
+    try:
+        token = await revoke_admin_token(admin.store, token_id, actor=caller.actor)
+    except AgentwsError as exc:
+        return done(here, exc.message, error=True)
+    return done(here, f"Revoked admin API token {token.name}: it is refused from now on.")

@@ -1,0 +1,171 @@
+"""A connector's page: its settings, health and tools; its actions; accepting suggested labels.
+
+The actions are the CLI's (``agentws connector test|refresh|attach|detach|
+remove``) over the same service functions, plus activating and
+deactivating, each audited as the service records it. The tools table
+has one row per tool: its capability, its label, and the label the
+remote's annotations suggest. "Accept suggested labels" labels the ticked
+tools with their suggestion, each through
+:func:`~agentws.tools.admin.set_label` exactly as a single label change on
+the Permissions page (audited ``tool.label`` one by one); the form ticks
+in advance only suggestions of ``read`` or ``write`` that differ from the
+label: a ``destructive`` suggestion is applied only when ticked by hand.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from quart import Response, request, url_for
+
+from agentws import registry
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.connectors.registry import (
+    SECRET_HEADER_FIELD,
+    attach_connector,
+    detach_connector,
+    find_connector,
+    remove_connector,
+    set_connector_active,
+)
+from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
+from agentws.errors import AgentwsError
+from agentws.tools import admin as tools_admin
+
+from .connector_checks import check_connector_now, refresh_now, report_text
+from .connectors import KINDS, attached_groups, health_of, secret_text
+from .frame import done, error_text, find_workspace, render_page
+from .session import signed_in
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+# A notice names the tools labeled when they are this few; beyond, it counts them.
+_NAMED = 5
+# Suggestions ticked in advance; a destructive one needs its own tick.
+_PRESELECTED = (Capability.READ, Capability.WRITE)
+
+
+def _acceptable(connector: Connector, tool: CachedTool) -> bool:
+    """Whether the tool has a suggestion an admin could accept (one it does not have yet)."""
+    return (
+        connector.kind is ConnectorKind.REMOTE_MCP
+        and tool.suggested_label is not None
+        and tool.suggested_label is not tool.label
+    )
+
+
+@routes.get("/w/<workspace>/connectors/<name>")
+@signed_in
+async def connector_show(
+    admin: AdminServices, caller: Caller, workspace: str, name: str
+) -> Response:
+    store = admin.store
+    ws = await find_workspace(admin, workspace)
+    connector = await find_connector(store, workspace, name)
+    tools = sorted(await store.select(CachedTool, connector_id=connector.id), key=lambda t: t.name)
+    groups = await registry.list_groups(store, workspace)
+    rows = [
+        {
+            "tool": t,
+            "listed": f"{connector.name}_{t.name}",
+            "acceptable": _acceptable(connector, t),
+            "preselected": _acceptable(connector, t) and t.suggested_label in _PRESELECTED,
+        }
+        for t in tools
+    ]
+    return await render_page(
+        admin,
+        "connector.html",
+        caller,
+        workspace=ws,
+        connector=connector,
+        kind_label=KINDS[connector.kind],
+        secret=secret_text(connector),
+        headers={k: v for k, v in connector.headers.items() if k != SECRET_HEADER_FIELD},
+        attached=(await attached_groups(store, workspace)).get(connector.id, []),
+        groups=[g.slug for g in groups],
+        health=(await health_of(store, ws.id, [connector]))[connector.id],
+        rows=rows,
+        acceptable=sum(1 for r in rows if r["acceptable"]),
+        has_tools=connector.kind is not ConnectorKind.INCOMING_WEBHOOK,
+    )
+
+
+@routes.post("/w/<workspace>/connectors/<name>/labels")
+@signed_in
+async def connector_accept_labels(
+    admin: AdminServices, caller: Caller, workspace: str, name: str
+) -> Response:
+    here = url_for("dashboard.connector_show", workspace=workspace, name=name)
+    form = await request.form
+    chosen = set(form.getlist("tool"))
+    store = admin.store
+    applied: list[tuple[str, Capability]] = []
+    try:
+        connector = await find_connector(store, workspace, name)
+        for tool in await store.select(CachedTool, connector_id=connector.id):
+            # Read now: the suggestion as stored, not as the form was drawn.
+            label = tool.suggested_label
+            if tool.name not in chosen or label is None or not _acceptable(connector, tool):
+                continue
+            await tools_admin.set_label(
+                store, workspace, f"{connector.name}/{tool.name}", label, actor=caller.actor
+            )
+            applied.append((f"{connector.name}_{tool.name}", label))
+    except AgentwsError as exc:
+        done_so_far = f" Before that: {_labeled_text(applied)}" if applied else ""
+        return done(here, error_text(exc) + done_so_far, error=True)
+    if not applied:
+        return done(here, "No label was changed: tick the tools whose suggestion to accept.")
+    return done(here, _labeled_text(applied))
+
+
+def _labeled_text(applied: list[tuple[str, Capability]]) -> str:
+    """What was labeled: each tool when they are few, else how many of each label."""
+    if len(applied) <= _NAMED:
+        names = ", ".join(f"{name} ({label.value})" for name, label in sorted(applied))
+        return f"Labeled {len(applied)}: {names}."
+    counts = Counter(label.value for _, label in applied)
+    each = ", ".join(f"{counts[c.value]} {c.value}" for c in Capability if counts[c.value])
+    return f"Labeled {len(applied)} tools as their remote suggests ({each})."
+
+
+@routes.post("/w/<workspace>/connectors/<name>/<action>")
+@signed_in
+async def connector_action(
+    admin: AdminServices, caller: Caller, workspace: str, name: str, action: str
+) -> Response:
+    store = admin.store
+    here = url_for("dashboard.connector_show", workspace=workspace, name=name)
+    listing = url_for("dashboard.connectors", workspace=workspace)
+    form = await request.form
+    try:
+        connector = await find_connector(store, workspace, name)
+        if action == "test":
+            return done(here, await check_connector_now(admin, connector))
+        if action == "refresh":
+            report = await refresh_now(admin, workspace, connector, actor=caller.actor)
+            return done(here, report_text(connector.name, report))
+        if action in ("attach", "detach"):
+            group = form.get("group") or ""
+            if action == "attach":
+                await attach_connector(store, workspace, group, name, actor=caller.actor)
+                return done(here, f"Connector {name!r} is attached to {group}.")
+            link = await detach_connector(store, workspace, group, name, actor=caller.actor)
+            was = "is detached from" if link else "was not attached to"
+            return done(here, f"Connector {name!r} {was} {group}.")
+        if action in ("activate", "deactivate"):
+            changed = await set_connector_active(
+                store, workspace, name, active=action == "activate", actor=caller.actor
+            )
+            state = "active" if changed.active else "inactive: no group lists its tools"
+            return done(here, f"Connector {name!r} is {state}.")
+        if action == "remove":
+            removed = await remove_connector(store, workspace, name, actor=caller.actor)
+            return done(listing, f"Removed connector {removed.name!r}, its tools and attachments.")
+    except AgentwsError as exc:
+        return done(here, error_text(exc), error=True)
+    return done(here, f"unknown action {action!r}", error=True)

@@ -1,0 +1,131 @@
+"""The Libraries page's skills: uploading one as a folder or a ``.zip``, removing one.
+
+A folder comes from ``<input type=file webkitdirectory>``: one part per
+file, named by its path (``triage/SKILL.md``). Both forms are read by
+:mod:`agentws.libraries.uploads` and stored by
+:func:`agentws.libraries.add_skill`, with the checks and limits of
+``agentws skill add``. The request's body is capped before the form is
+read (:data:`MAX_SKILL_REQUEST_BYTES`): an upload whose declared length is
+over it is refused without being read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+import trio
+from quart import Response, request, url_for
+from quart.datastructures import FileStorage
+
+from agentws import libraries
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.errors import AgentwsError, ConflictError, ValidationError
+from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
+from agentws.libraries.uploads import MAX_SKILL_ZIP_BYTES, skill_from_files, skill_from_zip
+
+from .frame import done, error_text
+from .session import signed_in
+
+__all__ = ["MAX_SKILL_REQUEST_BYTES", "routes"]
+
+routes = RouteTable[AdminServices]()
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: A skill upload's whole request: the larger of a zip and a folder's files,
+#: plus room for the form's fields and each part's headers.
+MAX_SKILL_REQUEST_BYTES = max(MAX_SKILL_ZIP_BYTES, MAX_SKILL_BYTES) + 256 * 1024
+
+
+def _here(workspace: str, library: str) -> str:
+    return url_for("dashboard.libraries_page", workspace=workspace) + f"#library-{library}"
+
+
+def _capped(
+    page: Callable[P, Awaitable[R]],
+) -> Callable[P, Awaitable[R | Response]]:
+    """Refuse a body over :data:`MAX_SKILL_REQUEST_BYTES` before anything reads it."""
+
+    @functools.wraps(page)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> R | Response:
+        length = request.content_length
+        if length is not None and length > MAX_SKILL_REQUEST_BYTES:
+            workspace, library = str(kwargs["workspace"]), str(kwargs["library"])
+            limit = format_bytes(MAX_SKILL_REQUEST_BYTES)
+            return done(_here(workspace, library), f"the upload is larger than {limit}", error=True)
+        # Quart's form parser holds the declared length to this too. (A body
+        # sent without one is read like any form's, and only once the session
+        # is known: signed_in reads nothing for a stranger.)
+        request.max_content_length = MAX_SKILL_REQUEST_BYTES
+        return await page(*args, **kwargs)
+
+    return wrapped
+
+
+def _chosen(uploads: list[FileStorage]) -> list[FileStorage]:
+    # A file input left empty still sends one part, with no file name.
+    return [u for u in uploads if u.filename]
+
+
+@routes.post("/w/<workspace>/libraries/<library>/skills")
+@_capped
+@signed_in
+async def skill_upload(
+    admin: AdminServices, caller: Caller, workspace: str, library: str
+) -> Response:
+    here = _here(workspace, library)
+    form = await request.form
+    files = await request.files
+    folder = _chosen(files.getlist("files"))
+    archive = _chosen(files.getlist("zip"))
+    try:
+        if folder and archive:
+            raise ValidationError("choose a folder or a .zip, not both")
+        if archive:
+            data = archive[0].read(MAX_SKILL_ZIP_BYTES + 1)
+            skill = await trio.to_thread.run_sync(skill_from_zip, data)
+        elif folder:
+            parts = [(str(u.filename), u.read(MAX_SKILL_BYTES + 1)) for u in folder]
+            skill = await trio.to_thread.run_sync(skill_from_files, parts)
+        else:
+            raise ValidationError("choose a skill's folder, or a .zip of it")
+        added = await libraries.add_skill(
+            admin.store,
+            workspace,
+            library,
+            skill,
+            replace=form.get("replace") == "yes",
+            actor=caller.actor,
+        )
+    except ConflictError:
+        return done(
+            here,
+            f"skill {skill.slug!r} already exists in library {library!r}: tick "
+            "'Replace a skill of the same name' to update it",
+            error=True,
+        )
+    except AgentwsError as exc:
+        return done(here, error_text(exc), error=True)
+    assets = f"{len(added.assets)} asset{'' if len(added.assets) == 1 else 's'}"
+    # A skill added now was stamped once; a replaced one keeps its creation time.
+    verb = "Added" if added.updated_at == added.created_at else "Replaced"
+    return done(here, f"{verb} skill {added.slug!r} with {assets} in {library}.")
+
+
+@routes.post("/w/<workspace>/libraries/<library>/skills/<skill>/remove")
+@signed_in
+async def skill_remove(
+    admin: AdminServices, caller: Caller, workspace: str, library: str, skill: str
+) -> Response:
+    here = _here(workspace, library)
+    try:
+        removed = await libraries.remove_skill(
+            admin.store, workspace, library, skill, actor=caller.actor
+        )
+    except AgentwsError as exc:
+        return done(here, error_text(exc), error=True)
+    return done(here, f"Removed skill {removed.slug!r} from {library}.")

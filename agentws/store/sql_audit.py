@@ -1,0 +1,129 @@
+"""Pages of the audit log under filters, in SQL (a part of :class:`SqlStore`).
+
+A page is one indexed range scan of ``limit + 1`` rows over ``(created_at,
+id)``, newest first (see :class:`~agentws.domain.approval_lists.Cursor`),
+plus, for a page reached going back, one row to tell whether there are
+newer ones. Migration 0025 indexes each filter that can be narrow
+(workspace, actor, target, a tool call's group, decision and OAuth client)
+together with the order, so a narrow filter reads its own rows only; a
+broad one walks the time index and drops the few that do not match.
+
+A tool call's group, decision and OAuth client are in the entry's JSON
+``detail``; the indexes are on the very expressions written here
+(``json_extract`` on SQLite, ``->>`` on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentws.domain.approval_lists import Cursor
+from agentws.domain.audit_lists import AuditPage, AuditQuery
+from agentws.domain.models import AuditEntry
+from agentws.store.tables import table_for
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from agentws.store.database import Database
+    from agentws.store.tables import Dialect
+
+__all__ = ["AuditQueries"]
+
+
+def _detail(key: str, dialect: Dialect) -> str:
+    """The expression of ``detail.<key>`` as text, as migration 0025 indexes it."""
+    if dialect == "sqlite":
+        return f"json_extract(detail, '$.{key}')"
+    return f"(detail->>'{key}')"
+
+
+class AuditQueries:
+    """Filtered pages of the audit log; mixed into :class:`~agentws.store.sql.SqlStore`."""
+
+    _db: Database
+
+    def _audit_at(self, value: datetime) -> Any:
+        return table_for(AuditEntry).encode_value("created_at", value, self._db.dialect)
+
+    def _audit_filter(self, query: AuditQuery) -> tuple[list[str], list[Any]]:
+        dialect = self._db.dialect
+        clauses: list[str] = []
+        args: list[Any] = []
+
+        def equal(expression: str, value: Any) -> None:
+            args.append(value)
+            clauses.append(f"{expression} = ${len(args)}")
+
+        if query.workspace_id is not None:
+            equal("workspace_id", query.workspace_id)
+        if query.group_id is not None:
+            equal(_detail("group_id", dialect), query.group_id)
+        if query.actor is not None:
+            equal("actor", query.actor)
+        if query.oauth_client is not None:
+            equal(_detail("oauth_client", dialect), query.oauth_client)
+        if query.tool is not None:
+            equal("target", query.tool)
+        if query.decision is not None:
+            equal(_detail("decision", dialect), query.decision.value)
+        if query.action is not None:
+            # A prefix, matched without LIKE, whose wildcards the prefix may hold.
+            args.append(query.action)
+            prefix = f"CAST(${len(args)} AS TEXT)"
+            clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
+        if query.since is not None:
+            args.append(self._audit_at(query.since))
+            clauses.append(f"created_at >= ${len(args)}")
+        if query.until is not None:
+            args.append(self._audit_at(query.until))
+            clauses.append(f"created_at < ${len(args)}")
+        return clauses, args
+
+    async def _audit_scan(
+        self, query: AuditQuery, *, key: Cursor | None, older: bool, limit: int
+    ) -> list[AuditEntry]:
+        """Entries older than ``key``, newest first (or newer than it, oldest first)."""
+        table = table_for(AuditEntry)
+        clauses, args = self._audit_filter(query)
+        if key is not None:
+            args += [self._audit_at(key.created_at), key.id]
+            op = "<" if older else ">"
+            clauses.append(f"(created_at, id) {op} (${len(args) - 1}, ${len(args)})")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "DESC" if older else "ASC"
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(table.columns)} FROM audit_log{where}"
+            f" ORDER BY created_at {order}, id {order} LIMIT {int(limit)}",
+            *args,
+        )
+        return [table.decode(row, self._db.dialect) for row in rows]
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        cursor = query.cursor
+        # Going forward is going back in time: the list is newest first.
+        forward = cursor is None or cursor.forward
+        rows = await self._audit_scan(query, key=cursor, older=forward, limit=query.limit + 1)
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        if not forward:
+            rows.reverse()
+        first = Cursor(rows[0].created_at, rows[0].id) if rows else cursor
+        last = Cursor(rows[-1].created_at, rows[-1].id) if rows else cursor
+
+        async def beyond(key: Cursor | None, older: bool) -> bool:
+            if key is None:
+                return False
+            return bool(await self._audit_scan(query, key=key, older=older, limit=1))
+
+        has_next = more if forward else await beyond(last, True)
+        has_previous = more if not forward else cursor is not None and await beyond(first, False)
+        return AuditPage(
+            items=tuple(rows),
+            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
+            previous_cursor=(
+                Cursor(first.created_at, first.id, forward=False).encode()
+                if has_previous and first
+                else None
+            ),
+        )
