@@ -172,7 +172,7 @@ async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -
 
         def create_and_rename() -> None:
             sign_in(tab, base, "alice", PASSWORD)
-            expect(page).to_have_url(f"{base}/dashboard/w/acme/webhooks")
+            expect(page).to_have_url(f"{base}/dashboard/w/acme/overview")
             _nav(tab, "Workspaces")
             expect(page.get_by_role("heading", level=1)).to_have_text("Workspaces")
             _check(browser, tab, "workspaces")
