@@ -19,7 +19,9 @@ from tests.e2e.browser_support import Tab
 
 __all__ = ["AXE_SOURCE", "accessibility_violations", "assert_accessible"]
 
-AXE_SOURCE = Path(__file__).resolve().parents[1] / "node" / "node_modules" / "axe-core" / "axe.min.js"
+AXE_SOURCE = (
+    Path(__file__).resolve().parents[1] / "node" / "node_modules" / "axe-core" / "axe.min.js"
+)
 #: The impacts a page may not have.
 BLOCKING = ("serious", "critical")
 
@@ -40,7 +42,8 @@ def accessibility_violations(tab: Tab) -> list[dict[str, Any]]:
     result: dict[str, Any] = page.evaluate(
         """async () => {
           const r = await window.axe.run(document, {
-            runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
+            runOnly: {type: "tag",
+                      values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]},
             resultTypes: ["violations"],
           });
           return {violations: r.violations.map(v => ({
