@@ -395,6 +395,12 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
                         f"{name}: {response.status if response else 'no response'}"
                     )
                     check(name)
+                # The dashboard's own error page (Chromium logs the 404 as a failed load).
+                response = tab.page.goto(f"{base}/dashboard/w/acme/no-such-page")
+                assert response is not None and response.status == 404
+                refused, tab.errors[:] = list(tab.errors), []
+                assert all("status of 404" in error for error in refused), refused
+                check("not-found")
                 # The pages only a form's answer shows: a new token, a new webhook.
                 tab.page.goto(f"{base}/dashboard/w/acme/endpoints")
                 ops = tab.page.locator("#group-ops")
