@@ -23,6 +23,7 @@ Code spans and blocks are left as they are (mrkdwn's translation skips them).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -38,6 +39,12 @@ __all__ = ["LINK_REL", "render_markdown"]
 #: What every link of a message says of itself: no window handle, no referrer, no endorsement.
 LINK_REL = "noopener noreferrer nofollow"
 _SCHEMES = ("http://", "https://", "mailto:")
+
+# Messages drawn lately, kept drawn: a message never changes, and a channel's page
+# draws its 100 newest at every load (about 1 ms each for a 1 KB message). Only
+# messages up to _CACHED_CHARS are kept, so the cache holds a few MB at most.
+_CACHED = 256
+_CACHED_CHARS = 8192
 
 _CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 # Slack's link: <https://example.com/a|the text>; the address without spaces or brackets.
@@ -117,10 +124,19 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
+def _html(text: str) -> str:
+    html: str = _MD.render(_from_mrkdwn(str(visible(text))))
+    return html
+
+
+_cached_html = functools.lru_cache(maxsize=_CACHED)(_html)
+
+
 def render_markdown(text: Any) -> Markup:
     """The ``markdown`` filter: ``text`` (a chat message) as safe HTML; see the module."""
     if text is None:
         return Markup("")
-    source = str(visible(str(text)))
+    text = str(text)
     # markdown-it escapes every text and attribute it writes; raw HTML is off.
-    return Markup(_MD.render(_from_mrkdwn(source)))  # noqa: S704
+    html = _cached_html(text) if len(text) <= _CACHED_CHARS else _html(text)
+    return Markup(html)  # noqa: S704
