@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import attrs
 from quart import Response, request, url_for
@@ -28,7 +29,7 @@ from agentws.errors import AgentwsError
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
 
-__all__ = ["routes"]
+__all__ = ["Snippet", "routes", "snippets"]
 
 routes = RouteTable[AdminServices]()
 
@@ -105,9 +106,9 @@ async def endpoints(admin: AdminServices, caller: Caller, workspace: str) -> Res
     for group in await registry.list_groups(store, workspace):
         url = registry.endpoint_url(base, workspace, group.slug)
         tokens, grants = split_tokens(await registry.list_tokens(store, workspace, group.slug))
-        snippets = _snippets(url, f"{workspace}-{group.slug}")
+        found = snippets(url, f"{workspace}-{group.slug}")
         groups.append(
-            {"group": group, "url": url, "tokens": tokens, "grants": grants, "snippets": snippets}
+            {"group": group, "url": url, "tokens": tokens, "grants": grants, "snippets": found}
         )
     return await render_page(
         admin,
@@ -120,31 +121,89 @@ async def endpoints(admin: AdminServices, caller: Caller, workspace: str) -> Res
     )
 
 
-def _snippets(url: str, name: str) -> dict[str, str]:
-    """How each client connects (as docs/mcp.md explains them), the token left out."""
-    bearer = "Authorization: Bearer ${AGENTWS_TOKEN}"
+@attrs.frozen(kw_only=True)
+class Snippet:
+    """How one client connects to a group's endpoint: a file's text or a command."""
+
+    #: Short and stable: the page's element ids are made of it.
+    key: str
+    #: The client, as a copy button names it.
+    client: str
+    title: str
+    text: str
+
+
+#: What a snippet holds in place of a token it is not given.
+_TOKEN_INPUT = "agentws-token"  # noqa: S105 - the name of VS Code's prompt, not a token
+
+
+def snippets(url: str, name: str, token: str | None = None) -> list[Snippet]:
+    """How each client connects (as docs/mcp.md explains them), for the endpoint ``url``.
+
+    Args:
+        url: The group's endpoint.
+        name: The server's name in the clients' configurations (``acme-ops``).
+        token: A token just created, written into each snippet; None: each
+            reads it from ``AGENTWS_TOKEN`` (VS Code asks for it once).
+    """
+    claude_env = {"AGENTWS_TOKEN": token or "agws_…"}
     claude = {
         "mcpServers": {
             name: {
                 "command": "npx",
-                "args": ["-y", "mcp-remote", url, "--header", bearer],
-                "env": {"AGENTWS_TOKEN": "agws_…"},
+                "args": [
+                    "-y",
+                    "mcp-remote",
+                    url,
+                    "--header",
+                    "Authorization: Bearer ${AGENTWS_TOKEN}",
+                ],
+                "env": claude_env,
             }
         }
     }
-    cursor_headers = {"Authorization": "Bearer ${env:AGENTWS_TOKEN}"}
-    cursor = {"mcpServers": {name: {"url": url, "headers": cursor_headers}}}
+    bearer = f"Bearer {token}" if token else "Bearer ${env:AGENTWS_TOKEN}"
+    cursor = {"mcpServers": {name: {"url": url, "headers": {"Authorization": bearer}}}}
+    vscode_server: dict[str, Any] = {"type": "http", "url": url}
+    vscode: dict[str, Any] = {"servers": {name: vscode_server}}
+    if token:
+        vscode_server["headers"] = {"Authorization": f"Bearer {token}"}
+    else:
+        vscode_server["headers"] = {"Authorization": f"Bearer ${{input:{_TOKEN_INPUT}}}"}
+        vscode["inputs"] = [
+            {
+                "type": "promptString",
+                "id": _TOKEN_INPUT,
+                "description": f"agentws token for {name}",
+                "password": True,
+            }
+        ]
+    header = f"Authorization: Bearer {token}" if token else "Authorization: Bearer $AGENTWS_TOKEN"
     inspector = (
         "npx @modelcontextprotocol/inspector --transport http \\\n"
-        f'  --server-url "{url}" --header "Authorization: Bearer $AGENTWS_TOKEN"'
+        f'  --server-url "{url}" --header "{header}"'
     )
-    return {
-        "Claude Desktop (claude_desktop_config.json, through mcp-remote)": json.dumps(
-            claude, indent=2
+    return [
+        Snippet(
+            key="claude",
+            client="Claude Desktop",
+            title="Claude Desktop (claude_desktop_config.json, through mcp-remote)",
+            text=json.dumps(claude, indent=2, ensure_ascii=False),
         ),
-        "Cursor (.cursor/mcp.json)": json.dumps(cursor, indent=2),
-        "MCP Inspector": inspector,
-    }
+        Snippet(
+            key="cursor",
+            client="Cursor",
+            title="Cursor (.cursor/mcp.json)",
+            text=json.dumps(cursor, indent=2),
+        ),
+        Snippet(
+            key="vscode",
+            client="VS Code",
+            title="VS Code (.vscode/mcp.json)",
+            text=json.dumps(vscode, indent=2),
+        ),
+        Snippet(key="inspector", client="MCP Inspector", title="MCP Inspector", text=inspector),
+    ]
 
 
 @routes.post("/w/<workspace>/endpoints/<group>/tokens")
@@ -165,6 +224,7 @@ async def token_create(
         )
     except (AgentwsError, ValueError) as exc:
         return done(here, error_text(exc), error=True)
+    url = registry.endpoint_url(admin.settings.public_base_url, workspace, group)
     return await render_page(
         admin,
         "token_created.html",
@@ -173,7 +233,8 @@ async def token_create(
         token=issued.token,
         secret=issued.secret,
         group=group,
-        url=registry.endpoint_url(admin.settings.public_base_url, workspace, group),
+        url=url,
+        snippets=snippets(url, f"{workspace}-{group}", issued.secret),
     )
 
 

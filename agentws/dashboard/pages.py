@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
 from typing import Any, cast
 
 from quart import Blueprint, Response, redirect, render_template, request, url_for
@@ -64,6 +63,7 @@ from . import (
     workspaces,
 )
 from .frame import render_page
+from .markdown import render_markdown
 from .session import (
     LOGIN_COOKIE,
     check_csrf,
@@ -74,6 +74,7 @@ from .session import (
     set_session_cookie,
     signed_in,
 )
+from .times import ago, ago_text
 from .visible import exact, has_hidden
 
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
@@ -117,7 +118,9 @@ def dashboard_blueprint(admin: AdminServices) -> Blueprint:
     blueprint.after_request(_headers)
     blueprint.register_error_handler(PermissionDeniedError, _forbidden)
     blueprint.register_error_handler(NotFoundError, _not_found)
-    blueprint.add_app_template_filter(_ago, "ago")
+    blueprint.add_app_template_filter(ago, "ago")
+    blueprint.add_app_template_filter(ago_text, "ago_text")
+    blueprint.add_app_template_filter(render_markdown, "markdown")
     blueprint.add_app_template_filter(_size, "size")
     blueprint.add_app_template_filter(_pretty_json, "pretty_json")
     # A form field's value sent back as stored (see agentws.dashboard.visible).
@@ -169,16 +172,6 @@ async def http_error_page(error: HTTPException) -> Response:
         if name.lower() != "content-type":  # e.g. a 405's Allow
             response.headers[name] = value
     return secure_headers(response)
-
-
-def _ago(when: datetime | None) -> str:
-    if when is None:
-        return "never"
-    seconds = int((datetime.now(when.tzinfo) - when).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{max(0, seconds)} s ago"
 
 
 def _size(n: int) -> str:

@@ -504,22 +504,33 @@ class EventQueries:
         webhook_id: str | None = None,
         status: EventStatus | None = None,
     ) -> list[Event]:
-        table = table_for(Event)
-        args: list[Any] = [workspace_id]
-        where = "w.workspace_id = $1"
-        if webhook_id is not None:
-            args.append(webhook_id)
-            where += f" AND e.webhook_id = ${len(args)}"
-        if status is not None:
-            args.append(status.value)
-            where += f" AND e.status = ${len(args)}"
-        columns = ", ".join(f"e.{c}" for c in table.columns)
-        rows = await self._db.fetch(
-            f"SELECT {columns} FROM events e JOIN webhooks w ON w.id = e.webhook_id"
-            f" WHERE {where} ORDER BY e.received_at DESC, e.id DESC LIMIT {max(1, int(limit))}",
-            *args,
-        )
-        return self._events(rows)
+        columns = ", ".join(table_for(Event).columns)
+        newest = f"ORDER BY received_at DESC, id DESC LIMIT {max(1, int(limit))}"
+        if webhook_id is None:
+            # The received_at index walked newest first, stopping at the limit; not every
+            # event of the workspace read and sorted (SQLite's planner, with no statistics,
+            # would pick the webhook_id index: the unary + keeps it from that).
+            plus = "+" if self.dialect == "sqlite" else ""
+            where = f"{plus}webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = $1)"
+            args: list[Any] = [workspace_id]
+            if status is not None:
+                args.append(status.value)
+                where += " AND status = $2"
+            sql = f"SELECT {columns} FROM events WHERE {where} {newest}"
+        else:
+            # One webhook's newest: the newest of each status, each read in order from
+            # the (webhook_id, status, received_at) index, then merged; not every event
+            # of the webhook read and sorted (100 ms with 50,000 of them).
+            statuses = [status] if status is not None else list(EventStatus)
+            ours = "EXISTS (SELECT 1 FROM webhooks WHERE id = $2 AND workspace_id = $1)"
+            parts = [
+                f"SELECT {columns} FROM (SELECT {columns} FROM events WHERE webhook_id = $2"
+                f" AND status = ${n + 3} AND {ours} {newest}) AS s{n}"
+                for n in range(len(statuses))
+            ]
+            args = [workspace_id, webhook_id, *(s.value for s in statuses)]
+            sql = " UNION ALL ".join(parts) + f" {newest}"
+        return self._events(await self._db.fetch(sql, *args))
 
     async def channel_messages(
         self,

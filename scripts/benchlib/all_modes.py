@@ -59,6 +59,7 @@ REFERENCES = {
     "webhooks": "a bare QuartTrio endpoint on Hypercorn (parses the JSON, stores nothing)",
     "sessions": "the mcp SDK's MCPServer on uvicorn (Streamable HTTP and legacy SSE)",
     "approvals": "none: absolute targets (a list under 200 ms and under 1 MB)",
+    "dashboard": "none: an absolute target (every page under 300 ms, 100,000 events in store)",
     "gateway": (
         "one upstream MCP server (the mcp SDK's MCPServer, an echo tool) called directly, "
         "and IBM ContextForge in front of it where it installs"

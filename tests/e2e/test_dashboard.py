@@ -317,7 +317,7 @@ async def test_try_it_for_a_shared_secret_webhook_sends_the_secret_header(
         )
         assert created.status_code == 200, created.text
         page = html.unescape(created.text)
-        curl = re.search(r"<pre>(curl .*?)</pre>", page, re.DOTALL)
+        curl = re.search(r"<pre[^>]*>(curl .*?)</pre>", page, re.DOTALL)
         assert curl, page
         assert """-H "X-Webhook-Secret: $WEBHOOK_SECRET\"""" in curl.group(1)
         assert "s3cret-not-shown" not in page

@@ -22,6 +22,7 @@ from playwright.sync_api import expect
 from agentws.accounts import create_admin
 from agentws.approvals import decisions
 from agentws.domain.models import Approval, ApprovalStatus, EventStatus
+from tests.e2e.axe_support import accessibility_violations
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running, legacy_stream, running, sdk_session
 from tests.e2e.polling import wait_until
@@ -45,6 +46,32 @@ HOOK_NAME = "github_pull_request_events"
 TOOL = "third_create_pull_request_review"
 #: The journeys leave the missing /favicon.ico to the every-page test, which reports it.
 JOURNEY_TOLERATES = ("/favicon.ico",)
+#: Every page the every-page test opens (at both widths: overflow, console errors, axe,
+#: screenshots): its name (the screenshot's) and its path, where ``{hook}`` is the seeded
+#: webhook's name, ``{event}`` its finished event, ``{pending}`` and ``{executed}`` an
+#: approval of each kind. A new page is one more line.
+EVERY_PAGE: dict[str, str] = {
+    "overview": "/dashboard/w/acme/overview",
+    "overview-7d": "/dashboard/w/acme/overview?range=7d",
+    "webhooks": "/dashboard/w/acme/webhooks",
+    "webhook": "/dashboard/w/acme/webhooks/{hook}",
+    "webhook-deliveries": "/dashboard/w/acme/webhooks/{hook}/deliveries",
+    "endpoints": "/dashboard/w/acme/endpoints",
+    "permissions": "/dashboard/w/acme/permissions?group=ops",
+    "approvals": "/dashboard/approvals",
+    "approval-pending": "/dashboard/approvals/{pending}",
+    "approval-executed": "/dashboard/approvals/{executed}",
+    "events": "/dashboard/w/acme/events",
+    "event": "/dashboard/events/{event}",
+    "libraries": "/dashboard/w/acme/libraries",
+    "channels": "/dashboard/w/acme/channels",
+    "groups": "/dashboard/w/acme/groups",
+    "connectors": "/dashboard/w/acme/connectors",
+    "workspaces": "/dashboard/workspaces",
+    "audit": "/dashboard/audit",
+    "audit-acme": "/dashboard/audit?workspace=acme",
+    "admins": "/dashboard/admins",
+}
 
 
 async def _admin(server: Running) -> None:
@@ -143,13 +170,17 @@ async def test_sign_in_create_a_webhook_and_follow_its_event_to_the_channel(
             tab.assert_clean("the event's timeline")
             _nav(tab, "Channels")
             expect(page.get_by_label("Channel")).to_have_value("local:ops")
-            posted = page.locator("ul.messages pre").first.inner_text()
+            # Drawn from its Markdown: the digest's *ci* (Slack's bold) is bold.
+            body = page.locator("ul.messages .message-body").first
+            expect(body.locator("strong").first).to_have_text("ci")
+            posted = body.inner_text()
             tab.assert_clean("the channels page")
             return message, posted
 
         message, posted = await browser.run(timeline_and_channel)
         assert "build" in message.lower(), message
-        assert posted == message
+        assert message.startswith("*ci*: "), message
+        assert posted.startswith("ci: ") and "build" in posted.lower(), posted
         assert (await finished(server.store, event_id)).status is EventStatus.DONE
 
 
@@ -336,22 +367,8 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
         assert executed.status is ApprovalStatus.EXECUTED
 
         base = server.base_url
-        pages = {
-            "overview": "/dashboard/w/acme/overview",
-            "overview-7d": "/dashboard/w/acme/overview?range=7d",
-            "webhooks": "/dashboard/w/acme/webhooks",
-            "webhook": f"/dashboard/w/acme/webhooks/{HOOK_NAME}",
-            "webhook-deliveries": f"/dashboard/w/acme/webhooks/{HOOK_NAME}/deliveries",
-            "endpoints": "/dashboard/w/acme/endpoints",
-            "permissions": "/dashboard/w/acme/permissions?group=ops",
-            "approvals": "/dashboard/approvals",
-            "approval-pending": f"/dashboard/approvals/{pending_id}",
-            "approval-executed": f"/dashboard/approvals/{executed_id}",
-            "events": "/dashboard/w/acme/events",
-            "event": f"/dashboard/events/{event_id}",
-            "libraries": "/dashboard/w/acme/libraries",
-            "channels": "/dashboard/w/acme/channels",
-        }
+        ids = {"hook": HOOK_NAME, "event": event_id, "pending": pending_id, "executed": executed_id}
+        pages = {name: path.format(**ids) for name, path in EVERY_PAGE.items()}
         tab = await browser.new_tab()
         problems: list[str] = []
 
@@ -361,12 +378,18 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
                 tab.errors.clear()
 
         def check(name: str) -> None:
-            """Photograph the current page; note whether it overflows or logged errors."""
+            """Photograph the page; note whether it overflows, logged errors or fails axe."""
             shot = browser.screenshot(tab, name)
             ok, measures = fits(tab)
             width = measures["innerWidth"]
             if not ok:
                 problems.append(f"{name} at {width} px overflows: {measures} (see {shot.name})")
+            for found in accessibility_violations(tab):
+                nodes = "\n    ".join(found["nodes"])
+                problems.append(
+                    f"{name} at {width} px: {found['impact']} {found['id']}: {found['help']}"
+                    f"\n    {nodes}"
+                )
             note_errors(f"{name} at {width} px")
 
         def visit_all() -> None:
@@ -381,6 +404,12 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
                         f"{name}: {response.status if response else 'no response'}"
                     )
                     check(name)
+                # The dashboard's own error page (Chromium logs the 404 as a failed load).
+                response = tab.page.goto(f"{base}/dashboard/w/acme/no-such-page")
+                assert response is not None and response.status == 404
+                refused, tab.errors[:] = list(tab.errors), []
+                assert all("status of 404" in error for error in refused), refused
+                check("not-found")
                 # The pages only a form's answer shows: a new token, a new webhook.
                 tab.page.goto(f"{base}/dashboard/w/acme/endpoints")
                 ops = tab.page.locator("#group-ops")

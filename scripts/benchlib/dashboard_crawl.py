@@ -1,0 +1,171 @@
+"""The dashboard's pages, found by following its links as an operator would.
+
+:func:`crawl` starts at the home page and follows every same-origin
+``<a href>`` under ``/dashboard/`` (GET only: forms are not submitted), to
+``depth`` links from the home page, keeping ONE page of each route: two
+events' timelines are the same page to measure, but the events list and
+its second page (``?cursor=…``) are not, so a route is the endpoint that
+answers the path (:func:`route_matcher`, from the dashboard's own URL map)
+and the names of its query's parameters. Pages the dashboard gains later
+are found the same way, with nothing to list here.
+
+A redirect (the home page sends you to a workspace) is followed at the
+same depth. Only HTML pages are read for links; other answers (an export
+download) are listed as found but not followed.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Callable
+from html.parser import HTMLParser
+from typing import Any, cast
+
+import attrs
+
+__all__ = ["Answer", "Page", "crawl", "links", "route_matcher"]
+
+PREFIX = "/dashboard/"
+# A path segment that names one record (evt_k3…, apr_…, a number): one route for all.
+_RECORD = re.compile(r"^(?:[a-z]{2,5}_[a-z0-9]{6,}|\d+)$")
+
+
+@attrs.frozen
+class Answer:
+    """What one GET answered: its status, content type, redirect target and body."""
+
+    status: int
+    content_type: str
+    location: str | None = None
+    text: str = ""
+
+
+@attrs.frozen
+class Page:
+    """One page found: the first path of its route, and how far from the home page."""
+
+    path: str
+    route: str
+    depth: int
+    status: int
+    content_type: str
+
+    @property
+    def html(self) -> bool:
+        return self.content_type.startswith("text/html")
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.hrefs.append(href)
+
+
+def links(html: str, page_path: str) -> list[str]:
+    """The same-origin dashboard paths (with their query) ``html`` links to, in order, once each.
+
+    ``page_path`` is where ``html`` was served (relative links are resolved
+    against it); links to another origin, a fragment of the same page, or
+    outside ``/dashboard/`` are left out.
+    """
+    parser = _Anchors()
+    parser.feed(html)
+    parser.close()
+    found: list[str] = []
+    for href in parser.hrefs:
+        if href.strip().startswith("#"):
+            continue
+        target = urllib.parse.urlsplit(urllib.parse.urljoin(page_path, href.strip()))
+        if target.scheme or target.netloc or not target.path.startswith(PREFIX):
+            continue
+        path = target.path + (f"?{target.query}" if target.query else "")
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _segments_route(path: str) -> str:
+    return "/".join("<id>" if _RECORD.match(part) else part for part in path.split("/"))
+
+
+def route_matcher() -> Callable[[str], str | None]:
+    """``route(path_and_query)``: the route a dashboard path is (None: a static file).
+
+    The endpoint comes from the dashboard blueprint's own URL map, built
+    here without a service (the handlers are never called); a path the map
+    does not know keeps its shape, record ids made ``<id>``.
+    """
+    from quart import Quart
+    from werkzeug.exceptions import HTTPException
+
+    from agentws.dashboard.pages import dashboard_blueprint
+
+    app = Quart("dashboard-routes")
+    app.register_blueprint(dashboard_blueprint(cast(Any, None)))
+    adapter = app.url_map.bind("localhost")
+
+    def route(path: str) -> str | None:
+        split = urllib.parse.urlsplit(path)
+        try:
+            endpoint, _ = adapter.match(split.path, method="GET")
+        except HTTPException:
+            endpoint = _segments_route(split.path)
+        if endpoint == "dashboard.static":
+            return None
+        names = sorted({name for name, _ in urllib.parse.parse_qsl(split.query, True)})
+        return f"{endpoint}?{'&'.join(names)}" if names else str(endpoint)
+
+    return route
+
+
+def crawl(
+    fetch: Callable[[str], Answer],
+    route: Callable[[str], str | None],
+    *,
+    start: str = PREFIX,
+    depth: int = 2,
+    max_redirects: int = 5,
+) -> list[Page]:
+    """Every route reachable from ``start`` within ``depth`` links, one page each, in BFS order.
+
+    Args:
+        fetch: GETs a path (without following redirects).
+        route: The route of a path (:func:`route_matcher`); None: not a page.
+        start: The home page.
+        depth: How many links away from ``start`` pages are still fetched.
+        max_redirects: Redirects followed in a row from one link.
+    """
+    pages: list[Page] = []
+    seen: set[str] = set()
+    queue: list[tuple[str, int]] = [(start, 0)]
+    while queue:
+        path, level = queue.pop(0)
+        key = route(path)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        answer = fetch(path)
+        pages.append(Page(path, key, level, answer.status, answer.content_type))
+        hops = 0
+        while answer.location is not None and 300 <= answer.status < 400 and hops < max_redirects:
+            hops += 1
+            target = urllib.parse.urlsplit(urllib.parse.urljoin(path, answer.location))
+            if target.netloc or not target.path.startswith(PREFIX):
+                break
+            path = target.path + (f"?{target.query}" if target.query else "")
+            key = route(path)
+            if key is None or key in seen:
+                break
+            seen.add(key)
+            answer = fetch(path)
+            pages.append(Page(path, key, level, answer.status, answer.content_type))
+        if level < depth and answer.status == 200 and answer.content_type.startswith("text/html"):
+            queue.extend((link, level + 1) for link in links(answer.text, path))
+    return pages
