@@ -12,8 +12,10 @@ clock), each instance:
    with the refused deliveries logged since the last roll, and writes them
    together with the mark's move (see :meth:`~agentws.store.Store.roll_up`):
    several instances may try, one succeeds, the others find the mark moved
-   and stop. A first roll starts a retention period back, so what the store
-   held before the rollup existed is counted too, six hours at a time;
+   and stop. A first roll starts at the oldest row there is to count (at
+   most a retention period back), so what the store held before the rollup
+   existed is counted too, six hours at a time, with a pause between steps
+   that leaves SQLite's one writer to the deliveries;
 3. deletes buckets older than ``AGENTWS_ROLLUP_RETENTION_DAYS``.
 
 Nothing is written on the hot paths (deliveries, tool calls): counting at
@@ -46,6 +48,8 @@ _SETTLE_S = 30.0
 # Minutes rolled in one transaction at most (a first roll catches up in steps,
 # each holding SQLite's writer briefly).
 _CHUNK_M = 6 * 60
+# Between two steps of a catch-up, the writer is left free this long.
+_CATCH_UP_PAUSE_S = 0.05
 # Rounds run this long after a minute starts, so each minute gets its sample.
 _OFFSET_S = 1.0
 
@@ -114,7 +118,12 @@ class MinuteRollup:
         closed = _minute(settled)
         mark = await self.store.rollup_mark()
         if mark is None:
-            first = RollupMark(minute=_minute(now) - self.retention_days * 24 * 60, delivery_id=0)
+            # From the oldest row there is to count, within the retention period: a
+            # new store has nothing behind it, an upgraded one its history.
+            start = _minute(now) - self.retention_days * 24 * 60
+            oldest = await self.store.oldest_rollup_source()
+            start = closed if oldest is None else min(closed, max(start, _minute(oldest)))
+            first = RollupMark(minute=start, delivery_id=0)
             await self.store.roll_up([], [], mark=None, to=first)
             mark = await self.store.rollup_mark()
             if mark is None:
@@ -132,6 +141,9 @@ class MinuteRollup:
                 return rolled
             rolled += until - mark.minute
             mark = to
+            if mark.minute < closed:
+                # Catching up: SQLite has one writer, and deliveries wait for it.
+                await trio.sleep(_CATCH_UP_PAUSE_S)
         return rolled
 
 

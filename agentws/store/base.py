@@ -742,6 +742,11 @@ class Store(Protocol):
         (when given); and the last row id taken."""
         ...
 
+    async def oldest_rollup_source(self) -> datetime | None:
+        """When the oldest row the overview counts was written (an event received, an
+        audit entry); None when there is none. Two index reads."""
+        ...
+
     async def approval_buckets(
         self, now: datetime, *, workspace_id: str | None = None
     ) -> list[Bucket]:

@@ -30,7 +30,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from agentws.domain.models import Approval, Event
+from agentws.domain.models import Approval, AuditEntry, Event
 from agentws.domain.rollups import MINUTE, Bucket, bin_of, decision_of
 from agentws.store.tables import table_for
 
@@ -165,6 +165,19 @@ class RollupSourceQueries:
             shown = decision_of({"decision": row["decision"], "outcome": row["outcome"]})
             if shown is not None:
                 counts[row["ws"], int(row["minute"]), "tool_calls", shown] += row["n"]
+
+    async def oldest_rollup_source(self) -> datetime | None:
+        found = []
+        for table, column, index in (
+            (table_for(Event), "received_at", "events_received"),
+            (table_for(AuditEntry), "created_at", "audit_log_order"),
+        ):
+            rows = await self._db.fetch(
+                f"SELECT min({column}) AS at FROM {table.name}{_indexed(index, self.dialect)}"
+            )
+            if rows and rows[0]["at"] is not None:
+                found.append(table.decode_value(column, rows[0]["at"], self.dialect))
+        return min(found, default=None)
 
     async def refusal_buckets(
         self,

@@ -405,8 +405,12 @@ async def test_instances_rolling_at_once_count_each_minute_once(store: SqlStore)
     async with trio.open_nursery() as nursery:
         for instance in ("i1", "i2", "i3"):
             nursery.start_soon(roll, instance, T)
-    # The catch-up is shared out; together they rolled the period once.
-    assert sum(rolled) == 8 * 24 * 60 - 1
+    # The catch-up is shared out; together they rolled once the minutes from the oldest
+    # row counted (the seed's events, 25 minutes back) to the last one settled.
+    oldest = await store.oldest_rollup_source()
+    assert oldest == T - timedelta(minutes=25)
+    settled = int((T - timedelta(seconds=30)).timestamp()) // 60
+    assert sum(rolled) == settled - int(oldest.timestamp()) // 60
     later = T + timedelta(hours=1)
     rolled.clear()
     async with trio.open_nursery() as nursery:
@@ -415,3 +419,13 @@ async def test_instances_rolling_at_once_count_each_minute_once(store: SqlStore)
     assert sum(rolled) == 60
     day = await read_overview(store, seeded.ws.id, "24h", now=later)
     assert day["totals"] == EXPECTED_TOTALS
+
+
+async def test_a_first_roll_starts_at_the_oldest_row_it_counts(store: SqlStore) -> None:
+    # A new store has nothing behind it: the first roll starts at the present, and
+    # holds no writer lock for days of empty minutes.
+    assert await store.oldest_rollup_source() is None
+    assert await MinuteRollup(store, "i1", 8, sessions=list).roll(T) == 0
+    mark = await store.rollup_mark()
+    assert mark is not None
+    assert mark.minute == int((T - timedelta(seconds=30)).timestamp()) // 60

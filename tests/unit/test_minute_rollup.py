@@ -26,6 +26,8 @@ class FakeStore:
         self.rolls: list[tuple[int, int]] = []
         self.forgotten: list[int] = []
         self.fail_next = False
+        #: When the oldest row to count was written (None: an empty store).
+        self.oldest: datetime | None = BASE - timedelta(days=30)
 
     async def approval_buckets(self, now: datetime, **_: Any) -> list[Bucket]:
         if self.fail_next:
@@ -57,6 +59,9 @@ class FakeStore:
 
     async def source_buckets(self, start: int, end: int, **_: Any) -> list[Bucket]:
         return []
+
+    async def oldest_rollup_source(self) -> datetime | None:
+        return self.oldest
 
     async def refusal_buckets(self, *, after_id: int, **_: Any) -> tuple[list[Bucket], int]:
         return [], after_id
@@ -104,3 +109,26 @@ async def test_a_round_each_minute_on_trios_clock(autojump_clock: trio.testing.M
     assert store.mark.minute == first + 3
     assert store.rolls[-1] == (first + 2, first + 3)
     assert store.forgotten[-1] == first + 4 - 8 * 24 * 60
+
+
+async def test_a_first_roll_starts_at_the_oldest_row_and_pauses_between_steps(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    store = FakeStore()
+    store.oldest = BASE - timedelta(hours=20)
+    task = MinuteRollup(cast(Store, store), "i1", 8, sessions=list, clock=lambda: BASE)
+    before = trio.current_time()
+    rolled = await task.roll(BASE)
+    # From the oldest row's minute to the last settled one, six hours a step: 4 steps,
+    # with a pause after each but the last, for the writers waiting on SQLite's lock.
+    start = _minute(BASE - timedelta(hours=20))
+    assert rolled == _minute(BASE - timedelta(seconds=30)) - start
+    assert [r[0] for r in store.rolls] == [start + k * 6 * 60 for k in range(4)]
+    assert trio.current_time() - before >= 3 * 0.05
+
+    empty = FakeStore()
+    empty.oldest = None
+    task = MinuteRollup(cast(Store, empty), "i1", 8, sessions=list, clock=lambda: BASE)
+    assert await task.roll(BASE) == 0
+    assert empty.rolls == []
+    assert empty.mark == RollupMark(minute=_minute(BASE - timedelta(seconds=30)), delivery_id=0)
