@@ -107,7 +107,8 @@ async def test_the_overview_is_home_and_reads_without_javascript(tmp_path: Path)
         row = text.split('<table id="last-events">', 1)[1].split("</table>")[0]
         when = done.finished_at
         assert when is not None
-        assert f'<time datetime="{when.isoformat()}" title="{when:%Y-%m-%d %H:%M:%S} UTC"' in row
+        iso = when.isoformat(timespec="seconds").replace("+00:00", "Z")
+        assert f'<time datetime="{iso}" title="{when:%Y-%m-%d %H:%M:%S} UTC" data-ago>' in row
         assert f'href="/dashboard/events/{event_id}"><span class="badge done">done</span>' in row
         assert "none yet" in row  # quiet has had no event
 

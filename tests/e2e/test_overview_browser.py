@@ -244,7 +244,7 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
             assert len(phone.page.evaluate(CHART_DATA)["events_received"]["labels"]) == 168
             _check_page(browser, phone, "overview-7d")
             # The webhook's last event: its status, the time relative, the exact time on hover.
-            when = phone.page.locator("#last-events time[data-relative]")
+            when = phone.page.locator("#last-events time[data-ago]")
             expect(when).to_have_attribute(
                 "title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
             )

@@ -218,7 +218,7 @@
   // As the `ago` filter: "13 min ago" (the absolute time stays in the title).
   function relativeTimes() {
     const now = Date.now();
-    for (const node of document.querySelectorAll("time[data-relative]")) {
+    for (const node of document.querySelectorAll("time[data-ago]")) {
       const seconds = Math.floor((now - Date.parse(node.dateTime)) / 1000);
       const unit = [["d", 86400], ["h", 3600], ["min", 60]].find(([, size]) => seconds >= size);
       node.textContent = unit ? `${Math.floor(seconds / unit[1])} ${unit[0]} ago` : `${Math.max(0, seconds)} s ago`;
