@@ -21,7 +21,7 @@ _ERRORS = {
     "403": "not allowed (a session's unsafe call without its CSRF token)",
     "404": "no such object",
     "409": "conflicts with the current state",
-    "503": "the store is unavailable",
+    "503": "the store is unavailable, or the service lacks a setting this needs (its key)",
 }
 
 

@@ -217,3 +217,35 @@ async def test_a_native_connectors_tools_are_fixed(tmp_path: Path) -> None:
         refused = await api.post("/workspaces/acme/connectors/gh/refresh")
         assert _error(refused, 400)["message"] == "'gh' is a native connector: its tools are fixed"
         assert await _audited(server, "connector.refresh") == []
+
+
+async def test_a_secret_the_service_cannot_open_is_a_503_saying_why(tmp_path: Path) -> None:
+    """A connector sealed with a key this service does not have: nothing is sent, 503."""
+    from agentws.config import Settings
+    from agentws.connectors.registry import ConnectorSecret, add_connector
+    from agentws.domain.allowlist import Allowlist
+    from agentws.domain.models import ConnectorKind
+    from agentws.secret_box import SecretBox, ensure_key_file
+
+    elsewhere, empty = tmp_path / "elsewhere", tmp_path / "empty"
+    elsewhere.mkdir()
+    empty.mkdir()
+    ensure_key_file(elsewhere)
+    box = SecretBox.from_settings(Settings.from_env({"AGENTWS_DATA_DIR": str(elsewhere)}))
+    async with running(tmp_path, AGENTWS_DATA_DIR=str(empty)) as server, await _api(server) as api:
+        await add_connector(
+            server.store,
+            "acme",
+            "gh",
+            kind=ConnectorKind.GITHUB,
+            url="http://127.0.0.1:9/github",
+            headers={},
+            secret=ConnectorSecret("ghp_not_for_this_service"),
+            box=box,
+            allowlist=Allowlist.parse("127.0.0.1/32"),
+            actor="t",
+        )
+        error = _error(await api.post("/workspaces/acme/connectors/gh/test"), 503)
+        assert error["code"] == "config_error"
+        assert "AGENTWS_SECRET_KEY" in error["message"]
+        assert "ghp_" not in error["message"]
