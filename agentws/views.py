@@ -10,6 +10,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agentws.connectors.registry import SECRET_HEADER_FIELD
 from agentws.domain.approval_lists import ApprovalSummary
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.dry_runs import DryRun
@@ -18,6 +19,8 @@ from agentws.domain.models import (
     Approval,
     AuditEntry,
     ChatMessage,
+    Connector,
+    ConnectorKind,
     ContextDocument,
     Event,
     FailureStreak,
@@ -33,20 +36,27 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 
 if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to load
+    from agentws.connector_checks import ConnectorCheck
+    from agentws.connectors.remote_mcp import SyncReport
     from agentws.tools.admin import ToolRow
 
 __all__ = [
     "approval_json",
     "approval_summary_json",
     "audit_json",
+    "connector_check_json",
+    "connector_json",
+    "connector_secret",
     "document_json",
     "dry_run_json",
     "event_json",
+    "group_json",
     "library_json",
     "message_json",
     "oauth_client_json",
     "sample_json",
     "streak_json",
+    "sync_report_json",
     "token_json",
     "tool_json",
     "webhook_json",
@@ -74,6 +84,18 @@ def audit_json(entry: AuditEntry) -> dict[str, Any]:
 
 def workspace_json(w: Workspace) -> dict[str, Any]:
     return {"id": w.id, "slug": w.slug, "name": w.name, "created_at": _iso(w.created_at)}
+
+
+def group_json(g: Group, workspace: str, url: str) -> dict[str, Any]:
+    """A group, with ``url``: its MCP endpoint's."""
+    return {
+        "id": g.id,
+        "workspace": workspace,
+        "slug": g.slug,
+        "name": g.name,
+        "url": url,
+        "created_at": _iso(g.created_at),
+    }
 
 
 def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any]:
@@ -371,4 +393,61 @@ def dry_run_json(d: DryRun) -> dict[str, Any]:
             for c in d.calls
         ],
         "usage": d.usage,
+    }
+
+
+def connector_secret(c: Connector) -> str | None:
+    """Where a connector's secret goes: a header's name, ``url`` (incoming webhooks), or None."""
+    if c.secret is None:
+        return None
+    if c.kind is ConnectorKind.INCOMING_WEBHOOK:
+        return "url"
+    return c.headers.get(SECRET_HEADER_FIELD, "Authorization")
+
+
+def connector_json(c: Connector, workspace: str) -> dict[str, Any]:
+    """A connector: never its secret, only whether it has one and where it goes."""
+    return {
+        "id": c.id,
+        "workspace": workspace,
+        "name": c.name,
+        "kind": c.kind.value,
+        "url": c.url,
+        "headers": {k: v for k, v in c.headers.items() if k != SECRET_HEADER_FIELD},
+        "secret": connector_secret(c),
+        "active": c.active,
+        "created_at": _iso(c.created_at),
+    }
+
+
+def connector_check_json(c: ConnectorCheck, workspace: str) -> dict[str, Any]:
+    """What a test of a connector proved (a remote MCP server's own words too)."""
+    data: dict[str, Any] = {
+        "ok": True,
+        "workspace": workspace,
+        "connector": c.connector.name,
+        "kind": c.connector.kind.value,
+        "url": c.connector.url,
+        "detail": c.detail,
+        "elapsed_ms": c.elapsed_ms,
+    }
+    if c.probe is not None:
+        data |= {
+            "transport": c.probe.transport,
+            "server": {"name": c.probe.server_name, "version": c.probe.server_version},
+            "protocol_version": c.probe.protocol_version,
+            "tools": c.probe.tools,
+            "announces_changes": c.probe.announces_changes,
+        }
+    return data
+
+
+def sync_report_json(r: SyncReport) -> dict[str, Any]:
+    """What a refresh changed in the tool cache."""
+    return {
+        "added": list(r.added),
+        "changed": list(r.changed),
+        "removed": list(r.removed),
+        "unchanged": r.unchanged,
+        "left_out": list(r.left_out),
     }

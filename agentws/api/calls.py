@@ -22,6 +22,7 @@ from quart import Response, jsonify, request
 from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
 from agentws.errors import (
     AgentwsError,
+    ConfigError,
     ConflictError,
     NotFoundError,
     PermissionDeniedError,
@@ -57,6 +58,8 @@ _STATUS = {
     NotFoundError: 404,
     ConflictError: 409,
     StoreUnavailableError: 503,
+    # The service lacks what this needs (the key, to open a connector's secret): say why.
+    ConfigError: 503,
     # The model (a try of a prompt), a connector: the fault is further on.
     UpstreamError: 502,
 }

@@ -13,47 +13,12 @@ from typing import Any
 from agentws import __version__
 
 from .openapi_audit import AUDIT_PARAMS, AUDIT_SCHEMAS
+from .openapi_changes import CHANGE_PATHS, CHANGE_SCHEMAS
+from .openapi_operations import PAGING, operation, path_params
 from .openapi_schemas import APPROVAL_STATUS, SCHEMAS, ref
 from .openapi_try import TRY_SCHEMAS
 
 __all__ = ["openapi_document"]
-
-
-_ERRORS = {
-    "400": "invalid input",
-    "401": "no valid credentials",
-    "403": "not allowed (a session's unsafe call without its CSRF token)",
-    "404": "no such object",
-    "409": "conflicts with the current state",
-    "503": "the store is unavailable",
-}
-
-
-def _responses(status: str, schema: str, description: str) -> dict[str, Any]:
-    responses: dict[str, Any] = {
-        status: {
-            "description": description,
-            "content": {"application/json": {"schema": ref(schema)}},
-        }
-    }
-    for code, text in _ERRORS.items():
-        responses[code] = {
-            "description": text,
-            "content": {"application/json": {"schema": ref("Error")}},
-        }
-    return responses
-
-
-def _path_params(*names: str) -> list[dict[str, Any]]:
-    return [
-        {"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names
-    ]
-
-
-_PAGING = [
-    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
-    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
-]
 
 
 _EVENT_FILTERS = [
@@ -104,33 +69,9 @@ _EVENT_FILTERS = [
 ]
 
 
-def _operation(
-    summary: str,
-    response: str,
-    *,
-    status: str = "200",
-    params: list[dict[str, Any]] | None = None,
-    body: str | None = None,
-    operation_id: str,
-) -> dict[str, Any]:
-    operation: dict[str, Any] = {
-        "operationId": operation_id,
-        "summary": summary,
-        "responses": _responses(status, response, summary),
-    }
-    if params:
-        operation["parameters"] = params
-    if body is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": ref(body)}},
-        }
-    return operation
-
-
-def _try_operation(params: list[dict[str, Any]]) -> dict[str, Any]:
+def _tryoperation(params: list[dict[str, Any]]) -> dict[str, Any]:
     """Try a prompt: 502 when the model fails (or the try outlasts a run's deadline)."""
-    operation = _operation(
+    described = operation(
         "Run the agent on a sample or a past event with a candidate prompt, posting nothing: "
         "read tools run, write and destructive ones do not",
         "DryRun",
@@ -138,31 +79,31 @@ def _try_operation(params: list[dict[str, Any]]) -> dict[str, Any]:
         body="TryPrompt",
         operation_id="tryPrompt",
     )
-    operation["responses"]["502"] = {
+    described["responses"]["502"] = {
         "description": "the model failed, or the try took longer than a run may",
         "content": {"application/json": {"schema": ref("Error")}},
     }
-    return operation
+    return described
 
 
 def _paths() -> dict[str, Any]:
-    ws = _path_params("workspace")
-    hook = _path_params("workspace", "webhook")
-    group = _path_params("workspace", "group")
+    ws = path_params("workspace")
+    hook = path_params("workspace", "webhook")
+    group = path_params("workspace", "group")
     return {
         "/workspaces": {
-            "get": _operation(
-                "List workspaces", "WorkspacePage", params=_PAGING, operation_id="listWorkspaces"
+            "get": operation(
+                "List workspaces", "WorkspacePage", params=PAGING, operation_id="listWorkspaces"
             )
         },
         "/workspaces/{workspace}/webhooks": {
-            "get": _operation(
+            "get": operation(
                 "List a workspace's webhooks",
                 "WebhookPage",
-                params=ws + _PAGING,
+                params=ws + PAGING,
                 operation_id="listWebhooks",
             ),
-            "post": _operation(
+            "post": operation(
                 "Create a webhook (its URL is in the answer, once)",
                 "IssuedWebhook",
                 status="201",
@@ -172,15 +113,15 @@ def _paths() -> dict[str, Any]:
             ),
         },
         "/workspaces/{workspace}/webhooks/{webhook}": {
-            "get": _operation("Show a webhook", "Webhook", params=hook, operation_id="getWebhook"),
-            "patch": _operation(
+            "get": operation("Show a webhook", "Webhook", params=hook, operation_id="getWebhook"),
+            "patch": operation(
                 "Change a webhook's prompt, channel, group, state or pre-authorized tools",
                 "Webhook",
                 params=hook,
                 body="WebhookChanges",
                 operation_id="updateWebhook",
             ),
-            "delete": _operation(
+            "delete": operation(
                 "Delete a webhook (its URL stops working at once)",
                 "Deleted",
                 params=hook,
@@ -188,7 +129,7 @@ def _paths() -> dict[str, Any]:
             ),
         },
         "/workspaces/{workspace}/webhooks/{webhook}/rotate": {
-            "post": _operation(
+            "post": operation(
                 "Issue a new URL (in the answer, once); the current one keeps working for "
                 "the grace period",
                 "IssuedWebhook",
@@ -198,7 +139,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/rotate-secret": {
-            "post": _operation(
+            "post": operation(
                 "Verify with a new signing secret; the current one still verifies for the "
                 "grace period",
                 "Webhook",
@@ -208,7 +149,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/end-grace": {
-            "post": _operation(
+            "post": operation(
                 "End the grace of the previous URL and/or secret now",
                 "Webhook",
                 params=hook,
@@ -217,7 +158,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/rotation": {
-            "get": _operation(
+            "get": operation(
                 "How far senders have moved to the new URL and secret",
                 "RotationStatus",
                 params=hook,
@@ -225,26 +166,26 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/samples": {
-            "get": _operation(
+            "get": operation(
                 "List what a capturing draft kept of its deliveries, newest first",
                 "SamplePage",
-                params=hook + _PAGING,
+                params=hook + PAGING,
                 operation_id="listSamples",
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/samples/{sample}": {
-            "get": _operation(
+            "get": operation(
                 "Show a sample with its body",
                 "SampleDetail",
-                params=_path_params("workspace", "webhook", "sample"),
+                params=path_params("workspace", "webhook", "sample"),
                 operation_id="getSample",
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/try": {
-            "post": _try_operation(hook),
+            "post": _tryoperation(hook),
         },
         "/workspaces/{workspace}/webhooks/{webhook}/failures": {
-            "get": _operation(
+            "get": operation(
                 "A webhook's failure alerts: settings, pause, latest streak, replayable events",
                 "WebhookFailures",
                 params=hook,
@@ -252,7 +193,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/replay": {
-            "post": _operation(
+            "post": operation(
                 "Replay a webhook's failed events (those the body selects), each once, at a rate",
                 "BulkReplay",
                 params=hook,
@@ -261,7 +202,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/test": {
-            "post": _operation(
+            "post": operation(
                 "Send a webhook a signed sample event through its door's checks",
                 "TestEvent",
                 params=hook,
@@ -270,14 +211,14 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/webhooks/{webhook}/deliveries": {
-            "get": _operation(
+            "get": operation(
                 "A webhook's delivery log, newest first: every request to its URL, accepted "
                 "or refused, with its status, reason, size, headers (secrets hidden), source "
                 "and event",
                 "DeliveryPage",
                 params=[
                     *hook,
-                    *_PAGING,
+                    *PAGING,
                     {
                         "name": "status",
                         "in": "query",
@@ -298,7 +239,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/workspaces/{workspace}/events": {
-            "get": _operation(
+            "get": operation(
                 "List a workspace's events, newest first, filtered and searched, a page at a "
                 "time (keyset cursors: pages stay put while events arrive)",
                 "EventPage",
@@ -307,22 +248,22 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/events/{event_id}": {
-            "get": _operation(
-                "Show an event", "Event", params=_path_params("event_id"), operation_id="getEvent"
+            "get": operation(
+                "Show an event", "Event", params=path_params("event_id"), operation_id="getEvent"
             )
         },
         "/events/{event_id}/replay": {
-            "post": _operation(
+            "post": operation(
                 "Run an event again, as a new event",
                 "Event",
                 status="201",
-                params=_path_params("event_id"),
+                params=path_params("event_id"),
                 body="Replay",
                 operation_id="replayEvent",
             )
         },
         "/approvals": {
-            "get": _operation(
+            "get": operation(
                 "List queued calls, oldest first, a page at a time, each with a preview of "
                 "its arguments (the whole arguments: GET /approvals/{approval_id})",
                 "ApprovalSummaryPage",
@@ -349,7 +290,7 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/audit": {
-            "get": _operation(
+            "get": operation(
                 "Read the audit log, newest first, filtered, a page at a time",
                 "AuditPage",
                 params=AUDIT_PARAMS,
@@ -357,48 +298,48 @@ def _paths() -> dict[str, Any]:
             )
         },
         "/approvals/{approval_id}": {
-            "get": _operation(
+            "get": operation(
                 "Show a queued call",
                 "Approval",
-                params=_path_params("approval_id"),
+                params=path_params("approval_id"),
                 operation_id="getApproval",
             )
         },
         "/approvals/{approval_id}/approve": {
-            "post": _operation(
+            "post": operation(
                 "Approve a queued call: the service runs it once (the answer waits for it)",
                 "Approval",
-                params=_path_params("approval_id"),
+                params=path_params("approval_id"),
                 body="Decision",
                 operation_id="approveCall",
             )
         },
         "/approvals/{approval_id}/retry": {
-            "post": _operation(
+            "post": operation(
                 "Run a call that failed after approval again, once",
                 "Approval",
-                params=_path_params("approval_id"),
+                params=path_params("approval_id"),
                 body="Decision",
                 operation_id="retryCall",
             )
         },
         "/approvals/{approval_id}/deny": {
-            "post": _operation(
+            "post": operation(
                 "Deny a queued call: it never runs",
                 "Approval",
-                params=_path_params("approval_id"),
+                params=path_params("approval_id"),
                 body="Decision",
                 operation_id="denyCall",
             )
         },
         "/workspaces/{workspace}/groups/{group}/tokens": {
-            "get": _operation(
+            "get": operation(
                 "List a group's MCP tokens",
                 "TokenPage",
-                params=group + _PAGING,
+                params=group + PAGING,
                 operation_id="listTokens",
             ),
-            "post": _operation(
+            "post": operation(
                 "Create an MCP token (shown once)",
                 "IssuedToken",
                 status="201",
@@ -408,65 +349,65 @@ def _paths() -> dict[str, Any]:
             ),
         },
         "/workspaces/{workspace}/groups/{group}/tools": {
-            "get": _operation(
+            "get": operation(
                 "List a group's tools: capability, label, permission and their sources",
                 "ToolPage",
-                params=[*group, *_PAGING],
+                params=[*group, *PAGING],
                 operation_id="listTools",
             )
         },
         "/workspaces/{workspace}/tools/{tool}/label": {
-            "put": _operation(
+            "put": operation(
                 "Label a remote MCP tool (null: unlabeled, so write)",
                 "Labeled",
-                params=_path_params("workspace", "tool"),
+                params=path_params("workspace", "tool"),
                 body="LabelChange",
                 operation_id="labelTool",
             )
         },
         "/workspaces/{workspace}/tools/{tool}/permission": {
-            "put": _operation(
+            "put": operation(
                 "Set (or with null, remove) a tool's permission for a group or the workspace",
                 "PermissionSet",
-                params=_path_params("workspace", "tool"),
+                params=path_params("workspace", "tool"),
                 body="PermissionChange",
                 operation_id="setToolPermission",
             )
         },
         "/workspaces/{workspace}/libraries": {
-            "get": _operation(
+            "get": operation(
                 "List libraries with their documents and skills",
                 "LibraryPage",
-                params=[*ws, *_PAGING],
+                params=[*ws, *PAGING],
                 operation_id="listLibraries",
             )
         },
         "/workspaces/{workspace}/libraries/{library}/documents": {
-            "post": _operation(
+            "post": operation(
                 "Add a document to a library (replace: update the one with its slug)",
                 "Document",
                 status="201",
-                params=_path_params("workspace", "library"),
+                params=path_params("workspace", "library"),
                 body="NewDocument",
                 operation_id="addDocument",
             )
         },
         "/workspaces/{workspace}/channels/{channel}/messages": {
-            "get": _operation(
+            "get": operation(
                 "A channel's messages, newest first (local:NAME, slack:…, webhook:…)",
                 "MessagePage",
-                params=[*_path_params("workspace", "channel"), *_PAGING],
+                params=[*path_params("workspace", "channel"), *PAGING],
                 operation_id="listMessages",
             )
         },
         "/oauth/clients": {
-            "get": _operation(
+            "get": operation(
                 "List OAuth clients (registered by an operator, by themselves, or by document)",
                 "OAuthClientPage",
-                params=_PAGING,
+                params=PAGING,
                 operation_id="listOAuthClients",
             ),
-            "post": _operation(
+            "post": operation(
                 "Register an OAuth client by hand (a confidential one's secret is shown once)",
                 "RegisteredOAuthClient",
                 status="201",
@@ -475,18 +416,18 @@ def _paths() -> dict[str, Any]:
             ),
         },
         "/oauth/clients/{client}": {
-            "delete": _operation(
+            "delete": operation(
                 "Remove an OAuth client and revoke its tokens at once",
                 "OAuthClient",
-                params=_path_params("client"),
+                params=path_params("client"),
                 operation_id="removeOAuthClient",
             )
         },
         "/workspaces/{workspace}/groups/{group}/tokens/{token}": {
-            "delete": _operation(
+            "delete": operation(
                 "Revoke an MCP token at once (its sessions close)",
                 "Token",
-                params=_path_params("workspace", "group", "token"),
+                params=path_params("workspace", "group", "token"),
                 operation_id="revokeToken",
             )
         },
@@ -501,8 +442,8 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             "title": "agentws admin API",
             "version": __version__,
             "description": (
-                "Administer agentws: webhooks, events, approvals, MCP tokens, OAuth clients, tool "
-                "permissions, libraries and channels. Authenticate "
+                "Administer agentws: workspaces, groups, webhooks, events, approvals, MCP tokens, "
+                "OAuth clients, tool permissions, connectors, libraries and channels. Authenticate "
                 "with an admin API token (`agentws admin token create`) as a bearer token. "
                 'Errors are {"error": {"code", "message"}}; lists are paginated with '
                 "`limit` and the `next_cursor` of the previous page."
@@ -512,7 +453,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "security": [{"adminToken": []}],
         "components": {
             "securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}},
-            "schemas": {**SCHEMAS, **TRY_SCHEMAS, **AUDIT_SCHEMAS},
+            "schemas": {**SCHEMAS, **TRY_SCHEMAS, **AUDIT_SCHEMAS, **CHANGE_SCHEMAS},
         },
-        "paths": _paths(),
+        "paths": {**_paths(), **CHANGE_PATHS},
     }

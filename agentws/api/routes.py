@@ -16,10 +16,15 @@ samples and tries of a prompt in :mod:`agentws.api.webhook_try`, failures,
 bulk replays and test events in :mod:`agentws.api.webhook_operations`), their
 delivery logs in :mod:`agentws.api.deliveries`, approvals in :mod:`agentws.api.approvals`,
 the audit log in :mod:`agentws.api.audit`, MCP tokens and tool permissions in
-:mod:`agentws.api.access`.
+:mod:`agentws.api.access`, connectors in :mod:`agentws.api.connectors`.
+
+Renames (``PATCH`` a workspace, group or library with ``{"name"}``) change
+the display name only: slugs are in endpoint URLs and documents' URIs.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from quart import Blueprint, Response, jsonify
 
@@ -27,13 +32,20 @@ from agentws import libraries, registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.chat.channels import parse_channel
-from agentws.domain.models import DocumentPolicy
-from agentws.views import document_json, library_json, message_json, workspace_json
+from agentws.domain.models import DocumentPolicy, Library
+from agentws.views import (
+    document_json,
+    group_json,
+    library_json,
+    message_json,
+    workspace_json,
+)
 
 from . import (
     access,
     approvals,
     audit,
+    connectors,
     deliveries,
     webhook_operations,
     webhook_rotation,
@@ -63,6 +75,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
             approvals.routes,
             access.routes,
             audit.routes,
+            connectors.routes,
         ),
         url_prefix="/api/v1",
     )
@@ -86,7 +99,40 @@ async def list_workspaces(admin: AdminServices, caller: Caller) -> Answer:
     return page_of([workspace_json(w) for w in await registry.list_workspaces(admin.store)])
 
 
+@routes.patch("/workspaces/<workspace>")
+@endpoint
+async def rename_workspace(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
+    data = await json_body()
+    renamed = await registry.rename_workspace(
+        admin.store, workspace, name=required(data, "name"), actor=caller.actor
+    )
+    return workspace_json(renamed)
+
+
+# --- groups ---------------------------------------------------------------------------------
+
+
+@routes.patch("/workspaces/<workspace>/groups/<group>")
+@endpoint
+async def rename_group(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
+    data = await json_body()
+    renamed = await registry.rename_group(
+        admin.store, workspace, group, name=required(data, "name"), actor=caller.actor
+    )
+    url = registry.endpoint_url(admin.settings.public_base_url, workspace, renamed.slug)
+    return group_json(renamed, workspace, url)
+
+
 # --- libraries ------------------------------------------------------------------------------
+
+
+async def _shelf(admin: AdminServices, workspace: str, library: Library) -> dict[str, Any]:
+    """A library as the list shows it: its groups, documents and skills."""
+    store = admin.store
+    attached = await libraries.attached_groups(store, workspace)
+    documents = await libraries.list_documents(store, workspace, library.slug)
+    skills = await libraries.list_skills(store, workspace, library.slug)
+    return library_json(library, attached.get(library.id, []), documents, skills)
 
 
 @routes.get("/workspaces/<workspace>/libraries")
@@ -100,6 +146,18 @@ async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -
         skills = await libraries.list_skills(store, workspace, library.slug)
         shelves.append(library_json(library, attached.get(library.id, []), documents, skills))
     return page_of(shelves)
+
+
+@routes.patch("/workspaces/<workspace>/libraries/<library>")
+@endpoint
+async def rename_library(
+    admin: AdminServices, caller: Caller, workspace: str, library: str
+) -> Answer:
+    data = await json_body()
+    renamed = await libraries.rename_library(
+        admin.store, workspace, library, name=required(data, "name"), actor=caller.actor
+    )
+    return await _shelf(admin, workspace, renamed)
 
 
 @routes.post("/workspaces/<workspace>/libraries/<library>/documents")
@@ -123,6 +181,19 @@ async def add_document(
         actor=caller.actor,
     )
     return document_json(document, library), 201
+
+
+@routes.patch("/workspaces/<workspace>/libraries/<library>/documents/<document>")
+@endpoint
+async def set_document_policy(
+    admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
+) -> Answer:
+    data = await json_body()
+    policy = enum_value(DocumentPolicy, "policy", required(data, "policy"))
+    changed = await libraries.set_document_policy(
+        admin.store, workspace, library, document, policy, actor=caller.actor
+    )
+    return document_json(changed, library)
 
 
 # --- channels -------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""The ``agentws connector`` commands: add, list, show, test, refresh, remove, attach, detach.
+"""The ``agentws connector`` commands: add, list, show, test, refresh, activate, deactivate,
+remove, attach, detach.
 
 Secrets come from an environment variable (``--secret-env VAR``) or stdin
 (``--secret-stdin``), never from the command line, where they would land
 in shell history and process listings; they are never printed. The work is
-done by :mod:`agentws.connectors.registry`.
+done by :mod:`agentws.connectors.registry`; a test and a refresh by
+:mod:`agentws.connector_checks`, as the dashboard and the admin API do them.
 """
 
 from __future__ import annotations
@@ -11,32 +13,34 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 from agentws.cli.output import Context, Output, iso, table
+from agentws.connector_checks import (
+    UPSTREAM_S,
+    check_connector_now,
+    refresh_connector,
+    refresh_text,
+)
 from agentws.connectors.registry import (
-    SECRET_HEADER_FIELD,
     ConnectorSecret,
     add_connector,
     attach_connector,
-    connector_headers,
     detach_connector,
     find_connector,
     list_connectors,
     parse_header,
     remove_connector,
+    set_connector_active,
 )
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import UnsafeUrlError, ValidationError
+from agentws.views import connector_check_json, connector_json, sync_report_json
 
 if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import SyncReport
 
 __all__ = ["add_connector_commands"]
-
-# How long `connector add` and `connector refresh` wait for a remote.
-_REFRESH_TIMEOUT_S = 20.0
 
 
 def _positive_seconds(text: str) -> float:
@@ -47,31 +51,6 @@ def _positive_seconds(text: str) -> float:
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
     return value
-
-
-def _connector_json(c: Connector, workspace: str) -> dict[str, Any]:
-    headers = {k: v for k, v in c.headers.items() if k != SECRET_HEADER_FIELD}
-    return {
-        "id": c.id,
-        "workspace": workspace,
-        "name": c.name,
-        "kind": c.kind.value,
-        "url": c.url,
-        "headers": headers,
-        # Whether there is a secret, and in which header; never the secret.
-        "secret": _secret_kind(c),
-        "active": c.active,
-        "created_at": iso(c.created_at),
-    }
-
-
-def _secret_kind(c: Connector) -> str | None:
-    """Where the secret goes: a header's name, ``url`` (incoming webhooks), or None."""
-    if c.secret is None:
-        return None
-    if c.kind is ConnectorKind.INCOMING_WEBHOOK:
-        return "url"
-    return c.headers.get(SECRET_HEADER_FIELD, "Authorization")
 
 
 def _secret_text(kind: str | None) -> str:
@@ -113,14 +92,14 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         allowlist=ctx.settings.connector_allowlist,
         actor=ctx.actor,
     )
-    data = _connector_json(connector, args.workspace)
+    data = connector_json(connector, args.workspace)
     note = " Its secret is stored encrypted." if connector.secret else ""
     if connector.kind is ConnectorKind.REMOTE_MCP:
         from agentws.connectors.remote_mcp import RemoteError
 
         # Saved either way: a remote that is down now can be refreshed later.
         try:
-            report = await _refresh_now(ctx, connector)
+            report = await _refresh_now(ctx, args.workspace, connector)
         except (RemoteError, UnsafeUrlError) as exc:
             data["refresh"] = {"error": exc.message}
             note += (
@@ -128,8 +107,8 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
                 f"Retry with: agentws connector refresh {args.workspace} {connector.name}"
             )
         else:
-            data["refresh"] = _report_json(report)
-            note += "\n" + _report_text(connector.name, report)
+            data["refresh"] = sync_report_json(report)
+            note += "\n" + refresh_text(connector.name, report, sep="\n")
     text = (
         f"Added {connector.kind.value} connector {connector.name!r} ({connector.id}) "
         f"at {connector.url}.{note}\n"
@@ -152,48 +131,30 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, text)
 
 
-async def _refresh_now(ctx: Context, connector: Connector) -> SyncReport:
-    # Imported when used: the MCP client takes most of a second to load.
-    from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
-    from agentws.tools.cache_sync import sync_tool_cache
-
-    box = ctx.keys.box() if connector.secret else None
-    with remote_deadline(connector, _REFRESH_TIMEOUT_S):
-        tools = await fetch_tools(connector, box=box, allowlist=ctx.settings.connector_allowlist)
-    return await sync_tool_cache(ctx.store, connector, tools, actor=ctx.actor)
-
-
-def _report_text(name: str, report: SyncReport) -> str:
-    parts = [f"{len(report.added)} new", f"{len(report.changed)} changed"]
-    parts += [f"{len(report.removed)} removed", f"{report.unchanged} unchanged"]
-    text = f"Tools of {name!r}: {', '.join(parts)}."
-    if report.changed:
-        text += f"\nChanged definitions lost their labels (now write): {', '.join(report.changed)}."
-    text += "".join(f"\nNot listed: {reason}" for reason in report.left_out)
-    return text
-
-
-def _report_json(report: SyncReport) -> dict[str, Any]:
-    return {
-        "added": list(report.added),
-        "changed": list(report.changed),
-        "removed": list(report.removed),
-        "unchanged": report.unchanged,
-        "left_out": list(report.left_out),
-    }
+async def _refresh_now(
+    ctx: Context, workspace: str, connector: Connector, timeout_s: float = UPSTREAM_S
+) -> SyncReport:
+    return await refresh_connector(
+        ctx.store,
+        workspace,
+        connector,
+        keys=ctx.keys,
+        allowlist=ctx.settings.connector_allowlist,
+        actor=ctx.actor,
+        timeout_s=timeout_s,
+    )
 
 
 async def _refresh(args: argparse.Namespace, ctx: Context) -> Output:
     connector = await find_connector(ctx.store, args.workspace, args.name)
-    if connector.kind is not ConnectorKind.REMOTE_MCP:
-        raise ValidationError(f"{connector.name!r} is a native connector: its tools are fixed")
-    report = await _refresh_now(ctx, connector)
-    return Output(_report_json(report), _report_text(connector.name, report))
+    report = await _refresh_now(ctx, args.workspace, connector, args.timeout)
+    data = {"workspace": args.workspace, "connector": connector.name, **sync_report_json(report)}
+    return Output(data, refresh_text(connector.name, report, sep="\n"))
 
 
 async def _list(args: argparse.Namespace, ctx: Context) -> Output:
     rows = [
-        _connector_json(c, args.workspace) for c in await list_connectors(ctx.store, args.workspace)
+        connector_json(c, args.workspace) for c in await list_connectors(ctx.store, args.workspace)
     ]
     empty = (
         f"No connectors yet: add one with `agentws connector add {args.workspace} NAME --kind ...`."
@@ -227,7 +188,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
         await ctx.store.select(CachedTool, connector_id=connector.id), key=lambda t: t.name
     )
     tools = [_tool_json(connector, tool) for tool in cached]
-    data = {**_connector_json(connector, args.workspace), "groups": groups, "tools": tools}
+    data = {**connector_json(connector, args.workspace), "groups": groups, "tools": tools}
     secret = data["secret"]
     lines = [
         f"Connector {connector.name!r} ({connector.kind.value}, {connector.id})",
@@ -258,63 +219,34 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     connector = await find_connector(ctx.store, args.workspace, args.name)
-    box = ctx.keys.box() if connector.secret else None
-    data: dict[str, Any] = {
-        "ok": True,
-        "workspace": args.workspace,
-        "connector": connector.name,
-        "kind": connector.kind.value,
-        "url": connector.url,
-    }
-    started = time.monotonic()
-    if connector.kind is ConnectorKind.REMOTE_MCP:
-        from agentws.connectors.remote_mcp import probe, remote_deadline
-
-        with remote_deadline(connector, args.timeout):
-            found = await probe(connector, box=box, allowlist=ctx.settings.connector_allowlist)
-        data |= {
-            "transport": found.transport,
-            "server": {"name": found.server_name, "version": found.server_version},
-            "protocol_version": found.protocol_version,
-            "tools": found.tools,
-            "announces_changes": found.announces_changes,
-        }
-        changes = "announces" if found.announces_changes else "does not announce"
-        detail = (
-            f"{found.server_name} {found.server_version} over {found.transport} "
-            f"(protocol {found.protocol_version}), {found.tools} tools; it {changes} "
-            "changes to its tool list"
-        )
-    else:
-        from agentws.connectors.native import check_connector, upstream_deadline
-
-        if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-            from agentws.chat.incoming_webhook import hook_deadline, probe_hook
-
-            hook_box = ctx.keys.box()
-            with hook_deadline(connector, hook_box, args.timeout):
-                detail = await probe_hook(connector, hook_box, ctx.settings.connector_allowlist)
-            data["detail"] = detail
-            data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
-            return Output(data, f"Connector {connector.name!r} works: {detail}.")
-        with upstream_deadline(connector, args.timeout, named=True):
-            detail = await check_connector(
-                connector,
-                headers=connector_headers(connector, box),
-                allowlist=ctx.settings.connector_allowlist,
-            )
-        data["detail"] = detail
-    data["elapsed_ms"] = round((time.monotonic() - started) * 1000)
-    text = (
-        f"Connector {connector.name!r} works: {detail} "
-        f"({data['elapsed_ms']} ms, at {connector.url}). Nothing was changed."
+    checked = await check_connector_now(
+        connector,
+        keys=ctx.keys,
+        allowlist=ctx.settings.connector_allowlist,
+        timeout_s=args.timeout,
     )
-    return Output(data, text)
+    return Output(connector_check_json(checked, args.workspace), checked.text())
+
+
+async def _set_active(args: argparse.Namespace, ctx: Context) -> Output:
+    active = args.action == "activate"
+    c = await set_connector_active(
+        ctx.store, args.workspace, args.name, active=active, actor=ctx.actor
+    )
+    if c.active:
+        text = f"Connector {c.name!r} is active: the groups it is attached to list its tools."
+    else:
+        text = (
+            f"Connector {c.name!r} is inactive: no group lists its tools and no link connects "
+            "to it; its settings, secret, tools and attachments are kept. Turn it back on with "
+            f"`agentws connector activate {args.workspace} {c.name}`."
+        )
+    return Output(connector_json(c, args.workspace), text)
 
 
 async def _remove(args: argparse.Namespace, ctx: Context) -> Output:
     c = await remove_connector(ctx.store, args.workspace, args.name, actor=ctx.actor)
-    return Output(_connector_json(c, args.workspace), f"Removed connector {c.name!r} ({c.id}).")
+    return Output(connector_json(c, args.workspace), f"Removed connector {c.name!r} ({c.id}).")
 
 
 async def _attach(args: argparse.Namespace, ctx: Context) -> Output:
@@ -332,6 +264,16 @@ async def _detach(args: argparse.Namespace, ctx: Context) -> Output:
         else f"Connector {args.name!r} was not attached to {args.workspace}/{args.group}."
     )
     return Output(data, text)
+
+
+def _timeout_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=UPSTREAM_S,
+        metavar="SECONDS",
+        help="how long to wait for the upstream (default: %(default)g)",
+    )
 
 
 def _connector_arguments(parser: argparse.ArgumentParser) -> None:
@@ -410,13 +352,7 @@ def add_connector_commands(
         "status 1, with the reason, when it does not work.",
     )
     _connector_arguments(test)
-    test.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=_REFRESH_TIMEOUT_S,
-        metavar="SECONDS",
-        help="how long to wait for the upstream (default: %(default)g)",
-    )
+    _timeout_argument(test)
     test.set_defaults(handler=_test)
 
     refresh = connector.add_parser(
@@ -424,10 +360,32 @@ def add_connector_commands(
         parents=[common],
         help="fetch a remote MCP connector's tools into the tool cache now",
         description="Fetch the remote's tool list and update the cache. A tool whose "
-        "definition changed loses its admin label (back to write) and the change is audited.",
+        "definition changed loses its admin label (back to write) and the change is audited. "
+        "The refresh itself is audited too (connector.refresh: what changed, or why it "
+        "failed), as the dashboard's and the admin API's are.",
     )
     _connector_arguments(refresh)
+    _timeout_argument(refresh)
     refresh.set_defaults(handler=_refresh)
+
+    for action, text, more in (
+        (
+            "activate",
+            "offer an inactive connector's tools again",
+            "The groups it is attached to list its tools again, and a remote MCP "
+            "connector's link connects again. A no-op if it is active.",
+        ),
+        (
+            "deactivate",
+            "stop offering a connector's tools, keeping everything else",
+            "No group lists its tools and no link connects to it; its settings, secret, "
+            "cached tools and attachments are kept, so `activate` brings it back as it was. "
+            "A no-op if it is inactive.",
+        ),
+    ):
+        toggle = connector.add_parser(action, parents=[common], help=text, description=more)
+        _connector_arguments(toggle)
+        toggle.set_defaults(handler=_set_active)
 
     remove = connector.add_parser(
         "remove", parents=[common], help="delete a connector, its cached tools and attachments"

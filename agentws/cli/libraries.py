@@ -33,6 +33,8 @@ from agentws.libraries import (
     load_document_file,
     remove_document,
     remove_skill,
+    rename_library,
+    set_document_policy,
 )
 from agentws.registry import endpoint_url
 
@@ -113,6 +115,18 @@ async def _library_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"create one with `agentws library create {args.workspace} SLUG`."
     )
     return Output(rows, table(shown, ("slug", "name", "groups", "id"), empty))
+
+
+async def _library_rename(args: argparse.Namespace, ctx: Context) -> Output:
+    lib = await rename_library(
+        ctx.store, args.workspace, args.library, name=args.name, actor=ctx.actor
+    )
+    groups = await attached_groups(ctx.store, args.workspace)
+    text = (
+        f"Library {args.workspace}/{lib.slug} is named {lib.name!r}; its slug, in its "
+        "documents' URIs, stays."
+    )
+    return Output(_library_json(lib, args.workspace, groups.get(lib.id, [])), text)
 
 
 async def _library_attach(args: argparse.Namespace, ctx: Context) -> Output:
@@ -198,6 +212,26 @@ async def _doc_list(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(rows, table(shown, columns, empty))
 
 
+# What each policy means, said when it is set.
+_POLICY_TEXT = {
+    DocumentPolicy.SPINE: "always in the agent's context, and an MCP resource",
+    DocumentPolicy.ON_DEMAND: "read when needed, and an MCP resource",
+    DocumentPolicy.NEVER: "kept, but never shown to the agent or MCP clients",
+}
+
+
+async def _doc_policy(args: argparse.Namespace, ctx: Context) -> Output:
+    d = await set_document_policy(
+        ctx.store, args.workspace, args.library, args.document, args.policy, actor=ctx.actor
+    )
+    data = _document_json(d, args.workspace, args.library)
+    text = (
+        f"Document {args.workspace}/{args.library}/{d.slug} has policy {d.policy.value}: "
+        f"{_POLICY_TEXT[d.policy]}."
+    )
+    return Output(data, text)
+
+
 async def _doc_remove(args: argparse.Namespace, ctx: Context) -> Output:
     d = await remove_document(
         ctx.store, args.workspace, args.library, args.document, actor=ctx.actor
@@ -252,6 +286,11 @@ async def _skill_remove(args: argparse.Namespace, ctx: Context) -> Output:
 
 # -- parsers ---------------------------------------------------------------------------
 
+_POLICY_HELP = (
+    "spine: always in the agent's context; on_demand: read when needed; "
+    "never: kept but never shown to the agent or MCP clients"
+)
+
 
 def _positionals(parser: argparse.ArgumentParser, *names: str) -> None:
     helps = {
@@ -285,6 +324,17 @@ def add_library_commands(
     )
     _positionals(l_list, "workspace")
     l_list.set_defaults(handler=_library_list)
+    l_rename = library.add_parser(
+        "rename",
+        parents=[common],
+        help="give a library a new display name (its slug stays)",
+        description="Change a library's display name. Its slug is in its documents' URIs "
+        "(agentws://LIBRARY/DOC), which MCP clients keep, so it does not change. Audited "
+        "(library.rename, with the name it had); the name it already has changes nothing.",
+    )
+    _positionals(l_rename, "workspace", "library")
+    l_rename.add_argument("--name", required=True, help="the new display name")
+    l_rename.set_defaults(handler=_library_rename)
     l_attach = library.add_parser(
         "attach",
         parents=[common],
@@ -302,7 +352,7 @@ def add_library_commands(
 
     doc = commands.add_parser(
         "doc",
-        help="add, list and remove a library's context documents",
+        help="add, list, change the policy of and remove a library's context documents",
         description="Context documents are text (Markdown, plain text or JSON, at most 1 MiB, "
         "UTF-8) that groups offer as MCP resources and the agent reads.",
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -321,8 +371,7 @@ def add_library_commands(
         "--policy",
         required=True,
         choices=[p.value for p in DocumentPolicy],
-        help="spine: always in the agent's context; on_demand: read when needed; "
-        "never: kept but never shown to the agent or MCP clients",
+        help=_POLICY_HELP,
     )
     d_add.add_argument("--title", help="title (default: first '# heading', else the file name)")
     d_add.add_argument(
@@ -341,6 +390,22 @@ def add_library_commands(
     d_list = doc.add_parser("list", parents=[common], help="list a library's documents")
     _positionals(d_list, "workspace", "library")
     d_list.set_defaults(handler=_doc_list)
+    d_policy = doc.add_parser(
+        "policy",
+        parents=[common],
+        help="change how a document reaches the agent and MCP clients",
+        description="Set a document's policy: " + _POLICY_HELP + ". Audited "
+        "(document.policy, with the policy it had); the policy it already has changes nothing.",
+    )
+    _positionals(d_policy, "workspace", "library")
+    d_policy.add_argument("document", metavar="DOC", help="document slug")
+    d_policy.add_argument(
+        "policy",
+        metavar="POLICY",
+        choices=[p.value for p in DocumentPolicy],
+        help="one of %(choices)s",
+    )
+    d_policy.set_defaults(handler=_doc_policy)
     d_remove = doc.add_parser("remove", parents=[common], help="delete a document")
     _positionals(d_remove, "workspace", "library")
     d_remove.add_argument("document", metavar="DOC", help="document slug")

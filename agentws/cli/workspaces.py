@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.output import Context, Output, table
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
 from agentws.registry import (
@@ -20,22 +20,17 @@ from agentws.registry import (
     list_groups,
     list_tokens,
     list_workspaces,
+    rename_group,
+    rename_workspace,
     revoke_token,
 )
-from agentws.views import token_json, workspace_json
+from agentws.views import group_json, token_json, workspace_json
 
 __all__ = ["add_workspace_commands"]
 
 
 def _group_json(g: Group, workspace: str, settings: Settings) -> dict[str, Any]:
-    return {
-        "id": g.id,
-        "workspace": workspace,
-        "slug": g.slug,
-        "name": g.name,
-        "url": endpoint_url(settings.public_base_url, workspace, g.slug),
-        "created_at": iso(g.created_at),
-    }
+    return group_json(g, workspace, endpoint_url(settings.public_base_url, workspace, g.slug))
 
 
 async def _workspace_create(args: argparse.Namespace, ctx: Context) -> Output:
@@ -47,6 +42,12 @@ async def _workspace_list(args: argparse.Namespace, ctx: Context) -> Output:
     rows = [workspace_json(w) for w in await list_workspaces(ctx.store)]
     empty = "No workspaces yet: create one with `agentws workspace create SLUG`."
     return Output(rows, table(rows, ("slug", "name", "id", "created_at"), empty))
+
+
+async def _workspace_rename(args: argparse.Namespace, ctx: Context) -> Output:
+    w = await rename_workspace(ctx.store, args.slug, name=args.name, actor=ctx.actor)
+    text = f"Workspace {w.slug!r} is named {w.name!r}; its slug, and so its URLs, stay."
+    return Output(workspace_json(w), text)
 
 
 async def _group_create(args: argparse.Namespace, ctx: Context) -> Output:
@@ -64,6 +65,16 @@ async def _group_list(args: argparse.Namespace, ctx: Context) -> Output:
         f"create one with `agentws group create {args.workspace} SLUG`."
     )
     return Output(rows, table(rows, ("slug", "name", "id", "url"), empty))
+
+
+async def _group_rename(args: argparse.Namespace, ctx: Context) -> Output:
+    g = await rename_group(ctx.store, args.workspace, args.slug, name=args.name, actor=ctx.actor)
+    data = _group_json(g, args.workspace, ctx.settings)
+    text = (
+        f"Group {args.workspace}/{g.slug} is named {g.name!r}; its slug, and so its endpoint "
+        f"URL, stay: {data['url']}"
+    )
+    return Output(data, ctx.noted(text))
 
 
 async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
@@ -113,9 +124,9 @@ def add_workspace_commands(
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``workspace``, ``group`` and ``token`` to the ``agentws`` command line."""
-    workspace = commands.add_parser("workspace", help="create and list workspaces").add_subparsers(
-        dest="action", metavar="ACTION", required=True
-    )
+    workspace = commands.add_parser(
+        "workspace", help="create, list and rename workspaces"
+    ).add_subparsers(dest="action", metavar="ACTION", required=True)
     w_create = workspace.add_parser("create", parents=[common], help="create a workspace")
     w_create.add_argument("slug", metavar="SLUG", help="address in URLs: [a-z0-9][a-z0-9-]*")
     w_create.add_argument("--name", help="display name (default: the slug)")
@@ -123,9 +134,20 @@ def add_workspace_commands(
     workspace.add_parser("list", parents=[common], help="list workspaces").set_defaults(
         handler=_workspace_list
     )
+    w_rename = workspace.add_parser(
+        "rename",
+        parents=[common],
+        help="give a workspace a new display name (its slug stays)",
+        description="Change a workspace's display name. Its slug is in every group's "
+        "endpoint URL and the dashboard's addresses, so it does not change. Audited "
+        "(workspace.rename, with the name it had); the name it already has changes nothing.",
+    )
+    w_rename.add_argument("slug", metavar="SLUG", help="workspace slug")
+    w_rename.add_argument("--name", required=True, help="the new display name")
+    w_rename.set_defaults(handler=_workspace_rename)
 
     group = commands.add_parser(
-        "group", help="create and list groups of a workspace"
+        "group", help="create, list and rename groups of a workspace"
     ).add_subparsers(dest="action", metavar="ACTION", required=True)
     g_create = group.add_parser(
         "create", parents=[common], help="create a group (one MCP endpoint)"
@@ -137,6 +159,18 @@ def add_workspace_commands(
     g_list = group.add_parser("list", parents=[common], help="list a workspace's groups")
     g_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     g_list.set_defaults(handler=_group_list)
+    g_rename = group.add_parser(
+        "rename",
+        parents=[common],
+        help="give a group a new display name (its slug and endpoint URL stay)",
+        description="Change a group's display name. Its slug is in its MCP endpoint URL, "
+        "which clients keep, so it does not change. Audited (group.rename, with the name it "
+        "had); the name it already has changes nothing.",
+    )
+    g_rename.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
+    g_rename.add_argument("slug", metavar="GROUP", help="group slug")
+    g_rename.add_argument("--name", required=True, help="the new display name")
+    g_rename.set_defaults(handler=_group_rename)
 
     token = commands.add_parser(
         "token", help="issue, list and revoke MCP endpoint tokens"

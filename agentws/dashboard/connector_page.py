@@ -21,6 +21,7 @@ from quart import Response, request, url_for
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
+from agentws.connector_checks import check_connector_now, refresh_connector, refresh_text
 from agentws.connectors.registry import (
     SECRET_HEADER_FIELD,
     attach_connector,
@@ -33,7 +34,6 @@ from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKi
 from agentws.errors import AgentwsError
 from agentws.tools import admin as tools_admin
 
-from .connector_checks import check_connector_now, refresh_now, report_text
 from .connectors import KINDS, attached_groups, health_of, secret_text
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
@@ -145,10 +145,20 @@ async def connector_action(
     try:
         connector = await find_connector(store, workspace, name)
         if action == "test":
-            return done(here, await check_connector_now(admin, connector))
+            checked = await check_connector_now(
+                connector, keys=admin.keys, allowlist=admin.settings.connector_allowlist
+            )
+            return done(here, checked.text())
         if action == "refresh":
-            report = await refresh_now(admin, workspace, connector, actor=caller.actor)
-            return done(here, report_text(connector.name, report))
+            report = await refresh_connector(
+                store,
+                workspace,
+                connector,
+                keys=admin.keys,
+                allowlist=admin.settings.connector_allowlist,
+                actor=caller.actor,
+            )
+            return done(here, refresh_text(connector.name, report))
         if action in ("attach", "detach"):
             group = form.get("group") or ""
             if action == "attach":

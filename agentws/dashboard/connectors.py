@@ -20,6 +20,7 @@ from quart import Response, request, url_for
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
+from agentws.connector_checks import refresh_connector, refresh_text
 from agentws.connectors.registry import (
     DEFAULT_URLS,
     SECRET_HEADER_FIELD,
@@ -34,7 +35,6 @@ from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError
 from agentws.store import Store
 
-from .connector_checks import refresh_now, report_text
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
 
@@ -163,10 +163,17 @@ async def connector_add(admin: AdminServices, caller: Caller, workspace: str) ->
     if kind is ConnectorKind.REMOTE_MCP:
         # Saved either way, as the CLI does: a remote that is down now can be refreshed later.
         try:
-            report = await refresh_now(admin, workspace, connector, actor=caller.actor)
+            report = await refresh_connector(
+                admin.store,
+                workspace,
+                connector,
+                keys=admin.keys,
+                allowlist=admin.settings.connector_allowlist,
+                actor=caller.actor,
+            )
         except AgentwsError as exc:
             return done(
                 page, f"{notice} Warning: {exc.message} Refresh it when it is up.", error=True
             )
-        notice += " " + report_text(connector.name, report)
+        notice += " " + refresh_text(connector.name, report)
     return done(page, notice)

@@ -185,6 +185,21 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     assert code == 0, err
     assert "Warning: connector 'later': cannot list tools" in out
     assert "agentws connector refresh acme later" in out
+    # Every refresh is audited, as the dashboard's and the API's are: what changed, or why not.
+    code, out, err = await _cli(
+        tmp_path, "audit", "tail", "--action", "connector.refresh", "--json"
+    )
+    assert code == 0, err
+    refreshes = sorted(json.loads(out), key=lambda e: e["at"])
+    assert [e["target"] for e in refreshes] == ["acme/third"] * 3 + ["acme/later"]
+    assert all(e["actor"].startswith("cli:") for e in refreshes)
+    counts = [{k: e["detail"].get(k) for k in ("added", "changed", "removed")} for e in refreshes]
+    assert counts[:2] == [
+        {"added": 2, "changed": 0, "removed": 0},
+        {"added": 0, "changed": 1, "removed": 1},
+    ]
+    assert "cannot list tools" in refreshes[2]["detail"]["error"]
+    assert "cannot list tools" in refreshes[3]["detail"]["error"]
 
 
 async def _attach_read_search(store: Store, url: str) -> Connector:

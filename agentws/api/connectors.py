@@ -1,0 +1,85 @@
+"""The admin API's connectors: list and show them, turn them on and off, test and refresh them.
+
+``PATCH .../connectors/<connector>`` with ``{"active": false}`` stops offering a
+connector's tools and keeps the rest (``connector.deactivate``);
+``{"active": true}`` offers them again. ``POST .../test`` connects once and
+changes nothing; ``POST .../refresh`` fetches a remote MCP server's tools
+into the cache, audited as ``connector.refresh``. Both are
+:mod:`agentws.connector_checks`, as ``agentws connector test|refresh`` and
+the dashboard make them; an upstream that is down, refuses the credential or
+is too slow answers 502. No answer holds a connector's secret.
+"""
+
+from __future__ import annotations
+
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.connector_checks import check_connector_now, refresh_connector
+from agentws.connectors.registry import find_connector, list_connectors, set_connector_active
+from agentws.errors import ValidationError
+from agentws.views import connector_check_json, connector_json, sync_report_json
+
+from .calls import Answer, endpoint, field, json_body, page_of
+
+__all__ = ["routes"]
+
+routes = RouteTable[AdminServices]()
+
+
+@routes.get("/workspaces/<workspace>/connectors")
+@endpoint
+async def list_workspace_connectors(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
+    connectors = await list_connectors(admin.store, workspace)
+    return page_of([connector_json(c, workspace) for c in connectors])
+
+
+@routes.get("/workspaces/<workspace>/connectors/<connector>")
+@endpoint
+async def show_connector(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    return connector_json(await find_connector(admin.store, workspace, connector), workspace)
+
+
+@routes.patch("/workspaces/<workspace>/connectors/<connector>")
+@endpoint
+async def update_connector(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    data = await json_body()
+    active = field(data, "active", bool)
+    if active is None:
+        raise ValidationError("'active' is required: true to offer its tools, false to stop")
+    changed = await set_connector_active(
+        admin.store, workspace, connector, active=active, actor=caller.actor
+    )
+    return connector_json(changed, workspace)
+
+
+@routes.post("/workspaces/<workspace>/connectors/<connector>/test")
+@endpoint
+async def connector_test(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    checked = await check_connector_now(
+        found, keys=admin.keys, allowlist=admin.settings.connector_allowlist
+    )
+    return connector_check_json(checked, workspace)
+
+
+@routes.post("/workspaces/<workspace>/connectors/<connector>/refresh")
+@endpoint
+async def connector_refresh(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    report = await refresh_connector(
+        admin.store,
+        workspace,
+        found,
+        keys=admin.keys,
+        allowlist=admin.settings.connector_allowlist,
+        actor=caller.actor,
+    )
+    return {"workspace": workspace, "connector": found.name, **sync_report_json(report)}
