@@ -13,6 +13,8 @@ it stays what it was created as.
 
 from __future__ import annotations
 
+import unicodedata
+
 import attrs
 
 from agentws.audit import record
@@ -58,6 +60,10 @@ def _check_name(name: str, what: str) -> str:
     name = name.strip()
     if not name or len(name) > _MAX_NAME:
         raise ValidationError(f"{what} name must be 1 to {_MAX_NAME} characters")
+    # One line of text: names show in menus, endpoint lists and terminals, and
+    # PostgreSQL's text takes no NUL.
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise ValidationError(f"{what} name must not hold a control character (a line break, NUL)")
     return name
 
 

@@ -93,3 +93,21 @@ async def test_a_documents_policy_changes_in_place(store: SqlStore) -> None:
             {"id": before.id, "was": "on_demand", "policy": "never"},
         )
     ]
+
+
+@pytest.mark.parametrize("bad", ["Acme\x00", "Ac\nme", "Acme\x1b[31m", "Ac\x85me"])
+async def test_a_workspace_or_group_name_with_a_control_character_is_refused(
+    store: SqlStore, bad: str
+) -> None:
+    # PostgreSQL takes no NUL in text; no store should keep a line break or an escape
+    # sequence in a name shown in menus and terminals.
+    await _seed(store)
+    with pytest.raises(ValidationError, match="control character"):
+        await registry.rename_workspace(store, "acme", name=bad, actor=ACTOR)
+    with pytest.raises(ValidationError, match="control character"):
+        await registry.rename_group(store, "acme", "ops", name=bad, actor=ACTOR)
+    with pytest.raises(ValidationError, match="control character"):
+        await registry.create_workspace(store, "beta", name=bad, actor=ACTOR)
+    with pytest.raises(ValidationError, match="control character"):
+        await registry.create_group(store, "acme", "web", name=bad, actor=ACTOR)
+    assert (await store.workspace_by_slug("acme")).name == "Acme"
