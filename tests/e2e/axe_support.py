@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tests.e2e.browser_support import Tab
+if TYPE_CHECKING:
+    from tests.e2e.browser_support import Tab
 
 __all__ = ["AXE_SOURCE", "accessibility_violations", "assert_accessible"]
 

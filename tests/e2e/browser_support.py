@@ -12,8 +12,8 @@ blocking the trio loop, so the server keeps answering meanwhile.
 Every tab records the console's errors and the page's uncaught exceptions
 (:meth:`Tab.assert_clean`) and the dialogs it answered. The helpers sign an
 admin in, take screenshots (``test-artifacts/screenshots/`` at the
-repository root) and check that a page fits its viewport without
-horizontal scrolling.
+repository root; each page photographed is checked with axe first) and
+check that a page fits its viewport without horizontal scrolling.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from playwright.sync_api import (
     Playwright,
     sync_playwright,
 )
+
+from tests.e2e.axe_support import assert_accessible
 
 __all__ = [
     "CHROMIUM",
@@ -157,8 +159,15 @@ class Browser:
         tab.watch()
         return tab
 
-    def screenshot(self, tab: Tab, name: str) -> Path:
-        """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)"""
+    def screenshot(self, tab: Tab, name: str, *, accessible: bool = True) -> Path:
+        """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)
+
+        Every page photographed is first checked with axe
+        (:func:`tests.e2e.axe_support.assert_accessible`), unless ``accessible``
+        is False (a test that checks and reports on its own).
+        """
+        if accessible:
+            assert_accessible(tab, f"{self.label}: {name}")
         size = tab.page.viewport_size
         width = size["width"] if size else 0
         self.screenshots.mkdir(parents=True, exist_ok=True)
