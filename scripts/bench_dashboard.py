@@ -144,6 +144,10 @@ def _set_up(
     if done.returncode != 0:
         raise BenchError(f"seeding failed:\n{done.stderr.strip()[-3000:]}")
     counts: dict[str, Any] = read_json(done.stdout, "dashboard_seed.py output")
+    if url.startswith("postgresql"):
+        # After a bulk load PostgreSQL has no statistics until autovacuum comes by
+        # (within a minute on a live service); without them the planner guesses.
+        psql(args.database_url, "ANALYZE")
     counts["seconds"] = round(time.monotonic() - started, 1)
     _say(f"  seeded in {counts['seconds']:.1f} s")
     return env, password, counts

@@ -3,13 +3,15 @@
 :func:`render_page` renders a page with what every page shows (the admin,
 the workspaces, the notice); :func:`done` answers a change with a redirect
 to the page it came from and a one-time notice (a cookie), so a reload
-never posts twice.
+never posts twice; :func:`changed` does a change and answers it so, saying
+what it did or why it was refused.
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from quart import Response, redirect, render_template, request
 
@@ -18,9 +20,11 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.domain.models import Workspace
 from agentws.errors import AgentwsError
 
-__all__ = ["done", "error_text", "find_workspace", "render_page"]
+__all__ = ["changed", "done", "error_text", "find_workspace", "render_page"]
 
 _FLASH = "agentws_flash"
+
+T = TypeVar("T")
 
 
 def done(target: str, notice: str, *, error: bool = False) -> Response:
@@ -29,6 +33,16 @@ def done(target: str, notice: str, *, error: bool = False) -> Response:
     value = urllib.parse.quote(("!" if error else "") + notice[:500])
     response.set_cookie(_FLASH, value, max_age=60, httponly=True, samesite="Lax", path="/dashboard")
     return response
+
+
+async def changed(target: str, change: Awaitable[T], notice: Callable[[T], str]) -> Response:
+    """Await ``change`` (a service call) and redirect to ``target`` with ``notice`` of
+    its result, or with what was wrong when the service refused it (nothing changed)."""
+    try:
+        result = await change
+    except AgentwsError as exc:
+        return done(target, error_text(exc), error=True)
+    return done(target, notice(result))
 
 
 async def render_page(

@@ -18,7 +18,7 @@ from agentws.connectors import registry as connectors
 from agentws.domain.models import ConnectorKind, GroupConnector
 from agentws.errors import AgentwsError
 
-from .frame import done, error_text, find_workspace, render_page
+from .frame import changed, done, error_text, find_workspace, render_page
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -90,14 +90,12 @@ async def group_create(admin: AdminServices, caller: Caller, workspace: str) -> 
 async def group_rename(
     admin: AdminServices, caller: Caller, workspace: str, group: str
 ) -> Response:
-    form = await request.form
-    try:
-        renamed = await registry.rename_group(
-            admin.store, workspace, group, name=form.get("name") or "", actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(_here(workspace, group), error_text(exc), error=True)
-    return done(_here(workspace, group), f"Group {group!r} is now called {renamed.name!r}.")
+    name = (await request.form).get("name") or ""
+    return await changed(
+        _here(workspace, group),
+        registry.rename_group(admin.store, workspace, group, name=name, actor=caller.actor),
+        lambda renamed: f"Group {group!r} is now called {renamed.name!r}.",
+    )
 
 
 @routes.post("/w/<workspace>/groups/<group>/libraries")
@@ -106,13 +104,13 @@ async def group_library_attach(
     admin: AdminServices, caller: Caller, workspace: str, group: str
 ) -> Response:
     library = (await request.form).get("library") or ""
-    try:
-        await libraries.attach_library(admin.store, workspace, group, library, actor=caller.actor)
-    except AgentwsError as exc:
-        return done(_here(workspace, group), error_text(exc), error=True)
-    return done(
+    return await changed(
         _here(workspace, group),
-        f"Attached library {library!r} to {group!r}: its documents and skills are offered there.",
+        libraries.attach_library(admin.store, workspace, group, library, actor=caller.actor),
+        lambda _: (
+            f"Attached library {library!r} to {group!r}: "
+            "its documents and skills are offered there."
+        ),
     )
 
 
@@ -121,11 +119,11 @@ async def group_library_attach(
 async def group_library_detach(
     admin: AdminServices, caller: Caller, workspace: str, group: str, library: str
 ) -> Response:
-    try:
-        await libraries.detach_library(admin.store, workspace, group, library, actor=caller.actor)
-    except AgentwsError as exc:
-        return done(_here(workspace, group), error_text(exc), error=True)
-    return done(_here(workspace, group), f"Detached library {library!r} from {group!r}.")
+    return await changed(
+        _here(workspace, group),
+        libraries.detach_library(admin.store, workspace, group, library, actor=caller.actor),
+        lambda _: f"Detached library {library!r} from {group!r}.",
+    )
 
 
 @routes.post("/w/<workspace>/groups/<group>/connectors")
@@ -134,13 +132,10 @@ async def group_connector_attach(
     admin: AdminServices, caller: Caller, workspace: str, group: str
 ) -> Response:
     name = (await request.form).get("connector") or ""
-    try:
-        await connectors.attach_connector(admin.store, workspace, group, name, actor=caller.actor)
-    except AgentwsError as exc:
-        return done(_here(workspace, group), error_text(exc), error=True)
-    return done(
+    return await changed(
         _here(workspace, group),
-        f"Attached connector {name!r} to {group!r}: its tools are offered there.",
+        connectors.attach_connector(admin.store, workspace, group, name, actor=caller.actor),
+        lambda _: f"Attached connector {name!r} to {group!r}: its tools are offered there.",
     )
 
 
@@ -149,8 +144,8 @@ async def group_connector_attach(
 async def group_connector_detach(
     admin: AdminServices, caller: Caller, workspace: str, group: str, name: str
 ) -> Response:
-    try:
-        await connectors.detach_connector(admin.store, workspace, group, name, actor=caller.actor)
-    except AgentwsError as exc:
-        return done(_here(workspace, group), error_text(exc), error=True)
-    return done(_here(workspace, group), f"Detached connector {name!r} from {group!r}.")
+    return await changed(
+        _here(workspace, group),
+        connectors.detach_connector(admin.store, workspace, group, name, actor=caller.actor),
+        lambda _: f"Detached connector {name!r} from {group!r}.",
+    )

@@ -20,7 +20,7 @@ from agentws.errors import AgentwsError, NotFoundError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.uploads import MAX_SKILL_FILES
 
-from .frame import done, error_text, find_workspace, render_page
+from .frame import changed, done, error_text, find_workspace, render_page
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -92,14 +92,12 @@ async def library_create(admin: AdminServices, caller: Caller, workspace: str) -
 async def library_rename(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Response:
-    form = await request.form
-    try:
-        renamed = await libraries.rename_library(
-            admin.store, workspace, library, name=form.get("name") or "", actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(_here(workspace, library), error_text(exc), error=True)
-    return done(_here(workspace, library), f"Library {library!r} is now called {renamed.name!r}.")
+    name = (await request.form).get("name") or ""
+    return await changed(
+        _here(workspace, library),
+        libraries.rename_library(admin.store, workspace, library, name=name, actor=caller.actor),
+        lambda renamed: f"Library {library!r} is now called {renamed.name!r}.",
+    )
 
 
 @routes.post("/w/<workspace>/libraries/<library>/documents")
@@ -185,13 +183,14 @@ async def document_policy(
         if back
         else _here(workspace, library)
     )
-    try:
-        changed = await libraries.set_document_policy(
-            admin.store, workspace, library, document, form.get("policy") or "", actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(here, error_text(exc), error=True)
-    return done(here, f"{changed.title!r} is now {changed.policy.value}.")
+    policy = form.get("policy") or ""
+    return await changed(
+        here,
+        libraries.set_document_policy(
+            admin.store, workspace, library, document, policy, actor=caller.actor
+        ),
+        lambda doc: f"{doc.title!r} is now {doc.policy.value}.",
+    )
 
 
 @routes.post("/w/<workspace>/libraries/<library>/documents/<document>/remove")
@@ -200,10 +199,8 @@ async def document_remove(
     admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
 ) -> Response:
     here = _here(workspace, library)
-    try:
-        removed = await libraries.remove_document(
-            admin.store, workspace, library, document, actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(here, error_text(exc), error=True)
-    return done(here, f"Removed {removed.title!r} from {library}.")
+    return await changed(
+        here,
+        libraries.remove_document(admin.store, workspace, library, document, actor=caller.actor),
+        lambda removed: f"Removed {removed.title!r} from {library}.",
+    )

@@ -15,7 +15,7 @@ from agentws.blueprints import RouteTable
 from agentws.domain.models import Group
 from agentws.errors import AgentwsError
 
-from .frame import done, error_text, render_page
+from .frame import changed, done, error_text, render_page
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -56,12 +56,9 @@ async def workspace_create(admin: AdminServices, caller: Caller) -> Response:
 @routes.post("/workspaces/<workspace>/rename")
 @signed_in
 async def workspace_rename(admin: AdminServices, caller: Caller, workspace: str) -> Response:
-    form = await request.form
-    here = url_for("dashboard.workspaces")
-    try:
-        renamed = await registry.rename_workspace(
-            admin.store, workspace, name=form.get("name") or "", actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(here, error_text(exc), error=True)
-    return done(here, f"Workspace {renamed.slug!r} is now called {renamed.name!r}.")
+    name = (await request.form).get("name") or ""
+    return await changed(
+        url_for("dashboard.workspaces"),
+        registry.rename_workspace(admin.store, workspace, name=name, actor=caller.actor),
+        lambda renamed: f"Workspace {renamed.slug!r} is now called {renamed.name!r}.",
+    )
