@@ -709,8 +709,14 @@ class Store(Protocol):
         ``since``; ``accepted`` (2xx), ``refused``, one status, or one reason only."""
         ...
 
-    async def trim_webhook_deliveries(self, webhook_id: str, *, keep: int) -> int:
-        """Delete a webhook's rows (not its events) but the newest ``keep``; how many."""
+    async def trim_webhook_deliveries(
+        self, webhook_id: str, *, keep: int, counted_through: int | None = None
+    ) -> int:
+        """Delete a webhook's rows (not its events) but the newest ``keep``; how many.
+
+        Rows after row ``counted_through`` (the overview's rollup has not counted
+        them yet) are kept past the bound, until a later trim.
+        """
         ...
 
     async def expire_webhook_deliveries(self, before: datetime) -> int:

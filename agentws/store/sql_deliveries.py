@@ -195,7 +195,9 @@ class DeliveryLogQueries:
         )
         return [DELIVERIES.decode(row, self.dialect) for row in rows]
 
-    async def trim_webhook_deliveries(self, webhook_id: str, *, keep: int) -> int:
+    async def trim_webhook_deliveries(
+        self, webhook_id: str, *, keep: int, counted_through: int | None = None
+    ) -> int:
         # The newest row past the bound, read outside the writer's lock; the
         # deletion below it then walks the index from its start.
         found = await self._db.fetch(
@@ -205,7 +207,10 @@ class DeliveryLogQueries:
         )
         if not found:
             return 0
-        return await self._delete_through(webhook_id, int(found[0]["id"]))
+        last = int(found[0]["id"])
+        if counted_through is not None:
+            last = min(last, counted_through)
+        return await self._delete_through(webhook_id, last)
 
     async def _delete_through(self, webhook_id: str, last_id: int) -> int:
         deleted = 0

@@ -26,8 +26,10 @@ webhook's rows once :func:`trim_every` were committed here (one read and
 one deletion, at most a round a second), and sweeps every webhook every
 :data:`SWEEP_S` (and at start): rows older than ``AGENTWS_DELIVERY_LOG_DAYS``,
 and rows over the bound (those another instance or an earlier process
-added). Between trims a webhook may hold a few rows more than the bound;
-listings never show more than ``keep`` entries.
+added). Between trims a webhook may hold a few rows more than the bound,
+and a trim keeps the rows the overview's rollup has not counted yet (its
+refusals by reason: at most a minute and a half of them); listings never
+show more than ``keep`` entries.
 """
 
 from __future__ import annotations
@@ -226,9 +228,16 @@ class DeliveryLog:
                     await self._trim(webhook_id)
                 await trio.sleep(_TRIM_PAUSE_S)
 
+    async def _counted_through(self) -> int | None:
+        # Rows the overview's rollup has not counted yet stay (agentws.rollups).
+        mark = await self.store.rollup_mark()
+        return None if mark is None else mark.delivery_id
+
     async def _trim(self, webhook_id: str) -> None:
         try:
-            await self.store.trim_webhook_deliveries(webhook_id, keep=self.keep)
+            await self.store.trim_webhook_deliveries(
+                webhook_id, keep=self.keep, counted_through=await self._counted_through()
+            )
         except StoreError as exc:
             log.warning("cannot trim the delivery log of webhook %s: %s", webhook_id, exc)
             self._due.add(webhook_id)  # with the next round
@@ -240,8 +249,11 @@ class DeliveryLog:
                 await self.store.expire_webhook_deliveries(
                     utcnow() - timedelta(seconds=self.max_age_s)
                 )
+            counted = await self._counted_through()
             for webhook_id in await self.store.webhooks_over_delivery_bound(self.keep):
-                await self.store.trim_webhook_deliveries(webhook_id, keep=self.keep)
+                await self.store.trim_webhook_deliveries(
+                    webhook_id, keep=self.keep, counted_through=counted
+                )
         except StoreError as exc:
             log.warning("cannot sweep the webhook delivery log: %s", exc)
             return False
