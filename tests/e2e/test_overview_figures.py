@@ -25,9 +25,12 @@ from cryptography.fernet import Fernet
 from mcp.shared.exceptions import MCPError
 
 from agentws.domain.models import Capability, EventStatus, VerificationScheme
+from agentws.domain.rules import utcnow
 from agentws.registry import create_token
 from agentws.rollups import read_overview
+from agentws.rollups.minutes import MinuteRollup
 from agentws.secret_box import ensure_key_file
+from agentws.service import _session_transports
 from agentws.store import Store
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running, sdk_session
@@ -179,3 +182,33 @@ async def test_the_overview_counts_a_known_workload_exactly(tmp_path: Path) -> N
         for name in ("24h", "7d"):
             wide = await _overview(store, name)
             assert wide["totals"] == {**totals, "latency_p50_ms": p50, "latency_p99_ms": p99}
+
+
+async def test_open_sessions_are_sampled_by_transport(tmp_path: Path) -> None:
+    # The service's rollup samples the sessions it holds once a minute; here one
+    # round samples them now, as the service's task would, from the real supervisor.
+    async with running(tmp_path) as server:
+        workspace = await server.store.workspace_by_slug("acme")
+        rollup = MinuteRollup(
+            server.store,
+            server.runtime.settings.instance_id,
+            8,
+            sessions=lambda: _session_transports(server.runtime.sessions),
+        )
+        async with (
+            sdk_session(server, "streamable") as first,
+            sdk_session(server, "streamable") as second,
+            sdk_session(server, "sse") as third,
+        ):
+            for session in (first, second, third):
+                await session.list_tools()
+            assert sorted(_session_transports(server.runtime.sessions)) == [
+                (workspace.id, "sse"),
+                (workspace.id, "streamable"),
+                (workspace.id, "streamable"),
+            ]
+            await rollup.sample(utcnow())
+            answer = await _overview(server.store, "1h")
+        assert answer["series"]["sessions"]["streamable"][-1] == 2
+        assert answer["series"]["sessions"]["sse"][-1] == 1
+        assert answer["totals"]["sessions"] == 3
