@@ -15,7 +15,8 @@ Each figure is counted by the minute (since the epoch) it belongs to:
 - refused deliveries, by reason, from the delivery log's rows (status 300
   or more) after a given row id (its rows are read in id order: it has no
   index on ``received_at``); refusals the log left out for its rate bound
-  (``omitted``) count under the reason ``unlogged``;
+  (``omitted``, carried by the next row, whatever its status) count under
+  the reason ``unlogged``;
 - the approval queue's depth and oldest waiting age, now.
 
 Only rows in the range asked are read; the minutes are worked out by the
@@ -207,12 +208,12 @@ class RollupSourceQueries:
                     # an id below it may still be committing (PostgreSQL).
                     return _refusals(counts), last
                 last = int(row["id"])
-                if int(row["status"]) < 300:
-                    continue
                 minute = int(received.timestamp()) // 60
-                counts[row["ws"], minute, row["reason"]] += 1
+                # Any row may carry the refusals left out before it, a duplicate's too.
                 if row["omitted"]:
                     counts[row["ws"], minute, "unlogged"] += int(row["omitted"])
+                if int(row["status"]) >= 300:
+                    counts[row["ws"], minute, row["reason"]] += 1
             if len(rows) < _DELIVERY_ROWS:
                 return _refusals(counts), last
 

@@ -18,8 +18,9 @@ statement (:meth:`~agentws.store.Store.log_deliveries_nowait`), never a
 transaction of their own. Refusals are cheap to provoke, so each webhook's
 rows are bounded in rate (:data:`REFUSAL_ROWS_PER_MIN`, bursts of
 :data:`REFUSAL_ROWS_BURST`): a flood of refused requests cannot make the
-store write a row for each. The next row written says how many were left
-out (``omitted``); ``/metrics`` counts every one of them.
+store write a row for each. The next row written (a refusal's or a
+duplicate's) says how many refusals were left out (``omitted``);
+``/metrics`` counts every one of them.
 
 **Trimming.** :meth:`DeliveryLog.serve`, in the service's nursery, trims a
 webhook's rows once :func:`trim_every` were committed here (one read and
@@ -127,7 +128,8 @@ class DeliveryLog:
         """Log a request answered without a new event: a refusal, a duplicate, a capture.
 
         Never waits and never raises; beyond the rate bound the row is left
-        out and counted in the next one.
+        out, and a refusal left out is counted in the next row (whatever its
+        status).
         """
         if self.keep < 1:
             return
@@ -138,7 +140,10 @@ class DeliveryLog:
             bucket = TokenBucket(REFUSAL_ROWS_PER_MIN, REFUSAL_ROWS_BURST)
             self._buckets[webhook_id] = bucket
         if bucket.take(trio.current_time()) is not None:
-            self._omitted[webhook_id] = self._omitted.get(webhook_id, 0) + 1
+            if status >= 300:
+                # The next row carries the refusals left out (the overview counts
+                # them as refused); a duplicate left out is no refusal.
+                self._omitted[webhook_id] = self._omitted.get(webhook_id, 0) + 1
             return
         delivery = Delivery(
             webhook_id=webhook_id,

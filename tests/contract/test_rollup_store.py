@@ -429,3 +429,35 @@ async def test_a_first_roll_starts_at_the_oldest_row_it_counts(store: SqlStore) 
     mark = await store.rollup_mark()
     assert mark is not None
     assert mark.minute == int((T - timedelta(seconds=30)).timestamp()) // 60
+
+
+async def test_refusals_left_out_of_the_log_count_whatever_row_carries_them(
+    store: SqlStore,
+) -> None:
+    # The delivery log's rate bound is shared by refusals and duplicates: the refusals
+    # left out during a flood are carried by the next row written, a duplicate's too.
+    seeded = await seed(store)
+    at = T - timedelta(minutes=2)
+    written = Written()
+    store.log_deliveries_nowait(
+        [
+            Delivery(
+                webhook_id=seeded.a.id,
+                received_at=at,
+                status=200,
+                reason="duplicate",
+                body_bytes=10,
+                omitted=4,
+            )
+        ],
+        written.answer("rows"),
+    )
+    await written.wait()
+    answer = await read_overview(store, seeded.ws.id, "1h", now=T)
+    minute = _at(answer, at)
+    assert answer["series"]["refused"]["unlogged"][minute] == 4
+    assert answer["totals"]["refused"] == EXPECTED_TOTALS["refused"] + 4
+    # The same once rolled up.
+    await MinuteRollup(store, "i1", 8, sessions=list, clock=lambda: T).round()
+    rolled = await read_overview(store, seeded.ws.id, "1h", now=T)
+    assert rolled["series"]["refused"] == answer["series"]["refused"]

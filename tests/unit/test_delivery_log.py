@@ -148,6 +148,39 @@ async def test_a_flood_of_refusals_writes_a_bounded_number_of_rows_and_counts_th
         assert len(await store.webhook_deliveries(hook.id, limit=10_000)) == REFUSAL_ROWS_BURST + 1
 
 
+def _duplicate(log: DeliveryLog, hook: Webhook) -> None:
+    log.answered(
+        hook.id,
+        200,
+        "duplicate",
+        headers={"content-type": "application/json"},
+        body_bytes=12,
+        client=("198.51.100.4", 40000),
+        event_id="ev_1",
+    )
+
+
+async def test_rows_left_out_carry_the_refusals_only_on_whatever_row_comes_next(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # Duplicates share the rate bound but are no refusals: the overview counts
+    # ``omitted`` as refused deliveries, so only refusals left out are carried.
+    mock_clock.rate, mock_clock.autojump_threshold = 1.0, _IDLE_S
+    async with open_store(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        hook = await _hook(store)
+        log = DeliveryLog(store, keep=1000)
+        for _ in range(REFUSAL_ROWS_BURST):
+            _refuse(log, hook)
+        for _ in range(7):
+            _refuse(log, hook)
+            _duplicate(log, hook)
+        await _rows(store, hook, REFUSAL_ROWS_BURST)
+        await trio.sleep(1)  # the bound refills: a duplicate's row carries the refusals
+        _duplicate(log, hook)
+        newest = (await _rows(store, hook, REFUSAL_ROWS_BURST + 1))[0]
+        assert (newest.status, newest.omitted) == (200, 7)
+
+
 async def test_the_trimmer_keeps_the_bound_and_sweeps_old_rows_at_start(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
