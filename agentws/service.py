@@ -97,6 +97,8 @@ class Runtime:
     intake: Intake
     #: The pool running webhook events.
     worker: EventWorker
+    #: The overview's minute task (a round a minute; :meth:`~MinuteRollup.roll` rolls now).
+    rollup: MinuteRollup
     #: Runs approved calls (decided anywhere) in this instance.
     approval_runs: ApprovalRuns
     #: Live sessions with remote MCP connectors.
@@ -248,6 +250,7 @@ class Service:
                 forwarder=forwarder,
                 intake=intake,
                 worker=worker,
+                rollup=rollup,
                 approval_runs=runs,
                 links=links,
                 runner=runner,

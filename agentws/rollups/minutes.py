@@ -7,7 +7,7 @@ clock), each instance:
    approval queue (depth, oldest waiting age; the same for every instance,
    so whoever writes last wins) and this instance's open MCP sessions per
    transport (its own sample, keyed by its id: reads sum the instances');
-2. rolls up the minutes that closed at least :data:`_SETTLE_S` ago (so the
+2. rolls up the minutes that closed at least :data:`SETTLE_S` ago (so the
    rows stamped in them have been committed): counts them at their source,
    with the refused deliveries logged since the last roll, and writes them
    together with the mark's move (see :meth:`~agentws.store.Store.roll_up`):
@@ -38,13 +38,13 @@ from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.store import Store
 
-__all__ = ["MinuteRollup", "recount"]
+__all__ = ["SETTLE_S", "MinuteRollup", "recount"]
 
 log = logging.getLogger("agentws.rollups")
 
-# A minute is rolled up this long after it ends: rows stamped in it (an audit
-# batch, a run's end, a delivery) are committed within a few seconds.
-_SETTLE_S = 30.0
+#: A minute is rolled up this long after it ends: rows stamped in it (an audit
+#: batch, a run's end, a delivery) are committed within a few seconds.
+SETTLE_S = 30.0
 # Minutes rolled in one transaction at most (a first roll catches up in steps,
 # each holding SQLite's writer briefly).
 _CHUNK_M = 6 * 60
@@ -114,7 +114,7 @@ class MinuteRollup:
 
     async def roll(self, now: datetime) -> int:
         """Roll up the minutes settled by ``now``; how many this call rolled."""
-        settled = now - timedelta(seconds=_SETTLE_S)
+        settled = now - timedelta(seconds=SETTLE_S)
         closed = _minute(settled)
         mark = await self.store.rollup_mark()
         if mark is None:
