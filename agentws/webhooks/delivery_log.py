@@ -29,8 +29,8 @@ one deletion, at most a round a second), and sweeps every webhook every
 and rows over the bound (those another instance or an earlier process
 added). Between trims a webhook may hold a few rows more than the bound,
 and a trim keeps the rows the overview's rollup has not counted yet (its
-refusals by reason: at most a minute and a half of them); listings never
-show more than ``keep`` entries.
+refusals by reason: at most a minute and a half of them, all of them
+before its first roll); listings never show more than ``keep`` entries.
 """
 
 from __future__ import annotations
@@ -233,10 +233,11 @@ class DeliveryLog:
                     await self._trim(webhook_id)
                 await trio.sleep(_TRIM_PAUSE_S)
 
-    async def _counted_through(self) -> int | None:
-        # Rows the overview's rollup has not counted yet stay (agentws.rollups).
+    async def _counted_through(self) -> int:
+        # Rows the overview's rollup has not counted yet stay (agentws.rollups);
+        # before its first roll (no mark) it has counted none.
         mark = await self.store.rollup_mark()
-        return None if mark is None else mark.delivery_id
+        return 0 if mark is None else mark.delivery_id
 
     async def _trim(self, webhook_id: str) -> None:
         try:

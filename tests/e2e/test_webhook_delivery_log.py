@@ -8,7 +8,8 @@ status, reason, size and source, accepted ones and duplicates name their
 event, and no credential or signature the requests carried is stored
 anywhere in the database. ``/metrics`` counts the refusals per webhook;
 the admin API and ``agentws webhook deliveries`` list the same rows. With
-a small ``AGENTWS_DELIVERY_LOG_KEEP`` the log stays bounded. Standard
+a small ``AGENTWS_DELIVERY_LOG_KEEP`` the log stays bounded once the
+overview's rollup has counted its rows. Standard
 Webhooks deliveries are signed by the sender's own library
 (``standardwebhooks``).
 """
@@ -35,6 +36,7 @@ from agentws.domain.models import Event, VerificationScheme
 from agentws.webhooks.delivery_log import trim_every
 from tests.e2e.mcp_support import Running
 from tests.e2e.polling import wait_until
+from tests.e2e.rollup_support import roll_now
 from tests.e2e.webhook_support import Hook, assert_error, hook_server, make_hook, post
 from tests.support import clean_env
 
@@ -328,8 +330,19 @@ async def test_the_log_keeps_the_newest_deliveries_only(tmp_path: Path) -> None:
                 answer = await post(hook.url, json.dumps({"n": n}).encode())
                 assert answer.status_code == 202, answer.text
                 sent.append((202, answer.json()["event_id"]))
-        # The rows (refusals) are trimmed as they come: at most the bound and
-        # the rows since the last trim.
+        # The rows (refusals) are trimmed as they come, once the overview's
+        # rollup has counted them (it rolls a minute and a half later at most:
+        # here now): at most the bound and the rows since the last trim.
+        await wait_until(
+            lambda: raw_rows(server),
+            lambda rows: len(rows) == 30,
+            what="every refusal's row kept until counted",
+        )
+        await roll_now(server.runtime)
+        for _ in range(trim_every(keep)):
+            refused = await post(hook.url, b'{"n": ')
+            assert_error(refused, 400, "invalid_json")
+            sent.append((400, None))
         bound = keep + trim_every(keep) - 1
         await wait_until(
             lambda: raw_rows(server),

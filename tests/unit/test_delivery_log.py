@@ -2,8 +2,9 @@
 
 Headers keep their names and never a credential or a signature; the status
 filter reads what people type; refusal rows are bounded in rate per webhook
-(the next row says how many were left out); the trimmer keeps each log to
-its bound and sweeps rows past their age at start.
+(the next row says how many refusals were left out); the trimmer keeps each
+log to its bound once the overview's rollup has counted its rows, and sweeps
+rows past their age at start.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from agentws.domain.delivery_log import (
     redacted_headers,
 )
 from agentws.domain.models import Webhook, Workspace
+from agentws.domain.rollups import RollupMark
 from agentws.domain.rules import utcnow
 from agentws.store import SqlStore, open_store
 from agentws.webhooks.delivery_log import REFUSAL_ROWS_BURST, DeliveryLog
@@ -181,7 +183,7 @@ async def test_rows_left_out_carry_the_refusals_only_on_whatever_row_comes_next(
         assert (newest.status, newest.omitted) == (200, 7)
 
 
-async def test_the_trimmer_keeps_the_bound_and_sweeps_old_rows_at_start(
+async def test_the_trimmer_keeps_the_bound_once_counted_and_sweeps_old_rows_at_start(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     mock_clock.rate, mock_clock.autojump_threshold = 1.0, _IDLE_S
@@ -213,6 +215,15 @@ async def test_the_trimmer_keeps_the_bound_and_sweeps_old_rows_at_start(
             )
             for _ in range(35):
                 _refuse(log, hook)
+            rows = await _rows(store, hook, 35)
+            # The overview's rollup has not run yet (no mark): it counts refusals from
+            # these rows, so the trims after each row keep them all.
+            await trio.sleep(10)
+            assert len(await store.webhook_deliveries(hook.id, limit=100)) == 35
+            # Once counted, the next trim brings the log back to its bound.
+            counted = max(d.id or 0 for d in rows)
+            await store.roll_up([], [], mark=None, to=RollupMark(minute=0, delivery_id=counted))
+            _refuse(log, hook)
             await wait_until(
                 lambda: store.webhook_deliveries(hook.id, limit=100),
                 lambda rows: len(rows) == 10,
