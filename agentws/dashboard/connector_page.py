@@ -3,13 +3,20 @@
 The actions are the CLI's (``agentws connector test|refresh|attach|detach|
 remove``) over the same service functions, plus activating and
 deactivating, each audited as the service records it. The tools table
-has one row per tool: its capability, its label, and the label the
-remote's annotations suggest. "Accept suggested labels" labels the ticked
-tools with their suggestion, each through
-:func:`~agentws.tools.admin.set_label` exactly as a single label change on
-the Permissions page (audited ``tool.label`` one by one); the form ticks
-in advance only suggestions of ``read`` or ``write`` that differ from the
-label: a ``destructive`` suggestion is applied only when ticked by hand.
+has one row per tool: its capability, its label (a remote MCP tool's can
+be chosen there, one tool at a time, whether or not a group lists it),
+and the label the remote's annotations suggest. Every label change goes
+through :func:`~agentws.tools.admin.set_label` exactly as a single label
+change on the Permissions page (audited ``tool.label`` one by one).
+
+"Accept suggested labels" labels the ticked tools with their suggestion;
+the form ticks in advance only suggestions of ``read`` or ``write`` that
+differ from the label: a ``destructive`` suggestion is applied only when
+ticked by hand. Each box posts the suggestion it was drawn with
+(``tool:label``), and a tool is labeled only when its stored suggestion
+is still that one: a refresh between drawing the page and posting it
+never turns a ticked ``write`` into ``destructive`` (or a ticked
+``destructive`` into ``read``) unseen; those tools are named as skipped.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from agentws.connectors.registry import (
     attach_connector,
     detach_connector,
     find_connector,
+    list_connectors,
     remove_connector,
     set_connector_active,
 )
@@ -46,6 +54,9 @@ routes = RouteTable[AdminServices]()
 _NAMED = 5
 # Suggestions ticked in advance; a destructive one needs its own tick.
 _PRESELECTED = (Capability.READ, Capability.WRITE)
+# Between a tool's name and the suggestion its box was drawn with. A label's
+# value has none, so the last one splits them whatever the tool's name holds.
+_DRAWN = ":"
 
 
 def _acceptable(connector: Connector, tool: CachedTool) -> bool:
@@ -67,6 +78,9 @@ async def connector_show(
     connector = await find_connector(store, workspace, name)
     tools = sorted(await store.select(CachedTool, connector_id=connector.id), key=lambda t: t.name)
     groups = await registry.list_groups(store, workspace)
+    # Every connector of the workspace: a call is given to the connector with
+    # the longest name it starts with (``gh_two_x`` is gh_two's, not gh's).
+    everyone = await list_connectors(store, workspace)
     rows = [
         {
             "tool": t,
@@ -87,8 +101,11 @@ async def connector_show(
         headers={k: v for k, v in connector.headers.items() if k != SECRET_HEADER_FIELD},
         attached=(await attached_groups(store, workspace)).get(connector.id, []),
         groups=[g.slug for g in groups],
-        health=(await health_of(store, ws.id, [connector]))[connector.id],
+        health=(await health_of(store, ws.id, everyone))[connector.id],
         rows=rows,
+        labels=[c.value for c in Capability],
+        drawn=_DRAWN,
+        labelable=connector.kind is ConnectorKind.REMOTE_MCP,
         acceptable=sum(1 for r in rows if r["acceptable"]),
         has_tools=connector.kind is not ConnectorKind.INCOMING_WEBHOOK,
     )
@@ -101,15 +118,21 @@ async def connector_accept_labels(
 ) -> Response:
     here = url_for("dashboard.connector_show", workspace=workspace, name=name)
     form = await request.form
-    chosen = set(form.getlist("tool"))
+    # Tool name -> the suggestion its box was drawn with (a bare name: none).
+    chosen = dict(_split_drawn(value) for value in form.getlist("tool"))
     store = admin.store
     applied: list[tuple[str, Capability]] = []
+    skipped: list[str] = []
     try:
         connector = await find_connector(store, workspace, name)
         for tool in await store.select(CachedTool, connector_id=connector.id):
-            # Read now: the suggestion as stored, not as the form was drawn.
+            if tool.name not in chosen or not _acceptable(connector, tool):
+                continue
             label = tool.suggested_label
-            if tool.name not in chosen or label is None or not _acceptable(connector, tool):
+            if label is None or chosen[tool.name] != label.value:
+                # A refresh changed the suggestion after the page was drawn: the
+                # admin chose another label than the one stored now.
+                skipped.append(f"{connector.name}_{tool.name}")
                 continue
             await tools_admin.set_label(
                 store, workspace, f"{connector.name}/{tool.name}", label, actor=caller.actor
@@ -118,9 +141,45 @@ async def connector_accept_labels(
     except AgentwsError as exc:
         done_so_far = f" Before that: {_labeled_text(applied)}" if applied else ""
         return done(here, error_text(exc) + done_so_far, error=True)
+    if skipped:
+        labeled = _labeled_text(applied) + " " if applied else "No label was changed. "
+        which = ", ".join(sorted(skipped)) if len(skipped) <= _NAMED else f"{len(skipped)} tools"
+        return done(
+            here,
+            f"{labeled}Skipped {which}: their suggestion changed since the page was drawn. "
+            "Check the suggestions below and accept again.",
+            error=True,
+        )
     if not applied:
         return done(here, "No label was changed: tick the tools whose suggestion to accept.")
     return done(here, _labeled_text(applied))
+
+
+@routes.post("/w/<workspace>/connectors/<name>/label")
+@signed_in
+async def connector_set_label(
+    admin: AdminServices, caller: Caller, workspace: str, name: str
+) -> Response:
+    """One tool's label, chosen by hand: as the Permissions page sets it."""
+    here = url_for("dashboard.connector_show", workspace=workspace, name=name)
+    form = await request.form
+    tool = form.get("tool") or ""
+    chosen = form.get("label") or ""
+    listed = f"{name}_{tool}"
+    try:
+        label = Capability(chosen) if chosen else None
+        await tools_admin.set_label(
+            admin.store, workspace, f"{name}/{tool}", label, actor=caller.actor
+        )
+    except (AgentwsError, ValueError) as exc:
+        return done(here, error_text(exc), error=True)
+    return done(here, f"{listed} is labeled {chosen or 'unlabeled (write)'}.")
+
+
+def _split_drawn(value: str) -> tuple[str, str | None]:
+    """``tool:label`` -> (tool, label); a value without a label -> (value, None)."""
+    tool, sep, label = value.rpartition(_DRAWN)
+    return (tool, label) if sep else (value, None)
 
 
 def _labeled_text(applied: list[tuple[str, Capability]]) -> str:

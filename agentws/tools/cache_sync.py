@@ -96,8 +96,9 @@ async def sync_tool_cache(
             )
         elif old.remote_definition != fields["remote_definition"]:
             # Only what the remote shows (title, output schema, icons...) changed:
-            # the label stands. Read again just before writing, so that a label
-            # an admin set meanwhile is kept.
+            # the label stands, but the suggestion follows the annotations (it is
+            # never applied by itself). Read again just before writing, so that a
+            # label an admin set meanwhile is kept.
             current = await store.find(CachedTool, connector_id=connector.id, name=tool.name)
             if current is not None:
                 await store.update(
@@ -105,6 +106,7 @@ async def sync_tool_cache(
                         current,
                         remote_definition=fields["remote_definition"],
                         annotations=annotations,
+                        suggested_label=fields["suggested_label"],
                     )
                 )
     for gone in cached.values():

@@ -81,6 +81,8 @@ class ThirdParty:
     #: Tool calls being answered now, and the most there ever were at once.
     calls_now: int = 0
     most_calls_at_once: int = 0
+    #: Names of the tools that answer with a tool error (``isError``).
+    failing: set[str] = attrs.field(factory=set)
 
     def saw(self, ctx: Any) -> None:
         if not self.sessions or self.sessions[-1] is not ctx.session:
@@ -175,6 +177,11 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         finally:
             state.calls_now -= 1
         query = (params.arguments or {}).get("q")
+        if params.name in state.failing:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"third-party failed: {query}")],
+                is_error=True,
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"third-party found: {query}")]
         )

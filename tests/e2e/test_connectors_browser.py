@@ -4,13 +4,18 @@ A real agentws serves on loopback (its outbound guard allows 127.0.0.1),
 with a third-party MCP server and a fake Slack beside it. In the dashboard
 the admin adds a remote MCP connector (its 40 tools are fetched at once),
 accepts the suggested labels in bulk (the destructive suggestion stays
-unaccepted until ticked by hand), attaches it to a group, whose MCP
-endpoint then lists and runs its tools, sees the call in the connector's
-health, tests and refreshes it, deactivates and activates it; adds a Slack
-connector and an incoming webhook with their secrets, which no later page
-holds; tests them and removes one. Every page is checked for console
-errors and with axe, photographed into ``test-artifacts/screenshots/``,
-and must fit a phone's width.
+unaccepted until ticked by hand), sets one tool's label with its select,
+attaches it to a group, whose MCP endpoint then lists and runs its tools,
+sees the calls in the connector's health (one failed: its error rate and
+last error), tests and refreshes it, deactivates and activates it,
+detaches it; adds a remote whose address is down (its failed refresh
+warns, its health shows the error); adds GitHub, Slack, Stripe and an
+incoming webhook connectors with their secrets, which no later page
+holds; tests them and removes one. On a phone it adds a remote MCP
+connector with a secret, accepts labels, sets one, attaches, detaches and
+tests it. Every page is checked for console errors, photographed into
+``test-artifacts/screenshots/`` (axe checks each page photographed), and
+must fit a phone's width.
 """
 
 from __future__ import annotations
@@ -19,11 +24,10 @@ from pathlib import Path
 
 import pytest
 from cryptography.fernet import Fernet
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, expect
 
 from agentws.accounts import create_admin
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
-from tests.e2e.axe_support import assert_accessible
 from tests.e2e.browser_support import Browser, Tab, fits, open_browser, sign_in
 from tests.e2e.fake_slack import BOT_TOKEN, fake_slack
 from tests.e2e.mcp_support import Running, running, sdk_session
@@ -39,6 +43,9 @@ ENV = {
 TOLERATES = ("/favicon.ico",)
 HOOK_PATH = "T0042/B0042/incominghooksecret"
 GITHUB_TOKEN = "ghp_never0shown0in0any0page0000000000"
+STRIPE_KEY = "sk_test_never0shown0in0any0page00000"
+REMOTE_SECRET = "remote-secret-never-shown-9f2c41"
+SECRETS = (BOT_TOKEN, HOOK_PATH, GITHUB_TOKEN, STRIPE_KEY, REMOTE_SECRET)
 #: 37 read tools besides the three the test looks at: a page of 40 tools stays a table.
 FILLER = [
     tool(f"list_things_{n:02d}", f"List things, page {n}.", read_only_hint=True) for n in range(37)
@@ -56,10 +63,13 @@ def _nav(tab: Tab, section: str) -> None:
 
 
 def _checked(tab: Tab, where: str, name: str, browser: Browser) -> None:
-    """The page is clean, accessible, photographed."""
+    """The page is clean, photographed, and accessible (the screenshot runs axe)."""
     tab.assert_clean(where)
-    assert_accessible(tab, where)
     browser.screenshot(tab, name)
+
+
+def _status(tab: Tab) -> Locator:
+    return tab.page.get_by_role("status")
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -77,7 +87,7 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
         tab = await browser.new_tab(tolerate=TOLERATES)
         base = server.base_url
         listing = f"{base}/dashboard/w/acme/connectors"
-        secrets = (BOT_TOKEN, HOOK_PATH, GITHUB_TOKEN)
+        secrets = SECRETS
         pages: list[str] = []
 
         def add_remote() -> None:
@@ -122,9 +132,11 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
             expect(page.get_by_role("status")).to_have_text(
                 "Labeled 39 tools as their remote suggests (38 read, 1 write)."
             )
-            expect(page.locator("#tool-search td").nth(3)).to_have_text("read")
-            expect(page.locator("#tool-create_issue td").nth(3)).to_have_text("write")
-            expect(page.locator("#tool-delete_repo td").nth(3)).to_have_text("unlabeled")
+            expect(page.get_by_label("Label of third_search", exact=True)).to_have_value("read")
+            expect(page.get_by_label("Label of third_create_issue", exact=True)).to_have_value(
+                "write"
+            )
+            expect(page.get_by_label("Label of third_delete_repo", exact=True)).to_have_value("")
             expect(page.locator("#tool-delete_repo td").nth(2)).to_have_text("write")
             # Only the destructive suggestion is left, unticked.
             expect(page.locator("#connector-tools input[type=checkbox]")).to_have_count(1)
@@ -152,6 +164,14 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
                 "Labeled 1: third_delete_repo (destructive)."
             )
             expect(page.locator("#tool-delete_repo td").nth(2)).to_have_text("destructive")
+            # One tool's label, chosen by hand with its row's select.
+            page.get_by_label("Label of third_list_things_00", exact=True).select_option("write")
+            page.get_by_role("button", name="Set the label of third_list_things_00").click()
+            expect(_status(tab)).to_have_text("third_list_things_00 is labeled write.")
+            expect(page.get_by_label("Label of third_list_things_00", exact=True)).to_have_value(
+                "write"
+            )
+            expect(page.locator("#tool-list_things_00 td").nth(2)).to_have_text("write")
             page.get_by_label("Attach to").select_option("ops")
             page.get_by_role("button", name="Attach", exact=True).click()
             expect(page.get_by_role("status")).to_have_text("Connector 'third' is attached to ops.")
@@ -159,6 +179,12 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
             _checked(tab, "attached", "attached", browser)
 
         await browser.run(tick_the_destructive_one_and_attach)
+        (by_hand,) = [
+            e
+            for e in await server.store.select(AuditEntry, action="tool.label")
+            if e.target == "third_list_things_00" and e.detail["label"] == "write"
+        ]
+        assert by_hand.actor == "admin:alice" and by_hand.detail["previous_label"] == "read"
 
         # The group's endpoint offers the connector's tools with their labels, and runs them.
         async with sdk_session(server, "streamable") as session:
@@ -166,7 +192,10 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
             assert {"third_search", "third_create_issue", "third_delete_repo"} <= listed
             ran = await session.call_tool("third_search", {"q": "flaky test"})
             assert not ran.is_error and "third-party found: flaky test" in str(ran.content)
-        assert state.calls == ["search"]
+            state.failing.add("search")
+            failed = await session.call_tool("third_search", {"q": "again"})
+            assert failed.is_error
+        assert state.calls == ["search", "search"]
 
         def health() -> str:
             tab.page.goto(listing)
@@ -174,14 +203,15 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
 
         shown = await wait_until(
             lambda: browser.run(health),
-            lambda text: "1 call in the last hour" in text,
-            what="the call in the connector's health",
+            lambda text: "2 calls in the last hour" in text,
+            what="the calls in the connector's health",
         )
-        assert "0% errors" in shown and "p50 " in shown and "refreshed" in shown, shown
+        assert "50% errors" in shown and "p50 " in shown and "refreshed" in shown, shown
+        assert "third_search answered with an error" in shown, shown
         # The gate records how long each call that ran took.
-        (call,) = await server.store.select(AuditEntry, action="tool.call")
-        assert call.detail["outcome"] == "ran" and isinstance(call.detail["duration_ms"], int)
-        assert f"p50 {call.detail['duration_ms']} ms" in shown
+        calls = await server.store.select(AuditEntry, action="tool.call")
+        assert [c.detail["error"] for c in calls] == [False, True]
+        assert all(isinstance(c.detail["duration_ms"], int) for c in calls)
 
         def test_refresh_and_deactivate() -> None:
             page = tab.page
@@ -200,13 +230,36 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
             expect(page.locator("#connector-state")).to_have_text("inactive")
             page.get_by_role("button", name="Activate").click()
             expect(page.locator("#connector-state")).to_have_text("active")
-            _checked(tab, "tested and refreshed", "tested", browser)
+            page.get_by_role("button", name="Detach from ops").click()
+            expect(_status(tab)).to_have_text("Connector 'third' is detached from ops.")
+            expect(page.locator("#connector-groups li")).to_have_text(
+                ["Not attached: no group offers its tools."]
+            )
+            expect(page.get_by_label("Attach to")).to_contain_text("ops")
+            _checked(tab, "tested, refreshed and detached", "tested", browser)
+            # A remote that is down: saved with the warning; a refresh warns again,
+            # and its health shows the failure.
+            _nav(tab, "Connectors")
+            page.get_by_label("Name").fill("down")
+            page.get_by_label("MCP endpoint URL").fill("http://127.0.0.1:9/mcp")
+            page.get_by_role("button", name="Add Remote MCP connector").click()
+            expect(page).to_have_url(f"{listing}/down")
+            expect(_status(tab)).to_contain_text("Added Remote MCP connector 'down'. Warning:")
+            page.get_by_role("button", name="Refresh its tools").click()
+            expect(_status(tab)).to_contain_text("connector 'down'")
+            expect(_status(tab)).to_have_class("notice error")
+            expect(page.locator("#connector-health")).to_contain_text("last error")
+            expect(page.locator("#connector-health")).to_contain_text("refresh: connector 'down'")
+            _checked(tab, "a failed refresh", "refresh-failed", browser)
 
         await browser.run(test_refresh_and_deactivate)
         actions = [e.action for e in await server.store.select(AuditEntry)]
         for action in ("connector.add", "connector.attach", "connector.refresh"):
             assert action in actions, action
         assert actions.count("connector.deactivate") == actions.count("connector.activate") == 1
+        assert actions.count("connector.detach") == 1
+        refreshes = await server.store.select(AuditEntry, action="connector.refresh")
+        assert sum(1 for e in refreshes if e.target == "acme/down" and e.detail["error"]) == 2
 
         def add_with_secrets() -> None:
             page = tab.page
@@ -268,19 +321,34 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
                 "link", name="Stripe"
             ).click()
             page.get_by_label("Name").fill("team")
-            page.get_by_label("API base URL").fill(slack.api_url)
-            page.get_by_label("Secret key").fill(BOT_TOKEN)
+            page.get_by_label("API base URL").fill("http://127.0.0.1:9")
+            page.get_by_label("Secret key").fill(STRIPE_KEY)
             page.get_by_role("button", name="Add Stripe connector").click()
             expect(page.get_by_role("status")).to_have_text(
                 "connector 'team' already exists in workspace 'acme'"
             )
             expect(page.get_by_label("Name")).to_have_value("team")
+            expect(page.get_by_label("API base URL")).to_have_value("http://127.0.0.1:9")
             expect(page.get_by_label("Secret key")).to_have_value("")
             # The refusal is a 400, which Chromium logs as a failed load.
             refused, tab.errors[:] = list(tab.errors), []
             assert len(refused) == 1 and "status of 400" in refused[0], refused
             pages.append(page.content())
             _checked(tab, "a refused form", "refused", browser)
+            # Another name, the key typed again: added.
+            page.get_by_label("Name").fill("pay")
+            page.get_by_label("Secret key").fill(STRIPE_KEY)
+            page.get_by_role("button", name="Add Stripe connector").click()
+            expect(page).to_have_url(f"{listing}/pay")
+            expect(_status(tab)).to_have_text(
+                "Added Stripe connector 'pay'. Its secret is stored encrypted and will not be "
+                "shown again."
+            )
+            expect(page.locator("#connector-secret")).to_have_text(
+                "in header Authorization, stored encrypted"
+            )
+            expect(page.locator("#connector-tools tbody tr").first).to_be_visible()
+            pages.append(page.content())
             _nav(tab, "Connectors")
             pages.append(page.content())
             _nav(tab, "Permissions")
@@ -309,24 +377,92 @@ async def test_connectors_are_added_labelled_attached_tested_and_removed(
         await browser.run(remove)
         assert await server.store.find(Connector, name="team") is None
 
-        await _on_a_phone(server, browser)
+        await _on_a_phone(server, browser, remote_url)
+        # The remote was sent the phone's connector's secret, which no page held.
+        assert f"Bearer {REMOTE_SECRET}" in state.authorizations
 
 
-async def _on_a_phone(server: Running, browser: Browser) -> None:
+async def _on_a_phone(server: Running, browser: Browser, remote_url: str) -> None:
+    """The main actions at 390x844: every form fits and works."""
     phone = await browser.new_tab((390, 844), tolerate=TOLERATES)
     base = server.base_url
+    listing = f"{base}/dashboard/w/acme/connectors"
+    pages: list[str] = []
 
-    def pages() -> None:
+    def fitted(where: str, name: str | None = None) -> None:
+        ok, measures = fits(phone)
+        assert ok, (where, measures)
+        pages.append(phone.page.content())
+        if name is not None:
+            _checked(phone, f"{where} on a phone", name, browser)
+        else:
+            phone.assert_clean(f"{where} on a phone")
+
+    def views() -> None:
         sign_in(phone, base, "alice", PASSWORD)
         for path, name in (
-            ("/dashboard/w/acme/connectors", "listing"),
             ("/dashboard/w/acme/connectors?kind=incoming_webhook", "incoming-webhook-form"),
-            ("/dashboard/w/acme/connectors/third", "connector"),
             ("/dashboard/w/acme/connectors/alerts", "incoming-webhook"),
         ):
             phone.page.goto(base + path)
-            ok, measures = fits(phone)
-            assert ok, (path, measures)
-            _checked(phone, f"{path} on a phone", name, browser)
+            fitted(path, name)
 
-    await browser.run(pages)
+    def add_label_attach_detach_test() -> None:
+        page = phone.page
+        page.goto(listing)
+        page.get_by_label("Name").fill("tracker")
+        page.get_by_label("MCP endpoint URL").fill(remote_url)
+        page.get_by_label("Secret (optional)").fill(REMOTE_SECRET)
+        fitted("the filled add form", "listing")
+        page.get_by_role("button", name="Add Remote MCP connector").click()
+        expect(page).to_have_url(f"{listing}/tracker")
+        expect(_status(phone)).to_contain_text(
+            "Added Remote MCP connector 'tracker'. Its secret is stored encrypted"
+        )
+        expect(page.locator("#connector-secret")).to_have_text(
+            "in header Authorization, stored encrypted"
+        )
+        fitted("the added connector")
+        page.get_by_role("button", name="Accept suggested labels").click()
+        expect(_status(phone)).to_have_text(
+            "Labeled 39 tools as their remote suggests (38 read, 1 write)."
+        )
+        select = page.get_by_label("Label of tracker_delete_repo", exact=True)
+        select.scroll_into_view_if_needed()
+        select.select_option("destructive")
+        page.get_by_role("button", name="Set the label of tracker_delete_repo").click()
+        expect(_status(phone)).to_have_text("tracker_delete_repo is labeled destructive.")
+        expect(page.get_by_label("Label of tracker_delete_repo", exact=True)).to_have_value(
+            "destructive"
+        )
+        fitted("labels accepted and set", "connector")
+        page.get_by_label("Attach to").select_option("sales")
+        page.get_by_role("button", name="Attach", exact=True).click()
+        expect(_status(phone)).to_have_text("Connector 'tracker' is attached to sales.")
+        fitted("attached")
+        page.get_by_role("button", name="Detach from sales").click()
+        expect(_status(phone)).to_have_text("Connector 'tracker' is detached from sales.")
+        page.get_by_role("button", name="Test the connection").click()
+        expect(_status(phone)).to_contain_text("Connector 'tracker' works: third-party")
+        fitted("detached and tested", "tested")
+        page.goto(listing)
+        expect(page.locator("#connector-tracker")).to_contain_text("no calls in the last hour")
+        fitted("the listing", "listing-after")
+
+    await browser.run(views)
+    await browser.run(add_label_attach_detach_test)
+    for html in pages:
+        for secret in SECRETS:
+            assert secret not in html
+    labeled = [
+        e.target
+        for e in await server.store.select(AuditEntry, action="tool.label")
+        if e.target.startswith("tracker_")
+    ]
+    assert len(labeled) == 40 and labeled[-1] == "tracker_delete_repo"
+    actions = [
+        e.action
+        for e in await server.store.select(AuditEntry)
+        if e.target in ("acme/sales/tracker", "acme/tracker")
+    ]
+    assert actions.count("connector.attach") == actions.count("connector.detach") == 1

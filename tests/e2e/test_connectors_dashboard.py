@@ -5,13 +5,17 @@ nothing: a form without its CSRF token (403), a URL that is not http(s), a
 URL the outbound guard refuses (a private or link-local address: the
 guard's decision is read, nothing is ever connected to), a credential in a
 plain header. A refused form comes back filled as typed, but the secret,
-which no page, notice or log line ever holds.
+which no page, notice or log line ever holds. Accepting suggested labels
+applies only the suggestions the page showed (a refresh between drawing
+and posting changes nothing it did not show); a connector's page counts
+only its own tools' calls in its health.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -19,9 +23,11 @@ import httpx2
 import pytest
 from cryptography.fernet import Fernet
 
-from agentws.domain.models import AuditEntry, CachedTool, Connector, ConnectorKind
+from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector, ConnectorKind
 from tests.e2e.fake_slack import BOT_TOKEN, fake_slack
-from tests.e2e.mcp_support import running
+from tests.e2e.mcp_support import running, sdk_session
+from tests.e2e.polling import wait_until
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, ThirdParty, third_party_server, tool
 from tests.e2e.test_dashboard import LOOPBACK, _browser, _signed_in
 
 SECRET = "xoxb-never-shown-7d1e0c"
@@ -33,6 +39,20 @@ HOOK_SECRET_PATH = "T0001/B0001/hooksecretpath42"
 def _page(response: httpx2.Response) -> str:
     """The page's text with its entities read (``&#39;`` is ``'``)."""
     return html.unescape(response.text)
+
+
+def _notice(response: httpx2.Response) -> str:
+    """The one-time notice a form's answer carries (``!`` first: a warning)."""
+    return urllib.parse.unquote(response.cookies.get("agentws_flash") or "")
+
+
+async def _add_remote(http: httpx2.AsyncClient, csrf: str, name: str, url: str) -> None:
+    added = await http.post(
+        "/dashboard/w/acme/connectors",
+        data={"csrf": csrf, "kind": "remote_mcp", "name": name, "url": url},
+    )
+    assert added.status_code == 302, added.text
+    assert "Warning" not in _notice(added), _notice(added)
 
 
 async def test_connector_forms_without_their_csrf_token_are_refused(tmp_path: Path) -> None:
@@ -184,6 +204,12 @@ async def test_native_connectors_keep_their_secret_out_of_every_page(
         assert slack.hook_url("").rstrip("/").rsplit("/hooks", 1)[0] in listing  # the origin
         assert "in header Authorization, stored encrypted" in pages[1].text
         assert "only its origin is shown" in pages[2].text
+        # An incoming webhook's posts are not tool calls: its health says so,
+        # rather than "no calls" forever.
+        unmeasured = "not measured for an incoming webhook"
+        alerts_row = listing.split('id="connector-alerts"', 1)[1].split("</tr>", 1)[0]
+        assert unmeasured in alerts_row and "no calls" not in alerts_row
+        assert unmeasured in pages[2].text and "no calls" not in pages[2].text
         # The native tools are there, with labels that are fixed: nothing to accept.
         team = await server.store.find(Connector, name="team")
         assert team is not None and team.kind is ConnectorKind.SLACK
@@ -225,3 +251,126 @@ async def test_a_remote_that_is_down_is_saved_with_the_warning(tmp_path: Path) -
         page = _page(await http.get("/dashboard/w/acme/connectors/down"))
         assert "last error" in page and "refresh: connector 'down'" in page
         assert "No tools cached yet: refresh it." in page
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_accepting_labels_applies_only_the_suggestions_the_page_showed(
+    tmp_path: Path,
+) -> None:
+    state = ThirdParty(
+        tools=[
+            tool("search", "Search.", read_only_hint=True),
+            tool("create_issue", "Open an issue."),
+            tool("delete_repo", "Delete a repository.", destructive_hint=True),
+        ]
+    )
+    async with (
+        running(tmp_path, **LOOPBACK, **KEY) as server,
+        third_party_server(state) as remote_url,
+        _browser(server) as http,
+    ):
+        csrf = await _signed_in(server, http)
+        await _add_remote(http, csrf, "third", remote_url)
+        drawn = (await http.get("/dashboard/w/acme/connectors/third")).text
+        # What the browser posts: the ticked boxes (read and write), and the
+        # destructive one the admin ticks by hand.
+        boxes = [
+            html.unescape(v)
+            for v in re.findall(r'type="checkbox" name="tool" value="([^"]*)"', drawn)
+        ]
+        assert len(boxes) == 3, boxes
+        # Meanwhile the remote changes its annotations (create_issue its definition
+        # too), and a refresh stores the new suggestions.
+        state.tools = [
+            tool("search", "Search.", read_only_hint=True),
+            tool("create_issue", "Open an issue, or close one.", destructive_hint=True),
+            tool("delete_repo", "Delete a repository.", read_only_hint=True),
+        ]
+        refreshed = await http.post(
+            "/dashboard/w/acme/connectors/third/refresh", data={"csrf": csrf}
+        )
+        assert "1 changed" in _notice(refreshed), _notice(refreshed)
+        third = await server.store.find(Connector, name="third")
+        assert third is not None
+        suggested = {
+            t.name: t.suggested_label
+            for t in await server.store.select(CachedTool, connector_id=third.id)
+        }
+        assert suggested == {
+            "search": Capability.READ,
+            "create_issue": Capability.DESTRUCTIVE,
+            "delete_repo": Capability.READ,
+        }
+        accepted = await http.post(
+            "/dashboard/w/acme/connectors/third/labels", data={"csrf": csrf, "tool": boxes}
+        )
+        assert accepted.status_code == 302
+        notice = _notice(accepted)
+        labels = {
+            t.name: t.label for t in await server.store.select(CachedTool, connector_id=third.id)
+        }
+        # The write suggestion shown is now destructive: not applied without its own
+        # choice; the destructive one ticked is now read: not applied either (looser).
+        assert labels == {"search": Capability.READ, "create_issue": None, "delete_repo": None}
+        assert notice.startswith("!Labeled 1: third_search (read)."), notice
+        assert "Skipped third_create_issue, third_delete_repo" in notice, notice
+        assert "their suggestion changed" in notice, notice
+        audited = await server.store.select(AuditEntry, action="tool.label")
+        assert [e.target for e in audited] == ["third_search"]
+        # Drawn again, the page offers the new suggestions; the destructive one unticked.
+        again = (await http.get("/dashboard/w/acme/connectors/third")).text
+        assert 'value="create_issue:destructive"' in again
+        assert re.search(r'value="delete_repo:read"[^>]* checked', again)
+        assert not re.search(r'value="create_issue:destructive"[^>]* checked', again)
+        # A label chosen by hand, one tool at a time, though no group lists the tool.
+        chosen = await http.post(
+            "/dashboard/w/acme/connectors/third/label",
+            data={"csrf": csrf, "tool": "create_issue", "label": "destructive"},
+        )
+        assert _notice(chosen) == "third_create_issue is labeled destructive.", _notice(chosen)
+        labeled = await server.store.find(CachedTool, connector_id=third.id, name="create_issue")
+        assert labeled is not None and labeled.label is Capability.DESTRUCTIVE
+        audited = await server.store.select(AuditEntry, action="tool.label")
+        assert [e.target for e in audited] == ["third_search", "third_create_issue"]
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_a_connectors_page_counts_only_its_own_tools_calls(tmp_path: Path) -> None:
+    state = ThirdParty(tools=[tool("search", "Search.", read_only_hint=True)])
+    async with (
+        running(tmp_path, **LOOPBACK, **KEY) as server,
+        third_party_server(state) as remote_url,
+        _browser(server) as http,
+    ):
+        csrf = await _signed_in(server, http)
+        # ``gh_two_search`` starts with ``gh_``: it is gh_two's tool, not gh's.
+        for name in ("gh", "gh_two"):
+            await _add_remote(http, csrf, name, remote_url)
+            attached = await http.post(
+                f"/dashboard/w/acme/connectors/{name}/attach", data={"csrf": csrf, "group": "ops"}
+            )
+            assert not _notice(attached).startswith("!"), _notice(attached)
+        labeled = await http.post(
+            "/dashboard/w/acme/permissions",
+            data={"csrf": csrf, "tool": "gh_two_search", "label": "read", "group": "ops"},
+        )
+        assert not _notice(labeled).startswith("!"), _notice(labeled)
+        async with sdk_session(server, "streamable") as session:
+            ran = await session.call_tool("gh_two_search", {"q": "x"})
+            assert not ran.is_error
+
+        async def page(name: str) -> str:
+            return _page(await http.get(f"/dashboard/w/acme/connectors/{name}"))
+
+        # The gate audits the call as its answer goes out: wait for it to show.
+        await wait_until(
+            lambda: page("gh_two"),
+            lambda text: "1 call in the last hour" in text,
+            what="the call in gh_two's health",
+        )
+        gh = await page("gh")
+        listing = _page(await http.get("/dashboard/w/acme/connectors"))
+        assert "no calls in the last hour" in gh and "1 call" not in gh
+        # The listing agrees.
+        row = listing.split('id="connector-gh"', 1)[1].split("</tr>", 1)[0]
+        assert "no calls in the last hour" in row
