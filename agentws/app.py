@@ -42,6 +42,7 @@ from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from agentws.metrics import render
 from agentws.oauth.door import OAuthDoor
 from agentws.quart_fix import ClosingQuart
+from agentws.request_bodies import CappedRequest
 from agentws.request_ids import RequestIds
 from agentws.service import Readiness, Runtime, run_service
 from agentws.store import Store
@@ -53,11 +54,13 @@ log = logging.getLogger("agentws")
 
 
 class AgentwsApp(QuartTrio):
-    """QuartTrio with the templates' escaping of invisible characters."""
+    """QuartTrio with the templates' escaping of invisible characters, and bodies pages cap."""
 
     # Every value a template prints shows its invisible and bidi characters
     # escaped (agentws.dashboard.visible), on every page.
     jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
+    # A page holds its form's body to a size of its own (agentws.dashboard.capped).
+    request_class = CappedRequest
 
 
 def _error_response(status: int, code: str, message: str, **headers: str) -> Response:

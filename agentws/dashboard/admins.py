@@ -38,7 +38,9 @@ async def _page(admin: AdminServices, template: str, caller: Caller, **context: 
     # Admins are not a workspace's: the menu's links point at the first workspace.
     workspaces = await registry.list_workspaces(admin.store)
     first = workspaces[0] if workspaces else None
-    return await render_page(admin, template, caller, workspace=first, **context)
+    return await render_page(
+        admin, template, caller, workspace=first, spans_workspaces=True, **context
+    )
 
 
 @routes.get("/admins")

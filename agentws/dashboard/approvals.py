@@ -80,6 +80,7 @@ async def approvals(admin: AdminServices, caller: Caller) -> Response:
         waiting=await count_approvals(store, workspace_slug=None, statuses=waiting),
         history=history,
         workspace=workspace,
+        spans_workspaces=True,
         cursor=request.args.get("cursor") or None,
         history_cursor=request.args.get("history") or None,
         limit=request.args.get("limit") or None,

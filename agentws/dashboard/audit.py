@@ -129,12 +129,42 @@ async def _menus(admin: AdminServices, workspace_slug: str | None) -> dict[str, 
     }
 
 
+async def _outside(admin: AdminServices, typed: dict[str, str]) -> list[str]:
+    """Drop from ``typed`` a group or token that is not the chosen workspace's; what was dropped.
+
+    The form keeps the group and token chosen when the workspace is changed
+    (without the script, which clears them): filtering on both would find
+    nothing, as if nothing had happened, so the page filters on the
+    workspace alone and says so.
+    """
+    store = admin.store
+    slug = typed["workspace"]
+    workspace = next((w for w in await registry.list_workspaces(store) if w.slug == slug), None)
+    if workspace is None:
+        return []  # no workspace chosen, or an unknown one (the filter reports that)
+    dropped = []
+    if (
+        typed["group"]
+        and await store.find(Group, workspace_id=workspace.id, slug=typed["group"]) is None
+    ):
+        dropped.append(f"group {typed['group']!r} is not in workspace {slug!r}")
+        typed["group"] = ""
+    token = await store.find(McpToken, id=typed["token"]) if typed["token"] else None
+    if token is not None:
+        group = await store.find(Group, id=token.group_id)
+        if group is None or group.workspace_id != workspace.id:
+            dropped.append(f"token {token.name!r} is not of workspace {slug!r}")
+            typed["token"] = ""
+    return dropped
+
+
 @routes.get("/audit")
 @signed_in
 async def audit(admin: AdminServices, caller: Caller) -> Response:
     # What the form shows again, as it was typed.
     typed = {name: request.args.get(name, "").strip() for name in FILTER_NAMES}
     limit = _limit()
+    dropped = await _outside(admin, typed)
     error = None
     try:
         filters = AuditFilters.from_text(typed, now=utcnow())
@@ -151,9 +181,11 @@ async def audit(admin: AdminServices, caller: Caller) -> Response:
         "audit.html",
         caller,
         status=400 if error else 200,
-        error=error,
+        error=error or (f"Left out of the filter: {'; '.join(dropped)}." if dropped else None),
         # The menu's links point at the workspace filtered on, else the first.
         workspace=menus["chosen"] or next(iter(await registry.list_workspaces(admin.store)), None),
+        # The log spans workspaces: the header's Audit link shows all of it.
+        spans_workspaces=True,
         page=page,
         rows=await _names(admin, page.items),
         typed=typed,
@@ -169,7 +201,13 @@ async def audit(admin: AdminServices, caller: Caller) -> Response:
 @signed_in
 async def audit_export(admin: AdminServices, caller: Caller) -> Response:
     """Every entry under the page's filters, newest first, one JSON object a line."""
-    typed = {name: request.args.get(name, "") for name in FILTER_NAMES}
+    typed = {name: request.args.get(name, "").strip() for name in FILTER_NAMES}
+    # The page's link never names these; an address typed so is refused, not emptied.
+    dropped = await _outside(admin, typed)
+    if dropped:
+        return Response(
+            "; ".join(dropped) + "\n", status=400, content_type="text/plain; charset=utf-8"
+        )
     try:
         entries = await audit_entries(admin.store, AuditFilters.from_text(typed, now=utcnow()))
     except AgentwsError as exc:

@@ -10,6 +10,8 @@ display name only. Skills are uploaded and removed in
 
 from __future__ import annotations
 
+from typing import Any
+
 from quart import Response, request, url_for
 
 from agentws import libraries
@@ -20,14 +22,17 @@ from agentws.errors import AgentwsError, NotFoundError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.uploads import MAX_SKILL_FILES
 
+from .capped import capped
 from .frame import changed, done, error_text, find_workspace, render_page
 from .session import signed_in
 
-__all__ = ["routes"]
+__all__ = ["MAX_DOCUMENT_REQUEST_BYTES", "routes"]
 
 routes = RouteTable[AdminServices]()
 
 _MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+#: A document upload's whole request: the file, and room for the form's fields.
+MAX_DOCUMENT_REQUEST_BYTES = _MAX_UPLOAD_BYTES + 64 * 1024
 #: Characters of a document the preview shows: a page a person reads, not the
 #: whole of a 1 MiB document (the note under it says how much is left out).
 PREVIEW_CHARS = 20_000
@@ -100,7 +105,17 @@ async def library_rename(
     )
 
 
+async def _document_too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:
+    reason = (
+        f"the upload is larger than {format_bytes(_MAX_UPLOAD_BYTES)}"
+        if over
+        else "the form holds more fields than a document upload has"
+    )
+    return done(_here(str(path["workspace"]), str(path["library"])), reason, error=True)
+
+
 @routes.post("/w/<workspace>/libraries/<library>/documents")
+@capped(MAX_DOCUMENT_REQUEST_BYTES, _document_too_large)
 @signed_in
 async def document_upload(
     admin: AdminServices, caller: Caller, workspace: str, library: str

@@ -5,18 +5,19 @@ file, named by its path (``triage/SKILL.md``). Both forms are read by
 :mod:`agentws.libraries.uploads` and stored by
 :func:`agentws.libraries.add_skill`, with the checks and limits of
 ``agentws skill add``. The request's body is capped before the form is
-read (:data:`MAX_SKILL_REQUEST_BYTES`): an upload whose declared length is
-over it is refused without being read.
+read (:data:`MAX_SKILL_REQUEST_BYTES`, :mod:`agentws.dashboard.capped`): an
+upload whose declared length is over it is refused without being read, one
+sent without a length is refused once that much has arrived, and so is a
+folder of more files than Quart parses in one form; each with a notice
+saying why.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from typing import Any
 
 import trio
-from quart import Response, request, url_for
+from quart import Response, current_app, request, url_for
 from quart.datastructures import FileStorage
 
 from agentws import libraries
@@ -24,17 +25,20 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.errors import AgentwsError, ConflictError, ValidationError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
-from agentws.libraries.uploads import MAX_SKILL_ZIP_BYTES, skill_from_files, skill_from_zip
+from agentws.libraries.uploads import (
+    MAX_SKILL_FILES,
+    MAX_SKILL_ZIP_BYTES,
+    skill_from_files,
+    skill_from_zip,
+)
 
+from .capped import capped
 from .frame import done, error_text
 from .session import signed_in
 
 __all__ = ["MAX_SKILL_REQUEST_BYTES", "routes"]
 
 routes = RouteTable[AdminServices]()
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 #: A skill upload's whole request: the larger of a zip and a folder's files,
 #: plus room for the form's fields and each part's headers.
@@ -45,25 +49,15 @@ def _here(workspace: str, library: str) -> str:
     return url_for("dashboard.libraries_page", workspace=workspace) + f"#library-{library}"
 
 
-def _capped(
-    page: Callable[P, Awaitable[R]],
-) -> Callable[P, Awaitable[R | Response]]:
-    """Refuse a body over :data:`MAX_SKILL_REQUEST_BYTES` before anything reads it."""
-
-    @functools.wraps(page)
-    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> R | Response:
-        length = request.content_length
-        if length is not None and length > MAX_SKILL_REQUEST_BYTES:
-            workspace, library = str(kwargs["workspace"]), str(kwargs["library"])
-            limit = format_bytes(MAX_SKILL_REQUEST_BYTES)
-            return done(_here(workspace, library), f"the upload is larger than {limit}", error=True)
-        # Quart's form parser holds the declared length to this too. (A body
-        # sent without one is read like any form's, and only once the session
-        # is known: signed_in reads nothing for a stranger.)
-        request.max_content_length = MAX_SKILL_REQUEST_BYTES
-        return await page(*args, **kwargs)
-
-    return wrapped
+async def _too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:
+    parts = current_app.config["MAX_FORM_PARTS"]
+    reason = (
+        f"the upload is larger than {format_bytes(MAX_SKILL_REQUEST_BYTES)}"
+        if over
+        else f"the upload holds more than {parts:,} files: a skill holds at most "
+        f"{MAX_SKILL_FILES}, so choose the skill's own folder"
+    )
+    return done(_here(str(path["workspace"]), str(path["library"])), reason, error=True)
 
 
 def _chosen(uploads: list[FileStorage]) -> list[FileStorage]:
@@ -72,7 +66,7 @@ def _chosen(uploads: list[FileStorage]) -> list[FileStorage]:
 
 
 @routes.post("/w/<workspace>/libraries/<library>/skills")
-@_capped
+@capped(MAX_SKILL_REQUEST_BYTES, _too_large)
 @signed_in
 async def skill_upload(
     admin: AdminServices, caller: Caller, workspace: str, library: str

@@ -62,6 +62,7 @@ from . import (
     webhooks,
     workspaces,
 )
+from .capped import capped
 from .frame import render_page
 from .markdown import render_markdown
 from .session import (
@@ -80,6 +81,9 @@ from .visible import exact, has_hidden
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
 routes = RouteTable[AdminServices]()
+#: A sign-in form's whole body: a username, a password and two tokens fit many
+#: times over. It is read before anyone is signed in.
+LOGIN_BODY_BYTES = 16 * 1024
 _AREAS = (
     overview,
     webhooks,
@@ -209,7 +213,16 @@ def _safe_next(target: str) -> str:
     return url_for("dashboard.home")
 
 
+async def _login_too_large(args: tuple[Any, ...], _: dict[str, Any], __: bool) -> Response:
+    admin: AdminServices = args[0]
+    return await _login_page(
+        admin, f"The sign-in form is larger than {_size(LOGIN_BODY_BYTES)}.", 413, next_path=""
+    )
+
+
 @routes.post("/login")
+# Before anyone is signed in: a body a sign-in form never needs is refused unread.
+@capped(LOGIN_BODY_BYTES, _login_too_large)
 async def login_post(admin: AdminServices) -> Response:
     form = await request.form
     check_csrf(request.cookies.get(LOGIN_COOKIE, ""), form.get("login_token"))
@@ -243,10 +256,18 @@ async def login_post(admin: AdminServices) -> Response:
 async def _login_again(
     admin: AdminServices, error: str, status: int, retry_after: int | None = None
 ) -> Response:
-    token = new_login_token()
     form = await request.form
+    return await _login_page(
+        admin, error, status, next_path=form.get("next", ""), retry_after=retry_after
+    )
+
+
+async def _login_page(
+    admin: AdminServices, error: str, status: int, *, next_path: str, retry_after: int | None = None
+) -> Response:
+    token = new_login_token()
     body = await render_template(
-        "login.html", login_token=token, next=form.get("next", ""), error=error, caller=None
+        "login.html", login_token=token, next=next_path, error=error, caller=None
     )
     response = Response(body, status=status, content_type="text/html; charset=utf-8")
     if retry_after is not None:

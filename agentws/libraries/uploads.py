@@ -15,7 +15,8 @@ What an upload may not hold, each refused with a
 :class:`~agentws.errors.ValidationError` saying so: a path that climbs out
 of the folder (``..``, an absolute path, a drive, a backslash), a
 symbolic link, an encrypted entry, a file outside the folder holding
-``SKILL.md``, more than :data:`MAX_SKILL_FILES` files,
+``SKILL.md``, more than :data:`MAX_SKILL_FILES` files once those left out are
+(and a zip of more than :data:`MAX_ZIP_ENTRIES` entries in all),
 more than :data:`~agentws.libraries.checks.MAX_SKILL_BYTES` in all once
 unpacked (read with that cap, whatever a zip's headers claim), no
 ``SKILL.md``, or ``SKILL.md`` in more than one folder.
@@ -33,7 +34,13 @@ from agentws.errors import ValidationError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.loading import SKILL_FILE, SkillFolder, build_skill_folder
 
-__all__ = ["MAX_SKILL_FILES", "MAX_SKILL_ZIP_BYTES", "skill_from_files", "skill_from_zip"]
+__all__ = [
+    "MAX_SKILL_FILES",
+    "MAX_SKILL_ZIP_BYTES",
+    "MAX_ZIP_ENTRIES",
+    "skill_from_files",
+    "skill_from_zip",
+]
 
 #: Files in one skill: SKILL.md and its assets. A skill is a prompt with a few
 #: references; hundreds of files is a folder chosen by mistake.
@@ -41,6 +48,10 @@ MAX_SKILL_FILES = 200
 #: A zip as uploaded: its text unpacked may be :data:`MAX_SKILL_BYTES`, and a
 #: zip of text is smaller than the text, so this leaves room for stored entries.
 MAX_SKILL_ZIP_BYTES = MAX_SKILL_BYTES + 256 * 1024
+#: Entries a zip may hold before anything is left out: the Finder adds a ``._``
+#: twin of each file under ``__MACOSX``, so a skill at the limit has twice as
+#: many; this bounds the work on a zip of many empty entries.
+MAX_ZIP_ENTRIES = 4 * MAX_SKILL_FILES
 _SKIPPED_DIRECTORIES = frozenset({"__pycache__", "__MACOSX"})
 _TOO_MANY = f"a skill holds at most {MAX_SKILL_FILES} files"
 _TOO_BIG = f"the skill's files hold more than {format_bytes(MAX_SKILL_BYTES)} in all"
@@ -130,15 +141,21 @@ def skill_from_zip(data: bytes) -> SkillFolder:
     except (zipfile.BadZipFile, ValueError):
         raise ValidationError("the file is not a zip archive") from None
     with archive:
-        entries = [e for e in archive.infolist() if not e.is_dir()]
+        listed = archive.infolist()
+        if len(listed) > MAX_ZIP_ENTRIES:
+            raise ValidationError(f"the zip holds more than {MAX_ZIP_ENTRIES} entries: {_TOO_MANY}")
+        entries = []
+        for entry in listed:
+            path = _path(entry.filename)
+            # Counted once what is left out is left out: a Finder zip has a
+            # __MACOSX/._ twin of each file.
+            if not entry.is_dir() and _kept(path) and path.parts:
+                entries.append((entry, path))
         if len(entries) > MAX_SKILL_FILES:
             raise ValidationError(_TOO_MANY)
         kept: dict[PurePosixPath, bytes] = {}
         budget = MAX_SKILL_BYTES
-        for entry in entries:
-            path = _path(entry.filename)
-            if not _kept(path) or not path.parts:
-                continue
+        for entry, path in entries:
             if stat.S_ISLNK(entry.external_attr >> 16):
                 raise ValidationError(
                     f"{entry.filename!r} in the zip is a symbolic link: put the file in instead"

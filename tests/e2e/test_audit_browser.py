@@ -23,7 +23,6 @@ from agentws.accounts import create_admin
 from agentws.domain.models import AuditEntry, McpToken
 from agentws.domain.rules import utcnow
 from agentws.views import audit_json
-from tests.e2e.axe_support import assert_accessible
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import running
 from tests.e2e.test_audit_viewer import make_calls
@@ -73,12 +72,14 @@ async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> Non
             expect(stamp).to_have_attribute("datetime", re.compile(r"^\d{4}-"))
             expect(stamp).to_have_attribute("title", re.compile(r"UTC$"))
             tab.assert_clean("the audit log")
-            assert_accessible(tab, "the audit log")
             browser.screenshot(tab, "all")
             # (The header's workspace switcher is labelled "Workspace" too.)
+            expect(page.locator("#f-group")).to_be_disabled()
             page.locator("#f-workspace").select_option("acme")
-            page.get_by_role("button", name="Filter").click()
-            # The workspace's tokens are in the menu now.
+            # The script reloads the page: the workspace's groups and tokens are in the menus.
+            expect(page).to_have_url(re.compile(r"workspace=acme"))
+            expect(page.locator("#f-group")).to_be_enabled()
+            page.get_by_label("Group").select_option("ops")
             page.get_by_label("Token").select_option(label="ops/tests")
             page.get_by_label("Decision").select_option("deny")
             page.get_by_role("button", name="Filter").click()
@@ -87,7 +88,6 @@ async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> Non
             assert all("read_context_document" in r and "token tests (ops)" in r for r in rows)
             expect(page.locator("table.audit .badge.decision-deny")).to_have_count(2)
             tab.assert_clean("filtered by token and decision")
-            assert_accessible(tab, "filtered by token and decision")
             browser.screenshot(tab, "token-deny")
 
         await browser.run(filter_by_token_and_decision)
@@ -106,8 +106,17 @@ async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> Non
             page.get_by_label("From", exact=True).fill("1h")
             page.get_by_role("button", name="Filter").click()
             assert len(_rows(tab)) == counts["run"] + counts["queue"]
+            assert "group=ops" in page.url and f"token={token.id}" in page.url
             tab.assert_clean("filtered by tool and time")
             browser.screenshot(tab, "tool-time")
+            # Another workspace (all of them): the group and token of acme are cleared.
+            page.locator("#f-workspace").select_option("")
+            expect(page.locator("#f-group")).to_be_disabled()
+            assert f"token={token.id}" not in page.url and "group=ops" not in page.url, page.url
+            expect(page.get_by_label("Token")).to_have_value("")
+            # Every actor's entries on search_context now, not the token's alone.
+            assert len(_rows(tab)) > counts["run"] + counts["queue"]
+            tab.assert_clean("the workspace changed")
 
         await browser.run(filter_by_tool_and_time)
 
@@ -123,7 +132,6 @@ async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> Non
             page.get_by_role("link", name="Newest").first.click()
             assert _ids(tab) == pages[0]
             tab.assert_clean("paged")
-            assert_accessible(tab, "a page of the audit log")
             browser.screenshot(tab, "paged")
             return pages
 
@@ -158,13 +166,16 @@ async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> Non
         phone = await browser.new_tab(PHONE, tolerate=TOLERATES)
 
         def on_a_phone() -> None:
-            sign_in(phone, base, "alice", PASSWORD)
-            phone.page.goto(f"{base}/dashboard/audit?workspace=acme&decision=queue")
+            sign_in(phone, base, "alice", PASSWORD, path="/dashboard/audit")
+            phone.page.locator("#f-workspace").select_option("acme")
+            expect(phone.page).to_have_url(re.compile(r"workspace=acme"))
+            phone.page.get_by_label("Decision").select_option("queue")
+            phone.page.get_by_role("button", name="Filter").click()
+            expect(phone.page).to_have_url(re.compile(r"decision=queue"))
             assert len(_rows(phone)) == counts["queue"]
             ok, measures = fits(phone)
             assert ok, measures
             phone.assert_clean("the audit log on a phone")
-            assert_accessible(phone, "the audit log on a phone")
             browser.screenshot(phone, "phone")
 
         await browser.run(on_a_phone)

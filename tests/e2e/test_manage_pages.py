@@ -278,3 +278,36 @@ async def test_a_document_preview_is_escaped_and_cut_short(tmp_path: Path) -> No
             data={"csrf": csrf, "policy": "always"},
         )
         assert (await _notice(http, policy)).startswith("!invalid policy 'always'")
+
+
+async def test_a_finder_zip_is_counted_without_what_it_leaves_out(tmp_path: Path) -> None:
+    """A skill of 150 files zipped by the Finder: 300 entries, each file with its ._ twin."""
+    async with (
+        running(tmp_path) as server,
+        httpx2.AsyncClient(base_url=server.base_url, timeout=10) as http,
+    ):
+        csrf = await _signed_in(server, http)
+        path = "/dashboard/w/acme/libraries/handbook/skills"
+        files = {"deploy/SKILL.md": SKILL_MD}
+        files.update({f"deploy/notes/{n}.md": b"# note\n" for n in range(149)})
+        finder = dict(files)
+        for name in files:
+            folder, _, leaf = name.rpartition("/")
+            finder[f"__MACOSX/{folder}/._{leaf}"] = b"\0\5\26\7 resource fork"
+        finder["deploy/.DS_Store"] = b"\0\0\0\1Bud1"
+        added = await http.post(
+            path,
+            data={"csrf": csrf},
+            files=[("zip", ("deploy.zip", _zip(finder), "application/zip"))],
+        )
+        assert await _notice(http, added) == "Added skill 'deploy' with 149 assets in handbook."
+        # Past a few times the limit in raw entries, the zip is refused unread.
+        many = {f"deploy/{n}.txt": b"" for n in range(800)}
+        refused = await http.post(
+            path,
+            data={"csrf": csrf},
+            files=[("zip", ("many.zip", _zip({**files, **many}), "application/zip"))],
+        )
+        assert (await _notice(http, refused)).startswith(
+            "!the zip holds more than 800 entries: a skill holds at most 200 files"
+        )

@@ -18,6 +18,18 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const ws = document.querySelector("[data-workspace-switch] select");
   if (ws) ws.addEventListener("change", () => ws.form.submit());
+  // The audit filters: another workspace brings its own groups and tokens to the menus,
+  // so the group and token of the one before are cleared (they would match nothing).
+  const auditWs = document.querySelector("select[data-audit-workspace]");
+  if (auditWs) {
+    auditWs.addEventListener("change", () => {
+      for (const name of ["group", "token"]) {
+        const menu = auditWs.form.elements.namedItem(name);
+        if (menu) menu.value = "";
+      }
+      auditWs.form.submit();
+    });
+  }
 });
 
 // --- copy buttons, relative times ---------------------------------------------------------
