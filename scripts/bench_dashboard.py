@@ -21,7 +21,7 @@ One run, on loopback, in a temp directory of its own, on each of
    ``/dashboard/``, ``--depth`` links deep, one page of each route); then
    each GET route of the dashboard's URL map that no link reached (the
    consent page, the sign-in page, ``overview.json``) at a URL built from
-   what was seeded; the largest document's and call's pages too;
+   what was seeded; the largest document's, call's and tool cache's pages too;
 4. each page found, ``--requests`` times one after the other after the
    crawl's own request (the warm-up): its median and slowest answer, read
    in full, and the size of its body. The audit log's export is a
@@ -87,7 +87,11 @@ _WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
 #: Dashboard routes that are not pages: reached and reported (status, bytes), not timed.
 NOT_PAGES = {"dashboard.audit_export": "the audit log's JSON Lines download"}
 #: Routes also timed at the seeded record that makes them heaviest, when a link led elsewhere.
-HEAVIEST = {"dashboard.document_page": "1 MiB", "dashboard.approval": "largest arguments"}
+HEAVIEST = {
+    "dashboard.document_page": "1 MiB",
+    "dashboard.approval": "largest arguments",
+    "dashboard.connector_show": "remote MCP, its tool cache",
+}
 #: The store's content at each --size; a size's figure stands unless its option is given.
 SIZES: dict[str, dict[str, int]] = {
     "full": {
@@ -457,7 +461,7 @@ def render(results: dict[str, Any]) -> str:
             f"{config['audit']:,} audited tool calls (--size {config['size']}). Pages found "
             f"from the home page, {config['depth']} links deep, one of each route; every other "
             "GET route of the dashboard at a URL built from the seeded records (depth -1), "
-            f"and the heaviest document and call; {config['requests']} timed "
+            f"and the heaviest document, call and connector; {config['requests']} timed "
             "requests each, one at a time, after the crawl's own (the warm-up). Time: the "
             "client's on loopback, body read in full.",
             *notes,
