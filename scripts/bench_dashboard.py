@@ -5,19 +5,31 @@ One run, on loopback, in a temp directory of its own, on each of
 ``--database-url``):
 
 1. ``agentws init``, a workspace, a group, an MCP token and an admin,
-   through the CLI; then, straight into the store in bulk
-   (:mod:`benchlib.dashboard_seed`), ``--webhooks`` webhooks with
-   ``--events`` events spread over the last ``--days`` days (mixed
-   statuses, the newest with their messages) and ``--audit`` audited tool
-   calls with the gate's decisions; the events' search index filled;
+   through the CLI; then (:mod:`benchlib.dashboard_seed`) through the
+   service's functions more groups, connectors of every kind (a remote MCP
+   one with ``--tools`` cached tools), permissions, two libraries with
+   ``--documents`` documents (some of 1 MiB) and ``--skills`` skills,
+   ``--approvals`` pending calls and some decided ones
+   (:mod:`benchlib.dashboard_content`); straight into the store in bulk,
+   ``--webhooks`` webhooks with ``--events`` events spread over the last
+   ``--days`` days (mixed statuses, the newest with their messages) and
+   ``--audit`` audited tool calls with the gate's decisions; the events'
+   search index filled; last, a pending OAuth consent request;
 2. ``agentws serve``; the admin signs in to the dashboard;
 3. the pages are found by following links from the home page
    (:mod:`benchlib.dashboard_crawl`: same-origin GET links under
-   ``/dashboard/``, ``--depth`` links deep, one page of each route), so a
-   page added to the dashboard is measured without being listed here;
+   ``/dashboard/``, ``--depth`` links deep, one page of each route); then
+   each GET route of the dashboard's URL map that no link reached (the
+   consent page, the sign-in page, ``overview.json``) at a URL built from
+   what was seeded; the largest document's, call's and tool cache's pages too;
 4. each page found, ``--requests`` times one after the other after the
    crawl's own request (the warm-up): its median and slowest answer, read
-   in full, and the size of its body.
+   in full, and the size of its body. The audit log's export is a
+   download, not a page: its status and size are reported, not timed.
+
+Every GET route of the dashboard must be timed: one that is not (a new
+page no link reaches and no seeded value can build a URL for) is listed
+and the run exits 1, its figures still printed.
 
 The time is the client's, one request at a time on loopback: the server's
 time plus a loopback round trip (well under a millisecond). Target (issue
@@ -31,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -48,7 +61,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
 from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
-from benchlib.dashboard_crawl import Answer, Page, crawl, route_matcher
+from benchlib.dashboard_crawl import (
+    Answer,
+    Page,
+    build_paths,
+    crawl,
+    get_routes,
+    route_matcher,
+)
 from benchlib.instances import psql
 from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Processes, read_json
@@ -64,6 +84,33 @@ _START_TIMEOUT_S = 60.0
 _SEED_TIMEOUT_S = 1800.0
 _PACKAGES = ["agentws", "quart", "quart-trio", "hypercorn", "trio", "jinja2", "markdown-it-py"]
 _WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
+#: Dashboard routes that are not pages: reached and reported (status, bytes), not timed.
+NOT_PAGES = {"dashboard.audit_export": "the audit log's JSON Lines download"}
+#: Routes also timed at the seeded record that makes them heaviest, when a link led elsewhere.
+HEAVIEST = {
+    "dashboard.document_page": "1 MiB",
+    "dashboard.approval": "largest arguments",
+    "dashboard.connector_show": "remote MCP, its tool cache",
+}
+#: The store's content at each --size; a size's figure stands unless its option is given.
+SIZES: dict[str, dict[str, int]] = {
+    "full": {
+        "events": 100_000,
+        "audit": 10_000,
+        "approvals": 1000,
+        "documents": 200,
+        "skills": 20,
+        "tools": 50,
+    },
+    "small": {
+        "events": 2000,
+        "audit": 500,
+        "approvals": 50,
+        "documents": 20,
+        "skills": 4,
+        "tools": 50,
+    },
+}
 
 _say = cli.logger("dashboard")
 
@@ -80,17 +127,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="scripts/bench dashboard",
         description=(
             "Benchmark every dashboard page with a busy week in the store: the pages are "
-            "found by following links from the home page, then each is timed. About three "
-            "minutes with the defaults on SQLite (most of it seeding)."
+            "found by following links from the home page (the routes no link reaches at "
+            "URLs built from what was seeded), then each is timed. About three minutes "
+            "with the defaults on SQLite (most of it seeding); --size small takes seconds."
         ),
         epilog=(
             f"Target: every page's median answer under {TARGET_MS:g} ms. Exit status 0 when "
-            "the run completed (see --check), 1 when it failed (a page found answered 5xx)."
+            "the run completed (see --check), 1 when it failed (a page found answered 4xx or "
+            "5xx, or a GET route of the dashboard was left untimed: listed on stderr)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--events", type=int, default=100_000, help="webhook events to seed")
-    parser.add_argument("--audit", type=int, default=10_000, help="audited tool calls to seed")
+    parser.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default="full",
+        help="the store's content: full is the target's (100,000 events, 10,000 audit rows, "
+        "1,000 pending calls, 200 documents); small is a quick check (2,000 events)",
+    )
+    for name, what in (
+        ("events", "webhook events to seed"),
+        ("audit", "audited tool calls to seed"),
+        ("approvals", "pending calls to seed (a fifth as many more are decided)"),
+        ("documents", "library documents to seed (one in 40 of 1 MiB)"),
+        ("skills", "library skills to seed"),
+        ("tools", "tools in the remote MCP connector's cache (at most 128)"),
+    ):
+        parser.add_argument(f"--{name}", type=int, default=None, help=f"{what} (default: --size's)")
     parser.add_argument("--webhooks", type=int, default=4, help="webhooks sharing the events")
     parser.add_argument("--days", type=float, default=7.0, help="days the rows are spread over")
     parser.add_argument("--requests", type=int, default=5, help="timed requests per page")
@@ -113,8 +176,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     cli.add_output_args(parser, DEFAULT_JSON_OUT)
     args = parser.parse_args(argv)
-    if min(args.events, args.audit, args.webhooks, args.requests) < 0 or args.requests == 0:
-        parser.error("--events, --audit and --webhooks may not be negative; --requests >= 1")
+    for name, value in SIZES[args.size].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    counts = [args.events, args.audit, args.approvals, args.documents, args.skills, args.tools]
+    if min(*counts, args.webhooks, args.requests) < 0 or args.requests == 0:
+        parser.error("counts may not be negative; --requests >= 1")
+    if args.documents < 1 or args.tools < 1 or args.tools > 128:
+        parser.error("every page needs a document (--documents >= 1) and 1 to 128 --tools")
     if args.webhooks == 0 and args.events:
         parser.error("events need a webhook: --webhooks >= 1")
     return args
@@ -130,11 +199,18 @@ def _set_up(
     run_cli(env, "group", "create", _WORKSPACE, _GROUP, cwd=work)
     run_cli(env, "token", "create", _WORKSPACE, _GROUP, "--name", _TOKEN, cwd=work)
     password = str(run_cli(env, "admin", "create", _ADMIN, cwd=work)["password"])
-    _say(f"seeding {args.events:,} events and {args.audit:,} audit rows")
+    _say(
+        f"seeding {args.events:,} events, {args.audit:,} audit rows, {args.approvals:,} "
+        f"pending calls, {args.documents:,} documents"
+    )
     started = time.monotonic()
     script = SCRIPTS / "benchlib" / "dashboard_seed.py"
-    argv = [sys.executable, str(script), url, _WORKSPACE, _GROUP]
-    argv += [str(args.events), str(args.audit), str(args.days), str(args.webhooks)]
+    options = {
+        name: getattr(args, name)
+        for name in ("events", "audit", "webhooks", "days", "approvals", "documents", "skills")
+    }
+    options["tools"] = args.tools
+    argv = [sys.executable, str(script), url, _WORKSPACE, _GROUP, json.dumps(options)]
     try:
         done = subprocess.run(
             argv, env=env, capture_output=True, text=True, check=False, timeout=_SEED_TIMEOUT_S
@@ -168,21 +244,25 @@ def sign_in(http: httpx2.Client, username: str, password: str) -> None:
 
 
 def fetcher(http: httpx2.Client, timings: dict[str, float]) -> Any:
-    """A crawl's ``fetch`` over ``http``: an HTML page read in full (its time in ``timings``)."""
+    """A crawl's ``fetch`` over ``http``: the body read in full (its time in ``timings``)."""
 
     def fetch(path: str) -> Answer:
         started = time.perf_counter()
-        with http.stream("GET", path) as answer:
-            kind = answer.headers.get("content-type", "")
-            # A download (an export) is not a page: its head is enough.
-            text = answer.read().decode("utf-8", "replace") if kind.startswith("text/") else ""
+        answer = http.get(path)
         timings[path] = (time.perf_counter() - started) * 1000
-        return Answer(answer.status_code, kind, answer.headers.get("location"), text)
+        kind = answer.headers.get("content-type", "")
+        # Only a page is read for links.
+        text = answer.content.decode("utf-8", "replace") if kind.startswith("text/html") else ""
+        return Answer(
+            answer.status_code, kind, answer.headers.get("location"), text, len(answer.content)
+        )
 
     return fetch
 
 
-def measure(http: httpx2.Client, page: Page, requests: int) -> dict[str, Any]:
+def measure(
+    http: httpx2.Client, page: Page, requests: int, route: str | None = None
+) -> dict[str, Any]:
     """``page`` answered ``requests`` times in a row: median, slowest, size."""
     times: list[float] = []
     size = 0
@@ -194,7 +274,8 @@ def measure(http: httpx2.Client, page: Page, requests: int) -> dict[str, Any]:
         if answer.status_code != page.status:
             raise BenchError(f"{page.path} answered {answer.status_code}, then {page.status}")
     return {
-        "route": page.route,
+        "route": route or page.route,
+        "endpoint": page.endpoint,
         "path": page.path,
         "depth": page.depth,
         "status": page.status,
@@ -221,20 +302,49 @@ def _database(args: argparse.Namespace, store: str, work: Path) -> Iterator[str]
 
 
 def measure_site(
-    base: str, username: str, password: str, *, depth: int, requests: int
-) -> tuple[list[Page], list[dict[str, Any]]]:
-    """Sign in at ``base``, find the pages, time each; the pages found and the measures."""
+    base: str,
+    username: str,
+    password: str,
+    *,
+    depth: int,
+    requests: int,
+    values: dict[str, str],
+) -> dict[str, Any]:
+    """Sign in at ``base``, find the pages, time each.
+
+    ``values`` are what URLs are built from for the routes no link reaches
+    (see :func:`benchlib.dashboard_crawl.build_paths`). Returns ``pages``
+    (every page found), ``measures``, ``not_pages`` (found, not timed: see
+    :data:`NOT_PAGES`) and ``untimed``: the dashboard's GET routes neither
+    timed nor in :data:`NOT_PAGES`, which should be none.
+    """
     route = route_matcher()
+    built = build_paths(values)
     with httpx2.Client(base_url=base, timeout=120, follow_redirects=False) as http:
         sign_in(http, username, password)
-        pages = crawl(fetcher(http, {}), route, depth=depth)
-        broken = [p for p in pages if p.status >= 500]
+        pages = crawl(fetch=fetcher(http, {}), route=route, depth=depth, built=built)
+        broken = [p for p in pages if p.status >= 400]
         if broken:
             raise BenchError("pages failed: " + ", ".join(f"{p.path} ({p.status})" for p in broken))
-        measures = [
-            measure(http, page, requests) for page in pages if page.html or 300 <= page.status < 400
-        ]
-    return pages, measures
+        timed = [p for p in pages if p.endpoint not in NOT_PAGES]
+        measures = [measure(http, page, requests) for page in timed]
+        linked = {p.endpoint: p.path for p in timed}
+        for endpoint, what in HEAVIEST.items():
+            path = built.get(endpoint)
+            if path is not None and linked.get(endpoint) != path:
+                heavy = Page(path, endpoint, -1, 200, "text/html")
+                measures.append(measure(http, heavy, requests, f"{endpoint} ({what})"))
+    found = {p.endpoint for p in pages}
+    not_pages = [
+        {"route": p.route, "path": p.path, "status": p.status, "content_type": p.content_type}
+        | {"bytes": p.size}
+        for p in pages
+        if p.endpoint in NOT_PAGES
+    ]
+    untimed = sorted(
+        set(get_routes()) - {m["endpoint"] for m in measures} - (found & set(NOT_PAGES))
+    )
+    return {"pages": pages, "measures": measures, "not_pages": not_pages, "untimed": untimed}
 
 
 def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
@@ -248,18 +358,24 @@ def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
         child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=env)
         base = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
         cli.wait_until_answering(child, base + "/readyz", _START_TIMEOUT_S, want_status=200)
-        pages, measures = measure_site(
-            base, _ADMIN, password, depth=args.depth, requests=args.requests
+        site = measure_site(
+            base,
+            _ADMIN,
+            password,
+            depth=args.depth,
+            requests=args.requests,
+            values=counts.pop("values"),
         )
         procs.stop(child)
-    for m in measures:
+    for m in site["measures"]:
         _say(f"  {m['route']}: median {m['median_ms']:.1f} ms, max {m['max_ms']:.1f} ms")
-    skipped = [
-        {"path": p.path, "status": p.status, "content_type": p.content_type}
-        for p in pages
-        if not (p.html or 300 <= p.status < 400)
-    ]
-    return {"store": store, "seeded": counts, "measures": measures, "not_pages": skipped}
+    return {
+        "store": store,
+        "seeded": counts,
+        "measures": site["measures"],
+        "not_pages": site["not_pages"],
+        "untimed": site["untimed"],
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -268,8 +384,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "date": cli.now_utc(),
         "machine": describe_machine(_PACKAGES),
         "config": {
+            "size": args.size,
             "events": args.events,
             "audit": args.audit,
+            "approvals": args.approvals,
+            "documents": args.documents,
+            "skills": args.skills,
+            "tools": args.tools,
             "webhooks": args.webhooks,
             "days": args.days,
             "requests": args.requests,
@@ -303,13 +424,19 @@ def render(results: dict[str, Any]) -> str:
         notes.append(
             f"- {run['store']}: seeded {seeded['events']:,} events over {seeded['webhooks']} "
             f"webhooks, {seeded['audit']:,} audit rows and {seeded['messages']:,} messages in "
-            f"{seeded['seconds']:.0f} s; {len(run['measures'])} pages found."
+            f"{seeded['seconds']:.0f} s, with {seeded['groups']} groups, "
+            f"{seeded['connectors']} connectors ({seeded['tools']} remote MCP tools), "
+            f"{seeded['permissions']} permissions, {seeded['documents']} documents, "
+            f"{seeded['skills']} skills, {seeded['approvals']:,} pending calls and "
+            f"{seeded['decided']} decided; {len(run['measures'])} pages timed."
         )
         for other in run["not_pages"]:
             notes.append(
                 f"  Not timed (not a page): {other['path']} ({other['status']}, "
-                f"{other['content_type'] or 'no content type'})."
+                f"{other['content_type'] or 'no content type'}, {other['bytes']:,} bytes)."
             )
+        if run["untimed"]:
+            notes.append(f"  NOT TIMED (no link or seeded URL): {', '.join(run['untimed'])}.")
     return "\n".join(
         [
             f"## scripts/bench dashboard — {results['date']}",
@@ -331,8 +458,10 @@ def render(results: dict[str, Any]) -> str:
             "",
             machine_line(results["machine"]),
             f"- Store: {config['events']:,} events over the last {config['days']:g} days and "
-            f"{config['audit']:,} audited tool calls. Pages found from the home page, "
-            f"{config['depth']} links deep, one of each route; {config['requests']} timed "
+            f"{config['audit']:,} audited tool calls (--size {config['size']}). Pages found "
+            f"from the home page, {config['depth']} links deep, one of each route; every other "
+            "GET route of the dashboard at a URL built from the seeded records (depth -1), "
+            f"and the heaviest document, call and connector; {config['requests']} timed "
             "requests each, one at a time, after the crawl's own (the warm-up). Time: the "
             "client's on loopback, body read in full.",
             *notes,
@@ -345,7 +474,17 @@ def main(argv: list[str] | None = None) -> int:
     results = cli.run_and_report("dashboard", args, run, render)
     if isinstance(results, int):
         return results
-    measures = [m for run in results["runs"] for m in run["measures"]]
+    for one in results["runs"]:
+        if one["untimed"]:
+            print(
+                f"scripts/bench dashboard: on {one['store']}, these GET routes of the dashboard "
+                f"were not timed (no link reached them and the seed gives no URL for them; "
+                f"seed what they show and add their URL's values): {', '.join(one['untimed'])}",
+                file=sys.stderr,
+            )
+    if any(one["untimed"] for one in results["runs"]):
+        return 1
+    measures = [m for one in results["runs"] for m in one["measures"]]
     if args.check and not all(m["passed"] for m in measures):
         return 2
     return 0

@@ -1,9 +1,13 @@
-"""A workspace with a busy week behind it, for ``scripts/bench dashboard``: events, audit rows.
+"""A workspace with a busy week behind it, for ``scripts/bench dashboard``: all its pages show.
 
-Stands in for a week of traffic without sending it: webhooks, their
-events and the audit log's tool calls are written straight into the store
-in bulk (``insert_many``, thousands of rows per transaction), as the
-webhook door, the worker and the permission gate would have left them:
+First what an operator would have set up, through the service's own
+functions (:mod:`benchlib.dashboard_content`: groups, connectors of every
+kind with a remote MCP tool cache, permissions, libraries of documents and
+skills, pending and decided approvals). Then a week of traffic without
+sending it: webhooks, their events and the audit log's tool calls are
+written straight into the store in bulk (``insert_many``, thousands of
+rows per transaction), as the webhook door, the worker and the permission
+gate would have left them:
 
 - ``webhooks`` webhooks of the workspace, posting to ``local:ops``, with
   their events spread over the last ``days`` days (some webhooks busier
@@ -16,24 +20,31 @@ webhook door, the worker and the permission gate would have left them:
 - the events' full-text index, filled before the server starts (its
   indexer would otherwise do it during the measures).
 
-Deterministic for a seed (``random.Random(seed)``). Run as a script:
-``python dashboard_seed.py DATABASE_URL WORKSPACE GROUP EVENTS AUDIT [DAYS [WEBHOOKS]]``;
-prints ``{"events": N, "audit": N, "webhooks": N, "messages": N}``.
+Last, a pending OAuth authorization request for the consent page.
+
+Deterministic for a seed (``random.Random(seed)``), but for ids. Run as a
+script: ``python dashboard_seed.py DATABASE_URL WORKSPACE GROUP OPTIONS``
+(OPTIONS: :func:`seed_dashboard`'s keyword arguments as a JSON object; the
+service key and OAuth settings come from the environment, as the service
+reads them); prints :func:`seed_dashboard`'s answer as JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 import trio
 
+from agentws.config import Settings
 from agentws.domain.models import (
     AuditEntry,
     ChatMessage,
@@ -44,7 +55,14 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.domain.rules import utcnow
+from agentws.oauth.settings import OAuthSettings
+from agentws.secret_box import SecretBox
 from agentws.store import Store, open_store
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchlib.dashboard_content import pending_consent, seed_content
 
 __all__ = ["seed_dashboard"]
 
@@ -261,45 +279,84 @@ async def seed_dashboard(
     *,
     events: int,
     audit: int,
+    box: SecretBox,
+    oauth: OAuthSettings,
     webhooks: int = 4,
     days: float = 7.0,
+    approvals: int = 1000,
+    documents: int = 200,
+    skills: int = 20,
+    tools: int = 50,
     seed: int = 27,
-) -> dict[str, int]:
-    """Seed ``workspace``/``group`` (both existing) with a busy week; the counts written.
+) -> dict[str, Any]:
+    """Seed ``workspace``/``group`` (both existing) with a busy week; the counts and URL values.
 
     Args:
         store: An open store, migrated.
         workspace, group: Slugs; the group's first MCP token is the audit rows' caller.
         events, audit: How many events and audited tool calls.
+        box, oauth: The service's key and OAuth settings (see
+            :func:`benchlib.dashboard_content.seed_content`).
         webhooks: How many webhooks share the events.
         days: The span the rows are spread over, up to now.
+        approvals, documents, skills, tools: See :func:`~benchlib.dashboard_content.seed_content`.
         seed: The random generator's seed: the same counts give the same rows.
+
+    Returns:
+        ``events``, ``audit``, ``webhooks``, ``messages`` and the content's counts;
+        ``values``: what a URL of each dashboard page needs (``workspace``,
+        ``webhook``, ``event_id``, ``name``, ``library``, ``document``,
+        ``approval_id``, ``grant_id``).
     """
     rng = random.Random(seed)  # noqa: S311 - test data, not secrets
     now = utcnow()
     found = await store.group_by_slug(workspace, group)
     token = await store.find(McpToken, group_id=found.id)
+    content = await seed_content(
+        store,
+        workspace,
+        group,
+        box=box,
+        approvals=approvals,
+        documents=documents,
+        skills=skills,
+        tools=tools,
+        seed=seed,
+    )
     hooks = await _webhooks(store, found.workspace_id, found.id, webhooks, rng)
     messages = await _events(store, hooks, events, days, now, rng)
     await _audit(store, found.workspace_id, found.id, token, audit, days, now, rng)
     while await store.index_events(limit=CHUNK, max_bytes=32 * 1024 * 1024):
         pass
-    return {"events": events, "audit": audit, "webhooks": len(hooks), "messages": messages}
+    values = {"workspace": workspace, **content.values}
+    if hooks:
+        values["webhook"] = hooks[0].name
+        newest = await store.recent_events(found.workspace_id, limit=1)
+        if newest:
+            values["event_id"] = newest[0].id
+    # Last: the request lapses after oauth.consent_ttl_s (ten minutes by default).
+    values["grant_id"] = await pending_consent(store, oauth, workspace, group)
+    return {
+        "events": events,
+        "audit": audit,
+        "webhooks": len(hooks),
+        "messages": messages,
+        **content.counts,
+        "values": values,
+    }
 
 
 async def _main(argv: list[str]) -> None:
-    url, workspace, group, events, audit, *rest = argv
-    days = float(rest[0]) if rest else 7.0
-    webhooks = int(rest[1]) if len(rest) > 1 else 4
+    url, workspace, group, options = argv
+    settings = Settings.from_env(os.environ)
     async with open_store(url, pool_size=1) as store:
         counts = await seed_dashboard(
             store,
             workspace,
             group,
-            events=int(events),
-            audit=int(audit),
-            webhooks=webhooks,
-            days=days,
+            box=SecretBox.from_settings(settings),
+            oauth=OAuthSettings.from_settings(settings),
+            **json.loads(options),
         )
     print(json.dumps(counts))
 
