@@ -23,7 +23,6 @@ from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Capability, McpToken
-from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError
 
 from .frame import done, error_text, find_workspace, render_page
@@ -45,24 +44,9 @@ class OAuthGrantRow:
     consented_at: datetime
     last_used_at: datetime | None
     #: When the newest access token stops working (the client refreshes before).
-    expires: str
+    expires_at: datetime | None
     #: The token the Revoke button names: the newest live one of the family.
     token_id: str
-
-
-def _until(when: datetime | None) -> str:
-    """``when`` from now: "in 59 min", or "ended 2 h ago" once it is past."""
-    if when is None:
-        return "never"
-    seconds = int((when - utcnow()).total_seconds())
-    past = seconds < 0
-    seconds = abs(seconds)
-    amount = f"{seconds} s"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            amount = f"{seconds // size} {unit}"
-            break
-    return f"ended {amount} ago" if past else f"in {amount}"
 
 
 def split_tokens(tokens: list[McpToken]) -> tuple[list[McpToken], list[OAuthGrantRow]]:
@@ -89,7 +73,7 @@ def split_tokens(tokens: list[McpToken]) -> tuple[list[McpToken], list[OAuthGran
                 scope=newest.scope,
                 consented_at=family[0].created_at,
                 last_used_at=max(used) if used else None,
-                expires=_until(newest.expires_at),
+                expires_at=newest.expires_at,
                 token_id=live[-1].id,
             )
         )

@@ -75,7 +75,7 @@ from .session import (
     set_session_cookie,
     signed_in,
 )
-from .times import ago, ago_text
+from .times import ago, ago_text, until
 from .visible import exact, has_hidden
 
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
@@ -124,6 +124,7 @@ def dashboard_blueprint(admin: AdminServices) -> Blueprint:
     blueprint.register_error_handler(NotFoundError, _not_found)
     blueprint.add_app_template_filter(ago, "ago")
     blueprint.add_app_template_filter(ago_text, "ago_text")
+    blueprint.add_app_template_filter(until, "until")
     blueprint.add_app_template_filter(render_markdown, "markdown")
     blueprint.add_app_template_filter(_size, "size")
     blueprint.add_app_template_filter(_pretty_json, "pretty_json")

@@ -142,18 +142,29 @@ class Browser:
         return future.result()
 
     async def new_tab(
-        self, viewport: tuple[int, int] = DESKTOP, *, tolerate: tuple[str, ...] = ()
+        self,
+        viewport: tuple[int, int] = DESKTOP,
+        *,
+        tolerate: tuple[str, ...] = (),
+        scripts: bool = True,
     ) -> Tab:
         """A fresh context (no cookies) with one page at ``viewport`` (width, height).
 
         Failed loads of the paths in ``tolerate`` are not errors of this tab.
+        ``scripts=False`` turns the pages' JavaScript off (what a page is without it);
+        Playwright's locators and screenshots still work there, but ``page.evaluate``
+        never returns, so neither axe nor :func:`fits` can check such a page.
         """
-        return await self.run(self._new_tab, viewport, tolerate)
+        return await self.run(self._new_tab, viewport, tolerate, scripts)
 
-    def _new_tab(self, viewport: tuple[int, int], tolerate: tuple[str, ...]) -> Tab:
+    def _new_tab(
+        self, viewport: tuple[int, int], tolerate: tuple[str, ...], scripts: bool = True
+    ) -> Tab:
         assert self._browser is not None, "the browser is not running"
         width, height = viewport
-        context = self._browser.new_context(viewport={"width": width, "height": height})
+        context = self._browser.new_context(
+            viewport={"width": width, "height": height}, java_script_enabled=scripts
+        )
         context.set_default_timeout(ACTION_MS)
         tab = Tab(context.new_page(), context, tolerate=tolerate)
         tab.watch()

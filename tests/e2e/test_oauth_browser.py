@@ -41,7 +41,13 @@ from agentws.domain.models import AuditEntry, McpToken, OAuthRefreshToken
 from agentws.oauth.settings import CODE_PREFIX
 from tests.e2e.browser_support import DESKTOP, Browser, Tab, fits, open_browser
 from tests.e2e.mcp_support import Running, running
-from tests.e2e.oauth_support import PASSWORD, MemoryStorage
+from tests.e2e.oauth_support import (
+    PASSWORD,
+    MemoryStorage,
+    authorize_url,
+    pkce_pair,
+    register_client,
+)
 from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
 from tests.loopback import serve_loopback
@@ -185,7 +191,10 @@ def _revoke(browser: Browser, tab: Tab, base: str, client_id: str) -> None:
     expect(row).to_have_count(1)
     expect(row.locator("td").nth(0)).to_have_text(CLIENT_NAME)
     expect(row.locator("td").nth(2)).to_have_text("write")
-    expect(row.locator("td").nth(5)).to_contain_text("in ")
+    expires = row.locator("td").nth(5)
+    expect(expires).to_contain_text("in ")
+    # The moment itself on hover, as every other time of the dashboard.
+    expect(expires.locator("time")).to_have_attribute("title", re.compile(r"^\d{4}-.* UTC$"))
     browser.screenshot(tab, "endpoints")
     # The consent's row, client id and all, fits a phone too (its table scrolls).
     page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
@@ -274,3 +283,68 @@ async def test_consent_in_chromium_then_tools_then_revocation_on_the_endpoints_p
         assert access_tokens and all(t.revoked for t in access_tokens)
         refresh_tokens = await server.store.select(OAuthRefreshToken, client_id=client_id)
         assert refresh_tokens and all(t.revoked_at for t in refresh_tokens)
+
+
+async def test_deny_on_the_consent_page_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
+    async with (
+        running(tmp_path, with_library=False) as server,
+        loopback_callback() as callback,
+        open_browser("oauth-deny") as browser,
+    ):
+        await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+        async with httpx2.AsyncClient(base_url=server.base_url, timeout=REQUEST_S) as http:
+            client = await register_client(http, [callback.redirect_uri], client_name=CLIENT_NAME)
+        client_id = client["client_id"]
+        base = server.base_url
+        tab = await browser.new_tab()
+        problems: list[str] = []
+
+        def deny(authorization_url: str, width: int, height: int) -> None:
+            """(Browser thread.) To the consent page (signing in the first time), then Deny."""
+            page = tab.page
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(authorization_url)
+            if "/dashboard/login" in page.url:
+                page.fill("#username", "alice")
+                page.fill("#password", PASSWORD)
+                page.get_by_role("button", name="Sign in").click()
+            expect(page.get_by_role("heading", level=1)).to_have_text(
+                f"Connect {CLIENT_NAME} to acme/ops?"
+            )
+            expect(page.locator("#redirect-uri")).to_have_text(callback.redirect_uri)
+            shot = browser.screenshot(tab, "consent")
+            ok, measures = fits(tab)
+            if not ok:
+                problems.append(f"the consent page overflows: {measures} (see {shot.name})")
+            tab.assert_clean("the consent page")
+            page.get_by_role("button", name="Deny").click()
+            # Back at the client, told it was refused (a policy that held the redirect
+            # back would leave the browser here, the error logged).
+            expect(page).to_have_url(re.compile(re.escape(callback.redirect_uri + "?")))
+            tab.assert_clean("denying on the consent page")
+            # The request is decided: its page says so, and offers no decision.
+            page.go_back()
+            page.reload()
+            expect(page.get_by_text("This request was decided already")).to_be_visible()
+            expect(page.get_by_role("button", name="Deny")).to_have_count(0)
+            tab.assert_clean("the decided request")
+
+        for width, height in (DESKTOP, PHONE):
+            _, challenge = pkce_pair()
+            asked = authorize_url(
+                server,
+                client_id,
+                challenge,
+                state=f"st-{width}",
+                redirect_uri=callback.redirect_uri,
+            )
+            await browser.run(deny, base + asked, width, height)
+
+        assert [(q["error"], q["state"], q["iss"]) for q in callback.queries] == [
+            ("access_denied", f"st-{width}", f"{base}/oauth") for width, _ in (DESKTOP, PHONE)
+        ]
+        assert all("code" not in q for q in callback.queries)
+        denied = await server.store.select(AuditEntry, action="oauth.deny")
+        assert [e.actor for e in denied] == ["admin:alice", "admin:alice"]
+        assert await server.store.select(McpToken, oauth_client_id=client_id) == []
+    assert not problems, "\n".join(problems)

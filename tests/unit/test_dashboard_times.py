@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from markupsafe import Markup
 
-from agentws.dashboard.times import absolute, ago, ago_text
+from agentws.dashboard.times import absolute, ago, ago_text, until, until_text
 
 NOW = datetime(2026, 11, 25, 17, 45, 47, tzinfo=UTC)
 
@@ -33,3 +33,17 @@ def test_a_time_element_with_the_moment_in_utc() -> None:
 
 def test_a_time_without_a_zone_is_utc() -> None:
     assert absolute(datetime(2026, 1, 2, 3, 4, 5)) == "2026-01-02 03:04:05 UTC"
+
+
+def test_a_time_to_come_with_the_moment_in_utc() -> None:
+    assert until_text(None) == "never"
+    assert until_text(NOW + timedelta(minutes=59, seconds=30), NOW) == "in 59 min"
+    assert until_text(NOW + timedelta(seconds=5), NOW) == "in 5 s"
+    assert until_text(NOW - timedelta(hours=2), NOW) == "ended 2 h ago"
+    shown = until(NOW + timedelta(minutes=59), NOW)
+    assert isinstance(shown, Markup)
+    # No data-ago: static/app.js rewrites those as times past.
+    assert shown == (
+        '<time datetime="2026-11-25T18:44:47Z" title="2026-11-25 18:44:47 UTC">in 59 min</time>'
+    )
+    assert until(None) == "never"
