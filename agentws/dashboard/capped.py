@@ -40,6 +40,13 @@ def _within(limit: int) -> bool:
     return length is None or length <= limit
 
 
+def _closing(response: Response) -> Response:
+    # The rest of the body is never read, so the connection cannot carry another
+    # request: saying so keeps a client from sending its next one down it.
+    response.headers["Connection"] = "close"
+    return response
+
+
 def capped(
     limit: int, refused: Refusal
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R | Response]]]:
@@ -54,12 +61,13 @@ def capped(
         @functools.wraps(page)
         async def wrapped(*args: P.args, **kwargs: P.kwargs) -> R | Response:
             if not _within(limit):
-                return await refused(args, kwargs, True)
+                return _closing(await refused(args, kwargs, True))
             try:
                 return await page(*args, **kwargs)
             except RequestEntityTooLarge:
                 body = request.body
-                return await refused(args, kwargs, isinstance(body, CappedBody) and body.over)
+                over = isinstance(body, CappedBody) and body.over
+                return _closing(await refused(args, kwargs, over))
 
         return wrapped
 

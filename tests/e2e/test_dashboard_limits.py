@@ -64,6 +64,9 @@ async def test_the_sign_in_form_is_held_to_a_few_kib_before_anyone_signs_in(
         )
         assert declared.status_code == 413, declared.text
         assert "The sign-in form is larger than 16.0 KiB." in declared.text
+        # The body is left unread, so the connection cannot carry the next request:
+        # the answer says so, and the client opens another.
+        assert declared.headers["connection"] == "close"
         body = f"username=alice&password={padding}".encode()
         chunked = await stranger.post(
             "/dashboard/login",
@@ -72,12 +75,14 @@ async def test_the_sign_in_form_is_held_to_a_few_kib_before_anyone_signs_in(
         )
         assert chunked.status_code == 413, chunked.text
         assert "The sign-in form is larger than" in chunked.text
+        assert chunked.headers["connection"] == "close"
         # A multipart body of many files is refused alike.
         form, kind = _multipart({"username": "alice"}, [("f", "big.bin", b"\0" * 200_000)])
         multipart = await stranger.post(
             "/dashboard/login", content=_chunked(form), headers={"Content-Type": kind}
         )
         assert multipart.status_code == 413
+        assert multipart.headers["connection"] == "close"
         # A sign-in form of an ordinary size is read as before (its token is missing here).
         small = await stranger.post("/dashboard/login", data={"username": "alice"})
         assert small.status_code == 403
