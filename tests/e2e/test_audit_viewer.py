@@ -90,8 +90,12 @@ async def make_calls(server: Running) -> dict[str, int]:
 
 
 def _rows(page: str) -> list[str]:
-    """The audit table's entries (their text, tags removed)."""
+    """The audit table's entries (their text, tags and relative times removed).
+
+    A relative time ("0 s ago") moves between two requests; the entry does not.
+    """
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    body = re.sub(r"<time[^>]*>.*?</time>", "", body, flags=re.S)
     rows = re.findall(r"<tr id=[^>]*>(.*?)</tr>", body, re.S)
     return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", r)).split()) for r in rows]
 
