@@ -11,6 +11,7 @@ prompts and tools come and go. Every page is checked at 1280 by 800 and
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -250,6 +251,19 @@ async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -
             assert notice() == f"Detached {kind} '{name}' from 'web'."
             assert tab.dialogs[-1].startswith(f"Detach {kind} {name} from web?")
 
+        def never_policy() -> None:
+            _nav(tab, "Libraries")
+            shelf = page.locator("#library-faq")
+            shelf.get_by_label("Policy of returns", exact=True).select_option("never")
+            shelf.get_by_role("button", name="Set the policy of returns").click()
+            assert notice() == "'Returns' is now never."
+            expect(page.get_by_label("Policy of returns", exact=True)).to_have_value("never")
+
+        def sign_out() -> None:
+            page.get_by_role("button", name="Sign out").click()
+            expect(page).to_have_url(re.compile(r"/dashboard/login"))
+            expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+
         def remove_document() -> None:
             _nav(tab, "Libraries")
             page.get_by_role("link", name="Returns").click()
@@ -280,6 +294,10 @@ async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -
         assert {"release-notes", "on-call"} <= seen.prompts
         assert "third_lookup" in seen.tools
 
+        # A document set to `never` is kept, and exists for MCP no more.
+        await browser.run(never_policy)
+        assert "agentws://faq/returns" not in (await _seen(url, secret)).resources
+
         await browser.run(remove_document)
         await browser.run(remove_skill)
         after = await _seen(url, secret)
@@ -290,6 +308,7 @@ async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -
         await browser.run(detach, "connector", "third")
         gone = await _seen(url, secret)
         assert not gone.prompts and "third_lookup" not in gone.tools
+        await browser.run(sign_out)
         await browser.run(tab.assert_clean, "the journey")
 
 
