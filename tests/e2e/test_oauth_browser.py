@@ -285,7 +285,9 @@ async def test_consent_in_chromium_then_tools_then_revocation_on_the_endpoints_p
         assert refresh_tokens and all(t.revoked_at for t in refresh_tokens)
 
 
-async def test_deny_on_the_consent_page_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
+async def test_deny_on_the_consent_page_at_a_desktop_and_a_phone_then_approve_on_a_phone(
+    tmp_path: Path,
+) -> None:
     async with (
         running(tmp_path, with_library=False) as server,
         loopback_callback() as callback,
@@ -340,10 +342,26 @@ async def test_deny_on_the_consent_page_at_a_desktop_and_a_phone(tmp_path: Path)
             )
             await browser.run(deny, base + asked, width, height)
 
-        assert [(q["error"], q["state"], q["iss"]) for q in callback.queries] == [
+        def approve_on_a_phone(authorization_url: str) -> None:
+            """(Browser thread.) Approve, at 390 wide, signed in already."""
+            page = tab.page
+            page.goto(authorization_url)
+            page.get_by_role("button", name="Approve").click()
+            expect(page).to_have_url(re.compile(re.escape(callback.redirect_uri + "?")))
+            tab.assert_clean("approving on a phone")
+
+        _, challenge = pkce_pair()
+        asked = authorize_url(
+            server, client_id, challenge, state="st-ok", redirect_uri=callback.redirect_uri
+        )
+        await browser.run(approve_on_a_phone, base + asked)
+
+        *refused, approved = callback.queries
+        assert [(q["error"], q["state"], q["iss"]) for q in refused] == [
             ("access_denied", f"st-{width}", f"{base}/oauth") for width, _ in (DESKTOP, PHONE)
         ]
-        assert all("code" not in q for q in callback.queries)
+        assert all("code" not in q for q in refused)
+        assert approved["state"] == "st-ok" and approved["code"] and "error" not in approved
         denied = await server.store.select(AuditEntry, action="oauth.deny")
         assert [e.actor for e in denied] == ["admin:alice", "admin:alice"]
         assert await server.store.select(McpToken, oauth_client_id=client_id) == []
