@@ -47,10 +47,13 @@ from tests.e2e.axe_support import assert_accessible
 
 __all__ = [
     "CHROMIUM",
+    "DESKTOP",
+    "PHONE",
     "SCREENSHOTS",
     "Browser",
     "Tab",
     "fits",
+    "landed",
     "open_browser",
     "sign_in",
 ]
@@ -60,6 +63,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screensh
 #: How long a Playwright action or assertion waits before failing.
 ACTION_MS = 10_000
 DESKTOP = (1280, 800)
+PHONE = (390, 844)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -296,3 +300,16 @@ def fits(tab: Tab) -> tuple[bool, dict[str, Any]]:
         }"""
     )
     return measures["scrollWidth"] <= measures["innerWidth"] + 1, measures
+
+
+def landed(browser: Browser, tab: Tab, name: str, problems: list[str]) -> None:
+    """(Browser thread.) The page an action landed on: photographed (axe), fits, no errors.
+
+    An overflow is added to ``problems`` (reported at the test's end, after the
+    other pages are photographed); an axe violation or a console error fails at once.
+    """
+    shot = browser.screenshot(tab, name)
+    ok, measures = fits(tab)
+    if not ok:
+        problems.append(f"{name} overflows: {measures} (see {shot.name})")
+    tab.assert_clean(name)

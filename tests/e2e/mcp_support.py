@@ -180,6 +180,15 @@ async def sdk_session(
             yield session
 
 
+async def queued_call(server: Running, tool: str, arguments: dict[str, Any]) -> str:
+    """Call a write tool over Streamable HTTP; the id of the approval it was queued as."""
+    async with sdk_session(server, "streamable") as session:
+        queued = await session.call_tool(tool, arguments)
+    data = queued.structured_content or {}
+    assert data.get("status") == "queued", queued
+    return str(data["approval_id"])
+
+
 @asynccontextmanager
 async def modern_client(
     server: Running, *, token: str | None = None, mode: str = MODERN, **options: Any

@@ -36,8 +36,8 @@ from agentws.registry import create_group, create_workspace
 from agentws.server import serve
 from agentws.service import Runtime, run_service
 from agentws.tools import admin as tools_admin
-from tests.e2e.browser_support import Browser, Tab, fits, open_browser, sign_in
-from tests.e2e.mcp_support import Running, running, sdk_session, settings_for
+from tests.e2e.browser_support import DESKTOP, PHONE, Tab, landed, open_browser, sign_in
+from tests.e2e.mcp_support import queued_call, running, settings_for
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -54,7 +54,6 @@ SETTINGS = {
     # A call to the remote while it is down fails at once (connection refused); this bounds it.
     "AGENTWS_TOOL_TIMEOUT_S": "5",
 }
-DESKTOP, PHONE = (1280, 800), (390, 844)
 WIDTHS = (DESKTOP, PHONE)
 #: The every-page test of test_dashboard_browser reports the missing /favicon.ico.
 TOLERATES = ("/favicon.ico",)
@@ -64,23 +63,6 @@ DENY, BULK, RETRY = "deny", "bulk", "retry"
 
 def _name(width: int) -> str:
     return "desktop" if width == DESKTOP[0] else "phone"
-
-
-def _landed(browser: Browser, tab: Tab, name: str, problems: list[str]) -> None:
-    """(Browser thread.) The page an action landed on: photographed (axe), fits, no errors."""
-    shot = browser.screenshot(tab, name)
-    ok, measures = fits(tab)
-    if not ok:
-        problems.append(f"{name} overflows: {measures} (see {shot.name})")
-    tab.assert_clean(name)
-
-
-async def _queue(server: Running, q: str) -> str:
-    async with sdk_session(server, "streamable") as session:
-        queued = await session.call_tool("third_send", {"q": q})
-    data = queued.structured_content or {}
-    assert data.get("status") == "queued", queued
-    return str(data["approval_id"])
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -120,7 +102,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
                 "Capturing: deliveries are kept as samples, never run."
             )
             expect(capture.locator("h2 .badge")).to_have_text("capturing")
-            _landed(browser, tab, f"capture-on-{name}", problems)
+            landed(browser, tab, f"capture-on-{name}", problems)
             capture.get_by_role("button", name="Stop capturing").click()
             expect(page.get_by_role("status")).to_have_text(
                 "Capture is off: a draft refuses deliveries (403)."
@@ -134,14 +116,14 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             row.get_by_role("button", name="Deactivate").click()
             expect(page.get_by_role("status")).to_have_text("Webhook 'staging' is a draft.")
             expect(row.locator(".badge")).to_have_text("draft")
-            _landed(browser, tab, f"webhook-deactivated-{name}", problems)
+            landed(browser, tab, f"webhook-deactivated-{name}", problems)
             doomed_row = page.get_by_role("row").filter(has_text=f"old_{name}")
             doomed_row.get_by_role("button", name="Delete").click()  # the dialog is accepted
             expect(page.get_by_role("status")).to_have_text(
                 f"Deleted webhook 'old_{name}': its URL answers 404 now."
             )
             expect(doomed_row).to_have_count(0)
-            _landed(browser, tab, f"webhook-deleted-{name}", problems)
+            landed(browser, tab, f"webhook-deleted-{name}", problems)
             # Active again, for the other width to deactivate.
             row.get_by_role("button", name="Activate").click()
             expect(row.locator(".badge")).to_have_text("active")
@@ -153,7 +135,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             expect(page.get_by_role("status")).to_have_text("Replayed as this new event.")
             expect(page).not_to_have_url(f"{base}/dashboard/events/{original}")
             expect(page.get_by_role("link", name=original)).to_be_visible()  # "Replay of"
-            _landed(browser, tab, f"event-replayed-{name}", problems)
+            landed(browser, tab, f"event-replayed-{name}", problems)
             return page.url.rsplit("/", 1)[-1]
 
         def permissions(width: int, height: int) -> None:
@@ -167,7 +149,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             row.get_by_role("button", name="Label").click()
             expect(page.get_by_role("status")).to_have_text("third_lookup is labeled read.")
             expect(row.locator(".badge")).to_have_text("read")
-            _landed(browser, tab, f"tool-labeled-{name}", problems)
+            landed(browser, tab, f"tool-labeled-{name}", problems)
             row.get_by_label("Label of third_lookup").select_option("")
             row.get_by_role("button", name="Label").click()
             expect(page.get_by_role("status")).to_have_text(
@@ -182,7 +164,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             row.get_by_role("button", name="Set").click()
             expect(page.get_by_role("status")).to_have_text("third_lookup: deny (group ops).")
             expect(permission).to_contain_text("deny")
-            _landed(browser, tab, f"permission-set-{name}", problems)
+            landed(browser, tab, f"permission-set-{name}", problems)
             row.get_by_label("Permission of third_lookup").select_option("default")
             row.get_by_role("button", name="Set").click()
             expect(page.get_by_role("status")).to_have_text(
@@ -203,7 +185,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             expect(page.get_by_role("heading", level=1)).to_contain_text("denied")
             expect(page.locator("dl.facts")).to_contain_text(f"admin:alice: not from the {name}")
             expect(page.get_by_role("button", name="Deny")).to_have_count(0)
-            _landed(browser, tab, f"approval-denied-{name}", problems)
+            landed(browser, tab, f"approval-denied-{name}", problems)
 
             page.get_by_role("link", name="All approvals").click()
             for approval_id in bulk:
@@ -212,7 +194,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             expect(page.get_by_role("status")).to_have_text("Approved 2 calls: 2 executed.")
             for approval_id in bulk:
                 expect(page.get_by_label(f"Select third_send ({approval_id})")).to_have_count(0)
-            _landed(browser, tab, f"approvals-bulk-approved-{name}", problems)
+            landed(browser, tab, f"approvals-bulk-approved-{name}", problems)
 
         def retry(width: int, height: int, approval_id: str) -> str:
             """Retry a call that failed after its approval; the result shown."""
@@ -226,7 +208,7 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             expect(page.get_by_role("heading", level=1)).to_contain_text("executed")
             expect(page.get_by_role("button", name="Retry")).to_have_count(0)
             result = page.locator("#result").inner_text()
-            _landed(browser, tab, f"approval-retried-{name}", problems)
+            landed(browser, tab, f"approval-retried-{name}", problems)
             return result
 
         calls: dict[tuple[int, str], list[str]] = {}
@@ -235,7 +217,8 @@ async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
             for width, _ in WIDTHS:
                 for kind, n in ((DENY, 1), (BULK, 2), (RETRY, 1)):
                     calls[width, kind] = [
-                        await _queue(server, f"{kind} {width} {i}") for i in range(n)
+                        await queued_call(server, "third_send", {"q": f"{kind} {width} {i}"})
+                        for i in range(n)
                     ]
             replays = [await browser.run(webhooks, w, h) for w, h in WIDTHS]
             for width, height in WIDTHS:
@@ -329,7 +312,7 @@ async def test_the_empty_home_page_and_copy_buttons_without_scripts(tmp_path: Pa
                 tab.page.get_by_role("main").get_by_role("link", name="Workspaces").click()
                 expect(tab.page).to_have_url(f"{base}/dashboard/workspaces")
                 tab.page.go_back()
-                _landed(browser, tab, "empty-home", problems)
+                landed(browser, tab, "empty-home", problems)
 
         await browser.run(empty_home)
         await create_workspace(runtime.store, "acme", name="Acme", actor="t")
@@ -344,7 +327,7 @@ async def test_the_empty_home_page_and_copy_buttons_without_scripts(tmp_path: Pa
             buttons = on.page.locator("button[data-copy]")
             if scripts:
                 expect(buttons.first).to_be_visible()
-                _landed(browser, on, "endpoints", problems)
+                landed(browser, on, "endpoints", problems)
             else:
                 for i in range(buttons.count()):
                     expect(buttons.nth(i)).to_be_hidden()

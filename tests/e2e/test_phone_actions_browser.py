@@ -46,9 +46,10 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
-from tests.e2e.browser_support import open_browser, sign_in
+from tests.e2e.browser_support import PHONE, open_browser, sign_in
+from tests.e2e.browser_support import landed as landed_on
 from tests.e2e.fake_anthropic import API_KEY, fake_anthropic
-from tests.e2e.mcp_support import running
+from tests.e2e.mcp_support import queued_call, running
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -57,11 +58,13 @@ from tests.e2e.remote_support import (
     tool,
 )
 from tests.e2e.run_support import MODEL, deliver, finished, hook
-from tests.e2e.test_actions_browser import PHONE, TOLERATES, _landed, _queue
 from tests.e2e.test_webhook_replays import Model, all_replays_finished
-from tests.e2e.test_webhook_rotation_browser import NEW_SECRET, OLD_SECRET, _deliver
+from tests.e2e.test_webhook_rotation_browser import NEW_SECRET, OLD_SECRET
+from tests.e2e.webhook_support import deliver_github_push
 
 PASSWORD = "correct horse battery staple"
+#: The every-page test of test_dashboard_browser reports the missing /favicon.ico.
+TOLERATES = ("/favicon.ico",)
 SETTINGS = {
     "AGENTWS_SECRET_KEY": Fernet.generate_key().decode(),
     "AGENTWS_MODEL": MODEL,
@@ -91,13 +94,13 @@ async def test_each_desktop_only_action_on_a_phone(tmp_path: Path) -> None:
         model.down = False
         gh = await hook(server, "gh", verification=VerificationScheme.GITHUB, secret=OLD_SECRET)
         await attach_remote(store, remote_url, {})  # unlabeled: a write, approval first
-        approval_id = await _queue(server, "page ops")
+        approval_id = await queued_call(server, "third_send", {"q": "page ops"})
         tab = await browser.new_tab(PHONE, tolerate=TOLERATES)
         page, base = tab.page, server.base_url
         problems: list[str] = []
 
         def landed(name: str) -> None:
-            _landed(browser, tab, name, problems)
+            landed_on(browser, tab, name, problems)
 
         def status(text: str) -> None:
             expect(page.get_by_role("status")).to_have_text(text)
@@ -251,8 +254,8 @@ async def test_each_desktop_only_action_on_a_phone(tmp_path: Path) -> None:
         assert sent.webhook_id == ci.id and sent.status is EventStatus.DONE
         async with httpx2.AsyncClient(timeout=10) as http:
             assert (await http.post(gh.url, json={})).status_code == 404
-        assert await _deliver(new_url, OLD_SECRET, "old-secret") == 401
-        assert await _deliver(new_url, NEW_SECRET, "new-secret") == 202
+        assert await deliver_github_push(new_url, OLD_SECRET, "old-secret") == 401
+        assert await deliver_github_push(new_url, NEW_SECRET, "new-secret") == 202
         approved = await store.get(Approval, approval_id)
         assert approved.status is ApprovalStatus.EXECUTED
         assert (approved.decided_by, approved.reason) == ("admin:alice", "from the phone")

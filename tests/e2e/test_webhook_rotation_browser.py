@@ -8,33 +8,18 @@ Pages are photographed into ``test-artifacts/screenshots/``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import httpx2
 from playwright.sync_api import expect
 
 from agentws.accounts import create_admin
 from agentws.domain.models import VerificationScheme
-from agentws.domain.signatures import sign_github
 from tests.e2e.browser_support import fits, open_browser, sign_in
-from tests.e2e.webhook_support import hook_server, make_hook
+from tests.e2e.webhook_support import deliver_github_push, hook_server, make_hook
 
 PASSWORD = "correct horse battery staple"
 OLD_SECRET = "gh-old-secret-1f6c2a"
 NEW_SECRET = "gh-new-secret-77b0e4"
-PUSH = json.dumps({"ref": "refs/heads/main", "commits": []}).encode()
-
-
-async def _deliver(url: str, secret: str, delivery: str) -> int:
-    headers = {
-        **sign_github(secret, PUSH),
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "push",
-        "X-GitHub-Delivery": delivery,
-    }
-    async with httpx2.AsyncClient(timeout=10) as http:
-        return (await http.post(url, content=PUSH, headers=headers)).status_code
 
 
 async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) -> None:
@@ -45,7 +30,7 @@ async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) ->
         )
         base = server.base_url
         page_url = f"{base}/dashboard/w/acme/webhooks/{hook.id}"
-        assert await _deliver(hook.url, OLD_SECRET, "before") == 202
+        assert await deliver_github_push(hook.url, OLD_SECRET, "before") == 202
         tab = await browser.new_tab(tolerate=("/favicon.ico",))
 
         def rotate_url() -> str:
@@ -64,9 +49,9 @@ async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) ->
         shown = await browser.run(rotate_url)
         new_url = base + "/hooks/" + shown.split("/hooks/")[1]
         assert new_url != hook.url
-        assert await _deliver(hook.url, OLD_SECRET, "old-url") == 202
+        assert await deliver_github_push(hook.url, OLD_SECRET, "old-url") == 202
         for n in range(2):
-            assert await _deliver(new_url, OLD_SECRET, f"new-url-{n}") == 202
+            assert await deliver_github_push(new_url, OLD_SECRET, f"new-url-{n}") == 202
 
         def see_the_move_then_stop_the_old_url() -> None:
             tab.page.goto(page_url)
@@ -85,8 +70,8 @@ async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) ->
             expect(tab.page.locator("#url-rotation")).not_to_contain_text("previous URL works")
 
         await browser.run(see_the_move_then_stop_the_old_url)
-        assert await _deliver(hook.url, OLD_SECRET, "too-late") == 404
-        assert await _deliver(new_url, OLD_SECRET, "still-fine") == 202
+        assert await deliver_github_push(hook.url, OLD_SECRET, "too-late") == 404
+        assert await deliver_github_push(new_url, OLD_SECRET, "still-fine") == 202
 
         def rotate_the_secret() -> None:
             tab.page.goto(page_url)
@@ -99,8 +84,8 @@ async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) ->
             browser.screenshot(tab, "secret")
 
         await browser.run(rotate_the_secret)
-        assert await _deliver(new_url, NEW_SECRET, "new-secret") == 202
-        assert await _deliver(new_url, OLD_SECRET, "old-secret") == 202
+        assert await deliver_github_push(new_url, NEW_SECRET, "new-secret") == 202
+        assert await deliver_github_push(new_url, OLD_SECRET, "old-secret") == 202
 
         def stop_the_old_secret() -> None:
             tab.page.reload()
@@ -110,5 +95,5 @@ async def test_rotate_the_url_and_the_secret_in_the_dashboard(tmp_path: Path) ->
             ).to_be_visible()
 
         await browser.run(stop_the_old_secret)
-        assert await _deliver(new_url, OLD_SECRET, "old-secret-late") == 401
-        assert await _deliver(new_url, NEW_SECRET, "new-secret-again") == 202
+        assert await deliver_github_push(new_url, OLD_SECRET, "old-secret-late") == 401
+        assert await deliver_github_push(new_url, NEW_SECRET, "new-secret-again") == 202

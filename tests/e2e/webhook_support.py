@@ -22,6 +22,7 @@ import trio
 from cryptography.fernet import Fernet
 
 from agentws.domain.models import ChatMessage, Event, EventAttempt, Webhook
+from agentws.domain.signatures import sign_github
 from agentws.store import Store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import Running, running
@@ -37,6 +38,7 @@ __all__ = [
     "all_finished",
     "assert_error",
     "attempts",
+    "deliver_github_push",
     "events",
     "hook_server",
     "make_hook",
@@ -203,3 +205,19 @@ async def all_finished(store: Store, webhook_id: str, *, timeout_s: float = WAIT
         timeout_s=timeout_s,
         what=f"every event of webhook {webhook_id} to finish",
     )
+
+
+#: A GitHub push's body, as :func:`deliver_github_push` sends it.
+GITHUB_PUSH = json.dumps({"ref": "refs/heads/main", "commits": []}).encode()
+
+
+async def deliver_github_push(url: str, secret: str, delivery: str) -> int:
+    """POST a push signed with ``secret`` as GitHub signs it, to ``url``; the status."""
+    headers = {
+        **sign_github(secret, GITHUB_PUSH),
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": delivery,
+    }
+    async with httpx2.AsyncClient(timeout=REQUEST_S) as http:
+        return (await http.post(url, content=GITHUB_PUSH, headers=headers)).status_code
