@@ -241,6 +241,14 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("connector_allowlist", "AGENTWS_CONNECTOR_ALLOWLIST", _allowlist, ""),
     ("secret_key", "AGENTWS_SECRET_KEY", _secret_key, None),
     ("tool_timeout_s", "AGENTWS_TOOL_TIMEOUT_S", _seconds, "30"),
+    (
+        "tool_max_argument_bytes",
+        "AGENTWS_TOOL_MAX_ARGUMENT_BYTES",
+        _positive_int,
+        str(1024 * 1024),
+    ),
+    ("tool_max_argument_depth", "AGENTWS_TOOL_MAX_ARGUMENT_DEPTH", _positive_int, "64"),
+    ("tool_check_timeout_s", "AGENTWS_TOOL_CHECK_TIMEOUT_S", _positive_seconds, "0.5"),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("connector_connections", "AGENTWS_CONNECTOR_CONNECTIONS", _positive_int, "64"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
@@ -354,6 +362,14 @@ class Settings:
     connector_allowlist: Allowlist = attrs.field(factory=Allowlist)
     #: Deadline of one call forwarded to a connector.
     tool_timeout_s: float = 30.0
+    #: Size limit of one tool call's arguments (compact JSON), checked before
+    #: anything else is done with them: a larger call is refused.
+    tool_max_argument_bytes: int = 1024 * 1024
+    #: How deep a tool call's arguments may nest (objects and arrays).
+    tool_max_argument_depth: int = 64
+    #: Deadline of checking one call's arguments against a schema that cannot be
+    #: checked in bounded time on the event loop (checked in a worker process).
+    tool_check_timeout_s: float = 0.5
     #: How often remote MCP connectors' tool lists are fetched again (0: never).
     connector_refresh_s: float = 900.0
     #: HTTP connections a remote MCP connector's link keeps to its remote, all

@@ -51,6 +51,7 @@ from agentws.tools.cache_sync import sync_tool_cache
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner
 from agentws.tools.gate import ToolGate
+from agentws.tools.validation import open_argument_checker
 from agentws.webhooks.alerts import FailureAlerts
 from agentws.webhooks.batcher import IngestBatcher
 from agentws.webhooks.delivery_log import DeliveryLog
@@ -168,6 +169,7 @@ class Service:
         async with (
             contextlib.nullcontext(self.model) if self.model else open_model(settings) as model,
             open_hop_client() as hop_client,
+            open_argument_checker(settings) as checker,
             trio.open_nursery() as nursery,
         ):
             changes = ChangeFeed(store)
@@ -185,7 +187,7 @@ class Service:
             runner = ToolRunner(
                 store, settings, keys, links.call_tool, catalog.connector, catalog.libraries
             )
-            gate = ToolGate(store, settings, runner, audit, keys)
+            gate = ToolGate(store, settings, runner, audit, keys, checker)
             rendered = RenderedResults()
             listens = ListenStreams(max_streams=settings.mcp_max_sessions)
             # Stateless clients' calls waiting for their input: a person has the

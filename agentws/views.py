@@ -34,6 +34,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.domain.rules import utcnow
+from agentws.tools.schema_cost import assess
 
 if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to load
     from agentws.connector_checks import ConnectorCheck
@@ -287,6 +288,7 @@ def tool_json(row: ToolRow) -> dict[str, Any]:
         "permission_source": t.permission_source,
         "note": t.permission_note,
         "definition_hash": t.definition_hash,
+        "schema_hazards": list(assess(t.input_schema).hazards),
     }
 
 

@@ -48,7 +48,6 @@ from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.gate import ConfirmAnswer, ToolGate, denied_message
 from agentws.tools.spec import ToolSpec
-from agentws.tools.validation import argument_error, path_argument_error
 
 __all__ = ["DryCalls", "PromptTrials"]
 
@@ -83,7 +82,6 @@ class DryCalls:
         arguments: CallArguments,
         entry: dict[str, Any],
     ) -> types.CallToolResult:
-        whole = arguments.whole
         preauthorized = caller.preauthorizes(tool.name, tool.definition_hash)
         decision = decide(
             tool.capability, tool.permission, caller.scope, preauthorized=preauthorized
@@ -97,7 +95,7 @@ class DryCalls:
                 )
                 return _would(entry, TriedOutcome.WOULD_ASK, detail, _told(message, error=True))
             return _would(entry, TriedOutcome.DENIED, message, _told(message, error=True))
-        problem = argument_error(tool.input_schema, whole) or path_argument_error(tool, whole)
+        problem = await self.gate.checker.problem(tool, arguments)
         if problem is not None:
             text = f"Invalid arguments for {tool.name}: {problem}"
             return _would(entry, TriedOutcome.INVALID_ARGUMENTS, text, error_result(text))

@@ -531,6 +531,12 @@ SCHEMAS |= {
             "permission_source": {"type": "string"},
             "note": _STR_OR_NULL,
             "definition_hash": {"type": "string"},
+            "schema_hazards": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "What makes the tool's input schema costly to check (arguments "
+                "are then checked in a worker process, within AGENTWS_TOOL_CHECK_TIMEOUT_S)",
+            },
         }
     ),
     "LabelChange": {

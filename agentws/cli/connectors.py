@@ -35,6 +35,7 @@ from agentws.connectors.registry import (
 )
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import UnsafeUrlError, ValidationError
+from agentws.tools.schema_cost import assess
 from agentws.views import connector_check_json, connector_json, sync_report_json
 
 if TYPE_CHECKING:
@@ -177,6 +178,8 @@ def _tool_json(connector: Connector, tool: CachedTool) -> dict[str, Any]:
         "fetched_at": iso(tool.fetched_at),
         # Why it is not listed (its name is another tool's in a group); None: listed.
         "left_out": tool.left_out,
+        # What makes its schema costly to check (its calls are checked in a worker process).
+        "schema_hazards": list(assess(tool.input_schema).hazards),
     }
 
 
@@ -210,6 +213,12 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
                 f"{connector.name}_<name> read|write|destructive"
             )
         lines += [f"Not listed: {t.left_out}" for t in cached if t.left_out]
+        lines += [
+            f"Schema costly to check ({t['name']}: its calls are checked in a worker process "
+            f"within AGENTWS_TOOL_CHECK_TIMEOUT_S): {'; '.join(t['schema_hazards'])}"
+            for t in tools
+            if t["schema_hazards"]
+        ]
     elif connector.kind is ConnectorKind.REMOTE_MCP:
         lines.append(
             f"No tools cached yet: agentws connector refresh {args.workspace} {connector.name}"

@@ -89,6 +89,7 @@ async def _trials(ctx: Context) -> AsyncIterator[PromptTrials]:
     from agentws.tools.catalog import Catalog
     from agentws.tools.execution import ToolRunner
     from agentws.tools.gate import ToolGate
+    from agentws.tools.validation import open_argument_checker
 
     settings, store = ctx.settings, ctx.store
 
@@ -106,12 +107,12 @@ async def _trials(ctx: Context) -> AsyncIterator[PromptTrials]:
                 connector, name, arguments, box=box, allowlist=settings.connector_allowlist
             )
 
-    async with open_model(settings) as model:
+    async with open_model(settings) as model, open_argument_checker(settings) as checker:
         catalog = Catalog(store)
         runner = ToolRunner(
             store, settings, ctx.keys, remote_call, catalog.connector, catalog.libraries
         )
-        gate = ToolGate(store, settings, runner, DirectAudit(store), ctx.keys)
+        gate = ToolGate(store, settings, runner, DirectAudit(store), ctx.keys, checker)
         agent = AgentRunner(catalog, gate, model, base_url=settings.public_base_url)
         yield PromptTrials(agent, settings.run_timeout_s)
 

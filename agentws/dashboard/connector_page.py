@@ -41,6 +41,7 @@ from agentws.connectors.registry import (
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import AgentwsError
 from agentws.tools import admin as tools_admin
+from agentws.tools.schema_cost import assess
 
 from .connectors import KINDS, attached_groups, health_of, secret_text
 from .frame import done, error_text, find_workspace, render_page
@@ -87,6 +88,7 @@ async def connector_show(
             "listed": f"{connector.name}_{t.name}",
             "acceptable": _acceptable(connector, t),
             "preselected": _acceptable(connector, t) and t.suggested_label in _PRESELECTED,
+            "hazards": assess(t.input_schema).hazards,
         }
         for t in tools
     ]

@@ -20,11 +20,11 @@ key, into an approval that will run them later).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import attrs
 
+from agentws.domain.patterns import pattern_search
 from agentws.domain.schema_memo import SchemaMemo
 
 __all__ = ["REDACTED", "has_secrets", "redact"]
@@ -146,11 +146,12 @@ class _Walk:
                 item = self.redact(item, properties[key], depth + 1)
             # JSON Schema applies every matching pattern, declared property or not.
             for pattern, sub in patterns.items():
-                try:
-                    hit = re.search(pattern, key) is not None
-                except re.error:
-                    hit = False
-                if hit:
+                self.visits += 1
+                if self.visits > _MAX_VISITS:
+                    raise _TooComplex
+                # A pattern that cannot run in linear time applies, in doubt.
+                hit = pattern_search(pattern, key) if isinstance(pattern, str) else False
+                if hit is None or hit:
                     matched = True
                     item = self.redact(item, sub, depth + 1)
             if not matched and isinstance(extra, dict):

@@ -5,7 +5,9 @@ Called with the tools a connector's remote listed (by its link, by
 (callers see its title, output schema, icons and ``_meta``); new tools are
 cached, changed ones lose their admin label (and permissions looser than
 the default), gone ones are removed, and a name another tool has in the
-connector's groups is left out of listings. The links
+connector's groups is left out of listings. A new or changed tool whose
+schema is costly to check (:mod:`agentws.tools.schema_cost`) is flagged:
+logged and audited as ``tool.schema_flagged`` with what makes it so. The links
 (:mod:`agentws.connectors.links`) take this as a callback: the catalog's
 permission policy lives here, above the transport.
 """
@@ -26,10 +28,31 @@ from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError
 from agentws.store import Store
 from agentws.tools.admin import reset_loosened_permissions
+from agentws.tools.schema_cost import assess
 
 __all__ = ["sync_tool_cache"]
 
 log = logging.getLogger("agentws.connectors")
+
+
+async def _flag_hostile_schema(
+    store: Store, connector: Connector, tool: types.Tool, actor: str
+) -> None:
+    """Tell the admin (log and audit) when a new or changed tool's schema is costly to check."""
+    hazards = assess(tool.input_schema).hazards
+    if not hazards:
+        return
+    name = f"{connector.name}_{tool.name}"
+    log.warning(
+        "connector %s: tool %s has a schema costly to check (its calls are checked in a "
+        "worker process): %s",
+        connector.name,
+        name,
+        "; ".join(hazards),
+    )
+    await record(
+        store, connector.workspace_id, actor, "tool.schema_flagged", name, hazards=list(hazards)
+    )
 
 
 async def sync_tool_cache(
@@ -67,6 +90,8 @@ async def sync_tool_cache(
             "fetched_at": now,
         }
         old = cached.pop(tool.name, None)
+        if old is None or old.definition_hash != digest:
+            await _flag_hostile_schema(store, connector, tool, actor)
         if old is None:
             try:
                 await store.insert(CachedTool(connector_id=connector.id, name=tool.name, **fields))

@@ -48,7 +48,7 @@ from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.execution import ToolRunner
 from agentws.tools.spec import ToolSpec
-from agentws.tools.validation import argument_error, path_argument_error
+from agentws.tools.validation import ArgumentChecker
 
 __all__ = ["ConfirmAnswer", "Confirmer", "GateResult", "ToolGate", "denied_message"]
 
@@ -97,6 +97,8 @@ class ToolGate:
     audit: AuditSink
     #: The service key: seals queued calls' secret arguments (not without one).
     keys: Keys
+    #: Checks calls' arguments within bounds (costly schemas off the event loop).
+    checker: ArgumentChecker
 
     async def call(
         self,
@@ -143,9 +145,7 @@ class ToolGate:
             raise PermissionDeniedError(denied_message(tool, caller))
         # Before queueing or confirming: a call the action would refuse is
         # never put to an admin or a caller.
-        problem = argument_error(tool.input_schema, arguments) or path_argument_error(
-            tool, arguments
-        )
+        problem = await self.checker.problem(tool, prepared)
         if problem is not None:
             await self._audit(caller, tool, prepared, decision, "invalid_arguments")
             return GateResult(error_result(f"Invalid arguments for {tool.name}: {problem}"))

@@ -1,43 +1,63 @@
-"""Checking a call's arguments: against its tool's JSON schema (compiled validators kept),
-and a native action's path arguments against its API's grammar.
+"""Checking a call's arguments before anything is done with them: their size and
+depth, their tool's JSON schema, and a native action's path arguments.
 
-Most tools' schemas are flat objects of strings, numbers and booleans with
-bounds. For those a call's arguments are first checked by a few plain
-comparisons (:func:`_quick_check`), which only ever say "valid": anything
-they are not sure of (a float where an integer is asked, a keyword they do
-not know) goes to the full JSON Schema validator, which also writes the
-error. A valid call, the usual case, never pays for the full validator.
+Arguments first meet fixed bounds (``AGENTWS_TOOL_MAX_ARGUMENT_BYTES``,
+``AGENTWS_TOOL_MAX_ARGUMENT_DEPTH``). Then the schema: most tools' schemas
+are flat objects of strings, numbers and booleans with bounds, and for
+those a call is first checked by a few plain comparisons
+(:func:`_quick_check`), which only ever say "valid": anything they are not
+sure of goes to the full validator (:mod:`agentws.tools.schema_validators`),
+which also writes the error. A valid call, the usual case, never pays for it.
+
+The full check runs on the event loop only when its cost is bounded: the
+schema has no hazard (:mod:`agentws.tools.schema_cost`) and its width times
+the arguments' size stays under a budget of a few milliseconds' work.
+Anything else is checked in a worker process (one at a time) under a
+deadline (``AGENTWS_TOOL_CHECK_TIMEOUT_S``); a check past it is killed and
+the call refused, so no schema and no arguments can stall the service.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
-import jsonschema
+import attrs
+import trio
+import trio_parallel
 
+from agentws.config import Settings
 from agentws.connectors.native import ACTIONS
+from agentws.domain.call_arguments import CallArguments
 from agentws.domain.schema_memo import SchemaMemo
-from agentws.tools.builtins import BUILTINS, GET_APPROVAL
+from agentws.tools.schema_cost import assess
+from agentws.tools.schema_validators import check_in_worker, first_error, worker_ready
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["argument_error", "path_argument_error"]
+__all__ = [
+    "ArgumentChecker",
+    "ArgumentLimits",
+    "argument_error",
+    "open_argument_checker",
+    "path_argument_error",
+]
 
 QuickCheck = Callable[[dict[str, Any]], bool]
 
-# Compiled validators by schema text; connector schemas change rarely.
-_validators: dict[str, jsonschema.protocols.Validator] = {}
 _MAX_VALIDATORS = 1000
+# Work a check may do on the event loop: schema width times arguments' bytes.
+# About a few milliseconds of the validator's work at most.
+_ON_LOOP_BUDGET = 8 * 1024 * 1024
+# How long a worker process may take to start (its imports), apart from the check.
+_WORKER_START_S = 10.0
+# An idle worker process ends after this long; the next check starts one.
+_WORKER_IDLE_S = 600.0
 # Keywords of a schema that only describe: they never make a value invalid.
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated"})
 _OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
 _VALUE_KEYWORDS = _ANNOTATIONS | {"type", "minLength", "maxLength", "minimum", "maximum"}
-
-
-def _compile(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema)
 
 
 def _is_number(value: Any) -> bool:
@@ -122,39 +142,154 @@ def _quick_check(schema: dict[str, Any]) -> QuickCheck | None:
 _quick_for = SchemaMemo(_quick_check, _MAX_VALIDATORS)
 
 
-# The built-ins' schemas are module constants: compiled once, found by identity.
-_BUILTIN_VALIDATORS = {
-    id(spec.input_schema): _compile(spec.input_schema)
-    for spec in [*(b.spec for b in BUILTINS.values()), GET_APPROVAL]
-}
-
-
-def _cached_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
-    key = json.dumps(schema, sort_keys=True)
-    validator = _validators.get(key)
-    if validator is None:
-        if len(_validators) >= _MAX_VALIDATORS:
-            _validators.clear()
-        validator = _validators[key] = _compile(schema)
-    return validator
-
-
 def argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
-    """What is wrong with ``arguments`` for ``schema`` (the most relevant error), or None."""
+    """What is wrong with ``arguments`` for ``schema``, checked here and now, or None.
+
+    For schemas and arguments known to be cheap (built-ins, tests); calls go
+    through :meth:`ArgumentChecker.problem`, which bounds the work.
+    """
     quick = _quick_for(schema)
     if quick is not None and quick(arguments):
         return None
-    validator = _BUILTIN_VALIDATORS.get(id(schema))
-    if validator is None:
+    cost = assess(schema)
+    if cost.validator is None:
+        return _invalid_schema(cost.invalid)
+    return first_error(cost.validator, arguments)
+
+
+def _invalid_schema(why: str | None) -> str:
+    return f"the tool's own schema is invalid ({why}); ask an admin"
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` deep."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+@attrs.frozen
+class ArgumentLimits:
+    """Bounds on a call's arguments, from settings."""
+
+    max_bytes: int = 1024 * 1024
+    max_depth: int = 64
+    check_timeout_s: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ArgumentLimits:
+        return cls(
+            settings.tool_max_argument_bytes,
+            settings.tool_max_argument_depth,
+            settings.tool_check_timeout_s,
+        )
+
+
+@attrs.define(eq=False)
+class ArgumentChecker:
+    """Checks calls' arguments within bounds, costly schemas in a worker process.
+
+    Made by :func:`open_argument_checker`, which owns the worker process.
+    """
+
+    limits: ArgumentLimits
+    _workers: trio_parallel.WorkerContext
+    # One check in a worker at a time: the other core stays the event loop's.
+    _turn: trio.Lock = attrs.field(factory=trio.Lock, init=False)
+    _worker_ready: bool = attrs.field(default=False, init=False)
+
+    async def problem(self, tool: ToolSpec, arguments: CallArguments) -> str | None:
+        """Why ``arguments`` may not go to ``tool``, or None.
+
+        Error handling:
+            Every refusal is a sentence for the caller: arguments over a bound
+            (naming its setting), not valid for the schema, a schema that is
+            invalid, or a check that took longer than its deadline.
+        """
+        limits = self.limits
+        size = arguments.whole_bytes
+        if size > limits.max_bytes:
+            return (
+                f"the arguments are {size:,} bytes; this service takes at most "
+                f"{limits.max_bytes:,} bytes (AGENTWS_TOOL_MAX_ARGUMENT_BYTES)"
+            )
+        whole = arguments.whole
+        if deeper_than(whole, limits.max_depth):
+            return (
+                f"the arguments nest deeper than {limits.max_depth} levels "
+                "(AGENTWS_TOOL_MAX_ARGUMENT_DEPTH)"
+            )
+        return await self._schema_problem(tool.input_schema, whole, size) or path_argument_error(
+            tool, whole
+        )
+
+    async def _schema_problem(
+        self, schema: dict[str, Any], arguments: dict[str, Any], size: int
+    ) -> str | None:
+        quick = _quick_for(schema)
+        if quick is not None and quick(arguments):
+            return None
+        cost = assess(schema)
+        if cost.validator is None:
+            return _invalid_schema(cost.invalid)
+        if cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET:
+            return first_error(cost.validator, arguments)
+        return await self._in_worker(schema, arguments)
+
+    async def _in_worker(self, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+        timeout_s = self.limits.check_timeout_s
+        schema_text = json.dumps(schema)
+        arguments_text = json.dumps(arguments)
+        late = (
+            f"checking these arguments against the tool's schema took longer than "
+            f"{timeout_s:g} s (AGENTWS_TOOL_CHECK_TIMEOUT_S); the schema is costly to check, "
+            "ask an admin to look at the tool"
+        )
+        with trio.move_on_after(timeout_s) as waited:
+            await self._turn.acquire()
+        if waited.cancelled_caught:
+            return (
+                "the tool's schema is costly to check and other calls' checks are running; "
+                "nothing was sent, try again shortly"
+            )
         try:
-            validator = _cached_validator(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            return f"the tool's own schema is invalid ({exc.message}); ask an admin"
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+            if not self._worker_ready:
+                # A worker's start (its imports) is not the check's time.
+                with trio.move_on_after(_WORKER_START_S):
+                    self._worker_ready = await self._workers.run_sync(
+                        worker_ready, kill_on_cancel=True
+                    )
+                if not self._worker_ready:
+                    return late
+            with trio.move_on_after(timeout_s):
+                problem: str | None = await self._workers.run_sync(
+                    check_in_worker, schema_text, arguments_text, kill_on_cancel=True
+                )
+                return problem
+            # The worker was killed: the next check starts another.
+            self._worker_ready = False
+            return late
+        finally:
+            self._turn.release()
+
+
+@asynccontextmanager
+async def open_argument_checker(settings: Settings) -> AsyncIterator[ArgumentChecker]:
+    """An :class:`ArgumentChecker` whose worker process lives until the block ends.
+
+    Resource handling:
+        The worker process starts at the first costly check and ends when
+        idle, or when the block ends (a check still running is killed).
+    """
+    async with trio_parallel.open_worker_context(
+        idle_timeout=_WORKER_IDLE_S, grace_period=1.0
+    ) as workers:
+        yield ArgumentChecker(ArgumentLimits.from_settings(settings), workers)
 
 
 def path_argument_error(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import attrs
+import mcp_types as types
 import pytest
 import trio
 
@@ -167,11 +168,28 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
         assert (probe["ok"], probe["transport"], probe["tools"]) == (True, "streamable_http", 2)
         assert probe["server"]["name"] == "third-party"
         assert state.authorizations[listed:] == [f"Bearer {SECRET}"]
-        state.tools = [tool("search", "Search, differently", read_only_hint=True)]
+        costly = types.Tool(
+            name="costly",
+            description="Lookaround",
+            input_schema={
+                "type": "object",
+                "properties": {"q": {"type": "string", "pattern": "^(?!x)"}},
+            },
+        )
+        state.tools = [tool("search", "Search, differently", read_only_hint=True), costly]
         code, out, err = await _cli(tmp_path, "connector", "refresh", "acme", "third")
         assert code == 0, err
-        assert "1 changed, 1 removed" in out
+        assert "1 new, 1 changed, 1 removed" in out
         assert SECRET not in out + err
+        # A schema costly to check is flagged to the admin.
+        code, out, err = await _cli(tmp_path, "connector", "show", "acme", "third", "--json")
+        hazards = {t["name"]: t["schema_hazards"] for t in json.loads(out)["tools"]}
+        assert hazards["third_search"] == []
+        assert hazards["third_costly"] == [
+            "patterns that need backtracking (lookaround, backreferences): '^(?!x)'"
+        ]
+        code, out, err = await _cli(tmp_path, "connector", "show", "acme", "third")
+        assert "Schema costly to check (third_costly: its calls are checked in a worker" in out
     # The remote is down: refresh and test fail clearly; add still saves the connector.
     code, _, err = await _cli(tmp_path, "connector", "refresh", "acme", "third")
     assert code == 1
@@ -196,8 +214,14 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     counts = [{k: e["detail"].get(k) for k in ("added", "changed", "removed")} for e in refreshes]
     assert counts[:2] == [
         {"added": 2, "changed": 0, "removed": 0},
-        {"added": 0, "changed": 1, "removed": 1},
+        {"added": 1, "changed": 1, "removed": 1},
     ]
+    code, out, err = await _cli(
+        tmp_path, "audit", "tail", "--action", "tool.schema_flagged", "--json"
+    )
+    (flagged,) = json.loads(out)
+    assert flagged["target"] == "third_costly"
+    assert "lookaround" in flagged["detail"]["hazards"][0]
     assert "cannot list tools" in refreshes[2]["detail"]["error"]
     assert "cannot list tools" in refreshes[3]["detail"]["error"]
 
