@@ -418,6 +418,7 @@ def connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         "headers": {k: v for k, v in c.headers.items() if k != SECRET_HEADER_FIELD},
         "secret": connector_secret(c),
         "active": c.active,
+        "relay_requests": c.relay_requests,
         "created_at": _iso(c.created_at),
     }
 

@@ -2,7 +2,10 @@
 
 ``PATCH .../connectors/<connector>`` with ``{"active": false}`` stops offering a
 connector's tools and keeps the rest (``connector.deactivate``);
-``{"active": true}`` offers them again. ``POST .../test`` connects once and
+``{"active": true}`` offers them again. ``{"relay_requests": false}`` refuses
+the remote's requests to callers during a call (elicitation, sampling, roots;
+``connector.relay_off``), ``true`` passes them on again, marked as the
+connector's. ``POST .../test`` connects once and
 changes nothing; ``POST .../refresh`` fetches a remote MCP server's tools
 into the cache, audited as ``connector.refresh``. Both are
 :mod:`agentws.connector_checks`, as ``agentws connector test|refresh`` and
@@ -15,7 +18,12 @@ from __future__ import annotations
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.connector_checks import check_connector_now, refresh_connector
-from agentws.connectors.registry import find_connector, list_connectors, set_connector_active
+from agentws.connectors.registry import (
+    find_connector,
+    list_connectors,
+    set_connector_active,
+    set_connector_relay,
+)
 from agentws.errors import ValidationError
 from agentws.views import connector_check_json, connector_json, sync_report_json
 
@@ -48,11 +56,21 @@ async def update_connector(
 ) -> Answer:
     data = await json_body()
     active = field(data, "active", bool)
-    if active is None:
-        raise ValidationError("'active' is required: true to offer its tools, false to stop")
-    changed = await set_connector_active(
-        admin.store, workspace, connector, active=active, actor=caller.actor
-    )
+    relay = field(data, "relay_requests", bool)
+    if active is None and relay is None:
+        raise ValidationError(
+            "'active' or 'relay_requests' is required: active true to offer its tools, false "
+            "to stop; relay_requests false to refuse its remote's requests to callers"
+        )
+    changed = await find_connector(admin.store, workspace, connector)
+    if relay is not None:
+        changed = await set_connector_relay(
+            admin.store, workspace, connector, relay=relay, actor=caller.actor
+        )
+    if active is not None:
+        changed = await set_connector_active(
+            admin.store, workspace, connector, active=active, actor=caller.actor
+        )
     return connector_json(changed, workspace)
 
 

@@ -64,15 +64,21 @@ CHANGE_SCHEMAS: dict[str, Any] = {
             }
         },
     },
-    "ActiveChange": {
+    "ConnectorChange": {
         "type": "object",
-        "required": ["active"],
+        "minProperties": 1,
         "properties": {
             "active": {
                 "type": "boolean",
                 "description": "false: no group lists its tools and no link connects to it; "
                 "its settings, secret, tools and attachments are kept",
-            }
+            },
+            "relay_requests": {
+                "type": "boolean",
+                "description": "false: the remote's requests to a caller during a call "
+                "(elicitation, sampling, roots) are refused; true: they are passed on, "
+                "marked as the connector's (remote MCP connectors only)",
+            },
         },
     },
     "Group": _object(
@@ -106,6 +112,10 @@ CHANGE_SCHEMAS: dict[str, Any] = {
                 "secret; null: it has none",
             },
             "active": {"type": "boolean"},
+            "relay_requests": {
+                "type": "boolean",
+                "description": "whether its remote's requests during a call reach the caller",
+            },
             "created_at": _TIME,
         }
     ),
@@ -201,10 +211,11 @@ CHANGE_PATHS: dict[str, Any] = {
         ),
         "patch": operation(
             "Offer a connector's tools again (active: true) or stop offering them, keeping "
-            "everything else (active: false)",
+            "everything else (active: false); pass its remote's requests on to callers "
+            "(relay_requests: true) or refuse them (false)",
             "Connector",
             params=_CONNECTOR,
-            body="ActiveChange",
+            body="ConnectorChange",
             operation_id="setConnectorActive",
         ),
     },

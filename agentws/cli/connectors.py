@@ -1,5 +1,5 @@
 """The ``agentws connector`` commands: add, list, show, test, refresh, activate, deactivate,
-remove, attach, detach.
+relay, remove, attach, detach.
 
 Secrets come from an environment variable (``--secret-env VAR``) or stdin
 (``--secret-stdin``), never from the command line, where they would land
@@ -32,6 +32,7 @@ from agentws.connectors.registry import (
     parse_header,
     remove_connector,
     set_connector_active,
+    set_connector_relay,
 )
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import UnsafeUrlError, ValidationError
@@ -198,6 +199,11 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
         f"  url:      {connector.url}",
         f"  secret:   {_secret_text(secret)}",
         f"  headers:  {', '.join(data['headers']) or 'none'}",
+        *(
+            [f"  requests: {'passed on to callers' if connector.relay_requests else 'refused'}"]
+            if connector.kind is ConnectorKind.REMOTE_MCP
+            else []
+        ),
         f"  groups:   {', '.join(groups) or 'none (attach with `agentws connector attach`)'}",
         "",
     ]
@@ -249,6 +255,24 @@ async def _set_active(args: argparse.Namespace, ctx: Context) -> Output:
             f"Connector {c.name!r} is inactive: no group lists its tools and no link connects "
             "to it; its settings, secret, tools and attachments are kept. Turn it back on with "
             f"`agentws connector activate {args.workspace} {c.name}`."
+        )
+    return Output(connector_json(c, args.workspace), text)
+
+
+async def _relay(args: argparse.Namespace, ctx: Context) -> Output:
+    c = await set_connector_relay(
+        ctx.store, args.workspace, args.name, relay=args.state == "on", actor=ctx.actor
+    )
+    if c.relay_requests:
+        text = (
+            f"Connector {c.name!r} passes its requests (elicitation, sampling, roots) on to "
+            "the caller of each call, marked as its own."
+        )
+    else:
+        text = (
+            f"Connector {c.name!r} refuses its requests to callers (elicitation, sampling, "
+            "roots): the remote is told an admin turned them off. Turn them back on with "
+            f"`agentws connector relay {args.workspace} {c.name} on`."
         )
     return Output(connector_json(c, args.workspace), text)
 
@@ -395,6 +419,21 @@ def add_connector_commands(
         toggle = connector.add_parser(action, parents=[common], help=text, description=more)
         _connector_arguments(toggle)
         toggle.set_defaults(handler=_set_active)
+
+    relay = connector.add_parser(
+        "relay",
+        parents=[common],
+        help="pass a remote MCP connector's requests on to callers (on), or refuse them (off)",
+        description="During a call, a remote MCP server may ask the caller something: an "
+        "elicitation (a form or a URL to open), a sampling request (a model completion), or "
+        "the caller's roots. On (the default), each is passed on to the client that made "
+        "the call, marked as the connector's (its message starts with \"Connector 'NAME' "
+        "asks:\", and sampling never gets the caller's context). Off, each is refused and "
+        "the remote is told an admin turned it off. Audited as connector.relay_on/off.",
+    )
+    _connector_arguments(relay)
+    relay.add_argument("state", choices=["on", "off"], help="on: pass them on; off: refuse")
+    relay.set_defaults(handler=_relay)
 
     remove = connector.add_parser(
         "remove", parents=[common], help="delete a connector, its cached tools and attachments"

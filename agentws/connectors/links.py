@@ -54,6 +54,7 @@ from agentws.connectors.relay import (
     calling,
     notifications_before_result,
 )
+from agentws.connectors.relayed_requests import ConnectorChannel
 from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
@@ -86,6 +87,13 @@ _DISCOVER_S = 30.0
 def _fingerprint(connector: Connector) -> tuple[Any, ...]:
     # A connector saved again with another address or credential needs a new link.
     return (connector.id, connector.url, tuple(sorted(connector.headers.items())), connector.secret)
+
+
+def _for_connector(connector: Connector, channel: CallerChannel | None) -> CallerChannel | None:
+    """The caller's channel as ``connector``'s remote may use it: its requests marked as its own."""
+    if channel is None:
+        return None
+    return ConnectorChannel(connector.name, connector.relay_requests, channel)
 
 
 @attrs.define(eq=False)
@@ -238,6 +246,7 @@ class RemoteLinks:
             ``tool_timeout_s``; UnsafeUrlError if its address may not be reached.
         """
         link = self._link(connector)
+        channel = _for_connector(connector, channel)
         with self._deadline(connector):
             for attempt in (1, 2):
                 connection = await self._connection(link)
@@ -309,6 +318,7 @@ class RemoteLinks:
             MCPError, passed on.
         """
         link = self._link(connector)
+        channel = _for_connector(connector, channel)
         with self._deadline(connector):
             connection = await self._connection(link)
             try:

@@ -243,6 +243,38 @@ async def set_connector_active(
     return changed
 
 
+async def set_connector_relay(
+    store: Store, workspace_slug: str, name: str, *, relay: bool, actor: str
+) -> Connector:
+    """Pass a remote MCP connector's requests (elicitation, sampling, roots) on to callers, or not.
+
+    Off, they are refused with an error saying an admin turned them off
+    (:mod:`agentws.connectors.relayed_requests`); audited as
+    ``connector.relay_on`` / ``connector.relay_off``. Setting what already
+    is changes nothing and records nothing.
+
+    Error handling:
+        ValidationError for a connector that is not a remote MCP server.
+    """
+    connector = await find_connector(store, workspace_slug, name)
+    if connector.kind is not ConnectorKind.REMOTE_MCP:
+        raise ValidationError(
+            f"{name!r} is a {connector.kind.value} connector: only a remote MCP server asks "
+            "callers questions"
+        )
+    if connector.relay_requests is relay:
+        return connector
+    changed = await store.update(attrs.evolve(connector, relay_requests=relay, updated_at=utcnow()))
+    await record(
+        store,
+        connector.workspace_id,
+        actor,
+        "connector.relay_on" if relay else "connector.relay_off",
+        f"{workspace_slug}/{name}",
+    )
+    return changed
+
+
 async def attach_connector(
     store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
 ) -> GroupConnector:

@@ -54,6 +54,7 @@ __all__ = [
     "RootsFn",
     "RoundChannel",
     "SampleFn",
+    "SampleResult",
     "calling",
     "notifications_before_result",
 ]

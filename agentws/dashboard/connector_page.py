@@ -37,6 +37,7 @@ from agentws.connectors.registry import (
     list_connectors,
     remove_connector,
     set_connector_active,
+    set_connector_relay,
 )
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import AgentwsError
@@ -234,6 +235,17 @@ async def connector_action(
             )
             state = "active" if changed.active else "inactive: no group lists its tools"
             return done(here, f"Connector {name!r} is {state}.")
+        if action in ("relay_on", "relay_off"):
+            changed = await set_connector_relay(
+                store, workspace, name, relay=action == "relay_on", actor=caller.actor
+            )
+            state = (
+                "passes its requests (elicitation, sampling, roots) on to callers, marked as "
+                "its own"
+                if changed.relay_requests
+                else "refuses its requests to callers (elicitation, sampling, roots)"
+            )
+            return done(here, f"Connector {name!r} {state}.")
         if action == "remove":
             removed = await remove_connector(store, workspace, name, actor=caller.actor)
             return done(listing, f"Removed connector {removed.name!r}, its tools and attachments.")

@@ -87,6 +87,9 @@ class Connector:
     headers: dict[str, str] = attrs.field(factory=dict)
     secret: bytes | None = attrs.field(default=None, repr=False)
     active: bool = True
+    #: Whether the remote's requests during a call (elicitation, sampling,
+    #: roots) are passed on to the caller; off: refused, saying an admin said so.
+    relay_requests: bool = True
     created_at: datetime = now_field()
     updated_at: datetime = now_field()
 

@@ -27,17 +27,19 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import mcp_types as types
 import trio
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentws.connectors.relayed_requests import CONFIRMATION_META_KEY
 from agentws.domain.models import ConfirmToken
 from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
@@ -107,6 +109,20 @@ def _supports_elicitation(ctx: ServerRequestContext[McpSession]) -> bool:
 def _shown(tool: ToolSpec, arguments: dict[str, Any]) -> str:
     text = json.dumps(redact(arguments, tool.input_schema), indent=1, ensure_ascii=False)
     return text if len(text) <= 2000 else text[:2000] + "…"
+
+
+def _confirmation(tool: ToolSpec, arguments: dict[str, Any]) -> types.ElicitRequest:
+    """agentws's own question, with the mark no relayed request can carry (its ``_meta`` key)."""
+    message = (
+        f"agentws asks: run the destructive action {tool.name}?\n{tool.description}\n\n"
+        f"Arguments:\n{_shown(tool, arguments)}"
+    )
+    meta = cast(types.RequestParamsMeta, {CONFIRMATION_META_KEY: {"tool": tool.name}})
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=message, requested_schema=_CONFIRM_SCHEMA, _meta=meta
+        )
+    )
 
 
 @attrs.define(eq=False)
@@ -186,11 +202,7 @@ class McpConfirmer:
         self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
     ) -> ConfirmAnswer:
         secret = await self._store_token(tool, arguments_hash)
-        question = types.ElicitRequest(
-            params=types.ElicitRequestFormParams(
-                message=self._question(tool, arguments), requested_schema=_CONFIRM_SCHEMA
-            )
-        )
+        question = _confirmation(tool, arguments)
         return ConfirmAnswer(
             False,
             types.InputRequiredResult(
@@ -243,20 +255,14 @@ class McpConfirmer:
             outcome="confirmation_requested",
         )
 
-    @staticmethod
-    def _question(tool: ToolSpec, arguments: dict[str, Any]) -> str:
-        return (
-            f"Run the destructive action {tool.name}?\n{tool.description}\n\n"
-            f"Arguments:\n{_shown(tool, arguments)}"
-        )
-
     async def _elicit(self, tool: ToolSpec, arguments: dict[str, Any]) -> ConfirmAnswer:
-        message = self._question(tool, arguments)
         answer: types.ElicitResult | None = None
         with trio.move_on_after(self.ttl_s):
             try:
-                answer = await self.ctx.session.elicit_form(
-                    message, _CONFIRM_SCHEMA, related_request_id=self.ctx.request_id
+                answer = await self.ctx.session.send_request(
+                    _confirmation(tool, arguments),
+                    types.ElicitResult,
+                    metadata=ServerMessageMetadata(related_request_id=self.ctx.request_id),
                 )
             except MCPError as exc:
                 log.info("session %s: elicitation failed: %s", self.session.id, exc.error.message)

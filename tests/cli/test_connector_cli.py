@@ -96,6 +96,15 @@ def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
 
     outputs.append(cli.ok("connector", "attach", "acme", "ops", "docs"))
     outputs.append(cli.ok("connector", "attach", "acme", "ops", "docs"))  # no-op
+    # The remote's requests to callers: passed on by default, refused when turned off.
+    assert cli.json("connector", "show", "acme", "docs")["relay_requests"] is True
+    off = cli.ok("connector", "relay", "acme", "docs", "off")
+    assert "refuses its requests to callers" in off and "relay acme docs on" in off
+    assert cli.json("connector", "show", "acme", "docs")["relay_requests"] is False
+    assert "requests: refused" in cli.ok("connector", "show", "acme", "docs")
+    assert cli.json("connector", "relay", "acme", "docs", "on")["relay_requests"] is True
+    native = cli.run("connector", "relay", "acme", "github", "off")
+    assert native.returncode == 1 and "only a remote MCP server asks callers" in native.stderr
     detached = cli.json("connector", "detach", "acme", "ops", "docs")
     assert detached["detached"] is True
     assert cli.json("connector", "detach", "acme", "ops", "docs")["detached"] is False

@@ -251,6 +251,18 @@ async def test_a_remote_that_is_down_is_saved_with_the_warning(tmp_path: Path) -
         page = _page(await http.get("/dashboard/w/acme/connectors/down"))
         assert "last error" in page and "refresh: connector 'down'" in page
         assert "No tools cached yet: refresh it." in page
+        # Its requests to callers: passed on, until the admin stops them.
+        assert "passed on to callers (elicitation, sampling, roots)" in page
+        assert "Stop relaying its requests" in page
+        stopped = await http.post(
+            "/dashboard/w/acme/connectors/down/relay_off", data={"csrf": csrf}
+        )
+        assert stopped.status_code == 302
+        assert "refuses its requests to callers" in _notice(stopped)
+        page = _page(await http.get("/dashboard/w/acme/connectors/down"))
+        assert "refused: callers are never asked" in page and "Relay its requests" in page
+        down = await server.store.find(Connector, name="down")
+        assert down is not None and down.relay_requests is False
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)

@@ -241,7 +241,7 @@ async def test_a_stateless_call_waiting_for_input_continues_on_any_instance(
             ):
                 answered = await client.call_tool("third_ask", {"who": "me"})
             assert answered.content[0].text == "accept: Ada"  # type: ignore[union-attr]
-            assert asked == ["Your name? (me)"]
+            assert asked == ["Connector 'third' asks: Your name? (me)"]
             # The question came from one instance, the answer went to the other
             # (the call and its retry are the last two requests).
             ports = [port for method, port, _ in balancer.sent if method == "POST"]

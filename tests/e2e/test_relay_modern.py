@@ -88,7 +88,7 @@ async def test_elicitation_and_sampling_become_input_required_rounds(tmp_path: P
         with trio.fail_after(TIMEOUT_S):
             answered = await client.call_tool("third_ask", {"who": "me"})
             assert _text(answered) == "accept: Ada"
-            assert asked == ["Your name? (me)"]
+            assert asked == ["Connector 'third' asks: Your name? (me)"]
             sampled = await client.call_tool("third_sample", {})
             assert _text(sampled) == "sampled by m1: hi"
             listed = await client.call_tool("third_roots", {})

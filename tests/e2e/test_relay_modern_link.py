@@ -234,6 +234,6 @@ async def test_a_confirmed_call_is_not_asked_again_in_its_later_rounds(tmp_path:
     # agentws's confirmation first, then the remote's own question; no second confirmation.
     assert len(asked) == 2
     assert "third_ask" in asked[0]
-    assert asked[1] == "Your name?"
+    assert asked[1] == "Connector 'third' asks: Your name?"
     # The answer to the confirmation was agentws's: the remote never saw it.
     assert [sorted(responses) for responses in state.input_responses] == [[], ["user_name"]]

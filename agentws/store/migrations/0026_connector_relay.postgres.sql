@@ -1,0 +1,5 @@
+-- A remote MCP connector's requests to callers during a call (elicitation,
+-- sampling, roots) can be turned off per connector: relay_requests false
+-- refuses them (agentws.connectors.relayed_requests).
+
+ALTER TABLE connectors ADD COLUMN relay_requests BOOLEAN NOT NULL DEFAULT TRUE;
