@@ -233,6 +233,8 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("allowed_origins", "AGENTWS_ALLOWED_ORIGINS", _patterns, None),
     ("mcp_max_sessions", "AGENTWS_MCP_MAX_SESSIONS", _positive_int, "10000"),
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
+    ("mcp_max_pending_per_token", "AGENTWS_MCP_MAX_PENDING_PER_TOKEN", _positive_int, "100"),
+    ("mcp_max_listen_per_token", "AGENTWS_MCP_MAX_LISTEN_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("delivery_log_keep", "AGENTWS_DELIVERY_LOG_KEEP", _count, "500"),
@@ -346,6 +348,11 @@ class Settings:
     mcp_max_sessions: int = 10000
     #: Open MCP sessions per token; one more is refused with 503.
     mcp_max_sessions_per_token: int = 100
+    #: Stateless calls of one token waiting for its client's input at once (each
+    #: of a remote's questions may wait ``confirm_ttl_s``); one more is refused.
+    mcp_max_pending_per_token: int = 100
+    #: ``subscriptions/listen`` streams one token may hold open; one more is refused.
+    mcp_max_listen_per_token: int = 100
     #: Size limit of one JSON-RPC message posted to the MCP door.
     mcp_max_body_bytes: int = 4 * 1024 * 1024
     #: A request body (webhook, MCP, admin API, dashboard) not all received

@@ -189,11 +189,17 @@ class Service:
             )
             gate = ToolGate(store, settings, runner, audit, keys, checker)
             rendered = RenderedResults()
-            listens = ListenStreams(max_streams=settings.mcp_max_sessions)
+            listens = ListenStreams(
+                max_streams=settings.mcp_max_sessions,
+                max_per_token=settings.mcp_max_listen_per_token,
+            )
             # Stateless clients' calls waiting for their input: a person has the
             # confirmation's time to answer.
             pending = PendingCalls(
-                settings.instance_id, settings.confirm_ttl_s, settings.mcp_max_sessions
+                settings.instance_id,
+                settings.confirm_ttl_s,
+                settings.mcp_max_sessions,
+                settings.mcp_max_pending_per_token,
             )
             await self._start(nursery, pending.serve, pending.close)
             remote = RemoteContent(store, links)

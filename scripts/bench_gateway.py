@@ -31,6 +31,12 @@ Targets (issue "performance at gateway scale"): agentws's calls/s >= 0.6x
 the upstream called directly; agentws's CPU per proxied call no more than
 the upstream's own per call (in the same window); agentws >= 20x
 ContextForge's calls/s where ContextForge runs.
+
+Two more rows say what one client cannot do to agentws
+(:mod:`benchlib.gateway_bounds`): its RSS over ``--stateless-calls``
+sustained stateless (2026-07-28) calls stays within 10% of where it
+started, and ``/healthz`` answers within 100 ms (p99) while one client
+loops tool calls whose schemas used to freeze the process.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli, contextforge
+from benchlib import cli, contextforge, gateway_bounds
 from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
 from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Child, Processes, rss_kb
@@ -105,6 +111,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="how the upstream answers POSTs: 'sse' (the SDK's default) or 'json'",
     )
     parser.add_argument(
+        "--stateless-calls",
+        type=int,
+        default=10_000,
+        help="stateless calls through agentws between its two RSS readings (0: no such row)",
+    )
+    parser.add_argument(
+        "--healthz-seconds",
+        type=float,
+        default=10.0,
+        help="seconds /healthz is timed alone, then with hostile calls looping (0: no such row)",
+    )
+    parser.add_argument(
         "--contextforge",
         choices=["auto", "off"],
         default="auto",
@@ -123,8 +141,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.seconds, args.concurrency, args.rounds, args.contextforge_workers) <= 0:
         parser.error("--seconds, --concurrency, --rounds and --contextforge-workers must be > 0")
-    if args.warmup < 0:
-        parser.error("--warmup must not be negative")
+    if min(args.warmup, args.stateless_calls, args.healthz_seconds) < 0:
+        parser.error("--warmup, --stateless-calls and --healthz-seconds must not be negative")
     return args
 
 
@@ -138,8 +156,14 @@ def _start_upstream(procs: Processes, response: str) -> tuple[Child, str]:
     return child, url
 
 
-def _start_agentws(procs: Processes, work: Path, upstream_url: str) -> tuple[Child, str, str]:
-    """Set up agentws with the upstream as a connector and serve it; (child, MCP URL, token)."""
+def _start_agentws(
+    procs: Processes, work: Path, upstream_url: str, hostile: bool
+) -> tuple[Child, str, str, str | None]:
+    """Set up agentws with the upstream as a connector and serve it.
+
+    With ``hostile``, the hostile upstream is a connector of the group too.
+    Returns the child, the MCP URL, a read token and (with ``hostile``) a write token.
+    """
     database_url = f"sqlite:///{work / 'agentws.db'}"
     env = agentws_env(
         database_url,
@@ -167,11 +191,12 @@ def _start_agentws(procs: Processes, work: Path, upstream_url: str) -> tuple[Chi
             "token"
         ]
     )
+    writer = gateway_bounds.add_hostile(procs, env, _WORKSPACE, _GROUP) if hostile else None
     serve_env = {**env, "AGENTWS_BIND": "127.0.0.1:0"}
     child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=serve_env)
     base_url = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
     cli.wait_until_answering(child, base_url + "/readyz", _START_TIMEOUT_S, want_status=200)
-    return child, f"{base_url}/mcp/g/{_WORKSPACE}/{_GROUP}", token
+    return child, f"{base_url}/mcp/g/{_WORKSPACE}/{_GROUP}", token, writer
 
 
 def _job(
@@ -238,6 +263,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "upstream_response": args.upstream_response,
             "contextforge": args.contextforge,
             "contextforge_workers": args.contextforge_workers,
+            "stateless_calls": args.stateless_calls,
+            "healthz_seconds": args.healthz_seconds,
         },
         "targets": {
             "direct_ratio": DIRECT_TARGET,
@@ -248,7 +275,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with cli.workdir("gateway", args.keep) as work, Processes(work) as procs:
         _say(f"upstream, agentws{' and ContextForge' if args.contextforge == 'auto' else ''}")
         upstream, upstream_url = _start_upstream(procs, args.upstream_response)
-        agentws, agentws_url, token = _start_agentws(procs, work, upstream_url)
+        agentws, agentws_url, token, writer = _start_agentws(
+            procs, work, upstream_url, args.healthz_seconds > 0
+        )
         jobs: dict[str, dict[str, Any]] = {
             "direct": _job(args, upstream_url, None, "echo", {"upstream": upstream.pid}),
             "agentws": _job(
@@ -283,6 +312,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["rss_kb"] = {"upstream": rss_kb(upstream.pid)} | {
             way: rss_kb(child.pid) for way, child in gateways.items()
         }
+        if args.stateless_calls:
+            _say(f"agentws: {args.stateless_calls:,} stateless calls, RSS before and after")
+            results["stateless_memory"] = gateway_bounds.memory(
+                procs, agentws, jobs["agentws"], args.stateless_calls, _say
+            )
+        if writer is not None:
+            _say("agentws: /healthz alone, then while one client loops hostile calls")
+            results["healthz"] = gateway_bounds.healthz(
+                procs,
+                agentws_url.split("/mcp/", 1)[0],
+                agentws_url,
+                writer,
+                args.healthz_seconds,
+                _say,
+            )
     for way, way_runs in runs.items():
         results[way] = _best(way_runs)
         results[f"{way}_rounds"] = way_runs
@@ -385,6 +429,10 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
                 verdict(forge_ratio >= CONTEXTFORGE_TARGET),
             ]
         )
+    if "stateless_memory" in results:
+        rows += gateway_bounds.rss_rows(results["stateless_memory"])
+    if "healthz" in results:
+        rows += gateway_bounds.healthz_rows(results["healthz"])
     rss = results["rss_kb"]
     rows.append(
         [

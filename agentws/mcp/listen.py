@@ -19,13 +19,17 @@ filter semantics are the SDK's (:mod:`mcp.shared.subscriptions`). Events are
 not kept: a client whose stream dropped listens again and reads what it
 needs, as the revision says. A stream whose client stops reading is ended at
 ``_BUFFER`` undelivered events; the streams of the process are bounded by
-``max_streams``; shutdown ends every stream gracefully (its final result).
+``max_streams`` and each bearer token's by ``max_per_token`` (so one token
+cannot take them all): one more is refused with :data:`OVER_CAPACITY`, whose
+``data`` says when to retry. Shutdown ends every stream gracefully (its
+final result).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from typing import Any
 
 import attrs
@@ -47,12 +51,17 @@ from agentws.mcp.auth import Caller
 from agentws.store import Store
 from agentws.tools.approval_queue import approval_id_of, approval_uri, outcome_data
 
-__all__ = ["ListenStreams", "read_approval"]
+__all__ = ["OVER_CAPACITY", "ListenStreams", "read_approval"]
 
 log = logging.getLogger("agentws.mcp")
 
 # Undelivered events one stream may hold before its client counts as gone.
 _BUFFER = 256
+#: JSON-RPC error code (server-defined range) of a request refused at a limit
+#: that frees up: retrying after ``data.retryAfter`` seconds may succeed.
+OVER_CAPACITY = -32005
+# When to retry a refused stream: streams end when their clients leave.
+_RETRY_AFTER_S = 5
 
 
 async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadResourceResult | None:
@@ -78,6 +87,14 @@ async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadRes
                 text=json.dumps(outcome_data(approval), ensure_ascii=False),
             )
         ]
+    )
+
+
+def _over(why: str) -> MCPError:
+    return MCPError(
+        OVER_CAPACITY,
+        f"{why}; retry in {_RETRY_AFTER_S} s",
+        {"retryAfter": _RETRY_AFTER_S},
     )
 
 
@@ -107,7 +124,9 @@ class ListenStreams:
     """The open listen streams of this process, by group; the request handler serving them."""
 
     max_streams: int = 1024
+    max_per_token: int = 100
     _streams: set[_Stream] = attrs.field(factory=set, init=False)
+    _by_token: Counter[str] = attrs.field(factory=Counter, init=False)
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -119,12 +138,17 @@ class ListenStreams:
         subscription_id = ctx.request_id
         if subscription_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen needs a request id")
-        if len(self._streams) >= self.max_streams:
-            raise MCPError(
-                types.INTERNAL_ERROR,
-                f"this server has {len(self._streams)} open listen streams, its limit; retry later",
-            )
         caller: Caller = ctx.lifespan_context.caller
+        if len(self._streams) >= self.max_streams:
+            raise _over(
+                f"this server has {len(self._streams)} open listen streams, its limit "
+                "(AGENTWS_MCP_MAX_SESSIONS)"
+            )
+        if self._by_token[caller.token_id] >= self.max_per_token:
+            raise _over(
+                f"this token has {self._by_token[caller.token_id]} open listen streams, its "
+                "limit (AGENTWS_MCP_MAX_LISTEN_PER_TOKEN); close one"
+            )
         honored = _honored(params.notifications)
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         send, receive = trio.open_memory_channel[ServerEvent](_BUFFER)
@@ -137,6 +161,7 @@ class ListenStreams:
         )
         # Registered before the acknowledgement: an event meanwhile is buffered, not lost.
         self._streams.add(stream)
+        self._by_token[caller.token_id] += 1
         try:
             await ctx.session.send_notification(
                 types.SubscriptionsAcknowledgedNotification(
@@ -153,6 +178,9 @@ class ListenStreams:
                     )
         finally:
             self._streams.discard(stream)
+            self._by_token[caller.token_id] -= 1
+            if self._by_token[caller.token_id] <= 0:
+                del self._by_token[caller.token_id]
             send.close()
         return types.SubscriptionsListenResult(_meta=meta)
 

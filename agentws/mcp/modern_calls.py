@@ -12,6 +12,9 @@ the stateless revision this way (:class:`ModernChannel`):
   request from the server, so the call is answered ``input_required`` with
   the question, and goes on in a :class:`~agentws.mcp.pending_calls.PendingCalls`
   task until the client retries with the answer (any number of rounds);
+- a call that would wait over the process's or its token's limit of such
+  calls is refused at once with a tool error saying which and when to
+  retry (:func:`over_capacity_result`);
 - a question the client did not declare the capability for fails the call
   with ``MissingRequiredClientCapability`` (-32021, HTTP 400) naming it, as
   the revision requires; the remote is told the client cannot answer.
@@ -36,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentws.errors import OverCapacityError
 from agentws.mcp.passthrough import Passthrough
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
 from agentws.mcp.relay_channel import send_progress
@@ -237,7 +241,23 @@ async def call_modern(
         channel.call = call
         return await _checked(channel, run)
 
-    return await pending.start(token_id, in_call, channel)
+    try:
+        return await pending.start(token_id, in_call, channel)
+    except OverCapacityError as exc:
+        return over_capacity_result(params.name, exc)
+
+
+def over_capacity_result(tool: str, exc: OverCapacityError) -> types.CallToolResult:
+    """A call refused at a limit that frees up: a tool error saying so, and when to retry."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{tool} did not run: {exc.message}.")],
+        structured_content={
+            "status": "over_capacity",
+            "retry_after_s": exc.retry_after_s,
+            "reason": exc.message,
+        },
+        is_error=True,
+    )
 
 
 async def _checked(channel: ModernChannel, run: Callable[[CallerChannel], Awaitable[Step]]) -> Step:

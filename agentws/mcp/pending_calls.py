@@ -17,13 +17,22 @@ call can continue it.
 
 A step that is cancelled (its client went away) while the call runs, rather
 than waits for an answer, cancels the call: the remote is told, as for any
-client that gave up. Every pending call ends at shutdown.
+client that gave up. A call ends as soon as its client took its outcome; one
+whose outcome nobody takes is kept a question's time (``answer_s``), for a
+retry. Every pending call ends at shutdown.
+
+Calls are bounded per process (``max_calls``) and per bearer token
+(``max_per_token``), so that one token's unanswered questions cannot take
+every place: a call over either is refused with
+:class:`~agentws.errors.OverCapacityError`, which says which limit and
+when to retry.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -81,6 +90,8 @@ class PendingCall:
     open: dict[str, _Question] = attrs.field(factory=dict)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     finished: trio.Event = attrs.field(factory=trio.Event)
+    #: Set when a step of the client took the outcome: nothing waits for the call any more.
+    taken: trio.Event = attrs.field(factory=trio.Event)
     outcome: Step | None = None
     failure: BaseException | None = None
     _changed: trio.Event = attrs.field(factory=trio.Event)
@@ -155,11 +166,15 @@ class PendingCalls:
     #: How long a question waits for its client's answer.
     answer_s: float
     max_calls: int = 1000
+    max_per_token: int = 100
     _calls: dict[str, PendingCall] = attrs.field(factory=dict, init=False)
+    #: Calls running (and kept for their outcome), by bearer token.
+    _live: Counter[str] = attrs.field(factory=Counter, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def __len__(self) -> int:
+        """Calls a client's step can continue or take the outcome of."""
         return len(self._calls)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -179,18 +194,27 @@ class PendingCalls:
         """Run ``run(call)`` as a call that may ask its client; its first step.
 
         Error handling:
-            :class:`~agentws.errors.OverCapacityError` at ``max_calls`` or shutting down.
+            :class:`~agentws.errors.OverCapacityError` at ``max_calls``, at the
+            token's ``max_per_token``, or shutting down.
         """
         if self._nursery is None or self._closing.is_set():
             raise OverCapacityError("the server is shutting down", retry_after_s=5)
-        if len(self._calls) >= self.max_calls:
+        if self._live.total() >= self.max_calls:
             raise OverCapacityError(
-                f"{len(self._calls)} calls wait for their clients' input here, the limit; "
-                "retry later",
+                f"{self._live.total()} calls wait for their clients' input in this process, its "
+                "limit (AGENTWS_MCP_MAX_SESSIONS); retry in a few seconds",
+                retry_after_s=5,
+            )
+        if self._live[token_id] >= self.max_per_token:
+            raise OverCapacityError(
+                f"this token has {self._live[token_id]} calls waiting for its client's input, "
+                "its limit (AGENTWS_MCP_MAX_PENDING_PER_TOKEN); answer them, or retry in a few "
+                "seconds",
                 retry_after_s=5,
             )
         call = PendingCall(_new_state(self.instance_id), token_id, self.answer_s, context)
         self._calls[call.state] = call
+        self._live[token_id] += 1
         self._nursery.start_soon(self._run, call, run)
         return await self._step(call)
 
@@ -226,8 +250,15 @@ class PendingCalls:
             if not call.open:
                 call.scope.cancel()
             raise
+        except BaseException:
+            if call.finished.is_set():
+                # Its failure was the outcome, and this step took it.
+                self._calls.pop(call.state, None)
+                call.taken.set()
+            raise
         if call.finished.is_set():
             self._calls.pop(call.state, None)
+            call.taken.set()
         elif isinstance(step, types.InputRequiredResult):
             # A new state each round: one that was answered continues nothing.
             self._calls.pop(call.state, None)
@@ -246,8 +277,13 @@ class PendingCalls:
             call.failure = exc
         finally:
             call.finish()
-        if call.state in self._calls:
-            # The client's next step takes the outcome; if none comes in a
-            # question's time, nobody will.
-            await trio.sleep(self.answer_s)
+        try:
+            # The client's step takes the outcome (at once, when it is waiting);
+            # if none comes in a question's time, nobody will.
+            with trio.move_on_after(self.answer_s):
+                await call.taken.wait()
+        finally:
             self._calls.pop(call.state, None)
+            self._live[call.token_id] -= 1
+            if self._live[call.token_id] <= 0:
+                del self._live[call.token_id]

@@ -254,6 +254,13 @@ class RawStream:
                 return False
         return True
 
+    async def read_body(self) -> bytes:
+        """The rest of the response, whole (a JSON body has no final newline)."""
+        while not self.ended and await self._more():
+            pass
+        body, self._buffer = self._buffer, b""
+        return body
+
     async def read_to_end(self) -> list[str]:
         lines = []
         while (line := await self.read_line()) is not None:

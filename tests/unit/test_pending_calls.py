@@ -11,8 +11,10 @@ from contextlib import asynccontextmanager
 import mcp_types as types
 import pytest
 import trio
+import trio.testing
 from mcp.shared.exceptions import MCPError
 
+from agentws.errors import OverCapacityError
 from agentws.mcp.pending_calls import (
     PendingCall,
     PendingCalls,
@@ -179,3 +181,42 @@ async def test_shutdown_ends_every_pending_call() -> None:
     async with pending_calls() as calls:
         await calls.start("tok", run)
     assert ended.is_set()
+
+
+async def test_a_finished_call_whose_outcome_was_taken_is_not_kept() -> None:
+    async def run(call: PendingCall) -> types.CallToolResult:
+        return _result("done at once")
+
+    async with pending_calls() as calls:
+        for _ in range(50):
+            assert await calls.start("tok", run) == _result("done at once")
+        # Every call's task ends once its outcome was taken: none waits out a
+        # question's time holding the call (it used to, for every call).
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(calls) == 0
+        assert calls._nursery is not None and calls._nursery.child_tasks == frozenset()
+
+
+async def test_each_token_has_its_own_share_of_pending_calls(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def run(call: PendingCall) -> types.CallToolResult:
+        await call.ask(_question("never answered?"))
+        return _result("late")
+
+    calls = PendingCalls("inst-a", ANSWER_S, max_calls=5, max_per_token=3)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(calls.serve)
+        for _ in range(3):
+            assert isinstance(await calls.start("greedy", run), types.InputRequiredResult)
+        with pytest.raises(OverCapacityError, match="AGENTWS_MCP_MAX_PENDING_PER_TOKEN"):
+            await calls.start("greedy", run)
+        for _ in range(2):
+            assert isinstance(await calls.start("other", run), types.InputRequiredResult)
+        with pytest.raises(OverCapacityError, match="AGENTWS_MCP_MAX_SESSIONS"):
+            await calls.start("third", run)
+        # Unanswered questions give their places back after a question's time.
+        await trio.sleep(ANSWER_S * 2 + 1)
+        assert len(calls) == 0
+        assert isinstance(await calls.start("greedy", run), types.InputRequiredResult)
+        calls.close()
