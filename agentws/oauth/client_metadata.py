@@ -17,10 +17,12 @@ reads at most a few kilobytes. The document must name the same
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpx2
 import trio
@@ -29,7 +31,12 @@ from agentws.connectors.url_guard import GuardedTransport, Resolver, system_reso
 from agentws.domain.allowlist import Allowlist
 from agentws.errors import AgentwsError, UnsafeUrlError
 
-__all__ = ["MetadataDocumentError", "fetch_metadata_document", "is_metadata_client_id"]
+__all__ = [
+    "MAX_CLIENT_ID_CHARS",
+    "MetadataDocumentError",
+    "fetch_metadata_document",
+    "is_metadata_client_id",
+]
 
 log = logging.getLogger("agentws.oauth")
 
@@ -40,6 +47,10 @@ FETCH_S = 5.0
 #: A kept document is fetched again when it is older than this.
 REFRESH_S = 3600.0
 _AUTH_METHODS = frozenset({"none"})
+#: The longest client id looked at: a registered id is 43 characters, a URL rarely 200.
+MAX_CLIENT_ID_CHARS = 2048
+# A DNS label (RFC 1123): letters, digits and inner hyphens, at most 63.
+_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
 
 
 class MetadataDocumentError(AgentwsError):
@@ -47,9 +58,45 @@ class MetadataDocumentError(AgentwsError):
 
 
 def is_metadata_client_id(client_id: str) -> bool:
-    """Whether ``client_id`` is a metadata document's URL (HTTPS, with a path)."""
-    parts = urlsplit(client_id)
-    return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
+    """Whether ``client_id`` is meant as a metadata document's URL (HTTPS, with a path).
+
+    Whether it is a good one is :func:`fetch_metadata_document`'s to say.
+    """
+    try:
+        parts = urlsplit(client_id)
+    except ValueError:
+        return client_id.startswith("https://")
+    return parts.scheme == "https" and bool(parts.netloc) and parts.path not in ("", "/")
+
+
+def _url_problem(client_id: str) -> str | None:
+    """Why ``client_id`` cannot be fetched as a URL, or None."""
+    if len(client_id) > MAX_CLIENT_ID_CHARS:
+        return f"a client id URL is at most {MAX_CLIENT_ID_CHARS} characters"
+    if not client_id.isprintable() or " " in client_id or not client_id.isascii():
+        return "a client id URL has no spaces, control or non-ASCII characters"
+    try:
+        parts = urlsplit(client_id)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError:
+        return "the client id is not a URL"
+    if parts.username is not None or parts.password is not None or parts.fragment:
+        return "a client id URL has no credentials and no fragment"
+    if not _good_host(parts):
+        return "the client id URL's host is not a host name or an IP address"
+    return None
+
+
+def _good_host(parts: SplitResult) -> bool:
+    host = parts.hostname or ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return True
+    name = host.removesuffix(".")
+    return 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
 
 async def fetch_metadata_document(
@@ -60,11 +107,12 @@ async def fetch_metadata_document(
     Error handling:
         :class:`MetadataDocumentError` saying what was wrong (a refused
         address, a timeout, an answer too large or not JSON, a document
-        naming another client id or no redirect URI, a confidential client).
+        naming another client id or no redirect URI, a confidential client),
+        or a URL that is no good (too long, control characters, no host name).
     """
-    parts = urlsplit(client_id)
-    if parts.username or parts.password or parts.fragment:
-        raise MetadataDocumentError("a client id URL has no credentials and no fragment")
+    problem = _url_problem(client_id)
+    if problem is not None:
+        raise MetadataDocumentError(problem)
     transport = GuardedTransport(
         allowlist, resolve=resolve, inner=httpx2.AsyncHTTPTransport(verify=_ssl_context())
     )
@@ -93,7 +141,7 @@ async def fetch_metadata_document(
         raise MetadataDocumentError(
             f"the client's metadata document did not arrive within {FETCH_S:g} s"
         ) from None
-    except httpx2.HTTPError as exc:
+    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise MetadataDocumentError(f"the client's metadata document: {exc}") from None
     return _checked(client_id, body)
 

@@ -56,6 +56,7 @@ from agentws.domain.models import (
 from agentws.domain.rules import hash_secret, new_id, new_secret, utcnow
 from agentws.errors import ConflictError
 from agentws.oauth.client_metadata import (
+    MAX_CLIENT_ID_CHARS,
     REFRESH_S,
     MetadataDocumentError,
     fetch_metadata_document,
@@ -104,6 +105,8 @@ class Provider:
     # -- clients ---------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if len(client_id) > MAX_CLIENT_ID_CHARS or not client_id.isprintable():
+            return None  # no client has such an id: not worth a query
         record = await self.store.find(OAuthClient, client_id=client_id)
         if is_metadata_client_id(client_id) and self.settings.metadata_documents:
             record = await self._metadata_client(client_id, record)
@@ -128,7 +131,7 @@ class Provider:
         try:
             document = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
         except MetadataDocumentError as exc:
-            log.warning("OAuth client %s refused: %s", client_id, exc.message)
+            log.warning("OAuth client %r refused: %s", client_id, exc.message)
             return None
         name = document.get("client_name")
         fetched = OAuthClient(
