@@ -21,9 +21,21 @@ from agentws.oauth.settings import SCOPES
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
-__all__ = ["RegisteredClient", "list_clients", "register_client", "remove_client"]
+__all__ = [
+    "CLIENT_ID_PREFIX",
+    "LEGACY_CLIENT_ID_PREFIX",
+    "RegisteredClient",
+    "list_clients",
+    "register_client",
+    "remove_client",
+]
 
-_CLIENT_ID_PREFIX = "agwc_"
+#: The prefix of the client ids an operator's clients get (an id, not a secret:
+#: the consent page shows it), one no secret of agentws starts with.
+CLIENT_ID_PREFIX = "agwoi_"
+#: What ids had before: confirm tokens had it too. Such ids are stored and looked up
+#: whole, so the clients that have them keep working; none is made any more.
+LEGACY_CLIENT_ID_PREFIX = "agwc_"
 _MAX_REDIRECT_URIS = 10
 
 
@@ -77,7 +89,7 @@ async def register_client(
             "is none: set AGENTWS_SECRET_KEY or run `agentws init` (see `agentws doctor`)"
         )
     client = OAuthClient(
-        client_id=_CLIENT_ID_PREFIX + secrets.token_urlsafe(16),
+        client_id=CLIENT_ID_PREFIX + secrets.token_urlsafe(16),
         kind=ClientKind.OPERATOR,
         name=name,
         metadata={

@@ -11,7 +11,7 @@ def test_clients_are_registered_listed_and_removed(any_cli: Cli) -> None:
     public = any_cli.json(
         "oauth", "client", "add", "--name", "Team VS Code", "--redirect-uri", LOOPBACK
     )
-    assert public["client_id"].startswith("agwc_")
+    assert public["client_id"].startswith("agwoi_")
     assert (public["kind"], public["confidential"]) == ("operator", False)
     assert public["redirect_uris"] == [LOOPBACK]
     assert "client_secret" not in public

@@ -63,7 +63,7 @@ def test_a_metadata_client_id_is_an_https_url_with_a_path() -> None:
     assert is_metadata_client_id("https://app.example/client.json")
     assert not is_metadata_client_id("https://app.example/")
     assert not is_metadata_client_id("http://app.example/client.json")
-    assert not is_metadata_client_id("agwc_1234")
+    assert not is_metadata_client_id("agwoi_1234")
 
 
 def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
@@ -80,3 +80,29 @@ def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
     ):
         with pytest.raises(MetadataDocumentError):
             _checked(url, bad)
+
+
+def test_each_kind_of_secret_and_id_has_a_prefix_of_its_own() -> None:
+    from agentws.domain import rules
+    from agentws.mcp import confirm, passthrough, pending_calls
+    from agentws.oauth import operator_clients, settings
+
+    prefixes = {
+        "MCP token": rules.MCP_TOKEN_PREFIX,
+        "webhook token": rules.WEBHOOK_TOKEN_PREFIX,
+        "admin token": rules.ADMIN_TOKEN_PREFIX,
+        "confirm token": confirm.CONFIRM_TOKEN_PREFIX,
+        "pending call state": pending_calls._STATE_PREFIX,
+        "relayed request state": passthrough._PREFIX,
+        "OAuth access token": settings.ACCESS_TOKEN_PREFIX,
+        "OAuth refresh token": settings.REFRESH_TOKEN_PREFIX,
+        "OAuth code": settings.CODE_PREFIX,
+        "operator OAuth client id": operator_clients.CLIENT_ID_PREFIX,
+    }
+    for kind, prefix in prefixes.items():
+        for other, other_prefix in prefixes.items():
+            if kind != other:
+                assert not other_prefix.startswith(prefix), (kind, other)
+    # Operator clients registered before keep their ids: they are stored, and looked up whole.
+    assert operator_clients.LEGACY_CLIENT_ID_PREFIX == "agwc_"
+    assert not confirm.CONFIRM_TOKEN_PREFIX.startswith(operator_clients.LEGACY_CLIENT_ID_PREFIX)
