@@ -17,12 +17,10 @@ reads at most a few kilobytes. The document must name the same
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
-import re
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
 import httpx2
 import trio
@@ -30,6 +28,7 @@ import trio
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.errors import AgentwsError, UnsafeUrlError
+from agentws.oauth.client_rules import good_host, redirect_uri_problem
 
 __all__ = [
     "MAX_CLIENT_ID_CHARS",
@@ -49,8 +48,6 @@ REFRESH_S = 3600.0
 _AUTH_METHODS = frozenset({"none"})
 #: The longest client id looked at: a registered id is 43 characters, a URL rarely 200.
 MAX_CLIENT_ID_CHARS = 2048
-# A DNS label (RFC 1123): letters, digits and inner hyphens, at most 63.
-_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
 
 
 class MetadataDocumentError(AgentwsError):
@@ -82,21 +79,9 @@ def _url_problem(client_id: str) -> str | None:
         return "the client id is not a URL"
     if parts.username is not None or parts.password is not None or parts.fragment:
         return "a client id URL has no credentials and no fragment"
-    if not _good_host(parts):
+    if not good_host(parts):
         return "the client id URL's host is not a host name or an IP address"
     return None
-
-
-def _good_host(parts: SplitResult) -> bool:
-    host = parts.hostname or ""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    else:
-        return True
-    name = host.removesuffix(".")
-    return 0 < len(name) <= 253 and all(_LABEL.fullmatch(label) for label in name.split("."))
 
 
 async def fetch_metadata_document(
@@ -158,6 +143,11 @@ def _checked(client_id: str, body: bytes) -> dict[str, Any]:
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
         raise MetadataDocumentError("the client's metadata document lists no redirect_uris")
+    for index, uri in enumerate(uris):
+        if (problem := redirect_uri_problem(uri)) is not None:
+            raise MetadataDocumentError(
+                f"the client's metadata document: redirect_uris[{index}] {problem}"
+            )
     method = document.get("token_endpoint_auth_method", "none")
     if method not in _AUTH_METHODS or "client_secret" in document:
         raise MetadataDocumentError(

@@ -28,6 +28,7 @@ from agentws.domain.models import (
 )
 from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.errors import ConflictError, NotFoundError
+from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.settings import CODE_PREFIX, OAuthSettings
 from agentws.store import Store
 
@@ -100,6 +101,9 @@ async def decide(
     grant = request.grant
     if not request.open:
         raise ConflictError("this request was decided already or has expired: start again")
+    problem = redirect_uri_problem(grant.redirect_uri)
+    if problem is not None:  # asked for before the rules: the browser is never sent there
+        raise ConflictError(f"the client's redirect URI {problem}: this request cannot go on")
     granted = scope if scope.within(grant.scope) else grant.scope
     code = new_secret(CODE_PREFIX) if approve else None
     decided = await store.decide_oauth_grant(

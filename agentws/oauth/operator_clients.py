@@ -9,7 +9,6 @@ shown once). Removing a client revokes every token it holds, at once.
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -17,6 +16,7 @@ from agentws.audit import record
 from agentws.domain.models import ClientKind, OAuthClient
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
+from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.settings import SCOPES
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -47,17 +47,10 @@ class RegisteredClient:
     secret: str | None
 
 
-def _check_redirect_uri(uri: str) -> str:
-    parts = urlsplit(uri)
-    if not parts.scheme or parts.fragment:
-        raise ValidationError(f"redirect URI {uri!r} must be absolute and have no fragment")
-    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
-        raise ValidationError(
-            f"redirect URI {uri!r}: plain http is for loopback only (use https, or a "
-            "native app's own scheme)"
-        )
-    if parts.scheme in ("http", "https") and not parts.hostname:
-        raise ValidationError(f"redirect URI {uri!r} has no host")
+def _check_redirect_uri(index: int, uri: str) -> str:
+    problem = redirect_uri_problem(uri)
+    if problem is not None:
+        raise ValidationError(f"redirect URI {index + 1} ({uri!r}) {problem}")
     return uri
 
 
@@ -81,7 +74,7 @@ async def register_client(
         raise ValidationError("a client needs a name of 1 to 200 characters")
     if not redirect_uris or len(redirect_uris) > _MAX_REDIRECT_URIS:
         raise ValidationError(f"give 1 to {_MAX_REDIRECT_URIS} redirect URIs")
-    uris = [_check_redirect_uri(u) for u in redirect_uris]
+    uris = [_check_redirect_uri(i, u) for i, u in enumerate(redirect_uris)]
     secret = secrets.token_urlsafe(32) if confidential else None
     if secret is not None and box is None:
         raise ValidationError(

@@ -62,6 +62,7 @@ from agentws.oauth.client_metadata import (
     fetch_metadata_document,
     is_metadata_client_id,
 )
+from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.clients import LoopbackFriendlyClient
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import (
@@ -163,6 +164,9 @@ class Provider:
                 "invalid_client_metadata",
                 "too many clients are registered; an administrator can remove unused ones",
             )
+        for index, uri in enumerate(client_info.redirect_uris or ()):
+            if (problem := redirect_uri_problem(str(uri))) is not None:
+                raise RegistrationError("invalid_redirect_uri", f"redirect_uris[{index}] {problem}")
         secret = client_info.client_secret
         sealed: str | None = None
         if secret is not None:

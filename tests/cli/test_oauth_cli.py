@@ -46,7 +46,10 @@ def test_a_plain_http_redirect_uri_is_for_loopback_only(cli: Cli) -> None:
     error = cli.fails(
         "oauth", "client", "add", "--name", "x", "--redirect-uri", "http://app.example/cb"
     )
-    assert "loopback only" in error
+    assert "not loopback" in error
     assert "fragment" in cli.fails(
         "oauth", "client", "add", "--name", "x", "--redirect-uri", "https://a.example/cb#f"
+    )
+    assert "scheme javascript:" in cli.fails(
+        "oauth", "client", "add", "--name", "x", "--redirect-uri", "javascript:alert(1)//"
     )

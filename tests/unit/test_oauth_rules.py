@@ -9,6 +9,7 @@ import pytest
 from agentws.dashboard.consent import _form_action
 from agentws.domain.models import Capability
 from agentws.oauth.client_metadata import MetadataDocumentError, _checked, is_metadata_client_id
+from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.clients import same_redirect
 from agentws.oauth.settings import highest_scope, scopes_up_to
 
@@ -40,7 +41,9 @@ def test_redirect_uris_match_exactly_but_a_loopback_port(
     [
         ("http://127.0.0.1:53682/callback", "http://127.0.0.1:53682"),
         ("https://app.example/cb?x=1", "https://app.example"),
-        ("http://user@host.example:8080/cb", "http://host.example:8080"),
+        ("https://user@host.example:8080/cb", ""),
+        ("com.example.app:/oauth/cb", "com.example.app:"),
+        ("javascript:alert(1)//", ""),
         ("http://[::1]:9/cb", "http://[::1]:9"),
         ("cursor://anysphere.cursor-retrieval/oauth/callback", "cursor:"),
         ("bad scheme;default-src *://x", ""),
@@ -50,6 +53,47 @@ def test_the_consent_page_allows_its_form_to_reach_the_redirect_uri_only(
     uri: str, source: str
 ) -> None:
     assert _form_action(uri) == source
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("https://app.example/cb", None),
+        ("https://192.0.2.1:8443/cb?x=1", None),
+        ("http://127.0.0.1:53682/callback", None),
+        ("http://[::1]/cb", None),
+        ("http://localhost:3000/cb", None),
+        ("com.example.app:/oauth2redirect", None),
+        ("com.example.app://callback/path", None),
+        ("cursor://anysphere.cursor-retrieval/oauth/callback", None),
+        ("javascript:alert(1)//", "scheme javascript:"),
+        ("JavaScript:alert(1)", "scheme javascript:"),
+        ("data:text/html,hi", "scheme data:"),
+        ("file:///etc/passwd", "scheme file:"),
+        ("vscode:/callback", "scheme vscode:"),
+        ("com.example.app:callback", "no path"),
+        ("http://app.example/cb", "not loopback"),
+        ("http://localhost.attacker.example/cb", "not loopback"),
+        ("https://user:pw@app.example/cb", "user info"),
+        ("https://user@app.example/cb", "user info"),
+        ("com.example.app://user@host/cb", "user info"),
+        ("https://app.example/cb#x", "fragment"),
+        ("https://app.example/cb#", "fragment"),
+        ("https:///cb", "no host"),
+        ("https://exa mple.com/cb", "spaces"),
+        ("https://app.example/\x01", "control"),
+        ("https://app.example/cb\r\nSet-Cookie: x=1", "control"),
+        ("/relative/cb", "not an absolute URI"),
+        ("https://app.example:99999/cb", "not a URI"),
+        ("https://app.example/" + "x" * 2100, "longer than 2048"),
+    ],
+)
+def test_redirect_uris_are_those_rfc_8252_and_mcp_allow(uri: str, problem: str | None) -> None:
+    found = redirect_uri_problem(uri)
+    if problem is None:
+        assert found is None, found
+    else:
+        assert found is not None and problem in found, found
 
 
 def test_scopes_are_capabilities_and_the_least_is_the_default() -> None:
@@ -75,6 +119,7 @@ def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
         b"[]",
         json.dumps({**good, "client_id": "https://other.example/c.json"}).encode(),
         json.dumps({**good, "redirect_uris": []}).encode(),
+        json.dumps({**good, "redirect_uris": ["javascript:alert(1)"]}).encode(),
         json.dumps({**good, "token_endpoint_auth_method": "client_secret_basic"}).encode(),
         json.dumps({**good, "client_secret": "s"}).encode(),
     ):
