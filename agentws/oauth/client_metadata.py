@@ -11,8 +11,9 @@ fetch is treated as hostile: it goes through the connectors' outbound guard
 (public addresses only unless ``AGENTWS_CONNECTOR_ALLOWLIST`` names the
 host, no DNS rebinding, no redirects followed), within a few seconds, and
 reads at most a few kilobytes. The document must name the same
-``client_id`` and at least one redirect URI, and describe a public client
-(no secret: PKCE is its proof).
+``client_id`` and at least one redirect URI, describe a public client
+(no secret: PKCE is its proof), and keep to the bounds and redirect URI
+rules a registration keeps to (:mod:`agentws.oauth.client_rules`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import trio
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.errors import AgentwsError, UnsafeUrlError
-from agentws.oauth.client_rules import good_host, redirect_uri_problem
+from agentws.oauth.client_rules import good_host, metadata_problem
 
 __all__ = [
     "MAX_CLIENT_ID_CHARS",
@@ -92,7 +93,8 @@ async def fetch_metadata_document(
     Error handling:
         :class:`MetadataDocumentError` saying what was wrong (a refused
         address, a timeout, an answer too large or not JSON, a document
-        naming another client id or no redirect URI, a confidential client),
+        naming another client id or no redirect URI, a confidential client, a
+        field over its bound or a redirect URI the rules refuse),
         or a URL that is no good (too long, control characters, no host name).
     """
     problem = _url_problem(client_id)
@@ -143,11 +145,9 @@ def _checked(client_id: str, body: bytes) -> dict[str, Any]:
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
         raise MetadataDocumentError("the client's metadata document lists no redirect_uris")
-    for index, uri in enumerate(uris):
-        if (problem := redirect_uri_problem(uri)) is not None:
-            raise MetadataDocumentError(
-                f"the client's metadata document: redirect_uris[{index}] {problem}"
-            )
+    refused = metadata_problem(document)
+    if refused is not None:
+        raise MetadataDocumentError(f"the client's metadata document: {refused[1]}")
     method = document.get("token_endpoint_auth_method", "none")
     if method not in _AUTH_METHODS or "client_secret" in document:
         raise MetadataDocumentError(

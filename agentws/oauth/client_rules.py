@@ -1,4 +1,4 @@
-"""What a client's registration may say: the redirect URIs allowed, and a bound on every field.
+"""What a client's registration may say: a bound on every field, and the redirect URIs allowed.
 
 One set of rules for every way a client comes to be known (it registers
 itself, an operator registers it, or agentws fetches its metadata
@@ -20,19 +20,35 @@ Never user info (it would be shown on the consent page and put in the
 :data:`MAX_URI_CHARS`, no spaces or control characters. ``javascript:``,
 ``data:``, ``file:`` and the like are refused by these rules as a
 consequence: they are no scheme an app registers.
+
+**Bounds** (:func:`metadata_problem`): a name of at most 200 characters
+without control characters, at most 10 redirect URIs, URLs of at most
+2,048 characters, at most 10 contacts, grant and response types, short
+strings for the rest, and a ``jwks`` of at most 8 KiB. A registration is
+anyone's to send, so what one stores is small (a few KiB, at most about
+45 KiB) however it is made.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 __all__ = [
     "KNOWN_APP_SCHEMES",
     "LOOPBACK_HOSTS",
+    "MAX_NAME_CHARS",
+    "MAX_REDIRECT_URIS",
     "MAX_URI_CHARS",
+    "METADATA_FIELDS",
     "good_host",
+    "metadata_problem",
+    "name_problem",
     "redirect_uri_problem",
 ]
 
@@ -44,6 +60,33 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 #: Cursor's (``cursor://anysphere.cursor-retrieval/…``). Kept so that those
 #: clients can connect; every other scheme needs a dot.
 KNOWN_APP_SCHEMES = frozenset({"cursor"})
+#: The longest client name: it heads the consent page.
+MAX_NAME_CHARS = 200
+#: The most redirect URIs a client has (a native app needs one or two).
+MAX_REDIRECT_URIS = 10
+# The other bounds: lists (contacts, grant and response types) and their items.
+_MAX_LIST = 10
+_MAX_CONTACT_CHARS = 320  # an e-mail address is at most 254
+_MAX_SHORT_CHARS = 200  # software_id, software_version, scope
+_MAX_WORD_CHARS = 100  # a grant or response type, an auth method, an application type
+_MAX_JWKS_BYTES = 8 * 1024
+_URL_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
+_SHORT_FIELDS = ("scope", "software_id", "software_version")
+_WORD_FIELDS = ("token_endpoint_auth_method", "application_type")
+_LIST_FIELDS = ("grant_types", "response_types")
+#: The RFC 7591 fields a client's stored metadata keeps (a document's others are dropped).
+METADATA_FIELDS = frozenset(
+    {
+        "client_name",
+        "redirect_uris",
+        "contacts",
+        "jwks",
+        *_URL_FIELDS,
+        *_SHORT_FIELDS,
+        *_WORD_FIELDS,
+        *_LIST_FIELDS,
+    }
+)
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 # A DNS label (RFC 1123): letters, digits and inner hyphens, at most 63.
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)", re.IGNORECASE)
@@ -94,4 +137,76 @@ def redirect_uri_problem(uri: str) -> str | None:
         return f"uses the scheme {scheme}:, which is not one: {_ALLOWED}"
     if not parts.path.startswith("/") and not parts.netloc:
         return f"names no path ({scheme}:/callback, not {scheme}:callback)"
+    return None
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a client's name, or None."""
+    if not isinstance(name, str):
+        return "is not a string"
+    if len(name) > MAX_NAME_CHARS:
+        return f"is longer than {MAX_NAME_CHARS} characters"
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        return "has control characters"
+    return None
+
+
+def metadata_problem(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The RFC 7591 error (``invalid_client_metadata`` or ``invalid_redirect_uri``) and its
+    description, which starts with the field's name, for ``metadata`` over a bound; or None."""
+    uris = metadata.get("redirect_uris", [])
+    if not isinstance(uris, list):
+        return "invalid_redirect_uri", "redirect_uris is not a list"
+    if len(uris) > MAX_REDIRECT_URIS:
+        return "invalid_redirect_uri", f"redirect_uris lists more than {MAX_REDIRECT_URIS} URIs"
+    for index, uri in enumerate(uris):
+        problem = redirect_uri_problem(uri) if isinstance(uri, str) else "is not a string"
+        if problem is not None:
+            return "invalid_redirect_uri", f"redirect_uris[{index}] {problem}"
+    problem = _field_problem(metadata)
+    return ("invalid_client_metadata", problem) if problem is not None else None
+
+
+def _field_problem(metadata: Mapping[str, Any]) -> str | None:
+    if "client_name" in metadata and (problem := name_problem(metadata["client_name"])):
+        return f"client_name {problem}"
+    for field in _URL_FIELDS:
+        if (problem := _string_problem(metadata.get(field), MAX_URI_CHARS)) is not None:
+            return f"{field} {problem}"
+    for field in _SHORT_FIELDS:
+        if (problem := _string_problem(metadata.get(field), _MAX_SHORT_CHARS)) is not None:
+            return f"{field} {problem}"
+    for field in _WORD_FIELDS:
+        if (problem := _string_problem(metadata.get(field), _MAX_WORD_CHARS)) is not None:
+            return f"{field} {problem}"
+    for field, longest in (
+        ("contacts", _MAX_CONTACT_CHARS),
+        *((f, _MAX_WORD_CHARS) for f in _LIST_FIELDS),
+    ):
+        value = metadata.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"{field} is not a list"
+        if len(value) > _MAX_LIST:
+            return f"{field} lists more than {_MAX_LIST}"
+        for index, item in enumerate(value):
+            if (problem := _string_problem(item, longest)) is not None:
+                return f"{field}[{index}] {problem}"
+    if metadata.get("jwks") is not None:
+        size = len(json.dumps(metadata["jwks"], separators=(",", ":")).encode())
+        if size > _MAX_JWKS_BYTES:
+            return f"jwks is larger than {_MAX_JWKS_BYTES} bytes (give jwks_uri instead)"
+    return None
+
+
+def _string_problem(value: object, longest: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return "is not a string"
+    if len(value) > longest:
+        return f"is longer than {longest} characters"
+    if not value.isprintable():
+        return "has control characters"
     return None

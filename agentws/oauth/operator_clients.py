@@ -16,7 +16,12 @@ from agentws.audit import record
 from agentws.domain.models import ClientKind, OAuthClient
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
-from agentws.oauth.client_rules import redirect_uri_problem
+from agentws.oauth.client_rules import (
+    MAX_NAME_CHARS,
+    MAX_REDIRECT_URIS,
+    name_problem,
+    redirect_uri_problem,
+)
 from agentws.oauth.settings import SCOPES
 from agentws.secret_box import SecretBox
 from agentws.store import Store
@@ -36,7 +41,6 @@ CLIENT_ID_PREFIX = "agwoi_"
 #: What ids had before: confirm tokens had it too. Such ids are stored and looked up
 #: whole, so the clients that have them keep working; none is made any more.
 LEGACY_CLIENT_ID_PREFIX = "agwc_"
-_MAX_REDIRECT_URIS = 10
 
 
 @attrs.frozen
@@ -70,10 +74,12 @@ async def register_client(
         bad redirect URIs, or a confidential client without a service key.
     """
     name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError("a client needs a name of 1 to 200 characters")
-    if not redirect_uris or len(redirect_uris) > _MAX_REDIRECT_URIS:
-        raise ValidationError(f"give 1 to {_MAX_REDIRECT_URIS} redirect URIs")
+    if not name or name_problem(name) is not None:
+        raise ValidationError(
+            f"a client needs a name of 1 to {MAX_NAME_CHARS} characters, without control characters"
+        )
+    if not redirect_uris or len(redirect_uris) > MAX_REDIRECT_URIS:
+        raise ValidationError(f"give 1 to {MAX_REDIRECT_URIS} redirect URIs")
     uris = [_check_redirect_uri(i, u) for i, u in enumerate(redirect_uris)]
     secret = secrets.token_urlsafe(32) if confidential else None
     if secret is not None and box is None:

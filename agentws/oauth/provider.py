@@ -62,7 +62,7 @@ from agentws.oauth.client_metadata import (
     fetch_metadata_document,
     is_metadata_client_id,
 )
-from agentws.oauth.client_rules import redirect_uri_problem
+from agentws.oauth.client_rules import MAX_NAME_CHARS, METADATA_FIELDS, metadata_problem
 from agentws.oauth.clients import LoopbackFriendlyClient
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import (
@@ -138,8 +138,8 @@ class Provider:
         fetched = OAuthClient(
             client_id=client_id,
             kind=ClientKind.METADATA,
-            name=(name if isinstance(name, str) and name else urlsplit(client_id).netloc)[:200],
-            metadata={k: v for k, v in document.items() if k != "client_id"},
+            name=name if isinstance(name, str) and name else urlsplit(client_id).netloc,
+            metadata={k: v for k, v in document.items() if k in METADATA_FIELDS},
             fetched_at=now,
         )
         if known is not None:
@@ -156,17 +156,12 @@ class Provider:
                 "dynamic client registration is closed here: ask an administrator to register "
                 "the client (`agentws oauth client add`)",
             )
-        if (
-            await self.store.count(OAuthClient, kind=ClientKind.DYNAMIC)
-            >= self.settings.max_clients
-        ):
-            raise RegistrationError(
-                "invalid_client_metadata",
-                "too many clients are registered; an administrator can remove unused ones",
-            )
-        for index, uri in enumerate(client_info.redirect_uris or ()):
-            if (problem := redirect_uri_problem(str(uri))) is not None:
-                raise RegistrationError("invalid_redirect_uri", f"redirect_uris[{index}] {problem}")
+        metadata = client_info.model_dump(
+            mode="json", exclude_none=True, exclude={"client_id", "client_secret"}
+        )
+        refused = metadata_problem(metadata)
+        if refused is not None:
+            raise RegistrationError(*refused)  # type: ignore[arg-type]  # one of its codes
         secret = client_info.client_secret
         sealed: str | None = None
         if secret is not None:
@@ -177,19 +172,19 @@ class Provider:
                     "public client (token_endpoint_auth_method 'none') and use PKCE",
                 )
             sealed = self.secret_box.seal(secret).hex()
-        metadata = client_info.model_dump(
-            mode="json", exclude_none=True, exclude={"client_id", "client_secret"}
-        )
         name = client_info.client_name or client_info.client_id or "OAuth client"
-        await self.store.insert(
-            OAuthClient(
-                client_id=str(client_info.client_id),
-                kind=ClientKind.DYNAMIC,
-                name=name[:200],
-                metadata=metadata,
-                sealed_secret=sealed,
-            )
+        client = OAuthClient(
+            client_id=str(client_info.client_id),
+            kind=ClientKind.DYNAMIC,
+            name=name[:MAX_NAME_CHARS],
+            metadata=metadata,
+            sealed_secret=sealed,
         )
+        if not await self.store.insert_oauth_client_within(client, limit=self.settings.max_clients):
+            raise RegistrationError(
+                "invalid_client_metadata",
+                "too many clients are registered; an administrator can remove unused ones",
+            )
 
     # -- authorization ----------------------------------------------------------
 

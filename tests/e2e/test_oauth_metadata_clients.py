@@ -145,6 +145,18 @@ async def test_a_metadata_document_naming_another_client_is_refused(
         documents.document["client_id"] = documents.url
         documents.document["client_secret"] = "s3cret"
         assert await _authorize_status(server.url, browser.http, documents.url) == 400
+        # A document is held to a registration's bounds and redirect URI rules.
+        del documents.document["client_secret"]
+        for bad in (
+            {"client_name": "n" * 201},
+            {"redirect_uris": [f"http://127.0.0.1:53682/callback{i}" for i in range(11)]},
+            {"redirect_uris": ["http://127.0.0.1:53682/callback", "javascript:alert(1)//"]},
+        ):
+            documents.document.update(bad)
+            assert await _authorize_status(server.url, browser.http, documents.url) == 400
+            documents.document["client_name"] = "Metadata client"
+            documents.document["redirect_uris"] = ["http://127.0.0.1:53682/callback"]
+        assert await server.store.select(OAuthClient) == []
 
 
 async def _without_registration(http: httpx2.AsyncClient) -> bool:

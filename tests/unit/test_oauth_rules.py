@@ -120,6 +120,12 @@ def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
         json.dumps({**good, "client_id": "https://other.example/c.json"}).encode(),
         json.dumps({**good, "redirect_uris": []}).encode(),
         json.dumps({**good, "redirect_uris": ["javascript:alert(1)"]}).encode(),
+        json.dumps({**good, "redirect_uris": ["http://127.0.0.1/cb"] * 11}).encode(),
+        json.dumps({**good, "client_name": "n" * 201}).encode(),
+        json.dumps({**good, "client_name": "a\rb"}).encode(),
+        json.dumps({**good, "client_name": ["a list"]}).encode(),
+        json.dumps({**good, "logo_uri": "https://app.example/" + "l" * 2048}).encode(),
+        json.dumps({**good, "contacts": "not a list"}).encode(),
         json.dumps({**good, "token_endpoint_auth_method": "client_secret_basic"}).encode(),
         json.dumps({**good, "client_secret": "s"}).encode(),
     ):
