@@ -84,7 +84,10 @@ class OAuthGrant:
 
     id: str = id_field("ogr")
     client_id: str
-    group_id: str
+    #: None when ``resource`` names a group endpoint that does not exist: the
+    #: request is kept all the same, so that ``/authorize`` answers alike
+    #: whether it exists or not; only a signed-in administrator learns which.
+    group_id: str | None
     #: The highest capability asked for (the administrator may grant less).
     scope: Capability
     redirect_uri: str

@@ -11,7 +11,8 @@ is what they call to remember things:
   (:mod:`agentws.oauth.client_metadata`), fetched when first met;
 - an authorization request becomes a pending :class:`OAuthGrant` for the
   group its ``resource`` names, and the browser is sent to the dashboard's
-  consent page (:mod:`agentws.oauth.consent`);
+  consent page (:mod:`agentws.oauth.consent`), whether that group exists
+  or not (the page tells a signed-in administrator);
 - a consented grant's code is taken once; its exchange issues an access
   token (an :class:`McpToken` with an expiry, for that group only, at the
   scope the administrator granted) and a refresh token of a new family;
@@ -197,13 +198,15 @@ class Provider:
                 "name the MCP endpoint in the 'resource' parameter (RFC 8707): tokens here "
                 "are issued for one group endpoint",
             )
-        group_id = await self.groups.group_for_resource(params.resource)
-        if group_id is None:
+        if self.groups.endpoint(params.resource) is None:
             raise AuthorizeError(
                 "invalid_request",
                 "'resource' is not an MCP group endpoint of this service "
                 "(…/mcp/g/<workspace>/<group>)",
             )
+        # A group that does not exist is answered as one that does (the consent
+        # page, which tells a signed-in administrator): nobody else learns which exist.
+        group_id = await self.groups.group_for_resource(params.resource)
         grant = OAuthGrant(
             client_id=str(client.client_id),
             group_id=group_id,
@@ -254,7 +257,7 @@ class Provider:
         grant, _ = await self.store.take_oauth_code(
             hash_secret(authorization_code.code), family_id, utcnow()
         )
-        if grant is None:
+        if grant is None or grant.group_id is None:  # (never approved without its group)
             raise TokenError("invalid_grant", "authorization code has been used or has expired")
         return await self._issue(client, grant.group_id, grant.scope, grant.resource, family_id)
 

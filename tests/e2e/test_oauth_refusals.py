@@ -360,3 +360,43 @@ async def test_redirect_uris_are_https_loopback_http_or_an_apps_own_scheme(
         decided = await browser.decide(page)
         assert decided.status_code == 400
         assert "location" not in decided.headers
+
+
+async def test_authorize_tells_no_stranger_which_workspaces_and_groups_exist(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        answers = {}
+        for endpoint in ("acme/ops", "acme/nope", "nope/ops"):
+            resource = f"{server.base_url}/mcp/g/{endpoint}"
+            url = authorize_url(server, client["client_id"], challenge, resource=resource)
+            answer = await browser.http.get(url)  # nobody signed in
+            assert answer.status_code == 302, (endpoint, answer.text)
+            answers[endpoint] = answer
+        consent_pages = {e: a.headers["location"] for e, a in answers.items()}
+        assert all("/dashboard/oauth/consent/ogr_" in c for c in consent_pages.values())
+        assert len({tuple(sorted(a.headers.keys())) for a in answers.values()}) == 1
+        assert len({len(a.content) for a in answers.values()}) == 1
+        # The consent page itself needs an administrator, for every one of them.
+        for page in consent_pages.values():
+            unsigned = await browser.http.get(page)
+            assert unsigned.status_code == 302
+            assert "/dashboard/login" in unsigned.headers["location"]
+
+        # Signed in, the administrator is told, and can only send the client back.
+        await browser.sign_in()
+        page = await browser.http.get(consent_pages["acme/nope"])
+        assert page.status_code == 200
+        assert "does not exist" in page.text and 'value="approve"' not in page.text
+        sent_back = await browser.decide(page, "deny")
+        assert sent_back.status_code == 303
+        assert sent_back.headers["location"].startswith(REDIRECT)
+        query = parse_qs(urlsplit(sent_back.headers["location"]).query)
+        assert query["error"] == ["invalid_target"]
+        assert query["state"] == ["st-1"]
+        forced = await browser.http.get(consent_pages["nope/ops"])
+        approved = await browser.decide(forced, "approve")
+        assert approved.status_code == 303
+        assert "code" not in parse_qs(urlsplit(approved.headers["location"]).query)
