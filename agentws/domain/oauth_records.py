@@ -76,6 +76,10 @@ class OAuthClient:
     created_at: datetime = now_field()
     #: When a metadata document was last fetched (clients of kind METADATA).
     fetched_at: datetime | None = None
+    #: Until when that copy may be used without fetching it again (its cache
+    #: headers, within bounds); None for other kinds, and for copies kept
+    #: before it was recorded (then an hour after ``fetched_at``).
+    fresh_until: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)

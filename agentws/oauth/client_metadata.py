@@ -4,7 +4,13 @@ Instead of registering, a client may use as its ``client_id`` an HTTPS URL
 (with a path) where it publishes its metadata: its name, redirect URIs,
 grant types. agentws fetches that document when it first meets the id,
 keeps it (an :class:`~agentws.domain.models.OAuthClient` of kind
-``metadata``) and fetches it again once it is older than an hour.
+``metadata``) and fetches it again once its copy is stale: as long as the
+answer's ``Cache-Control: max-age`` (less its ``Age``) or ``Expires`` says,
+but at least 5 minutes (``no-store`` and ``no-cache`` included: a client
+should not make agentws fetch on every request) and at most a day (a
+client that changes its document is heard within a day); an hour when the
+answer says nothing. A copy that is stale and cannot be fetched again is
+not used (see :mod:`agentws.oauth.provider`).
 
 The URL comes from whoever sends a browser to ``/oauth/authorize``, so the
 fetch is treated as hostile: it goes through the connectors' outbound guard
@@ -20,21 +26,28 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import attrs
 import httpx2
 import trio
 
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
+from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, UnsafeUrlError
 from agentws.oauth.client_rules import good_host, metadata_problem
 
 __all__ = [
+    "FRESH_DEFAULT_S",
     "MAX_CLIENT_ID_CHARS",
+    "MetadataDocument",
     "MetadataDocumentError",
     "fetch_metadata_document",
+    "fresh_for_s",
     "is_metadata_client_id",
 ]
 
@@ -44,8 +57,14 @@ log = logging.getLogger("agentws.oauth")
 MAX_BYTES = 5 * 1024
 #: The whole fetch, connecting included.
 FETCH_S = 5.0
-#: A kept document is fetched again when it is older than this.
-REFRESH_S = 3600.0
+#: How long a copy is kept when the answer says nothing of it.
+FRESH_DEFAULT_S = 3600.0
+#: Kept at least this long, whatever the answer says: a document with
+#: ``no-store`` must not make every request a fetch.
+FRESH_FLOOR_S = 300.0
+#: Kept at most this long, whatever the answer says: a changed document is
+#: heard within a day.
+FRESH_CEILING_S = 86400.0
 _AUTH_METHODS = frozenset({"none"})
 #: The longest client id looked at: a registered id is 43 characters, a URL rarely 200.
 MAX_CLIENT_ID_CHARS = 2048
@@ -53,6 +72,47 @@ MAX_CLIENT_ID_CHARS = 2048
 
 class MetadataDocumentError(AgentwsError):
     """A client metadata document that could not be fetched or is not acceptable."""
+
+
+@attrs.frozen
+class MetadataDocument:
+    """A client metadata document as fetched, checked."""
+
+    document: dict[str, Any]
+    #: How long the copy may be used before it is fetched again (:func:`fresh_for_s`).
+    fresh_for_s: float
+
+
+def fresh_for_s(headers: httpx2.Headers, now: datetime) -> float:
+    """How long an answer with ``headers``, received at ``now``, stays fresh (RFC 9111 §4.2),
+    held between :data:`FRESH_FLOOR_S` and :data:`FRESH_CEILING_S`."""
+    directives: dict[str, str] = {}
+    for part in headers.get("cache-control", "").split(","):
+        name, _, value = part.partition("=")
+        directives[name.strip().lower()] = value.strip().strip('"')
+    lifetime = FRESH_DEFAULT_S
+    if "no-store" in directives or "no-cache" in directives:
+        lifetime = 0.0
+    elif "max-age" in directives:
+        age = headers.get("age", "").strip()
+        given = directives["max-age"]
+        lifetime = float(given) if given.isdigit() else 0.0
+        lifetime -= float(age) if age.isdigit() else 0.0
+    elif "expires" in headers:
+        expires = _http_date(headers["expires"])
+        sent = _http_date(headers.get("date")) or now
+        lifetime = (expires - sent).total_seconds() if expires is not None else 0.0
+    return min(max(lifetime, FRESH_FLOOR_S), FRESH_CEILING_S)
+
+
+def _http_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None  # RFC 9111 §5.3: an Expires that is no date means already expired
+    return parsed if parsed.tzinfo is not None else None
 
 
 def is_metadata_client_id(client_id: str) -> bool:
@@ -87,8 +147,8 @@ def _url_problem(client_id: str) -> str | None:
 
 async def fetch_metadata_document(
     client_id: str, allowlist: Allowlist, resolve: Resolver = system_resolver
-) -> dict[str, Any]:
-    """The metadata document at ``client_id``, checked.
+) -> MetadataDocument:
+    """The metadata document at ``client_id``, checked, and how long to keep it.
 
     Error handling:
         :class:`MetadataDocumentError` saying what was wrong (a refused
@@ -113,6 +173,7 @@ async def fetch_metadata_document(
                     raise MetadataDocumentError(
                         f"the client's metadata document answered HTTP {answer.status_code}"
                     )
+                fresh_s = fresh_for_s(answer.headers, utcnow())
                 body = b""
                 async for chunk in answer.aiter_bytes():
                     body += chunk
@@ -130,7 +191,7 @@ async def fetch_metadata_document(
         ) from None
     except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise MetadataDocumentError(f"the client's metadata document: {exc}") from None
-    return _checked(client_id, body)
+    return MetadataDocument(_checked(client_id, body), fresh_s)
 
 
 def _checked(client_id: str, body: bytes) -> dict[str, Any]:
@@ -158,6 +219,6 @@ def _checked(client_id: str, body: bytes) -> dict[str, Any]:
 
 
 def _ssl_context() -> Any:
-    # Made per fetch (fetches are rare: documents are kept an hour), so that
+    # Made per fetch (fetches are rare: documents are kept minutes to a day), so that
     # SSL_CERT_FILE is read as it is now.
     return httpx2.create_ssl_context()

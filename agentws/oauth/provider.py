@@ -57,8 +57,8 @@ from agentws.domain.models import (
 from agentws.domain.rules import hash_secret, new_id, new_secret, utcnow
 from agentws.errors import ConflictError
 from agentws.oauth.client_metadata import (
+    FRESH_DEFAULT_S,
     MAX_CLIENT_ID_CHARS,
-    REFRESH_S,
     MetadataDocumentError,
     fetch_metadata_document,
     is_metadata_client_id,
@@ -107,13 +107,27 @@ class Provider:
     # -- clients ---------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if len(client_id) > MAX_CLIENT_ID_CHARS or not client_id.isprintable():
-            return None  # no client has such an id: not worth a query
-        record = await self.store.find(OAuthClient, client_id=client_id)
+        """The client, if it is served now (:meth:`OAuthSettings.admits`); a metadata
+        document's, fetched again when its copy is stale."""
+        record = await self._stored(client_id)
+        if record is not None and not self.settings.admits(record.kind):
+            return None
         if is_metadata_client_id(client_id) and self.settings.metadata_documents:
             record = await self._metadata_client(client_id, record)
-        if record is None:
-            return None
+        return self._information(record) if record is not None else None
+
+    async def revoking_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """The client as stored, whatever the registration policy is now: a client
+        may always give up its own tokens (``/oauth/revoke``)."""
+        record = await self._stored(client_id)
+        return self._information(record) if record is not None else None
+
+    async def _stored(self, client_id: str) -> OAuthClient | None:
+        if len(client_id) > MAX_CLIENT_ID_CHARS or not client_id.isprintable():
+            return None  # no client has such an id: not worth a query
+        return await self.store.find(OAuthClient, client_id=client_id)
+
+    def _information(self, record: OAuthClient) -> OAuthClientInformationFull:
         info = dict(record.metadata)
         info["client_id"] = record.client_id
         # A client that registered no scope may ask for any of ours (consent decides).
@@ -125,28 +139,35 @@ class Provider:
     async def _metadata_client(
         self, client_id: str, known: OAuthClient | None
     ) -> OAuthClient | None:
-        """The client a metadata document describes, fetched unless kept and fresh."""
+        """The client a metadata document describes, fetched unless kept and fresh.
+
+        A stale copy that cannot be fetched again is not used: the document
+        may have been changed to say less (a redirect URI taken out) since.
+        """
         now = utcnow()
-        fetched_at = known.fetched_at if known is not None else None
-        if fetched_at is not None and (now - fetched_at).total_seconds() < REFRESH_S:
-            return known
+        if known is not None and known.fetched_at is not None:
+            fresh_until = known.fresh_until or known.fetched_at + timedelta(seconds=FRESH_DEFAULT_S)
+            if now < fresh_until:
+                return known
         try:
-            document = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
+            fetched = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
         except MetadataDocumentError as exc:
             log.warning("OAuth client %r refused: %s", client_id, exc.message)
             return None
+        document = fetched.document
         name = document.get("client_name")
-        fetched = OAuthClient(
+        client = OAuthClient(
             client_id=client_id,
             kind=ClientKind.METADATA,
             name=name if isinstance(name, str) and name else urlsplit(client_id).netloc,
             metadata={k: v for k, v in document.items() if k in METADATA_FIELDS},
             fetched_at=now,
+            fresh_until=now + timedelta(seconds=fetched.fresh_for_s),
         )
         if known is not None:
-            return await self.store.update(attrs.evolve(fetched, id=known.id))
+            return await self.store.update(attrs.evolve(client, id=known.id))
         try:
-            return await self.store.insert(fetched)
+            return await self.store.insert(client)
         except ConflictError:  # fetched by another request meanwhile
             return await self.store.find(OAuthClient, client_id=client_id)
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
+import httpx2
 import pytest
 
 from agentws.dashboard.consent import _form_action
 from agentws.domain.models import Capability
-from agentws.oauth.client_metadata import MetadataDocumentError, _checked, is_metadata_client_id
+from agentws.oauth.client_metadata import (
+    MetadataDocumentError,
+    _checked,
+    fresh_for_s,
+    is_metadata_client_id,
+)
 from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.clients import same_redirect
 from agentws.oauth.settings import highest_scope, scopes_up_to
@@ -157,3 +164,29 @@ def test_each_kind_of_secret_and_id_has_a_prefix_of_its_own() -> None:
     # Operator clients registered before keep their ids: they are stored, and looked up whole.
     assert operator_clients.LEGACY_CLIENT_ID_PREFIX == "agwc_"
     assert not confirm.CONFIRM_TOKEN_PREFIX.startswith(operator_clients.LEGACY_CLIENT_ID_PREFIX)
+
+
+@pytest.mark.parametrize(
+    ("headers", "fresh_s"),
+    [
+        ({}, 3600),
+        ({"Cache-Control": "max-age=7200"}, 7200),
+        ({"Cache-Control": "max-age=7200", "Age": "3600"}, 3600),
+        ({"Cache-Control": 'public, max-age="900"'}, 900),
+        ({"Cache-Control": "max-age=-1"}, 300),
+        ({"Cache-Control": "max-age=1e9"}, 300),
+        ({"Cache-Control": "no-cache, max-age=7200"}, 300),
+        ({"Cache-Control": "max-age=99999999999999999999"}, 86400),
+        (
+            {"Expires": "Thu, 01 Jan 2026 02:00:00 GMT", "Date": "Thu, 01 Jan 2026 00:00:00 GMT"},
+            7200,
+        ),
+        ({"Expires": "0"}, 300),
+        ({"Expires": "Thu, 01 Jan 1970 00:00:00 GMT"}, 300),
+    ],
+)
+def test_a_metadata_document_is_kept_as_its_cache_headers_say_within_bounds(
+    headers: dict[str, str], fresh_s: float
+) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert fresh_for_s(httpx2.Headers(headers), now) == fresh_s

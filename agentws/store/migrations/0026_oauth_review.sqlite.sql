@@ -1,5 +1,8 @@
 -- OAuth after the second outside review.
 --
+-- A client metadata document is kept as long as its cache headers say
+-- (within a floor and a ceiling): until fresh_until.
+--
 -- An authorization request may name a group endpoint that does not exist:
 -- /oauth/authorize answers it as it answers one that does (consent page),
 -- so that nobody learns which workspaces and groups exist before an
@@ -38,3 +41,5 @@ ALTER TABLE oauth_grants_new RENAME TO oauth_grants;
 
 CREATE INDEX oauth_grants_expiry ON oauth_grants (expires_at);
 CREATE INDEX oauth_grants_client ON oauth_grants (client_id);
+
+ALTER TABLE oauth_clients ADD COLUMN fresh_until TEXT;
