@@ -493,10 +493,12 @@ SCHEMAS: dict[str, Any] = {
             "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "redirect_uris": {
                 "type": "array",
-                "items": {"type": "string"},
+                "items": {"type": "string", "maxLength": 2048},
                 "minItems": 1,
                 "maxItems": 10,
-                "description": "exact URIs; plain http only on loopback, where any port matches",
+                "description": "exact URIs: https, plain http only on loopback (where any port "
+                "matches), or an app's own scheme in reverse-domain form "
+                "(com.example.app:/callback); no user info, no fragment",
             },
             "confidential": {
                 "type": "boolean",

@@ -70,8 +70,9 @@ def add_oauth_commands(
         action="append",
         required=True,
         metavar="URI",
-        help="where codes may be sent (repeat for several); http only on loopback, "
-        "where any port matches",
+        help="where codes may be sent (repeat for several, at most 10): https, http on "
+        "loopback (127.0.0.1, [::1], localhost; any port matches) or an app's own scheme "
+        "in reverse-domain form (com.example.app:/callback); no user info or fragment",
     )
     add.add_argument(
         "--confidential",

@@ -5,7 +5,8 @@ browser (signing in first if needed: the sign-in form brings it back). The
 decision is a POST with the session's CSRF token, answered by a redirect
 to the client's redirect URI. That redirect leaves the dashboard's origin,
 so the page's policy names the redirect URI's origin in ``form-action``
-(browsers hold a form's redirects to it), and nothing else.
+(browsers hold a form's redirects to it), and nothing else; nothing at all
+for a redirect URI the rules refuse (:mod:`agentws.oauth.client_rules`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from agentws.blueprints import RouteTable
 from agentws.domain.models import Capability
 from agentws.errors import AgentwsError, ValidationError
 from agentws.oauth import consent
+from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.door import ISSUER_PATH, base_url_of
 from agentws.oauth.settings import OAuthSettings
 
@@ -36,6 +38,8 @@ _SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?")
 
 def _form_action(redirect_uri: str) -> str:
     """The CSP source allowing a form's redirect to ``redirect_uri`` ("" if it cannot be one)."""
+    if redirect_uri_problem(redirect_uri) is not None:
+        return ""  # never redirected to (agentws.oauth.client_rules), so never allowed
     parts = urlsplit(redirect_uri)
     if parts.scheme in ("http", "https"):
         # Host and port only: user info has no place in a source.

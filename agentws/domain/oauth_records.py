@@ -76,6 +76,10 @@ class OAuthClient:
     created_at: datetime = now_field()
     #: When a metadata document was last fetched (clients of kind METADATA).
     fetched_at: datetime | None = None
+    #: Until when that copy may be used without fetching it again (its cache
+    #: headers, within bounds); None for other kinds, and for copies kept
+    #: before it was recorded (then an hour after ``fetched_at``).
+    fresh_until: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -84,7 +88,10 @@ class OAuthGrant:
 
     id: str = id_field("ogr")
     client_id: str
-    group_id: str
+    #: None when ``resource`` names a group endpoint that does not exist: the
+    #: request is kept all the same, so that ``/authorize`` answers alike
+    #: whether it exists or not; only a signed-in administrator learns which.
+    group_id: str | None
     #: The highest capability asked for (the administrator may grant less).
     scope: Capability
     redirect_uri: str

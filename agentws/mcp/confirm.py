@@ -55,7 +55,7 @@ log = logging.getLogger("agentws.mcp")
 
 #: The argument a confirm token comes back in (taken out before anything else sees the call).
 CONFIRM_ARGUMENT = "_confirm_token"
-CONFIRM_TOKEN_PREFIX = "agwc_"  # noqa: S105 - a prefix, not a secret
+CONFIRM_TOKEN_PREFIX = "agwcf_"  # noqa: S105 - a prefix, not a secret
 
 # Confirm tokens a bearer token holds at once; asking for more forgets the oldest.
 _MAX_CONFIRMATIONS = 16

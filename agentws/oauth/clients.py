@@ -1,4 +1,9 @@
-"""How a client's redirect URI is checked: exactly, except a loopback one's port (RFC 8252)."""
+"""How a client's redirect URI is checked: exactly, except a loopback one's port (RFC 8252).
+
+Whatever matches must also be a redirect URI the rules allow
+(:mod:`agentws.oauth.client_rules`): a client stored before a rule existed
+gets no browser sent where the rule now forbids.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,9 @@ from urllib.parse import urlsplit
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
 from pydantic import AnyUrl
 
-__all__ = ["LoopbackFriendlyClient", "same_redirect"]
+from agentws.oauth.client_rules import LOOPBACK_HOSTS, redirect_uri_problem
 
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "[::1]", "::1", "localhost"})
+__all__ = ["LoopbackFriendlyClient", "same_redirect"]
 
 
 def same_redirect(registered: str, given: str) -> bool:
@@ -21,12 +26,15 @@ def same_redirect(registered: str, given: str) -> bool:
     """
     if registered == given:
         return True
-    a, b = urlsplit(registered), urlsplit(given)
+    try:
+        a, b = urlsplit(registered), urlsplit(given)
+    except ValueError:  # not URIs (a bracket that never closes)
+        return False
     return (
         a.scheme == b.scheme == "http"
         and a.hostname is not None
         and a.hostname == b.hostname
-        and (a.hostname in _LOOPBACK_HOSTS or f"[{a.hostname}]" in _LOOPBACK_HOSTS)
+        and a.hostname in LOOPBACK_HOSTS
         and (a.path or "/") == (b.path or "/")
         and a.query == b.query
         and not a.fragment
@@ -39,8 +47,14 @@ class LoopbackFriendlyClient(OAuthClientInformationFull):
 
     def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
         if redirect_uri is None:
-            return super().validate_redirect_uri(redirect_uri)
-        given = str(redirect_uri)
-        if any(same_redirect(str(r), given) for r in self.redirect_uris or ()):
-            return redirect_uri
-        raise InvalidRedirectUriError(f"Redirect URI '{redirect_uri}' not registered for client")
+            chosen = super().validate_redirect_uri(redirect_uri)
+        elif any(same_redirect(str(r), str(redirect_uri)) for r in self.redirect_uris or ()):
+            chosen = redirect_uri
+        else:
+            raise InvalidRedirectUriError(
+                f"Redirect URI '{redirect_uri}' not registered for client"
+            )
+        problem = redirect_uri_problem(str(chosen))
+        if problem is not None:
+            raise InvalidRedirectUriError(f"the redirect URI {problem}; it is never redirected to")
+        return chosen

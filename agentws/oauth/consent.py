@@ -7,6 +7,8 @@ redirect URI the code will go to) for what (the group endpoint, the scope
 asked for) and approves with a scope no higher than that, or denies. Either
 way the browser goes back to the client: with a single-use code (and the
 issuer, RFC 9207, against mix-up attacks) or with ``error=access_denied``.
+A request for a group endpoint that does not exist (``/authorize`` does
+not tell) can only be sent back, with ``error=invalid_target``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from agentws.domain.models import (
 )
 from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.errors import ConflictError, NotFoundError
+from agentws.oauth.client_rules import redirect_uri_problem
+from agentws.oauth.resources import endpoint_path
 from agentws.oauth.settings import CODE_PREFIX, OAuthSettings
 from agentws.store import Store
 
@@ -44,8 +48,12 @@ class ConsentRequest:
     logo_host: str | None
     #: The client's own page, if its registration names one.
     client_uri: str | None
-    workspace: Workspace
-    group: Group
+    #: The group endpoint asked for; None if it does not exist (the request
+    #: was kept so that ``/authorize`` told nobody): it can only be sent back.
+    workspace: Workspace | None
+    group: Group | None
+    #: ``<workspace>/<group>`` as the request's ``resource`` names them.
+    endpoint: str
     #: The scopes the administrator may grant: up to the one asked for.
     scopes: list[str]
     #: Whether it can still be decided (pending and not expired).
@@ -64,7 +72,9 @@ async def consent_request(store: Store, grant_id: str) -> ConsentRequest:
     client = await store.find(OAuthClient, client_id=grant.client_id)
     metadata = client.metadata if client is not None else {}
     logo = metadata.get("logo_uri")
-    group = await store.get(Group, grant.group_id)
+    group = await store.find(Group, id=grant.group_id) if grant.group_id is not None else None
+    workspace = await store.get(Workspace, group.workspace_id) if group is not None else None
+    named = endpoint_path(urlsplit(grant.resource).path)
     return ConsentRequest(
         grant=grant,
         client_name=client.name if client is not None else grant.client_id,
@@ -72,8 +82,9 @@ async def consent_request(store: Store, grant_id: str) -> ConsentRequest:
         client_uri=metadata.get("client_uri")
         if isinstance(metadata.get("client_uri"), str)
         else None,
-        workspace=await store.get(Workspace, group.workspace_id),
+        workspace=workspace,
         group=group,
+        endpoint="/".join(named) if named is not None else grant.resource,
         scopes=[c.value for c in Capability if c.within(grant.scope)],
         open=grant.status is GrantStatus.PENDING and grant.expires_at > utcnow(),
     )
@@ -100,6 +111,11 @@ async def decide(
     grant = request.grant
     if not request.open:
         raise ConflictError("this request was decided already or has expired: start again")
+    problem = redirect_uri_problem(grant.redirect_uri)
+    if problem is not None:  # asked for before the rules: the browser is never sent there
+        raise ConflictError(f"the client's redirect URI {problem}: this request cannot go on")
+    if request.group is None:
+        approve = False  # nothing to approve: the client is told the endpoint is wrong
     granted = scope if scope.within(grant.scope) else grant.scope
     code = new_secret(CODE_PREFIX) if approve else None
     decided = await store.decide_oauth_grant(
@@ -114,17 +130,25 @@ async def decide(
         raise ConflictError("this request was decided already: start again")
     await record(
         store,
-        request.workspace.id,
+        request.workspace.id if request.workspace is not None else None,
         actor,
         "oauth.consent" if approve else "oauth.deny",
         grant.id,
         client=grant.client_id,
         client_name=request.client_name,
-        group=f"{request.workspace.slug}/{request.group.slug}",
+        group=request.endpoint,
         scope=granted.value if approve else None,
     )
     if code is not None:
         return construct_redirect_uri(grant.redirect_uri, code=code, state=grant.state, iss=issuer)
+    if request.group is None:
+        return construct_redirect_uri(
+            grant.redirect_uri,
+            error="invalid_target",
+            error_description=f"there is no MCP endpoint {request.endpoint} on this service",
+            state=grant.state,
+            iss=issuer,
+        )
     return construct_redirect_uri(
         grant.redirect_uri,
         error="access_denied",

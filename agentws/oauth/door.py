@@ -15,7 +15,9 @@ Plain ASGI in front of the MCP door and Quart, taking only its own paths:
 The issuer is ``<base URL>/oauth``: ``AGENTWS_BASE_URL`` when set (always
 behind a proxy), else the scheme and ``Host`` the request came with, so a
 service on a loopback port for one developer needs no setting. One set of
-handlers is kept per base URL.
+handlers is kept per base URL. Every request's body is read whole, within
+the body-read deadline and a size cap, before a handler sees it
+(:mod:`agentws.oauth.bodies`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 
 from agentws.asgi import ASGIApp, Receive, Scope, Send, header
 from agentws.config import Settings
+from agentws.oauth.bodies import read_whole_body
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
 from agentws.oauth.revocation import Revocation
@@ -106,8 +109,11 @@ class OAuthDoor:
                 cast(Any, scope), cast(Any, receive), cast(Any, send)
             )
             return
+        whole = await read_whole_body(scope, receive, send, self.settings.body_read_timeout_s)
+        if whole is None:
+            return  # refused, and answered
         router = self._router(base_url_of(self.settings, scope))
-        await router(cast(Any, scope), cast(Any, receive), cast(Any, send))
+        await router(cast(Any, scope), cast(Any, whole), cast(Any, send))
 
     def _router(self, base_url: str) -> Router:
         router = self._routers.get(base_url)

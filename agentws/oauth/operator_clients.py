@@ -9,7 +9,6 @@ shown once). Removing a client revokes every token it holds, at once.
 from __future__ import annotations
 
 import secrets
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -17,14 +16,31 @@ from agentws.audit import record
 from agentws.domain.models import ClientKind, OAuthClient
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
+from agentws.oauth.client_rules import (
+    MAX_NAME_CHARS,
+    MAX_REDIRECT_URIS,
+    name_problem,
+    redirect_uri_problem,
+)
 from agentws.oauth.settings import SCOPES
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
-__all__ = ["RegisteredClient", "list_clients", "register_client", "remove_client"]
+__all__ = [
+    "CLIENT_ID_PREFIX",
+    "LEGACY_CLIENT_ID_PREFIX",
+    "RegisteredClient",
+    "list_clients",
+    "register_client",
+    "remove_client",
+]
 
-_CLIENT_ID_PREFIX = "agwc_"
-_MAX_REDIRECT_URIS = 10
+#: The prefix of the client ids an operator's clients get (an id, not a secret:
+#: the consent page shows it), one no secret of agentws starts with.
+CLIENT_ID_PREFIX = "agwoi_"
+#: What ids had before: confirm tokens had it too. Such ids are stored and looked up
+#: whole, so the clients that have them keep working; none is made any more.
+LEGACY_CLIENT_ID_PREFIX = "agwc_"
 
 
 @attrs.frozen
@@ -35,17 +51,10 @@ class RegisteredClient:
     secret: str | None
 
 
-def _check_redirect_uri(uri: str) -> str:
-    parts = urlsplit(uri)
-    if not parts.scheme or parts.fragment:
-        raise ValidationError(f"redirect URI {uri!r} must be absolute and have no fragment")
-    if parts.scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
-        raise ValidationError(
-            f"redirect URI {uri!r}: plain http is for loopback only (use https, or a "
-            "native app's own scheme)"
-        )
-    if parts.scheme in ("http", "https") and not parts.hostname:
-        raise ValidationError(f"redirect URI {uri!r} has no host")
+def _check_redirect_uri(index: int, uri: str) -> str:
+    problem = redirect_uri_problem(uri)
+    if problem is not None:
+        raise ValidationError(f"redirect URI {index + 1} ({uri!r}) {problem}")
     return uri
 
 
@@ -65,11 +74,13 @@ async def register_client(
         bad redirect URIs, or a confidential client without a service key.
     """
     name = name.strip()
-    if not name or len(name) > 200:
-        raise ValidationError("a client needs a name of 1 to 200 characters")
-    if not redirect_uris or len(redirect_uris) > _MAX_REDIRECT_URIS:
-        raise ValidationError(f"give 1 to {_MAX_REDIRECT_URIS} redirect URIs")
-    uris = [_check_redirect_uri(u) for u in redirect_uris]
+    if not name or name_problem(name) is not None:
+        raise ValidationError(
+            f"a client needs a name of 1 to {MAX_NAME_CHARS} characters, without control characters"
+        )
+    if not redirect_uris or len(redirect_uris) > MAX_REDIRECT_URIS:
+        raise ValidationError(f"give 1 to {MAX_REDIRECT_URIS} redirect URIs")
+    uris = [_check_redirect_uri(i, u) for i, u in enumerate(redirect_uris)]
     secret = secrets.token_urlsafe(32) if confidential else None
     if secret is not None and box is None:
         raise ValidationError(
@@ -77,7 +88,7 @@ async def register_client(
             "is none: set AGENTWS_SECRET_KEY or run `agentws init` (see `agentws doctor`)"
         )
     client = OAuthClient(
-        client_id=_CLIENT_ID_PREFIX + secrets.token_urlsafe(16),
+        client_id=CLIENT_ID_PREFIX + secrets.token_urlsafe(16),
         kind=ClientKind.OPERATOR,
         name=name,
         metadata={

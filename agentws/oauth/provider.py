@@ -11,7 +11,8 @@ is what they call to remember things:
   (:mod:`agentws.oauth.client_metadata`), fetched when first met;
 - an authorization request becomes a pending :class:`OAuthGrant` for the
   group its ``resource`` names, and the browser is sent to the dashboard's
-  consent page (:mod:`agentws.oauth.consent`);
+  consent page (:mod:`agentws.oauth.consent`), whether that group exists
+  or not (the page tells a signed-in administrator);
 - a consented grant's code is taken once; its exchange issues an access
   token (an :class:`McpToken` with an expiry, for that group only, at the
   scope the administrator granted) and a refresh token of a new family;
@@ -56,11 +57,13 @@ from agentws.domain.models import (
 from agentws.domain.rules import hash_secret, new_id, new_secret, utcnow
 from agentws.errors import ConflictError
 from agentws.oauth.client_metadata import (
-    REFRESH_S,
+    FRESH_DEFAULT_S,
+    MAX_CLIENT_ID_CHARS,
     MetadataDocumentError,
     fetch_metadata_document,
     is_metadata_client_id,
 )
+from agentws.oauth.client_rules import MAX_NAME_CHARS, METADATA_FIELDS, metadata_problem
 from agentws.oauth.clients import LoopbackFriendlyClient
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import (
@@ -104,11 +107,27 @@ class Provider:
     # -- clients ---------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        record = await self.store.find(OAuthClient, client_id=client_id)
+        """The client, if it is served now (:meth:`OAuthSettings.admits`); a metadata
+        document's, fetched again when its copy is stale."""
+        record = await self._stored(client_id)
+        if record is not None and not self.settings.admits(record.kind):
+            return None
         if is_metadata_client_id(client_id) and self.settings.metadata_documents:
             record = await self._metadata_client(client_id, record)
-        if record is None:
-            return None
+        return self._information(record) if record is not None else None
+
+    async def revoking_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """The client as stored, whatever the registration policy is now: a client
+        may always give up its own tokens (``/oauth/revoke``)."""
+        record = await self._stored(client_id)
+        return self._information(record) if record is not None else None
+
+    async def _stored(self, client_id: str) -> OAuthClient | None:
+        if len(client_id) > MAX_CLIENT_ID_CHARS or not client_id.isprintable():
+            return None  # no client has such an id: not worth a query
+        return await self.store.find(OAuthClient, client_id=client_id)
+
+    def _information(self, record: OAuthClient) -> OAuthClientInformationFull:
         info = dict(record.metadata)
         info["client_id"] = record.client_id
         # A client that registered no scope may ask for any of ours (consent decides).
@@ -120,28 +139,35 @@ class Provider:
     async def _metadata_client(
         self, client_id: str, known: OAuthClient | None
     ) -> OAuthClient | None:
-        """The client a metadata document describes, fetched unless kept and fresh."""
+        """The client a metadata document describes, fetched unless kept and fresh.
+
+        A stale copy that cannot be fetched again is not used: the document
+        may have been changed to say less (a redirect URI taken out) since.
+        """
         now = utcnow()
-        fetched_at = known.fetched_at if known is not None else None
-        if fetched_at is not None and (now - fetched_at).total_seconds() < REFRESH_S:
-            return known
+        if known is not None and known.fetched_at is not None:
+            fresh_until = known.fresh_until or known.fetched_at + timedelta(seconds=FRESH_DEFAULT_S)
+            if now < fresh_until:
+                return known
         try:
-            document = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
+            fetched = await fetch_metadata_document(client_id, self.allowlist, self.resolve)
         except MetadataDocumentError as exc:
-            log.warning("OAuth client %s refused: %s", client_id, exc.message)
+            log.warning("OAuth client %r refused: %s", client_id, exc.message)
             return None
+        document = fetched.document
         name = document.get("client_name")
-        fetched = OAuthClient(
+        client = OAuthClient(
             client_id=client_id,
             kind=ClientKind.METADATA,
-            name=(name if isinstance(name, str) and name else urlsplit(client_id).netloc)[:200],
-            metadata={k: v for k, v in document.items() if k != "client_id"},
+            name=name if isinstance(name, str) and name else urlsplit(client_id).netloc,
+            metadata={k: v for k, v in document.items() if k in METADATA_FIELDS},
             fetched_at=now,
+            fresh_until=now + timedelta(seconds=fetched.fresh_for_s),
         )
         if known is not None:
-            return await self.store.update(attrs.evolve(fetched, id=known.id))
+            return await self.store.update(attrs.evolve(client, id=known.id))
         try:
-            return await self.store.insert(fetched)
+            return await self.store.insert(client)
         except ConflictError:  # fetched by another request meanwhile
             return await self.store.find(OAuthClient, client_id=client_id)
 
@@ -152,14 +178,12 @@ class Provider:
                 "dynamic client registration is closed here: ask an administrator to register "
                 "the client (`agentws oauth client add`)",
             )
-        if (
-            await self.store.count(OAuthClient, kind=ClientKind.DYNAMIC)
-            >= self.settings.max_clients
-        ):
-            raise RegistrationError(
-                "invalid_client_metadata",
-                "too many clients are registered; an administrator can remove unused ones",
-            )
+        metadata = client_info.model_dump(
+            mode="json", exclude_none=True, exclude={"client_id", "client_secret"}
+        )
+        refused = metadata_problem(metadata)
+        if refused is not None:
+            raise RegistrationError(*refused)  # type: ignore[arg-type]  # one of its codes
         secret = client_info.client_secret
         sealed: str | None = None
         if secret is not None:
@@ -170,19 +194,19 @@ class Provider:
                     "public client (token_endpoint_auth_method 'none') and use PKCE",
                 )
             sealed = self.secret_box.seal(secret).hex()
-        metadata = client_info.model_dump(
-            mode="json", exclude_none=True, exclude={"client_id", "client_secret"}
-        )
         name = client_info.client_name or client_info.client_id or "OAuth client"
-        await self.store.insert(
-            OAuthClient(
-                client_id=str(client_info.client_id),
-                kind=ClientKind.DYNAMIC,
-                name=name[:200],
-                metadata=metadata,
-                sealed_secret=sealed,
-            )
+        client = OAuthClient(
+            client_id=str(client_info.client_id),
+            kind=ClientKind.DYNAMIC,
+            name=name[:MAX_NAME_CHARS],
+            metadata=metadata,
+            sealed_secret=sealed,
         )
+        if not await self.store.insert_oauth_client_within(client, limit=self.settings.max_clients):
+            raise RegistrationError(
+                "invalid_client_metadata",
+                "too many clients are registered; an administrator can remove unused ones",
+            )
 
     # -- authorization ----------------------------------------------------------
 
@@ -195,13 +219,15 @@ class Provider:
                 "name the MCP endpoint in the 'resource' parameter (RFC 8707): tokens here "
                 "are issued for one group endpoint",
             )
-        group_id = await self.groups.group_for_resource(params.resource)
-        if group_id is None:
+        if self.groups.endpoint(params.resource) is None:
             raise AuthorizeError(
                 "invalid_request",
                 "'resource' is not an MCP group endpoint of this service "
                 "(…/mcp/g/<workspace>/<group>)",
             )
+        # A group that does not exist is answered as one that does (the consent
+        # page, which tells a signed-in administrator): nobody else learns which exist.
+        group_id = await self.groups.group_for_resource(params.resource)
         grant = OAuthGrant(
             client_id=str(client.client_id),
             group_id=group_id,
@@ -252,7 +278,7 @@ class Provider:
         grant, _ = await self.store.take_oauth_code(
             hash_secret(authorization_code.code), family_id, utcnow()
         )
-        if grant is None:
+        if grant is None or grant.group_id is None:  # (never approved without its group)
             raise TokenError("invalid_grant", "authorization code has been used or has expired")
         return await self._issue(client, grant.group_id, grant.scope, grant.resource, family_id)
 

@@ -3,7 +3,9 @@
 A token is issued for one group endpoint: the ``resource`` a client asks
 for must be this service's ``…/mcp/g/<workspace>/<group>`` (same origin as
 the authorization server the client talks to, so a token asked for
-another server's URL is never made here).
+another server's URL is never made here). Whether that group exists is
+not told to whoever asks (:meth:`GroupResolver.endpoint` checks the form
+alone): only the consent page, to a signed-in administrator, says so.
 """
 
 from __future__ import annotations
@@ -66,12 +68,20 @@ class GroupResolver:
     store: Store
     base_url: str
 
-    async def group_for_resource(self, resource: str) -> str | None:
-        """The group id, or None if ``resource`` is not one of this service's group endpoints."""
-        parts = urlsplit(resource)
+    def endpoint(self, resource: str) -> tuple[str, str] | None:
+        """``(workspace, group)`` if ``resource`` has the form of this service's group
+        endpoints (whether that group exists or not), else None."""
+        try:
+            parts = urlsplit(resource)
+        except ValueError:
+            return None
         if _origin(resource) != _origin(self.base_url) or parts.query or parts.fragment:
             return None
-        named = endpoint_path(parts.path)
+        return endpoint_path(parts.path)
+
+    async def group_for_resource(self, resource: str) -> str | None:
+        """The group id, or None if ``resource`` is not one of this service's group endpoints."""
+        named = self.endpoint(resource)
         if named is None:
             return None
         try:

@@ -8,7 +8,9 @@ This one authenticates the client as the SDK does (its
 confidential client must present its secret) and otherwise behaves as the
 SDK's: the token is looked up as an access token, then as a refresh token
 (the hint first), revoked if it is the client's, and the answer is 200
-whether or not anything was found (§2.2).
+whether or not anything was found (§2.2). A client the registration policy
+no longer serves (``AGENTWS_OAUTH_REGISTRATION``) may still revoke its own
+tokens.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import attrs
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.shared.auth import OAuthClientInformationFull
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -28,12 +31,23 @@ _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
 @attrs.frozen
+class _AnyStoredClient:
+    """The provider as the authenticator sees it here: every stored client, served or not."""
+
+    provider: Provider
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return await self.provider.revoking_client(client_id)
+
+
+@attrs.frozen
 class Revocation:
     provider: Provider
 
     async def handle(self, request: Request) -> Response:
+        clients = _AnyStoredClient(self.provider)
         try:
-            client = await ClientAuthenticator(self.provider).authenticate_request(request)  # type: ignore[arg-type]
+            client = await ClientAuthenticator(clients).authenticate_request(request)  # type: ignore[arg-type]
         except AuthenticationError as exc:
             return _error(401, "invalid_client", exc.message)
         form = await request.form()

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import attrs
 
 from agentws.config import Settings
-from agentws.domain.models import Capability
+from agentws.domain.models import Capability, ClientKind
 
 __all__ = [
     "ACCESS_TOKEN_PREFIX",
@@ -75,3 +75,16 @@ class OAuthSettings:
     def metadata_documents(self) -> bool:
         """Whether a client may be known by its metadata document's URL."""
         return self.registration in ("open", "metadata-only")
+
+    def admits(self, kind: ClientKind) -> bool:
+        """Whether a client of ``kind`` is served now: may ask for consent and refresh.
+
+        What a registration policy closes, it closes for the clients that came
+        in while it was open too: ``metadata-only`` serves no client that
+        registered itself, ``closed`` only the clients an operator registered.
+        """
+        if kind is ClientKind.OPERATOR:
+            return True
+        if kind is ClientKind.METADATA:
+            return self.metadata_documents
+        return self.dynamic_registration

@@ -53,6 +53,7 @@ from agentws.domain.models import (
     Library,
     McpToken,
     NoticeKind,
+    OAuthClient,
     OAuthGrant,
     OAuthRefreshToken,
     Skill,
@@ -140,6 +141,14 @@ class Store(Protocol):
 
     async def touch_token(self, token_id: str) -> None:
         """Record that a token was just used."""
+        ...
+
+    async def insert_oauth_client_within(self, client: OAuthClient, *, limit: int) -> bool:
+        """Insert ``client`` unless ``limit`` clients of its kind exist already; whether it was.
+
+        Counted and inserted at once: registrations racing on any instance
+        never pass the limit together.
+        """
         ...
 
     async def decide_oauth_grant(

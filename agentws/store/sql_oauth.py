@@ -1,4 +1,4 @@
-"""OAuth grants and refresh tokens, in SQL (a part of :class:`~agentws.store.sql.SqlStore`).
+"""OAuth clients, grants and refresh tokens in SQL (part of :class:`~agentws.store.sql.SqlStore`).
 
 The steps of the flow that must happen once are single statements guarded
 by the row's state, so two instances (or two requests) racing for the same
@@ -6,6 +6,11 @@ code or refresh token see one winner: deciding a pending request, taking
 an approved code, spending a refresh token. What a loser finds tells a
 replay from a mistake: a code already used, or a refresh token already
 spent, revokes everything its consent issued (OAuth 2.1 §4.1.3 and §4.3.1).
+
+The cap on clients that register themselves is counted and kept in one
+transaction that holds off every other registration meanwhile (an advisory
+lock on PostgreSQL, the write lock on SQLite): a count followed by an
+insert in another transaction let 26 registrations through a cap of 5.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from agentws.domain.models import (
     Capability,
     GrantStatus,
     McpToken,
+    OAuthClient,
     OAuthGrant,
     OAuthRefreshToken,
 )
+from agentws.errors import ConflictError
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -41,6 +48,37 @@ class OAuthQueries:
 
     def _time(self, value: datetime) -> Any:
         return table_for(OAuthGrant).encode_value("expires_at", value, self.dialect)
+
+    async def insert_oauth_client_within(self, client: OAuthClient, *, limit: int) -> bool:
+        table = table_for(OAuthClient)
+        given = [
+            (column, value)
+            for column, value in zip(table.columns, table.encode(client, self.dialect), strict=True)
+            if value is not None
+        ]
+        marks = ", ".join(f"${i}" for i in range(1, len(given) + 1))
+        try:
+            async with self._db.transaction() as tx:
+                if self.dialect == "postgres":
+                    # One registration at a time per schema, so the count below stays true
+                    # until the insert commits. SQLite's write transactions are one at a time.
+                    await tx.fetch(
+                        "SELECT pg_advisory_xact_lock("
+                        "hashtext('agentws:oauth_clients:' || current_schema()))"
+                    )
+                rows = await tx.fetch(
+                    "SELECT count(*) AS n FROM oauth_clients WHERE kind = $1", client.kind.value
+                )
+                if int(rows[0]["n"]) >= limit:
+                    return False
+                await tx.execute(
+                    f"INSERT INTO oauth_clients ({', '.join(c for c, _ in given)})"
+                    f" VALUES ({marks})",
+                    *(value for _, value in given),
+                )
+        except ConflictError:
+            raise ConflictError(f"{table.describe(client)} already exists") from None
+        return True
 
     async def decide_oauth_grant(
         self,

@@ -11,7 +11,7 @@ def test_clients_are_registered_listed_and_removed(any_cli: Cli) -> None:
     public = any_cli.json(
         "oauth", "client", "add", "--name", "Team VS Code", "--redirect-uri", LOOPBACK
     )
-    assert public["client_id"].startswith("agwc_")
+    assert public["client_id"].startswith("agwoi_")
     assert (public["kind"], public["confidential"]) == ("operator", False)
     assert public["redirect_uris"] == [LOOPBACK]
     assert "client_secret" not in public
@@ -46,7 +46,10 @@ def test_a_plain_http_redirect_uri_is_for_loopback_only(cli: Cli) -> None:
     error = cli.fails(
         "oauth", "client", "add", "--name", "x", "--redirect-uri", "http://app.example/cb"
     )
-    assert "loopback only" in error
+    assert "not loopback" in error
     assert "fragment" in cli.fails(
         "oauth", "client", "add", "--name", "x", "--redirect-uri", "https://a.example/cb#f"
+    )
+    assert "scheme javascript:" in cli.fails(
+        "oauth", "client", "add", "--name", "x", "--redirect-uri", "javascript:alert(1)//"
     )

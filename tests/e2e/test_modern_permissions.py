@@ -102,7 +102,7 @@ async def test_the_request_state_works_once_and_for_that_call_only(tmp_path: Pat
         for token_used, arguments, request_state in [
             (other, {"q": "users"}, first_state),
             (token, {"q": "orders"}, (await _call(server, token, call))["requestState"]),
-            (token, {"q": "users"}, "agwc_made-up"),
+            (token, {"q": "users"}, "agwcf_made-up"),
         ]:
             refused = await _call(
                 server,

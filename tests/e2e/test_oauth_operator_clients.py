@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
 import httpx2
 from cryptography.fernet import Fernet
 
@@ -66,6 +67,12 @@ async def test_closed_registration_serves_the_clients_an_operator_registered(
         assert await mcp_status(server, tokens["access_token"]) == 401
         again = await browser.http.get(authorize_url(server, client_id, challenge))
         assert again.status_code == 400
+
+        # A client registered when ids had the prefix confirm tokens had keeps working.
+        legacy = attrs.evolve(registered.client, id="ocl_legacy", client_id="agwc_legacy-id")
+        await server.store.insert(legacy)
+        page = await browser.consent_page(authorize_url(server, legacy.client_id, challenge))
+        assert "Team client" in page.text
 
 
 async def test_a_confidential_client_must_present_its_secret(tmp_path: Path) -> None:

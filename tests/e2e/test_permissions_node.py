@@ -189,7 +189,7 @@ def _check_calls(out: dict[str, Any], transport: str, mode: str, token: str) -> 
         assert drop["isError"] is False, drop
         assert drop["structuredContent"]["status"] == "confirmation_required"
         confirm_token = drop["structuredContent"]["confirm_token"]
-        assert confirm_token.startswith("agwc_")
+        assert confirm_token.startswith("agwcf_")
         assert confirm_token in drop["text"]
         assert "has NOT run" in drop["text"]
         confirmed = out["dropConfirmed"]

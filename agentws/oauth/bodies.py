@@ -1,0 +1,145 @@
+"""How the OAuth door reads a request's body, before the ``mcp`` SDK's handlers see it.
+
+The SDK's handlers read bodies through Starlette, which waits for as long as
+a client trickles its body in, turns a client that leaves half-way into an
+exception (a 500 and a traceback in the log), and parses a form of any
+number of fields (past 1,000, an exception too). So the door reads every
+body first, as the other doors do (:class:`~agentws.asgi.BodyReader`: one
+deadline for the whole body, ``AGENTWS_BODY_READ_TIMEOUT_S``, and a size
+cap), checks a form's shape, and hands the handler the body whole.
+
+Refusals are OAuth's error bodies (``{"error": "invalid_request",
+"error_description": …}``): 413 over the cap, 408 past the deadline (the
+connection is closed: the rest of the body is never read), 400 for a
+multipart form or one with too many fields. A client that left is not
+answered. Each is counted in ``agentws_rejected_requests`` (door ``oauth``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+
+from agentws.asgi import BodyReader, BodyRefusals, HttpRefusal, Receive, Scope, Send, header
+from agentws.metrics import REJECTED
+
+__all__ = ["MAX_BODY_BYTES", "MAX_FORM_FIELDS", "read_whole_body"]
+
+#: The largest body taken. A token request is under 2 KiB; a registration with
+#: every field at its bound (agentws.oauth.client_rules) is under 48 KiB.
+MAX_BODY_BYTES = 64 * 1024
+#: The most fields a form may have: a token request has about eight.
+MAX_FORM_FIELDS = 100
+# The endpoints that take a form (RFC 6749 §3.2, RFC 7009 §2.1; /authorize by POST).
+_FORM_PATHS = frozenset({"/oauth/token", "/oauth/revoke", "/oauth/authorize"})
+_METHODS_WITHOUT_BODY = frozenset({"GET", "HEAD", "OPTIONS"})
+_CLOSE = [("Connection", "close")]
+
+_REFUSALS = BodyRefusals(
+    too_large=lambda limit: HttpRefusal(
+        413, "too_large", f"the request body may be at most {limit} bytes"
+    ),
+    late=lambda timeout_s: HttpRefusal(
+        408,
+        "body_read_timeout",
+        f"the request body did not all arrive within {timeout_s:g} s; send it again, "
+        "whole and without pauses",
+        _CLOSE,
+    ),
+    gone=HttpRefusal(400, "disconnected", "the client went away"),
+)
+
+
+async def read_whole_body(
+    scope: Scope, receive: Receive, send: Send, timeout_s: float
+) -> Receive | None:
+    """A ``receive`` that gives the request's whole body at once; None if it was refused.
+
+    Args:
+        scope, receive, send: the request's, as the door got them.
+        timeout_s: how long the whole body may take to arrive.
+
+    Returns:
+        What the SDK's handler should read the request from: the body, read
+        and checked, as one message, then whatever ``receive`` gives next.
+        The same ``receive`` for a request that carries no body (``GET``).
+
+    Error handling:
+        A refused request has been answered (or, if the client left, not)
+        when this returns None; nothing else is to be sent.
+    """
+    if scope.get("method", "GET") in _METHODS_WITHOUT_BODY:
+        return receive
+    reader = BodyReader(receive, timeout_s)
+    try:
+        body = await reader.read(header(scope, b"content-length"), MAX_BODY_BYTES, _REFUSALS)
+        if scope.get("path") in _FORM_PATHS:
+            _check_form(scope, body)
+    except HttpRefusal as refusal:
+        REJECTED.labels("oauth", refusal.code).inc()
+        if refusal is not _REFUSALS.gone:
+            await _refuse(reader, send, refusal)
+        return None
+    return _replay({"type": "http.request", "body": body, "more_body": False}, receive)
+
+
+def _check_form(scope: Scope, body: bytes) -> None:
+    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if content_type == "multipart/form-data":
+        raise HttpRefusal(
+            400,
+            "form_encoding",
+            "send the form as application/x-www-form-urlencoded (RFC 6749 §3.2)",
+        )
+    if body.count(b"&") >= MAX_FORM_FIELDS:
+        raise HttpRefusal(
+            400, "too_many_fields", f"the form has more than {MAX_FORM_FIELDS} fields"
+        )
+
+
+async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
+    """Answer ``refusal``; if the body is still coming, drop it meanwhile and close."""
+    body = json.dumps({"error": "invalid_request", "error_description": refusal.message}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"cache-control", b"no-store"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    headers += [(k.lower().encode(), v.encode()) for k, v in refusal.headers]
+    if reader.complete:
+        await _send(send, refusal.status, headers, body)
+        return
+    # The server hands the body over through a small queue: while nobody reads
+    # it, a full queue stalls the connection. So the rest is read and dropped
+    # while the answer goes out, and the answer says the connection closes.
+    if (b"connection", b"close") not in headers:
+        headers.append((b"connection", b"close"))
+
+    async def discard() -> None:
+        while (await reader.receive())["type"] != "http.disconnect":
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(discard)
+        await _send(send, refusal.status, headers, body)
+        nursery.cancel_scope.cancel()
+
+
+async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _replay(first: dict[str, Any], receive: Receive) -> Receive:
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return first
+        return await receive()
+
+    return replay
