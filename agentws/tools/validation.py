@@ -19,12 +19,14 @@ the call refused, so no schema and no arguments can stall the service.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import jsonschema_rs
 import trio
 import trio_parallel
 
@@ -50,6 +52,8 @@ _MAX_VALIDATORS = 1000
 # Work a check may do on the event loop: schema width times arguments' bytes.
 # About a few milliseconds of the validator's work at most.
 _ON_LOOP_BUDGET = 8 * 1024 * 1024
+# Arguments larger than this (compact JSON) let other tasks run between the checks.
+_BETWEEN_STEPS_BYTES = 64 * 1024
 # How long a worker process may take to start (its imports), apart from the check.
 _WORKER_START_S = 10.0
 # An idle worker process ends after this long; the next check starts one.
@@ -161,16 +165,23 @@ def _invalid_schema(why: str | None) -> str:
     return f"the tool's own schema is invalid ({why}); ask an admin"
 
 
+@functools.cache
+def _no_deeper_than(limit: int) -> jsonschema_rs.Validator:
+    """A validator of values nesting objects and arrays ``limit`` deep at most.
+
+    Checked by the validator (in Rust) rather than by a walk in Python: an
+    argument of 1 MiB can hold half a million values.
+    """
+    defs: dict[str, Any] = {f"l{limit}": {"type": ["string", "number", "boolean", "null"]}}
+    for level in range(limit - 1, -1, -1):
+        deeper = {"$ref": f"#/$defs/l{level + 1}"}
+        defs[f"l{level}"] = {"items": deeper, "additionalProperties": deeper}
+    return jsonschema_rs.validator_for({"$defs": defs, "$ref": "#/$defs/l0"})
+
+
 def deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests objects and arrays more than ``limit`` deep."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+    """Whether ``value`` nests objects and arrays more than ``limit`` deep (itself is 1)."""
+    return not _no_deeper_than(limit).is_valid(value)
 
 
 @attrs.frozen
@@ -213,6 +224,10 @@ class ArgumentChecker:
         """
         limits = self.limits
         size = arguments.whole_bytes
+        if size > _BETWEEN_STEPS_BYTES:
+            # Each step over large arguments takes milliseconds: let other
+            # requests run between them.
+            await trio.lowlevel.checkpoint()
         if size > limits.max_bytes:
             return (
                 f"the arguments are {size:,} bytes; this service takes at most "
@@ -224,6 +239,8 @@ class ArgumentChecker:
                 f"the arguments nest deeper than {limits.max_depth} levels "
                 "(AGENTWS_TOOL_MAX_ARGUMENT_DEPTH)"
             )
+        if size > _BETWEEN_STEPS_BYTES:
+            await trio.lowlevel.checkpoint()
         return await self._schema_problem(tool.input_schema, whole, size) or path_argument_error(
             tool, whole
         )
