@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import aclosing
 
@@ -11,7 +10,7 @@ import trio
 
 from agentws.audit import AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output
+from agentws.cli.output import Context, Output, print_json_line, print_text
 from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
@@ -95,7 +94,10 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[AuditEntry]) -> None:
         for entry in batch:
-            print(json.dumps(audit_json(entry)) if args.json else _audit_line(entry))
+            if args.json:
+                print_json_line(audit_json(entry))
+            else:
+                print_text(_audit_line(entry))
         sys.stdout.flush()
 
     emit(entries)
