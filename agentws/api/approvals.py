@@ -22,7 +22,7 @@ from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
 
-from .calls import Answer, endpoint, enum_value, field, json_body
+from .calls import Answer, endpoint, enum_value, field, json_body, query_number
 
 __all__ = ["routes"]
 
@@ -38,10 +38,7 @@ _MAX_OUTCOME_WAIT_S = 300.0
 @endpoint
 async def list_approvals(admin: AdminServices, caller: Caller) -> Answer:
     status = enum_value(ApprovalStatus, "status", request.args.get("status"))
-    try:
-        limit = int(request.args.get("limit", "50"))
-    except ValueError:
-        raise ValidationError("limit must be a whole number") from None
+    limit = query_number("limit", 50)
     page = await approvals_listed(
         admin.store,
         workspace_slug=request.args.get("workspace"),

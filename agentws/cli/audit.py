@@ -9,12 +9,10 @@ from contextlib import aclosing
 import trio
 
 from agentws.audit import AuditFilters, audit_entries
-from agentws.cli.arguments import bounded_count
+from agentws.cli.arguments import bounded_count, moment
 from agentws.cli.output import Context, Output, print_json_line, print_text
-from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
-from agentws.domain.rules import utcnow
 from agentws.errors import ValidationError
 from agentws.views import audit_json
 
@@ -50,7 +48,6 @@ def _audit_line(entry: AuditEntry) -> str:
 
 
 def _filters(args: argparse.Namespace) -> AuditFilters:
-    now = utcnow()
     return AuditFilters(
         workspace=args.workspace,
         group=args.group,
@@ -60,8 +57,8 @@ def _filters(args: argparse.Namespace) -> AuditFilters:
         tool=args.tool,
         decision=Decision(args.decision) if args.decision else None,
         action=args.action,
-        since=parse_time(args.since, now=now, name="--since") if args.since else None,
-        until=parse_time(args.until, now=now, name="--until") if args.until else None,
+        since=args.since,
+        until=args.until,
     )
 
 
@@ -147,10 +144,13 @@ def add_audit_commands(
     )
     tail.add_argument(
         "--since",
+        type=moment,
         metavar="TIME",
         help="from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
     )
-    tail.add_argument("--until", metavar="TIME", help="before this time, as for --since")
+    tail.add_argument(
+        "--until", type=moment, metavar="TIME", help="before this time, as for --since"
+    )
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
     )

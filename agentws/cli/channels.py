@@ -8,7 +8,7 @@ import sys
 import trio
 
 from agentws.chat.channels import parse_channel
-from agentws.cli.arguments import positive_int
+from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_json_line, print_text
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
@@ -74,7 +74,7 @@ def add_channel_commands(
         "--lines",
         "--limit",
         dest="limit",
-        type=positive_int,
+        type=bounded_count,
         default=20,
         metavar="N",
         help="how many (default 20)",

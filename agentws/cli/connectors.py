@@ -15,6 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output, iso, table
 from agentws.connector_checks import (
     UPSTREAM_S,
@@ -41,16 +42,6 @@ if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import SyncReport
 
 __all__ = ["add_connector_commands"]
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
-    return value
 
 
 def _secret_text(kind: str | None) -> str:
@@ -269,7 +260,7 @@ async def _detach(args: argparse.Namespace, ctx: Context) -> Output:
 def _timeout_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=seconds(0.1, 3600.0),
         default=UPSTREAM_S,
         metavar="SECONDS",
         help="how long to wait for the upstream (default: %(default)g)",
