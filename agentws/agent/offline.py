@@ -7,8 +7,9 @@ amounts, links), and the fields the webhook's prompt asks about, found by
 name. The common senders' events (GitHub, Stripe, Standard Webhooks) are read
 as their senders mean them (:mod:`agentws.agent.sender_facts`): a push's
 branch and commits, amounts in their currency. It calls no tools and says
-plainly that no model wrote it. Values
-under keys that look like credentials are never repeated.
+plainly that no model wrote it. Values under keys that look like credentials are never
+repeated, nor the credentials a URL carries (``https://user:pass@host``,
+``?token=``): each is shown as ``***``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import attrs
 
 from agentws.agent.model import EventBrief, ModelReply, ModelRequest
 from agentws.agent.sender_facts import sender_facts
+from agentws.redaction import hide_url_credentials
 
 __all__ = ["OFFLINE_NOTE", "OfflineModel", "digest"]
 
@@ -38,6 +40,9 @@ _MAX_ASKED = 8
 _MAX_DEPTH = 5
 # A value longer than this is cut in the message.
 _MAX_VALUE_CHARS = 160
+# How much of a value is read for the URLs in it (more than is shown: a URL's
+# user info must be seen whole to be hidden, though only its start is shown).
+_SCAN_CHARS = 1024
 
 # Key names that say what happened, in order of preference.
 _EVENT_KEYS = ("event", "type", "event_type", "eventType", "kind", "topic", "hook_event_name")
@@ -170,7 +175,7 @@ def _leaves(value: Any, path: str = "", depth: int = 0) -> Any:
 
 def _show(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
-    text = " ".join(str(text).split())
+    text = hide_url_credentials(" ".join(str(text)[:_SCAN_CHARS].split()))
     if len(text) > _MAX_VALUE_CHARS:
         text = text[: _MAX_VALUE_CHARS - 1] + "…"
     return text

@@ -372,3 +372,22 @@ def test_the_first_line_is_one_line() -> None:
         "BUG: line breaks in the event type reach the message's first line unchanged "
         f"(agentws/agent/offline.py _what_happened):\n{lines}"
     )
+
+
+# --- what the digest shows of a payload it knows nothing about, and what it never shows -------
+
+
+def test_passwords_in_payload_urls_are_not_repeated() -> None:
+    payload = {
+        "type": "deploy.finished",
+        "url": "https://deploy:hunter2@ci.example/runs/1?token=tok-SECRET&page=2",
+        "html_url": "https://ghp_AAAATOKEN@github.com/octo-org/octo-repo",
+        "message": "logs at ftp://ops:pa55w0rd@logs.example/run-1 and https://ok.example/x",
+    }
+    prompt = "Give the url, the html url and the message."
+    for text in (digest(brief(payload)), digest(brief(payload, prompt))):
+        for secret in ("hunter2", "deploy:", "ghp_AAAATOKEN", "pa55w0rd", "ops:", "tok-SECRET"):
+            assert secret not in text, (secret, text)
+        assert "https://***@ci.example/runs/1?token=***&page=2" in text
+        assert "https://***@github.com/octo-org/octo-repo" in text
+        assert "ftp://***@logs.example/run-1 and https://ok.example/x" in text
