@@ -32,6 +32,9 @@ def event_row(e: Any, w: Webhook) -> dict[str, Any]:
         "replay_of": e.replay_of,
         "received_at": iso(e.received_at),
         "finished_at": iso(e.finished_at),
+        # The URL / secret generation it came through (null: not delivered to the URL).
+        "url_generation": e.url_generation,
+        "secret_generation": e.secret_generation,
     }
 
 

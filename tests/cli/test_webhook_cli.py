@@ -82,6 +82,9 @@ EVENT_KEYS = {
     "replay_of",
     "received_at",
     "finished_at",
+    # The URL and secret generation it came through (docs/webhooks.md, rotation).
+    "url_generation",
+    "secret_generation",
 }
 MESSAGE_KEYS = {"id", "channel", "text", "event_id", "thread", "external_id", "created_at"}
 # How long `channel tail --follow` may take to start, or to print a new message (it polls 4x/s).
@@ -171,7 +174,7 @@ async def _insert_event(url: str, webhook_name: str, body: bytes = EVENT_BODY) -
         webhook = await store.find(Webhook, workspace_id=workspace.id, name=webhook_name)
         assert webhook is not None, webhook_name
         event = await store.insert(
-            Event(webhook_id=webhook.id, body=body, headers=dict(EVENT_HEADERS))
+            Event(webhook_id=webhook.id, body=body, headers=dict(EVENT_HEADERS), url_generation=1)
         )
         return event.id
 
@@ -593,6 +596,7 @@ def test_events_are_listed_shown_and_replayed(acme_both: Cli) -> None:
         0,
     )
     assert (row["replay_of"], row["error"], row["finished_at"]) == (None, None, None)
+    assert (row["url_generation"], row["secret_generation"]) == (1, None)
     assert cli.json("event", "list", "acme", "--webhook", "ci")["items"] == listed
     assert cli.json("event", "list", "acme", "--webhook", "other")["items"] == []
     assert cli.json("event", "list", "acme", "--status", "queued")["items"] == listed
@@ -628,6 +632,7 @@ def test_events_are_listed_shown_and_replayed(acme_both: Cli) -> None:
     assert (replayed["replay_of"], replayed["status"]) == (event_id, "queued")
     replay = cli.json("event", "show", replay_id)
     assert replay["event"]["replay_of"] == event_id
+    assert replay["event"]["url_generation"] is None  # not delivered to the URL
     assert replay["event"]["status"] == "queued"
     assert replay["request"] == shown["request"]  # the same body and headers
     assert "(replay of " + event_id + ")" in cli.ok("event", "show", replay_id)
