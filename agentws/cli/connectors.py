@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -105,10 +106,8 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         f"at {connector.url}.{note}\n"
     )
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-        text += (
-            f"Post a webhook's messages to it: agentws webhook create {args.workspace} NAME "
-            f"--channel webhook:{connector.name} --prompt ..."
-        )
+        text += "Post a webhook's messages to it (name the webhook as you like):\n  "
+        text += _webhook_hint(args.workspace, connector.name, f"webhook:{connector.name}")
     else:
         text += (
             f"Attach it to a group: agentws connector attach {args.workspace} GROUP "
@@ -116,10 +115,22 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         )
         if connector.kind is ConnectorKind.SLACK:
             text += (
-                f"\nOr post a webhook's messages with it: agentws webhook create "
-                f"{args.workspace} NAME --channel slack:<channel-id> --prompt ..."
+                "\nOr post a webhook's messages with it (put your channel's id for C0123456789: "
+                "in Slack, the channel's details, at the bottom; invite the bot there):\n  "
+                + _webhook_hint(
+                    args.workspace,
+                    f"{connector.name}-events",
+                    f"slack:{connector.name}/C0123456789",
+                )
             )
     return Output(data, text)
+
+
+def _webhook_hint(workspace: str, name: str, channel: str) -> str:
+    """A ``webhook create`` command that works as printed (its name and prompt examples)."""
+    words = ("webhook", "create", workspace, "--name", name, "--channel", channel)
+    prompt = "Summarise what happened and what needs doing."
+    return "agentws " + " ".join(shlex.quote(w) for w in (*words, "--prompt", prompt))
 
 
 async def _refresh_now(
