@@ -12,6 +12,7 @@ in :mod:`agentws.cli.deliveries`.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import typing
 from typing import Any
@@ -114,12 +115,36 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"Posts to {w.channel}; verification: {w.verification.value}; "
         f"rate limit {w.rate_per_min}/min (burst {w.burst}).\n\n"
         f"Endpoint URL (shown once; the token in it is the webhook's credential):\n"
-        f"  {issued.url}\n\n"
-        f"Try it:\n"
-        f"  curl -X POST -H 'Content-Type: application/json' -d '{{\"event\": \"test\"}}' "
-        f"'{issued.url}'"
+        f"  {issued.url}\n\n" + _try_it(args.workspace, w, issued.url)
     )
     return Output(data, ctx.noted(text))
+
+
+# Who signs deliveries the way each verification scheme checks them.
+_SIGNERS = {
+    VerificationScheme.GITHUB: "GitHub",
+    VerificationScheme.STRIPE: "Stripe",
+    VerificationScheme.STANDARD_WEBHOOKS: "Standard Webhooks senders",
+    VerificationScheme.SLACK: "Slack",
+}
+
+
+def _try_it(workspace: str, webhook: Webhook, url: str) -> str:
+    """How to send the webhook its first event, in a command that works as printed."""
+    if webhook.verification is VerificationScheme.NONE:
+        return (
+            "Try it:\n"
+            "  curl -X POST -H 'Content-Type: application/json' -d '{\"event\": \"test\"}' "
+            f"'{url}'"
+        )
+    sender = _SIGNERS.get(webhook.verification)
+    how = f"signed with the secret as {sender} signs" if sender else "carrying the secret"
+    command = shlex.join(("agentws", "webhook", "test", workspace, webhook.name))
+    return (
+        f"Try it: a test event {how}, through the same checks as a delivery (a request "
+        "without it gets 401):\n"
+        f"  {command}"
+    )
 
 
 async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
