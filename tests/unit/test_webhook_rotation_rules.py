@@ -72,3 +72,11 @@ def test_forms_that_make_no_event(body: bytes, code: str) -> None:
     with pytest.raises(FormError) as refused:
         form_event(body)
     assert refused.value.code == code
+
+
+@pytest.mark.parametrize("body", [b'{"a":1}', b'{"a": "b=c"}', b"[1, 2]", b' {"x": {"y": []}}\n'])
+def test_json_sent_as_a_form_is_told_to_say_it_is_json(body: bytes) -> None:
+    with pytest.raises(FormError) as refused:
+        form_event(body)
+    assert (refused.value.status, refused.value.code) == (400, "invalid_form")
+    assert "send it with Content-Type: application/json" in refused.value.message
