@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from agentws.domain.allowlist import Allowlist
+from agentws.domain.typed_numbers import NumberError, decimal, whole_number
 from agentws.errors import ConfigError
 
 __all__ = [
@@ -43,7 +44,8 @@ def parse_bind(value: str) -> tuple[str, int]:
         ValueError: the value is not a host and a port in 0..65535.
     """
     host, sep, port_text = value.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
+    # ASCII digits only: '²' is a digit to str.isdigit(), and not to int().
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()):
         raise ValueError(f"expected HOST:PORT, got {value!r}")
     port = int(port_text)
     if not 0 <= port <= 65535:
@@ -81,14 +83,18 @@ def parse_database_url(value: str) -> str:
     )
 
 
+# A setting in seconds is at most ten years (a timeout or a lifetime beyond
+# is a typo, and now plus it still fits a date); a count or a size at most a
+# million billion (beyond any machine, and within a database integer).
+_MAX_SETTING_S = 10 * 365 * 86400.0
+_MAX_SETTING_NUMBER = 10**15
+
+
 def _seconds(value: str) -> float:
     try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not 0 <= number < float("inf"):
-        raise ValueError(f"expected a finite number of seconds >= 0, got {value!r}")
-    return number
+        return decimal(value, name="value", high=_MAX_SETTING_S)
+    except NumberError as exc:
+        raise ValueError(exc.why) from None
 
 
 def _positive_seconds(value: str) -> float:
@@ -112,16 +118,17 @@ def _confirm_ttl(value: str) -> float:
 
 
 def _positive_int(value: str) -> int:
-    number = int(value) if value.isdigit() else 0
-    if number < 1:
-        raise ValueError(f"expected a whole number >= 1, got {value!r}")
-    return number
+    try:
+        return whole_number(value, name="value", low=1, high=_MAX_SETTING_NUMBER)
+    except NumberError as exc:
+        raise ValueError(exc.why) from None
 
 
 def _count(value: str) -> int:
-    if not value.isdigit():
-        raise ValueError(f"expected a whole number >= 0, got {value!r}")
-    return int(value)
+    try:
+        return whole_number(value, name="value", low=0, high=_MAX_SETTING_NUMBER)
+    except NumberError as exc:
+        raise ValueError(exc.why) from None
 
 
 def _days(value: str) -> float:

@@ -114,8 +114,11 @@ async def check_connector_now(
         with remote_deadline(connector, timeout_s):
             found = await probe(connector, box=box, allowlist=allowlist)
         changes = "announces" if found.announces_changes else "does not announce"
+        # A server may give an empty name or version (the SDK's default version is "").
+        named = (found.server_name.strip(), found.server_version.strip())
+        who = " ".join(part for part in named if part) or "a server with no name"
         detail = (
-            f"{found.server_name} {found.server_version} over {found.transport} "
+            f"{who} over {found.transport} "
             f"(protocol {found.protocol_version}), {found.tools} tools; it {changes} "
             "changes to its tool list"
         )

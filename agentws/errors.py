@@ -76,9 +76,17 @@ class ConfigError(AgentwsError):
 
 
 class NoDatabaseError(ConfigError):
-    """The database named is not there, or holds no agentws schema; nothing was created."""
+    """The database named is not there, or holds no agentws schema; nothing was created.
+
+    ``init_creates``: whether ``agentws init`` would make it (a SQLite file, a
+    schema), or it must be made first (a PostgreSQL database).
+    """
 
     code = "no_database"
+
+    def __init__(self, message: str, *, init_creates: bool = True) -> None:
+        super().__init__(message)
+        self.init_creates = init_creates
 
 
 class ValidationError(AgentwsError):

@@ -2,6 +2,8 @@
 
 :func:`redact_url` hides the secrets a URL carries (a password in its
 userinfo, a ``?password=``, ``?token=``, ``?sig=``... value);
+:func:`hide_url_credentials` hides those of every URL in a text, user info
+whole (the offline digest shows a sender's values through it);
 :func:`upstream_excerpt` turns what an upstream answered (a JSON message, a
 proxy's whole HTML error page) into one short line: tags, scripts and styles
 dropped, whitespace collapsed, URL secrets and the caller's own secrets (a
@@ -18,7 +20,13 @@ from collections.abc import Iterable
 from html.parser import HTMLParser
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["EXCERPT_CHARS", "redact_url", "redact_urls", "upstream_excerpt"]
+__all__ = [
+    "EXCERPT_CHARS",
+    "hide_url_credentials",
+    "redact_url",
+    "redact_urls",
+    "upstream_excerpt",
+]
 
 #: An excerpt of an upstream answer is at most this long: enough for a status
 #: line or an API's message, short enough for one table row.
@@ -33,6 +41,8 @@ _SECRET_PAIR = re.compile(
     rf"(?i)(?<![\w.-])({_SECRET_NAME})(\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s&;,\"'<>]+)"
 )
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+")
+# A URL's user info: everything between the scheme and the last "@" of its authority.
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/?#]*@", re.I)
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
@@ -51,6 +61,17 @@ def redact_url(url: str) -> str:
     if (netloc, query) == (parts.netloc, parts.query):
         return url  # as written (urlunsplit would drop the empty host of sqlite:///)
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def hide_url_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it hidden, and nothing else changed.
+
+    A URL's user info goes whole (``https://user:pass@host`` and
+    ``https://TOKEN@host`` both become ``https://***@host``: a token often
+    stands where the user would), and so do secret query values
+    (``?token=***``), as :func:`redact_url` hides them.
+    """
+    return _URL.sub(lambda m: redact_url(_USERINFO.sub(r"\1***@", m.group(0))), text)
 
 
 def redact_urls(text: str) -> str:

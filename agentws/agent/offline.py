@@ -6,9 +6,12 @@ action and outcome), the fields that usually matter (ids, names, statuses,
 amounts, links), and the fields the webhook's prompt asks about, found by
 name. The common senders' events (GitHub, Stripe, Standard Webhooks) are read
 as their senders mean them (:mod:`agentws.agent.sender_facts`): a push's
-branch and commits, amounts in their currency. It calls no tools and says
-plainly that no model wrote it. Values
-under keys that look like credentials are never repeated.
+branch and commits, amounts in their currency. A payload with none of the
+usual fields (``{"alert": "disk full", "host": "db-1"}``) gets its first
+few top-level fields instead. It calls no tools and says plainly that no
+model wrote it. Values under keys that look like credentials are never
+repeated, nor the credentials a URL carries (``https://user:pass@host``,
+``?token=``): each is shown as ``***``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import attrs
 
 from agentws.agent.model import EventBrief, ModelReply, ModelRequest
 from agentws.agent.sender_facts import sender_facts
+from agentws.redaction import hide_url_credentials
 
 __all__ = ["OFFLINE_NOTE", "OfflineModel", "digest"]
 
@@ -38,6 +42,11 @@ _MAX_ASKED = 8
 _MAX_DEPTH = 5
 # A value longer than this is cut in the message.
 _MAX_VALUE_CHARS = 160
+# How much of a value is read for the URLs in it (more than is shown: a URL's
+# user info must be seen whole to be hidden, though only its start is shown).
+_SCAN_CHARS = 1024
+# Top-level fields listed, at most, of a payload with none of the usual fields.
+_MAX_TOP_FIELDS = 6
 
 # Key names that say what happened, in order of preference.
 _EVENT_KEYS = ("event", "type", "event_type", "eventType", "kind", "topic", "hook_event_name")
@@ -127,6 +136,8 @@ def digest(brief: EventBrief) -> str:
         lines += [
             f"• {_path(path)}: {shown_as.get(path) or _show(value)}" for path, value in key_fields
         ]
+    elif facts is None and isinstance(payload, dict) and (top := _top_fields(payload)):
+        lines += ["", "Fields:", *top]
     shown = {path for path, _ in key_fields}
     asked = _asked_about(brief.prompt, leaves, facts.terms if facts else {})
     if asked:
@@ -170,10 +181,28 @@ def _leaves(value: Any, path: str = "", depth: int = 0) -> Any:
 
 def _show(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
-    text = " ".join(str(text).split())
+    text = hide_url_credentials(" ".join(str(text)[:_SCAN_CHARS].split()))
     if len(text) > _MAX_VALUE_CHARS:
         text = text[: _MAX_VALUE_CHARS - 1] + "…"
     return text
+
+
+def _top_fields(payload: dict[str, Any]) -> list[str]:
+    """The first few top-level fields, one line each; an object or a list by its size."""
+    names = [name for name in payload if not _SECRET_KEY.search(str(name))]
+    lines = []
+    for name in names[:_MAX_TOP_FIELDS]:
+        value = payload[name]
+        if isinstance(value, dict):
+            shown = f"(an object of {len(value)} field{'s' if len(value) != 1 else ''})"
+        elif isinstance(value, list):
+            shown = f"(a list of {len(value)} item{'s' if len(value) != 1 else ''})"
+        else:
+            shown = _show(value)
+        lines.append(f"• {_path(str(name))}: {shown}")
+    if len(names) > _MAX_TOP_FIELDS:
+        lines.append(f"• … and {len(names) - _MAX_TOP_FIELDS} more")
+    return lines
 
 
 def _path(path: str) -> str:

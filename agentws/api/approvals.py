@@ -1,5 +1,8 @@
 """The admin API's approval queue: list, show, approve, retry, deny.
 
+The list is the queue (pending calls) unless ``?status=`` names another
+status, or ``all``, as ``agentws approval list`` does.
+
 Approving (or retrying) waits for the service to run the call before it
 answers, for ``wait_s`` seconds (30 by default, at most 300); the answer
 then shows the approval as it stands: run, or still approved or running.
@@ -22,7 +25,7 @@ from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
 
-from .calls import Answer, endpoint, enum_value, field, json_body
+from .calls import Answer, endpoint, field, json_body, query_number
 
 __all__ = ["routes"]
 
@@ -37,15 +40,17 @@ _MAX_OUTCOME_WAIT_S = 300.0
 @routes.get("/approvals")
 @endpoint
 async def list_approvals(admin: AdminServices, caller: Caller) -> Answer:
-    status = enum_value(ApprovalStatus, "status", request.args.get("status"))
-    try:
-        limit = int(request.args.get("limit", "50"))
-    except ValueError:
-        raise ValidationError("limit must be a whole number") from None
+    # The queue by default, as `agentws approval list` shows it; `all` for every status.
+    wanted = request.args.get("status") or ApprovalStatus.PENDING.value
+    if wanted != "all" and wanted not in {s.value for s in ApprovalStatus}:
+        allowed = ", ".join(s.value for s in ApprovalStatus)
+        raise ValidationError(f"status must be one of {allowed}, or all (default: pending)")
+    statuses = None if wanted == "all" else frozenset({ApprovalStatus(wanted)})
+    limit = query_number("limit", 50)
     page = await approvals_listed(
         admin.store,
         workspace_slug=request.args.get("workspace"),
-        statuses=frozenset({status}) if status else None,
+        statuses=statuses,
         limit=limit,
         cursor=request.args.get("cursor") or None,
     )

@@ -13,10 +13,9 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.audit import AuditFilters, audit_page
 from agentws.blueprints import RouteTable
 from agentws.domain.rules import utcnow
-from agentws.errors import ValidationError
 from agentws.views import audit_json
 
-from .calls import Answer, endpoint
+from .calls import Answer, endpoint, query_number
 
 __all__ = ["routes"]
 
@@ -26,13 +25,10 @@ routes = RouteTable[AdminServices]()
 @routes.get("/audit")
 @endpoint
 async def list_audit(admin: AdminServices, caller: Caller) -> Answer:
-    text = request.args.get("limit", "50")
-    if not text.isdigit():
-        raise ValidationError("limit must be a whole number from 1 to 200")
     page = await audit_page(
         admin.store,
         AuditFilters.from_text(request.args, now=utcnow()),
-        limit=int(text),
+        limit=query_number("limit", 50),
         cursor=request.args.get("cursor") or None,
     )
     return {

@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 from quart import Response, jsonify, request
 
 from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
+from agentws.domain.typed_numbers import whole_number
 from agentws.errors import (
     AgentwsError,
     ConfigError,
@@ -175,15 +176,23 @@ def tool_names(data: dict[str, Any], name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def query_number(name: str, default: int, *, low: int = 1, high: int = _MAX_LIMIT) -> int:
+    """The request's query parameter ``name`` as a whole number, ``default`` when absent.
+
+    Error handling:
+        ValidationError naming ``name`` for anything but ASCII digits from ``low`` to ``high``.
+    """
+    text = request.args.get(name)
+    if text is None or text == "":
+        return default
+    return whole_number(text, name=name, low=low, high=high)
+
+
 def page_of(items: list[Any]) -> dict[str, Any]:
     """One page of ``items`` by the request's ``limit`` and ``cursor``."""
-    try:
-        limit = int(request.args.get("limit", "50"))
-        start = int(request.args.get("cursor", "0") or "0")
-    except ValueError:
-        raise ValidationError("limit and cursor must be whole numbers") from None
-    if not 1 <= limit <= _MAX_LIMIT or start < 0:
-        raise ValidationError(f"limit must be 1 to {_MAX_LIMIT}, and cursor one a page gave")
+    limit = query_number("limit", 50)
+    # A cursor is an offset this list gave; no list is longer than this.
+    start = query_number("cursor", 0, low=0, high=10**9)
     end = start + limit
     return {"items": items[start:end], "next_cursor": str(end) if end < len(items) else None}
 

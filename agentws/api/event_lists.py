@@ -12,14 +12,13 @@ from typing import Any
 from quart import request
 
 from agentws.admin_access import AdminServices
-from agentws.domain.event_lists import DEFAULT_PAGE, EventSummary
+from agentws.domain.event_lists import DEFAULT_PAGE, MAX_PAGE, EventSummary
 from agentws.domain.models import EventStatus, Webhook
-from agentws.errors import ValidationError
 from agentws.views import event_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks.event_search import find_events
 
-from .calls import enum_value
+from .calls import enum_value, query_number
 
 __all__ = ["event_page_json", "event_summary_json"]
 
@@ -34,10 +33,7 @@ async def event_page_json(admin: AdminServices, workspace: str) -> dict[str, Any
     """The page of ``workspace``'s events the request's query string asks for."""
     args = request.args
     store = admin.store
-    try:
-        limit = int(args.get("limit", DEFAULT_PAGE))
-    except ValueError:
-        raise ValidationError("limit must be a whole number") from None
+    limit = query_number("limit", DEFAULT_PAGE, high=MAX_PAGE)
     only = args.get("webhook")
     page = await find_events(
         store,

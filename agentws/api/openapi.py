@@ -264,8 +264,9 @@ def _paths() -> dict[str, Any]:
         },
         "/approvals": {
             "get": operation(
-                "List queued calls, oldest first, a page at a time, each with a preview of "
-                "its arguments (the whole arguments: GET /approvals/{approval_id})",
+                "List queued calls (pending unless status says otherwise), oldest first, a "
+                "page at a time, each with a preview of its arguments (the whole arguments: "
+                "GET /approvals/{approval_id})",
                 "ApprovalSummaryPage",
                 params=[
                     {
@@ -283,7 +284,13 @@ def _paths() -> dict[str, Any]:
                     {
                         "name": "status",
                         "in": "query",
-                        "schema": APPROVAL_STATUS,
+                        "description": "the calls in this status (default: pending, the "
+                        "queue), or all of them",
+                        "schema": {
+                            "type": "string",
+                            "enum": [*APPROVAL_STATUS["enum"], "all"],
+                            "default": "pending",
+                        },
                     },
                 ],
                 operation_id="listApprovals",

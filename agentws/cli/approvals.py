@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from agentws.cli.arguments import bounded_count
+from agentws.cli.arguments import bounded_count, seconds
 from agentws.cli.output import Context, Output, iso, table
 from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 
@@ -151,16 +151,6 @@ def _approval_text(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _wait_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {text!r}")
-    return value
-
-
 async def _outcome(ctx: Context, approval: Approval, verb: str, wait_s: float) -> Output:
     """Wait up to ``wait_s`` for a service to run the call; what became of it."""
     from agentws.approvals.runs import await_outcome
@@ -278,7 +268,7 @@ def add_approval_commands(
         waiting = command.add_mutually_exclusive_group()
         waiting.add_argument(
             "--wait",
-            type=_wait_seconds,
+            type=seconds(0.0, 3600.0),
             default=_OUTCOME_WAIT_S,
             metavar="SECONDS",
             help=f"how long to wait for the outcome (default {_OUTCOME_WAIT_S:g})",

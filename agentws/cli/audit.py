@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import aclosing
 
 import trio
 
 from agentws.audit import AuditFilters, audit_entries
-from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output
-from agentws.domain.event_lists import parse_time
+from agentws.cli.arguments import bounded_count, moment
+from agentws.cli.output import Context, Output, print_json_line, print_text
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
-from agentws.domain.rules import utcnow
 from agentws.errors import ValidationError
 from agentws.views import audit_json
 
@@ -51,7 +48,6 @@ def _audit_line(entry: AuditEntry) -> str:
 
 
 def _filters(args: argparse.Namespace) -> AuditFilters:
-    now = utcnow()
     return AuditFilters(
         workspace=args.workspace,
         group=args.group,
@@ -61,8 +57,8 @@ def _filters(args: argparse.Namespace) -> AuditFilters:
         tool=args.tool,
         decision=Decision(args.decision) if args.decision else None,
         action=args.action,
-        since=parse_time(args.since, now=now, name="--since") if args.since else None,
-        until=parse_time(args.until, now=now, name="--until") if args.until else None,
+        since=args.since,
+        until=args.until,
     )
 
 
@@ -95,7 +91,10 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[AuditEntry]) -> None:
         for entry in batch:
-            print(json.dumps(audit_json(entry)) if args.json else _audit_line(entry))
+            if args.json:
+                print_json_line(audit_json(entry))
+            else:
+                print_text(_audit_line(entry))
         sys.stdout.flush()
 
     emit(entries)
@@ -145,10 +144,13 @@ def add_audit_commands(
     )
     tail.add_argument(
         "--since",
+        type=moment,
         metavar="TIME",
         help="from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
     )
-    tail.add_argument("--until", metavar="TIME", help="before this time, as for --since")
+    tail.add_argument(
+        "--until", type=moment, metavar="TIME", help="before this time, as for --since"
+    )
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
     )

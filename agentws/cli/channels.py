@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import trio
 
 from agentws.chat.channels import parse_channel
-from agentws.cli.arguments import positive_int
-from agentws.cli.output import Context, Output
+from agentws.cli.arguments import bounded_count
+from agentws.cli.output import Context, Output, print_json_line, print_text
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
 
@@ -38,7 +37,10 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[ChatMessage]) -> None:
         for m in batch:
-            print(json.dumps(message_json(m)) if args.json else _message_text(m))
+            if args.json:
+                print_json_line(message_json(m))
+            else:
+                print_text(_message_text(m))
         sys.stdout.flush()
 
     emit(messages)
@@ -72,7 +74,7 @@ def add_channel_commands(
         "--lines",
         "--limit",
         dest="limit",
-        type=positive_int,
+        type=bounded_count,
         default=20,
         metavar="N",
         help="how many (default 20)",

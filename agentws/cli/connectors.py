@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output, iso, table
 from agentws.connector_checks import (
     UPSTREAM_S,
@@ -43,16 +45,6 @@ if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import SyncReport
 
 __all__ = ["add_connector_commands"]
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
-    return value
 
 
 def _secret_text(kind: str | None) -> str:
@@ -116,10 +108,8 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         f"at {connector.url}.{note}\n"
     )
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-        text += (
-            f"Post a webhook's messages to it: agentws webhook create {args.workspace} NAME "
-            f"--channel webhook:{connector.name} --prompt ..."
-        )
+        text += "Post a webhook's messages to it (name the webhook as you like):\n  "
+        text += _webhook_hint(args.workspace, connector.name, f"webhook:{connector.name}")
     else:
         text += (
             f"Attach it to a group: agentws connector attach {args.workspace} GROUP "
@@ -127,10 +117,22 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         )
         if connector.kind is ConnectorKind.SLACK:
             text += (
-                f"\nOr post a webhook's messages with it: agentws webhook create "
-                f"{args.workspace} NAME --channel slack:<channel-id> --prompt ..."
+                "\nOr post a webhook's messages with it (put your channel's id for C0123456789: "
+                "in Slack, the channel's details, at the bottom; invite the bot there):\n  "
+                + _webhook_hint(
+                    args.workspace,
+                    f"{connector.name}-events",
+                    f"slack:{connector.name}/C0123456789",
+                )
             )
     return Output(data, text)
+
+
+def _webhook_hint(workspace: str, name: str, channel: str) -> str:
+    """A ``webhook create`` command that works as printed (its name and prompt examples)."""
+    words = ("webhook", "create", workspace, "--name", name, "--channel", channel)
+    prompt = "Summarise what happened and what needs doing."
+    return "agentws " + " ".join(shlex.quote(w) for w in (*words, "--prompt", prompt))
 
 
 async def _refresh_now(
@@ -302,7 +304,7 @@ async def _detach(args: argparse.Namespace, ctx: Context) -> Output:
 def _timeout_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=seconds(0.1, 3600.0),
         default=UPSTREAM_S,
         metavar="SECONDS",
         help="how long to wait for the upstream (default: %(default)g)",

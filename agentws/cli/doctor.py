@@ -30,6 +30,7 @@ import attrs
 import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
+from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output
 from agentws.domain.models import (
     CachedTool,
@@ -235,7 +236,7 @@ def add_doctor_command(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     doctor.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(0.1, 3600.0),
         default=10.0,
         metavar="S",
         help="seconds to wait for each remote service (default 10)",

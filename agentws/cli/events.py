@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from agentws.cli.arguments import page_size
+from agentws.cli.arguments import moment, page_size
 from agentws.cli.output import Context, Output, iso, table
 from agentws.domain.event_lists import DEFAULT_PAGE, MAX_PAGE
 from agentws.domain.models import EventStatus, Webhook
@@ -32,6 +32,9 @@ def event_row(e: Any, w: Webhook) -> dict[str, Any]:
         "replay_of": e.replay_of,
         "received_at": iso(e.received_at),
         "finished_at": iso(e.finished_at),
+        # The URL / secret generation it came through (null: not delivered to the URL).
+        "url_generation": e.url_generation,
+        "secret_generation": e.secret_generation,
     }
 
 
@@ -45,8 +48,8 @@ async def _event_list(args: argparse.Namespace, ctx: Context) -> Output:
         args.workspace,
         webhook=webhook,
         status=EventStatus(args.status) if args.status else None,
-        since=args.since,
-        until=args.until,
+        since=args.since.isoformat() if args.since else None,
+        until=args.until.isoformat() if args.until else None,
         search=args.search,
         limit=args.limit,
         cursor=args.cursor,
@@ -210,9 +213,14 @@ def add_event_commands(
         "--status", choices=[s.value for s in EventStatus], help="only events in this state"
     )
     e_list.add_argument(
-        "--since", metavar="TIME", help="only events received at or after TIME (or 24h, 7d ago)"
+        "--since",
+        type=moment,
+        metavar="TIME",
+        help="only events received at or after TIME (or 24h, 7d ago)",
     )
-    e_list.add_argument("--until", metavar="TIME", help="only events received before TIME")
+    e_list.add_argument(
+        "--until", type=moment, metavar="TIME", help="only events received before TIME"
+    )
     e_list.add_argument(
         "--search",
         "-q",

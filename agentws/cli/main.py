@@ -173,8 +173,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if not isinstance(error, AgentwsError | OSError):
             raise
         if isinstance(error, NoDatabaseError):
+            fix = "create it with `agentws init`, or point" if error.init_creates else "or point"
             error = NoDatabaseError(
-                f"{error.message}: create it with `agentws init`, or point --database "
+                f"{error.message}{':' if error.init_creates else ';'} {fix} --database "
                 "(or AGENTWS_DATABASE_URL) at the one you mean"
             )
         return print_error(error, args.json)

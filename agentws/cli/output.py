@@ -5,6 +5,16 @@ A command is a :data:`Handler`: it gets the parsed arguments and a
 :class:`Output`, which :func:`print_output` prints as text or, with
 ``--json``, as one JSON document. Errors go to stderr through
 :func:`print_error`. :func:`iso` and :func:`table` format what commands show.
+
+Everything a command prints as text goes through :func:`terminal_text`
+here, and nowhere else: names, errors and bodies come from outside (a
+self-registered OAuth client names itself), and a terminal acts on the
+control sequences such text may hold (clear the screen, retitle the
+window, make a link). Each character that a terminal acts on, draws
+nothing or reorders what follows is printed as its escape (``\\u001b``,
+``\\u202e``; :mod:`agentws.domain.hidden_chars`), as the dashboard shows
+it. ``--json`` prints exact JSON, whose encoder escapes every such
+character itself (and everything beyond ASCII).
 """
 
 from __future__ import annotations
@@ -19,11 +29,23 @@ from typing import Any
 import attrs
 
 from agentws.config import Settings
+from agentws.domain.hidden_chars import show_hidden
 from agentws.errors import AgentwsError, NoDatabaseError, error_body
 from agentws.secret_box import Keys
 from agentws.store import Store
 
-__all__ = ["Context", "Handler", "Output", "iso", "print_error", "print_output", "table"]
+__all__ = [
+    "Context",
+    "Handler",
+    "Output",
+    "iso",
+    "print_error",
+    "print_json_line",
+    "print_output",
+    "print_text",
+    "table",
+    "terminal_text",
+]
 
 
 @attrs.frozen
@@ -66,12 +88,35 @@ def iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def terminal_text(text: str) -> str:
+    """``text`` as it may reach a terminal: what a terminal would act on, escaped.
+
+    Line feeds and tabs stay; so does a CR ending a line (a CRLF line end
+    is printed as a line feed), while a lone CR, which moves back over what
+    was printed, is escaped like the rest.
+    """
+    text = show_hidden(text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\\u000d")
+    return text
+
+
+def print_text(text: str) -> None:
+    """Print ``text`` on stdout, as :func:`terminal_text` makes it."""
+    print(terminal_text(text))
+
+
+def print_json_line(data: Any) -> None:
+    """Print ``data`` as one line of JSON on stdout (ASCII: nothing a terminal acts on)."""
+    print(json.dumps(data))
+
+
 def table(rows: list[dict[str, Any]], columns: Sequence[str], empty: str) -> str:
     """``rows`` as aligned columns under an upper-case header; ``empty`` when there are none."""
     if not rows:
         return empty
     # One line per row, whatever a cell holds (an error stored before excerpts were bounded).
-    cells = [[" ".join(str(r.get(c) or "-").split()) for c in columns] for r in rows]
+    cells = [[terminal_text(" ".join(str(r.get(c) or "-").split())) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
@@ -83,7 +128,7 @@ def print_output(output: Output, as_json: bool) -> int:
     if as_json:
         print(json.dumps(output.data, indent=2))
     else:
-        print(output.text)
+        print_text(output.text)
     return output.status
 
 
@@ -94,6 +139,6 @@ def print_error(error: BaseException, as_json: bool) -> int:
     if as_json:
         print(json.dumps(error_body(code, message)), file=sys.stderr)
     else:
-        print(f"agentws: error: {message}", file=sys.stderr)
+        print(f"agentws: error: {terminal_text(message)}", file=sys.stderr)
     # Pointed at no database is a usage mistake, like a malformed command line.
     return 2 if isinstance(error, NoDatabaseError) else 1

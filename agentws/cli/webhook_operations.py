@@ -13,18 +13,16 @@
 from __future__ import annotations
 
 import argparse
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import trio
 
-from agentws.cli.arguments import positive_int
+from agentws.cli.arguments import moment, per_minute_rate, seconds, whole
 from agentws.cli.output import Context, Output, iso, table
 from agentws.domain.models import Event, FailureStreak
 from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
-from agentws.domain.rules import utcnow
 from agentws.domain.sample_deliveries import SampleKind
+from agentws.webhooks.admin import MAX_ALERT_AFTER
 
 __all__ = [
     "add_alert_options",
@@ -34,44 +32,12 @@ __all__ = [
     "streak_text",
 ]
 
-# "90m", "24h", "7d": that long ago.
-_AGO = re.compile(r"(\d{1,6})\s*([smhdw])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 # `webhook test` looks at its event this often while it waits.
 _POLL_S = 0.25
 # Originals a replay lists in its text (all of them in --json).
 _LISTED = 20
-
-
-def _moment(text: str) -> datetime:
-    """An ISO 8601 date or time (UTC unless it says), or a time ago: ``90m``, ``24h``, ``7d``."""
-    ago = _AGO.fullmatch(text.strip().lower())
-    if ago:
-        return utcnow() - timedelta(**{_UNITS[ago[2]]: int(ago[1])})
-    try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a time such as 2026-05-01T12:00 (UTC), or one ago such as 24h, got {text!r}"
-        ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _alert_after(text: str) -> int:
-    if not text.isdigit() or int(text) > 1000:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1000, got {text!r}")
-    return int(text)
-
-
-def _replay_rate(text: str) -> int:
-    number, _, unit = text.strip().partition("/")
-    factor = {"": 1, "min": 1, "m": 1, "s": 60}.get(unit.strip().lower())
-    if not number.strip().isdigit() or factor is None:
-        raise argparse.ArgumentTypeError(f"expected a rate such as 30/min or 2/s, got {text!r}")
-    rate = int(number) * factor
-    if not 1 <= rate <= MAX_REPLAY_RATE:
-        raise argparse.ArgumentTypeError(f"the rate must be 1 to {MAX_REPLAY_RATE} a minute")
-    return rate
+# `webhook test --wait`: at most an hour.
+_MAX_WAIT_S = 3600.0
 
 
 # --- alert options of create and update ------------------------------------------------------
@@ -81,7 +47,7 @@ def add_alert_options(parser: argparse.ArgumentParser, *, changing: bool) -> Non
     """``--alert-after``, ``--alerts-channel``, ``--pause-on-failure`` (``changing``: of update)."""
     parser.add_argument(
         "--alert-after",
-        type=_alert_after,
+        type=whole(0, MAX_ALERT_AFTER),
         default=None if changing else 3,
         metavar="N",
         help="post one alert after N failed events in a row, and a recovery message when one "
@@ -312,12 +278,12 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
     )
     replay.add_argument(
         "--since",
-        type=_moment,
+        type=moment,
         metavar="TIME",
         help="only events received at or after TIME: 2026-05-01T12:00 (UTC), or 24h, 7d ago",
     )
     replay.add_argument(
-        "--until", type=_moment, metavar="TIME", help="only events received before TIME"
+        "--until", type=moment, metavar="TIME", help="only events received before TIME"
     )
     replay.add_argument(
         "--error-contains",
@@ -326,13 +292,13 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
     )
     replay.add_argument(
         "--rate",
-        type=_replay_rate,
+        type=per_minute_rate(MAX_REPLAY_RATE),
         metavar="R/min",
         help="replays a minute at most (default: the webhook's own rate; also R/s)",
     )
     replay.add_argument(
         "--limit",
-        type=positive_int,
+        type=whole(1, MAX_REPLAYS),
         default=1000,
         metavar="N",
         help=f"take N events at most (default 1000, at most {MAX_REPLAYS}); run again for more",
@@ -370,9 +336,10 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
     )
     test.add_argument(
         "--wait",
-        type=float,
+        type=seconds(0.0, _MAX_WAIT_S),
         default=30.0,
         metavar="SECONDS",
-        help="wait this long for a running service to run it (default 30; 0: do not wait)",
+        help="wait this long for a running service to run it (default 30, at most 3600; "
+        "0: do not wait)",
     )
     test.set_defaults(handler=_webhook_test)

@@ -11,6 +11,7 @@ import argparse
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from agentws.cli.arguments import typed
 from agentws.cli.output import Context, Output
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import Webhook
@@ -28,10 +29,7 @@ _GRACE_HELP = (
 def _grace(text: str) -> timedelta:
     from agentws.webhooks.rotation import parse_grace
 
-    try:
-        return parse_grace(text)
-    except ValidationError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+    return typed(parse_grace, "grace")(text)
 
 
 def _when(moment: datetime | None) -> str:

@@ -12,13 +12,14 @@ in :mod:`agentws.cli.deliveries`.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import typing
 from typing import Any
 
 import trio
 
-from agentws.cli.arguments import positive_int, read_secret
+from agentws.cli.arguments import per_minute_rate, read_secret, whole
 from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
@@ -33,18 +34,13 @@ from agentws.cli.webhook_try import add_try_commands
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
 from agentws.errors import ValidationError
 from agentws.views import streak_json, webhook_json
+from agentws.webhooks.admin import (
+    MAX_BODY_LIMIT,
+    MAX_CONCURRENCY,
+    MAX_RATE_PER_MIN,
+)
 
 __all__ = ["add_webhook_commands"]
-
-
-def _rate(text: str) -> int:
-    """``R``, ``R/min`` or ``R/s`` as events per minute."""
-    number, _, unit = text.strip().partition("/")
-    unit = unit.strip().lower() or "min"
-    factor = {"min": 1, "m": 1, "minute": 1, "s": 60, "sec": 60, "second": 60}.get(unit)
-    if not number.strip().isdigit() or factor is None or int(number) < 1:
-        raise argparse.ArgumentTypeError(f"expected a rate such as 60/min or 2/s, got {text!r}")
-    return int(number) * factor
 
 
 async def _names(ctx: Context, webhook: Webhook) -> tuple[str, str | None]:
@@ -119,12 +115,36 @@ async def _webhook_create(args: argparse.Namespace, ctx: Context) -> Output:
         f"Posts to {w.channel}; verification: {w.verification.value}; "
         f"rate limit {w.rate_per_min}/min (burst {w.burst}).\n\n"
         f"Endpoint URL (shown once; the token in it is the webhook's credential):\n"
-        f"  {issued.url}\n\n"
-        f"Try it:\n"
-        f"  curl -X POST -H 'Content-Type: application/json' -d '{{\"event\": \"test\"}}' "
-        f"'{issued.url}'"
+        f"  {issued.url}\n\n" + _try_it(args.workspace, w, issued.url)
     )
     return Output(data, ctx.noted(text))
+
+
+# Who signs deliveries the way each verification scheme checks them.
+_SIGNERS = {
+    VerificationScheme.GITHUB: "GitHub",
+    VerificationScheme.STRIPE: "Stripe",
+    VerificationScheme.STANDARD_WEBHOOKS: "Standard Webhooks senders",
+    VerificationScheme.SLACK: "Slack",
+}
+
+
+def _try_it(workspace: str, webhook: Webhook, url: str) -> str:
+    """How to send the webhook its first event, in a command that works as printed."""
+    if webhook.verification is VerificationScheme.NONE:
+        return (
+            "Try it:\n"
+            "  curl -X POST -H 'Content-Type: application/json' -d '{\"event\": \"test\"}' "
+            f"'{url}'"
+        )
+    sender = _SIGNERS.get(webhook.verification)
+    how = f"signed with the secret as {sender} signs" if sender else "carrying the secret"
+    command = shlex.join(("agentws", "webhook", "test", workspace, webhook.name))
+    return (
+        f"Try it: a test event {how}, through the same checks as a delivery (a request "
+        "without it gets 401):\n"
+        f"  {command}"
+    )
 
 
 async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
@@ -285,7 +305,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     create.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=whole(1, MAX_CONCURRENCY),
         default=4,
         metavar="K",
         help="events run at once at most (default 4; 1 runs them in arrival order)",
@@ -303,20 +323,20 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     create.add_argument(
         "--rate",
-        type=_rate,
+        type=per_minute_rate(MAX_RATE_PER_MIN),
         default=60,
         metavar="R/min",
         help="deliveries a minute (default 60/min; also R/s)",
     )
     create.add_argument(
         "--burst",
-        type=positive_int,
+        type=whole(1, MAX_RATE_PER_MIN),
         metavar="N",
         help="deliveries accepted at once before the rate applies (default: min(30, rate))",
     )
     create.add_argument(
         "--max-body-bytes",
-        type=positive_int,
+        type=whole(1, MAX_BODY_LIMIT),
         metavar="B",
         help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 10 MiB)",
     )

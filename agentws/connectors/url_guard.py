@@ -75,14 +75,16 @@ def check_url(url: str, allowlist: Allowlist) -> str:
     """Check a connector URL when it is saved; return it unchanged.
 
     Raises:
-        UnsafeUrlError: the URL is not ``http(s)``, carries credentials, or
-            names a host the allowlist (when set) does not.
+        UnsafeUrlError: the URL is not ``http(s)``, carries credentials, names
+            a port no connection can use (0, past 65535), or a host the
+            allowlist (when set) does not.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UnsafeUrlError(f"a connector URL must be http(s)://HOST/...; got {url!r}")
     if parts.username or parts.password:
         raise UnsafeUrlError("put credentials in a header or secret, not in the URL")
+    _check_port(url)
     if allowlist:
         literal = _literal(parts.hostname)
         named = (
@@ -94,6 +96,21 @@ def check_url(url: str, allowlist: Allowlist) -> str:
                 "ask the operator to add it"
             )
     return url
+
+
+def _check_port(url: str) -> None:
+    """A port, when the URL names one, that a connection can use: 1 to 65535."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # not a number, or past 65535
+    if port is not None and not 1 <= port <= 65535:
+        typed = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        raise UnsafeUrlError(
+            f"{parts.scheme}://{parts.hostname}: port {typed[:20]} is not a port a connection "
+            "can use (1 to 65535)"
+        )
 
 
 def _judge(host: str, addresses: list[str], allowlist: Allowlist) -> None:
@@ -134,10 +151,7 @@ async def check_saved_url(url: str, allowlist: Allowlist, resolve: Resolver | No
         return url
     if allowlist.names_host(host):
         return url
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise UnsafeUrlError(f"{url_origin(url)} has no valid port (1-65535)") from None
+    port = parts.port or (443 if parts.scheme == "https" else 80)  # checked by check_url
     addresses: list[str] = []  # no answer now: each connection checks it
     with anyio.move_on_after(SAVE_RESOLVE_S), contextlib.suppress(httpx2.ConnectError):
         addresses = await (resolve or system_resolver)(host, port)

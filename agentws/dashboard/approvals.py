@@ -18,6 +18,7 @@ from agentws.approvals import decisions
 from agentws.blueprints import RouteTable
 from agentws.domain.approval_lists import DECIDED, MAX_PAGE, ApprovalPage
 from agentws.domain.models import Approval, ApprovalStatus, Group, McpToken, Webhook, Workspace
+from agentws.domain.typed_numbers import NumberError, whole_number
 from agentws.errors import AgentwsError, ValidationError
 from agentws.tools.approval_queue import (
     count_approvals,
@@ -42,7 +43,11 @@ _APPROVALS_PAGE = 50
 
 def _page_size() -> int:
     text = request.args.get("limit", "")
-    return min(int(text), MAX_PAGE) if text.isdigit() and int(text) > 0 else _APPROVALS_PAGE
+    # A page size from a link: one that is not a number gets the usual page.
+    try:
+        return min(whole_number(text, name="limit", low=1, high=10**9), MAX_PAGE)
+    except NumberError:
+        return _APPROVALS_PAGE
 
 
 async def _approval_list(admin: AdminServices, cursor_arg: str, **query: Any) -> ApprovalPage:

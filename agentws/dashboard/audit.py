@@ -30,6 +30,7 @@ from agentws.domain.audit_lists import MAX_PAGE, AuditPage
 from agentws.domain.models import AuditEntry, Group, McpToken, OAuthClient, Webhook
 from agentws.domain.permissions import Decision
 from agentws.domain.rules import utcnow
+from agentws.domain.typed_numbers import NumberError, whole_number
 from agentws.errors import AgentwsError
 from agentws.views import audit_json
 
@@ -72,7 +73,11 @@ class Row:
 
 def _limit() -> int:
     text = request.args.get("limit", "")
-    return min(int(text), MAX_PAGE) if text.isdigit() and int(text) > 0 else _PAGE
+    # A page size from a link: one that is not a number gets the usual page.
+    try:
+        return min(whole_number(text, name="limit", low=1, high=10**9), MAX_PAGE)
+    except NumberError:
+        return _PAGE
 
 
 async def _names(admin: AdminServices, entries: tuple[AuditEntry, ...]) -> list[Row]:

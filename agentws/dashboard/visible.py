@@ -12,7 +12,8 @@ admin deciding an approval must see the arguments as they are.
 of every template goes through it, before HTML escaping, so no page or
 later template can forget it. It writes each such character as a visible
 escape (``\\u202e``; ``\\U000e0041`` beyond the BMP). Tab, line feed and
-carriage return stay as they are.
+carriage return stay as they are. The set of characters is
+:mod:`agentws.domain.hidden_chars`'s, which the CLI shows text through too.
 
 A form field that sends a stored value back (a hidden tool name, a prompt
 being edited) must hold the value itself, not its escaped view, or saving
@@ -24,42 +25,20 @@ field is shown (a prompt being edited), the page says, with the
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from markupsafe import Markup
 
-__all__ = ["exact", "has_hidden", "visible"]
+from agentws.domain.hidden_chars import HIDDEN as _HIDDEN
+from agentws.domain.hidden_chars import escape_match as _escape
 
-_HIDDEN = re.compile(
-    "["
-    "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # C0 (but tab, LF, CR), DEL, C1
-    "\u00ad"  # soft hyphen
-    "\u034f"  # combining grapheme joiner
-    "\u061c"  # Arabic letter mark
-    "\u115f\u1160\u3164\uffa0"  # Hangul fillers: blank letters
-    "\u180e"  # Mongolian vowel separator
-    "\u200b-\u200f"  # zero-width space, (non-)joiner, left-to-right and right-to-left marks
-    "\u2028-\u202e"  # line and paragraph separators; bidi embeddings and overrides
-    "\u2060-\u206f"  # word joiner, invisible operators; bidi isolates; deprecated formats
-    "\ufeff"  # zero-width no-break space (byte order mark)
-    "\ufff9-\ufffb"  # interlinear annotation
-    "\ud800-\udfff"  # lone surrogates (no stored text holds one; no encoder takes one)
-    "\U0001d173-\U0001d17a"  # musical formatting
-    "\U000e0000-\U000e007f"  # tags: invisible copies of ASCII
-    "]"
-)
+__all__ = ["exact", "has_hidden", "visible"]
 
 
 class _Exact(str):
     """A value a form sends back as it is: :func:`visible` does not escape it."""
 
     __slots__ = ()
-
-
-def _escape(match: re.Match[str]) -> str:
-    point = ord(match.group())
-    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
 def visible(value: Any) -> Any:

@@ -23,8 +23,9 @@ from quart import Response, request, url_for
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Webhook
-from agentws.domain.replays import ReplaySelection
+from agentws.domain.replays import MAX_REPLAY_RATE, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind, default_sample
+from agentws.domain.typed_numbers import whole_number
 from agentws.errors import AgentwsError, ValidationError
 from agentws.store import Store
 from agentws.views import webhook_status
@@ -67,9 +68,7 @@ def _moment(text: str | None, what: str) -> datetime | None:
 def _rate(text: str | None) -> int | None:
     if not text:
         return None
-    if not text.strip().isdigit():
-        raise ValidationError("the rate must be a whole number of replays a minute")
-    return int(text)
+    return whole_number(text, name="the rate (replays a minute)", low=1, high=MAX_REPLAY_RATE)
 
 
 @routes.post("/w/<workspace>/webhooks/<webhook>/replay")

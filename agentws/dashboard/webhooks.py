@@ -15,6 +15,7 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Group, VerificationScheme
 from agentws.domain.signatures import SHARED_SECRET_HEADER
+from agentws.domain.typed_numbers import whole_number
 from agentws.errors import AgentwsError
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
@@ -82,8 +83,12 @@ async def webhook_create(admin: AdminServices, caller: Caller, workspace: str) -
             capture=form.get("state") == "capture",
             verification=VerificationScheme(form.get("verification") or "none"),
             secret=form.get("secret") or None,
-            rate_per_min=_int(form.get("rate_per_min"), 60, "rate per minute"),
-            concurrency=_int(form.get("concurrency"), 4, "concurrency"),
+            rate_per_min=_int(
+                form.get("rate_per_min"), 60, "rate per minute", webhooks_admin.MAX_RATE_PER_MIN
+            ),
+            concurrency=_int(
+                form.get("concurrency"), 4, "concurrency", webhooks_admin.MAX_CONCURRENCY
+            ),
             allow_mentions=form.get("mentions") == "allowed",
         )
         issued = await webhooks_admin.create_webhook(
@@ -123,13 +128,8 @@ def _try_it(url: str, scheme: VerificationScheme) -> str:
     return command + f" -d '{{\"event\": \"test\"}}' '{url}'"
 
 
-def _int(text: str | None, default: int, what: str) -> int:
-    if not text:
-        return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{what} must be a whole number") from None
+def _int(text: str | None, default: int, what: str, high: int) -> int:
+    return whole_number(text, name=what, high=high) if text else default
 
 
 @routes.get("/w/<workspace>/webhooks/<webhook>")
@@ -172,7 +172,12 @@ async def webhook_edit(
             allow_tools=tuple(sorted(wanted - set(current.allowed_tools))),
             disallow_tools=tuple(sorted(set(current.allowed_tools) - wanted)),
             allow_mentions=None if "mentions" not in form else form["mentions"] == "allowed",
-            alert_after=_int(form.get("alert_after"), current.alert_after, "alert after")
+            alert_after=_int(
+                form.get("alert_after"),
+                current.alert_after,
+                "alert after",
+                webhooks_admin.MAX_ALERT_AFTER,
+            )
             if "alert_after" in form
             else None,
             alerts_channel=form.get("alerts_channel"),

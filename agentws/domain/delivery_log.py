@@ -195,7 +195,8 @@ def parse_status_filter(text: str | None) -> StatusFilter | None:
     text = text.strip().lower()
     if text in ("accepted", "refused"):
         return "accepted" if text == "accepted" else "refused"
-    if text.isdigit() and 100 <= int(text) <= 599:
+    # ASCII digits only: '²' is a digit to str.isdigit(), and not to int().
+    if len(text) == 3 and text.isascii() and text.isdigit() and 100 <= int(text) <= 599:
         return int(text)
     raise ValueError(
         f"status must be accepted, refused or an HTTP status such as 401, not {text!r}"

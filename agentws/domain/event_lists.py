@@ -16,7 +16,7 @@ would be 200 MB. It says how big the body is; the event's own page shows it.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import attrs
 
@@ -24,6 +24,7 @@ import attrs
 # received_at): the same text, read and written in one place.
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.event_text import Search
+from agentws.domain.typed_numbers import MAX_AGO, NumberError, span
 from agentws.domain.webhook_records import EventStatus
 from agentws.errors import ValidationError
 
@@ -41,30 +42,33 @@ __all__ = [
 DEFAULT_PAGE = 50
 MAX_PAGE = 200
 
-# "30m", "24h", "7d", "2w": that long before now.
-_AGO = re.compile(r"(\d{1,9})\s*([smhdw])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+# A span before now starts with a digit ("30m", "24h", "7d", "2w"); an ISO date has a dash.
+_AGO = re.compile(r"[0-9]+\s*[a-z]")
 
 
 def parse_time(text: str, *, now: datetime, name: str = "time") -> datetime:
     """A moment typed by a person: ISO 8601 (a date, or a date and time; UTC unless it
-    says otherwise), or a span before ``now`` (``90s``, ``30m``, ``24h``, ``7d``, ``2w``).
+    says otherwise), or a span before ``now`` (``90s``, ``30m``, ``24h``, ``7d``, ``2w``;
+    at most :data:`~agentws.domain.typed_numbers.MAX_AGO`).
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` naming ``name`` for anything else.
+        :class:`~agentws.domain.typed_numbers.NumberError` naming ``name`` for anything else.
     """
     typed = text.strip()
-    ago = _AGO.fullmatch(typed.lower())
+    if _AGO.fullmatch(typed.lower()):
+        return now - span(
+            typed, name=name, high=MAX_AGO, units="smhdw", bare=None, examples="30m, 24h, 7d"
+        )
     try:
-        if ago is not None:
-            return now - timedelta(**{_UNITS[ago[2]]: int(ago[1])})
         # Python 3.11 reads "Z" and a space between date and time.
         moment = datetime.fromisoformat(typed)
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except (ValueError, OverflowError):
-        raise ValidationError(
-            f"{name} must be an ISO 8601 date or time (2026-05-01, 2026-05-01T12:00:00Z)"
-            f" or a span before now (30m, 24h, 7d), not {text[:100]!r}"
+        raise NumberError(
+            name,
+            "an ISO 8601 date or time (2026-05-01, 2026-05-01T12:00:00Z)"
+            " or a span before now (30m, 24h, 7d)",
+            text,
         ) from None
 
 

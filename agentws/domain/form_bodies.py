@@ -11,6 +11,11 @@ JSON either way:
   object (the other fields, if any, are the sender's framing and dropped);
 - any other form: an object of its fields, each a string, or a list of
   strings for a field that comes more than once.
+
+A body that is a JSON object or array is not a form, whatever its content
+type says: ``curl -d '{"a":1}'`` sends JSON as a form (curl's default
+content type). It is refused with a hint to send it as
+``Content-Type: application/json``, rather than read as a form's fields.
 """
 
 from __future__ import annotations
@@ -50,6 +55,17 @@ def form_event(body: bytes, decode: Any = json.loads) -> tuple[dict[str, Any], b
     """
     try:
         text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormError(400, "invalid_form", f"the body is not a URL-encoded form: {exc}") from None
+    if _is_json(text, decode):
+        raise FormError(
+            400,
+            "invalid_form",
+            "the body is JSON, sent as a form (Content-Type: application/x-www-form-urlencoded, "
+            "what curl -d sends unless told otherwise): send it with Content-Type: "
+            "application/json (curl -H 'Content-Type: application/json')",
+        )
+    try:
         fields = parse_qs(
             text,
             keep_blank_values=True,
@@ -77,3 +93,14 @@ def form_event(body: bytes, decode: Any = json.loads) -> tuple[dict[str, Any], b
         return event, values[0].encode("utf-8")
     event = {name: values[0] if len(values) == 1 else values for name, values in fields.items()}
     return event, json.dumps(event, ensure_ascii=False).encode("utf-8")
+
+
+def _is_json(text: str, decode: Any) -> bool:
+    """Whether ``text`` is a JSON object or array (a form never starts with a brace)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        decode(text)
+    except (ValueError, RecursionError):
+        return False
+    return True

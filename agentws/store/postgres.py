@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import asyncpg
 import outcome
@@ -25,6 +26,7 @@ import trio_asyncio
 
 from agentws.errors import (
     ConflictError,
+    NoDatabaseError,
     NotFoundError,
     StoreError,
     StoreUnavailableError,
@@ -322,6 +324,20 @@ def _terminate(conn: asyncpg.Connection) -> None:
         conn.terminate()
 
 
+def _no_database(url: str, exc: Exception) -> NoDatabaseError:
+    """The server answered that the database the URL names does not exist."""
+    parts = urlsplit(url)
+    name = unquote(parts.path.lstrip("/"))
+    server = redact_url(parts._replace(path="", query="", fragment="").geturl())
+    if not name:  # named elsewhere (PGDATABASE, a query parameter): the server's words
+        return NoDatabaseError(f"PostgreSQL at {server}: {exc}", init_creates=False)
+    return NoDatabaseError(
+        f"database {name!r} does not exist on the PostgreSQL server at {server}: "
+        f"create it first (createdb {name}, or CREATE DATABASE), then run `agentws init`",
+        init_creates=False,
+    )
+
+
 @asynccontextmanager
 async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDatabase]:
     """Open a connection pool to the PostgreSQL database named by ``url``.
@@ -344,6 +360,8 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
                         url, min_size=1, max_size=pool_size, timeout=_CONNECT_TIMEOUT_S
                     )
                 )
+            except asyncpg.InvalidCatalogNameError as exc:
+                raise _no_database(url, exc) from exc
             except (asyncpg.PostgresError, *_UNAVAILABLE) as exc:
                 raise StoreUnavailableError(
                     f"cannot connect to PostgreSQL at {redact_url(url)}: {exc}"

@@ -29,7 +29,10 @@ from agentws.secret_box import Keys
 from agentws.store import Store
 
 __all__ = [
+    "MAX_ALERT_AFTER",
     "MAX_BODY_LIMIT",
+    "MAX_CONCURRENCY",
+    "MAX_RATE_PER_MIN",
     "IssuedWebhook",
     "WebhookChanges",
     "WebhookOptions",
@@ -47,9 +50,10 @@ _MAX_NAME = 100
 _MAX_PROMPT_CHARS = 20_000
 #: The largest body limit a webhook may have.
 MAX_BODY_LIMIT = 10 * 1024 * 1024
-_MAX_CONCURRENCY = 64
-_MAX_RATE_PER_MIN = 100_000
-_MAX_ALERT_AFTER = 1000
+#: The most events of one webhook run at once, deliveries a minute, and failures before an alert.
+MAX_CONCURRENCY = 64
+MAX_RATE_PER_MIN = 100_000
+MAX_ALERT_AFTER = 1000
 
 
 @attrs.frozen
@@ -172,13 +176,13 @@ async def create_webhook(
     group: Group | None = None
     if options.group is not None:
         group = await store.group_by_slug(workspace_slug, options.group)
-    _check_range(options.concurrency, 1, _MAX_CONCURRENCY, "concurrency")
-    _check_range(options.rate_per_min, 1, _MAX_RATE_PER_MIN, "rate (per minute)")
+    _check_range(options.concurrency, 1, MAX_CONCURRENCY, "concurrency")
+    _check_range(options.rate_per_min, 1, MAX_RATE_PER_MIN, "rate (per minute)")
     burst = options.burst if options.burst is not None else min(30, options.rate_per_min)
-    _check_range(burst, 1, _MAX_RATE_PER_MIN, "burst")
+    _check_range(burst, 1, MAX_RATE_PER_MIN, "burst")
     max_body = options.max_body_bytes or settings.max_body_bytes
     _check_range(max_body, 1, MAX_BODY_LIMIT, "max body bytes")
-    _check_range(options.alert_after, 0, _MAX_ALERT_AFTER, "alert after (failed events)")
+    _check_range(options.alert_after, 0, MAX_ALERT_AFTER, "alert after (failed events)")
     alerts_channel = await _alerts_channel(
         store, workspace.id, options.alerts_channel, settings.connector_allowlist
     )
@@ -341,7 +345,7 @@ async def _alert_changes(
     fields: dict[str, Any] = {}
     if changes.alert_after is not None and changes.alert_after != webhook.alert_after:
         after = changes.alert_after
-        fields["alert_after"] = _check_range(after, 0, _MAX_ALERT_AFTER, "alert after")
+        fields["alert_after"] = _check_range(after, 0, MAX_ALERT_AFTER, "alert after")
     if changes.alerts_channel is not None:
         channel = await _alerts_channel(
             store, webhook.workspace_id, changes.alerts_channel, allowlist, webhook.alerts_channel

@@ -31,6 +31,7 @@ import trio
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage
 from agentws.domain.models import FailureStreak, NoticeKind, Webhook, Workspace
+from agentws.domain.replays import ReplaySelection
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
@@ -53,6 +54,8 @@ _BATCH = 20
 # Ended streaks with nothing left to post are kept this long (shown by `webhook show`).
 _KEEP = timedelta(days=30)
 _FORGET_EVERY_S = 3600.0
+# What a recovery counts as left to replay: every failed event no event replays yet.
+_ALL_FAILED = ReplaySelection()
 # An error quoted in an alert is cut here: the event's page has all of it.
 _ERROR_CHARS = 300
 
@@ -94,8 +97,16 @@ def alert_text(streak: FailureStreak, webhook: Webhook, workspace: str, base_url
     return "\n".join(lines)
 
 
-def recovery_text(streak: FailureStreak, webhook: Webhook, workspace: str, base_url: str) -> str:
-    """The recovery: which event worked, after how many failures; what is left to do."""
+def recovery_text(
+    streak: FailureStreak, webhook: Webhook, workspace: str, base_url: str, *, unreplayed: int
+) -> str:
+    """The recovery: which event worked, after how many failures; what is left to do.
+
+    ``unreplayed``: the webhook's failed events that no event replays yet.
+    After ``webhook replay --failed`` there are none (the recovery is often
+    a replay's own success), and the message says so rather than asking for
+    the replay again.
+    """
     lines = [
         f"✅ Webhook {webhook.name!r} ({workspace}) works again: event "
         f"{streak.recovered_event_id} succeeded after {streak.failures} failed events in a "
@@ -106,10 +117,17 @@ def recovery_text(streak: FailureStreak, webhook: Webhook, workspace: str, base_
             "It is still paused: activate it with "
             f"{_command('webhook', 'activate', workspace, webhook.name)}."
         )
-    lines.append(
-        "The events that failed can be replayed with "
-        f"{_command('webhook', 'replay', workspace, webhook.name, '--failed')}."
-    )
+    if unreplayed:
+        many = f"The {unreplayed} events" if unreplayed != 1 else "The event"
+        lines.append(
+            f"{many} that failed were not replayed: replay them with "
+            f"{_command('webhook', 'replay', workspace, webhook.name, '--failed')}."
+        )
+    else:
+        lines.append(
+            "Every event that failed has been replayed (or is queued to be): follow them with "
+            f"{_command('event', 'list', workspace, '--webhook', webhook.name)}."
+        )
     lines.append(_page(base_url, workspace, webhook))
     return "\n".join(lines)
 
@@ -176,8 +194,13 @@ class FailureAlerts:
         if webhook is None:
             return False  # deleted meanwhile (its streaks go with it)
         workspace = await self.store.get(Workspace, webhook.workspace_id)
-        make = alert_text if kind is NoticeKind.ALERT else recovery_text
-        text = make(streak, webhook, workspace.slug, self.base_url)
+        if kind is NoticeKind.ALERT:
+            text = alert_text(streak, webhook, workspace.slug, self.base_url)
+        else:
+            unreplayed = await self.store.count_replay_candidates(webhook.id, _ALL_FAILED)
+            text = recovery_text(
+                streak, webhook, workspace.slug, self.base_url, unreplayed=unreplayed
+            )
         posted = await self._post(webhook, text)
         if posted.problem is not None and posted.retryable:
             WEBHOOK_ALERTS.labels(kind.value, "retried").inc()

@@ -31,6 +31,7 @@ from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
+from agentws.domain.typed_numbers import span
 from agentws.errors import ValidationError
 from agentws.secret_box import Keys
 from agentws.store import Store
@@ -49,19 +50,17 @@ __all__ = [
 
 DEFAULT_GRACE = timedelta(hours=24)
 MAX_GRACE = timedelta(days=30)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 Which = Literal["url", "secret", "both"]
 
 
-def parse_grace(text: str) -> timedelta:
-    """``90s``, ``30m``, ``24h``, ``7d`` or ``0`` (no grace) as a duration, at most 30 days."""
-    value = text.strip().lower()
-    number, unit = (value[:-1], value[-1]) if value and value[-1] in _UNITS else (value, "s")
-    if not number.isdigit():
-        raise ValidationError(f"expected a grace such as 24h, 30m, 7d or 0, got {text!r}")
-    grace = timedelta(seconds=int(number) * _UNITS[unit])
-    return _checked(grace)
+def parse_grace(text: str, *, name: str = "grace") -> timedelta:
+    """``90s``, ``30m``, ``24h``, ``7d`` or ``0`` (no grace) as a duration, at most 30 days.
+
+    Error handling:
+        :class:`~agentws.domain.typed_numbers.NumberError` naming ``name``.
+    """
+    return span(text, name=name, high=MAX_GRACE, examples="24h, 30m, 7d or 0")
 
 
 def _checked(grace: timedelta) -> timedelta:

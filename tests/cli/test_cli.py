@@ -16,6 +16,7 @@ import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -23,7 +24,7 @@ from argon2 import PasswordHasher
 
 from agentws.store.postgres import open_postgres
 from tests.cli.conftest import Cli
-from tests.support import fresh_schema_sync
+from tests.support import fresh_schema_sync, postgres_base_url
 
 DEFAULT_BASE = "http://127.0.0.1:8080"  # from the default bind, AGENTWS_BIND unset
 
@@ -364,6 +365,19 @@ def test_a_postgres_database_without_agentws_is_refused_not_migrated(tmp_path: P
         assert trio.run(_tables, url) == []  # nothing was created
         assert "Initialised" in cli.ok("init")
         assert cli.json("workspace", "list") == []
+
+
+@pytest.mark.postgres
+def test_a_postgres_database_that_does_not_exist_is_named_with_exit_2(tmp_path: Path) -> None:
+    server = urlsplit(postgres_base_url())._replace(path="", query="").geturl()
+    cli = Cli(tmp_path, f"{server}/does_not_exist_38")
+    for command in (["workspace", "list"], ["init"]):
+        result = cli.run(*command)
+        assert (result.returncode, result.stdout) == (2, ""), result.stderr
+        assert "database 'does_not_exist_38' does not exist" in result.stderr, result.stderr
+        assert "createdb does_not_exist_38" in result.stderr
+    error = json.loads(cli.run("workspace", "list", "--json").stderr)["error"]
+    assert error["code"] == "no_database"
 
 
 async def _tables(url: str) -> list[str]:

@@ -14,6 +14,7 @@ URL and posts nothing.
 from __future__ import annotations
 
 import http.server
+import shlex
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -299,6 +300,42 @@ def test_webhooks_post_to_it_by_name(acme_both: Cli) -> None:
     gone = cli.fails(*create, "--name", "cd2", "--channel", "webhook:alerts")
     assert "there is no connector 'alerts'" in gone
     assert [w["name"] for w in cli.json("webhook", "list", "acme")] == ["ci", "cd"]
+
+
+# Loopback, so that saving checks no public name (the allowlist lets it through).
+LOOPBACK_HOOK = f"http://127.0.0.1:9{HOOK_PATH}"
+LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
+
+
+def _printed_command(text: str, starts: str) -> list[str]:
+    """The words of the command printed in ``text``, from ``starts`` to the end of its line."""
+    lines = [line[line.index(starts) :] for line in text.splitlines() if starts in line]
+    assert len(lines) == 1, text
+    words = shlex.split(lines[0])
+    assert words[0] == "agentws", lines[0]
+    return words[1:]
+
+
+def test_the_hint_connector_add_prints_creates_a_webhook_as_printed(acme: Cli) -> None:
+    env = {**ALICE, **LOOPBACK, "HOOK": LOOPBACK_HOOK, "BOT": "xoxb-1-2-test"}
+    added = acme.ok(
+        *("connector", "add", "acme", "alerts", "--kind", "incoming_webhook"),
+        *("--secret-env", "HOOK"),
+        env=env,
+    )
+    command = _printed_command(added, "agentws webhook create")
+    assert acme.json(*command, env=env)["channel"] == "webhook:alerts"
+
+    added = acme.ok(
+        *("connector", "add", "acme", "chat", "--kind", "slack", "--secret-env", "BOT"),
+        *("--url", "http://127.0.0.1:9/api"),
+        env=env,
+    )
+    command = _printed_command(added, "agentws webhook create")
+    created = acme.json(*command, env=env)
+    assert created["channel"].startswith("slack:chat/C")
+    names = [w["name"] for w in acme.json("webhook", "list", "acme")]
+    assert len(names) == 2 and all(names), names
 
 
 def test_a_webhook_channel_is_refused_when_its_url_is_not_public(acme: Cli) -> None:

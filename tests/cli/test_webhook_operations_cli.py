@@ -205,6 +205,39 @@ def test_a_test_event_is_queued_and_waits_for_a_service(acme: Cli) -> None:
     assert (answer["status"], answer["answer"]["error"]["code"]) == (403, "webhook_inactive")
 
 
+# Numbers and durations typed on the command line: ASCII digits, bounded, or exit 2 naming
+# the option ('²' is a digit to str.isdigit(), '\u0663' to int(); 20 digits overflow a date).
+TYPED = [
+    (["webhook", "rotate", "acme", "ci", "--grace", "²h"], "--grace"),
+    (["webhook", "rotate", "acme", "ci", "--grace", "99999999999999999999d"], "--grace"),
+    (["webhook", "rotate-secret", "acme", "ci", "--grace", "31d"], "--grace"),
+    (["webhook", "replay", "acme", "ci", "--failed", "--since", "999999w"], "--since"),
+    (["webhook", "replay", "acme", "ci", "--failed", "--until", "\u0663h"], "--until"),
+    (["webhook", "replay", "acme", "ci", "--failed", "--rate", "²/min"], "--rate"),
+    (["webhook", "replay", "acme", "ci", "--failed", "--limit", "1_000"], "--limit"),
+    (["webhook", "test", "acme", "ci", "--wait", "nan"], "--wait"),
+    (["webhook", "test", "acme", "ci", "--wait", "-1"], "--wait"),
+    (["webhook", "update", "acme", "ci", "--alert-after", "²"], "--alert-after"),
+    (["webhook", "create", "acme", "--name", "x", "--channel", "c", "--rate", "9" * 30], "--rate"),
+    (["audit", "tail", "--since", "99999999999999999999d"], "--since"),
+    (["event", "list", "acme", "--since", "²h"], "--since"),
+    (["channel", "tail", "acme", "ops", "-n", "99999999999999999999"], "--lines"),
+    (["doctor", "--timeout", "inf"], "--timeout"),
+    (["approval", "approve", "apr_x", "--wait", "1e3"], "--wait"),
+]
+
+
+def test_typed_numbers_are_read_strictly_or_refused_naming_the_option(acme: Cli) -> None:
+    for command, option in TYPED:
+        result = acme.run(*command)
+        assert (result.returncode, result.stdout) == (2, ""), (command, result.stderr)
+        assert f"argument {option}" in result.stderr or f"/{option}" in result.stderr, (
+            command,
+            result.stderr,
+        )
+        assert "expected" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize(
     ("command", "mentions"),
     [

@@ -208,6 +208,14 @@ async def test_a_queued_call_is_listed_and_approved_through_the_api(tmp_path: Pa
             assert approved.json()["decided_by"] == "admin:alice"
             again = await api.post(f"/approvals/{approval_id}/deny", json={})
             assert again.status_code == 409
+            # The list is the queue, as `agentws approval list` is: pending unless told.
+            assert (await api.get("/approvals")).json()["items"] == []
+            executed = await api.get("/approvals", params={"status": "executed"})
+            assert [a["id"] for a in executed.json()["items"]] == [approval_id]
+            every = await api.get("/approvals", params={"status": "all"})
+            assert [a["id"] for a in every.json()["items"]] == [approval_id]
+            refused = await api.get("/approvals", params={"status": "done"})
+            assert refused.status_code == 400 and "all" in refused.json()["error"]["message"]
             missing = await api.post("/approvals/apr_nope/approve", json={})
             assert missing.status_code == 404
     assert state.calls == ["send"]

@@ -108,6 +108,10 @@ async def test_the_page_and_the_api_stay_small_and_page_through_large_calls(
         # A cursor that no page gave starts at the top.
         odd = await http.get("/dashboard/approvals", params={"cursor": "nope"})
         assert odd.status_code == 200 and _rows(odd.text) == ids[:50]
+        # So does a page size that is no number ('²' is a digit to str.isdigit(), not to int()).
+        for limit in ("²", "\u0663", "x"):
+            odd = await http.get("/dashboard/approvals", params={"limit": limit})
+            assert odd.status_code == 200 and _rows(odd.text) == ids[:50], limit
 
         _, secret = await create_admin_token(server.store, "alice", "tests", actor="t")
         api = httpx2.AsyncClient(
@@ -141,10 +145,14 @@ async def test_the_page_and_the_api_stay_small_and_page_through_large_calls(
             assert [a["id"] for a in previous["items"]] == ids[:50]
             one = (await api.get("/approvals", params={"limit": "1"})).json()
             assert [a["id"] for a in one["items"]] == ids[:1] and one["next_cursor"]
-            for bad in ({"cursor": "n1"}, {"limit": "0"}, {"limit": "201"}, {"limit": "x"}):
+            for bad in (
+                *({"cursor": "n1"}, {"limit": "0"}, {"limit": "201"}, {"limit": "x"}),
+                *({"limit": "²"}, {"limit": "\u0663"}, {"limit": "1_0"}, {"limit": "9" * 30}),
+            ):
                 refused = await api.get("/approvals", params=bad)
                 assert refused.status_code == 400, bad
                 assert refused.json()["error"]["code"] == "invalid"
+                assert refused.json()["error"]["message"].startswith(tuple(bad)), bad
             # The whole arguments are on the call's own page and in its own answer.
             whole = await api.get(f"/approvals/{ids[0]}")
             assert whole.json()["arguments"] == calls[0].arguments

@@ -168,6 +168,11 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
         assert (probe["ok"], probe["transport"], probe["tools"]) == (True, "streamable_http", 2)
         assert probe["server"]["name"] == "third-party"
         assert state.authorizations[listed:] == [f"Bearer {SECRET}"]
+        # The remote gives no version (the SDK's default): nothing is left of it in the text.
+        assert probe["server"]["version"] == ""
+        code, out, err = await _cli(tmp_path, "connector", "test", "acme", "third")
+        assert code == 0, err
+        assert "works: third-party over streamable_http (protocol " in out, out
         costly = types.Tool(
             name="costly",
             description="Lookaround",

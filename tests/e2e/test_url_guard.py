@@ -192,6 +192,21 @@ def test_urls_are_checked_when_saved() -> None:
         check_url("https://evil.example/", allow)
 
 
+async def test_a_saved_url_needs_a_port_a_connection_can_use() -> None:
+    async def no_lookup(host: str, port: int) -> list[str]:
+        raise AssertionError(f"looked up {host!r}: the port alone refuses it")
+
+    allow = Allowlist.parse("127.0.0.0/8, *.corp.test")
+    for port in ("0", "65536", "99999", "²", "00"):
+        for url in (f"http://127.0.0.1:{port}/mcp", f"https://mcp.corp.test:{port}/mcp"):
+            with pytest.raises(UnsafeUrlError, match=f"port {port} .*1 to 65535"):
+                await check_saved_url(url, allow, no_lookup)
+            with pytest.raises(UnsafeUrlError, match=f"port {port} "):
+                check_url(url, allow)
+    for url in ("http://127.0.0.1:1/mcp", "http://127.0.0.1:65535/mcp", "https://mcp.corp.test/"):
+        assert await check_saved_url(url, allow, no_lookup) == url
+
+
 def test_public_addresses() -> None:
     import ipaddress
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,11 @@ from cryptography.fernet import Fernet
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentws.domain.models import ChatMessage, EventStatus, FailureStreak, Webhook
+from agentws.domain.replays import ReplaySelection
 from agentws.service import run_service
 from agentws.store import Store
 from agentws.webhooks.admin import set_active
+from agentws.webhooks.replays import replay_failed
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running, settings_for
 from tests.e2e.polling import wait_until
@@ -48,9 +50,11 @@ def _script(request: dict[str, Any]) -> Reply:
 
 
 @asynccontextmanager
-async def served(tmp_path: Path, **env: str) -> AsyncIterator[Running]:
-    """agentws whose model fails the events that ask for it."""
-    async with fake_anthropic(_script) as fake:
+async def served(
+    tmp_path: Path, script: Callable[[dict[str, Any]], Reply] = _script, **env: str
+) -> AsyncIterator[Running]:
+    """agentws whose model fails the events that ask for it (unless ``script`` says else)."""
+    async with fake_anthropic(script) as fake:
         settings = {
             "AGENTWS_SECRET_KEY": Fernet.generate_key().decode(),
             "AGENTWS_MODEL": MODEL,
@@ -131,6 +135,8 @@ async def test_one_alert_after_n_failures_then_one_recovery(tmp_path: Path) -> N
         alert_again, recovery = await channel(store, ALERTS)
         assert alert_again.id == alert.id
         assert f"works again: event {ok} succeeded after 5 failed events" in recovery.text
+        assert "The 5 events that failed were not replayed" in recovery.text
+        assert "agentws webhook replay acme ci --failed" in recovery.text
         assert "still paused" not in recovery.text
         assert streak.recovery_message_id == recovery.id
         (run_message,) = await channel(store, "local:ops")
@@ -184,6 +190,40 @@ async def test_the_alert_pauses_the_webhook_and_activating_it_lets_it_recover(
         assert texts[0] == alert.text and texts[1] == "All is well."
         assert f"works again: event {ok} succeeded after 3 failed events" in texts[2]
         assert len(texts) == 3
+
+
+async def test_the_recovery_after_a_replay_of_the_failures_asks_for_no_replay(
+    tmp_path: Path,
+) -> None:
+    fixed = False
+
+    def script(request: dict[str, Any]) -> Reply:
+        return _script({} if fixed else request)
+
+    async with served(tmp_path, script) as server:
+        store = server.store
+        issued = await hook(server, alert_after=2, alerts_channel=ALERTS, concurrency=1)
+        failed = [await deliver(issued, {**FAIL, "n": n}) for n in range(2)]
+        for event_id in failed:
+            assert (await finished(store, event_id)).status is EventStatus.FAILED
+        await settled(store, issued.id)
+        # The cause is fixed; what failed is replayed, as the alert says; the replays work.
+        fixed = True
+        webhook = await store.get(Webhook, issued.id)
+        done = await replay_failed(store, webhook, ReplaySelection(), actor="test")
+        for replay_id in done.queued.values():
+            assert (await finished(store, replay_id)).status is EventStatus.DONE
+        await wait_until(
+            lambda: streak_of(store, issued.id),
+            lambda s: s is not None and s.recovery_posted_at is not None,
+            timeout_s=NOTICE_S,
+            what="the recovery to be posted",
+        )
+        _, recovery = await channel(store, ALERTS)
+        assert "works again" in recovery.text
+        assert "--failed" not in recovery.text, recovery.text
+        assert "Every event that failed has been replayed" in recovery.text, recovery.text
+        assert "agentws event list acme --webhook ci" in recovery.text
 
 
 async def test_a_webhook_with_alerts_off_fails_quietly(tmp_path: Path) -> None:

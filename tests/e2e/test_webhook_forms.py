@@ -157,6 +157,11 @@ async def test_forms_that_carry_no_event_are_refused(tmp_path: Path) -> None:
         ]
         for body, status, code in cases:
             assert_error(await post(hook.url, body, FORM), status, code)
+        # JSON sent as a form (what `curl -d '{"a":1}'` does) is told how to send JSON.
+        for body in (b'{"a":1}', b'{"a": "b=c"}', b" [1, 2]\n"):
+            refused = assert_error(await post(hook.url, body, FORM), 400, "invalid_form")
+            message = refused["error"]["message"]
+            assert "is JSON" in message and "Content-Type: application/json" in message, message
         await assert_nothing_stored(server, hook.id)
 
         # An empty form is an empty object: an event like any other.

@@ -13,6 +13,7 @@ the admin API report.
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -22,11 +23,11 @@ import httpx2
 import trio
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from agentws.accounts import create_admin
 from agentws.admin_access import create_admin_token
 from agentws.domain.models import EventStatus, VerificationScheme
 from agentws.webhooks.rotation import end_grace, rotate_secret, rotate_url
 from tests.e2e.node_support import NODE_DIR, require_node
+from tests.e2e.oauth_support import admin_browser, hidden_field
 from tests.e2e.polling import wait_until
 from tests.e2e.test_webhook_forms import octokit_signature
 from tests.e2e.webhook_support import (
@@ -308,7 +309,18 @@ async def test_the_cli_and_the_api_rotate_and_report(tmp_path: Path) -> None:
         assert "deliveries since the rotation through it: 1 (last " in out, out
         assert "through the new one: 2" in out, out
 
-        await create_admin(server.store, "alice", actor="t")
+        async with admin_browser(server) as browser:
+            # A grace typed in the dashboard's form is read as strictly: a form error, never a 500.
+            assert (await browser.sign_in()).status_code == 302
+            page = await browser.http.get(f"/dashboard/w/acme/webhooks/{hook.id}")
+            csrf = hidden_field(page.text, "csrf")
+            for grace in ("²h", "99999999999999999999d"):
+                answer = await browser.http.post(
+                    "/dashboard/w/acme/webhooks/ci/rotate", data={"csrf": csrf, "grace": grace}
+                )
+                assert answer.status_code == 302, answer.text
+                shown = (await browser.http.get(answer.headers["location"])).text
+                assert "grace must be" in html.unescape(shown), grace
         _, admin = await create_admin_token(server.store, "alice", "tests", actor="t")
         async with httpx2.AsyncClient(
             base_url=f"{server.base_url}/api/v1",
@@ -332,8 +344,10 @@ async def test_the_cli_and_the_api_rotate_and_report(tmp_path: Path) -> None:
             assert answer.status_code == 200, answer.text
             newest = _new_url(hook.url, answer.json()["url"], server.base_url)
             assert answer.json()["previous_url_until"] is None
-            bad = await api.post("/workspaces/acme/webhooks/ci/rotate", json={"grace": "40d"})
-            assert bad.status_code == 400, bad.text
+            for grace in ("40d", "²h", "99999999999999999999d", "\u0663h"):
+                bad = await api.post("/workspaces/acme/webhooks/ci/rotate", json={"grace": grace})
+                assert bad.status_code == 400, bad.text
+                assert bad.json()["error"]["message"].startswith("grace must be"), bad.text
             ended = await api.post("/workspaces/acme/webhooks/ci/end-grace", json={})
             assert ended.json()["previous_secret_until"] is None
         # Only the newest URL works now: the previous one had no grace.

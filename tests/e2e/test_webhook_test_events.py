@@ -14,10 +14,10 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx2
@@ -183,26 +183,37 @@ async def test_a_named_sample_and_the_refusals_a_sender_would_get(tmp_path: Path
 
 async def test_the_cli_sends_a_test_event_and_shows_the_message(tmp_path: Path) -> None:
     async with hook_server(tmp_path) as server:
-        await make_hook(
-            server,
-            "ci",
-            verification=VerificationScheme.GITHUB,
-            secret=SECRETS[VerificationScheme.GITHUB],
-        )
         settings = server.runtime.settings
-        done = await trio.run_process(
-            [
-                *(sys.executable, "-m", "agentws", "webhook", "test", "acme", "ci", "--json"),
-                *("--database", settings.database_url),
-            ],
-            env=clean_env(AGENTWS_SECRET_KEY=settings.secret_key or ""),
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
+        env = clean_env(
+            AGENTWS_SECRET_KEY=settings.secret_key or "",
+            AGENTWS_DATABASE_URL=settings.database_url,
         )
-        assert done.returncode == 0, done.stderr.decode()
-        shown: dict[str, Any] = json.loads(done.stdout)
-        assert (shown["sample"], shown["status"]) == ("github", 202)
-        assert shown["event"]["status"] == "done"
-        assert shown["message"]["channel"] == "local:ops"
-        assert "ping" in shown["message"]["text"]
+
+        async def agentws(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+            done = await trio.run_process(
+                [sys.executable, "-m", "agentws", *args],
+                env=env,
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+        # What `webhook create --verify github` says to try works as printed: a plain curl
+        # would carry no signature (401).
+        code, created, err = await agentws(
+            *("webhook", "create", "acme", "--name", "ci", "--channel", "ops"),
+            *("--prompt", "Say what happened.", "--verify", "github", "--secret-stdin"),
+            stdin=SECRETS[VerificationScheme.GITHUB].encode(),
+        )
+        assert code == 0, err
+        assert "curl" not in created, created
+        (printed,) = [line.strip() for line in created.splitlines() if "agentws webhook" in line]
+        assert printed.startswith("agentws webhook test "), created
+        code, out, err = await agentws(*shlex.split(printed)[1:])
+        assert code == 0, err
+        assert "Sent a github test event to webhook 'ci'" in out, out
+        assert "The door answered 202" in out and "posted to local:ops:" in out, out
+
+        assert "ping" in out.split("posted to local:ops:")[1], out

@@ -86,6 +86,14 @@ def test_empty_variables_count_as_unset():
         ("AGENTWS_CONFIRM_TTL_S", "0", "5 to 3600 seconds"),
         ("AGENTWS_CONFIRM_TTL_S", "86400", "5 to 3600 seconds"),
         ("AGENTWS_CONFIRM_TTL_S", "soon", "seconds"),
+        # ASCII digits, bounded: '²' is a digit to str.isdigit(), 1e308 s no timedelta holds.
+        ("AGENTWS_STORE_POOL_SIZE", "²", "whole number"),
+        ("AGENTWS_WORKER_CONCURRENCY", "\u0663", "whole number"),
+        ("AGENTWS_MAX_BODY_BYTES", "9" * 20, "whole number"),
+        ("AGENTWS_DELIVERY_LOG_KEEP", "1_000", "whole number"),
+        ("AGENTWS_APPROVAL_TTL_S", "1e308", "seconds"),
+        ("AGENTWS_RUN_TIMEOUT_S", "9" * 400, "seconds"),
+        ("AGENTWS_BIND", "127.0.0.1:²", "HOST:PORT"),
     ],
 )
 def test_a_bad_value_names_the_variable(variable, value, says):
@@ -93,7 +101,7 @@ def test_a_bad_value_names_the_variable(variable, value, says):
         Settings.from_env({variable: value})
     assert caught.value.message.startswith(f"{variable}: ")
     assert says in caught.value.message
-    assert repr(value) in caught.value.message
+    assert repr(value[:39]).rstrip("'") in caught.value.message
 
 
 def test_parse_bind_accepts_ipv6():

@@ -144,6 +144,15 @@ def test_times_are_iso_8601_or_a_span_before_now() -> None:
     assert parse_time("24H", now=NOW) == NOW - timedelta(hours=24)
     assert parse_time("7d", now=NOW) == NOW - timedelta(days=7)
     assert parse_time("2w", now=NOW) == NOW - timedelta(weeks=2)
-    for bad in ("yesterday", "1y", "-3h", "999999999w", "0001-01-01T00:00:00+01:00"):
+    # ASCII digits only: "\u0663" (Arabic-Indic three) is a digit to int(), "²" to isdigit().
+    for bad in (
+        "yesterday",
+        "1y",
+        "-3h",
+        "999999999w",
+        "0001-01-01T00:00:00+01:00",
+        "\u0663h",
+        "²h",
+    ):
         with pytest.raises(ValidationError, match="since must be"):
             parse_time(bad, now=NOW, name="since")

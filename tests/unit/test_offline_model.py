@@ -372,3 +372,41 @@ def test_the_first_line_is_one_line() -> None:
         "BUG: line breaks in the event type reach the message's first line unchanged "
         f"(agentws/agent/offline.py _what_happened):\n{lines}"
     )
+
+
+# --- what the digest shows of a payload it knows nothing about, and what it never shows -------
+
+
+def test_a_payload_with_no_known_field_shows_its_top_level_fields() -> None:
+    text = digest(brief({"alert": "disk full", "host": "db-1"}, webhook_name="pages"))
+    assert text.splitlines()[0] == "*pages*: an event"
+    assert section(text, "Fields:") == ["• alert: disk full", "• host: db-1"]
+
+
+def test_the_top_level_fields_shown_are_few_cut_short_and_never_credentials() -> None:
+    payload: dict[str, Any] = {"api_key": "SECRETVALUE", "password": "SECRETVALUE"}
+    payload |= {f"field_{i}": "v" * 1000 for i in range(20)}
+    payload |= {"nested": {"a": 1, "b": 2}, "many": list(range(50))}
+    fields = section(digest(brief(payload)), "Fields:")
+    assert "SECRETVALUE" not in digest(brief(payload))
+    assert len(fields) <= 8, fields
+    assert fields[-1].startswith("• … and ") and fields[-1].endswith(" more"), fields
+    assert all(len(line) <= VALUE_CHARS + 100 for line in fields), fields
+    # A payload whose fields are known gets its key fields, not this list.
+    assert "Fields:" not in digest(brief(WORKFLOW_RUN, "", GITHUB_HEADERS))
+
+
+def test_passwords_in_payload_urls_are_not_repeated() -> None:
+    payload = {
+        "type": "deploy.finished",
+        "url": "https://deploy:hunter2@ci.example/runs/1?token=tok-SECRET&page=2",
+        "html_url": "https://ghp_AAAATOKEN@github.com/octo-org/octo-repo",
+        "message": "logs at ftp://ops:pa55w0rd@logs.example/run-1 and https://ok.example/x",
+    }
+    prompt = "Give the url, the html url and the message."
+    for text in (digest(brief(payload)), digest(brief(payload, prompt))):
+        for secret in ("hunter2", "deploy:", "ghp_AAAATOKEN", "pa55w0rd", "ops:", "tok-SECRET"):
+            assert secret not in text, (secret, text)
+        assert "https://***@ci.example/runs/1?token=***&page=2" in text
+        assert "https://***@github.com/octo-org/octo-repo" in text
+        assert "ftp://***@logs.example/run-1 and https://ok.example/x" in text

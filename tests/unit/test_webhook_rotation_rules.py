@@ -27,11 +27,21 @@ def test_grace_periods(text: str, grace: timedelta) -> None:
     assert parse_grace(text) == grace
 
 
-@pytest.mark.parametrize("text", ["", "h", "-1h", "1.5h", "31d", "2w", "24 hours", "1e3"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("", "h", "-1h", "1.5h", "31d", "2w", "24 hours", "1e3"),
+        # Digits to str.isdigit() but not to int(), or not ASCII; too big for a timedelta.
+        *("²h", "\u0663h", "1_0h", "99999999999999999999d", "9" * 5000),
+    ],
+)
 def test_grace_periods_refused_say_what_is_taken(text: str) -> None:
     with pytest.raises(ValidationError) as refused:
         parse_grace(text)
-    assert "24h" in refused.value.message or "30 days" in refused.value.message
+    message = refused.value.message
+    assert message.startswith("grace must be ")
+    assert "24h" in message or "30 days" in message
+    assert len(message) < 200
 
 
 def test_a_form_with_a_payload_is_that_json() -> None:
@@ -62,3 +72,11 @@ def test_forms_that_make_no_event(body: bytes, code: str) -> None:
     with pytest.raises(FormError) as refused:
         form_event(body)
     assert refused.value.code == code
+
+
+@pytest.mark.parametrize("body", [b'{"a":1}', b'{"a": "b=c"}', b"[1, 2]", b' {"x": {"y": []}}\n'])
+def test_json_sent_as_a_form_is_told_to_say_it_is_json(body: bytes) -> None:
+    with pytest.raises(FormError) as refused:
+        form_event(body)
+    assert (refused.value.status, refused.value.code) == (400, "invalid_form")
+    assert "send it with Content-Type: application/json" in refused.value.message
