@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -40,6 +42,8 @@ _MAX_KEY_FIELDS = 10
 _MAX_ASKED = 8
 # How deep into the payload fields are looked for.
 _MAX_DEPTH = 5
+# Values of a payload a digest looks at, at most (shallow ones first).
+_MAX_NODES = 20_000
 # A value longer than this is cut in the message.
 _MAX_VALUE_CHARS = 160
 # How much of a value is read for the URLs in it (more than is shown: a URL's
@@ -159,15 +163,21 @@ def digest(brief: EventBrief) -> str:
 
 
 def _leaves(value: Any, path: str = "", depth: int = 0) -> Any:
-    """``(path, key, value)`` of every scalar in ``value``, shallow ones first."""
-    queue: list[tuple[str, str, Any, int]] = [(path, "", value, depth)]
-    while queue:
-        prefix, key, item, level = queue.pop(0)
+    """``(path, key, value)`` of the scalars in ``value``, shallow ones first.
+
+    At most ``_MAX_NODES`` values are looked at: a digest names a few fields,
+    and a payload may hold a million.
+    """
+    queue: deque[tuple[str, str, Any, int]] = deque([(path, "", value, depth)])
+    looked = 0
+    while queue and looked < _MAX_NODES:
+        prefix, key, item, level = queue.popleft()
+        looked += 1
         if isinstance(item, dict):
             if level >= _MAX_DEPTH:
                 continue
-            for name, child in item.items():
-                if _SECRET_KEY.search(str(name)):
+            for name, child in islice(item.items(), _MAX_NODES - looked - len(queue)):
+                if _SECRET_KEY.search(str(name)[:_SCAN_CHARS]):
                     continue
                 child_path = f"{prefix}.{name}" if prefix else str(name)
                 queue.append((child_path, str(name), child, level + 1))
@@ -189,9 +199,15 @@ def _show(value: Any) -> str:
 
 def _top_fields(payload: dict[str, Any]) -> list[str]:
     """The first few top-level fields, one line each; an object or a list by its size."""
-    names = [name for name in payload if not _SECRET_KEY.search(str(name))]
+    # The first few names only: a payload may have a million.
+    names = list(
+        islice(
+            (name for name in payload if not _SECRET_KEY.search(str(name)[:_SCAN_CHARS])),
+            _MAX_TOP_FIELDS,
+        )
+    )
     lines = []
-    for name in names[:_MAX_TOP_FIELDS]:
+    for name in names:
         value = payload[name]
         if isinstance(value, dict):
             shown = f"(an object of {len(value)} field{'s' if len(value) != 1 else ''})"
@@ -200,8 +216,8 @@ def _top_fields(payload: dict[str, Any]) -> list[str]:
         else:
             shown = _show(value)
         lines.append(f"• {_path(str(name))}: {shown}")
-    if len(names) > _MAX_TOP_FIELDS:
-        lines.append(f"• … and {len(names) - _MAX_TOP_FIELDS} more")
+    if len(payload) > len(names):
+        lines.append(f"• … and {len(payload) - len(names)} more")
     return lines
 
 

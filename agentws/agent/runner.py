@@ -21,11 +21,13 @@ The run's deadline is its caller's cancel scope.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
+import trio
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
@@ -53,6 +55,8 @@ __all__ = ["AgentRunner", "CallPolicy", "RunLog", "unconfirmed_result"]
 _MAX_TURNS = 8
 # Tool output kept in the timeline, per call.
 _MAX_RESULT_CHARS = 2000
+# A body larger than this (as received) is fenced in a thread.
+_FENCE_ON_LOOP_BYTES = 64 * 1024
 
 
 @attrs.define
@@ -151,7 +155,14 @@ class AgentRunner:
             :class:`~agentws.agent.model.ModelError` from the model; store
             errors from the catalog. Tool failures are results the model reads.
         """
-        fenced = fence_payload(payload, max_bytes=self.model.max_payload_bytes)
+        fence = functools.partial(fence_payload, payload, max_bytes=self.model.max_payload_bytes)
+        # Cutting a large body to the model's budget takes tens of milliseconds of
+        # small steps (sizes member by member): in a thread, the loop runs meanwhile.
+        fenced = (
+            await trio.to_thread.run_sync(fence)
+            if len(event.body) > _FENCE_ON_LOOP_BYTES
+            else fence()
+        )
         received_at = event.received_at.isoformat(timespec="seconds")
         log.model = self.model.name
         log.prompt = prompt
