@@ -39,7 +39,7 @@ OTHER_TOKEN = "Mm4AnotherSecretHookToken987"
 OTHER_URL = f"https://chat.example.com:8443/hooks/{OTHER_TOKEN}"
 # What `connector list/show --json` say of a connector.
 CONNECTOR_KEYS = {"id", "workspace", "name", "kind", "url", "headers", "secret", "active"}
-CONNECTOR_KEYS |= {"created_at"}
+CONNECTOR_KEYS |= {"relay_requests", "created_at"}
 
 
 def _set_up(cli: Cli) -> None:
