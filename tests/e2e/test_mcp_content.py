@@ -127,8 +127,8 @@ async def test_bad_tool_calls_are_errors_a_client_can_show(
             assert "drop_database" in unknown.value.message
 
             for arguments, problem in (
-                ({}, "'query' is a required property"),
-                ({"query": 42}, "42 is not of type 'string'"),
+                ({}, '"query" is a required property'),
+                ({"query": 42}, '42 is not of type "string"'),
                 ({"query": "x", "limit": 1000}, "1000 is greater than the maximum"),
                 ({"query": "x", "extra": True}, "Additional properties"),
             ):
@@ -278,6 +278,6 @@ async def test_connector_tools_come_from_the_cache_with_their_capability(tmp_pat
                     assert tool.annotations.destructive_hint is (capability == "destructive")
                 bad = await session.call_tool("github_search_issues", {"repo": 1})
                 assert bad.is_error
-                assert "1 is not of type 'string'" in _text(bad)
+                assert 'repo: 1 is not of type "string"' in _text(bad)
                 with pytest.raises(MCPError):
                     await session.call_tool("old_anything", {})

@@ -135,7 +135,7 @@ async def test_a_remote_prompt_asks_the_client_with_a_session(tmp_path: Path, li
     ):
         with trio.fail_after(TIMEOUT_S):
             got = await session.get_prompt("notes_ask")
-    assert asked == ["Which topic?"]
+    assert asked == ["Connector 'notes' asks: Which topic?"]
     assert _text(got.messages[0].content) == "About trio."
 
 
