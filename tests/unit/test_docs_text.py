@@ -1,6 +1,7 @@
 """What the README and the docs tell a new user agrees with the code they describe.
 
-Tool names as callers see them (``<connector>_<tool>``, one underscore).
+Tool names as callers see them (``<connector>_<tool>``, one underscore),
+and the prerequisites ``scripts/test`` installs or stops without.
 """
 
 from __future__ import annotations
@@ -40,3 +41,21 @@ def test_the_audit_pages_tool_example_is_a_real_tool_name() -> None:
     for page in PAGES:
         for name in re.findall(r"--tool (\S+)", page.read_text()):
             assert name in NATIVE_TOOLS, (page.name, name)
+
+
+def test_the_readme_names_what_scripts_test_needs_and_installs() -> None:
+    script = (ROOT / "scripts" / "test").read_text()
+    readme = README.read_text()
+    # Debian packages it installs as root (and warns about otherwise).
+    packages = re.findall(r"^apt_install (\S+) (\S+)$", script, re.MULTILINE)
+    assert packages, "scripts/test no longer installs packages: update this test"
+    for _, package in packages:
+        assert f"`{package}`" in readme, package
+    # What it says when not root, word for word.
+    assert 'is not installed; the tests that need it will fail (apt-get install $2)"' in script
+    assert "is not installed; the tests that need it will fail (apt-get install chromium)" in readme
+    assert "**as root**" in readme
+    # It stops without npm; Node's MCP SDK needs Node.js 20.
+    assert "npm is not installed" in script
+    assert "exit 1" in script
+    assert "**npm, with Node.js 20 or newer**" in readme
