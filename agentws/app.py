@@ -208,7 +208,7 @@ def create_app(
         settings,
         runtime.store,
         runtime.keys.optional(),
-        lambda host: hosts.refusal(host, None),
+        lambda host, server: hosts.refusal(host, None, server),
     )
     # So is the webhook door (see agentws.webhooks.ingest).
     hooks = HookDoor(cast(Any, oauth), settings, runtime.intake)
