@@ -75,7 +75,8 @@ async def test_the_overview_is_home_and_reads_without_javascript(tmp_path: Path)
         # First in the menu.
         nav = text.split('<nav aria-label="Sections">', 1)[1]
         assert nav.lstrip().startswith(
-            '<a href="/dashboard/w/acme/overview" aria-current="page">Overview</a>'
+            '<span class="nav-group"><a href="/dashboard/w/acme/overview" aria-current="page">'
+            "Overview</a>"
         )
         # The range switch: links, the current one marked.
         assert '<a href="/dashboard/w/acme/overview?range=1h" aria-current="page">' in text
