@@ -9,7 +9,8 @@ service and then builds the app: that is what a bare
 Outermost first: request ids (every request has one in its logs), the
 webhook door (``/hooks/…``), the OAuth door (``/oauth/…``, ``/.well-known/…``),
 the MCP door (``/mcp/…``), then Quart with
-``/healthz``, ``/readyz``, ``/metrics``, the admin API and the dashboard.
+``/`` (a redirect to the dashboard), ``/healthz``, ``/readyz``, ``/metrics``,
+the admin API and the dashboard.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, cast, overload
 
 import attrs
 import trio
-from quart import Response, jsonify, request
+from quart import Response, jsonify, redirect, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestTimeout
 
@@ -73,7 +74,8 @@ def _error_response(status: int, code: str, message: str, **headers: str) -> Res
 
 @attrs.frozen
 class _OpsPages:
-    """``/healthz``, ``/readyz`` and ``/metrics``: what operators and their tools read."""
+    """``/healthz``, ``/readyz`` and ``/metrics``: what operators and their tools read
+    (and ``/``, which sends people to the dashboard)."""
 
     settings: Settings
     store: Store
@@ -81,9 +83,14 @@ class _OpsPages:
     readiness: Callable[[], Awaitable[Readiness]]
 
     def register(self, app: AgentwsApp) -> None:
+        app.add_url_rule("/", view_func=self.root, methods=["GET"])
         app.add_url_rule("/healthz", view_func=self.healthz, methods=["GET"])
         app.add_url_rule("/readyz", view_func=self.readyz, methods=["GET"])
         app.add_url_rule("/metrics", view_func=self.metrics_page, methods=["GET"])
+
+    async def root(self) -> Response:
+        """The base URL ``agentws serve`` prints: people opening it want the dashboard."""
+        return cast(Response, redirect("/dashboard/"))
 
     async def healthz(self) -> Response:
         """Liveness: the process is up and serving requests."""
@@ -201,7 +208,7 @@ def create_app(
         settings,
         runtime.store,
         runtime.keys.optional(),
-        lambda host: hosts.refusal(host, None),
+        lambda host, server: hosts.refusal(host, None, server),
     )
     # So is the webhook door (see agentws.webhooks.ingest).
     hooks = HookDoor(cast(Any, oauth), settings, runtime.intake)

@@ -1,13 +1,94 @@
-"""Fixtures every test package may use: a SQLite URL and a fresh PostgreSQL schema."""
+"""Fixtures every test package may use: a SQLite URL and a fresh PostgreSQL schema.
+
+And a guard every test runs under: no test asks DNS for a name
+(:mod:`tests.dns_guard.no_public_dns`). Each test process (xdist workers
+too) wraps its resolver functions, and puts ``tests/dns_guard`` first on
+``PYTHONPATH`` so that the Python subprocesses tests start wrap theirs; a
+lookup of anything but a loopback name or an address literal fails the test
+it happened in (or, from a module's fixture, the next test that checks).
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
+from tests.dns_guard import no_public_dns
 from tests.support import fresh_schema_sync
+
+_GUARD_DIR = Path(__file__).resolve().parent / "dns_guard"
+
+
+@attrs.define
+class _Lookups:
+    """This process's lookup log (a test may point the variable elsewhere for a while),
+    and how far it has been read: the lookups after that are the next check's."""
+
+    path: Path | None = None
+    offset: int = 0
+
+    def new(self) -> list[str]:
+        """Lookups of names logged since the last check."""
+        if self.path is None:
+            return []
+        with self.path.open("rb") as file:
+            file.seek(self.offset)
+            text = file.read()
+        self.offset += len(text)
+        return [entry for entry in text.decode().split("\x00\n") if entry.strip()]
+
+
+_lookups = _Lookups()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Guard this process and its Python subprocesses against DNS lookups."""
+    handle, log = tempfile.mkstemp(prefix="agentws-tests-dns-", suffix=".log")
+    os.close(handle)
+    os.environ[no_public_dns.LOG_VARIABLE] = log
+    _lookups.path = Path(log)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(_GUARD_DIR) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_GUARD_DIR), *paths) if p)
+    no_public_dns.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    os.environ.pop(no_public_dns.LOG_VARIABLE, None)
+    if _lookups.path is not None:
+        _lookups.path.unlink(missing_ok=True)
+
+
+def _fail_on_lookups() -> None:
+    lookups = _lookups.new()
+    if lookups:
+        pytest.fail(
+            "tests may not look up names in DNS (use loopback addresses, with "
+            "AGENTWS_CONNECTOR_ALLOWLIST where a connector needs one):\n" + "\n".join(lookups),
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Fail the test if it (or a subprocess of it) asked DNS for a name.
+
+    A trio test's async fixtures run in this phase too.
+    """
+    yield
+    _fail_on_lookups()
+
+
+@pytest.fixture(autouse=True)
+def _no_public_dns() -> Iterator[None]:
+    """The same after the test's sync fixtures are torn down (an error at teardown)."""
+    yield
+    _fail_on_lookups()
 
 
 @pytest.fixture

@@ -158,6 +158,7 @@ async def overview(admin: AdminServices, caller: Caller, workspace: str) -> Resp
             admin, "error.html", caller, status=400, title="Unknown range", message=exc.message
         )
     data = await read_overview(admin.store, ws.id, range_name)
+    tables = [_table(spec, data, range_name) for spec in CHARTS]
     return await render_page(
         admin,
         "overview.html",
@@ -169,7 +170,9 @@ async def overview(admin: AdminServices, caller: Caller, workspace: str) -> Resp
         step_words=_step_words(int(data["step_s"])),
         as_of=datetime.fromisoformat(data["to"]).strftime("%H:%M:%S"),
         totals=[(key, words, _total(data, key, how)) for key, words, how in TOTALS],
-        tables=[_table(spec, data, range_name) for spec in CHARTS],
+        tables=tables,
+        # Nothing in any chart: a page of empty axes says less than a sentence.
+        empty=not any(t.rows for t in tables),
         last_events=await _last_events(admin, workspace),
         config={
             "url": url_for("dashboard.overview_json", workspace=ws.slug, range=range_name),

@@ -29,9 +29,11 @@ workspace's home: its charts), :mod:`~agentws.dashboard.webhooks`,
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any, cast
 
+from markupsafe import Markup
 from quart import Blueprint, Response, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
@@ -76,7 +78,7 @@ from .session import (
     signed_in,
 )
 from .times import ago, ago_text, until
-from .visible import exact, has_hidden
+from .visible import exact, has_hidden, visible
 
 __all__ = ["dashboard_blueprint", "http_error_page", "is_dashboard_path"]
 
@@ -128,6 +130,7 @@ def dashboard_blueprint(admin: AdminServices) -> Blueprint:
     blueprint.add_app_template_filter(render_markdown, "markdown")
     blueprint.add_app_template_filter(_size, "size")
     blueprint.add_app_template_filter(_pretty_json, "pretty_json")
+    blueprint.add_app_template_filter(_url_breaks, "url_breaks")
     # A form field's value sent back as stored (see agentws.dashboard.visible).
     blueprint.add_app_template_filter(exact, "exact")
     blueprint.add_app_template_test(has_hidden, "has_hidden")
@@ -183,6 +186,25 @@ def _size(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
     return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f} MiB"
+
+
+# After each slash that ends a part of a URL (not between the two of ``//``).
+_URL_PARTS = re.compile(r"(?<=/)(?!/)")
+
+
+def _url_breaks(url: str) -> Markup:
+    """``url`` in parts that each end with a slash, which its lines break between.
+
+    Each part is an inline block (``.url-part`` in app.css): a line breaks
+    between parts, not at a hyphen or anywhere inside a name, unless a part
+    is wider than the line on its own. Copying copies the URL's text. Its
+    hidden characters show escaped, as every value's
+    (:func:`~agentws.dashboard.visible.visible`).
+    """
+    return Markup("").join(
+        Markup('<span class="url-part">{}</span>').format(visible(part))
+        for part in _URL_PARTS.split(str(url))
+    )
 
 
 def _pretty_json(value: Any) -> str:

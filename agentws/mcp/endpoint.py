@@ -158,7 +158,9 @@ class McpDoor:
                 await respond_json(send, 500, error_body("internal_error", "see the server log"))
 
     async def _handle(self, request: DoorRequest) -> None:
-        refusal = self.guard.refusal(request.header(b"host"), request.header(b"origin"))
+        refusal = self.guard.refusal(
+            request.header(b"host"), request.header(b"origin"), request.scope.get("server")
+        )
         if refusal is not None:
             log.warning("refused MCP request: %s", refusal)
             raise HttpRefusal(403, "forbidden", refusal)

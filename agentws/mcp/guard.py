@@ -8,6 +8,11 @@ an ``Origin`` outside the configured sets are refused with 403 before
 anything else happens. Requests with no ``Origin`` (every non-browser MCP
 client) pass that half of the check.
 
+Unless ``AGENTWS_ALLOWED_HOSTS`` lists the hosts, the address a connection
+arrived on (ASGI's ``scope["server"]``) is answered too: a bare
+``hypercorn 'agentws.app:create_app()'`` binds where agentws cannot see,
+and an address literal is never what a rebinding page sends.
+
 Patterns are ``host``, ``host:port``, ``host:*`` (any port) and ``*`` (any)
 for hosts, and ``scheme://host[:port]`` or ``scheme://host:*`` for origins.
 Origins granted CORS (``AGENTWS_CORS_ORIGINS``, :mod:`agentws.mcp.cors`)
@@ -16,6 +21,7 @@ are allowed too.
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 import attrs
@@ -47,6 +53,30 @@ def _matches(pattern: str, value: str) -> bool:
     return pattern_port in ("*", port) or (not pattern_port and not port)
 
 
+def _served_hosts(server: object) -> list[str]:
+    """``Host`` values naming the address a connection arrived on (ASGI ``scope["server"]``).
+
+    The address literal and its port; on a loopback address, the loopback
+    names too. A rebinding page's requests carry the attacker's host name,
+    never these.
+    """
+    if not isinstance(server, tuple | list) or len(server) != 2:
+        return []  # no server address (a Unix socket)
+    address, port = server
+    try:
+        ip = ipaddress.ip_address(str(address).partition("%")[0])
+    except ValueError:
+        return []
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # a dual-stack socket's IPv4 client
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    names = [literal, *(_LOOPBACK_HOSTS if ip.is_loopback else ())]
+    hosts = [f"{name}:{port}" for name in names]
+    if port in (80, 443):  # where a Host header may leave the port out
+        hosts += names
+    return hosts
+
+
 def origin_matches(pattern: str, origin: str) -> bool:
     """Whether ``origin`` matches the pattern ``scheme://host[:port]`` (``:*``, or ``*``)."""
     if pattern == "*":
@@ -62,6 +92,8 @@ class HostOriginGuard:
 
     hosts: tuple[str, ...]
     origins: tuple[str, ...]
+    #: Whether the address each request arrived on is answered too.
+    served: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HostOriginGuard:
@@ -72,7 +104,9 @@ class HostOriginGuard:
         ``localhost``/``127.0.0.1``/``[::1]`` on the bound port; browser
         origins are the public URL's and, when bound to loopback, local
         pages on any port (the MCP Inspector). The internal URL's host is
-        always answered: other instances forward to it.
+        always answered: other instances forward to it. Unless
+        ``AGENTWS_ALLOWED_HOSTS`` is set, so is the address each request
+        arrived on (see :meth:`refusal`).
         """
         base = urlsplit(settings.public_base_url)
         bind_host = settings.bind_host
@@ -106,11 +140,22 @@ class HostOriginGuard:
             hosts.append(internal.removesuffix(":0") + (":*" if internal.endswith(":0") else ""))
         # Origins granted CORS are allowed origins too (agentws.mcp.cors).
         allowed = (*(settings.allowed_origins or origins), *(settings.cors_origins or ()))
-        return cls(hosts=tuple(dict.fromkeys(hosts)), origins=tuple(dict.fromkeys(allowed)))
+        return cls(
+            hosts=tuple(dict.fromkeys(hosts)),
+            origins=tuple(dict.fromkeys(allowed)),
+            served=not settings.allowed_hosts,
+        )
 
-    def refusal(self, host: str | None, origin: str | None) -> str | None:
-        """Why a request with these headers is refused, or None if it may proceed."""
-        if not host or not any(_matches(p, host) for p in self.hosts):
+    def refusal(self, host: str | None, origin: str | None, server: object = None) -> str | None:
+        """Why a request with these headers is refused, or None if it may proceed.
+
+        Args:
+            server: the address the request arrived on (ASGI ``scope["server"]``,
+                ``(host, port)``): its literal and port (and, on loopback, the
+                loopback names on that port) are answered when :attr:`served`.
+        """
+        hosts = [*self.hosts, *(_served_hosts(server) if self.served else ())]
+        if not host or not any(_matches(p, host) for p in hosts):
             return (
                 f"Host {host!r} is not allowed here; set AGENTWS_BASE_URL to the public URL "
                 "or add it to AGENTWS_ALLOWED_HOSTS"

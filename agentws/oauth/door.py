@@ -91,8 +91,9 @@ class OAuthDoor:
     settings: Settings
     store: Store
     secret_box: SecretBox | None
-    #: Why a request's ``Host`` is refused (the MCP door's DNS-rebinding guard), or None.
-    host_refusal: Callable[[str | None], str | None] | None = None
+    #: Why a request's ``Host`` is refused (the MCP door's DNS-rebinding guard), or None;
+    #: given the header and the address the request arrived on (``scope["server"]``).
+    host_refusal: Callable[[str | None, object], str | None] | None = None
     _routers: dict[str, Router] = attrs.field(factory=dict, init=False)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -100,7 +101,11 @@ class OAuthDoor:
         if scope["type"] != "http" or not path.startswith(_PREFIXES):
             await self.app(scope, receive, send)
             return
-        refusal = self.host_refusal(header(scope, b"host")) if self.host_refusal else None
+        refusal = (
+            self.host_refusal(header(scope, b"host"), scope.get("server"))
+            if self.host_refusal
+            else None
+        )
         if refusal is not None:
             # The issuer and every URL served here are made from Host when no
             # AGENTWS_BASE_URL is set: only a Host the service answers to counts.

@@ -30,6 +30,10 @@ from tests.support import clean_env, fresh_schema_sync
 
 # One CLI run: interpreter start, store open and migration, one command.
 RUN_S = 60.0
+#: The native connectors' default hosts, allow-listed: a connector saved with an
+#: allow-listed host name is not looked up, and no test may ask DNS for a name
+#: (tests/conftest.py). Pass it as the ``env`` of a command that saves one.
+NATIVE_HOSTS = {"AGENTWS_CONNECTOR_ALLOWLIST": "api.github.com,slack.com,api.stripe.com"}
 
 
 @attrs.frozen

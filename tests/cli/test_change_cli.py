@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentws.cli import main
-from tests.cli.conftest import Cli
+from tests.cli.conftest import NATIVE_HOSTS, Cli
 
 HELP_COMMANDS = [
     ["workspace", "rename"],
@@ -120,7 +120,7 @@ def test_connector_deactivate_and_activate(any_cli: Cli) -> None:
     cli = any_cli
     cli.ok("workspace", "create", "acme")
     cli.ok("group", "create", "acme", "ops")
-    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github", env=NATIVE_HOSTS)
     cli.ok("connector", "attach", "acme", "ops", "gh")
     offered = {t["name"] for t in cli.json("tool", "list", "acme", "ops")}
     assert any(name.startswith("gh_") for name in offered)

@@ -10,9 +10,15 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from tests.cli.conftest import Cli
+from tests.cli.conftest import NATIVE_HOSTS, Cli
 
 SECRET = "ghp_S3cretValue_that_must_never_show_1234567890"
+# A remote MCP server's address where nothing listens (its refresh on add fails at once),
+# and the allowlist that lets it be saved with GitHub's host.
+REMOTE_URL = "http://127.0.0.1:9/mcp"
+WITH_REMOTE = {
+    "AGENTWS_CONNECTOR_ALLOWLIST": NATIVE_HOSTS["AGENTWS_CONNECTOR_ALLOWLIST"] + ",127.0.0.1/32"
+}
 
 
 def _setup(cli: Cli) -> None:
@@ -60,7 +66,7 @@ def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
         "github",
         "--secret-env",
         "GH_TOKEN",
-        env={"GH_TOKEN": SECRET},
+        env={"GH_TOKEN": SECRET, **WITH_REMOTE},
     )
     assert result.returncode == 0, result.stderr
     outputs += [result.stdout, result.stderr]
@@ -72,17 +78,18 @@ def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
         "--kind",
         "remote_mcp",
         "--url",
-        "https://mcp.example.com/mcp",
+        REMOTE_URL,
         "--header",
         "X-Team: support",
         "--secret-stdin",
         "--secret-header",
         "X-Api-Key",
         input=SECRET + "\n",
+        env=WITH_REMOTE,
     )
     outputs.append(str(added))
     assert added["id"].startswith("con_")
-    assert added["url"] == "https://mcp.example.com/mcp"
+    assert added["url"] == REMOTE_URL
     assert added["headers"] == {"X-Team": "support"}
     assert added["secret"] == "X-Api-Key"
 
@@ -90,7 +97,7 @@ def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
     outputs += [str(listed), cli.ok("connector", "list", "acme")]
     assert [(c["name"], c["kind"], c["url"]) for c in listed] == [
         ("github", "github", "https://api.github.com"),
-        ("docs", "remote_mcp", "https://mcp.example.com/mcp"),
+        ("docs", "remote_mcp", REMOTE_URL),
     ]
     assert listed[0]["secret"] == "Authorization"
 
@@ -130,16 +137,18 @@ def test_bad_connector_input_is_refused_clearly(cli: Cli) -> None:
         (["--kind", "github", "--secret-header", "X-Key"], "--secret-header needs"),
     ]
     for extra, message in cases:
-        stderr = cli.fails("connector", "add", "acme", "gh", *extra)
+        stderr = cli.fails("connector", "add", "acme", "gh", *extra, env=NATIVE_HOSTS)
         assert message in stderr, (extra, stderr)
         assert SECRET not in stderr
     assert "invalid connector name" in cli.fails(
-        "connector", "add", "acme", "Bad-Name", "--kind", "github"
+        "connector", "add", "acme", "Bad-Name", "--kind", "github", env=NATIVE_HOSTS
     )
     assert "no workspace 'nope'" in cli.fails("connector", "list", "nope")
     assert "no connector 'ghost'" in cli.fails("connector", "attach", "acme", "ops", "ghost")
-    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
-    assert "already exists" in cli.fails("connector", "add", "acme", "gh", "--kind", "github")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github", env=NATIVE_HOSTS)
+    assert "already exists" in cli.fails(
+        "connector", "add", "acme", "gh", "--kind", "github", env=NATIVE_HOSTS
+    )
 
 
 def test_the_allowlist_limits_connector_hosts(cli: Cli) -> None:
@@ -157,15 +166,16 @@ def test_the_allowlist_limits_connector_hosts(cli: Cli) -> None:
         env=env,
     )
     assert "AGENTWS_CONNECTOR_ALLOWLIST" in stderr
+    # A host it names is saved as it is: not looked up (a native connector: no refresh).
     cli.ok(
         "connector",
         "add",
         "acme",
         "x",
         "--kind",
-        "remote_mcp",
+        "github",
         "--url",
-        "https://mcp.corp.example/mcp",
+        "https://github.corp.example/api/v3",
         env=env,
     )
 

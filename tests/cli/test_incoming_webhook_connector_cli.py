@@ -37,6 +37,9 @@ HOOK_PATH = f"/services/T0ACME0001/B0ACME0002/{TOKEN}"
 HOOK_URL = f"https://hooks.slack.com{HOOK_PATH}"
 OTHER_TOKEN = "Mm4AnotherSecretHookToken987"
 OTHER_URL = f"https://chat.example.com:8443/hooks/{OTHER_TOKEN}"
+# Their hosts (and GitHub's), allow-listed: saving a URL with a named host asks no DNS
+# (no test may). What is refused without an allowlist is tested with addresses.
+NAMED = {"AGENTWS_CONNECTOR_ALLOWLIST": "hooks.slack.com,chat.example.com,api.github.com"}
 # What `connector list/show --json` say of a connector.
 CONNECTOR_KEYS = {"id", "workspace", "name", "kind", "url", "headers", "secret", "active"}
 CONNECTOR_KEYS |= {"relay_requests", "created_at"}
@@ -73,7 +76,7 @@ def _add(cli: Cli, name: str, url: str, *extra: str, env: dict[str, str] | None 
         "--secret-env",
         "HOOK",
         *extra,
-        env={**ALICE, "HOOK": url, **(env or {})},
+        env={**ALICE, "HOOK": url, **NAMED, **(env or {})},
     )
 
 
@@ -119,7 +122,7 @@ def test_the_url_is_kept_sealed_and_only_its_origin_is_shown(acme_both: Cli) -> 
         "incoming_webhook",
         "--secret-stdin",
         input=f"  {OTHER_URL}  \n",
-        env=ALICE,
+        env={**ALICE, **NAMED},
     )
     assert result.returncode == 0, result.stderr
     outputs += [result.stdout, result.stderr]
@@ -224,7 +227,9 @@ def test_refused_urls_are_named_by_their_origin_only(acme: Cli) -> None:
     # The allowlist naming the host lets it in.
     added = _add(cli, "alerts", HOOK_URL, env={"AGENTWS_CONNECTOR_ALLOWLIST": "*.slack.com"})
     assert added["url"] == "https://hooks.slack.com"
-    assert "already exists" in cli.fails(*base, "--secret-env", "HOOK", env={"HOOK": OTHER_URL})
+    assert "already exists" in cli.fails(
+        *base, "--secret-env", "HOOK", env={"HOOK": OTHER_URL, **NAMED}
+    )
 
 
 def test_a_url_to_a_non_public_address_is_refused_when_saved(acme: Cli) -> None:
@@ -279,20 +284,24 @@ def test_webhooks_post_to_it_by_name(acme_both: Cli) -> None:
     assert "--kind incoming_webhook" in missing
 
     _add(cli, "alerts", HOOK_URL)
-    created = cli.json(*create, "--name", "ci", "--channel", "webhook:alerts", env=ALICE)
+    created = cli.json(
+        *create, "--name", "ci", "--channel", "webhook:alerts", env={**ALICE, **NAMED}
+    )
     assert created["channel"] == "webhook:alerts"
     assert TOKEN not in str(created)
     assert cli.json("webhook", "show", "acme", "ci")["channel"] == "webhook:alerts"
     assert cli.json("webhook", "list", "acme")[0]["channel"] == "webhook:alerts"
 
     # A connector of another kind is not a channel.
-    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github", env=NAMED)
     other = cli.fails(*create, "--name", "cd", "--channel", "webhook:gh")
     assert "connector 'gh' is a github connector, not incoming_webhook" in other
 
     # An existing webhook moves to it with update.
     cli.json(*create, "--name", "cd", "--channel", "ops", env=ALICE)
-    moved = cli.json("webhook", "update", "acme", "cd", "--channel", "webhook:alerts", env=ALICE)
+    moved = cli.json(
+        "webhook", "update", "acme", "cd", "--channel", "webhook:alerts", env={**ALICE, **NAMED}
+    )
     assert moved["channel"] == "webhook:alerts"
 
     # Once the connector is gone, it can be chosen no more.

@@ -42,7 +42,7 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.store import open_store
 from agentws.tools.catalog import group_tool
-from tests.cli.conftest import Cli
+from tests.cli.conftest import NATIVE_HOSTS, Cli
 
 # Who runs the commands that change something: getpass reads LOGNAME first.
 ALICE = {"LOGNAME": "alice"}
@@ -152,7 +152,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> _Template:
     cli.ok("workspace", "create", "beta")
     for group in ("ops", "dev", "empty"):
         cli.ok("group", "create", "acme", group)
-    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github", env=NATIVE_HOSTS)
     for group in ("ops", "dev"):
         cli.ok("connector", "attach", "acme", group, "gh")
     token_id = cli.json("token", "create", "acme", "ops", "--name", "bot")["id"]

@@ -29,7 +29,7 @@ import trio
 from agentws.cli import main
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, GroupConnector, Webhook
 from agentws.store import open_store
-from tests.cli.conftest import Cli, seeded_copy
+from tests.cli.conftest import NATIVE_HOSTS, Cli, seeded_copy
 from tests.cli.test_webhook_cli import WEBHOOK_KEYS
 
 # Who runs the commands that change something: getpass reads LOGNAME first.
@@ -39,6 +39,10 @@ PROMPT = "Summarise the deploy and open an issue when it failed.\n"
 DESK_HASH = "open-ticket-v1"
 SLACK_TOKEN = "xoxb-0000000000-test-token"
 HOOK_URL = "https://hooks.slack.com/services/T0TEST/B0TEST/updatetestpathtoken"
+# Its host too: saving a channel checks its connector's URL again (no DNS for a named host).
+NAMED_HOSTS = {
+    "AGENTWS_CONNECTOR_ALLOWLIST": NATIVE_HOSTS["AGENTWS_CONNECTOR_ALLOWLIST"] + ",hooks.slack.com"
+}
 
 
 # --- set-up -------------------------------------------------------------------------------
@@ -73,7 +77,7 @@ def _set_up(cli: Cli) -> None:
     cli.ok("workspace", "create", "acme")
     for group in ("ops", "dev"):
         cli.ok("group", "create", "acme", group)
-    cli.ok("connector", "add", "acme", "gh", "--kind", "github")
+    cli.ok("connector", "add", "acme", "gh", "--kind", "github", env=NATIVE_HOSTS)
     for group in ("ops", "dev"):
         cli.ok("connector", "attach", "acme", group, "gh")
     trio.run(_add_remote_tool, cli.database)
@@ -126,14 +130,19 @@ def _create(cli: Cli, name: str, *extra: str) -> dict[str, Any]:
 
 def _update(cli: Cli, ref: str, *options: str, input: str | None = None) -> dict[str, Any]:
     """``webhook update acme REF OPTIONS --json``, which must succeed."""
-    updated = cli.json("webhook", "update", "acme", ref, *options, env=ALICE, input=input)
+    updated = cli.json(
+        "webhook", "update", "acme", ref, *options, env={**ALICE, **NAMED_HOSTS}, input=input
+    )
     assert set(updated) == WEBHOOK_KEYS, "no URL: it is shown once, by create"
     return dict(updated)
 
 
 def _connector(cli: Cli, name: str, kind: str, secret: str) -> None:
     """``connector add acme NAME --kind KIND`` with its secret from the environment."""
-    cli.ok("connector", "add", "acme", name, "--kind", kind, "--secret-env", "S", env={"S": secret})
+    cli.ok(
+        *("connector", "add", "acme", name, "--kind", kind, "--secret-env", "S"),
+        env={"S": secret, **NAMED_HOSTS},
+    )
 
 
 def _show(cli: Cli, ref: str) -> dict[str, Any]:
@@ -367,7 +376,9 @@ def test_update_to_a_slack_or_incoming_webhook_channel(acme: Cli) -> None:
 
     # With two Slack connectors, the channel must name one.
     _connector(cli, "chat2", "slack", SLACK_TOKEN)
-    several = cli.fails("webhook", "update", "acme", "ci", "--channel", "slack:C0123456789")
+    several = cli.fails(
+        "webhook", "update", "acme", "ci", "--channel", "slack:C0123456789", env=NAMED_HOSTS
+    )
     assert "several Slack connectors (chat, chat2)" in several
     named = _update(cli, "ci", "--channel", "slack:chat2/C0123456789")
     assert named["channel"] == "slack:chat2/C0123456789"

@@ -28,6 +28,12 @@ def require_node(package: str) -> str:
             "(it installs tests/node with `npm ci`)",
             pytrace=False,
         )
+    require_package(package)
+    return node
+
+
+def require_package(package: str) -> Path:
+    """Where the npm ``package`` is installed as locked in tests/node; fails the test otherwise."""
     installed = NODE_DIR / "node_modules" / package / "package.json"
     if not installed.is_file():
         pytest.fail(
@@ -44,7 +50,7 @@ def require_node(package: str) -> str:
             f"{locked}: run scripts/test (or `npm ci` in tests/node)",
             pytrace=False,
         )
-    return node
+    return installed.parent
 
 
 def free_port() -> int:

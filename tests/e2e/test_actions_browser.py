@@ -14,7 +14,8 @@ the viewport and with axe, and photographed into
 
 The second test serves an agentws with no workspace at all: the empty
 home page, then (a workspace made) the copy buttons, which stay hidden
-without JavaScript and show with it.
+without JavaScript and show with it, and the empty workspace's Overview,
+which says nothing happened yet instead of drawing empty charts.
 """
 
 from __future__ import annotations
@@ -338,4 +339,25 @@ async def test_the_empty_home_page_and_copy_buttons_without_scripts(tmp_path: Pa
 
         assert await browser.run(copy_buttons, plain, False) > 0
         assert await browser.run(copy_buttons, tab, True) > 0
+
+        def empty_overview(on: Tab, scripts: bool) -> None:
+            """A workspace where nothing happened: a sentence and two links, no empty charts."""
+            on.page.goto(f"{base}/dashboard/w/acme/overview")
+            empty = on.page.locator("#overview-empty")
+            expect(empty).to_be_visible()
+            expect(empty).to_contain_text("Nothing yet in the last hour.")
+            expect(empty.get_by_role("link", name="create a webhook")).to_be_visible()
+            expect(on.page.locator(".charts")).to_be_hidden()
+            if scripts:
+                # Its script drew no chart of empty axes.
+                drawn = on.page.evaluate(
+                    "() => [...document.querySelectorAll('canvas')].filter(Chart.getChart).length"
+                )
+                assert drawn == 0
+                landed(browser, on, "overview-empty", problems)
+            else:
+                on.assert_clean("the empty overview without scripts")
+
+        await browser.run(empty_overview, plain, False)
+        await browser.run(empty_overview, tab, True)
     assert not problems, "\n".join(problems)

@@ -1,6 +1,11 @@
 """``hypercorn --worker-class trio 'agentws.app:create_app()'``: the app's ASGI
 lifespan runs the service, every door answers through it, and SIGTERM stops
-both cleanly."""
+both cleanly.
+
+Run as the README writes it, with neither ``AGENTWS_BIND`` nor
+``AGENTWS_BASE_URL``: the MCP and OAuth doors answer the address Hypercorn
+bound (which agentws cannot see), and still refuse a foreign ``Host``.
+"""
 
 from __future__ import annotations
 
@@ -55,8 +60,6 @@ async def test_bare_hypercorn_runs_the_service_in_the_app_lifespan(
         AGENTWS_DATABASE_URL=sqlite_url,
         AGENTWS_DATA_DIR=str(tmp_path),
         AGENTWS_SHUTDOWN_GRACE_S=str(GRACE_S),
-        # Hypercorn binds the port, so the service is told where it is.
-        AGENTWS_BASE_URL=base,
     )
     command = [
         *(sys.executable, "-m", "hypercorn", "--worker-class", "trio"),
@@ -72,13 +75,33 @@ async def test_bare_hypercorn_runs_the_service_in_the_app_lifespan(
             await _wait_serving(client, base, process)
             ready = await client.get(f"{base}/readyz")
             mcp = await client.post(f"{base}/mcp/g/acme/ops", json={})
+            # The same by the loopback name on the bound port; a rebinding page's is refused.
+            by_name = await client.post(
+                f"{base}/mcp/g/acme/ops", json={}, headers={"Host": f"localhost:{port}"}
+            )
+            foreign = await client.post(
+                f"{base}/mcp/g/acme/ops", json={}, headers={"Host": f"evil.example:{port}"}
+            )
+            discovery = await client.get(
+                f"{base}/.well-known/oauth-protected-resource/mcp/g/acme/ops"
+            )
+            foreign_discovery = await client.get(
+                f"{base}/.well-known/oauth-protected-resource/mcp/g/acme/ops",
+                headers={"Host": "evil.example"},
+            )
             hook = await client.post(f"{base}/hooks/nosuchtoken", json={"a": 1})
             api = await client.get(f"{base}/api/v1/workspaces")
             login = await client.get(f"{base}/dashboard/login")
         assert ready.status_code == 200, ready.text
         assert ready.json() == {"status": "ready"}
         # Each door answers with the service behind it: the token lookups reach the store.
-        assert mcp.status_code == 401
+        assert mcp.status_code == 401, mcp.text
+        assert by_name.status_code == 401, by_name.text
+        assert foreign.status_code == 403
+        assert "is not allowed here" in foreign.json()["error"]["message"]
+        assert discovery.status_code == 200, discovery.text
+        assert discovery.json()["resource"] == f"{base}/mcp/g/acme/ops"
+        assert foreign_discovery.status_code == 403
         assert hook.status_code == 404
         assert hook.json()["error"]["code"] == "not_found"
         assert api.status_code == 401

@@ -6,8 +6,11 @@ Chromium, driven by Playwright on a thread of its own
 confirmation dialogs and reads the pages, while the test's trio loop plays
 the world around it: a webhook's sender, an MCP client, a third-party MCP
 server. Every page is also checked at a desktop and a phone width for
-horizontal overflow, console errors and script errors, and photographed
-into ``test-artifacts/screenshots/``.
+horizontal overflow, console errors and script errors, and its layout
+measured (the sections on one line at 1280 px, no cluster's line at a
+row's edge; on a phone the tokens and permissions tables without sideways
+scrolling, endpoint URLs wrapping after a slash), and photographed into
+``test-artifacts/screenshots/``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from playwright.sync_api import expect
 from agentws.accounts import create_admin
 from agentws.approvals import decisions
 from agentws.domain.models import Approval, ApprovalStatus, EventStatus
+from agentws.registry import create_group
 from tests.e2e.axe_support import accessibility_violations
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running, legacy_stream, running, sdk_session
@@ -340,6 +344,83 @@ async def test_denying_every_waiting_call_at_once_in_the_dashboard(tmp_path: Pat
         assert state.calls == []
 
 
+#: Pages whose tables show every column, their selects and buttons too, within a phone's
+#: width, each row a block of labelled lines (no sideways scrolling to reach Revoke or Set).
+STACKED_PAGES = ("endpoints", "permissions")
+#: Measures the page's layout (browser thread): the section links' rows, whether a
+#: cluster's line is drawn at a row's start, tables that scroll sideways, controls past
+#: the viewport's edge, and after which characters the endpoint URLs break their lines.
+_LAYOUT_JS = """() => {
+  // Signed out (the sign-in page), there are no sections.
+  const nav = document.querySelector('nav[aria-label="Sections"]') || document.createElement("nav");
+  const middle = (box) => (box.top + box.bottom) / 2;
+  const links = [...nav.querySelectorAll("a")].map((a) => a.getBoundingClientRect());
+  const rows = [];
+  for (const link of links) {
+    if (!rows.some((row) => Math.abs(row - middle(link)) < 4)) rows.push(middle(link));
+  }
+  const clip = nav.getBoundingClientRect();
+  const dangling = [];
+  for (const group of nav.querySelectorAll(".nav-group + .nav-group")) {
+    const line = getComputedStyle(group, "::before");
+    const box = group.getBoundingClientRect();
+    const x = box.left + parseFloat(line.left);
+    const shown = line.content !== "none" && x >= clip.left && x < clip.right;
+    const first = group.querySelector("a").getBoundingClientRect();
+    const before = links.some((l) => Math.abs(middle(l) - middle(first)) < 4 && l.right <= x);
+    if (shown && !before) dangling.push(group.textContent.trim().replace(/\\s+/g, " "));
+  }
+  const scrolling = [...document.querySelectorAll(".table-wrap")]
+    .filter((wrap) => wrap.scrollWidth > wrap.clientWidth + 1)
+    .map((wrap) => wrap.getAttribute("aria-label"));
+  const past = [...document.querySelectorAll("table button, table select")]
+    .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+    .map((el) => el.getAttribute("aria-label") || el.textContent.trim());
+  const breaks = [];
+  for (const code of document.querySelectorAll("code[id^='url-']")) {
+    const text = code.textContent;
+    const range = document.createRange();
+    let top = null;
+    let offset = 0;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++, offset++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const at = range.getBoundingClientRect().top;
+        if (top !== null && at > top + 2) {
+          breaks.push(text.slice(0, offset) + " | " + text.slice(offset));
+        }
+        top = at;
+      }
+    }
+  }
+  return {rows: rows.length, dangling, scrolling, past, breaks};
+}"""
+
+
+def _layout_problems(tab: Tab, name: str) -> list[str]:
+    """(Browser thread.) What is wrong with the page's layout at its width, one line each."""
+    layout = tab.page.evaluate(_LAYOUT_JS)
+    width = tab.page.viewport_size["width"] if tab.page.viewport_size else 0
+    where = f"{name} at {width} px"
+    problems = [f"{where}: a cluster's line begins a row: {g}" for g in layout["dangling"]]
+    if width >= 1280 and layout["rows"] > 1:
+        problems.append(f"{where}: the sections take {layout['rows']} lines, not one")
+    if width < 640 and name in STACKED_PAGES:
+        problems += [f"{where}: {t} scrolls sideways" for t in layout["scrolling"]]
+        problems += [f"{where}: {c!r} is past the edge" for c in layout["past"]]
+    # An endpoint URL that does not fit breaks after a slash, not inside a name.
+    if width < 640 and name == "endpoints" and not layout["breaks"]:
+        problems.append(f"{where}: no endpoint URL wraps, so none was checked")
+    problems += [
+        f"{where}: the URL breaks inside a name: {b}"
+        for b in layout["breaks"]
+        if not b.split(" | ")[0].endswith("/")
+    ]
+    return problems
+
+
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Path) -> None:
     # Names as people give them: snake_case, long enough to need wrapping on a phone.
@@ -353,6 +434,10 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
         # (seeded), documents and a skill (seeded), a pending and an executed approval.
         await attach_remote(server.store, url, {})
         await _admin(server)
+        # A group whose endpoint URL is too long for a phone's line.
+        await create_group(
+            server.store, "acme", "customer-operations-emea", name=None, actor="admin:alice"
+        )
         ci = await hook(server, HOOK_NAME, group="ops")
         event_id = await deliver(ci, {"build": 7, "branch": "main", "ok": False})
         assert (await finished(server.store, event_id)).status is EventStatus.DONE
@@ -384,6 +469,7 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
             width = measures["innerWidth"]
             if not ok:
                 problems.append(f"{name} at {width} px overflows: {measures} (see {shot.name})")
+            problems.extend(_layout_problems(tab, name))
             for found in accessibility_violations(tab):
                 nodes = "\n    ".join(found["nodes"])
                 problems.append(

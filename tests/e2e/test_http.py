@@ -104,9 +104,15 @@ async def test_readyz_is_ready_when_the_store_answers(tmp_path: Path) -> None:
     assert "retry-after" not in response.headers
 
 
-async def test_unknown_path_is_a_json_404(tmp_path: Path) -> None:
+async def test_the_root_leads_to_the_dashboard_and_unknown_paths_are_json_404s(
+    tmp_path: Path,
+) -> None:
     async with serving(_settings(tmp_path)) as base_url:
+        # The base URL `agentws serve` prints: a browser opening it lands on the dashboard.
+        root = await _get(f"{base_url}/")
         response = await _get(f"{base_url}/no/such/thing")
+    assert root.status_code == 302, root.text
+    assert root.headers["location"] == "/dashboard/"
     assert response.status_code == 404
     assert response.headers["content-type"] == "application/json"
     error = response.json()["error"]

@@ -65,13 +65,20 @@ SALARIES_MD = """\
 
 Internal only. The zebracorn bonus is paid in March.
 """
-SKILL_MD = """\
+# A required argument, as docs/mcp.md's example has: prompts/get without it is an error.
+SEVERITIES = ("minor", "major", "critical")
+SKILL_MD = f"""\
 ---
 name: triage
 description: Triage an incoming support ticket.
+arguments:
+  - name: severity
+    description: How bad the reporter says it is
+    required: true
+    enum: [{", ".join(SEVERITIES)}]
 ---
 Read the ticket, decide its severity with the checklist, and answer in two
-sentences.
+sentences. The reporter calls it {{{{severity}}}}.
 """
 CHECKLIST_MD = """\
 - Is a customer blocked? Severity 1.
@@ -325,8 +332,14 @@ def _check_common(out: dict[str, Any], endpoint: Endpoint) -> None:
 
     assert [prompt["name"] for prompt in out["prompts"]] == ["triage"]
     assert out["prompts"][0]["description"] == "Triage an incoming support ticket."
+    (argument,) = out["prompts"][0]["arguments"]
+    assert argument["name"] == "severity"
+    assert argument["required"] is True
     prompt = out["prompt"]
     assert prompt["name"] == "triage"
+    # The client filled the required argument with a value completion offered.
+    assert prompt["arguments"]["severity"] in SEVERITIES
+    assert f"The reporter calls it {prompt['arguments']['severity']}." in prompt["text"]
     assert "decide its severity with the checklist" in prompt["text"]
     assert "name: triage" not in prompt["text"]  # the front matter is not the prompt
     (asset,) = prompt["resources"]

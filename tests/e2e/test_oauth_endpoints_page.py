@@ -48,13 +48,13 @@ async def test_a_refreshed_consent_is_one_row_and_its_revoke_ends_it(tmp_path: P
         page = (await browser.http.get(PAGE)).text
         section = _ops_section(page)
         # The static token is listed as ever; each consent once, however many tokens it had.
-        assert "<td>tests</td>" in section
+        assert '<td data-label="Name">tests</td>' in section
         [action] = _revoke_actions(section, client_id)
         newest = await server.store.token_by_hash(hash_secret(third["access_token"]))
         assert newest is not None
         assert action == f"{PAGE}/ops/tokens/{newest.id}/revoke"
         assert len(_revoke_actions(section, other_id)) == 1
-        assert section.count("<td>Raw client</td>") == 2
+        assert section.count('<td data-label="Client">Raw client</td>') == 2
 
         revoked = await browser.http.post(action, data={"csrf": hidden_field(page, "csrf")})
         assert revoked.status_code == 302, revoked.text

@@ -35,6 +35,11 @@ async def test_overview_json_needs_a_session_and_a_known_range(tmp_path: Path) -
         assert page.headers["location"] == "/dashboard/login?next=/dashboard/w/acme/overview"
 
         await _signed_in(server, http)
+        # A workspace where nothing happened yet says so, instead of nine empty charts.
+        empty = (await http.get("/dashboard/w/acme/overview")).text
+        assert '<div class="empty-state" id="overview-empty">' in empty
+        assert "Nothing yet in the last hour." in empty
+        assert '<div class="charts" hidden>' in empty
         for name, (points, step_s) in STEPS.items():
             answer = await http.get("/dashboard/w/acme/overview.json", params={"range": name})
             assert answer.status_code == 200, answer.text
@@ -75,7 +80,8 @@ async def test_the_overview_is_home_and_reads_without_javascript(tmp_path: Path)
         # First in the menu.
         nav = text.split('<nav aria-label="Sections">', 1)[1]
         assert nav.lstrip().startswith(
-            '<a href="/dashboard/w/acme/overview" aria-current="page">Overview</a>'
+            '<span class="nav-group"><a href="/dashboard/w/acme/overview" aria-current="page">'
+            "Overview</a>"
         )
         # The range switch: links, the current one marked.
         assert '<a href="/dashboard/w/acme/overview?range=1h" aria-current="page">' in text
@@ -90,6 +96,9 @@ async def test_the_overview_is_home_and_reads_without_javascript(tmp_path: Path)
             assert f'<canvas id="canvas-{series}" role="img" aria-label="Chart of ' in text
             assert f'<table id="table-{series}">' in text
         assert text.count("<details open>") == 9
+        # Something happened: the charts, not the empty state.
+        assert '<div class="empty-state" id="overview-empty" hidden>' in text
+        assert '<div class="charts">' in text
         received_table = text.split('<table id="table-events_received">', 1)[1].split("</table>")[0]
         assert '<th scope="col">ci</th>' in received_table
         assert "Nothing in this range." not in received_table

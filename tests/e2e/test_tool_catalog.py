@@ -44,7 +44,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 async def _cli(tmp_path: Path, database_url: str, *args: str) -> None:
-    code, _, err = await run_agentws(tmp_path, database_url, *args)
+    # The GitHub Enterprise host below, allow-listed: saved without asking DNS (no test may).
+    allow = {"AGENTWS_CONNECTOR_ALLOWLIST": "github.example.com"}
+    code, _, err = await run_agentws(tmp_path, database_url, *args, **allow)
     assert code == 0, err
 
 

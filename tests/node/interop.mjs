@@ -15,6 +15,9 @@
 //   --query TEXT                [MCP_QUERY]      search_context query (default "refund")
 //   --resource URI                               resource to read (default: the first listed)
 //   --prompt NAME                                prompt to get (default: the first listed)
+//   --argument NAME=VALUE                        a value for one of its arguments (repeatable);
+//                                                a required one not given takes the first
+//                                                value completion/complete offers for it
 //   --timeout-ms N              [MCP_TIMEOUT_MS] hard limit for the whole run (default 30000)
 //
 // Exit status: 0 with the JSON document on stdout; 1 with one line on stderr
@@ -44,6 +47,7 @@ function options() {
                 query: { type: 'string' },
                 resource: { type: 'string' },
                 prompt: { type: 'string' },
+                argument: { type: 'string', multiple: true },
                 'timeout-ms': { type: 'string' }
             },
             strict: true,
@@ -60,6 +64,7 @@ function options() {
         query: parsed.query ?? env.MCP_QUERY ?? 'refund',
         resource: parsed.resource,
         prompt: parsed.prompt,
+        arguments: {},
         timeoutMs: Number(parsed['timeout-ms'] ?? env.MCP_TIMEOUT_MS ?? 30_000)
     };
     if (!TRANSPORTS.includes(opts.transport)) {
@@ -68,6 +73,11 @@ function options() {
     if (!opts.url) usage('--url (or MCP_URL) is required');
     if (!opts.token) usage('a token is required: set AGENTWS_TOKEN (or pass --token)');
     if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs <= 0) usage('--timeout-ms must be a positive number');
+    for (const pair of parsed.argument ?? []) {
+        const at = pair.indexOf('=');
+        if (at < 1) usage(`--argument takes NAME=VALUE (got ${pair})`);
+        opts.arguments[pair.slice(0, at)] = pair.slice(at + 1);
+    }
     try {
         opts.url = new URL(opts.url);
     } catch {
@@ -86,6 +96,29 @@ function describe(error) {
 
 function texts(content) {
     return (content ?? []).filter(item => item.type === 'text').map(item => item.text);
+}
+
+// The arguments a prompt declares, as prompts/get needs them: the values given,
+// and for each required one not given, the first value the server offers.
+async function promptArguments(client, name, declared, given, request, progress) {
+    const args = {};
+    for (const argument of declared) {
+        if (Object.hasOwn(given, argument.name)) {
+            args[argument.name] = given[argument.name];
+        } else if (argument.required) {
+            progress.step = `completion/complete ${name} ${argument.name}`;
+            const offered = await client.complete(
+                { ref: { type: 'ref/prompt', name }, argument: { name: argument.name, value: '' } },
+                request
+            );
+            const [first] = offered.completion.values;
+            if (first === undefined) {
+                throw new Error(`prompt ${name} needs its argument ${argument.name}: pass --argument ${argument.name}=VALUE`);
+            }
+            args[argument.name] = first;
+        }
+    }
+    return args;
 }
 
 async function run(opts, progress) {
@@ -161,11 +194,14 @@ async function run(opts, progress) {
     }));
     const name = opts.prompt ?? prompts[0]?.name;
     if (!name) throw new Error('prompts/list returned no prompts');
+    const declared = prompts.find(p => p.name === name)?.arguments ?? [];
+    const args = await promptArguments(client, name, declared, opts.arguments, request, progress);
 
     progress.step = `prompts/get ${name}`;
-    const prompt = await client.getPrompt({ name }, request);
+    const prompt = await client.getPrompt({ name, arguments: args }, request);
     out.prompt = {
         name,
+        arguments: args,
         description: prompt.description ?? null,
         messages: prompt.messages,
         text: prompt.messages.flatMap(m => texts([m.content])).join('\n'),

@@ -1,31 +1,20 @@
 """The offline digest reads the common senders' events as they mean them (``sender_facts``).
 
-The GitHub payloads are the 329 examples of ``@octokit/webhooks-examples``
-(installed in tests/node by scripts/test), each sent with the
-``X-GitHub-Event`` header GitHub sends with it.
+Payloads written here; the 329 GitHub examples of ``@octokit/webhooks-examples``
+(an npm package) are read in ``tests/e2e/test_octokit_examples.py``, where Node's
+packages are set up.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentws.agent.model import EventBrief
-from agentws.agent.offline import OFFLINE_NOTE, digest
+from agentws.agent.offline import digest
 from agentws.agent.sender_facts import format_minor_units, sender_facts
-
-EXAMPLES = (
-    Path(__file__).resolve().parent.parent
-    / "node"
-    / "node_modules"
-    / "@octokit"
-    / "webhooks-examples"
-    / "api.github.com"
-    / "index.json"
-)
 
 
 def brief(payload: Any, headers: dict[str, str], prompt: str = "Summarise it.") -> EventBrief:
@@ -38,42 +27,6 @@ def brief(payload: Any, headers: dict[str, str], prompt: str = "Summarise it.") 
         truncated=False,
         original_bytes=len(json.dumps(payload)),
     )
-
-
-def octokit_examples() -> list[tuple[str, dict[str, Any]]]:
-    if not EXAMPLES.is_file():
-        pytest.fail(
-            f"{EXAMPLES} is missing: run scripts/test (it runs `npm ci` in tests/node)",
-            pytrace=False,
-        )
-    groups = json.loads(EXAMPLES.read_text())
-    return [(group["name"], example) for group in groups for example in group["examples"]]
-
-
-def pushed_name(ref: str) -> str:
-    return ref.removeprefix("refs/heads/").removeprefix("refs/tags/")
-
-
-# --- the 329 GitHub examples ---------------------------------------------------------------------
-
-
-def test_every_github_example_names_its_event_and_a_push_its_branch() -> None:
-    examples = octokit_examples()
-    assert len(examples) == 329, len(examples)
-    for event, payload in examples:
-        text = digest(brief(payload, {"x-github-event": event}, "Post the branch and who did it."))
-        first, *_ = text.splitlines()
-        assert event in first, (event, first)
-        assert text.endswith(OFFLINE_NOTE), (event, text)
-        if event != "push":
-            continue
-        name = pushed_name(payload["ref"])
-        assert name in first, (payload["ref"], first)
-        tag = payload["ref"].startswith("refs/tags/")
-        said = f"• branch: none, {name} is a tag (ref)" if tag else f"• branch: {name} (ref)"
-        assert said in text.splitlines(), (payload["ref"], text)
-        for commit in payload["commits"]:
-            assert commit["message"].splitlines()[0] in text, (commit, text)
 
 
 def test_the_finding_a_push_to_a_branch_that_is_not_the_default() -> None:

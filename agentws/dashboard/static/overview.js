@@ -172,8 +172,23 @@
     table.tBodies[0].replaceWith(body);
   }
 
+  // Whether a chart has a step with something (its table lists those steps).
+  const hasSteps = (spec, data) => {
+    const series = (data.series || {})[spec.series] || {};
+    return Object.values(series).some((values) => (values || []).some((v) => v !== null && v !== undefined && v !== 0));
+  };
+
   function draw(data) {
+    // Every chart empty: the empty state says so, and no chart of empty axes is drawn.
+    const empty = !config.charts.some((spec) => hasSteps(spec, data));
+    const emptyState = document.getElementById("overview-empty");
+    if (emptyState) emptyState.hidden = !empty;
+    root.querySelector(".charts").hidden = empty;
     for (const spec of config.charts) {
+      if (empty) {
+        fillTable(spec, data);
+        continue;
+      }
       const canvas = document.getElementById(`canvas-${spec.series}`);
       if (!canvas) continue;
       const sets = datasets(spec, data);
