@@ -156,7 +156,7 @@ async def _exercise(api: httpx2.AsyncClient, server: Running, state: ThirdParty,
     refused = await api.patch("/workspaces/acme/connectors/third", json={"active": "no"})
     assert _error(refused, 400)["message"] == "'active' must be a bool"
     assert (
-        "'active' is required"
+        "'active' or 'relay_requests' is required"
         in _error(await api.patch("/workspaces/acme/connectors/third", json={}), 400)["message"]
     )
 
