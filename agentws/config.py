@@ -236,6 +236,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_pending_per_token", "AGENTWS_MCP_MAX_PENDING_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_listen_per_token", "AGENTWS_MCP_MAX_LISTEN_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
+    ("mcp_max_batch_entries", "AGENTWS_MCP_MAX_BATCH_ENTRIES", _positive_int, "100"),
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("delivery_log_keep", "AGENTWS_DELIVERY_LOG_KEEP", _count, "500"),
     ("delivery_log_days", "AGENTWS_DELIVERY_LOG_DAYS", _days, "30"),
@@ -355,6 +356,8 @@ class Settings:
     mcp_max_listen_per_token: int = 100
     #: Size limit of one JSON-RPC message posted to the MCP door.
     mcp_max_body_bytes: int = 4 * 1024 * 1024
+    #: Messages one JSON-RPC batch (2025-03-26 sessions) may hold; a larger one is refused whole.
+    mcp_max_batch_entries: int = 100
     #: A request body (webhook, MCP, admin API, dashboard) not all received
     #: this long after its headers is refused with 408 and its connection closed.
     body_read_timeout_s: float = 30.0
