@@ -60,7 +60,10 @@ __all__ = [
 SESSION_HEADER = "mcp-session-id"
 _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
-        413, "too_large", f"a message may be at most {limit} bytes"
+        413,
+        "too_large",
+        f"a message may be at most {limit:,} bytes (AGENTWS_MCP_MAX_BODY_BYTES): pass "
+        "large content to a tool by reference, not inside its arguments",
     ),
     late=lambda timeout_s: HttpRefusal(
         408,

@@ -241,12 +241,12 @@ class ArgumentChecker:
             )
         if size > _BETWEEN_STEPS_BYTES:
             await trio.lowlevel.checkpoint()
-        return await self._schema_problem(tool.input_schema, whole, size) or path_argument_error(
-            tool, whole
-        )
+        return await self._schema_problem(
+            tool.input_schema, whole, size, arguments.text
+        ) or path_argument_error(tool, whole)
 
     async def _schema_problem(
-        self, schema: dict[str, Any], arguments: dict[str, Any], size: int
+        self, schema: dict[str, Any], arguments: dict[str, Any], size: int, text: str
     ) -> str | None:
         quick = _quick_for(schema)
         if quick is not None and quick(arguments):
@@ -256,12 +256,12 @@ class ArgumentChecker:
             return _invalid_schema(cost.invalid)
         if cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET:
             return first_error(cost.validator, arguments)
-        return await self._in_worker(schema, arguments)
+        return await self._in_worker(schema, text)
 
-    async def _in_worker(self, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    async def _in_worker(self, schema: dict[str, Any], arguments_text: str) -> str | None:
+        """Check ``arguments_text`` (JSON) against ``schema`` in the worker process."""
         timeout_s = self.limits.check_timeout_s
         schema_text = json.dumps(schema)
-        arguments_text = json.dumps(arguments)
         late = (
             f"checking these arguments against the tool's schema took longer than "
             f"{timeout_s:g} s (AGENTWS_TOOL_CHECK_TIMEOUT_S); the schema is costly to check, "

@@ -210,4 +210,4 @@ async def test_a_huge_batch_is_refused_without_stalling_the_loop(tmp_path: Path)
         assert f"at most {most} messages" in error["message"], error
         assert accepted.status_code == 200, accepted.text
         assert sorted(answer["id"] for answer in accepted.json()) == list(range(most))
-        assert not steps.steps, steps.report()
+        steps.assert_none_long()
