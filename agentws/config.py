@@ -257,6 +257,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ),
     ("tool_max_argument_depth", "AGENTWS_TOOL_MAX_ARGUMENT_DEPTH", _positive_int, "64"),
     ("tool_check_timeout_s", "AGENTWS_TOOL_CHECK_TIMEOUT_S", _positive_seconds, "0.5"),
+    ("tool_max_result_bytes", "AGENTWS_TOOL_MAX_RESULT_BYTES", _positive_int, str(1024 * 1024)),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("connector_connections", "AGENTWS_CONNECTOR_CONNECTIONS", _positive_int, "64"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
@@ -390,6 +391,9 @@ class Settings:
     #: Deadline of checking one call's arguments against a schema that cannot be
     #: checked in bounded time on the event loop (checked in a worker process).
     tool_check_timeout_s: float = 0.5
+    #: Size limit of a remote MCP server's answer (a JSON body, one SSE event):
+    #: a larger one is not read further, and its call gets a tool error.
+    tool_max_result_bytes: int = 1024 * 1024
     #: How often remote MCP connectors' tool lists are fetched again (0: never).
     connector_refresh_s: float = 900.0
     #: HTTP connections a remote MCP connector's link keeps to its remote, all

@@ -22,7 +22,16 @@ import pytest
 
 from agentws.domain.models import Capability
 from tests.e2e.loop_steps import healthz_throughout, watch_steps
-from tests.e2e.mcp_support import MODERN, REQUEST_S, Running, running
+from tests.e2e.mcp_support import (
+    ACCEPT,
+    MODERN,
+    REQUEST_S,
+    Running,
+    jsonrpc_answer,
+    raw_session,
+    result_text,
+    running,
+)
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
     ThirdParty,
@@ -33,7 +42,6 @@ from tests.e2e.remote_support import (
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
-ACCEPT = "application/json, text/event-stream"
 ALLOW = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -62,27 +70,6 @@ def _call(name: str, arguments: dict[str, Any], *, request_id: Any = 1, **meta: 
     return json.dumps(message, separators=(",", ":")).encode()
 
 
-async def _session(http: httpx2.AsyncClient, server: Running) -> dict[str, str]:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    headers = {**server.headers(), "Accept": ACCEPT}
-    response = await http.post(server.url, json=initialize, headers=headers)
-    assert response.status_code == 200, response.text
-    return {
-        **headers,
-        "Content-Type": "application/json",
-        "Mcp-Session-Id": response.headers["mcp-session-id"],
-    }
-
-
 def _stateless(server: Running, name: str) -> dict[str, str]:
     return {
         **server.headers(),
@@ -94,18 +81,6 @@ def _stateless(server: Running, name: str) -> dict[str, str]:
     }
 
 
-def _answer(response: httpx2.Response) -> dict[str, Any]:
-    """The JSON-RPC answer of a response, JSON or an SSE stream."""
-    if response.headers["content-type"].startswith("text/event-stream"):
-        data = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
-        return dict(json.loads([d for d in data if d][-1]))
-    return dict(response.json())
-
-
-def _text(answer: dict[str, Any]) -> str:
-    return " ".join(c.get("text", "") for c in answer["result"]["content"])
-
-
 async def test_large_messages_are_handled_in_short_steps(tmp_path: Path) -> None:
     state = ThirdParty([tool("echo", "Echo the query")])
     async with (
@@ -114,7 +89,7 @@ async def test_large_messages_are_handled_in_short_steps(tmp_path: Path) -> None
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
         await attach_remote(server.store, url, {"third_echo": Capability.READ})
-        session = await _session(http, server)
+        session = await raw_session(http, server)
         limit = server.runtime.settings.tool_max_argument_bytes
         # Made before the watch: the client's work is not the service's.
         largest = _many_keys(limit - 4096)
@@ -141,12 +116,12 @@ async def test_large_messages_are_handled_in_short_steps(tmp_path: Path) -> None
                 }
         for name in ("session", "stateless"):
             assert answers[name].status_code == 200, answers[name].text
-            answer = _answer(answers[name])
-            assert _text(answer) == "third-party found: largest", answer
+            answer = jsonrpc_answer(answers[name])
+            assert result_text(answer) == "third-party found: largest", answer
         assert state.arguments == [largest, largest]
         # Refused by its schema (no other members), after the same parse and checks.
-        refused = _answer(answers["builtin"])
-        assert _text(refused).startswith("Invalid arguments for search_context: "), refused
+        refused = jsonrpc_answer(answers["builtin"])
+        assert result_text(refused).startswith("Invalid arguments for search_context: "), refused
         assert answers["too_large"].status_code == 413, answers["too_large"].text
         assert "AGENTWS_MCP_MAX_BODY_BYTES" in answers["too_large"].json()["error"]["message"]
         for name in ("no_message", "float_id"):
