@@ -54,7 +54,6 @@ __all__ = [
     "rpc_error",
     "submit",
     "submit_request",
-    "validated",
 ]
 
 SESSION_HEADER = "mcp-session-id"
@@ -216,7 +215,7 @@ async def parse_message(
     document = await _parsed(request, body, session_id)
     if isinstance(document, list) and batches:
         raise Batch(await _batch(request, document, session_id, settings.mcp_max_batch_entries))
-    return await validated(request, document, session_id)
+    return await _validated(request, document, session_id)
 
 
 async def _parsed(request: DoorRequest, body: bytes, session_id: str | None) -> Any:
@@ -238,7 +237,7 @@ async def _parsed(request: DoorRequest, body: bytes, session_id: str | None) -> 
     return document
 
 
-async def validated(
+async def _validated(
     request: DoorRequest, document: Any, session_id: str | None
 ) -> types.JSONRPCMessage:
     """``document`` (a request's parsed body) as one JSON-RPC message.
