@@ -26,12 +26,16 @@ __all__ = [
     "DEFAULT_BIND",
     "DEFAULT_DATABASE_URL",
     "DEFAULT_MODEL",
+    "MCP_ENVELOPE_BYTES",
     "Settings",
     "parse_bind",
     "parse_database_url",
 ]
 
 DEFAULT_BIND = "127.0.0.1:8080"
+#: What an MCP message may hold beside a tool call's arguments, by default
+#: (``AGENTWS_MCP_MAX_BODY_BYTES`` is ``AGENTWS_TOOL_MAX_ARGUMENT_BYTES`` and this).
+MCP_ENVELOPE_BYTES = 64 * 1024
 DEFAULT_DATABASE_URL = "sqlite:///./agentws.db"
 #: The model that runs the agent unless AGENTWS_MODEL names another.
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -242,7 +246,9 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("mcp_max_sessions_per_token", "AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_pending_per_token", "AGENTWS_MCP_MAX_PENDING_PER_TOKEN", _positive_int, "100"),
     ("mcp_max_listen_per_token", "AGENTWS_MCP_MAX_LISTEN_PER_TOKEN", _positive_int, "100"),
-    ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, str(4 * 1024 * 1024)),
+    # Unset: the argument limit and room for the envelope (Settings.mcp_max_body_bytes).
+    ("mcp_max_body_bytes", "AGENTWS_MCP_MAX_BODY_BYTES", _positive_int, None),
+    ("mcp_max_batch_entries", "AGENTWS_MCP_MAX_BATCH_ENTRIES", _positive_int, "100"),
     ("body_read_timeout_s", "AGENTWS_BODY_READ_TIMEOUT_S", _positive_seconds, "30"),
     ("delivery_log_keep", "AGENTWS_DELIVERY_LOG_KEEP", _count, "500"),
     ("delivery_log_days", "AGENTWS_DELIVERY_LOG_DAYS", _days, "30"),
@@ -258,6 +264,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ),
     ("tool_max_argument_depth", "AGENTWS_TOOL_MAX_ARGUMENT_DEPTH", _positive_int, "64"),
     ("tool_check_timeout_s", "AGENTWS_TOOL_CHECK_TIMEOUT_S", _positive_seconds, "0.5"),
+    ("tool_max_result_bytes", "AGENTWS_TOOL_MAX_RESULT_BYTES", _positive_int, str(1024 * 1024)),
     ("connector_refresh_s", "AGENTWS_CONNECTOR_REFRESH_S", _seconds, "900"),
     ("connector_connections", "AGENTWS_CONNECTOR_CONNECTIONS", _positive_int, "64"),
     ("approval_ttl_s", "AGENTWS_APPROVAL_TTL_S", _seconds, str(7 * 24 * 3600)),
@@ -360,8 +367,8 @@ class Settings:
     mcp_max_pending_per_token: int = 100
     #: ``subscriptions/listen`` streams one token may hold open; one more is refused.
     mcp_max_listen_per_token: int = 100
-    #: Size limit of one JSON-RPC message posted to the MCP door.
-    mcp_max_body_bytes: int = 4 * 1024 * 1024
+    #: Messages one JSON-RPC batch (2025-03-26 sessions) may hold; a larger one is refused whole.
+    mcp_max_batch_entries: int = 100
     #: A request body (webhook, MCP, admin API, dashboard) not all received
     #: this long after its headers is refused with 408 and its connection closed.
     body_read_timeout_s: float = 30.0
@@ -379,11 +386,21 @@ class Settings:
     #: Size limit of one tool call's arguments (compact JSON), checked before
     #: anything else is done with them: a larger call is refused.
     tool_max_argument_bytes: int = 1024 * 1024
+    #: Size limit of one JSON-RPC message posted to the MCP door, refused with 413
+    #: before it is parsed. Default: a call's largest arguments and 64 KiB of envelope.
+    mcp_max_body_bytes: int = attrs.field(
+        default=attrs.Factory(
+            lambda self: self.tool_max_argument_bytes + MCP_ENVELOPE_BYTES, takes_self=True
+        )
+    )
     #: How deep a tool call's arguments may nest (objects and arrays).
     tool_max_argument_depth: int = 64
     #: Deadline of checking one call's arguments against a schema that cannot be
     #: checked in bounded time on the event loop (checked in a worker process).
     tool_check_timeout_s: float = 0.5
+    #: Size limit of a remote MCP server's answer (a JSON body, one SSE event):
+    #: a larger one is not read further, and its call gets a tool error.
+    tool_max_result_bytes: int = 1024 * 1024
     #: How often remote MCP connectors' tool lists are fetched again (0: never).
     connector_refresh_s: float = 900.0
     #: HTTP connections a remote MCP connector's link keeps to its remote, all

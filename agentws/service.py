@@ -185,7 +185,13 @@ class Service:
             )
             catalog = Catalog(store, changes)
             runner = ToolRunner(
-                store, settings, keys, links.call_tool, catalog.connector, catalog.libraries
+                store,
+                settings,
+                keys,
+                links.call_tool,
+                catalog.connector,
+                catalog.libraries,
+                checker.output_problem,
             )
             gate = ToolGate(store, settings, runner, audit, keys, checker)
             rendered = RenderedResults()

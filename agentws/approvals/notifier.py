@@ -20,7 +20,8 @@ import trio
 
 from agentws.approvals.decisions import expire_due
 from agentws.changes import ChangeFeed, Topic
-from agentws.domain.models import Approval, ApprovalStatus
+from agentws.domain.models import ApprovalOutcome, ApprovalStatus
+from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.store import Store
 from agentws.tools.approval_queue import outcome_data
@@ -43,7 +44,7 @@ class OutcomeListener(Protocol):
         """Ids of requests someone here waits to hear about."""
         ...
 
-    async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
+    async def deliver(self, approval: ApprovalOutcome, data: dict[str, Any]) -> int:
         """Tell whoever waits for ``approval`` its outcome."""
         ...
 
@@ -93,16 +94,13 @@ class ApprovalWatch:
         awaited = self.listener.awaited()
         if not awaited:
             return
-        found = await self.store.approvals(sorted(awaited))
-        for gone in awaited - {a.id for a in found}:
+        # Only where they stand, and the outcomes of the settled: never their
+        # arguments (up to 256 KiB each, and asked for four times a second).
+        found = await self.store.approval_outcomes(sorted(awaited), now=utcnow())
+        for gone in awaited - found.known:
             self.listener.forget(gone)  # deleted with its group: nothing will come
-        finished = [
-            (approval, data)
-            for approval in sorted(found, key=lambda a: a.created_at)
-            if (data := outcome_data(approval))["status"] not in ("pending", "approved", "running")
-        ]
-        if any(approval.status is ApprovalStatus.PENDING for approval, _ in finished):
+        if any(outcome.status is ApprovalStatus.PENDING for outcome in found.finished):
             # Past their time but not yet swept: expire them (recorded) before saying so.
             await expire_due(self.store, actor=ACTOR)
-        for approval, data in finished:
-            await self.listener.deliver(approval, data)
+        for outcome in found.finished:
+            await self.listener.deliver(outcome, outcome_data(outcome))

@@ -14,8 +14,10 @@ on the link's own HTTP transport (the URL guard, the connection pool):
   ``Mcp-Param-*`` headers), exactly as the SDK would send it;
 - a JSON answer is read whole; an SSE answer is read event by event, its
   progress and log messages handed to the caller's channel as they come;
-- the result is checked as the SDK checks it (the revision's result
-  schema, then the tool's output schema, through the session);
+- answers are bounded in size by the link's transport, a result's lists
+  in length (:mod:`agentws.connectors.answer_bounds`), before the result
+  is checked as the SDK checks it (the revision's result schema, through
+  the session; the tool's output schema is the tool runner's to check);
 - HTTP and JSON-RPC errors become the :class:`MCPError` the SDK would raise.
 
 Later rounds of an ``input_required`` exchange, and calls passed through
@@ -44,6 +46,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.connectors.answer_bounds import ANSWER_REFUSED, too_many_items
 from agentws.connectors.relay import LogFn, ProgressFn
 
 __all__ = ["DirectCaller"]
@@ -206,13 +209,15 @@ class DirectCaller:
 
     async def _checked(self, name: str, raw: dict[str, Any]) -> Outcome:
         """``raw`` checked and parsed as the session checks a ``tools/call`` result."""
+        problem = too_many_items(raw)
+        if problem is not None:
+            # Before the result is validated: each item costs the loop.
+            raise MCPError(ANSWER_REFUSED, problem)
         session = self.session
         version = session.protocol_version or ""
         with contextlib.suppress(KeyError):  # a revision with no schema for it
             mcp_methods.validate_server_result("tools/call", version, raw)
         result = session._call_tool_adapter.validate_python(raw, by_name=False)
-        if isinstance(result, types.CallToolResult) and not result.is_error:
-            await session.validate_tool_result(name, result)
         if not isinstance(result, types.CallToolResult | types.InputRequiredResult):
             raise RuntimeError(f"a result of a kind agentws does not know: {type(result).__name__}")
         return result

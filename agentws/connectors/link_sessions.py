@@ -29,8 +29,10 @@ import mcp_types as types
 import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from agentws.config import Settings
+from agentws.connectors.answer_bounds import CappedTransport, refused_if_too_many
 from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.modern_link import (
     DeclaringStream,
@@ -59,6 +61,7 @@ __all__ = [
     "Connection",
     "ContentChanged",
     "Link",
+    "LinkSession",
     "LinkState",
     "NotConnected",
     "SessionKeeper",
@@ -193,8 +196,10 @@ class SessionKeeper:
                 resolve=self.resolve,
                 connections=self.settings.connector_connections,
             )
+            # Answers bounded before anything reads them (agentws.connectors.answer_bounds).
+            capped = CappedTransport(guard, self.settings.tool_max_result_bytes)
             try:
-                await self._serve_over(link, kind, headers, SessionWatch(guard))
+                await self._serve_over(link, kind, headers, SessionWatch(capped))
                 return
             except NotConnected as exc:
                 problems.append(f"{kind}: {redact_urls(str(exc))}")
@@ -230,7 +235,13 @@ class SessionKeeper:
         try:
             with trio.CancelScope(deadline=trio.current_time() + timeout_s) as connecting:
                 async with open_transport(
-                    kind, url, headers, watch, timeout_s=timeout_s, stream_read_timeout_s=None
+                    kind,
+                    url,
+                    headers,
+                    watch,
+                    timeout_s=timeout_s,
+                    stream_read_timeout_s=None,
+                    max_event_bytes=self.settings.tool_max_result_bytes,
                 ) as (read, write):
                     watched = WatchedStream(read)
                     relay = RemoteRelay(
@@ -239,7 +250,7 @@ class SessionKeeper:
                         single_stream=kind == "sse",
                         answer_s=timeout_s,
                     )
-                    async with ClientSession(
+                    async with LinkSession(
                         watched,
                         DeclaringStream(write),
                         message_handler=on_message,
@@ -399,6 +410,20 @@ class SessionWatch(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+class LinkSession(ClientSession):
+    """A link's session: a result's structured content is checked by agentws, not here.
+
+    The SDK checks it against the tool's output schema with a validator in
+    pure Python, on the event loop, whatever the remote's schema (quadratic
+    ``uniqueItems``, backtracking patterns, branching combinators). agentws
+    checks it against the schema the catalog cached, as it checks arguments
+    (:meth:`~agentws.tools.validation.ArgumentChecker.result_problem`).
+    """
+
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        """Nothing: the tool runner checks results (see the class docstring)."""
+
+
 @attrs.define(eq=False)
 class WatchedStream:
     """A read stream that reports when it ends: the remote closed the session's stream."""
@@ -408,10 +433,16 @@ class WatchedStream:
 
     async def receive(self) -> Any:
         try:
-            return await self.inner.receive()
+            item = await self.inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._ended()
             raise
+        if isinstance(item, SessionMessage):
+            # Before the session validates a result: one with a list too long is refused.
+            message = refused_if_too_many(item.message)
+            if message is not item.message:
+                item = SessionMessage(message, item.metadata)
+        return item
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -39,6 +39,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from agentws.config import Settings
+from agentws.connectors.answer_bounds import ANSWER_REFUSED
 from agentws.connectors.link_sessions import (
     Connection,
     ContentChanged,
@@ -270,6 +271,9 @@ class RemoteLinks:
                         await notifications_before_result()
                         return result
                 except MCPError as exc:
+                    if exc.error.code == ANSWER_REFUSED:
+                        # An answer over agentws's bounds (answer_bounds): not the remote's words.
+                        return _error_result(f"{connector.name} {exc.error.message}")
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
                     passed = channel.remote_round if isinstance(channel, RoundChannel) else None
                     if (
@@ -325,6 +329,9 @@ class RemoteLinks:
                 with calling(link.in_flight, channel):
                     return await send(connection.session)
             except MCPError as exc:
+                if exc.error.code == ANSWER_REFUSED:
+                    message = f"{connector.name} {exc.error.message}"
+                    raise MCPError(ANSWER_REFUSED, message) from None
                 failure = self._mcp_failure(link, connection, exc, what)
                 if failure is not None:
                     raise failure from None

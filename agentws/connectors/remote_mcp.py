@@ -30,7 +30,7 @@ from mcp.client._probe import negotiate_auto
 from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.native import time_left_s
@@ -129,6 +129,7 @@ async def open_transport(
     *,
     timeout_s: float,
     stream_read_timeout_s: float | None,
+    max_event_bytes: int = DEFAULT_MAX_SSE_EVENT_SIZE,
 ) -> AsyncIterator[TransportStreams]:
     """The read and write streams of an MCP client connection to ``url``.
 
@@ -138,6 +139,8 @@ async def open_transport(
         timeout_s: connect, write and read timeout of each request.
         stream_read_timeout_s: how long a server-sent event stream may stay
             silent; None for streams kept open for notifications.
+        max_event_bytes: the SDK's bound on one event of a Streamable HTTP
+            stream (a link's transport bounds answers itself, to the same size).
 
     Resource handling:
         The HTTP client and its connections are closed when the block ends.
@@ -146,7 +149,9 @@ async def open_transport(
         timeout = httpx2.Timeout(timeout_s, read=stream_read_timeout_s)
         async with (
             httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout) as http,
-            streamable_http_client(url, http_client=http) as streams,
+            streamable_http_client(
+                url, http_client=http, max_sse_event_size=max_event_bytes
+            ) as streams,
         ):
             yield streams
         return

@@ -18,6 +18,8 @@ from agentws.domain.tool_records import Capability
 
 __all__ = [
     "Approval",
+    "ApprovalOutcome",
+    "ApprovalOutcomes",
     "ApprovalStatus",
     "ConfirmToken",
     "arguments_hash",
@@ -117,6 +119,35 @@ class Approval:
     @arguments_bytes.default
     def _size(self) -> int:
         return json_bytes(self.arguments)
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalOutcome:
+    """What a caller is told of a queued call whose outcome is settled: an
+    :class:`Approval` without its arguments (which may be 256 KiB)."""
+
+    id: str
+    group_id: str
+    token_id: str | None
+    tool_name: str
+    status: ApprovalStatus
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+    reason: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    lease_owner: str | None = None
+
+
+@attrs.frozen
+class ApprovalOutcomes:
+    """Where the queued calls asked about stand (``Store.approval_outcomes``)."""
+
+    #: The ids asked about that exist (the others were deleted with their group).
+    known: frozenset[str]
+    #: Those settled (decided against, run, expired), oldest first.
+    finished: tuple[ApprovalOutcome, ...]
 
 
 @attrs.frozen(kw_only=True)

@@ -18,6 +18,8 @@ from __future__ import annotations
 # (and so of ``agentws.domain``), as they always were.
 from agentws.domain.approval_records import (
     Approval,
+    ApprovalOutcome,
+    ApprovalOutcomes,
     ApprovalStatus,
     arguments_hash,
 )
@@ -79,6 +81,8 @@ from agentws.domain.workspace_records import (
 __all__ = [
     "Admin",
     "Approval",
+    "ApprovalOutcome",
+    "ApprovalOutcomes",
     "ApprovalStatus",
     "AuditEntry",
     "CachedTool",

@@ -18,10 +18,24 @@ PREVIEW_CHARS = 300
 ELLIPSIS = "…"
 
 
+# Encodes piece by piece (the pure-Python encoder), so a preview stops early.
+_PIECES = json.JSONEncoder(ensure_ascii=False, default=str).iterencode
+
+
 def json_preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
-    """``value`` as readable JSON, cut to ``limit`` characters (then ending in ``…``)."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+    """``value`` as readable JSON, cut to ``limit`` characters (then ending in ``…``).
+
+    Only the start is encoded: a preview of a MiB of arguments costs what a
+    short one does.
+    """
+    pieces: list[str] = []
+    length = 0
+    for piece in _PIECES(value):
+        pieces.append(piece)
+        length += len(piece)
+        if length > limit:
+            return "".join(pieces)[: limit - 1] + ELLIPSIS
+    return "".join(pieces)
 
 
 def json_bytes(value: Any) -> int:

@@ -6,7 +6,8 @@ lone request would. With no request in it, the answer is 202. The answer is
 one JSON array when each request's first reply is its response; if one
 sends something else first (progress, an elicitation) or is slow, the
 replies of all of them go out as one SSE stream, which ends once every
-request has its response.
+request has its response. A batch holds ``mcp_max_batch_entries`` messages
+at most (the door refuses a larger one whole, before any runs).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ async def answer_batch(
     connections: list[Connection] = []
     try:
         for message in messages:
+            # Other requests run between a batch's submissions: they may not
+            # wait on a hundred handlers' starts in one step.
+            await trio.lowlevel.checkpoint()
             if not isinstance(message, types.JSONRPCRequest):
                 await submit(session, message)
                 continue

@@ -19,6 +19,7 @@ import anyio
 import attrs
 import mcp_types as types
 import pydantic
+import trio
 from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -58,7 +59,10 @@ __all__ = [
 SESSION_HEADER = "mcp-session-id"
 _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
-        413, "too_large", f"a message may be at most {limit} bytes"
+        413,
+        "too_large",
+        f"a message may be at most {limit:,} bytes (AGENTWS_MCP_MAX_BODY_BYTES): pass "
+        "large content to a tool by reference, not inside its arguments",
     ),
     late=lambda timeout_s: HttpRefusal(
         408,
@@ -71,6 +75,9 @@ _REFUSALS = BodyRefusals(
     gone=HttpRefusal(400, "disconnected", "the client went away"),
 )
 
+
+# Bodies larger than this let other tasks run between their parse and validation.
+_BETWEEN_STEPS_BYTES = 64 * 1024
 
 # Accept header values seen, and whether each takes JSON and SSE: clients send
 # the same one with every request, and reading it is the SDK's (below).
@@ -200,29 +207,51 @@ async def parse_message(
     """The request's one JSON-RPC message; :class:`Answered` once a JSON-RPC error was sent.
 
     With ``batches`` (a 2025-03-26 session), a body that is a JSON array of
-    messages raises :class:`Batch` with them; other revisions refuse batches.
+    at most ``mcp_max_batch_entries`` messages raises :class:`Batch` with
+    them; other revisions refuse batches.
     """
     check_content_type(request)
     body = await read_body(request, settings)
+    document = await _parsed(request, body, session_id)
+    if isinstance(document, list) and batches:
+        raise Batch(await _batch(request, document, session_id, settings.mcp_max_batch_entries))
+    return await _validated(request, document, session_id)
+
+
+async def _parsed(request: DoorRequest, body: bytes, session_id: str | None) -> Any:
+    """The body as JSON (a JSON-RPC parse error is answered otherwise)."""
     try:
-        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
-            body, by_name=False
+        # Parsed first, then validated: pydantic's error for a body that is no
+        # message (every member of the message union tried) costs ten times the
+        # parse, and validating JSON text costs more than the parse that
+        # validating the document needs.
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        await rpc_error(
+            request, 400, None, types.PARSE_ERROR, "Parse error: the body is not JSON", session_id
+        )
+        raise Answered from None
+    if len(body) > _BETWEEN_STEPS_BYTES:
+        # The parse took milliseconds: let other requests run before the validation.
+        await trio.lowlevel.checkpoint()
+    return document
+
+
+async def _validated(
+    request: DoorRequest, document: Any, session_id: str | None
+) -> types.JSONRPCMessage:
+    """``document`` (a request's parsed body) as one JSON-RPC message.
+
+    Error handling:
+        :class:`Answered` once a JSON-RPC error was sent: it is no message,
+        a batch (which this session does not take), or a request whose id is
+        neither a string nor an integer.
+    """
+    try:
+        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(
+            document, by_name=False
         )
     except pydantic.ValidationError:
-        try:
-            document = json.loads(body)
-        except (ValueError, RecursionError):
-            await rpc_error(
-                request,
-                400,
-                None,
-                types.PARSE_ERROR,
-                "Parse error: the body is not JSON",
-                session_id,
-            )
-            raise Answered from None
-        if isinstance(document, list) and batches:
-            raise Batch(await _batch(request, document, session_id)) from None
         if isinstance(document, list):
             text = (
                 "JSON-RPC batches are not supported (only 2025-03-26 sessions take them); "
@@ -233,27 +262,42 @@ async def parse_message(
         request_id = _echoed_id(document)
         await rpc_error(request, 400, request_id, types.INVALID_REQUEST, text, session_id)
         raise Answered from None
-    if isinstance(message, types.JSONRPCNotification) and b'"id"' in body:
+    if (
+        isinstance(message, types.JSONRPCNotification)
+        and isinstance(document, dict)
+        and "id" in document
+    ):
         # A request whose id is not a string or an integer (1.5, null, true)
         # validates as a notification, which is never answered: say so instead.
-        document = json.loads(body)
-        if isinstance(document, dict) and "id" in document:
-            await rpc_error(
-                request,
-                400,
-                None,
-                types.INVALID_REQUEST,
-                "Invalid request: an id must be a string or an integer",
-                session_id,
-            )
-            raise Answered
+        await rpc_error(
+            request,
+            400,
+            None,
+            types.INVALID_REQUEST,
+            "Invalid request: an id must be a string or an integer",
+            session_id,
+        )
+        raise Answered
     return message
 
 
 async def _batch(
-    request: DoorRequest, document: list[Any], session_id: str | None
+    request: DoorRequest, document: list[Any], session_id: str | None, most: int
 ) -> list[types.JSONRPCMessage]:
     """A batch's messages; the whole batch is refused if one is not a JSON-RPC message."""
+    if len(document) > most:
+        # Each request of a batch opens a stream and a task: bounded before any is.
+        await rpc_error(
+            request,
+            400,
+            None,
+            types.INVALID_REQUEST,
+            f"Invalid request: a batch may hold at most {most} messages and this one holds "
+            f"{len(document):,} (AGENTWS_MCP_MAX_BATCH_ENTRIES); nothing in the batch was "
+            "processed",
+            session_id,
+        )
+        raise Answered
     messages: list[types.JSONRPCMessage] = []
     for index, entry in enumerate(document):
         try:

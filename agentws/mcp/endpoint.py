@@ -37,7 +37,6 @@ SSE stream is :mod:`agentws.mcp.streams`.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -83,7 +82,7 @@ from agentws.mcp.forward import (
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
-from agentws.mcp.modern import is_stateless, pending_owner, serve_stateless
+from agentws.mcp.modern import StatelessBody, is_stateless, pending_owner, serve_stateless
 from agentws.mcp.owner_forward import forward_to_owner, store_unavailable
 from agentws.mcp.replay import Event
 from agentws.mcp.scope_challenge import ScopeChallenge, check_scope
@@ -274,12 +273,14 @@ class McpDoor:
         self, request: DoorRequest, sessions: SessionSupervisor, forwarder: SessionForwarder
     ) -> None:
         """A stateless (2026-07-28) request; a call's next round goes where the call waits."""
-        body = b""
+        raw = b""
         if request.method == "POST":
             check_content_type(request)
-            body = await read_body(request, self.settings)
+            raw = await read_body(request, self.settings)
+        # Parsed once, by the first that reads it (it may be a large call).
+        body = StatelessBody(raw)
         await check_scope(
-            self.scopes, request, lambda: json.loads(body) if b"tools/call" in body else None
+            self.scopes, request, lambda: body.document() if b"tools/call" in raw else None
         )
         owner_id = pending_owner(body)
         if owner_id is not None and owner_id != self.settings.instance_id:
@@ -291,7 +292,7 @@ class McpDoor:
 
             # Read already: the requestState in it names the owner.
             async def read() -> bytes:
-                return body
+                return raw
 
             await forward_to_owner(request, forwarder, owner_id, read, missing=ended, gone=ended)
             return

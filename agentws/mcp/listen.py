@@ -45,7 +45,7 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
-from agentws.domain.models import Approval, Group
+from agentws.domain.models import Approval, ApprovalOutcome, Group
 from agentws.errors import NotFoundError
 from agentws.mcp.auth import Caller
 from agentws.store import Store
@@ -221,7 +221,7 @@ class ListenStreams:
             if (approval_id := approval_id_of(uri)) is not None
         }
 
-    def deliver(self, approval: Approval) -> int:
+    def deliver(self, approval: ApprovalOutcome) -> int:
         """Announce that ``approval`` was decided to the streams of its token listening for it."""
         return self.publish(
             approval.group_id,

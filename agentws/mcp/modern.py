@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 import attrs
+import trio
 from mcp.server._streamable_http_modern import (
     _mcp_param_rejection,
     _SingleExchangeDispatchContext,
@@ -57,7 +58,14 @@ from agentws.mcp.auth import Caller
 from agentws.mcp.pending_calls import is_pending_state, owner_of_state
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 
-__all__ = ["SERVING_GROUP", "StatelessCaller", "is_stateless", "pending_owner", "serve_stateless"]
+__all__ = [
+    "SERVING_GROUP",
+    "StatelessBody",
+    "StatelessCaller",
+    "is_stateless",
+    "pending_owner",
+    "serve_stateless",
+]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -115,14 +123,43 @@ class StatelessCaller:
         """Nothing to do: a stateless caller has no stream to be told on."""
 
 
-def pending_owner(body: bytes) -> str | None:
+_UNPARSED: Any = object()
+# Bodies larger than this let other tasks run between their parse and what follows.
+_BETWEEN_STEPS_BYTES = 64 * 1024
+
+
+@attrs.define(eq=False)
+class StatelessBody:
+    """A stateless request's body, read whole by the door: parsed at most once, when needed.
+
+    The door's checks (an OAuth caller's scope, the instance a call's next
+    round belongs to) and the answer of an in-process call all read it;
+    each parse of a large call's body costs milliseconds of the event loop.
+    """
+
+    raw: bytes
+    _document: Any = attrs.field(default=_UNPARSED, init=False)
+
+    @property
+    def large(self) -> bool:
+        """Whether parsing it takes long enough to let other tasks run after it."""
+        return len(self.raw) > _BETWEEN_STEPS_BYTES
+
+    def document(self) -> Any:
+        """The body as JSON; None when it is not JSON (the SDK's handler says so)."""
+        if self._document is _UNPARSED:
+            try:
+                self._document = json.loads(self.raw)
+            except (ValueError, RecursionError):
+                self._document = None
+        return self._document
+
+
+def pending_owner(body: StatelessBody) -> str | None:
     """The instance holding the call a request's ``requestState`` continues, if it names one."""
-    if b"agwp_" not in body:  # cheap: most requests continue nothing
+    if b"agwp_" not in body.raw:  # cheap: most requests continue nothing
         return None
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
+    document = body.document()
     params = document.get("params") if isinstance(document, dict) else None
     state = params.get("requestState") if isinstance(params, dict) else None
     return owner_of_state(state) if isinstance(state, str) and is_pending_state(state) else None
@@ -145,7 +182,7 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
 async def serve_stateless(
     server: Server[Any],
     caller: Caller,
-    body: bytes,
+    body: StatelessBody,
     scope: Scope,
     receive: Receive,
     send: Send,
@@ -168,7 +205,7 @@ async def serve_stateless(
     streams = (
         method == "subscriptions/listen"
         or (method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS)
-        or any(marker in body for marker in _STREAM_MARKERS)
+        or any(marker in body.raw for marker in _STREAM_MARKERS)
     )
     serving = SERVING_GROUP.set(caller.group.id)
     try:
@@ -181,7 +218,7 @@ async def serve_stateless(
             return
         # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
         await handle_modern_request(
-            server, None, not streams, state, scope, _replaying(body, receive), cast(Any, send)
+            server, None, not streams, state, scope, _replaying(body.raw, receive), cast(Any, send)
         )
     finally:
         SERVING_GROUP.reset(serving)
@@ -190,7 +227,7 @@ async def serve_stateless(
 async def _answer_call(
     server: Server[Any],
     state: StatelessCaller,
-    body: bytes,
+    body: StatelessBody,
     scope: Scope,
     receive: Receive,
     send: Send,
@@ -207,12 +244,11 @@ async def _answer_call(
     the SDK's handler, which refuses it exactly as it always does: False,
     before anything ran or was sent.
     """
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
+    decoded = body.document()
     if not isinstance(decoded, dict) or "id" not in decoded:
         return False
+    if body.large:
+        await trio.lowlevel.checkpoint()
     try:
         request = JSONRPCRequest.model_validate(decoded)
     except ValidationError:

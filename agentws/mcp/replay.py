@@ -13,12 +13,15 @@ the session the request names.
 Bounds: each stream keeps its newest ``mcp_replay_events`` events and none
 older than ``mcp_replay_s``; a session keeps at most
 :data:`MAX_REQUEST_STREAMS` request streams, dropping the oldest answered
-ones (one still waiting for its response is never dropped).
+ones (one still waiting for its response is never dropped). Opening a
+stream costs the same however many a session has: a batch opens one per
+request.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -38,6 +41,8 @@ Event = tuple[str, str, bool]
 #: Answered request streams a session keeps for a late resume: enough for a
 #: client's requests in flight when its connection dropped, small per session.
 MAX_REQUEST_STREAMS = 32
+# Answered keys remembered before the discarded ones among them are forgotten.
+_COMPACT_AT = 4 * MAX_REQUEST_STREAMS
 #: The key of the session's ``GET`` stream.
 STANDALONE = "0"
 #: Live events queued for one connection before its reader counts as slow.
@@ -56,6 +61,8 @@ class ReplayStream:
     listener: trio.MemorySendChannel[Event] | None = None
     #: Its last event (a request's response) is recorded.
     finished: bool = False
+    #: Told the stream's key once, when its last event is recorded.
+    on_finished: Callable[[str], None] | None = None
     _events: deque[tuple[int, float, str, bool]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -70,7 +77,10 @@ class ReplayStream:
         now = trio.current_time()
         self._events.append((self.seq, now, data, last))
         self._prune(now)
-        self.finished = self.finished or last
+        if last and not self.finished:
+            self.finished = True
+            if self.on_finished is not None:
+                self.on_finished(self.key)
         return self.event_id(self.seq), data, last
 
     def after(self, seq: int) -> list[Event]:
@@ -120,6 +130,10 @@ class Replays:
     max_age_s: float
     _streams: dict[str, ReplayStream] = attrs.field(factory=dict, init=False)
     _next: int = attrs.field(default=1, init=False)
+    # Keys of request streams in the order their responses were recorded (some
+    # may be gone already): the oldest answered stream is at the left.
+    _answered: deque[str] = attrs.field(factory=deque, init=False)
+    _compact_at: int = attrs.field(default=_COMPACT_AT, init=False)
 
     def standalone(self) -> ReplayStream:
         """The session's ``GET`` stream (it exists from the session's start)."""
@@ -130,15 +144,25 @@ class Replays:
 
     def open(self) -> ReplayStream:
         """A new request's stream; the oldest answered ones beyond the bound are dropped."""
-        stream = self._streams[str(self._next)] = self._new(str(self._next))
+        key = str(self._next)
+        stream = self._streams[key] = self._new(key)
+        stream.on_finished = self._finished
         self._next += 1
-        requests = [key for key in self._streams if key != STANDALONE]
-        excess = len(requests) - MAX_REQUEST_STREAMS
-        if excess > 0:
-            answered = [key for key in requests if self._streams[key].finished]
-            for key in answered[:excess]:
-                del self._streams[key]
+        answered = self._answered
+        while answered and len(self._streams) - (STANDALONE in self._streams) > (
+            MAX_REQUEST_STREAMS
+        ):
+            self._streams.pop(answered.popleft(), None)
         return stream
+
+    def _finished(self, key: str) -> None:
+        self._answered.append(key)
+        if len(self._answered) > self._compact_at:
+            # Forget the streams discarded since (answered with JSON). The
+            # length this takes doubles at least before the next time: O(1)
+            # an answer.
+            self._answered = deque(key for key in self._answered if key in self._streams)
+            self._compact_at = max(_COMPACT_AT, 2 * len(self._answered))
 
     def discard(self, stream: ReplayStream) -> None:
         """Drop a stream no client can resume (its request was answered with JSON)."""

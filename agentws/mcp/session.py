@@ -30,7 +30,7 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
-from agentws.domain.models import Approval
+from agentws.domain.models import ApprovalOutcome
 from agentws.mcp.auth import Caller
 from agentws.mcp.log_levels import outcome_notification
 from agentws.mcp.rendered import RenderedResults
@@ -99,7 +99,7 @@ class McpSession:
             del self.awaiting[next(iter(self.awaiting))]
         self.awaiting[approval_id] = None
 
-    async def tell_outcome(self, approval: Approval, data: dict[str, Any]) -> bool:
+    async def tell_outcome(self, approval: ApprovalOutcome, data: dict[str, Any]) -> bool:
         """Send a queued call's outcome as a ``notifications/message``; whether it went out."""
         self.awaiting.pop(approval.id, None)
         if self.server_session is None or self.ended.is_set():

@@ -28,7 +28,7 @@ from mcp.server.models import InitializationOptions
 
 from agentws.changes import ChangeFeed, Topic
 from agentws.config import Settings
-from agentws.domain.models import Approval
+from agentws.domain.models import ApprovalOutcome
 from agentws.errors import OverCapacityError
 from agentws.logs import add_log_context, log_context
 from agentws.mcp.auth import Caller
@@ -136,7 +136,7 @@ class SessionSupervisor:
         for session in self._sessions.values():
             session.awaiting.pop(approval_id, None)
 
-    async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
+    async def deliver(self, approval: ApprovalOutcome, data: dict[str, Any]) -> int:
         """Tell every open session waiting for ``approval`` its outcome; how many were told."""
         told = self.listens.deliver(approval)
         for session in list(self._sessions.values()):

@@ -35,6 +35,7 @@ from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.event_lists import EventPage, EventQuery
 from agentws.domain.models import (
     Approval,
+    ApprovalOutcomes,
     ApprovalStatus,
     AuditEntry,
     CachedTool,
@@ -272,6 +273,15 @@ class Store(Protocol):
 
     async def approvals(self, ids: list[str]) -> list[Approval]:
         """The approvals with these ids (those that exist), in no particular order."""
+        ...
+
+    async def approval_outcomes(self, ids: list[str], *, now: datetime) -> ApprovalOutcomes:
+        """Which of these approvals exist, and the outcomes of those settled at ``now``.
+
+        Settled: denied, executed, failed, expired, or pending past its time.
+        Only what a caller is told is read, never the arguments: a session
+        waiting on its token's queued calls asks four times a second.
+        """
         ...
 
     async def queue_approval(self, approval: Approval, *, max_pending: int, now: datetime) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentws.domain.models import Approval, ApprovalStatus
+from agentws.domain.models import Approval, ApprovalOutcome, ApprovalOutcomes, ApprovalStatus
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -27,6 +27,26 @@ R = TypeVar("R")
 
 # Ids per IN list: far below either database's limit on parameters.
 _IDS_PER_STATEMENT = 200
+# An approval whose outcome is settled at $1: finished, or pending past its time.
+_SETTLED = (
+    "(status IN ('executed', 'failed', 'denied', 'expired')"
+    " OR (status = 'pending' AND expires_at <= $1))"
+)
+# What a caller is told of a settled approval (agentws.tools.approval_queue.outcome_data),
+# and whom: never the arguments.
+_OUTCOME_COLUMNS = (
+    "id",
+    "group_id",
+    "token_id",
+    "tool_name",
+    "status",
+    "created_at",
+    "expires_at",
+    "decided_at",
+    "reason",
+    "error",
+    "lease_owner",
+)
 
 
 class ApprovalDecisionQueries:
@@ -103,6 +123,38 @@ class ApprovalDecisionQueries:
             )
             found += [table.decode(row, self.dialect) for row in rows]
         return found
+
+    async def approval_outcomes(self, ids: list[str], *, now: datetime) -> ApprovalOutcomes:
+        table = table_for(Approval)
+        dialect = self.dialect
+        when = table.encode_value("expires_at", now, dialect)
+        known: set[str] = set()
+        finished: list[ApprovalOutcome] = []
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start : start + _IDS_PER_STATEMENT]
+            marks = ", ".join(f"${i}" for i in range(2, len(chunk) + 2))
+            # Every id, and the outcome only of the settled (what current_status
+            # counts as settled): never the arguments.
+            rows = await self._db.fetch(
+                f"SELECT id, {_SETTLED} AS settled,"
+                f" CASE WHEN {_SETTLED} THEN result END AS settled_result,"
+                f" {', '.join(_OUTCOME_COLUMNS)}"
+                f" FROM approvals WHERE id IN ({marks})",
+                when,
+                *chunk,
+            )
+            for row in rows:
+                known.add(row["id"])
+                if not row["settled"]:
+                    continue
+                values = {
+                    column: table.decode_value(column, row[column], dialect)
+                    for column in _OUTCOME_COLUMNS
+                }
+                values["result"] = table.decode_value("result", row["settled_result"], dialect)
+                finished.append(ApprovalOutcome(**values))
+        finished.sort(key=lambda outcome: (outcome.created_at, outcome.id))
+        return ApprovalOutcomes(frozenset(known), tuple(finished))
 
     async def unreported_approvals(self, *, limit: int) -> list[Approval]:
         table = table_for(Approval)

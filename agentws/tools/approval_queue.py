@@ -27,7 +27,7 @@ import mcp_types as types
 from agentws.config import Settings
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery, Cursor
 from agentws.domain.call_arguments import CallArguments
-from agentws.domain.models import Approval, ApprovalStatus
+from agentws.domain.models import Approval, ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
 from agentws.errors import ConfigError, NotFoundError, OverCapacityError, ValidationError
 from agentws.secret_box import SecretBox
@@ -211,7 +211,7 @@ def queued_result(approval: Approval) -> types.CallToolResult:
     )
 
 
-def current_status(approval: Approval) -> ApprovalStatus:
+def current_status(approval: Approval | ApprovalOutcome) -> ApprovalStatus:
     """Its status, counting a pending approval past its expiry as expired (before the sweep),
     and an approved one that an instance holds the lease of as running."""
     if approval.status is ApprovalStatus.PENDING and approval.expires_at <= utcnow():
@@ -221,7 +221,7 @@ def current_status(approval: Approval) -> ApprovalStatus:
     return approval.status
 
 
-def outcome_data(approval: Approval) -> dict[str, Any]:
+def outcome_data(approval: Approval | ApprovalOutcome) -> dict[str, Any]:
     """Where a queued call stands, as JSON: for ``get_approval`` and session notifications."""
     data: dict[str, Any] = {
         "approval_id": approval.id,

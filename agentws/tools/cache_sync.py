@@ -6,7 +6,7 @@ Called with the tools a connector's remote listed (by its link, by
 cached, changed ones lose their admin label (and permissions looser than
 the default), gone ones are removed, and a name another tool has in the
 connector's groups is left out of listings. A new or changed tool whose
-schema is costly to check (:mod:`agentws.tools.schema_cost`) is flagged:
+schema (input or output) is costly to check (:mod:`agentws.tools.schema_cost`) is flagged:
 logged and audited as ``tool.schema_flagged`` with what makes it so. The links
 (:mod:`agentws.connectors.links`) take this as a callback: the catalog's
 permission policy lives here, above the transport.
@@ -38,21 +38,25 @@ log = logging.getLogger("agentws.connectors")
 async def _flag_hostile_schema(
     store: Store, connector: Connector, tool: types.Tool, actor: str
 ) -> None:
-    """Tell the admin (log and audit) when a new or changed tool's schema is costly to check."""
-    hazards = assess(tool.input_schema).hazards
+    """Tell the admin (log and audit) when a new or changed tool's schema is costly to check.
+
+    Its input schema (callers' arguments are checked against it) or its
+    output schema (its results are).
+    """
+    hazards = list(assess(tool.input_schema).hazards)
+    if tool.output_schema is not None:
+        hazards += [f"output schema: {h}" for h in assess(dict(tool.output_schema)).hazards]
     if not hazards:
         return
     name = f"{connector.name}_{tool.name}"
     log.warning(
-        "connector %s: tool %s has a schema costly to check (its calls are checked in a "
-        "worker process): %s",
+        "connector %s: tool %s has a schema costly to check (its calls or results are "
+        "checked in a worker process): %s",
         connector.name,
         name,
         "; ".join(hazards),
     )
-    await record(
-        store, connector.workspace_id, actor, "tool.schema_flagged", name, hazards=list(hazards)
-    )
+    await record(store, connector.workspace_id, actor, "tool.schema_flagged", name, hazards=hazards)
 
 
 async def sync_tool_cache(

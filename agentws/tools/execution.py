@@ -33,6 +33,8 @@ __all__ = ["RemoteCall", "ToolRunner"]
 #: ``call(connector, remote tool name, arguments, retry_safe=..., channel=...)``: a remote
 #: MCP tool call (``input_required`` only for a channel that takes it).
 RemoteCall = Callable[..., Awaitable[types.CallToolResult | types.InputRequiredResult]]
+#: ``check(output schema, structured content)``: why the content breaks the schema, or None.
+OutputCheck = Callable[[dict[str, Any], Any], Awaitable[str | None]]
 
 
 @attrs.define(eq=False)
@@ -50,6 +52,11 @@ class ToolRunner:
     #: (the catalog's, see :meth:`~agentws.tools.catalog.Catalog.libraries`);
     #: None: the built-ins read them from the store.
     libraries_of: Callable[[Group], Awaitable[dict[str, Library]]] | None = None
+    #: Checks a remote tool's structured result against its cached output schema
+    #: (:meth:`~agentws.tools.validation.ArgumentChecker.output_problem`); None:
+    #: left unchecked (a process with no worker, such as the CLI's try of a prompt,
+    #: whose one-off sessions the SDK checks).
+    check_output: OutputCheck | None = None
 
     @overload
     async def run(
@@ -106,7 +113,7 @@ class ToolRunner:
             return error_result(f"{tool.name} is gone: its connector was removed")
         if connector.kind is ConnectorKind.REMOTE_MCP:
             try:
-                return await self.remote_call(
+                result = await self.remote_call(
                     connector,
                     tool.remote_name or "",
                     arguments,
@@ -115,6 +122,7 @@ class ToolRunner:
                 )
             except (UpstreamError, ValidationError) as exc:
                 return error_result(f"{tool.name} failed: {exc.message}")
+            return await self._checked(tool, connector, result)
         action = ACTIONS[connector.kind].get(tool.remote_name or "")
         if action is None:
             return error_result(f"{tool.name} is not an action of {connector.kind.value}")
@@ -130,3 +138,33 @@ class ToolRunner:
                 )
         except UpstreamError as exc:  # the deadline passed
             return action_error(connector, action, exc)
+
+    async def _checked(
+        self,
+        tool: ToolSpec,
+        connector: Connector,
+        result: types.CallToolResult | types.InputRequiredResult,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """``result``, or a tool error if its structured content breaks the output schema.
+
+        As the SDK's client would refuse it, in its words, but checked with
+        agentws's bounded checker against the schema the catalog cached.
+        """
+        schema = tool.output_schema
+        if (
+            self.check_output is None
+            or schema is None
+            or not isinstance(result, types.CallToolResult)
+            or result.is_error
+        ):
+            return result
+        name = tool.remote_name or tool.name
+        if result.structured_content is None:
+            problem = f"Tool {name} has an output schema but did not return structured content"
+        else:
+            found = await self.check_output(schema, result.structured_content)
+            if found is None:
+                return result
+            problem = f"Invalid structured content returned by tool {name}: {found}"
+        # Bounded already: the checker cuts what it quotes of the content.
+        return error_result(f"{connector.name} answered what cannot be passed on: {problem}")

@@ -1,5 +1,6 @@
 """Checking a call's arguments before anything is done with them: their size and
-depth, their tool's JSON schema, and a native action's path arguments.
+depth, their tool's JSON schema, and a native action's path arguments; and a
+remote tool's structured result against its output schema, the same way.
 
 Arguments first meet fixed bounds (``AGENTWS_TOOL_MAX_ARGUMENT_BYTES``,
 ``AGENTWS_TOOL_MAX_ARGUMENT_DEPTH``). Then the schema: most tools' schemas
@@ -241,29 +242,46 @@ class ArgumentChecker:
             )
         if size > _BETWEEN_STEPS_BYTES:
             await trio.lowlevel.checkpoint()
-        return await self._schema_problem(tool.input_schema, whole, size) or path_argument_error(
-            tool, whole
+        return await self._schema_problem(
+            tool.input_schema, whole, size, arguments.text, "these arguments"
+        ) or path_argument_error(tool, whole)
+
+    async def output_problem(self, schema: dict[str, Any], content: Any) -> str | None:
+        """Why a result's structured ``content`` breaks the tool's output ``schema``, or None.
+
+        Checked as arguments are: in linear time, on the event loop only
+        when that is bounded, else in the worker process under the deadline.
+        ``content`` is a remote's (bounded by ``AGENTWS_TOOL_MAX_RESULT_BYTES``).
+
+        Error handling:
+            Every problem is a sentence for the caller, as for arguments.
+        """
+        text = json.dumps(content)
+        if len(text) > _BETWEEN_STEPS_BYTES:
+            await trio.lowlevel.checkpoint()
+        return await self._schema_problem(
+            schema, content, len(text), text, "the structured content"
         )
 
     async def _schema_problem(
-        self, schema: dict[str, Any], arguments: dict[str, Any], size: int
+        self, schema: dict[str, Any], value: Any, size: int, text: str, what: str
     ) -> str | None:
         quick = _quick_for(schema)
-        if quick is not None and quick(arguments):
+        if quick is not None and isinstance(value, dict) and quick(value):
             return None
         cost = assess(schema)
         if cost.validator is None:
             return _invalid_schema(cost.invalid)
         if cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET:
-            return first_error(cost.validator, arguments)
-        return await self._in_worker(schema, arguments)
+            return first_error(cost.validator, value)
+        return await self._in_worker(schema, text, what)
 
-    async def _in_worker(self, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    async def _in_worker(self, schema: dict[str, Any], text: str, what: str) -> str | None:
+        """Check ``text`` (JSON; ``what`` it is, for a refusal) against ``schema`` in the worker."""
         timeout_s = self.limits.check_timeout_s
         schema_text = json.dumps(schema)
-        arguments_text = json.dumps(arguments)
         late = (
-            f"checking these arguments against the tool's schema took longer than "
+            f"checking {what} against the tool's schema took longer than "
             f"{timeout_s:g} s (AGENTWS_TOOL_CHECK_TIMEOUT_S); the schema is costly to check, "
             "ask an admin to look at the tool"
         )
@@ -285,7 +303,7 @@ class ArgumentChecker:
                     return late
             with trio.move_on_after(timeout_s):
                 problem: str | None = await self._workers.run_sync(
-                    check_in_worker, schema_text, arguments_text, kill_on_cancel=True
+                    check_in_worker, schema_text, text, kill_on_cancel=True
                 )
                 return problem
             # The worker was killed: the next check starts another.

@@ -8,6 +8,7 @@ count its sessions; every byte still goes over a real TCP connection.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from agentws.registry import create_group, create_token, create_workspace, endpo
 from agentws.server import serve
 from agentws.service import Runtime, run_service
 from agentws.store import Store
+from tests.e2e.loop_steps import serving
 
 GRACE_S = 3.0
 # Every request of these tests is answered at once; this bounds a hang.
@@ -139,13 +141,16 @@ async def running(
     settings = settings_for(tmp_path, **env)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        runtime: Runtime = await nursery.start(
-            functools.partial(run_service, settings, model=model)
-        )
+        # Its tasks are the service's: the ones tests/e2e/loop_steps.py watches.
+        with serving():
+            runtime: Runtime = await nursery.start(
+                functools.partial(run_service, settings, model=model)
+            )
         token, other = await seed(runtime.store, tmp_path, with_library=with_library)
-        binds = await nursery.start(
-            functools.partial(serve, settings, shutdown_trigger=stop.wait, runtime=runtime)
-        )
+        with serving():
+            binds = await nursery.start(
+                functools.partial(serve, settings, shutdown_trigger=stop.wait, runtime=runtime)
+            )
         try:
             yield Running(binds[0], runtime, token, other)
         finally:
@@ -187,6 +192,50 @@ async def queued_call(server: Running, tool: str, arguments: dict[str, Any]) -> 
     data = queued.structured_content or {}
     assert data.get("status") == "queued", queued
     return str(data["approval_id"])
+
+
+ACCEPT = "application/json, text/event-stream"
+
+
+async def raw_session(
+    http: httpx2.AsyncClient, server: Running, version: str = "2025-06-18"
+) -> dict[str, str]:
+    """Initialize a session with plain HTTP: the headers of its next requests.
+
+    For tests that send bodies made beforehand, or read answers an SDK
+    client would check itself.
+    """
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    headers = {**server.headers(), "Accept": ACCEPT}
+    response = await http.post(server.url, json=initialize, headers=headers)
+    assert response.status_code == 200, response.text
+    return {
+        **headers,
+        "Content-Type": "application/json",
+        "Mcp-Session-Id": response.headers["mcp-session-id"],
+    }
+
+
+def jsonrpc_answer(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a response: its JSON body, or its SSE stream's last message."""
+    if response.headers["content-type"].startswith("text/event-stream"):
+        data = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+        return dict(json.loads([d for d in data if d][-1]))
+    return dict(response.json())
+
+
+def result_text(answer: dict[str, Any]) -> str:
+    """The text of a ``tools/call`` answer's content."""
+    return " ".join(c.get("text", "") for c in answer["result"]["content"])
 
 
 @asynccontextmanager

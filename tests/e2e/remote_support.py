@@ -81,6 +81,10 @@ class ThirdParty:
     #: Tool calls being answered now, and the most there ever were at once.
     calls_now: int = 0
     most_calls_at_once: int = 0
+    #: Tools answered with these bytes (a ``tools/call`` result as JSON) by the
+    #: HTTP layer, before the SDK: results made beforehand, however large, cost
+    #: the remote nothing when called (it shares the test's event loop).
+    canned: dict[str, bytes] = attrs.field(factory=dict)
     #: Names of the tools that answer with a tool error (``isError``).
     failing: set[str] = attrs.field(factory=set)
 
@@ -139,6 +143,45 @@ def handshake_only(app: Any) -> Any:
     return asgi
 
 
+def _canned(app: Any, state: ThirdParty) -> Any:
+    """``app``, with calls of ``state.canned`` tools answered with their bytes (JSON)."""
+
+    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not state.canned:
+            await app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        request = json.loads(body) if body else {}
+        params = request.get("params") if isinstance(request, dict) else None
+        name = params.get("name") if isinstance(params, dict) else None
+        if request.get("method") != "tools/call" or name not in state.canned:
+            given = False
+
+            async def replay() -> dict[str, Any]:
+                nonlocal given
+                if not given:
+                    given = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return dict(await receive())
+
+            await app(scope, replay, send)
+            return
+        state.calls.append(name)
+        answer = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (
+            json.dumps(request["id"]).encode(),
+            state.canned[name],
+        )
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    return asgi
+
+
 def _counting(app: Any, state: ThirdParty) -> Any:
     async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -193,7 +236,7 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         on_subscriptions_listen=ListenHandler(state.bus),
     )
     app = server.streamable_http_app(streamable_http_path="/mcp")
-    app = _counting(handshake_only(app) if state.handshake_only else app, state)
+    app = _counting(_canned(handshake_only(app) if state.handshake_only else app, state), state)
     async with serve_loopback(app, state.port) as base:
         state.port = int(base.rsplit(":", 1)[1])
         yield f"{base}/mcp"

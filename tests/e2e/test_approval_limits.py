@@ -20,10 +20,12 @@ from agentws.agent.model import ModelReply, ModelRequest, ToolCall
 from agentws.approvals import decisions
 from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, EventAttempt, EventStatus
+from tests.e2e.loop_steps import watch_steps
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.polling import wait_until
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
+    Outcomes,
     ThirdParty,
     attach_remote,
     third_party_server,
@@ -121,3 +123,29 @@ async def test_a_webhook_run_is_held_to_the_same_limits(tmp_path: Path) -> None:
         assert outcomes["big"]["outcome"] == "error"
         assert "AGENTWS_APPROVAL_MAX_ARGUMENT_BYTES" in outcomes["big"]["result"]
     assert state.calls == []
+
+
+@pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+async def test_a_session_awaiting_a_full_queue_costs_the_loop_little(tmp_path: Path) -> None:
+    # The most calls one token may queue, each with the largest arguments, in
+    # the costliest shape to read back: the watch that tells the session their
+    # outcomes used to read every one of them back, four times a second.
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
+    state = ThirdParty([tool("send", "Send a page")])
+    outcomes = Outcomes()
+    async with running(tmp_path, **env) as server, third_party_server(state) as url:
+        await attach_remote(server.store, url, {})  # unlabeled: a write, approval first
+        settings = server.runtime.settings
+        members = settings.approval_max_argument_bytes // 14 - 100
+        async with sdk_session(server, "streamable", logging_callback=outcomes) as session:
+            ids = []
+            with watch_steps() as steps:
+                for n in range(settings.approval_max_pending_per_token):
+                    arguments = {f"k{m:07d}": n for m in range(members)}
+                    queued = await session.call_tool("third_send", arguments)
+                    ids.append((queued.structured_content or {})["approval_id"])
+                # The round that finds it decided looks at all the others too.
+                await decisions.deny(server.store, ids[-1], actor="admin:alice", reason="no")
+                told = await outcomes.wait(ids[-1])
+            assert told["status"] == "denied"
+            steps.assert_none_long()

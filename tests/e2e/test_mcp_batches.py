@@ -25,6 +25,7 @@ from mcp.server.lowlevel.server import Server
 
 from agentws.domain.models import Capability
 from agentws.secret_box import ensure_key_file
+from tests.e2e.loop_steps import healthz_throughout, watch_steps
 from tests.e2e.mcp_support import REQUEST_S, Running, running
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote, tool
 
@@ -187,3 +188,26 @@ async def test_a_malformed_batch_is_refused_whole(tmp_path: Path, batch: list[An
         response = await http.post(server.url, json=batch, headers=headers)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == types.INVALID_REQUEST
+
+
+async def test_a_huge_batch_is_refused_without_stalling_the_loop(tmp_path: Path) -> None:
+    async with (
+        running(tmp_path, with_library=False) as server,
+        httpx2.AsyncClient(timeout=REQUEST_S) as http,
+    ):
+        headers = {**await _open(http, server, "2025-03-26"), "Content-Type": "application/json"}
+        # Made before the watch: the client's work is not the service's.
+        huge = json.dumps([_request(n, "ping") for n in range(10_000)]).encode()
+        most = server.runtime.settings.mcp_max_batch_entries
+        largest = json.dumps([_request(n, "ping") for n in range(most)]).encode()
+        with watch_steps() as steps:
+            async with healthz_throughout(server.base_url):
+                refused = await http.post(server.url, content=huge, headers=headers)
+                accepted = await http.post(server.url, content=largest, headers=headers)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == types.INVALID_REQUEST
+        assert f"at most {most} messages" in error["message"], error
+        assert accepted.status_code == 200, accepted.text
+        assert sorted(answer["id"] for answer in accepted.json()) == list(range(most))
+        steps.assert_none_long()

@@ -17,7 +17,7 @@ import pytest
 import trio
 from mcp.server._streamable_http_modern import handle_modern_request
 
-from agentws.mcp.modern import StatelessCaller, serve_stateless
+from agentws.mcp.modern import StatelessBody, StatelessCaller, serve_stateless
 from tests.e2e.mcp_support import MODERN, REQUEST_S, Running, running
 
 _ENVELOPE = {
@@ -104,7 +104,7 @@ async def _answer(
     scope = _scope(server, name, case)
     with trio.fail_after(REQUEST_S):
         if ours:
-            await serve_stateless(mcp, caller, body, scope, receive, send)
+            await serve_stateless(mcp, caller, StatelessBody(body), scope, receive, send)
         else:
             await handle_modern_request(
                 mcp, None, True, StatelessCaller(caller), scope, receive, cast(Any, send)

@@ -24,7 +24,15 @@ import trio.testing
 from agentws.approvals import notifier
 from agentws.approvals.notifier import ACTOR, ApprovalWatch
 from agentws.changes import ChangeFeed
-from agentws.domain.models import Approval, ApprovalStatus, AuditEntry, Capability, Group
+from agentws.domain.models import (
+    Approval,
+    ApprovalOutcome,
+    ApprovalOutcomes,
+    ApprovalStatus,
+    AuditEntry,
+    Capability,
+    Group,
+)
 from agentws.domain.rules import utcnow
 
 
@@ -51,9 +59,20 @@ class _ApprovalStore:
                 expired.append(done)
         return expired
 
-    async def approvals(self, ids: list[str]) -> list[Approval]:
+    async def approval_outcomes(self, ids: list[str], *, now: datetime) -> ApprovalOutcomes:
         await trio.lowlevel.checkpoint()
-        return [self.approvals_by_id[i] for i in ids if i in self.approvals_by_id]
+        found = [self.approvals_by_id[i] for i in ids if i in self.approvals_by_id]
+        settled = [
+            a
+            for a in found
+            if a.status.finished or (a.status is ApprovalStatus.PENDING and a.expires_at <= now)
+        ]
+        fields = [f.name for f in attrs.fields(ApprovalOutcome)]
+        outcomes = (
+            ApprovalOutcome(**{name: getattr(a, name) for name in fields})
+            for a in sorted(settled, key=lambda a: (a.created_at, a.id))
+        )
+        return ApprovalOutcomes(frozenset(a.id for a in found), tuple(outcomes))
 
     async def find(self, model: type[Any], **where: Any) -> Any:
         await trio.lowlevel.checkpoint()
@@ -76,7 +95,7 @@ class _Listener:
     def awaited(self) -> set[str]:
         return set(self.waiting)
 
-    async def deliver(self, approval: Approval, data: dict[str, Any]) -> int:
+    async def deliver(self, approval: ApprovalOutcome, data: dict[str, Any]) -> int:
         self.waiting.discard(approval.id)
         self.told.append((approval.id, data["status"], trio.current_time()))
         return 1

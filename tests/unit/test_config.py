@@ -191,3 +191,12 @@ def test_a_malformed_secret_key_stops_the_process_without_showing_the_value(valu
 def test_a_secret_key_is_taken_as_is():
     key = Fernet.generate_key().decode()
     assert Settings.from_env({"AGENTWS_SECRET_KEY": f" {key}\n"}).secret_key == key
+
+
+def test_the_mcp_body_limit_follows_the_argument_limit_unless_set() -> None:
+    # A message the argument limit would refuse is refused before it is parsed.
+    assert Settings.from_env({}).mcp_max_body_bytes == 1024 * 1024 + 64 * 1024
+    raised = Settings.from_env({"AGENTWS_TOOL_MAX_ARGUMENT_BYTES": "4194304"})
+    assert raised.mcp_max_body_bytes == 4 * 1024 * 1024 + 64 * 1024
+    both = {"AGENTWS_TOOL_MAX_ARGUMENT_BYTES": "4194304", "AGENTWS_MCP_MAX_BODY_BYTES": "1000"}
+    assert Settings.from_env(both).mcp_max_body_bytes == 1000
