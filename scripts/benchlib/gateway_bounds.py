@@ -2,10 +2,12 @@
 
 - **Memory over sustained stateless calls.** Stateless (2026-07-28) calls of
   a remote tool run as pending calls, which once outlived their outcome by
-  a question's time (300 s): RSS grew with every call. The row warms
-  agentws up, takes its RSS, sends ``calls`` more stateless calls of the
-  upstream's ``echo`` through it and takes its RSS again. Target: within
-  10% of where it started.
+  a question's time (300 s): RSS grew with every call (24 KB each). The row
+  warms agentws up, takes its RSS, sends ``calls`` more stateless calls of
+  the upstream's ``echo`` through it and takes its RSS again. Target: the
+  anonymous memory (what a leak grows) within 10% of where it started. The
+  whole RSS is shown beside it: it also counts the pages of the SQLite
+  database that readers map, which grow with the audit log the calls write.
 - **/healthz under hostile calls.** A second upstream
   (:mod:`benchlib.hostile_upstream`) lists tools whose input schemas used to
   freeze the process when checked. ``/healthz`` is timed for ``seconds``
@@ -54,6 +56,7 @@ def memory(
     stateless = {**job, "era": ERA, "warmup_s": 0.0, "seconds": 3.0}
     cli.run_load_client(procs, "load.py", stateless, 120)  # warm-up: caches, pools, links
     before = rss_kb(agentws.pid)
+    anon_before = rss_kb(agentws.pid, "RssAnon")
     sent = 0
     while sent < calls:
         result = cli.run_load_client(procs, "load.py", stateless, 120)
@@ -61,8 +64,18 @@ def memory(
             raise BenchError(f"stateless calls failed: {result.get('error_samples')}")
         sent += int(result["calls"])
     after = rss_kb(agentws.pid)
-    say(f"  RSS {before / 1024:.1f} MB -> {after / 1024:.1f} MB over {sent:,} stateless calls")
-    return {"calls": sent, "rss_before_kb": before, "rss_after_kb": after}
+    anon_after = rss_kb(agentws.pid, "RssAnon")
+    say(
+        f"  RSS {before / 1024:.1f} MB -> {after / 1024:.1f} MB (anonymous "
+        f"{anon_before / 1024:.1f} -> {anon_after / 1024:.1f}) over {sent:,} stateless calls"
+    )
+    return {
+        "calls": sent,
+        "rss_before_kb": before,
+        "rss_after_kb": after,
+        "anon_before_kb": anon_before,
+        "anon_after_kb": anon_after,
+    }
 
 
 def healthz(
@@ -87,16 +100,25 @@ def healthz(
 
 
 def rss_rows(found: dict[str, Any]) -> list[list[str]]:
-    growth = found["rss_after_kb"] / found["rss_before_kb"] - 1
+    growth = found["anon_after_kb"] / found["anon_before_kb"] - 1
+    whole = found["rss_after_kb"] / found["rss_before_kb"] - 1
     return [
         [
-            f"RSS over {found['calls']:,} stateless remote calls (MB)",
+            f"anonymous RSS over {found['calls']:,} stateless remote calls (MB)",
             "—",
-            f"{found['rss_before_kb'] / 1024:,.1f} → {found['rss_after_kb'] / 1024:,.1f}",
+            f"{found['anon_before_kb'] / 1024:,.1f} → {found['anon_after_kb'] / 1024:,.1f}",
             "—",
             f"growth <= {RSS_TARGET:.0%}",
             f"{verdict(growth <= RSS_TARGET)} ({growth:+.1%})",
-        ]
+        ],
+        [
+            "RSS, mapped database pages included (MB)",
+            "—",
+            f"{found['rss_before_kb'] / 1024:,.1f} → {found['rss_after_kb'] / 1024:,.1f}",
+            "—",
+            "— (reported)",
+            f"— ({whole:+.1%})",
+        ],
     ]
 
 

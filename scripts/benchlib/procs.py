@@ -197,12 +197,16 @@ def raise_nofile_limit(wanted: int) -> int:
     return soft
 
 
-def rss_kb(pid: int) -> int:
-    """Resident set size of ``pid`` in KiB (VmRSS of /proc/PID/status)."""
+def rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """Resident set size of ``pid`` in KiB (VmRSS of /proc/PID/status).
+
+    ``field="RssAnon"``: its anonymous part only (heaps, not mapped files:
+    pages of a SQLite database its readers map count in VmRSS).
+    """
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise BenchError(f"no VmRSS for process {pid}")
+    raise BenchError(f"no {field} for process {pid}")
 
 
 def cpu_seconds(pid: int) -> float:
