@@ -27,6 +27,7 @@ from agentws.registry import create_group, create_token, create_workspace, endpo
 from agentws.server import serve
 from agentws.service import Runtime, run_service
 from agentws.store import Store
+from tests.e2e.loop_steps import serving
 
 GRACE_S = 3.0
 # Every request of these tests is answered at once; this bounds a hang.
@@ -139,13 +140,16 @@ async def running(
     settings = settings_for(tmp_path, **env)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        runtime: Runtime = await nursery.start(
-            functools.partial(run_service, settings, model=model)
-        )
+        # Its tasks are the service's: the ones tests/e2e/loop_steps.py watches.
+        with serving():
+            runtime: Runtime = await nursery.start(
+                functools.partial(run_service, settings, model=model)
+            )
         token, other = await seed(runtime.store, tmp_path, with_library=with_library)
-        binds = await nursery.start(
-            functools.partial(serve, settings, shutdown_trigger=stop.wait, runtime=runtime)
-        )
+        with serving():
+            binds = await nursery.start(
+                functools.partial(serve, settings, shutdown_trigger=stop.wait, runtime=runtime)
+            )
         try:
             yield Running(binds[0], runtime, token, other)
         finally:
