@@ -1,8 +1,9 @@
 """JSON shown indented, cut by its structure once the view is long enough: :func:`indented`.
 
 The event page shows a webhook's body, which its sender chose and which may
-be 10 MiB; parsing it all and indenting it with :mod:`json` (whose indenting
-encoder is pure Python) took 2.2 s of the event loop and made a 45 MB page.
+be megabytes (10 MiB before webhooks were held to 2 MiB); parsing it all and
+indenting it with :mod:`json` (whose indenting encoder is pure Python) took
+2.2 s of the event loop and made a 45 MB page.
 :func:`indented` reads the JSON text token by token and stops once it has
 written ``limit`` characters: its work is bounded by the view, not by the
 body. What it could not show it says it cut (``…``), closing the brackets

@@ -445,8 +445,8 @@ def test_refused_creates_say_why_and_store_nothing(acme: Cli) -> None:
     assert "not-whsec!" not in standard  # an error never repeats the secret
     unneeded = create("acme", *base, "--secret-stdin", input="s3cret\n")
     assert "verification 'none' takes no secret" in unneeded
-    too_big = create("acme", *base, "--max-body-bytes", str(10 * 1024 * 1024 + 1))
-    assert "max body bytes must be 1 to 10485760, got 10485761" in too_big
+    too_big = create("acme", *base, "--max-body-bytes", str(2 * 1024 * 1024 + 1))
+    assert "max body bytes must be 1 to 2097152, got 2097153" in too_big
     taken = cli.fails("webhook", "create", "acme", "--name", "ci", *base, env=ALICE, input="")
     assert "webhook 'ci' already exists in workspace 'acme'" in taken
     conflict = cli.fails_json("webhook", "create", "acme", "--name", "ci", *base)
@@ -487,14 +487,14 @@ def test_options_are_kept(acme: Cli) -> None:
         "--concurrency",
         "1",
         "--max-body-bytes",
-        str(10 * 1024 * 1024),
+        str(2 * 1024 * 1024),
     )
     assert (
         created["rate_per_min"],
         created["burst"],
         created["concurrency"],
         created["max_body_bytes"],
-    ) == (120, 5, 1, 10 * 1024 * 1024)
+    ) == (120, 5, 1, 2 * 1024 * 1024)
     shown = cli.json("webhook", "show", "acme", "tuned")
     assert (shown["rate_per_min"], shown["burst"], shown["concurrency"]) == (120, 5, 1)
     # The burst defaults to min(30, rate).
