@@ -85,7 +85,10 @@ _SEED_TIMEOUT_S = 1800.0
 _PACKAGES = ["agentws", "quart", "quart-trio", "hypercorn", "trio", "jinja2", "markdown-it-py"]
 _WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
 #: Dashboard routes that are not pages: reached and reported (status, bytes), not timed.
-NOT_PAGES = {"dashboard.audit_export": "the audit log's JSON Lines download"}
+NOT_PAGES = {
+    "dashboard.audit_export": "the audit log's JSON Lines download",
+    "dashboard.event_body": "an event's whole body, as a download",
+}
 #: Routes also timed at the seeded record that makes them heaviest, when a link led elsewhere.
 HEAVIEST = {
     "dashboard.document_page": "1 MiB",

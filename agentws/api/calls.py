@@ -3,9 +3,10 @@
 :func:`endpoint` authenticates the caller (:func:`agentws.admin_access.authenticate`)
 and turns agentws errors into ``{"error": {"code", "message"}}`` with the
 status the error's kind calls for. The rest reads input the same way for
-every handler: the JSON body (:func:`json_body`) and its fields, and the
-page of a list the request asks for (:func:`page_of`: ``limit`` 1 to 200,
-default 50, and the opaque ``cursor`` a page's ``next_cursor`` gives).
+every handler: the JSON body (:func:`json_body`, held to a size before it
+is read: 413 ``too_large`` past it) and its fields, and the page of a list
+the request asks for (:func:`page_of`: ``limit`` 1 to 200, default 50, and
+the opaque ``cursor`` a page's ``next_cursor`` gives).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from enum import Enum
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from quart import Response, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
 from agentws.domain.typed_numbers import whole_number
@@ -33,8 +35,12 @@ from agentws.errors import (
     ValidationError,
     error_body,
 )
+from agentws.libraries import MAX_DOCUMENT_BYTES, format_bytes
+from agentws.request_bodies import CappedBody
 
 __all__ = [
+    "DOCUMENT_BODY_BYTES",
+    "MAX_BODY_BYTES",
     "Answer",
     "endpoint",
     "enum_value",
@@ -51,8 +57,25 @@ EnumT = TypeVar("EnumT", bound=Enum)
 #: What a handler answers: a response, or JSON data (and its status, 200 if not given).
 Answer = Response | dict[str, Any] | tuple[dict[str, Any], int]
 
+#: The largest body an endpoint reads, unless it says otherwise: its largest field is a
+#: prompt of 20,000 characters, which JSON may spell in 240,000 bytes (``\\ud83d\\ude00``
+#: is one character). Parsing it is a few milliseconds of the event loop.
+MAX_BODY_BYTES = 256 * 1024
+#: The largest body of the document upload: a document's largest body, escaped (``"``,
+#: ``\\`` and a line end are two bytes in a JSON string), and room for the other fields.
+DOCUMENT_BODY_BYTES = 2 * MAX_DOCUMENT_BYTES + 64 * 1024
+
 _MAX_LIMIT = 200
+
+
+class _TooLarge(AgentwsError):
+    """The body is over what the endpoint reads."""
+
+    code = "too_large"
+
+
 _STATUS = {
+    _TooLarge: 413,
     ValidationError: 400,
     UnauthorizedError: 401,
     PermissionDeniedError: 403,
@@ -102,7 +125,11 @@ def endpoint(
             result = await handler(admin, caller, *args, **kwargs)
         except AgentwsError as exc:
             status = next((s for k, s in _STATUS.items() if isinstance(exc, k)), 500)
-            return _error(status, exc.code, exc.message)
+            response = _error(status, exc.code, exc.message)
+            if status == 413:
+                # The rest of the body is never read: the connection cannot carry another request.
+                response.headers["Connection"] = "close"
+            return response
         if isinstance(result, Response):
             return result
         data, status = result if isinstance(result, tuple) else (result, 200)
@@ -113,13 +140,23 @@ def endpoint(
     return wrapped
 
 
-async def json_body() -> dict[str, Any]:
+async def json_body(max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
     """The request's JSON object (ValidationError if it is not one).
 
     Every handler that reads a body reads it here, so a body that is not
-    JSON text is refused the same way everywhere: 400 ``invalid_json``.
+    JSON text is refused the same way everywhere: 400 ``invalid_json``; and
+    one over ``max_bytes`` (announced, or found so as it arrives) is refused
+    before it is parsed, the rest unread: 413 ``too_large``.
     """
-    raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    limit = format_bytes(max_bytes)
+    too_large = _TooLarge(f"the body is over {limit}, the most this endpoint reads")
+    body = request.body
+    if isinstance(body, CappedBody) and not body.cap(max_bytes):
+        raise too_large
+    try:
+        raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    except RequestEntityTooLarge:
+        raise too_large from None
     try:
         data = json.loads(raw) if raw.strip() else {}
     except (ValueError, RecursionError):  # UnicodeDecodeError included

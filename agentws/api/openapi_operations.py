@@ -25,6 +25,13 @@ _ERRORS = {
 }
 
 
+# See agentws.api.calls.MAX_BODY_BYTES and DOCUMENT_BODY_BYTES.
+_TOO_LARGE = (
+    "the body is larger than the endpoint reads: 256 KiB, or 2 MiB + 64 KiB to add a document "
+    "(refused before it is parsed; the connection is closed)"
+)
+
+
 def responses(status: str, schema: str, description: str) -> dict[str, Any]:
     """The documented answer, and every error answer (the error body)."""
     answers: dict[str, Any] = {
@@ -77,6 +84,10 @@ def operation(
         described["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": ref(body)}},
+        }
+        described["responses"]["413"] = {
+            "description": _TOO_LARGE,
+            "content": {"application/json": {"schema": ref("Error")}},
         }
     return described
 

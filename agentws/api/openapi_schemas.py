@@ -181,7 +181,11 @@ SCHEMAS: dict[str, Any] = {
             "secret": {"type": "string", "writeOnly": True},
             "rate_per_min": {"type": "integer", "default": 60},
             "burst": {"type": "integer"},
-            "max_body_bytes": {"type": "integer"},
+            "max_body_bytes": {
+                "type": "integer",
+                "description": "the largest body accepted, 1 to 2 MiB (default "
+                "AGENTWS_MAX_BODY_BYTES, 1 MiB)",
+            },
             "allow_tools": {"type": "array", "items": {"type": "string"}},
             "allow_mentions": {"type": "boolean", "default": False, "description": _MENTIONS},
             "capture": {"type": "boolean", "default": False, "description": _CAPTURE},

@@ -52,7 +52,16 @@ from . import (
     webhook_try,
     webhooks,
 )
-from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
+from .calls import (
+    DOCUMENT_BODY_BYTES,
+    Answer,
+    endpoint,
+    enum_value,
+    field,
+    json_body,
+    page_of,
+    required,
+)
 from .openapi import openapi_document
 
 __all__ = ["api_blueprint"]
@@ -165,7 +174,7 @@ async def rename_library(
 async def add_document(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Answer:
-    data = await json_body()
+    data = await json_body(DOCUMENT_BODY_BYTES)
     title = required(data, "title")
     slug = field(data, "slug", str) or libraries.slug_from(title)
     document = await libraries.add_document(

@@ -338,7 +338,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         "--max-body-bytes",
         type=whole(1, MAX_BODY_LIMIT),
         metavar="B",
-        help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 10 MiB)",
+        help="largest body accepted (default: $AGENTWS_MAX_BODY_BYTES, else 1 MiB; at most 2 MiB)",
     )
     create.add_argument(
         "--allow-tool",

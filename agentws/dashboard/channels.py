@@ -1,4 +1,9 @@
-"""The dashboard's Channels page: what the service said in a workspace's chat channels."""
+"""The dashboard's Channels page: what the service said in a workspace's chat channels.
+
+Each message is drawn from its Markdown up to :data:`~agentws.dashboard.markdown.DRAWN_CHARS`
+characters, in a worker thread (:func:`~agentws.dashboard.markdown.draw_messages`); a
+longer one is also shown whole, as text, under a disclosure.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from agentws.blueprints import RouteTable
 from agentws.domain.models import ChatMessage, Webhook
 
 from .frame import find_workspace, render_page
+from .markdown import DRAWN_CHARS, draw_messages
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -26,7 +32,8 @@ async def channels(admin: AdminServices, caller: Caller, workspace: str) -> Resp
     chosen = request.args.get("channel") or (known[0] if known else None)
     messages: list[ChatMessage] = []
     if chosen:
-        messages = await store.channel_messages(ws.id, chosen, limit=100)
+        messages = list(reversed(await store.channel_messages(ws.id, chosen, limit=100)))
+    drawn = await draw_messages([m.text for m in messages])
     return await render_page(
         admin,
         "channels.html",
@@ -34,5 +41,6 @@ async def channels(admin: AdminServices, caller: Caller, workspace: str) -> Resp
         workspace=ws,
         channels=known,
         chosen=chosen,
-        messages=list(reversed(messages)),
+        messages=list(zip(messages, drawn, strict=True)),
+        drawn_chars=DRAWN_CHARS,
     )

@@ -1,7 +1,15 @@
 """The dashboard's events: a workspace's deliveries (filtered, searched, a page at a time),
-one event's timeline, replaying it."""
+one event's timeline, its whole body as a download, replaying it.
+
+The timeline shows the body and each attempt's transcript indented, cut by
+structure past a bound (:mod:`agentws.dashboard.json_view`): the sender
+chose the body, up to a webhook's limit, and the page's work must not grow
+with it. The whole body is a download of its own.
+"""
 
 from __future__ import annotations
+
+import json
 
 from quart import Response, request, url_for
 
@@ -15,6 +23,7 @@ from agentws.webhooks import events as webhook_events
 from agentws.webhooks.event_search import find_events
 
 from .frame import done, find_workspace, render_page
+from .json_view import indented
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -23,6 +32,12 @@ routes = RouteTable[AdminServices]()
 
 # Events a page of the list shows.
 _PAGE = 50
+#: Characters of an event's body the timeline shows, indented (the rest is a download):
+#: enough to read most payloads whole, and a few milliseconds to write.
+BODY_VIEW_CHARS = 128 * 1024
+#: Characters of an attempt's transcript the timeline shows (it holds the body as the
+#: model read it, up to its own budget).
+TRANSCRIPT_VIEW_CHARS = 32 * 1024
 
 
 @routes.get("/w/<workspace>/events")
@@ -81,14 +96,35 @@ async def event(admin: AdminServices, caller: Caller, event_id: str) -> Response
     store = admin.store
     timeline = await webhook_events.event_timeline(store, event_id)
     workspace = await store.get(Workspace, timeline.webhook.workspace_id)
+    transcripts = [
+        indented(_json(a.transcript), limit=TRANSCRIPT_VIEW_CHARS) for a in timeline.attempts
+    ]
     return await render_page(
         admin,
         "event.html",
         caller,
         timeline=timeline,
-        request_body=timeline.request_body(),
+        body=indented(timeline.event.body, limit=BODY_VIEW_CHARS),
+        body_view_chars=BODY_VIEW_CHARS,
+        attempts=list(zip(timeline.attempts, transcripts, strict=True)),
         workspace=workspace,
     )
+
+
+def _json(value: object) -> str:
+    # Compact: the C encoder, milliseconds for what a transcript holds.
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@routes.get("/events/<event_id>/body")
+@signed_in
+async def event_body(admin: AdminServices, caller: Caller, event_id: str) -> Response:
+    """The event's body as it was received (a form's: the event it carried), as a download."""
+    event, _ = await webhook_events.find_event(admin.store, event_id)
+    response = Response(event.body, content_type="application/json")
+    # A download, never a page of this origin: the sender chose every byte.
+    response.headers["Content-Disposition"] = f'attachment; filename="{event.id}.json"'
+    return response
 
 
 @routes.post("/events/<event_id>/replay")

@@ -17,6 +17,17 @@ rest. "The title is the query" compares both with spaces collapsed and case
 ignored (by SQL ``lower()``, which on SQLite folds ASCII letters only).
 Stemming differs a little (Porter on SQLite, Snowball english on
 PostgreSQL, which also drops stop words such as "the").
+
+A hit's snippet comes from the document's opening (its first
+:data:`OPENING_CHARS` characters), not the whole document: FTS5's
+``snippet()`` and ``highlight()`` take time quadratic in the matches they
+look at, ``ts_headline`` reparses all it is given, and a search runs in a
+database connection nothing can interrupt (20 documents of 1 MiB repeating
+the word took 36 s of a SQLite reader). On SQLite ``highlight()`` marks the
+matched words of the opening (an FTS5 index of the openings, migration
+0028) and :func:`_snippet` takes the words around the first one; on
+PostgreSQL ``ts_headline`` reads ``left(body, OPENING_CHARS)``. A document
+matched only past its opening gets the opening's first words.
 """
 
 from __future__ import annotations
@@ -41,7 +52,11 @@ if TYPE_CHECKING:
     from agentws.store.database import Database, Row
     from agentws.store.tables import Dialect
 
-__all__ = ["CatalogQueries"]
+__all__ = ["OPENING_CHARS", "CatalogQueries"]
+
+#: Snippets are made from this many characters at the start of a document (migration 0028
+#: stores the SQLite openings with this length).
+OPENING_CHARS = 16384
 
 # Search hits returned at most; more is noise to a reader and work for the database.
 _MAX_HITS = 50
@@ -58,6 +73,11 @@ _TITLE_WEIGHT = 10.0
 # Snippet length in words, and how matches are marked (the agent reads Markdown).
 _SNIPPET_WORDS = 24
 _MARK = "**"
+# Words of a SQLite snippet before its first match.
+_SNIPPET_LEAD = 6
+# How highlight() marks matched words in an opening (private-use characters), before they
+# become _MARK.
+_OPEN, _CLOSE = "\ue000", "\ue001"
 
 # Joins rows ``d`` of a library (documents, skills) to the groups they are exposed
 # to: through an attachment, and only within the group's own workspace.
@@ -190,6 +210,7 @@ class CatalogQueries:
             sql, *scope, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
         )
         slugs = {lib.id: lib.slug for lib in libraries or ()}
+        marked = self.dialect == "sqlite"
         return [
             DocumentHit(
                 document_id=row["document_id"],
@@ -198,11 +219,24 @@ class CatalogQueries:
                 slug=row["slug"],
                 title=row["title"],
                 mime_type=row["mime_type"],
-                snippet=row["snippet"] or "",
+                snippet=_snippet(row["snippet"] or "") if marked else row["snippet"] or "",
                 score=float(row["score"]),
             )
             for row in rows
         ]
+
+
+def _snippet(opening: str) -> str:
+    """About :data:`_SNIPPET_WORDS` words of a document's marked opening, from a few words
+    before its first match; matches marked as :data:`_MARK` does, a cut shown as ``…``."""
+    words = opening.split()
+    first = next((n for n, word in enumerate(words) if _OPEN in word), 0)
+    start = max(0, first - _SNIPPET_LEAD)
+    shown = " ".join(words[start : start + _SNIPPET_WORDS])
+    if shown.count(_OPEN) > shown.count(_CLOSE):
+        shown += _CLOSE
+    shown = shown.replace(_OPEN, _MARK).replace(_CLOSE, _MARK)
+    return ("…" if start else "") + shown + ("…" if start + _SNIPPET_WORDS < len(words) else "")
 
 
 # Parameters of both search queries: first the scope (the group id, or the ids
@@ -249,8 +283,9 @@ def _sqlite_search(n_terms: int, limit: int, by_library: int | None = None) -> s
         for i in range(n_terms)
     )
     slug = "" if by_library else " hits.library_slug,"
+    openings = "context_document_openings"
     # bm25 is negative, better when lower: -bm25 / (1 - bm25) is in [0, 1), better when higher.
-    # snippet() reads the document's text, so it is made only for the hits returned.
+    # The snippet (the opening, marked) is made only for the hits returned.
     return (
         f"WITH hits AS (SELECT d.rowid AS hit_rowid, {_HIT_COLUMNS}, {order_columns}"
         " d.created_at,"
@@ -262,9 +297,11 @@ def _sqlite_search(n_terms: int, limit: int, by_library: int | None = None) -> s
         f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
         f" SELECT hits.document_id, hits.library_id,{slug} hits.slug, hits.title,"
         " hits.mime_type,"
-        f" snippet({fts}, 1, '{_MARK}', '{_MARK}', '…', {_SNIPPET_WORDS}) AS snippet,"
+        f" coalesce((SELECT highlight({openings}, 0, '{_OPEN}', '{_CLOSE}') FROM {openings}"
+        f" WHERE {openings} MATCH {match} AND {openings}.rowid = hits.hit_rowid),"
+        f" (SELECT opening FROM {openings} WHERE rowid = hits.hit_rowid)) AS snippet,"
         " hits.score"
-        f" FROM hits JOIN {fts} ON {fts}.rowid = hits.hit_rowid WHERE {fts} MATCH {match}"
+        " FROM hits"
         " ORDER BY hits.score DESC, hits.attached_at, hits.attachment_id, hits.created_at,"
         " hits.document_id"
     )
@@ -282,7 +319,8 @@ def _postgres_search(n_terms: int, limit: int, by_library: int | None = None) ->
         f"StartSel={_MARK}, StopSel={_MARK}, MaxWords={_SNIPPET_WORDS},"
         f" MinWords={_SNIPPET_WORDS // 3}, MaxFragments=1"
     )
-    # The headline, which reparses the body, is made only for the hits returned.
+    # The headline, which reparses the text it is given, is made only for the hits returned,
+    # from their openings.
     # ts_rank_cd normalisation 32 is rank / (rank + 1): in [0, 1).
     return (
         f"WITH q AS (SELECT to_tsquery('english', {match}) AS query), hits AS ("
@@ -295,7 +333,8 @@ def _postgres_search(n_terms: int, limit: int, by_library: int | None = None) ->
         f" ORDER BY score DESC, {_ORDER} LIMIT {int(limit)})"
         f" SELECT hits.document_id, hits.library_id,{slug} hits.slug, hits.title,"
         " hits.mime_type,"
-        f" ts_headline('english', hits.body, q.query, '{headline}') AS snippet, hits.score"
+        f" ts_headline('english', left(hits.body, {OPENING_CHARS}), q.query, '{headline}')"
+        " AS snippet, hits.score"
         " FROM hits CROSS JOIN q"
         " ORDER BY hits.score DESC, hits.attached_at, hits.attachment_id, hits.created_at,"
         " hits.document_id"

@@ -9,6 +9,10 @@ gather for that thread, which commits all that gathered in one transaction
 as soon as it is free (group commit). Single reads run on a few read-only
 connections, each in a thread of its own too. Other processes (the CLI
 while the server runs) wait for the write lock up to ``busy_timeout``.
+
+A statement a thread has started cannot be cancelled from trio, so a read
+has a deadline of its own (``read_deadline_s``): SQLite's progress handler
+stops it past that, and the reader is free for the next read.
 """
 
 from __future__ import annotations
@@ -57,6 +61,13 @@ _READERS = 4
 # failed. SQLite's own writers shrink it safely, and agentws never does (no
 # VACUUM).
 _READER_MMAP_BYTES = 256 * 1024 * 1024
+# A read still running after this long is stopped (StoreError): a search over large
+# documents once held a reader for minutes, and the readers are few.
+_READ_DEADLINE_S = 30.0
+# SQLite checks the deadline every this many virtual machine steps (milliseconds of work).
+# The check takes the GIL, which the event loop may hold for a switch interval: rare
+# checks keep that wait off short reads and small for long ones.
+_PROGRESS_STEPS = 1_000_000
 # How long a data version read is reused. Another process's commit is seen
 # this much later at most; this process's own commits are seen at once.
 _DATA_VERSION_REUSE_S = 0.005
@@ -108,6 +119,24 @@ def _fetch_rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> li
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _read_rows(
+    conn: sqlite3.Connection, sql: str, args: tuple[Any, ...], deadline_s: float
+) -> list[Row]:
+    """:func:`_fetch_rows`, stopped with a StoreError once ``deadline_s`` has passed."""
+    deadline = time.monotonic() + deadline_s
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+    try:
+        return _fetch_rows(conn, sql, args)
+    except sqlite3.OperationalError as exc:
+        if str(exc) != "interrupted" or time.monotonic() <= deadline:
+            raise
+        raise StoreError(
+            f"SQLite: a read ran longer than {deadline_s:g} s and was stopped"
+        ) from None
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
 async def _converted(work: Awaitable[T]) -> T:
     try:
         return await work
@@ -142,8 +171,11 @@ class SqliteDatabase:
         writer: ConnectionThread,
         readers: list[ConnectionThread],
         version_conn: sqlite3.Connection | None = None,
+        *,
+        read_deadline_s: float = _READ_DEADLINE_S,
     ) -> None:
         self._writer = writer
+        self._read_deadline_s = read_deadline_s
         self._version_conn = version_conn
         self._version = 0
         self._version_until = 0.0
@@ -194,8 +226,9 @@ class SqliteDatabase:
             reader = self._idle.receive_nowait()
         except trio.WouldBlock:
             reader = await self._idle.receive()
+        deadline_s = self._read_deadline_s
         try:
-            return await _converted(reader.call(lambda c: _fetch_rows(c, sql, args)))
+            return await _converted(reader.call(lambda c: _read_rows(c, sql, args, deadline_s)))
         finally:
             self._idle_send.send_nowait(reader)
 
@@ -363,8 +396,13 @@ def _connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlit
 
 
 @asynccontextmanager
-async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
+async def open_sqlite(
+    url: str, *, read_deadline_s: float = _READ_DEADLINE_S
+) -> AsyncIterator[SqliteDatabase]:
     """Open the SQLite database named by ``url``, creating the file if absent.
+
+    A single read still running after ``read_deadline_s`` is stopped
+    (:class:`~agentws.errors.StoreError`).
 
     Resource handling:
         The connection is closed when the block exits.
@@ -386,7 +424,7 @@ async def open_sqlite(url: str) -> AsyncIterator[SqliteDatabase]:
                 reader = await trio.to_thread.run_sync(_connect_reader, path)
                 threads.append(ConnectionThread(reader, f"agentws sqlite reader {n}"))
             version_conn = await trio.to_thread.run_sync(_connect_reader, path, 0)
-        yield SqliteDatabase(threads[0], threads[1:], version_conn)
+        yield SqliteDatabase(threads[0], threads[1:], version_conn, read_deadline_s=read_deadline_s)
     finally:
         with trio.move_on_after(_CLEANUP_S, shield=True):
             for thread in threads:

@@ -81,6 +81,7 @@ from agentws.domain.signatures import SignatureError, Signed, verify
 from agentws.errors import ConfigError, StoreError
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES, WEBHOOK_REFUSALS
+from agentws.webhooks.admin import MAX_BODY_LIMIT
 from agentws.webhooks.intake import Intake, Reached
 from agentws.webhooks.samples import capture
 
@@ -330,7 +331,9 @@ class HookDoor:
         add_log_context(webhook=webhook.id)
         headers = _headers(scope)
         seen.webhook, seen.headers = webhook, headers
-        body = await body_in.read(headers.get("content-length"), webhook.max_body_bytes, _REFUSALS)
+        # A webhook stored with a larger limit (earlier versions allowed 10 MiB) takes no more.
+        limit = min(webhook.max_body_bytes, MAX_BODY_LIMIT)
+        body = await body_in.read(headers.get("content-length"), limit, _REFUSALS)
         try:
             checked = self._checked(intake, webhook, body, headers)
         except HttpRefusal as refusal:

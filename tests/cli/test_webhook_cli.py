@@ -464,7 +464,7 @@ def test_refused_creates_say_why_and_store_nothing(acme: Cli) -> None:
         ("--rate", "0/min", "expected 1 to 100000 a minute, got '0/min'"),
         ("--concurrency", "0", "expected a whole number from 1 to 64, got '0'"),
         ("--concurrency", "65", "expected a whole number from 1 to 64, got '65'"),
-        ("--max-body-bytes", "10485761", "expected a whole number from 1 to 10485760, got"),
+        ("--max-body-bytes", "2097153", "expected a whole number from 1 to 2097152, got"),
     ):
         result = cli.run("webhook", "create", "acme", "--name", "new", *base, flag, value)
         assert result.returncode == 2, (flag, value, result.stderr)
@@ -490,14 +490,14 @@ def test_options_are_kept(acme: Cli) -> None:
         "--concurrency",
         "1",
         "--max-body-bytes",
-        str(10 * 1024 * 1024),
+        str(2 * 1024 * 1024),
     )
     assert (
         created["rate_per_min"],
         created["burst"],
         created["concurrency"],
         created["max_body_bytes"],
-    ) == (120, 5, 1, 10 * 1024 * 1024)
+    ) == (120, 5, 1, 2 * 1024 * 1024)
     shown = cli.json("webhook", "show", "acme", "tuned")
     assert (shown["rate_per_min"], shown["burst"], shown["concurrency"]) == (120, 5, 1)
     # The burst defaults to min(30, rate).

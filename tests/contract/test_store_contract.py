@@ -1177,6 +1177,18 @@ async def test_migrate_applies_each_migration_once(database_url: str) -> None:
     assert await _migration_versions(database_url) == [m.version for m in MIGRATIONS]
 
 
+async def test_migration_29_brings_webhook_body_limits_down_to_2_mib(store: SqlStore) -> None:
+    """Earlier versions let a webhook take 10 MiB; a body is parsed whole on the event loop."""
+    t = await seed(store, ["webhooks"])
+    big, small = t.webhooks
+    await store.update(attrs.evolve(big, max_body_bytes=10 * 1024 * 1024))
+    async with store.database.transaction() as tx:
+        await tx.execute("DELETE FROM schema_migrations WHERE version = 29")
+    assert await migrate(store.database) == [29]
+    assert (await store.get(Webhook, big.id)).max_body_bytes == 2 * 1024 * 1024
+    assert (await store.get(Webhook, small.id)).max_body_bytes == small.max_body_bytes
+
+
 async def test_open_store_without_create_refuses_a_database_agentws_never_made(
     database_url: str,
 ) -> None:

@@ -8,6 +8,7 @@ from the document.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -177,6 +178,39 @@ async def test_errors_are_json_and_credentials_are_checked(tmp_path: Path) -> No
                 "/workspaces/acme/webhooks", json={"name": "a", "channel": "ops", "prompt": "p"}
             )
             assert conflict.status_code == 409
+
+            # A body is held to a size before it is read: 256 KiB (room for a prompt of
+            # 20,000 characters, however escaped), twice a document's largest body and
+            # 64 KiB to add a document (a JSON string escapes " and \ as two bytes).
+            document = {"title": "Quotes", "body": '"' * (1024 * 1024)}
+            added = await api.post("/workspaces/acme/libraries/handbook/documents", json=document)
+            assert added.status_code == 201, added.text
+        auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        hooks, documents = "/api/v1/workspaces/acme/webhooks", "/api/v1/workspaces/acme/"
+        documents += "libraries/handbook/documents"
+        for path, length, chunked, limit in [
+            (hooks, 5 << 20, False, "256.0 KiB"),  # a length announced: refused unread
+            (hooks, 5 << 20, True, "256.0 KiB"),  # chunked: refused once past the limit
+            (documents, 3 << 20, False, "2.1 MiB"),
+        ]:
+            head = request_head(path, server.base_url, auth, length=None if chunked else length)
+            body = b" " * length
+            sent = await trickle(
+                server.base_url,
+                head,
+                body,
+                piece=1 << 16,
+                every_s=0.01,
+                bound_s=10,
+                chunked=chunked,
+            )
+            assert sent.reply.closed and sent.sent < length // 2, sent.reply
+            (response,) = sent.reply.final
+            assert response.status == 413, sent.reply
+            assert response.headers["connection"] == "close", sent.reply
+            error = json.loads(response.body)["error"]
+            assert error["code"] == "too_large", error
+            assert error["message"] == f"the body is over {limit}, the most this endpoint reads"
 
         # A revoked token stops working at once.
         (admin_token,) = [t for t in await server.store.select(AdminToken)]

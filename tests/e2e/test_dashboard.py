@@ -22,10 +22,12 @@ from agentws.domain.models import (
     AdminSession,
     Approval,
     AuditEntry,
+    ChatMessage,
     Event,
     EventStatus,
     Webhook,
 )
+from tests.e2e.loop_steps import watch_steps
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,
@@ -34,7 +36,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.e2e.run_support import deliver, finished
+from tests.e2e.run_support import deliver, finished, hook
 from tests.e2e.webhook_support import Hook
 from tests.support import clean_env
 
@@ -261,6 +263,77 @@ async def test_a_webhook_made_in_the_dashboard_shows_its_url_once_and_its_events
         )
         assert off.status_code == 302
         assert not (await server.store.get(Webhook, webhook.id)).active
+
+
+async def test_a_large_event_body_is_shown_cut_with_a_link_to_the_whole_body(
+    tmp_path: Path,
+) -> None:
+    """The page's work is bounded by what it shows: 10 MiB took a 2.2 s step and made 45 MB."""
+    async with running(tmp_path) as server, _browser(server) as http:
+        await _signed_in(server, http)
+        issued = await hook(server)
+        # A body stored whole when webhooks took up to 10 MiB: the worst shape to indent.
+        body = json.dumps({f"k{n:07d}": n for n in range(700_000)}).encode()
+        assert len(body) > 10_000_000
+        event = await server.store.insert(
+            Event(webhook_id=issued.webhook.id, status=EventStatus.DONE, body=body)
+        )
+        with watch_steps() as steps:
+            page = await http.get(f"/dashboard/events/{event.id}")
+        steps.assert_none_long()
+        assert page.status_code == 200
+        assert len(page.content) < 512 * 1024
+        shown = html.unescape(page.text)
+        assert '{\n  "k0000000": 0,\n  "k0000001": 1,' in shown
+        assert "k0699999" not in shown and "\n  …\n}" in shown
+        assert "this is its first 128.0 KiB, indented" in shown
+        link = f"/dashboard/events/{event.id}/body"
+        assert f'href="{link}"' in page.text
+        # The whole body, as received, to the signed-in admin only.
+        whole = await http.get(link)
+        assert whole.status_code == 200
+        assert whole.content == body
+        assert whole.headers["content-type"] == "application/json"
+        disposition = f'attachment; filename="{event.id}.json"'
+        assert whole.headers["content-disposition"] == disposition
+        assert whole.headers["x-content-type-options"] == "nosniff"
+        async with _browser(server) as stranger:
+            refused = await stranger.get(link)
+        assert refused.status_code == 302 and "/dashboard/login" in refused.headers["location"]
+        # A small body is shown whole, with the same link.
+        small = await server.store.insert(
+            Event(webhook_id=issued.webhook.id, status=EventStatus.DONE, body=b'{"a": [1, {}]}')
+        )
+        page = await http.get(f"/dashboard/events/{small.id}")
+        assert '{\n  "a": [\n    1,\n    {}\n  ]\n}' in html.unescape(page.text)
+        assert "this is its first" not in page.text
+        assert f'href="/dashboard/events/{small.id}/body"' in page.text
+
+
+async def test_long_messages_are_drawn_from_their_start_and_shown_whole_as_text(
+    tmp_path: Path,
+) -> None:
+    """Drawing Markdown is pure Python: 100 messages of 10,000 "[" took a 7 s step."""
+    async with running(tmp_path) as server, _browser(server) as http:
+        await _signed_in(server, http)
+        issued = await hook(server)
+        workspace_id = issued.webhook.workspace_id
+        channel = issued.webhook.channel
+        for n in range(20):  # each its own, so that none was drawn before
+            text = f"**bold {n:02}** [" + "[" * 10_000 + " the end"
+            message = ChatMessage(workspace_id=workspace_id, channel=channel, text=text)
+            await server.store.insert(message)
+        with watch_steps() as steps:
+            page = await http.get("/dashboard/w/acme/channels", params={"channel": channel})
+        steps.assert_none_long()
+        assert page.status_code == 200
+        shown = page.text
+        assert shown.count("<strong>bold ") == 20
+        # Drawn up to 8 KiB (ending in an ellipsis); the whole text below, as text.
+        assert shown.count("[" * 8000) == 40 and shown.count("<p>…</p>") == 20
+        summary = f"<summary>The whole message, as text ({len(text):,} characters)</summary>"
+        assert shown.count(summary) == 20
+        assert shown.count(" the end</pre>") == 20
 
 
 async def test_the_create_webhook_form_keeps_what_was_typed_after_a_refusal(
@@ -566,8 +639,6 @@ async def test_invisible_and_bidi_characters_show_escaped_on_every_page(tmp_path
         async with sdk_session(server, "streamable") as session:
             queued = await session.call_tool("third_send", {"q": f"invoice{hidden}fdp.exe"})
         approval_id = (queued.structured_content or {})["approval_id"]
-        from tests.e2e.run_support import hook
-
         issued = await hook(server, f"ci{hidden}", prompt=f"Summarise{hidden}.")
         async with httpx2.AsyncClient(timeout=10) as sender:
             sent = await sender.post(

@@ -22,7 +22,9 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx2
+import pytest
 import trio
 
 from agentws.domain.models import EventStatus, VerificationScheme
@@ -33,7 +35,9 @@ from agentws.domain.signatures import (
     sign_standard_webhooks,
     sign_stripe,
 )
+from agentws.errors import ValidationError
 from agentws.webhooks.admin import delete_webhook, set_active
+from tests.e2e.loop_steps import watch_steps
 from tests.e2e.mcp_support import Running
 from tests.e2e.slow_client_support import assert_timed_out, request_head, trickle
 from tests.e2e.webhook_support import (
@@ -410,6 +414,27 @@ async def test_body_limit_by_content_length(tmp_path: Path) -> None:
         assert_error(await post(hook.url, one_over), 413, "payload_too_large")
         await assert_nothing_stored(server, hook.id)
         accepted(await post(hook.url, at_limit))
+
+
+async def test_a_webhook_takes_at_most_2_mib_and_reads_it_in_short_steps(tmp_path: Path) -> None:
+    """Parsing is one step of the event loop: 10 MiB took 0.25 to 0.6 s at the door."""
+    most = 2 * 1024 * 1024
+    async with hook_server(tmp_path) as server:
+        with pytest.raises(ValidationError, match=f"max body bytes must be 1 to {most}, got"):
+            await make_hook(server, "huge", max_body_bytes=most + 1)
+        hook = await make_hook(server, "big", max_body_bytes=most, active=False, capture=True)
+        # A webhook stored with more (as earlier versions allowed) takes no more either.
+        await server.store.update(attrs.evolve(hook.webhook, max_body_bytes=10 * 1024 * 1024))
+        # The most costly shape to parse: small objects, 8 bytes each.
+        at_limit = ('{"rows":[' + ",".join(['{"a":1}'] * ((most - 10) // 8)) + "]}").encode()
+        over = encode({"rows": [{"a": 1}] * (most // 7)})
+        assert len(at_limit) <= most < len(over) < 10 * 1024 * 1024
+        refused = assert_error(await post(hook.url, over), 413, "payload_too_large")
+        assert str(most) in refused["error"]["message"]
+        with watch_steps() as steps:
+            response = await post(hook.url, at_limit)
+        steps.assert_none_long()
+        assert response.status_code == 202 and response.json()["status"] == "captured"
 
 
 async def refused_uploads(url: str, status: int, code: str, *, uploads: int = UPLOADS) -> None:

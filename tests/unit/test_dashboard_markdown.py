@@ -10,7 +10,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from agentws.agent.offline import OFFLINE_NOTE
-from agentws.dashboard.markdown import LINK_REL, render_markdown
+from agentws.dashboard.markdown import DRAWN_CHARS, LINK_REL, render_markdown
 from agentws.dashboard.visible import visible
 
 #: What a message's HTML may hold, and no more.
@@ -170,3 +170,16 @@ def test_as_a_jinja_filter_it_is_markup_and_survives_the_page_escape() -> None:
     assert page == "<div><p><strong>hi</strong> &lt;b&gt;\\u202e</p>\n</div>"
     assert isinstance(render_markdown("x"), Markup)
     assert render_markdown(None) == ""
+
+
+def test_a_long_message_is_drawn_from_its_start_to_a_line_end() -> None:
+    """Drawing is pure Python: what a page draws of a message is bounded."""
+    first = "**first** line\n" * 500  # 7,500 characters, then a line past the bound
+    html = render_markdown(first + "x" * 2000 + "\n**last**")
+    assert html.count("<strong>first</strong>") == 500
+    assert "xx" not in html and "last" not in html
+    assert html.endswith("<p>…</p>\n")
+    whole = render_markdown("**a** " * 1000)  # 6,000 characters: drawn whole
+    assert whole.count("<strong>a</strong>") == 1000 and "…" not in whole
+    one_line = render_markdown("y" * 20_000)
+    assert str(one_line) == "<p>" + "y" * DRAWN_CHARS + "</p>\n<p>…</p>\n"

@@ -10,12 +10,14 @@ ping), and text without markup only gets escaped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentws.chat.mrkdwn import MAX_TEXT_CHARS, to_mrkdwn
+from tests.scaling import LINEAR, growth
 
 _SETTINGS = settings(database=None, max_examples=300, deadline=None)
 CUT_NOTE = "\n… (cut: the message was too long)"
@@ -309,3 +311,55 @@ def test_a_heading_with_bold_text_is_one_bold_line(markdown: str, expected: str)
 
 def test_a_heading_ending_in_a_hash_keeps_it() -> None:
     assert to_mrkdwn("# Notes on C#") == "*Notes on C#*"
+
+
+# --- work bounded by the text, whatever the model writes ---------------------------------------
+
+# Texts that made the old patterns backtrack: each opening was read to the end of its
+# line again (quadratic time; 40,000 characters took seconds).
+_ADVERSARIAL = {
+    "bold openings": "**a ",
+    "underscore bold openings": "__a ",
+    "strike openings": "~~a ",
+    "link openings": "[",
+    "link labels": "[a",
+    "heading spaces": "  ",
+    "italic openings": "*a ",
+    "code openings": "`a ",
+}
+
+
+def _repeated(unit: str) -> Callable[[int], str]:
+    # A heading: its text is what the pattern searched for a closing sequence in.
+    return lambda n: "# a" + unit * (n // len(unit)) + "b"
+
+
+@pytest.mark.parametrize("unit", _ADVERSARIAL.values(), ids=_ADVERSARIAL.keys())
+def test_converting_costs_linear_time(unit: str) -> None:
+    assert growth(_repeated(unit), to_mrkdwn, 10_000) < LINEAR
+    assert growth(lambda n: unit * (n // len(unit)), to_mrkdwn, 10_000) < LINEAR
+
+
+def test_a_text_over_the_limit_is_cut_before_it_is_converted() -> None:
+    # Twice the limit costs what the limit does: the rest is never read.
+    assert growth(lambda n: "**a " * (n // 4), to_mrkdwn, 2 * MAX_TEXT_CHARS) < 1.5
+    out = to_mrkdwn("**bold** " * MAX_TEXT_CHARS)
+    assert out.startswith("*bold* *bold*")
+    assert out.endswith(CUT_NOTE)
+    assert len(out) <= MAX_TEXT_CHARS
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        ("**2*3**", "*2*3*"),
+        ("__snake_case__", "*snake_case*"),
+        ("~~a~b~~", "~a~b~"),
+        ("[a [b](https://x.example)", "[a <https://x.example|b>"),
+        ("# Title ##   ", "*Title*"),
+        ("# Title #x", "*Title #x*"),
+        ("#   ", "#   "),
+    ],
+)
+def test_emphasis_links_and_headings_keep_their_meaning(markdown: str, expected: str) -> None:
+    assert to_mrkdwn(markdown) == expected

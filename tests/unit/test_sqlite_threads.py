@@ -1,16 +1,21 @@
-"""ConnectionThread: work in submission order, sessions that hold the thread, closing."""
+"""ConnectionThread: work in submission order, sessions that hold the thread, closing;
+the readers' deadline."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
+from agentws.errors import StoreError
+from agentws.store.sqlite import open_sqlite
 from agentws.store.sqlite_threads import ClosedError, ConnectionThread
 
 
@@ -148,3 +153,20 @@ async def test_closing_gives_up_on_a_session_nobody_ends_when_the_caller_does() 
     session.end_nowait(lambda c: c.execute("ROLLBACK"))  # now the thread can stop
     await trio.to_thread.run_sync(thread._thread.join)
     conn.close()
+
+
+async def test_a_read_past_its_deadline_is_stopped_and_the_reader_goes_on(tmp_path: Path) -> None:
+    """Nothing can cancel a statement once a reader runs it: a deadline stops it instead."""
+    # About ten seconds of counting (should the deadline fail, the test still ends).
+    endless = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 100000000)"
+        " SELECT max(x) FROM n"
+    )
+    async with open_sqlite(f"sqlite:///{tmp_path / 'db'}", read_deadline_s=0.2) as db:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"a read ran longer than 0\.2 s and was stopped"):
+            await db.fetch(endless)
+        assert time.monotonic() - started < 5
+        # Each reader is free again, and reads that end in time are not stopped.
+        for _ in range(8):
+            assert await db.fetch("SELECT 1 AS one") == [{"one": 1}]
