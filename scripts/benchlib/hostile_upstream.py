@@ -5,7 +5,8 @@ an array of objects, quadratic in a naive validator), ``pattern``
 (``^(a+)+$``, exponential in a backtracking engine) and ``branches``
 (combinators that apply 2**40 schemas to one value). They never run: the
 calls the benchmark sends are refused by agentws's argument check or its
-approval queue. Served like :mod:`benchlib.gateway_upstream`.
+approval queue. Served like :mod:`benchlib.gateway_upstream`; the tests of
+hostile schemas (``tests/e2e/test_hostile_schemas.py``) list the same tools.
 
 Run: ``python hostile_upstream.py``. It binds 127.0.0.1 on a free port,
 prints one JSON line ``{"base_url": ..., "url": ...}`` and serves until
@@ -29,7 +30,8 @@ from benchlib.uvicorn_loopback import serve_on_loopback
 MCP_PATH = "/mcp"
 
 
-def _branching(depth: int) -> dict[str, Any]:
+def branching(depth: int) -> dict[str, Any]:
+    """An object schema whose ``v`` is checked against 2**depth schemas (each level twice)."""
     defs: dict[str, Any] = {}
     for level in range(depth):
         deeper = {"$ref": f"#/$defs/l{level + 1}"} if level + 1 < depth else {"type": "string"}
@@ -54,7 +56,7 @@ TOOLS = [
             "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}},
         },
     ),
-    types.Tool(name="branches", description="Branching combinators", input_schema=_branching(40)),
+    types.Tool(name="branches", description="Branching combinators", input_schema=branching(40)),
 ]
 #: The arguments the benchmark's client sends to each tool, in turn.
 PAYLOADS: dict[str, dict[str, Any]] = {

@@ -12,8 +12,8 @@ such calls in flight.
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import mcp_types as types
@@ -21,6 +21,10 @@ import pytest
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from benchlib.hostile_upstream import PAYLOADS, TOOLS
 
 from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
@@ -44,44 +48,9 @@ ALLOW = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRE
 CALL_S = 10.0
 
 
-def _exponential(depth: int) -> dict[str, Any]:
-    """Each level tries the next one twice: 2**depth checks of one value."""
-    defs: dict[str, Any] = {}
-    for level in range(depth):
-        deeper = {"$ref": f"#/$defs/l{level + 1}"} if level + 1 < depth else {"type": "string"}
-        defs[f"l{level}"] = {"anyOf": [deeper, {"allOf": [deeper, {"minLength": 0}]}]}
-    return {
-        "type": "object",
-        "properties": {"v": {"$ref": "#/$defs/l0"}},
-        "$defs": defs,
-    }
-
-
-HOSTILE = [
-    types.Tool(
-        name="unique",
-        description="Arrays of distinct things",
-        input_schema={
-            "type": "object",
-            "properties": {"items": {"type": "array", "uniqueItems": True}},
-        },
-    ),
-    types.Tool(
-        name="pattern",
-        description="Catastrophic backtracking",
-        input_schema={
-            "type": "object",
-            "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}},
-        },
-    ),
-    types.Tool(
-        name="branches",
-        description="Combinators that branch at every level",
-        input_schema=_exponential(40),
-    ),
-]
-DISTINCT = {"items": [{"n": n, "k": f"v{n}"} for n in range(30_000)]}
-BACKTRACKING = {"q": "a" * 40 + "!"}
+HOSTILE = TOOLS
+DISTINCT = PAYLOADS["unique"]
+BACKTRACKING = PAYLOADS["pattern"]
 
 
 def _text(result: types.CallToolResult) -> str:

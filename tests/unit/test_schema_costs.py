@@ -10,10 +10,16 @@ linear time (the redaction of secret arguments uses it).
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from benchlib.hostile_upstream import branching
 
 from agentws.config import Settings
 from agentws.domain.call_arguments import CallArguments
@@ -23,14 +29,6 @@ from agentws.domain.secrets_in_arguments import REDACTED, redact
 from agentws.tools.schema_cost import MAX_WIDTH, assess
 from agentws.tools.spec import ToolSpec
 from agentws.tools.validation import ArgumentChecker, argument_error, open_argument_checker
-
-
-def _branching(depth: int) -> dict[str, Any]:
-    defs: dict[str, Any] = {}
-    for level in range(depth):
-        deeper = {"$ref": f"#/$defs/l{level + 1}"} if level + 1 < depth else {"type": "string"}
-        defs[f"l{level}"] = {"anyOf": [deeper, {"allOf": [deeper, {"minLength": 0}]}]}
-    return {"type": "object", "properties": {"v": {"$ref": "#/$defs/l0"}}, "$defs": defs}
 
 
 def _tool(schema: dict[str, Any]) -> ToolSpec:
@@ -66,7 +64,7 @@ def test_plain_schemas_are_narrow_and_checked_on_the_loop() -> None:
 @pytest.mark.parametrize(
     ("schema", "hazard"),
     [
-        (_branching(30), "more than 1,000 schemas to one value"),
+        (branching(30), "more than 1,000 schemas to one value"),
         ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "a $ref loop"),
         (
             {"properties": {"q": {"type": "string", "pattern": "^(?=a)(a+)+$"}}},
@@ -97,7 +95,7 @@ def test_a_ref_outside_the_schema_is_never_fetched() -> None:
 
 
 def test_the_width_saturates_past_its_bound() -> None:
-    assert assess(_branching(60)).width == MAX_WIDTH + 1
+    assert assess(branching(60)).width == MAX_WIDTH + 1
 
 
 def test_errors_quote_a_bounded_part_of_the_value() -> None:
@@ -133,9 +131,9 @@ async def test_a_hostile_schema_is_checked_in_a_worker(checker: ArgumentChecker)
 
 
 async def test_a_check_past_its_deadline_is_killed_and_refused(checker: ArgumentChecker) -> None:
-    branching = _tool(_branching(40))
-    arguments = CallArguments.of(branching.name, {"v": 5}, branching.input_schema)
-    problem = await checker.problem(branching, arguments)
+    branches = _tool(branching(40))
+    arguments = CallArguments.of(branches.name, {"v": 5}, branches.input_schema)
+    problem = await checker.problem(branches, arguments)
     assert problem is not None
     assert "took longer than 0.5 s (AGENTWS_TOOL_CHECK_TIMEOUT_S)" in problem
     # The next costly check gets a new worker.
