@@ -27,6 +27,7 @@ __all__ = [
     "Send",
     "error_body",
     "header",
+    "replaying",
     "respond",
     "respond_json",
 ]
@@ -56,6 +57,24 @@ class HttpRefusal(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.code, self.message)
+
+
+def replaying(first: dict[str, Any], receive: Receive) -> Receive:
+    """``receive``, with ``first`` (a message read already) given again before the rest.
+
+    For a door that read a request's body (or its first message) to check it,
+    then hands the request on to an app that reads it itself.
+    """
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return first
+        return await receive()
+
+    return replay
 
 
 def header(scope: Scope, name: bytes) -> str | None:

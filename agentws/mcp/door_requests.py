@@ -63,6 +63,8 @@ _REFUSALS = BodyRefusals(
         "too_large",
         f"a message may be at most {limit:,} bytes (AGENTWS_MCP_MAX_BODY_BYTES): pass "
         "large content to a tool by reference, not inside its arguments",
+        # The rest of the body is not read: the connection cannot carry another request.
+        [("Connection", "close")],
     ),
     late=lambda timeout_s: HttpRefusal(
         408,

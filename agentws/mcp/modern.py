@@ -53,7 +53,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from agentws.asgi import Receive, Scope, Send, header, respond
+from agentws.asgi import Receive, Scope, Send, header, replaying, respond
 from agentws.mcp.auth import Caller
 from agentws.mcp.pending_calls import is_pending_state, owner_of_state
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
@@ -165,20 +165,6 @@ def pending_owner(body: StatelessBody) -> str | None:
     return owner_of_state(state) if isinstance(state, str) and is_pending_state(state) else None
 
 
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """``receive`` with the body, already read (and bounded) by the door, given again first."""
-    given = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 async def serve_stateless(
     server: Server[Any],
     caller: Caller,
@@ -218,7 +204,13 @@ async def serve_stateless(
             return
         # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
         await handle_modern_request(
-            server, None, not streams, state, scope, _replaying(body.raw, receive), cast(Any, send)
+            server,
+            None,
+            not streams,
+            state,
+            scope,
+            replaying({"type": "http.request", "body": body.raw, "more_body": False}, receive),
+            cast(Any, send),
         )
     finally:
         SERVING_GROUP.reset(serving)

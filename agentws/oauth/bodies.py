@@ -18,11 +18,19 @@ answered. Each is counted in ``agentws_rejected_requests`` (door ``oauth``).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import trio
 
-from agentws.asgi import BodyReader, BodyRefusals, HttpRefusal, Receive, Scope, Send, header
+from agentws.asgi import (
+    BodyReader,
+    BodyRefusals,
+    HttpRefusal,
+    Receive,
+    Scope,
+    Send,
+    header,
+    replaying,
+)
 from agentws.metrics import REJECTED
 
 __all__ = ["MAX_BODY_BYTES", "MAX_FORM_FIELDS", "read_whole_body"]
@@ -82,7 +90,7 @@ async def read_whole_body(
         if refusal is not _REFUSALS.gone:
             await _refuse(reader, send, refusal)
         return None
-    return _replay({"type": "http.request", "body": body, "more_body": False}, receive)
+    return replaying({"type": "http.request", "body": body, "more_body": False}, receive)
 
 
 def _check_form(scope: Scope, body: bytes) -> None:
@@ -130,16 +138,3 @@ async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
 async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def _replay(first: dict[str, Any], receive: Receive) -> Receive:
-    given = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return first
-        return await receive()
-
-    return replay

@@ -12,12 +12,11 @@ is safe but says nothing of the mistake.)
 from __future__ import annotations
 
 import json
-from typing import Any
 from urllib.parse import parse_qs
 
 import attrs
 
-from agentws.asgi import ASGIApp, Receive, Scope, Send
+from agentws.asgi import ASGIApp, Receive, Scope, Send, replaying
 from agentws.domain.models import OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret
 from agentws.store import Store
@@ -44,7 +43,7 @@ class TokenTarget:
         while more and size <= _MAX_READ:
             message = await receive()
             if message["type"] != "http.request":
-                await self.app(scope, _replay(message, receive), send)
+                await self.app(scope, replaying(message, receive), send)
                 return
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
@@ -58,7 +57,7 @@ class TokenTarget:
             await _json(send, 400, answer)
             return
         last = {"type": "http.request", "body": body, "more_body": more}
-        await self.app(scope, _replay(last, receive), send)
+        await self.app(scope, replaying(last, receive), send)
 
     async def _elsewhere(self, body: bytes) -> bool:
         try:
@@ -76,19 +75,6 @@ class TokenTarget:
             found = await self.store.find(OAuthRefreshToken, token_hash=hash_secret(token))
             return found is not None and found.resource != resource
         return False
-
-
-def _replay(first: dict[str, Any], receive: Receive) -> Receive:
-    given = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return first
-        return await receive()
-
-    return replay
 
 
 async def _json(send: Send, status: int, document: dict[str, str]) -> None:

@@ -123,6 +123,8 @@ async def test_large_messages_are_handled_in_short_steps(tmp_path: Path) -> None
         refused = jsonrpc_answer(answers["builtin"])
         assert result_text(refused).startswith("Invalid arguments for search_context: "), refused
         assert answers["too_large"].status_code == 413, answers["too_large"].text
+        # Its rest is never read: a kept-alive client must not send its next request there.
+        assert answers["too_large"].headers["connection"] == "close"
         assert "AGENTWS_MCP_MAX_BODY_BYTES" in answers["too_large"].json()["error"]["message"]
         for name in ("no_message", "float_id"):
             assert answers[name].status_code == 400, answers[name].text
