@@ -177,6 +177,25 @@ class BodyReader:
                     return body
         raise refusals.late(self.timeout_s)
 
+    async def answer_dropping_rest(self, answer: Callable[[], Awaitable[None]]) -> None:
+        """Send ``answer()`` for a request whose body is still coming, dropping the rest.
+
+        The server hands the body over through a small queue: while nobody
+        reads it, a full queue stalls the connection (and the server cannot
+        even tell the app the client left). So the rest is read and dropped
+        while the answer goes out; the answer must say the connection closes
+        (``Connection: close``), so the upload stops there.
+        """
+
+        async def discard() -> None:
+            while (await self.receive())["type"] != "http.disconnect":
+                pass
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(discard)
+            await answer()
+            nursery.cancel_scope.cancel()
+
     def _take(self, message: dict[str, Any], limit: int, refusals: BodyRefusals) -> bytes | None:
         """Add ``message`` to the body; the whole body once it has ended."""
         if message["type"] == "http.disconnect":

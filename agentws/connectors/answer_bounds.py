@@ -32,6 +32,7 @@ from typing import Any, cast
 import attrs
 import httpx2
 import mcp_types as types
+import trio
 
 __all__ = [
     "ANSWER_REFUSED",
@@ -45,6 +46,8 @@ __all__ = [
 #: JSON-RPC error code (implementation-defined server range) of an answer
 #: agentws did not pass on; its message says why, after the connector's name.
 ANSWER_REFUSED = -32090
+# How long closing an answer's stream may take, also when its reader was cancelled.
+_CLOSE_S = 5.0
 #: Entries one list of a result may hold: a call's content items, a listing's
 #: entries. Validating each costs about 20 µs of the loop.
 MAX_RESULT_ITEMS = 1000
@@ -120,7 +123,8 @@ async def _reading(stream: httpx2.AsyncByteStream) -> AsyncIterator[AsyncIterato
     finally:
         close = getattr(pieces, "aclose", None)
         if close is not None:
-            await close()
+            with trio.move_on_after(_CLOSE_S, shield=True):
+                await close()
 
 
 @attrs.define(eq=False)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 
-import trio
-
 from agentws.asgi import (
     BodyReader,
     BodyRefusals,
@@ -119,20 +117,9 @@ async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
     if reader.complete:
         await _send(send, refusal.status, headers, body)
         return
-    # The server hands the body over through a small queue: while nobody reads
-    # it, a full queue stalls the connection. So the rest is read and dropped
-    # while the answer goes out, and the answer says the connection closes.
     if (b"connection", b"close") not in headers:
         headers.append((b"connection", b"close"))
-
-    async def discard() -> None:
-        while (await reader.receive())["type"] != "http.disconnect":
-            pass
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(discard)
-        await _send(send, refusal.status, headers, body)
-        nursery.cancel_scope.cancel()
+    await reader.answer_dropping_rest(lambda: _send(send, refusal.status, headers, body))
 
 
 async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

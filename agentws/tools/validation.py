@@ -35,7 +35,7 @@ from agentws.config import Settings
 from agentws.connectors.native import ACTIONS
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.schema_memo import SchemaMemo
-from agentws.tools.schema_cost import assess
+from agentws.tools.schema_cost import SchemaCost, assess
 from agentws.tools.schema_validators import check_in_worker, first_error, worker_ready
 from agentws.tools.spec import ToolSpec
 
@@ -156,14 +156,14 @@ def argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
     quick = _quick_for(schema)
     if quick is not None and quick(arguments):
         return None
-    cost = assess(schema)
+    return _full_error(assess(schema), arguments)
+
+
+def _full_error(cost: SchemaCost, value: Any) -> str | None:
+    """What the compiled validator finds wrong with ``value``, here and now, or None."""
     if cost.validator is None:
-        return _invalid_schema(cost.invalid)
-    return first_error(cost.validator, arguments)
-
-
-def _invalid_schema(why: str | None) -> str:
-    return f"the tool's own schema is invalid ({why}); ask an admin"
+        return f"the tool's own schema is invalid ({cost.invalid}); ask an admin"
+    return first_error(cost.validator, value)
 
 
 @functools.cache
@@ -270,10 +270,8 @@ class ArgumentChecker:
         if quick is not None and isinstance(value, dict) and quick(value):
             return None
         cost = assess(schema)
-        if cost.validator is None:
-            return _invalid_schema(cost.invalid)
-        if cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET:
-            return first_error(cost.validator, value)
+        if cost.validator is None or (cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET):
+            return _full_error(cost, value)
         return await self._in_worker(schema, text, what)
 
     async def _in_worker(self, schema: dict[str, Any], text: str, what: str) -> str | None:

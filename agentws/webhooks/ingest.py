@@ -580,24 +580,11 @@ def _unavailable(detail: str) -> HttpRefusal:
 
 
 async def _refuse_unread(body: BodyReader, send: Send, refusal: HttpRefusal) -> None:
-    """Refuse a request whose body is still coming, and end its connection.
-
-    The server hands the body over through a small queue: while nobody reads
-    it, a full queue stalls the connection (and the server cannot even tell
-    the app the client left). So the rest is read and dropped while the
-    answer goes out, and the answer says the connection closes: the upload
-    stops there instead of being read to its end.
-    """
-
-    async def discard() -> None:
-        while (await body.receive())["type"] != "http.disconnect":
-            pass
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(discard)
-        headers = [*refusal.headers, ("Connection", "close")]
-        await respond_json(send, refusal.status, refusal.body(), headers)
-        nursery.cancel_scope.cancel()
+    """Refuse a request whose body is still coming, and end its connection."""
+    headers = [*refusal.headers, ("Connection", "close")]
+    await body.answer_dropping_rest(
+        lambda: respond_json(send, refusal.status, refusal.body(), headers)
+    )
 
 
 def _headers(scope: Scope) -> dict[str, str]:

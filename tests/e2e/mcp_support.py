@@ -218,6 +218,7 @@ async def raw_session(
     headers = {**server.headers(), "Accept": ACCEPT}
     response = await http.post(server.url, json=initialize, headers=headers)
     assert response.status_code == 200, response.text
+    assert response.json()["result"]["protocolVersion"] == version
     return {
         **headers,
         "Content-Type": "application/json",

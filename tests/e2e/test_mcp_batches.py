@@ -26,31 +26,10 @@ from mcp.server.lowlevel.server import Server
 from agentws.domain.models import Capability
 from agentws.secret_box import ensure_key_file
 from tests.e2e.loop_steps import healthz_throughout, watch_steps
-from tests.e2e.mcp_support import REQUEST_S, Running, running
+from tests.e2e.mcp_support import REQUEST_S, raw_session, running
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote, tool
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
-
-ACCEPT = "application/json, text/event-stream"
-
-
-async def _open(http: httpx2.AsyncClient, server: Running, version: str) -> dict[str, str]:
-    """A raw session of ``version``: the headers of its requests."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-    headers = {**server.headers(), "Accept": ACCEPT}
-    response = await http.post(server.url, json=initialize, headers=headers)
-    assert response.status_code == 200, response.text
-    assert response.json()["result"]["protocolVersion"] == version
-    return {**headers, "Mcp-Session-Id": response.headers["mcp-session-id"]}
 
 
 def _request(request_id: int, method: str, **params: Any) -> dict[str, Any]:
@@ -62,7 +41,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 async def test_a_batch_of_requests_gets_an_array_of_responses(tmp_path: Path) -> None:
     async with running(tmp_path) as server, httpx2.AsyncClient(timeout=REQUEST_S) as http:
-        headers = await _open(http, server, "2025-03-26")
+        headers = await raw_session(http, server, "2025-03-26")
         batch = [
             INITIALIZED,
             _request(1, "ping"),
@@ -86,7 +65,7 @@ async def test_a_batch_of_notifications_is_accepted(tmp_path: Path) -> None:
         running(tmp_path, with_library=False) as server,
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
-        headers = await _open(http, server, "2025-03-26")
+        headers = await raw_session(http, server, "2025-03-26")
         cancelled = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -140,7 +119,7 @@ async def test_a_batch_with_a_slow_request_is_streamed(tmp_path: Path) -> None:
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
         await attach_remote(server.store, url, {"third_wait": Capability.READ})
-        headers = await _open(http, server, "2025-03-26")
+        headers = await raw_session(http, server, "2025-03-26")
         batch = [_request(1, "ping"), _request(2, "tools/call", name="third_wait", arguments={})]
         with trio.fail_after(REQUEST_S):
             async with http.stream("POST", server.url, json=batch, headers=headers) as response:
@@ -166,7 +145,7 @@ async def test_later_revisions_refuse_batches(tmp_path: Path, version: str) -> N
         running(tmp_path, with_library=False) as server,
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
-        headers = await _open(http, server, version)
+        headers = await raw_session(http, server, version)
         response = await http.post(server.url, json=[_request(1, "ping")], headers=headers)
         assert response.status_code == 400
         error = response.json()["error"]
@@ -184,7 +163,7 @@ async def test_a_malformed_batch_is_refused_whole(tmp_path: Path, batch: list[An
         running(tmp_path, with_library=False) as server,
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
-        headers = await _open(http, server, "2025-03-26")
+        headers = await raw_session(http, server, "2025-03-26")
         response = await http.post(server.url, json=batch, headers=headers)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == types.INVALID_REQUEST
@@ -195,7 +174,7 @@ async def test_a_huge_batch_is_refused_without_stalling_the_loop(tmp_path: Path)
         running(tmp_path, with_library=False) as server,
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
-        headers = {**await _open(http, server, "2025-03-26"), "Content-Type": "application/json"}
+        headers = await raw_session(http, server, "2025-03-26")
         # Made before the watch: the client's work is not the service's.
         huge = json.dumps([_request(n, "ping") for n in range(10_000)]).encode()
         most = server.runtime.settings.mcp_max_batch_entries
