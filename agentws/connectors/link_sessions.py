@@ -417,7 +417,7 @@ class LinkSession(ClientSession):
     pure Python, on the event loop, whatever the remote's schema (quadratic
     ``uniqueItems``, backtracking patterns, branching combinators). agentws
     checks it against the schema the catalog cached, as it checks arguments
-    (:meth:`~agentws.tools.validation.ArgumentChecker.result_problem`).
+    (:meth:`~agentws.tools.validation.ArgumentChecker.output_problem`).
     """
 
     async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
