@@ -27,7 +27,7 @@ from agentws.app import create_app
 from agentws.collector import CollectorSteward
 from agentws.config import Settings
 from agentws.errors import ListenError
-from agentws.hypercorn_fix import install as install_hypercorn_fix
+from agentws.hypercorn_bridge import install as install_hypercorn_bridge
 from agentws.service import Runtime, run_service
 
 __all__ = ["hypercorn_config", "serve", "serve_until_signalled"]
@@ -93,7 +93,7 @@ async def serve(
         :class:`~agentws.errors.ListenError` if the address cannot be bound.
     """
     config = hypercorn_config(settings)
-    install_hypercorn_fix()
+    install_hypercorn_bridge()
     with trio.CancelScope() as hard_stop:
         async with trio.open_nursery() as nursery:
             if runtime is None:

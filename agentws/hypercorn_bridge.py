@@ -1,43 +1,84 @@
-"""Hypercorn's per-request work on an HTTP/1.1 connection, made smaller.
+"""Every class of Hypercorn that agentws replaces, and the one switch that installs them.
 
-For each request on a kept-alive connection, Hypercorn 0.18 (trio):
+Hypercorn's trio worker takes its HTTP/1.1 protocol class from
+``hypercorn.protocol.H11Protocol`` and its connection class from
+``hypercorn.trio.run.TCPServer``; :func:`install` points both at the classes
+below, for the whole process. Each works around a behaviour of Hypercorn
+0.18 (trio):
 
-- writes a response in three socket writes: the head, the body, and the
-  end of the message (nothing at all when the head gave a
-  ``Content-Length``), each under the connection's send lock in a shielded
-  cancel scope;
-- stops its keep-alive timer when the request arrives and starts it again
-  when the response is done: a task cancelled and a new one started, per
-  request.
+- **A hang-up can stop the server** (pgjones/hypercorn#203, "H11 Got data
+  when expected EOF": the trio worker dies on what a scanner's requests do).
+  ``TCPServer`` ends a connection (``send_eof``) without taking the lock its
+  sends take. When a client cuts a request body short and hangs up,
+  Hypercorn's own 400 and the connection's close can meet on one socket:
+  ``send_all`` raises ``trio.BusyResourceError``, which its handler does not
+  expect, and the error ends the whole server. Any client could stop the
+  service this way, without a token. :class:`BridgedTCPServer` takes that
+  error for what it means (the connection is closing) and lets the
+  connection end alone.
+- **Three writes per response** (no upstream issue; Hypercorn's behaviour).
+  ``H11Protocol`` writes a response's head, its body and the end of the
+  message as separate socket writes, each under the connection's send lock
+  in a shielded cancel scope. :class:`LeanH11Protocol` holds back the head
+  of a response that gives its ``Content-Length`` (its body follows at
+  once) and writes it with the first piece of body, or with the end of the
+  message; nothing is written for an empty piece. The head of any other
+  response (an SSE stream, whose first event may be long in coming) is
+  written at once, as before.
+- **A timer task per request** (no upstream issue; Hypercorn's behaviour).
+  ``TCPServer`` stops its keep-alive timer when a request arrives and
+  starts it again when the response is done: a task cancelled and a new
+  one started, per request. :class:`BridgedTCPServer` keeps one timer task
+  for the connection's life: falling idle sets its deadline, a request
+  clears it. The timeout and the graceful close at shutdown are
+  Hypercorn's: an idle connection is closed ``keep_alive_timeout`` after
+  its last response, or at once when the server shuts down; a busy one
+  when its response is done. It overrides Hypercorn's private
+  ``TCPServer._read_data`` (the connection's read loop) only to stop that
+  timer when the client's side ends.
 
-:class:`LeanH11Protocol` holds back the head of a response that gives its
-``Content-Length`` (its body follows at once) and writes it with the first
-piece of body, or with the end of the message; nothing is written for an
-empty piece. The head of any other response (an SSE stream, whose first
-event may be long in coming) is written at once, as before.
-:class:`LeanTCPServer` keeps one keep-alive timer task for the connection's
-life: falling idle sets its deadline, a request clears it. The timeout and
-the graceful close at shutdown are Hypercorn's: an idle connection is closed
-``keep_alive_timeout`` after its last response, or at once when the server
-shuts down; a busy one when its response is done.
-
-:func:`install` makes the trio worker use both (HTTP/2 is untouched).
+The replacements lean on Hypercorn's internals (``_read_data``,
+``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, the
+``idle_task`` protocol), so :func:`install` puts them in place only on a
+release in :data:`TESTED_VERSIONS`; on any other it logs a warning naming
+the version and the service runs on stock Hypercorn. HTTP/2 is untouched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
+import logging
 import math
 from typing import Any, cast
 
 import h11
 import hypercorn.protocol
+import hypercorn.trio.run
 import trio
 from hypercorn.events import RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.tcp_server import TCPServer
 
-__all__ = ["LeanH11Protocol", "LeanTCPServer", "install"]
+__all__ = [
+    "TESTED_VERSIONS",
+    "BridgedTCPServer",
+    "LeanH11Protocol",
+    "install",
+    "installed_version",
+]
+
+log = logging.getLogger("agentws.server")
+
+#: Hypercorn releases the replacements were tested with (tests/unit/test_hypercorn_bridge.py,
+#: the e2e suites). Adding one is the upgrade checklist in docs/architecture.md.
+TESTED_VERSIONS = frozenset({"0.18.0"})
+
+
+def installed_version() -> str:
+    """The Hypercorn release installed in this environment."""
+    return importlib.metadata.version("hypercorn")
 
 
 def _gives_length(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -92,7 +133,7 @@ class _KeepAliveTimer:
     ``restart`` means the connection fell idle, ``stop`` that a request came.
     """
 
-    def __init__(self, server: LeanTCPServer) -> None:
+    def __init__(self, server: BridgedTCPServer) -> None:
         self._server = server
         self._scope: trio.CancelScope | None = None
         self._idle = False
@@ -136,8 +177,9 @@ class _KeepAliveTimer:
             await self._server.close_idle()
 
 
-class LeanTCPServer(TCPServer):
-    """Hypercorn's trio connection with one keep-alive timer task for its whole life."""
+class BridgedTCPServer(TCPServer):
+    """Hypercorn's trio connection: one keep-alive timer task, and a hang-up that ends
+    only its own connection (see the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -152,7 +194,9 @@ class LeanTCPServer(TCPServer):
             else:
                 await self._timer.stop()
             return
-        await super().protocol_send(event)
+        # The stream is being closed by the other side of the race: nothing to send to.
+        with contextlib.suppress(trio.BusyResourceError):
+            await super().protocol_send(event)
 
     async def _read_data(self) -> None:
         try:
@@ -168,7 +212,27 @@ class LeanTCPServer(TCPServer):
         await self._initiate_server_close()
 
 
-def install() -> None:
-    """Serve HTTP/1.1 with :class:`LeanH11Protocol` (idempotent); :class:`LeanTCPServer` is
-    the base of the server's own connection class."""
+def install(*, version: str | None = None) -> bool:
+    """Have Hypercorn's trio worker serve with the classes above (idempotent).
+
+    Args:
+        version: the Hypercorn release to judge by; the installed one when None.
+
+    Returns:
+        True when the replacements are in place; False on a release not in
+        :data:`TESTED_VERSIONS`, which is logged as a warning (the service
+        then runs on stock Hypercorn, without the fixes).
+    """
+    version = installed_version() if version is None else version
+    if version not in TESTED_VERSIONS:
+        log.warning(
+            "Hypercorn %s is not a release agentws was tested with (%s): its connection "
+            "replacements are not installed and stock Hypercorn serves; see the upgrade "
+            "checklist in docs/architecture.md",
+            version,
+            ", ".join(sorted(TESTED_VERSIONS)),
+        )
+        return False
     hypercorn.protocol.H11Protocol = LeanH11Protocol  # type: ignore[attr-defined]
+    hypercorn.trio.run.TCPServer = BridgedTCPServer  # type: ignore[attr-defined]
+    return True

@@ -1,21 +1,29 @@
-"""Hypercorn with agentws's connection handling (:mod:`agentws.hypercorn_lean`), on loopback.
+"""Hypercorn with agentws's connection handling (:mod:`agentws.hypercorn_bridge`), on loopback.
 
 Responses keep their bytes and order on a kept-alive connection, a streamed
 response's head is sent before its body exists, and an idle connection is
-closed after the keep-alive timeout.
+closed after the keep-alive timeout. The replacements go in only on a
+tested Hypercorn release, and what they override is still there.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import hypercorn.protocol
+import hypercorn.trio.run
+import pytest
 import trio
 from hypercorn.config import Config
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve
+from hypercorn.trio.tcp_server import TCPServer
 
-from agentws.hypercorn_fix import install
+from agentws import hypercorn_bridge
+from agentws.hypercorn_bridge import install
 
 # Bounds a wait on a loaded machine; nothing here is timed.
 _WAIT_S = 10.0
@@ -140,3 +148,55 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> No
             while await stream.receive_some():
                 pass
         await stream.aclose()
+
+
+def test_the_installed_hypercorn_is_a_tested_release() -> None:
+    version = hypercorn_bridge.installed_version()
+    assert version in hypercorn_bridge.TESTED_VERSIONS, (
+        f"Hypercorn {version} is installed but agentws.hypercorn_bridge was tested with "
+        f"{sorted(hypercorn_bridge.TESTED_VERSIONS)}: follow the upgrade checklist in "
+        "docs/architecture.md"
+    )
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [
+        (TCPServer, "_read_data"),
+        (TCPServer, "_initiate_server_close"),
+        (TCPServer, "_idle_timeout"),
+        (TCPServer, "protocol_send"),
+        (H11Protocol, "stream_send"),
+    ],
+)
+def test_what_the_replacements_override_or_call_is_still_there(owner: type, name: str) -> None:
+    assert callable(getattr(owner, name, None)), (
+        f"Hypercorn {hypercorn_bridge.installed_version()} has no {owner.__name__}.{name}, "
+        "which agentws.hypercorn_bridge overrides or calls"
+    )
+
+
+def test_the_worker_takes_its_classes_where_the_bridge_puts_them() -> None:
+    assert hasattr(hypercorn.trio.run, "TCPServer")
+    assert hasattr(hypercorn.protocol, "H11Protocol")
+
+
+def test_an_untested_release_keeps_stock_hypercorn_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(hypercorn.trio.run, "TCPServer", TCPServer)
+    monkeypatch.setattr(hypercorn.protocol, "H11Protocol", H11Protocol)
+    with caplog.at_level(logging.WARNING, logger="agentws.server"):
+        assert hypercorn_bridge.install(version="0.99.0") is False
+    assert hypercorn.trio.run.TCPServer is TCPServer
+    assert hypercorn.protocol.H11Protocol is H11Protocol
+    assert "Hypercorn 0.99.0 is not a release agentws was tested with" in caplog.text
+    assert "stock Hypercorn serves" in caplog.text
+
+
+def test_a_tested_release_installs_both_replacements(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hypercorn.trio.run, "TCPServer", TCPServer)
+    monkeypatch.setattr(hypercorn.protocol, "H11Protocol", H11Protocol)
+    assert hypercorn_bridge.install() is True
+    assert hypercorn.trio.run.TCPServer is hypercorn_bridge.BridgedTCPServer
+    assert hypercorn.protocol.H11Protocol is hypercorn_bridge.LeanH11Protocol
