@@ -24,7 +24,9 @@ Later rounds of an ``input_required`` exchange, and calls passed through
 for a caller of the stateless revision, go through the SDK's session
 (:mod:`agentws.connectors.modern_link`). Where the session lacks what the
 stamp and the checks need (another SDK release), the link uses the SDK for
-every call (:meth:`DirectCaller.for_session`).
+every call (:meth:`DirectCaller.for_session`). The stamp and the result
+parser are the session's private parts, reached through
+:mod:`agentws.mcp_sdk_bridge`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.answer_bounds import ANSWER_REFUSED, too_many_items
 from agentws.connectors.relay import LogFn, ProgressFn
+from agentws.mcp_sdk_bridge import can_stamp_requests, parse_call_tool_result, stamp_request
 
 __all__ = ["DirectCaller"]
 
@@ -98,9 +101,7 @@ class DirectCaller:
         """
         if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return None
-        if not callable(getattr(session, "_stamp", None)) or not hasattr(
-            session, "_call_tool_adapter"
-        ):
+        if not can_stamp_requests(session):
             log.info("this mcp release has no request stamp: calls go through its session")
             return None
         return cls(session, url, dict(headers), transport, timeout_s)
@@ -133,7 +134,7 @@ class DirectCaller:
         data: dict[str, Any] = {"method": "tools/call", "params": params}
         # The session's own stamp (a private method: see for_session).
         options: CallOptions = {}
-        self.session._stamp(data, options)
+        stamp_request(self.session, data, options)
         headers = {
             **self.headers,
             **options.get("headers", {}),
@@ -217,10 +218,7 @@ class DirectCaller:
         version = session.protocol_version or ""
         with contextlib.suppress(KeyError):  # a revision with no schema for it
             mcp_methods.validate_server_result("tools/call", version, raw)
-        result = session._call_tool_adapter.validate_python(raw, by_name=False)
-        if not isinstance(result, types.CallToolResult | types.InputRequiredResult):
-            raise RuntimeError(f"a result of a kind agentws does not know: {type(result).__name__}")
-        return result
+        return parse_call_tool_result(session, raw)
 
 
 async def _notify(

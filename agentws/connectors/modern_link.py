@@ -37,7 +37,6 @@ from typing import Any, TypeVar, cast
 import attrs
 import mcp_types as types
 import trio
-from mcp.client._input_required import run_input_required_driver
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.subscriptions import SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
@@ -53,6 +52,7 @@ from agentws.connectors.relay import (
     notifications_before_result,
 )
 from agentws.connectors.remote_mcp import list_all_tools
+from agentws.mcp_sdk_bridge import run_input_required_driver
 
 __all__ = [
     "DeclaringStream",

@@ -26,8 +26,6 @@ import attrs
 import httpx2
 import mcp_types as types
 import trio
-from mcp.client._probe import negotiate_auto
-from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
@@ -40,6 +38,7 @@ from agentws.connectors.url_guard import GuardedTransport, Resolver, system_reso
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
 from agentws.errors import AgentwsError, UpstreamError, sole_exception
+from agentws.mcp_sdk_bridge import TransportStreams, negotiate_auto
 from agentws.secret_box import SecretBox
 
 __all__ = [

@@ -29,13 +29,6 @@ from typing import Any, cast
 
 import attrs
 import trio
-from mcp.server._streamable_http_modern import (
-    _mcp_param_rejection,
-    _SingleExchangeDispatchContext,
-    _to_jsonrpc_response,
-    _write,
-    handle_modern_request,
-)
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import serve_one
@@ -56,6 +49,13 @@ from starlette.requests import Request
 from agentws.asgi import Receive, Scope, Send, header, replaying, respond
 from agentws.mcp.auth import Caller
 from agentws.mcp.pending_calls import is_pending_state, owner_of_state
+from agentws.mcp_sdk_bridge import (
+    handle_modern_request,
+    mcp_param_rejection,
+    single_exchange_context,
+    to_jsonrpc_response,
+    write_jsonrpc_reply,
+)
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 
 __all__ = [
@@ -255,18 +255,18 @@ async def _answer_call(
     if not isinstance(verdict, InboundModernRoute):
         return False
     if not _declares_no_header(server, request) and (
-        await _mcp_param_rejection(server, http, request, verdict, state) is not None
+        await mcp_param_rejection(server, http, request, verdict, state) is not None
     ):
         return False
     connection = Connection.from_envelope(
         verdict.protocol_version, verdict.client_info, verdict.client_capabilities
     )
-    exchange = _SingleExchangeDispatchContext(
-        transport=TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
-        request_id=request.id,
-        message_metadata=ServerMessageMetadata(request_context=http),
+    exchange = single_exchange_context(
+        TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
+        request.id,
+        ServerMessageMetadata(request_context=http),
     )
-    answer = await _to_jsonrpc_response(
+    answer = await to_jsonrpc_response(
         request.id,
         serve_one(
             server,
@@ -278,7 +278,7 @@ async def _answer_call(
         ),
     )
     if isinstance(answer, JSONRPCError):
-        await _write(answer, scope, receive, cast(Any, send))
+        await write_jsonrpc_reply(answer, scope, receive, send)
         return True
     # As the SDK's JSONRPCResponse dumps it: the result is the wire dict already.
     reply = {"jsonrpc": "2.0", "id": request.id, "result": answer.result}
@@ -306,7 +306,7 @@ def _folded(scope: Scope) -> dict[str, str]:
 def _declares_no_header(server: Server[Any], request: JSONRPCRequest) -> bool:
     """Whether the called tool's schema declares no ``Mcp-Param`` header.
 
-    The SDK's check (``_mcp_param_rejection``) can only pass such a call:
+    The SDK's check (:func:`~agentws.mcp_sdk_bridge.mcp_param_rejection`) can only pass such a call:
     it compares the headers the schema declares, and there are none. It
     walks the whole schema to find that out; this walks each schema once.
     False whenever in doubt, and the SDK's check runs.

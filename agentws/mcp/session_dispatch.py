@@ -8,7 +8,8 @@ idle or not; at gateway scale (10,000 sessions, most of them idle) they
 are most of a session's memory and of the work of tearing sessions down.
 
 Here the door hands each client message straight to the SDK's own
-:class:`~mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher` (request ids,
+:class:`~mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher`, driven message by
+message through :class:`~agentws.mcp_sdk_bridge.DrivenDispatcher` (request ids,
 cancellation, progress, requests to the client and their answers, the
 mapping of errors to the wire) and the SDK's
 :class:`~mcp.server.runner.ServerRunner` (validation, the initialization
@@ -37,13 +38,14 @@ import trio
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
 from mcp.server.models import InitializationOptions
-from mcp.server.runner import ServerRunner, _has_modern_envelope, aclose_shielded
+from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.shared.dispatcher import DispatchContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
 from mcp.shared.transport_context import TransportContext
 from mcp_types import INVALID_REQUEST
+
+from agentws.mcp_sdk_bridge import DrivenDispatcher, exit_stack_has_callbacks, has_modern_envelope
 
 __all__ = ["MessageSink", "SessionServing"]
 
@@ -147,36 +149,6 @@ class _SessionTasks:
             scope.cancel()
 
 
-class _Dispatcher(JSONRPCDispatcher[TransportContext]):
-    """The SDK's dispatcher, driven message by message instead of by its read loop.
-
-    ``run()`` would read messages in a task of its own and hold a task group
-    for their handlers; here :meth:`deliver` takes the loop's place, and the
-    session's tasks stand in for the task group (set as ``run()`` sets it).
-    """
-
-    def __init__(self, sink: MessageSink, tasks: _SessionTasks) -> None:
-        super().__init__(_NO_READS, _Writer(sink), inline_methods=_INLINE)
-        self._tg = tasks  # type: ignore[assignment]
-        self._running = True
-
-    async def deliver(
-        self,
-        item: SessionMessage,
-        on_request: Callable[..., Awaitable[dict[str, Any]]],
-        on_notify: Callable[..., Awaitable[None]],
-    ) -> None:
-        # The handlers run in the context of the request that brought the
-        # message (its log context), as the loop runs them in the sender's.
-        await self._dispatch(item, on_request, on_notify, contextvars.copy_context())
-
-    def shut(self) -> None:
-        """As ``run()`` ends: waiters for the client's answers get ``CONNECTION_CLOSED``."""
-        self._running = False
-        self._closed = True
-        self._fan_out_closed()
-
-
 class SessionServing:
     """One session's protocol state (the SDK's connection and runner) and its running work.
 
@@ -203,7 +175,9 @@ class SessionServing:
     ) -> None:
         self._nursery = nursery
         self._tasks = _SessionTasks(nursery, failed)
-        self._dispatcher = _Dispatcher(sink, self._tasks)
+        self._dispatcher = DrivenDispatcher(
+            _NO_READS, _Writer(sink), inline_methods=_INLINE, task_group=self._tasks
+        )
         self._connection = Connection.for_loop(self._dispatcher, session_id=session_id)
         self._runner = ServerRunner(server, self._connection, state, init_options=init_options)
 
@@ -215,14 +189,18 @@ class SessionServing:
     async def deliver(self, item: SessionMessage) -> None:
         """Serve one message from the client: a request's handler starts (``initialize``
         is answered before this returns), a response wakes its waiter."""
-        if self._dispatcher._closed:
+        if self._dispatcher.closed:
             raise anyio.ClosedResourceError("the session has ended")
-        await self._dispatcher.deliver(item, self._on_request, self._runner.on_notify)
+        # The handlers run in the context of the request that brought the
+        # message (its log context), as the loop runs them in the sender's.
+        await self._dispatcher.deliver(
+            item, self._on_request, self._runner.on_notify, contextvars.copy_context()
+        )
 
     async def _on_request(
         self, dctx: DispatchContext[TransportContext], method: str, params: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        if method != "initialize" and _has_modern_envelope(params):
+        if method != "initialize" and has_modern_envelope(params):
             raise MCPError(
                 code=INVALID_REQUEST,
                 message="this connection serves the handshake protocol era; "
@@ -237,5 +215,5 @@ class SessionServing:
         # Handlers may leave cleanups on the connection's exit stack; most
         # sessions leave none, and closing 10,000 of them should not start
         # 10,000 tasks for nothing.
-        if self._connection.exit_stack._exit_callbacks:  # type: ignore[attr-defined]
+        if exit_stack_has_callbacks(self._connection):
             self._nursery.start_soon(aclose_shielded, self._connection)
