@@ -85,7 +85,8 @@ async def _trials(ctx: Context) -> AsyncIterator[PromptTrials]:
     from agentws.agent.dry_run import PromptTrials
     from agentws.agent.runner import AgentRunner
     from agentws.audit import DirectAudit
-    from agentws.connectors.remote_mcp import call_tool_once, remote_deadline
+    from agentws.connectors.remote_calls import call_tool_once
+    from agentws.connectors.remote_mcp import remote_deadline
     from agentws.tools.catalog import Catalog
     from agentws.tools.execution import ToolRunner
     from agentws.tools.gate import ToolGate

@@ -48,14 +48,13 @@ from agentws.connectors.link_sessions import (
     SessionKeeper,
     SyncTools,
 )
-from agentws.connectors.modern_link import call_over, is_modern
 from agentws.connectors.relay import (
     CallerChannel,
     RoundChannel,
     calling,
-    notifications_before_result,
 )
 from agentws.connectors.relayed_requests import ConnectorChannel
+from agentws.connectors.remote_calls import call_remote_tool
 from agentws.connectors.remote_mcp import (
     RemoteError,
     SyncReport,
@@ -254,22 +253,14 @@ class RemoteLinks:
                 progress = channel.progress if channel is not None else None
                 try:
                     with calling(link.in_flight, channel):
-                        if is_modern(connection.session):
-                            return await call_over(
-                                connection.session,
-                                name,
-                                arguments,
-                                channel,
-                                progress,
-                                connection.direct,
-                            )
-                        # The SDK puts its own progress token on the request and
-                        # sends notifications/cancelled if this task is cancelled.
-                        result = await connection.session.call_tool(
-                            name, arguments, progress_callback=progress
+                        return await call_remote_tool(
+                            connection.session,
+                            name,
+                            arguments,
+                            channel=channel,
+                            progress=progress,
+                            direct=connection.direct,
                         )
-                        await notifications_before_result()
-                        return result
                 except MCPError as exc:
                     if exc.error.code == ANSWER_REFUSED:
                         # An answer over agentws's bounds (answer_bounds): not the remote's words.

@@ -47,7 +47,6 @@ __all__ = [
     "RemoteError",
     "SyncReport",
     "all_pages",
-    "call_tool_once",
     "definition_hash",
     "describe",
     "fetch_tools",
@@ -57,6 +56,7 @@ __all__ = [
     "probe",
     "remote_deadline",
     "suggested_label",
+    "with_remote",
 ]
 
 log = logging.getLogger("agentws.connectors")
@@ -194,7 +194,7 @@ _NO_CALLER = RemoteRelay("", [], single_stream=False, answer_s=0.0)
 _FOREVER_S = 365 * 24 * 3600.0
 
 
-async def _with_remote(
+async def with_remote(
     connector: Connector,
     *,
     box: SecretBox | None,
@@ -289,7 +289,7 @@ async def fetch_tools(
         refuses us, times out or does not speak MCP; UnsafeUrlError if its
         address may not be reached.
     """
-    return await _with_remote(
+    return await with_remote(
         connector,
         box=box,
         allowlist=allowlist,
@@ -341,42 +341,13 @@ async def probe(
             ),
         )
 
-    return await _with_remote(
+    return await with_remote(
         connector,
         box=box,
         allowlist=allowlist,
         resolve=resolve,
         what="connect",
         work=ask,
-    )
-
-
-async def call_tool_once(
-    connector: Connector,
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    box: SecretBox | None,
-    allowlist: Allowlist,
-    resolve: Resolver = system_resolver,
-) -> types.CallToolResult:
-    """Call the remote's tool ``name`` in a session of its own, within the caller's
-    deadline (see :func:`fetch_tools`): for a process with no links, such as the
-    CLI's try of a prompt, which runs read tools only.
-
-    Error handling:
-        As :func:`fetch_tools`; a JSON-RPC error from the remote is a
-        :class:`RemoteError` too.
-    """
-
-    async def call(session: ClientSession, kind: str) -> types.CallToolResult:
-        result = await session.call_tool(name, arguments)
-        if not isinstance(result, types.CallToolResult):  # the remote asked for input
-            raise RemoteError(f"connector {connector.name!r}: {name} asked for input")
-        return result
-
-    return await _with_remote(
-        connector, box=box, allowlist=allowlist, resolve=resolve, what=f"call {name}", work=call
     )
 
 
