@@ -6,10 +6,11 @@ Hypercorn's trio worker takes its HTTP/1.1 protocol class from
 below, for the whole process. Each works around a behaviour of Hypercorn
 0.18 (trio):
 
-- **A hang-up can stop the server** (pgjones/hypercorn#203, "H11 Got data
-  when expected EOF": the trio worker dies on what a scanner's requests do).
-  ``TCPServer`` ends a connection (``send_eof``) without taking the lock its
-  sends take. When a client cuts a request body short and hangs up,
+- **A hang-up can stop the server** (no upstream issue names this race;
+  the nearest report is pgjones/hypercorn#203, "H11 Got data when expected
+  EOF", a trio worker that dies on a security scanner's requests).
+  ``TCPServer`` ends a connection (``send_eof``) without taking the lock
+  its sends take. When a client cuts a request body short and hangs up,
   Hypercorn's own 400 and the connection's close can meet on one socket:
   ``send_all`` raises ``trio.BusyResourceError``, which its handler does not
   expect, and the error ends the whole server. Any client could stop the
