@@ -25,16 +25,12 @@ from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
 
-from .calls import Answer, endpoint, field, json_body, query_number
+from .calls import Answer, endpoint, query_number, read_body
+from .shapes.bodies import Decision
 
 __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
-
-# How long approve/retry wait for the service to run the call before answering, by
-# default and at most (the answer then shows it approved or running).
-_OUTCOME_WAIT_S = 30.0
-_MAX_OUTCOME_WAIT_S = 300.0
 
 
 @routes.get("/approvals")
@@ -76,30 +72,23 @@ async def show_approval(admin: AdminServices, caller: Caller, approval_id: str) 
 @routes.post("/approvals/<approval_id>/approve")
 @endpoint
 async def approve_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.approve(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
-    return await _approval_outcome(admin, approval_id, data)
+    decision = await read_body(Decision)
+    await decisions.approve(admin.store, approval_id, actor=caller.actor, reason=decision.reason)
+    return await _approval_outcome(admin, approval_id, decision.wait_s)
 
 
 @routes.post("/approvals/<approval_id>/retry")
 @endpoint
 async def retry_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.retry(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
-    return await _approval_outcome(admin, approval_id, data)
+    decision = await read_body(Decision)
+    await decisions.retry(admin.store, approval_id, actor=caller.actor, reason=decision.reason)
+    return await _approval_outcome(admin, approval_id, decision.wait_s)
 
 
 async def _approval_outcome(
-    admin: AdminServices, approval_id: str, data: dict[str, Any]
+    admin: AdminServices, approval_id: str, wait_s: float
 ) -> dict[str, Any]:
-    """The approval once the service ran it, or after ``wait_s`` (default 30, at most 300)."""
-    wait_s = field(data, "wait_s", (int, float), _OUTCOME_WAIT_S)
-    if not 0 <= wait_s <= _MAX_OUTCOME_WAIT_S:
-        raise ValidationError(f"'wait_s' must be 0 to {_MAX_OUTCOME_WAIT_S:g}")
+    """The approval once the service ran it, or after ``wait_s`` (``Decision.wait_s``)."""
     with trio.move_on_after(wait_s):
         await admin.approval_outcome(approval_id)
     return await _approval_view(admin.store, approval_id)
@@ -108,8 +97,6 @@ async def _approval_outcome(
 @routes.post("/approvals/<approval_id>/deny")
 @endpoint
 async def deny_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.deny(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
+    decision = await read_body(Decision)
+    await decisions.deny(admin.store, approval_id, actor=caller.actor, reason=decision.reason)
     return await _approval_view(admin.store, approval_id)
