@@ -16,7 +16,7 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.replays import ReplaySelection
 from agentws.errors import StoreUnavailableError
-from agentws.views import streak_json, webhook_status
+from agentws.views import sample_answer_json, streak_json, webhook_status
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks.replays import replay_failed, replay_json
 
@@ -84,10 +84,4 @@ async def test_webhook(
     if admin.send_test_event is None:
         raise StoreUnavailableError("this server takes no deliveries: no test event can be sent")
     answer = await admin.send_test_event(found, sample, caller.actor)
-    return {
-        "webhook": found.name,
-        "sample": answer.sample.value,
-        "status": answer.status,
-        "answer": answer.body,
-        "event_id": answer.event_id,
-    }
+    return sample_answer_json(found, answer)
