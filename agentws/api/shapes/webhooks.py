@@ -164,7 +164,7 @@ class TestEvent(Shape):
     event_id: MaybeText
 
 
-class Event(Shape):
+class _EventFields(Shape):
     id: str
     webhook: str
     webhook_id: str
@@ -174,22 +174,16 @@ class Event(Shape):
     message_id: MaybeText
     received_at: Time
     finished_at: MaybeTime
+
+
+class Event(_EventFields):
     url_generation: int | None
     secret_generation: int | None
 
 
-class EventSummary(Shape):
+class EventSummary(_EventFields):
     """An event as a list shows it, with the size of its body."""
 
-    id: str
-    webhook: str
-    webhook_id: str
-    status: Annotated[str, _EVENT_STATUS]
-    attempts: int
-    error: MaybeText
-    message_id: MaybeText
-    received_at: Time
-    finished_at: MaybeTime
     body_bytes: int = Field(description="the size of the body")
 
 
