@@ -127,10 +127,12 @@ async def rename_group(admin: AdminServices, caller: Caller, workspace: str, gro
 # --- libraries ------------------------------------------------------------------------------
 
 
-async def _shelf(admin: AdminServices, workspace: str, library: Library) -> dict[str, Any]:
-    """A library as the list shows it: its groups, documents and skills."""
+async def _shelf(
+    admin: AdminServices, workspace: str, library: Library, attached: dict[str, list[str]]
+) -> dict[str, Any]:
+    """A library as the list shows it: its groups (``attached``: by library id), documents
+    and skills."""
     store = admin.store
-    attached = await libraries.attached_groups(store, workspace)
     documents = await libraries.list_documents(store, workspace, library.slug)
     skills = await libraries.list_skills(store, workspace, library.slug)
     return library_json(library, attached.get(library.id, []), documents, skills)
@@ -139,14 +141,13 @@ async def _shelf(admin: AdminServices, workspace: str, library: Library) -> dict
 @routes.get("/workspaces/<workspace>/libraries")
 @endpoint
 async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
-    store = admin.store
-    attached = await libraries.attached_groups(store, workspace)
-    shelves = []
-    for library in await libraries.list_libraries(store, workspace):
-        documents = await libraries.list_documents(store, workspace, library.slug)
-        skills = await libraries.list_skills(store, workspace, library.slug)
-        shelves.append(library_json(library, attached.get(library.id, []), documents, skills))
-    return page_of(shelves)
+    attached = await libraries.attached_groups(admin.store, workspace)
+    return page_of(
+        [
+            await _shelf(admin, workspace, library, attached)
+            for library in await libraries.list_libraries(admin.store, workspace)
+        ]
+    )
 
 
 @routes.patch("/workspaces/<workspace>/libraries/<library>")
@@ -158,7 +159,8 @@ async def rename_library(
     renamed = await libraries.rename_library(
         admin.store, workspace, library, name=changed.name, actor=caller.actor
     )
-    return await _shelf(admin, workspace, renamed)
+    attached = await libraries.attached_groups(admin.store, workspace)
+    return await _shelf(admin, workspace, renamed, attached)
 
 
 @routes.post("/workspaces/<workspace>/libraries/<library>/documents")

@@ -165,6 +165,8 @@ class TestEvent(Shape):
 
 
 class _EventFields(Shape):
+    """An event: what became of one delivery, and the URL and secret generations it came by."""
+
     id: str
     webhook: str
     webhook_id: str
@@ -174,11 +176,12 @@ class _EventFields(Shape):
     message_id: MaybeText
     received_at: Time
     finished_at: MaybeTime
+    url_generation: int | None
+    secret_generation: int | None
 
 
 class Event(_EventFields):
-    url_generation: int | None
-    secret_generation: int | None
+    """An event."""
 
 
 class EventSummary(_EventFields):
