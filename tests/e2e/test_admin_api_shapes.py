@@ -67,3 +67,11 @@ async def test_answers_have_the_fields_of_their_shapes(tmp_path: Path) -> None:
             _exactly(records.AuditPage, (await api.get("/audit")).json())
             audit = (await api.get("/audit")).json()["items"][0]
             _exactly(records.AuditEntry, audit)
+
+            client = await api.post(
+                "/oauth/clients",
+                json={"name": "App", "redirect_uris": ["https://app.example/callback"]},
+            )
+            _exactly(records.RegisteredOAuthClient, client.json())
+            _exactly(records.OAuthClientPage, (await api.get("/oauth/clients")).json())
+            _exactly(records.Deleted, (await api.delete(hook)).json())
