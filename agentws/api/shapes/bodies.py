@@ -24,8 +24,11 @@ from agentws.domain.models import (
     Permission,
     VerificationScheme,
 )
+from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS
 from agentws.domain.sample_deliveries import SampleKind
 from agentws.errors import ValidationError
+from agentws.webhooks.admin import MAX_ALERT_AFTER
+from agentws.webhooks.replays import DEFAULT_LIMIT
 
 from .base import LAX, Names, Shape, choice
 
@@ -61,7 +64,7 @@ _CAPTURE = (
 )
 _ALERT_AFTER = "failed events in a row that post one alert; 0: no alerts"
 # The service checks the range (agentws.webhooks.admin); the document says it.
-_ALERT_RANGE: dict[str, Any] = {"minimum": 0, "maximum": 1000}
+_ALERT_RANGE: dict[str, Any] = {"minimum": 0, "maximum": MAX_ALERT_AFTER}
 _ALERTS_CHANNEL = 'where alerts go (a channel reference); "": the webhook\'s own channel'
 _PAUSE = "the alert also pauses the webhook (deliveries get 403 until activated)"
 _GRACE = "how long the current {} {}: 90s, 30m, 24h, 7d (at most 30d), or 0; default 24h"
@@ -150,6 +153,9 @@ class EndGrace(Shape):
 
 
 class BulkReplayRequest(Shape):
+    """Which failed events to replay, and how (the service checks the ranges:
+    :func:`agentws.webhooks.replays.replay_failed`)."""
+
     since: Annotated[datetime | None, Field(json_schema_extra=_MOMENT)] = Field(
         None, description="received at or after (UTC unless it says)"
     )
@@ -160,9 +166,9 @@ class BulkReplayRequest(Shape):
     rate_per_min: int | None = Field(
         None,
         description="replays a minute at most; default: the webhook's rate",
-        json_schema_extra={"minimum": 1, "maximum": 6000},
+        json_schema_extra={"minimum": 1, "maximum": MAX_REPLAY_RATE},
     )
-    limit: int = Field(1000, json_schema_extra={"minimum": 1, "maximum": 10000})
+    limit: int = Field(DEFAULT_LIMIT, json_schema_extra={"minimum": 1, "maximum": MAX_REPLAYS})
     current_prompt: bool = False
     dry_run: bool = False
 
