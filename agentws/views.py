@@ -1,7 +1,8 @@
 """Records as JSON: the shapes the CLI's ``--json`` and the admin API (``/api/v1``) share.
 
-The admin API's OpenAPI document (:mod:`agentws.api.openapi`) describes
-these shapes; the suite checks the API's answers against it.
+The admin API's shapes (:mod:`agentws.api.shapes`) describe these, and its
+OpenAPI document is generated from them; the suite checks the API's answers
+against it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.domain.rules import utcnow
+from agentws.domain.sample_deliveries import SampleAnswer
 from agentws.tools.schema_cost import assess
 
 if TYPE_CHECKING:  # the CLI imports this module; the tool catalog is heavy to load
@@ -55,6 +57,7 @@ __all__ = [
     "library_json",
     "message_json",
     "oauth_client_json",
+    "sample_answer_json",
     "sample_json",
     "streak_json",
     "sync_report_json",
@@ -156,6 +159,17 @@ def webhook_status(w: Webhook) -> str:
     if w.active:
         return "active"
     return "paused" if w.paused_at is not None else "draft"
+
+
+def sample_answer_json(w: Webhook, answer: SampleAnswer) -> dict[str, Any]:
+    """What a webhook's door answered a test event, as the API and ``--json`` give it."""
+    return {
+        "webhook": w.name,
+        "sample": answer.sample.value,
+        "status": answer.status,
+        "answer": answer.body,
+        "event_id": answer.event_id,
+    }
 
 
 def streak_json(s: FailureStreak | None) -> dict[str, Any] | None:

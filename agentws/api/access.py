@@ -5,13 +5,12 @@ from __future__ import annotations
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import Capability, Permission
-from agentws.errors import ValidationError
 from agentws.oauth import operator_clients
 from agentws.tools import admin as tools_admin
 from agentws.views import oauth_client_json, token_json, tool_json
 
-from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required
+from .calls import Answer, endpoint, page_of, read_body
+from .shapes.bodies import LabelChange, NewOAuthClient, NewToken, PermissionChange
 
 __all__ = ["routes"]
 
@@ -31,14 +30,13 @@ async def list_tokens(admin: AdminServices, caller: Caller, workspace: str, grou
 @routes.post("/workspaces/<workspace>/groups/<group>/tokens")
 @endpoint
 async def create_token(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
-    data = await json_body()
-    scope = enum_value(Capability, "scope", field(data, "scope", str, "write"))
+    new = await read_body(NewToken)
     issued = await registry.create_token(
         admin.store,
         workspace,
         group,
-        name=required(data, "name"),
-        scope=scope,
+        name=new.name,
+        scope=new.scope,
         actor=caller.actor,
     )
     return {**token_json(issued.token, workspace, group), "token": issued.secret}, 201
@@ -65,17 +63,13 @@ async def list_oauth_clients(admin: AdminServices, caller: Caller) -> Answer:
 @routes.post("/oauth/clients")
 @endpoint
 async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
-    data = await json_body()
-    uris = field(data, "redirect_uris", list, [])
-    if not all(isinstance(u, str) for u in uris):
-        raise ValidationError("'redirect_uris' is a list of strings")
-    confidential = bool(field(data, "confidential", bool, False))
+    new = await read_body(NewOAuthClient)
     registered = await operator_clients.register_client(
         admin.store,
         admin.keys.optional(),
-        name=required(data, "name"),
-        redirect_uris=uris,
-        confidential=confidential,
+        name=new.name,
+        redirect_uris=new.redirect_uris,
+        confidential=new.confidential,
         actor=caller.actor,
     )
     answer = oauth_client_json(registered.client)
@@ -103,9 +97,7 @@ async def list_tools(admin: AdminServices, caller: Caller, workspace: str, group
 @routes.put("/workspaces/<workspace>/tools/<tool>/label")
 @endpoint
 async def label_tool(admin: AdminServices, caller: Caller, workspace: str, tool: str) -> Answer:
-    data = await json_body()
-    label = field(data, "label", str)
-    capability = enum_value(Capability, "label", label) if label else None
+    capability = (await read_body(LabelChange)).label
     _, cached = await tools_admin.set_label(
         admin.store, workspace, tool, capability, actor=caller.actor
     )
@@ -117,9 +109,8 @@ async def label_tool(admin: AdminServices, caller: Caller, workspace: str, tool:
 async def set_tool_permission(
     admin: AdminServices, caller: Caller, workspace: str, tool: str
 ) -> Answer:
-    data = await json_body()
-    group = field(data, "group", str)
-    permission = field(data, "permission", str)
+    change = await read_body(PermissionChange)
+    group, permission = change.group, change.permission
     store = admin.store
     if permission is None:
         await tools_admin.clear_permission(
@@ -130,8 +121,8 @@ async def set_tool_permission(
             store,
             workspace,
             tool,
-            enum_value(Permission, "permission", permission),
+            permission,
             group_slug=group,
             actor=caller.actor,
         )
-    return {"name": tool, "group": group, "permission": permission}
+    return {"name": tool, "group": group, "permission": permission.value if permission else None}

@@ -10,7 +10,7 @@ then shows the approval as it stands: run, or still approved or running.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 from quart import request
@@ -18,23 +18,27 @@ from quart import request
 from agentws.admin_access import AdminServices, Caller
 from agentws.approvals import decisions
 from agentws.blueprints import RouteTable
-from agentws.domain.models import ApprovalStatus, Group, Workspace
+from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 from agentws.errors import ValidationError
 from agentws.store import Store
 from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
 
-from .calls import Answer, endpoint, field, json_body, query_number
+from .calls import Answer, endpoint, query_number, read_body
+from .shapes.bodies import Decision
 
 __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
 
-# How long approve/retry wait for the service to run the call before answering, by
-# default and at most (the answer then shows it approved or running).
-_OUTCOME_WAIT_S = 30.0
-_MAX_OUTCOME_WAIT_S = 300.0
+
+class _Decide(Protocol):
+    """:func:`agentws.approvals.decisions.approve`, ``retry`` or ``deny``."""
+
+    async def __call__(
+        self, store: Store, approval_id: str, /, *, actor: str, reason: str | None
+    ) -> Approval: ...
 
 
 @routes.get("/approvals")
@@ -76,40 +80,29 @@ async def show_approval(admin: AdminServices, caller: Caller, approval_id: str) 
 @routes.post("/approvals/<approval_id>/approve")
 @endpoint
 async def approve_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.approve(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
-    return await _approval_outcome(admin, approval_id, data)
+    return await _decided(admin, caller, approval_id, decisions.approve, runs=True)
 
 
 @routes.post("/approvals/<approval_id>/retry")
 @endpoint
 async def retry_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.retry(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
-    return await _approval_outcome(admin, approval_id, data)
-
-
-async def _approval_outcome(
-    admin: AdminServices, approval_id: str, data: dict[str, Any]
-) -> dict[str, Any]:
-    """The approval once the service ran it, or after ``wait_s`` (default 30, at most 300)."""
-    wait_s = field(data, "wait_s", (int, float), _OUTCOME_WAIT_S)
-    if not 0 <= wait_s <= _MAX_OUTCOME_WAIT_S:
-        raise ValidationError(f"'wait_s' must be 0 to {_MAX_OUTCOME_WAIT_S:g}")
-    with trio.move_on_after(wait_s):
-        await admin.approval_outcome(approval_id)
-    return await _approval_view(admin.store, approval_id)
+    return await _decided(admin, caller, approval_id, decisions.retry, runs=True)
 
 
 @routes.post("/approvals/<approval_id>/deny")
 @endpoint
 async def deny_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
-    data = await json_body()
-    await decisions.deny(
-        admin.store, approval_id, actor=caller.actor, reason=field(data, "reason", str)
-    )
+    return await _decided(admin, caller, approval_id, decisions.deny, runs=False)
+
+
+async def _decided(
+    admin: AdminServices, caller: Caller, approval_id: str, decide: _Decide, *, runs: bool
+) -> dict[str, Any]:
+    """The approval once ``decide`` recorded the body's decision; when the call ``runs``,
+    once the service ran it, or after the body's ``wait_s``."""
+    decision = await read_body(Decision)
+    await decide(admin.store, approval_id, actor=caller.actor, reason=decision.reason)
+    if runs:
+        with trio.move_on_after(decision.wait_s):
+            await admin.approval_outcome(approval_id)
     return await _approval_view(admin.store, approval_id)

@@ -4,7 +4,8 @@
 and turns agentws errors into ``{"error": {"code", "message"}}`` with the
 status the error's kind calls for. The rest reads input the same way for
 every handler: the JSON body (:func:`json_body`, held to a size before it
-is read: 413 ``too_large`` past it) and its fields, and the page of a list
+is read: 413 ``too_large`` past it) checked against its shape
+(:func:`read_body`, :mod:`agentws.api.shapes.bodies`), and the page of a list
 the request asks for (:func:`page_of`: ``limit`` 1 to 200, default 50, and
 the opaque ``cursor`` a page's ``next_cursor`` gives).
 """
@@ -38,20 +39,23 @@ from agentws.errors import (
 from agentws.libraries import MAX_DOCUMENT_BYTES, format_bytes
 from agentws.request_bodies import CappedBody
 
+from .shapes.base import Shape
+from .shapes.bodies import read_shape
+
 __all__ = [
     "DOCUMENT_BODY_BYTES",
     "MAX_BODY_BYTES",
     "Answer",
     "endpoint",
     "enum_value",
-    "field",
     "json_body",
     "page_of",
-    "required",
-    "tool_names",
+    "query_number",
+    "read_body",
 ]
 
 P = ParamSpec("P")
+S = TypeVar("S", bound=Shape)
 EnumT = TypeVar("EnumT", bound=Enum)
 
 #: What a handler answers: a response, or JSON data (and its status, 200 if not given).
@@ -170,47 +174,22 @@ async def json_body(max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
     return data
 
 
+async def read_body(shape: type[S], max_bytes: int = MAX_BODY_BYTES) -> S:
+    """The request's JSON object as ``shape`` (:func:`json_body`, then
+    :func:`~agentws.api.shapes.bodies.read_shape`).
+
+    Error handling:
+        ValidationError saying the first thing wrong with the body.
+    """
+    return read_shape(shape, await json_body(max_bytes))
+
+
 def _encodable(data: Any) -> bool:
     try:
         json.dumps(data, ensure_ascii=False).encode()
     except UnicodeEncodeError:
         return False
     return True
-
-
-def field(
-    data: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = None
-) -> Any:
-    """``data[name]`` if it is a ``kind`` (a bool only where ``kind`` says so), else ``default``.
-
-    Error handling:
-        ValidationError for a value of another kind.
-    """
-    value = data.get(name, default)
-    if value is None:
-        return default
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-        names = "/".join(k.__name__ for k in _kinds(kind))
-        raise ValidationError(f"{name!r} must be a {names}")
-    return value
-
-
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def required(data: dict[str, Any], name: str) -> str:
-    value = field(data, name, str)
-    if value is None:
-        raise ValidationError(f"{name!r} is required")
-    return str(value)
-
-
-def tool_names(data: dict[str, Any], name: str) -> tuple[str, ...]:
-    value = field(data, name, list, [])
-    if not all(isinstance(v, str) for v in value):
-        raise ValidationError(f"{name!r} must be a list of tool names")
-    return tuple(value)
 
 
 def query_number(name: str, default: int, *, low: int = 1, high: int = _MAX_LIMIT) -> int:

@@ -24,10 +24,10 @@ from agentws.connectors.registry import (
     set_connector_active,
     set_connector_relay,
 )
-from agentws.errors import ValidationError
 from agentws.views import connector_check_json, connector_json, sync_report_json
 
-from .calls import Answer, endpoint, field, json_body, page_of
+from .calls import Answer, endpoint, page_of, read_body
+from .shapes.bodies import ConnectorChange
 
 __all__ = ["routes"]
 
@@ -54,14 +54,8 @@ async def show_connector(
 async def update_connector(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
-    data = await json_body()
-    active = field(data, "active", bool)
-    relay = field(data, "relay_requests", bool)
-    if active is None and relay is None:
-        raise ValidationError(
-            "'active' or 'relay_requests' is required: active true to offer its tools, false "
-            "to stop; relay_requests false to refuse its remote's requests to callers"
-        )
+    change = await read_body(ConnectorChange)
+    active, relay = change.active, change.relay_requests
     changed = await find_connector(admin.store, workspace, connector)
     if relay is not None:
         changed = await set_connector_relay(

@@ -32,7 +32,7 @@ from agentws import libraries, registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.chat.channels import parse_channel
-from agentws.domain.models import DocumentPolicy, Library
+from agentws.domain.models import Library
 from agentws.views import (
     document_json,
     group_json,
@@ -52,17 +52,9 @@ from . import (
     webhook_try,
     webhooks,
 )
-from .calls import (
-    DOCUMENT_BODY_BYTES,
-    Answer,
-    endpoint,
-    enum_value,
-    field,
-    json_body,
-    page_of,
-    required,
-)
+from .calls import DOCUMENT_BODY_BYTES, Answer, endpoint, page_of, read_body
 from .openapi import openapi_document
+from .shapes.bodies import NameChange, NewDocument, PolicyChange
 
 __all__ = ["api_blueprint"]
 
@@ -111,9 +103,9 @@ async def list_workspaces(admin: AdminServices, caller: Caller) -> Answer:
 @routes.patch("/workspaces/<workspace>")
 @endpoint
 async def rename_workspace(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
-    data = await json_body()
+    changed = await read_body(NameChange)
     renamed = await registry.rename_workspace(
-        admin.store, workspace, name=required(data, "name"), actor=caller.actor
+        admin.store, workspace, name=changed.name, actor=caller.actor
     )
     return workspace_json(renamed)
 
@@ -124,9 +116,9 @@ async def rename_workspace(admin: AdminServices, caller: Caller, workspace: str)
 @routes.patch("/workspaces/<workspace>/groups/<group>")
 @endpoint
 async def rename_group(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
-    data = await json_body()
+    changed = await read_body(NameChange)
     renamed = await registry.rename_group(
-        admin.store, workspace, group, name=required(data, "name"), actor=caller.actor
+        admin.store, workspace, group, name=changed.name, actor=caller.actor
     )
     url = registry.endpoint_url(admin.settings.public_base_url, workspace, renamed.slug)
     return group_json(renamed, workspace, url)
@@ -135,10 +127,12 @@ async def rename_group(admin: AdminServices, caller: Caller, workspace: str, gro
 # --- libraries ------------------------------------------------------------------------------
 
 
-async def _shelf(admin: AdminServices, workspace: str, library: Library) -> dict[str, Any]:
-    """A library as the list shows it: its groups, documents and skills."""
+async def _shelf(
+    admin: AdminServices, workspace: str, library: Library, attached: dict[str, list[str]]
+) -> dict[str, Any]:
+    """A library as the list shows it: its groups (``attached``: by library id), documents
+    and skills."""
     store = admin.store
-    attached = await libraries.attached_groups(store, workspace)
     documents = await libraries.list_documents(store, workspace, library.slug)
     skills = await libraries.list_skills(store, workspace, library.slug)
     return library_json(library, attached.get(library.id, []), documents, skills)
@@ -147,14 +141,13 @@ async def _shelf(admin: AdminServices, workspace: str, library: Library) -> dict
 @routes.get("/workspaces/<workspace>/libraries")
 @endpoint
 async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
-    store = admin.store
-    attached = await libraries.attached_groups(store, workspace)
-    shelves = []
-    for library in await libraries.list_libraries(store, workspace):
-        documents = await libraries.list_documents(store, workspace, library.slug)
-        skills = await libraries.list_skills(store, workspace, library.slug)
-        shelves.append(library_json(library, attached.get(library.id, []), documents, skills))
-    return page_of(shelves)
+    attached = await libraries.attached_groups(admin.store, workspace)
+    return page_of(
+        [
+            await _shelf(admin, workspace, library, attached)
+            for library in await libraries.list_libraries(admin.store, workspace)
+        ]
+    )
 
 
 @routes.patch("/workspaces/<workspace>/libraries/<library>")
@@ -162,11 +155,12 @@ async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -
 async def rename_library(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Answer:
-    data = await json_body()
+    changed = await read_body(NameChange)
     renamed = await libraries.rename_library(
-        admin.store, workspace, library, name=required(data, "name"), actor=caller.actor
+        admin.store, workspace, library, name=changed.name, actor=caller.actor
     )
-    return await _shelf(admin, workspace, renamed)
+    attached = await libraries.attached_groups(admin.store, workspace)
+    return await _shelf(admin, workspace, renamed, attached)
 
 
 @routes.post("/workspaces/<workspace>/libraries/<library>/documents")
@@ -174,19 +168,17 @@ async def rename_library(
 async def add_document(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Answer:
-    data = await json_body(DOCUMENT_BODY_BYTES)
-    title = required(data, "title")
-    slug = field(data, "slug", str) or libraries.slug_from(title)
+    new = await read_body(NewDocument, DOCUMENT_BODY_BYTES)
     document = await libraries.add_document(
         admin.store,
         workspace,
         library,
-        slug=slug,
-        title=title,
-        body=required(data, "body"),
-        mime_type=field(data, "mime_type", str, "text/markdown"),
-        policy=enum_value(DocumentPolicy, "policy", field(data, "policy", str, "on_demand")),
-        replace=field(data, "replace", bool, False),
+        slug=new.slug or libraries.slug_from(new.title),
+        title=new.title,
+        body=new.body,
+        mime_type=new.mime_type,
+        policy=new.policy,
+        replace=new.replace,
         actor=caller.actor,
     )
     return document_json(document, library), 201
@@ -197,8 +189,7 @@ async def add_document(
 async def set_document_policy(
     admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
 ) -> Answer:
-    data = await json_body()
-    policy = enum_value(DocumentPolicy, "policy", required(data, "policy"))
+    policy = (await read_body(PolicyChange)).policy
     changed = await libraries.set_document_policy(
         admin.store, workspace, library, document, policy, actor=caller.actor
     )

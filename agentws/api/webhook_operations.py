@@ -12,35 +12,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.replays import ReplaySelection
-from agentws.domain.sample_deliveries import SampleKind
-from agentws.errors import StoreUnavailableError, ValidationError
-from agentws.views import streak_json, webhook_status
+from agentws.errors import StoreUnavailableError
+from agentws.views import sample_answer_json, streak_json, webhook_status
 from agentws.webhooks import admin as webhooks_admin
-from agentws.webhooks.replays import DEFAULT_LIMIT, replay_failed, replay_json
+from agentws.webhooks.replays import replay_failed, replay_json
 
-from .calls import Answer, endpoint, enum_value, field, json_body
+from .calls import Answer, endpoint, read_body
+from .shapes.bodies import BulkReplayRequest, TestEventRequest
 
 __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
 
 _ALL_FAILED = ReplaySelection()
-
-
-def _moment(data: dict[str, object], name: str) -> datetime | None:
-    text = field(data, name, str)
-    if text is None:
-        return None
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(f"{name!r} must be an ISO 8601 time") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/failures")
@@ -67,22 +54,20 @@ async def webhook_failures(
 async def replay_webhook_failures(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
-    data = await json_body()
+    asked = await read_body(BulkReplayRequest)
     found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
     selection = ReplaySelection(
-        since=_moment(data, "since"),
-        until=_moment(data, "until"),
-        error_contains=field(data, "error_contains", str),
+        since=asked.since, until=asked.until, error_contains=asked.error_contains
     )
     done = await replay_failed(
         admin.store,
         found,
         selection,
         actor=caller.actor,
-        rate_per_min=field(data, "rate_per_min", int),
-        limit=field(data, "limit", int, DEFAULT_LIMIT),
-        current_prompt=field(data, "current_prompt", bool, False),
-        dry_run=field(data, "dry_run", bool, False),
+        rate_per_min=asked.rate_per_min,
+        limit=asked.limit,
+        current_prompt=asked.current_prompt,
+        dry_run=asked.dry_run,
     )
     if done.queued:
         admin.notify_events()
@@ -94,16 +79,9 @@ async def replay_webhook_failures(
 async def test_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
-    data = await json_body()
-    sample = enum_value(SampleKind, "sample", field(data, "sample", str))
+    sample = (await read_body(TestEventRequest)).sample
     found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
     if admin.send_test_event is None:
         raise StoreUnavailableError("this server takes no deliveries: no test event can be sent")
     answer = await admin.send_test_event(found, sample, caller.actor)
-    return {
-        "webhook": found.name,
-        "sample": answer.sample.value,
-        "status": answer.status,
-        "answer": answer.body,
-        "event_id": answer.event_id,
-    }
+    return sample_answer_json(found, answer)

@@ -8,16 +8,16 @@ senders have moved (:mod:`agentws.webhooks.rotation`).
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
 
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.errors import ValidationError
 from agentws.views import rotation_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import rotation
 
-from .calls import Answer, endpoint, field, json_body, required
+from .calls import Answer, endpoint, read_body
+from .shapes.bodies import EndGrace, RotateSecret, RotateUrl
 from .webhooks import webhook_view
 
 __all__ = ["routes"]
@@ -25,17 +25,16 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 
-def _grace(data: dict[str, Any]) -> Any:
-    text = field(data, "grace", str)
+def _grace(text: str | None) -> timedelta:
     return rotation.DEFAULT_GRACE if text is None else rotation.parse_grace(text)
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/rotate")
 @endpoint
 async def rotate_url(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
-    data = await json_body()
+    grace = _grace((await read_body(RotateUrl)).grace)
     issued = await rotation.rotate_url(
-        admin.store, admin.settings, workspace, webhook, grace=_grace(data), actor=caller.actor
+        admin.store, admin.settings, workspace, webhook, grace=grace, actor=caller.actor
     )
     return {**await webhook_view(admin.store, issued.webhook), "url": issued.url}
 
@@ -45,14 +44,14 @@ async def rotate_url(admin: AdminServices, caller: Caller, workspace: str, webho
 async def rotate_secret(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
-    data = await json_body()
+    asked = await read_body(RotateSecret)
     rotated = await rotation.rotate_secret(
         admin.store,
         admin.keys,
         workspace,
         webhook,
-        secret=required(data, "secret"),
-        grace=_grace(data),
+        secret=asked.secret,
+        grace=_grace(asked.grace),
         actor=caller.actor,
     )
     return await webhook_view(admin.store, rotated)
@@ -61,10 +60,7 @@ async def rotate_secret(
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/end-grace")
 @endpoint
 async def end_grace(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
-    data = await json_body()
-    which = field(data, "which", str, "both")
-    if which not in ("url", "secret", "both"):
-        raise ValidationError(f'"which" must be "url", "secret" or "both", not {which!r}')
+    which = (await read_body(EndGrace)).which
     ended = await rotation.end_grace(
         admin.store, workspace, webhook, which=which, actor=caller.actor
     )

@@ -15,7 +15,8 @@ from agentws.views import dry_run_json, sample_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import samples as webhook_samples
 
-from .calls import Answer, endpoint, field, json_body, page_of
+from .calls import Answer, endpoint, page_of, read_body
+from .shapes.bodies import TryPrompt
 
 __all__ = ["routes"]
 
@@ -44,20 +45,17 @@ async def show_sample(
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/try")
 @endpoint
 async def try_prompt(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
-    data = await json_body()
+    asked = await read_body(TryPrompt)
     found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
     delivery, source = await webhook_samples.tried_delivery(
-        admin.store,
-        found,
-        sample_id=field(data, "sample_id", str),
-        event_id=field(data, "event_id", str),
+        admin.store, found, sample_id=asked.sample_id, event_id=asked.event_id
     )
     tried = await admin.try_prompt(
         TryRequest(
             webhook=found,
             delivery=delivery,
             source=source,
-            prompt=field(data, "prompt", str),
+            prompt=asked.prompt,
             actor=caller.actor,
         )
     )

@@ -6,14 +6,15 @@ from typing import Any
 
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
-from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
+from agentws.domain.models import Group, Webhook, Workspace
 from agentws.store import Store
 from agentws.views import event_json, webhook_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
-from .calls import Answer, endpoint, enum_value, field, json_body, page_of, required, tool_names
+from .calls import Answer, endpoint, page_of, read_body
 from .event_lists import event_page_json
+from .shapes import bodies
 
 __all__ = ["routes", "webhook_view"]
 
@@ -42,36 +43,32 @@ async def list_webhooks(admin: AdminServices, caller: Caller, workspace: str) ->
 @routes.post("/workspaces/<workspace>/webhooks")
 @endpoint
 async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
-    data = await json_body()
-    verification = enum_value(
-        VerificationScheme, "verification", field(data, "verification", str, "none")
-    )
-    capture = field(data, "capture", bool, False)
+    new = await read_body(bodies.NewWebhook)
     options = webhooks_admin.WebhookOptions(
-        group=field(data, "group", str),
+        group=new.group,
         # A webhook that captures is a draft unless the request says otherwise.
-        active=field(data, "active", bool, not capture),
-        capture=capture,
-        concurrency=field(data, "concurrency", int, 4),
-        verification=verification,
-        secret=field(data, "secret", str),
-        rate_per_min=field(data, "rate_per_min", int, 60),
-        burst=field(data, "burst", int),
-        max_body_bytes=field(data, "max_body_bytes", int),
-        allow_tools=tool_names(data, "allow_tools"),
-        allow_mentions=field(data, "allow_mentions", bool, False),
-        alert_after=field(data, "alert_after", int, 3),
-        alerts_channel=field(data, "alerts_channel", str),
-        pause_on_failure=field(data, "pause_on_failure", bool, False),
+        active=(not new.capture) if new.active is None else new.active,
+        capture=new.capture,
+        concurrency=new.concurrency,
+        verification=new.verification,
+        secret=new.secret,
+        rate_per_min=new.rate_per_min,
+        burst=new.burst,
+        max_body_bytes=new.max_body_bytes,
+        allow_tools=tuple(new.allow_tools),
+        allow_mentions=new.allow_mentions,
+        alert_after=new.alert_after,
+        alerts_channel=new.alerts_channel,
+        pause_on_failure=new.pause_on_failure,
     )
     issued = await webhooks_admin.create_webhook(
         admin.store,
         admin.settings,
         admin.keys,
         workspace,
-        name=required(data, "name"),
-        channel=required(data, "channel"),
-        prompt=required(data, "prompt"),
+        name=new.name,
+        channel=new.channel,
+        prompt=new.prompt,
         options=options,
         actor=caller.actor,
     )
@@ -93,21 +90,21 @@ async def show_webhook(
 async def update_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
-    data = await json_body()
+    asked = await read_body(bodies.WebhookChanges)
     store = admin.store
     changes = webhooks_admin.WebhookChanges(
-        prompt=field(data, "prompt", str),
-        channel=field(data, "channel", str),
-        group=field(data, "group", str),
-        allow_tools=tool_names(data, "allow_tools"),
-        disallow_tools=tool_names(data, "disallow_tools"),
-        allow_mentions=field(data, "allow_mentions", bool),
-        capture=field(data, "capture", bool),
-        alert_after=field(data, "alert_after", int),
-        alerts_channel=field(data, "alerts_channel", str),
-        pause_on_failure=field(data, "pause_on_failure", bool),
+        prompt=asked.prompt,
+        channel=asked.channel,
+        group=asked.group,
+        allow_tools=tuple(asked.allow_tools),
+        disallow_tools=tuple(asked.disallow_tools),
+        allow_mentions=asked.allow_mentions,
+        capture=asked.capture,
+        alert_after=asked.alert_after,
+        alerts_channel=asked.alerts_channel,
+        pause_on_failure=asked.pause_on_failure,
     )
-    active = field(data, "active", bool)
+    active = asked.active
     updated = await webhooks_admin.update_webhook(
         store,
         workspace,
@@ -153,12 +150,12 @@ async def show_event(admin: AdminServices, caller: Caller, event_id: str) -> Ans
 @routes.post("/events/<event_id>/replay")
 @endpoint
 async def replay_event(admin: AdminServices, caller: Caller, event_id: str) -> Answer:
-    data = await json_body()
+    replay = await read_body(bodies.Replay)
     store = admin.store
     replayed = await webhook_events.replay_event(
         store,
         event_id,
-        current_prompt=field(data, "current_prompt", bool, False),
+        current_prompt=replay.current_prompt,
         actor=caller.actor,
     )
     admin.notify_events()

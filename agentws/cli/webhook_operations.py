@@ -22,6 +22,7 @@ from agentws.cli.output import Context, Output, iso, table
 from agentws.domain.models import Event, FailureStreak
 from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind
+from agentws.views import sample_answer_json
 from agentws.webhooks.admin import MAX_ALERT_AFTER
 
 __all__ = [
@@ -195,14 +196,7 @@ async def _webhook_test(args: argparse.Namespace, ctx: Context) -> Output:
     intake = Intake(ctx.store, IngestBatcher(ctx.store), ctx.keys)
     sample = SampleKind(args.sample) if args.sample else None
     answer = await send_test_event(ctx.settings, intake, webhook, sample, actor=ctx.actor)
-    data: dict[str, Any] = {
-        "webhook": webhook.name,
-        "sample": answer.sample.value,
-        "status": answer.status,
-        "answer": answer.body,
-        "event_id": answer.event_id,
-        "event": None,
-    }
+    data: dict[str, Any] = {**sample_answer_json(webhook, answer), "event": None}
     lines = [
         f"Sent a {answer.sample.value} test event to webhook {webhook.name!r} "
         f"(signed for verification {webhook.verification.value}).",
