@@ -378,7 +378,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             baseline_site = set_up_agentws(work / "baseline", paths, checkout=baseline)
             results["baseline_checkout"] = {
                 "path": str(args.baseline_checkout or args.baseline_rev),
-                "commit": git_commit(baseline) or args.baseline_rev,
+                "commit": git_commit(
+                    *((REPO, args.baseline_rev) if args.baseline_rev else (baseline,))
+                ),
                 "this_commit": git_commit(REPO),
             }
         reference_db = work / "reference.db"

@@ -48,7 +48,7 @@ from benchlib.load import best_round, say_round
 from benchlib.machine import describe_machine
 from benchlib.procs import Child, Processes, retrying, start_server, stop_server
 from benchlib.webhook_events import event_counts, event_times, summarise_e2e
-from benchlib.webhook_load import PAYLOAD_BYTES
+from benchlib.webhook_load import PAYLOAD_BYTES, closed_job
 from benchlib.webhook_setup import (
     WEBHOOK_CONCURRENCY,
     WebhookSite,
@@ -219,17 +219,6 @@ def _run_load(procs: Processes, job: dict[str, Any], timeout: float) -> dict[str
     return cli.run_load_client(procs, "webhook_load.py", job, timeout)
 
 
-def _closed_job(args: argparse.Namespace, url: str, pid: int) -> dict[str, Any]:
-    return {
-        "mode": "closed",
-        "url": url,
-        "concurrency": args.concurrency,
-        "warmup_s": args.warmup,
-        "seconds": args.duration,
-        "server_pid": pid,
-    }
-
-
 def _closed_timeout(args: argparse.Namespace) -> float:
     return args.warmup + args.duration + 120
 
@@ -242,7 +231,7 @@ def _measure_agentws(
     _say(f"agentws, round {n}: serving")
     server, base_url = _start_agentws(procs, site, database, name, args.model_env)
     _say(f"agentws, round {n}: {args.concurrency} senders for {args.warmup:g}+{args.duration:g} s")
-    job = _closed_job(args, base_url + site.path, server.pid)
+    job = closed_job(args, [base_url + site.path], server.pid)
     result = _run_load(procs, job, _closed_timeout(args))
     # What the worker had done when the load stopped (it ran all along).
     result["at_end"] = event_counts(database)
@@ -270,7 +259,7 @@ def _measure_reference(
     _say(
         f"reference, round {n}: {args.concurrency} senders for {args.warmup:g}+{args.duration:g} s"
     )
-    job = _closed_job(args, str(line["base_url"]) + site.path, child.pid)
+    job = closed_job(args, [str(line["base_url"]) + site.path], child.pid)
     result = _run_load(procs, job, _closed_timeout(args))
     result["server_exit_status"] = procs.stop(child)
     return result

@@ -49,11 +49,12 @@ def baseline_checkout(
     return target
 
 
-def git_commit(path: Path) -> str | None:
+def git_commit(path: Path, rev: str = "HEAD") -> str | None:
+    """The short commit ``rev`` names in the git checkout at ``path`` (None outside git)."""
     done = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--short", "HEAD"],  # noqa: S607
+        ["git", "-C", str(path), "rev-parse", "--short", f"{rev}^{{commit}}"],  # noqa: S607
         capture_output=True,
         text=True,
         check=False,
     )
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None

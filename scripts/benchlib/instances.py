@@ -22,6 +22,7 @@ from benchlib.agentws_setup import agentws_env, run_cli, serve_agentws
 from benchlib.postgres import fresh_schema, psql
 from benchlib.procs import Child, Processes
 from benchlib.report import fmt, machine_line, markdown_table
+from benchlib.webhook_load import closed_job
 from benchlib.webhook_setup import (
     BURST,
     CHANNEL,
@@ -81,15 +82,7 @@ def _measure(
             f"{instances} instance(s), round {n}: {args.concurrency} senders for "
             f"{args.duration:g} s"
         )
-        job = {
-            "mode": "closed",
-            "url": servers[0][1] + path,
-            "urls": [base + path for _, base in servers],
-            "concurrency": args.concurrency,
-            "warmup_s": args.warmup,
-            "seconds": args.duration,
-            "server_pid": servers[0][0].pid,
-        }
+        job = closed_job(args, [base + path for _, base in servers], servers[0][0].pid)
         try:
             result = cli.run_load_client(
                 procs, "webhook_load.py", job, args.warmup + args.duration + 120

@@ -131,7 +131,8 @@ def _baseline_notes(results: dict[str, Any]) -> list[str]:
     lines = [
         f"- Baseline: agentws from {baseline['path']}"
         + (f" (commit {baseline['commit']})" if baseline.get("commit") else "")
-        + f", beside this checkout's (commit {baseline.get('this_commit') or 'unknown'}): "
+        + ", beside this checkout's working tree (at commit "
+        + f"{baseline.get('this_commit') or 'unknown'}): "
         "each on a database of its own set up by its own CLI with the same documents, "
         "served in turn in the same rounds (this checkout, the baseline, the reference; then "
         "the reverse order), the same load client."

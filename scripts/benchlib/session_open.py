@@ -26,7 +26,7 @@ import gc
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urljoin
 
@@ -45,6 +45,7 @@ __all__ = [
     "Held",
     "Target",
     "auth",
+    "legacy_handshake",
     "open_batch",
     "post",
     "streamable_headers",
@@ -237,6 +238,50 @@ async def _hold_streamable(
         raise
 
 
+async def legacy_handshake(
+    client: httpx2.AsyncClient,
+    sse_url: str,
+    token: str | None,
+    events: AsyncIterator[tuple[str, str]],
+) -> float:
+    """Initialize a legacy SSE session whose stream ``events`` reads; the initialize latency.
+
+    Reads the ``endpoint`` event, POSTs ``initialize`` there, waits for its
+    answer on the stream, then POSTs ``notifications/initialized``.
+
+    :raises CallError: the server answered otherwise.
+    """
+    post_headers = {**auth(token), "content-type": "application/json"}
+    event, data = await anext(events)
+    if event != "endpoint":
+        raise CallError(f"first event is {event!r}, not 'endpoint'")
+    messages_url = urljoin(sse_url, data)
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": initialize_params(LEGACY_PROTOCOL_VERSION),
+    }
+    started = time.perf_counter()
+    answer = await post(client, messages_url, request, post_headers)
+    if answer.status_code not in (200, 202):
+        raise CallError(f"initialize: HTTP {answer.status_code}: {answer.text[:200]}")
+    async for event, data in events:
+        message = json.loads(data)
+        if event == "message" and message.get("id") == 1:
+            if "error" in message:
+                raise CallError(f"initialize: {message['error']}")
+            break
+    else:
+        raise CallError("the stream ended before the initialize answer")
+    init_s = time.perf_counter() - started
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    answer = await post(client, messages_url, notification, post_headers)
+    if answer.status_code not in (200, 202):
+        raise CallError(f"initialized: HTTP {answer.status_code}")
+    return init_s
+
+
 async def _hold_legacy(
     client: httpx2.AsyncClient,
     target: Target,
@@ -245,7 +290,6 @@ async def _hold_legacy(
     ready: Callable[[], None],
 ) -> None:
     headers = {**auth(token), "accept": "text/event-stream"}
-    post_headers = {**auth(token), "content-type": "application/json"}
     timeout = httpx2.Timeout(TIMEOUT_S, read=None)
     async with client.stream("GET", target.sse_url, headers=headers, timeout=timeout) as response:
         if response.status_code != 200:
@@ -253,33 +297,7 @@ async def _hold_legacy(
             raise CallError(f"GET: HTTP {response.status_code}: {response.text[:200]}")
         events = sse_events(response.aiter_lines())
         with trio.fail_after(TIMEOUT_S):
-            event, data = await anext(events)
-            if event != "endpoint":
-                raise CallError(f"first event is {event!r}, not 'endpoint'")
-            messages_url = urljoin(target.sse_url, data)
-            request = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": initialize_params(LEGACY_PROTOCOL_VERSION),
-            }
-            started = time.perf_counter()
-            answer = await post(client, messages_url, request, post_headers)
-            if answer.status_code not in (200, 202):
-                raise CallError(f"initialize: HTTP {answer.status_code}: {answer.text[:200]}")
-            async for event, data in events:
-                message = json.loads(data)
-                if event == "message" and message.get("id") == 1:
-                    if "error" in message:
-                        raise CallError(f"initialize: {message['error']}")
-                    break
-            else:
-                raise CallError("the stream ended before the initialize answer")
-            held.init_s = time.perf_counter() - started
-            notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            answer = await post(client, messages_url, notification, post_headers)
-            if answer.status_code not in (200, 202):
-                raise CallError(f"initialized: HTTP {answer.status_code}")
+            held.init_s = await legacy_handshake(client, target.sse_url, token, events)
         ready()
         async for _ in events:  # nothing but keep-alives until the server ends it
             pass

@@ -48,7 +48,7 @@ if __package__ in (None, ""):
 from benchlib.load import Tally, run_job_from_stdin, run_window
 from benchlib.procs import CpuWindow
 
-__all__ = ["PAYLOAD_BYTES", "payload", "run_closed", "run_paced"]
+__all__ = ["PAYLOAD_BYTES", "closed_job", "payload", "run_closed", "run_paced"]
 
 # A delivery slower than this is an error: the server is stuck, not slow.
 _TIMEOUT_S = 30.0
@@ -147,6 +147,19 @@ async def _sender(run: _Closed, url: str) -> None:
                 continue
             run.accepted_total += 1
             run.record(started, ended)
+
+
+def closed_job(args: Any, urls: list[str], server_pid: int) -> dict[str, Any]:
+    """A ``closed`` job on ``urls`` from ``--concurrency``, ``--warmup`` and ``--duration``."""
+    return {
+        "mode": "closed",
+        "url": urls[0],
+        "urls": urls,
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.duration,
+        "server_pid": server_pid,
+    }
 
 
 async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
