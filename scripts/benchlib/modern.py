@@ -35,7 +35,7 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from benchlib.mcp_client import CallError, parse_result
+from benchlib.mcp_client import CallError, parse_result, request_headers
 from benchlib.report import fmt
 
 __all__ = [
@@ -59,13 +59,7 @@ class StatelessClient:
     def __init__(self, client: httpx2.AsyncClient, url: str, token: str | None) -> None:
         self._client = client
         self._url = url
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-            MCP_PROTOCOL_VERSION_HEADER: ERA,
-        }
-        if token:
-            self._headers["authorization"] = f"Bearer {token}"
+        self._headers = {**request_headers(token), MCP_PROTOCOL_VERSION_HEADER: ERA}
         self._meta = {
             PROTOCOL_VERSION_META_KEY: ERA,
             CLIENT_CAPABILITIES_META_KEY: {},

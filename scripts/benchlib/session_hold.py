@@ -22,7 +22,7 @@ import httpx2
 import trio
 
 from benchlib.load import MAX_ERROR_SAMPLES, Arrivals, Tally, percentile, run_window
-from benchlib.mcp_client import CallError, initialize_params, parse_result
+from benchlib.mcp_client import CallError, initialize_params, parse_result, request_headers
 from benchlib.procs import CpuWindow, rss_kb
 from benchlib.session_open import (
     TIMEOUT_S,
@@ -32,7 +32,6 @@ from benchlib.session_open import (
     Target,
     open_batch,
     post,
-    streamable_headers,
 )
 
 __all__ = ["LevelPlan", "Revoker", "Target", "measure_level", "wall_time"]
@@ -163,7 +162,7 @@ async def _revocation(batches: list[Batch], revoke: Revoker, wait_s: float) -> d
 
 async def _initialize_status(client: httpx2.AsyncClient, url: str, token: str) -> int:
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}
-    return (await post(client, url, request, streamable_headers(token))).status_code
+    return (await post(client, url, request, request_headers(token))).status_code
 
 
 async def _list_once(client: httpx2.AsyncClient, target: Target, held: Held) -> bool:

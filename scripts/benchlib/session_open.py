@@ -35,7 +35,13 @@ import httpx2
 import trio
 
 from benchlib.load import MAX_ERROR_SAMPLES, latency_figures, percentile
-from benchlib.mcp_client import PROTOCOL_VERSION, CallError, initialize_params, parse_result
+from benchlib.mcp_client import (
+    PROTOCOL_VERSION,
+    CallError,
+    initialize_params,
+    parse_result,
+    request_headers,
+)
 from benchlib.sse import sse_events
 
 __all__ = [
@@ -48,7 +54,6 @@ __all__ = [
     "legacy_handshake",
     "open_batch",
     "post",
-    "streamable_headers",
 ]
 
 LEGACY_PROTOCOL_VERSION = "2024-11-05"
@@ -169,15 +174,6 @@ def auth(token: str | None) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
-def streamable_headers(token: str | None) -> dict[str, str]:
-    """The headers of a Streamable HTTP POST before its session exists."""
-    return {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        **auth(token),
-    }
-
-
 async def post(
     client: httpx2.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
 ) -> httpx2.Response:
@@ -187,7 +183,7 @@ async def post(
 async def _streamable_initialize(
     client: httpx2.AsyncClient, url: str, token: str | None, held: Held
 ) -> None:
-    headers = streamable_headers(token)
+    headers = request_headers(token)
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params()}
     started = time.perf_counter()
     response = await post(client, url, request, headers)
