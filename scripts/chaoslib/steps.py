@@ -62,6 +62,8 @@ SERVER_ENV = {
 FINISH_S = 60.0
 # A SIGTERMed server must be gone within its grace period plus this.
 EXIT_MARGIN_S = 5.0
+# Events a page of `agentws event list` holds at most.
+_EVENT_PAGE = 200
 
 
 @attrs.define
@@ -105,7 +107,7 @@ async def settle_accounts(
     limit = str(len(snap.events) + 10)
 
     def through_cli() -> dict[str, Any]:
-        events = cli(site, "event", "list", WORKSPACE, "--limit", limit)
+        events = _listed_events(site)
         messages = cli(site, "channel", "tail", WORKSPACE, CHANNEL, "--limit", limit)
         return cross_check(sender.deliveries, events, messages)
 
@@ -117,6 +119,18 @@ async def settle_accounts(
         f"{checked['disagreement_samples']}",
     )
     return accounts
+
+
+def _listed_events(site: Site) -> list[dict[str, Any]]:
+    """Every event of the workspace as ``agentws event list`` shows them, page after page."""
+    events: list[dict[str, Any]] = []
+    cursor: list[str] = []
+    while True:
+        page = cli(site, "event", "list", WORKSPACE, "--limit", str(_EVENT_PAGE), *cursor)
+        events += page["items"]
+        if not page.get("next_cursor"):
+            return events
+        cursor = ["--cursor", str(page["next_cursor"])]
 
 
 def scan_logs(out: Outcome, children: list[Child]) -> None:
