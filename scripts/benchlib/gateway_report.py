@@ -57,7 +57,7 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
 
     rows = [
         [
-            "tools/call echo, 16 clients (calls/s)",
+            f"tools/call echo, {results['config']['concurrency']} clients (calls/s)",
             *per_way("throughput_rps"),
             f">= {DIRECT_TARGET}x direct",
             f"{verdict(direct_ratio >= DIRECT_TARGET)} ({direct_ratio:.2f}x)",
