@@ -37,6 +37,7 @@ import trio
 from benchlib.procs import BenchError, CpuWindow, cpu_cores
 
 __all__ = [
+    "MAX_ERROR_SAMPLES",
     "Arrivals",
     "Tally",
     "best_round",
