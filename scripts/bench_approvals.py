@@ -27,15 +27,11 @@ and ``GET /api/v1/approvals`` answer in under 200 ms (median) and in under
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
-import secrets
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +40,19 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
-from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
-from benchlib.instances import psql
-from benchlib.load import percentile
+from benchlib.agentws_setup import (
+    GROUP,
+    WORKSPACE,
+    agentws_env,
+    run_cli,
+    run_script,
+    serve_agentws,
+    set_up_admin,
+    sign_in,
+)
+from benchlib.load import percentile, timed_gets
 from benchlib.machine import describe_machine
+from benchlib.postgres import store_url, stores_arg
 from benchlib.procs import BenchError, Processes, rss_kb
 from benchlib.report import fmt, machine_line, markdown_table, verdict
 
@@ -57,19 +62,11 @@ DEFAULT_JSON_OUT = REPO / "bench-results" / "approvals.json"
 
 TARGET_MS = 200.0  # median answer of a list
 TARGET_BYTES = 1_000_000  # body of a list
-_START_TIMEOUT_S = 60.0
 _WARMUP = 2
 _PACKAGES = ["agentws", "quart", "quart-trio", "hypercorn", "trio", "jinja2", "httpx2"]
-_WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
+_TOKEN, _ADMIN = "laptop", "bench"
 
 _say = cli.logger("approvals")
-
-
-def _stores(text: str) -> list[str]:
-    stores = [part.strip() for part in text.split(",") if part.strip()]
-    if not stores or any(store not in ("sqlite", "postgres") for store in stores):
-        raise argparse.ArgumentTypeError(f"expected sqlite, postgres or both, got {text!r}")
-    return stores
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -95,7 +92,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=20, help="timed requests per measure")
     parser.add_argument(
         "--stores",
-        type=_stores,
+        type=stores_arg,
         default=["sqlite", "postgres"],
         metavar="STORE[,STORE]",
         help="the stores to measure on, one after the other: sqlite, postgres",
@@ -114,95 +111,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _cli(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
-    return run_cli(env, *args, cwd=cwd)
-
-
 def _set_up(args: argparse.Namespace, work: Path, url: str) -> tuple[dict[str, str], str, str]:
     """The database with its queue; the server's environment, the password, the API token."""
-    env = agentws_env(url, AGENTWS_DATA_DIR=str(work), AGENTWS_BIND="127.0.0.1:0")
-    _cli(env, work, "init")
-    _cli(env, work, "workspace", "create", _WORKSPACE)
-    _cli(env, work, "group", "create", _WORKSPACE, _GROUP)
-    _cli(env, work, "token", "create", _WORKSPACE, _GROUP, "--name", _TOKEN)
-    password = str(_cli(env, work, "admin", "create", _ADMIN)["password"])
-    api_token = str(_cli(env, work, "admin", "token", "create", _ADMIN, "--name", "bench")["token"])
+    env = agentws_env(url, AGENTWS_DATA_DIR=str(work))
+    password = set_up_admin(env, work, _TOKEN, _ADMIN)
+    created = run_cli(env, "admin", "token", "create", _ADMIN, "--name", "bench", cwd=work)
     _say(f"queueing {args.approvals:,} calls of {args.argument_bytes:,} bytes")
     started = time.monotonic()
-    script = SCRIPTS / "benchlib" / "add_approvals.py"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            url,
-            _WORKSPACE,
-            _GROUP,
-            _TOKEN,
-            str(args.approvals),
-            str(args.argument_bytes),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    run_script(
+        "add_approvals.py",
+        [url, WORKSPACE, GROUP, _TOKEN, str(args.approvals), str(args.argument_bytes)],
+        env,
     )
-    if done.returncode != 0:
-        raise BenchError(f"queueing the calls failed:\n{done.stderr.strip()[-3000:]}")
     _say(f"  queued in {time.monotonic() - started:.1f} s")
-    return env, password, api_token
-
-
-def _sign_in(http: httpx2.Client, password: str) -> None:
-    form = http.get("/dashboard/login")
-    token = re.search(r'name="login_token" value="([^"]*)"', form.text)
-    if token is None:
-        raise BenchError("the sign-in page has no login_token")
-    answer = http.post(
-        "/dashboard/login",
-        data={"login_token": token[1], "username": _ADMIN, "password": password, "next": ""},
-    )
-    if answer.status_code != 302:
-        raise BenchError(f"signing in answered {answer.status_code}")
+    return env, password, str(created["token"])
 
 
 def _measure(http: httpx2.Client, name: str, path: str, requests: int) -> dict[str, Any]:
-    times: list[float] = []
-    sizes: list[int] = []
-    for n in range(_WARMUP + requests):
-        started = time.perf_counter()
-        answer = http.get(path)
-        elapsed = (time.perf_counter() - started) * 1000
-        if answer.status_code != 200:
-            raise BenchError(f"{path} answered {answer.status_code}: {answer.text[:300]}")
-        if n >= _WARMUP:
-            times.append(elapsed)
-            sizes.append(len(answer.content))
-    times.sort()
+    times, size = timed_gets(http, path, requests, warmup=_WARMUP)
     result = {
         "name": name,
         "path": path,
         "median_ms": statistics.median(times),
         "p95_ms": percentile(times, 0.95),
         "max_ms": times[-1],
-        "bytes": max(sizes),
+        "bytes": size,
     }
     _say(f"  {name}: median {result['median_ms']:.1f} ms, {result['bytes']:,} bytes")
     return result
-
-
-@contextlib.contextmanager
-def _database(args: argparse.Namespace, store: str, work: Path) -> Iterator[str]:
-    """The URL of an empty database on ``store``: a SQLite file, or a fresh PostgreSQL schema."""
-    if store == "sqlite":
-        yield f"sqlite:///{work / 'agentws.db'}"
-        return
-    schema = f"bench_{secrets.token_hex(6)}"
-    psql(args.database_url, f'CREATE SCHEMA "{schema}"')
-    joiner = "&" if "?" in args.database_url else "?"
-    try:
-        yield f"{args.database_url}{joiner}search_path={schema}"
-    finally:
-        psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
@@ -211,15 +147,13 @@ def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
     with (
         cli.workdir(f"approvals-{store}", args.keep) as work,
         Processes(work) as procs,
-        _database(args, store, work) as url,
+        store_url(store, work, args.database_url) as url,
     ):
         env, password, api_token = _set_up(args, work, url)
-        child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=env)
-        base = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
-        cli.wait_until_answering(child, base + "/readyz", _START_TIMEOUT_S, want_status=200)
+        child, base = serve_agentws(procs, "agentws", env, _say)
         rss_before = rss_kb(child.pid)
         with httpx2.Client(base_url=base, timeout=120) as http:
-            _sign_in(http, password)
+            sign_in(http, _ADMIN, password)
             page = http.get("/dashboard/approvals").text
             shown = re.search(r"Waiting \(([\d,]+)\)", page)
             if shown is None:

@@ -42,16 +42,11 @@ JSON (``--json-out``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
-import secrets
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +55,15 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli
-from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
+from benchlib.agentws_setup import (
+    GROUP,
+    WORKSPACE,
+    agentws_env,
+    run_script,
+    serve_agentws,
+    set_up_admin,
+    sign_in,
+)
 from benchlib.dashboard_crawl import (
     Answer,
     Page,
@@ -69,9 +72,10 @@ from benchlib.dashboard_crawl import (
     get_routes,
     route_matcher,
 )
-from benchlib.instances import psql
+from benchlib.load import timed_gets
 from benchlib.machine import describe_machine
-from benchlib.procs import BenchError, Processes, read_json
+from benchlib.postgres import psql, store_url, stores_arg
+from benchlib.procs import BenchError, Processes
 from benchlib.report import fmt, machine_line, markdown_table, verdict
 
 SCRIPTS = Path(__file__).resolve().parent
@@ -79,11 +83,10 @@ REPO = SCRIPTS.parent
 DEFAULT_JSON_OUT = REPO / "bench-results" / "dashboard.json"
 
 TARGET_MS = 300.0  # a page's median answer
-_START_TIMEOUT_S = 60.0
 # Seeding 100,000 events takes about a minute on a slow machine; this bounds a hang.
 _SEED_TIMEOUT_S = 1800.0
 _PACKAGES = ["agentws", "quart", "quart-trio", "hypercorn", "trio", "jinja2", "markdown-it-py"]
-_WORKSPACE, _GROUP, _TOKEN, _ADMIN = "acme", "ops", "laptop", "bench"
+_TOKEN, _ADMIN = "laptop", "bench"
 #: Dashboard routes that are not pages: reached and reported (status, bytes), not timed.
 NOT_PAGES = {
     "dashboard.audit_export": "the audit log's JSON Lines download",
@@ -116,13 +119,6 @@ SIZES: dict[str, dict[str, int]] = {
 }
 
 _say = cli.logger("dashboard")
-
-
-def _stores(text: str) -> list[str]:
-    stores = [part.strip() for part in text.split(",") if part.strip()]
-    if not stores or any(store not in ("sqlite", "postgres") for store in stores):
-        raise argparse.ArgumentTypeError(f"expected sqlite, postgres or both, got {text!r}")
-    return stores
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -165,7 +161,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--stores",
-        type=_stores,
+        type=stores_arg,
         default=["sqlite"],
         metavar="STORE[,STORE]",
         help="the stores to measure on, one after the other: sqlite, postgres",
@@ -196,33 +192,24 @@ def _set_up(
     args: argparse.Namespace, work: Path, url: str
 ) -> tuple[dict[str, str], str, dict[str, Any]]:
     """The database with its busy week; the server's environment, the password, the counts."""
-    env = agentws_env(url, AGENTWS_DATA_DIR=str(work), AGENTWS_BIND="127.0.0.1:0")
-    run_cli(env, "init", cwd=work)
-    run_cli(env, "workspace", "create", _WORKSPACE, cwd=work)
-    run_cli(env, "group", "create", _WORKSPACE, _GROUP, cwd=work)
-    run_cli(env, "token", "create", _WORKSPACE, _GROUP, "--name", _TOKEN, cwd=work)
-    password = str(run_cli(env, "admin", "create", _ADMIN, cwd=work)["password"])
+    env = agentws_env(url, AGENTWS_DATA_DIR=str(work))
+    password = set_up_admin(env, work, _TOKEN, _ADMIN)
     _say(
         f"seeding {args.events:,} events, {args.audit:,} audit rows, {args.approvals:,} "
         f"pending calls, {args.documents:,} documents"
     )
     started = time.monotonic()
-    script = SCRIPTS / "benchlib" / "dashboard_seed.py"
     options = {
         name: getattr(args, name)
         for name in ("events", "audit", "webhooks", "days", "approvals", "documents", "skills")
     }
     options["tools"] = args.tools
-    argv = [sys.executable, str(script), url, _WORKSPACE, _GROUP, json.dumps(options)]
-    try:
-        done = subprocess.run(
-            argv, env=env, capture_output=True, text=True, check=False, timeout=_SEED_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"seeding did not finish in {_SEED_TIMEOUT_S:g} s") from None
-    if done.returncode != 0:
-        raise BenchError(f"seeding failed:\n{done.stderr.strip()[-3000:]}")
-    counts: dict[str, Any] = read_json(done.stdout, "dashboard_seed.py output")
+    counts: dict[str, Any] = run_script(
+        "dashboard_seed.py",
+        [url, WORKSPACE, GROUP, json.dumps(options)],
+        env,
+        timeout_s=_SEED_TIMEOUT_S,
+    )
     if url.startswith("postgresql"):
         # After a bulk load PostgreSQL has no statistics until autovacuum comes by
         # (within a minute on a live service); without them the planner guesses.
@@ -230,20 +217,6 @@ def _set_up(
     counts["seconds"] = round(time.monotonic() - started, 1)
     _say(f"  seeded in {counts['seconds']:.1f} s")
     return env, password, counts
-
-
-def sign_in(http: httpx2.Client, username: str, password: str) -> None:
-    """Sign ``username`` in to the dashboard on ``http`` (its cookies kept there)."""
-    form = http.get("/dashboard/login")
-    token = re.search(r'name="login_token" value="([^"]*)"', form.text)
-    if token is None:
-        raise BenchError("the sign-in page has no login_token")
-    answer = http.post(
-        "/dashboard/login",
-        data={"login_token": token[1], "username": username, "password": password, "next": ""},
-    )
-    if answer.status_code != 302:
-        raise BenchError(f"signing in answered {answer.status_code}")
 
 
 def fetcher(http: httpx2.Client, timings: dict[str, float]) -> Any:
@@ -267,15 +240,7 @@ def measure(
     http: httpx2.Client, page: Page, requests: int, route: str | None = None
 ) -> dict[str, Any]:
     """``page`` answered ``requests`` times in a row: median, slowest, size."""
-    times: list[float] = []
-    size = 0
-    for _ in range(requests):
-        started = time.perf_counter()
-        answer = http.get(page.path)
-        times.append((time.perf_counter() - started) * 1000)
-        size = max(size, len(answer.content))
-        if answer.status_code != page.status:
-            raise BenchError(f"{page.path} answered {answer.status_code}, then {page.status}")
+    times, size = timed_gets(http, page.path, requests, status=page.status)
     return {
         "route": route or page.route,
         "endpoint": page.endpoint,
@@ -287,21 +252,6 @@ def measure(
         "bytes": size,
         "passed": statistics.median(times) < TARGET_MS,
     }
-
-
-@contextlib.contextmanager
-def _database(args: argparse.Namespace, store: str, work: Path) -> Iterator[str]:
-    """The URL of an empty database on ``store``: a SQLite file, or a fresh PostgreSQL schema."""
-    if store == "sqlite":
-        yield f"sqlite:///{work / 'agentws.db'}"
-        return
-    schema = f"bench_{secrets.token_hex(6)}"
-    psql(args.database_url, f'CREATE SCHEMA "{schema}"')
-    joiner = "&" if "?" in args.database_url else "?"
-    try:
-        yield f"{args.database_url}{joiner}search_path={schema}"
-    finally:
-        psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def measure_site(
@@ -355,12 +305,10 @@ def _run_store(args: argparse.Namespace, store: str) -> dict[str, Any]:
     with (
         cli.workdir(f"dashboard-{store}", args.keep) as work,
         Processes(work) as procs,
-        _database(args, store, work) as url,
+        store_url(store, work, args.database_url) as url,
     ):
         env, password, counts = _set_up(args, work, url)
-        child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=env)
-        base = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
-        cli.wait_until_answering(child, base + "/readyz", _START_TIMEOUT_S, want_status=200)
+        child, base = serve_agentws(procs, "agentws", env, _say)
         site = measure_site(
             base,
             _ADMIN,

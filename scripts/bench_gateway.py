@@ -17,7 +17,7 @@ loopback, in a temp directory of its own:
    its default settings, the upstream registered as a gateway and a virtual
    server holding its tools (see :mod:`benchlib.contextforge`).
 
-The same load client (:mod:`benchlib.load`: ``--concurrency`` workers, an
+The same load client (:mod:`benchlib.mcp_load`: ``--concurrency`` workers, an
 initialized Streamable HTTP session each, ``tools/call`` back to back, each
 answer checked to echo what was sent) runs against each in turn, in
 interleaved rounds (direct, agentws, ContextForge, then the reverse order,
@@ -36,13 +36,14 @@ Two more rows say what one client cannot do to agentws
 (:mod:`benchlib.gateway_bounds`): its RSS over ``--stateless-calls``
 sustained stateless (2026-07-28) calls stays within 10% of where it
 started, and ``/healthz`` answers within 100 ms (p99) while one client
-loops tool calls whose schemas used to freeze the process.
+loops tool calls whose schemas used to freeze the process. The report is
+:mod:`benchlib.gateway_report`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,27 +51,30 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import cli, contextforge, gateway_bounds
-from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
+from benchlib.agentws_setup import agentws_env, run_cli, serve_agentws
+from benchlib.gateway_report import (
+    CONTEXTFORGE_TARGET,
+    CPU_TARGET,
+    DIRECT_TARGET,
+    TITLES,
+    WAYS,
+    passed,
+    render,
+)
+from benchlib.load import best_round, say_round
 from benchlib.machine import describe_machine
-from benchlib.procs import BenchError, Child, Processes, rss_kb
-from benchlib.report import fmt, machine_line, markdown_table, verdict
+from benchlib.procs import BenchError, Child, Processes, rss_kb, start_server
 
 SCRIPTS = Path(__file__).resolve().parent
 REPO = SCRIPTS.parent
 DEFAULT_JSON_OUT = REPO / "bench-results" / "gateway.json"
 DEFAULT_CONTEXTFORGE_VENV = REPO / ".bench-venvs" / "contextforge"
 
-DIRECT_TARGET = 0.6  # agentws calls/s / the upstream called directly
-CPU_TARGET = 1.0  # agentws CPU per call / the upstream's CPU per call
-CONTEXTFORGE_TARGET = 20.0  # agentws calls/s / ContextForge's
 # Seconds a server gets to start answering.
 _START_TIMEOUT_S = 60.0
 _WORKSPACE, _GROUP, _CONNECTOR = "acme", "ops", "upstream"
 _TOOL = f"{_CONNECTOR}_echo"
 _PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "httpx2"]
-# What each way of calling is called in the results, in round order.
-_WAYS = ("direct", "agentws", "contextforge")
-_TITLES = {"direct": "direct", "agentws": "agentws", "contextforge": "ContextForge"}
 
 _say = cli.logger("gateway")
 
@@ -150,10 +154,14 @@ def _start_upstream(procs: Processes, response: str) -> tuple[Child, str]:
     argv = [sys.executable, str(SCRIPTS / "benchlib" / "gateway_upstream.py")]
     if response == "json":
         argv.append("--json-response")
-    child = procs.start("upstream", argv)
-    url = str(child.read_json_line(_START_TIMEOUT_S)["url"])
-    cli.wait_until_answering(child, url.rsplit("/", 1)[0] + "/", _START_TIMEOUT_S)
-    return child, url
+    child, line = start_server(
+        procs,
+        "upstream",
+        argv,
+        timeout_s=_START_TIMEOUT_S,
+        ready=lambda line: str(line["url"]).rsplit("/", 1)[0] + "/",
+    )
+    return child, str(line["url"])
 
 
 def _start_agentws(
@@ -192,10 +200,7 @@ def _start_agentws(
         ]
     )
     writer = gateway_bounds.add_hostile(procs, env, _WORKSPACE, _GROUP) if hostile else None
-    serve_env = {**env, "AGENTWS_BIND": "127.0.0.1:0"}
-    child = procs.start("agentws", [str(agentws_bin()), "serve", "--json"], env=serve_env)
-    base_url = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
-    cli.wait_until_answering(child, base_url + "/readyz", _START_TIMEOUT_S, want_status=200)
+    child, base_url = serve_agentws(procs, "agentws", env, _say)
     return child, f"{base_url}/mcp/g/{_WORKSPACE}/{_GROUP}", token, writer
 
 
@@ -217,37 +222,15 @@ def _job(
 
 
 def _measure(procs: Processes, job: dict[str, Any], way: str, n: int) -> dict[str, Any]:
-    _say(f"{_TITLES[way]}, round {n}: load for {job['warmup_s']:g}+{job['seconds']:g} s")
-    result = cli.run_load_client(procs, "load.py", job, job["warmup_s"] + job["seconds"] + 120)
+    _say(f"{TITLES[way]}, round {n}: load for {job['warmup_s']:g}+{job['seconds']:g} s")
+    timeout = job["warmup_s"] + job["seconds"] + 120
+    result = cli.run_load_client(procs, "mcp_load.py", job, timeout)
     result.pop("answers", None)
-    seconds = result["seconds"]
     calls = max(1, result["calls"])
-    measured = result["client_cpu_s"]
     for pid_name in job["other_pids"]:
-        cpu = result[f"{pid_name}_cpu_s"]
-        measured += cpu
-        result[f"{pid_name}_cpu_ms_per_call"] = cpu * 1000 / calls
-    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - measured) / seconds
-    result["client_cpu_cores"] = result["client_cpu_s"] / seconds
-    _say(
-        f"  {result['throughput_rps']:.1f} calls/s, p50 {result['p50_ms']:.1f} ms, "
-        f"p99 {result['p99_ms']:.1f} ms, {result['errors']} failed, "
-        f"other processes {result['other_cpu_cores']:.2f} cores"
-    )
+        result[f"{pid_name}_cpu_ms_per_call"] = result[f"{pid_name}_cpu_s"] * 1000 / calls
+    say_round(_say, result, "throughput_rps", "calls/s")
     return result
-
-
-def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    best = dict(max(runs, key=lambda r: r["throughput_rps"]))
-    best["errors_all_rounds"] = sum(r["errors"] for r in runs)
-    best["throughput_all_rounds"] = [r["throughput_rps"] for r in runs]
-    best["other_cpu_cores_max"] = max(r["other_cpu_cores"] for r in runs)
-    best["client_cpu_cores_max"] = max(r["client_cpu_cores"] for r in runs)
-    return best
-
-
-def _ratio(a: float | None, b: float | None) -> float:
-    return a / b if a is not None and b else math.nan
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -304,11 +287,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 _say(f"ContextForge left out: {problem}")
                 results["contextforge_problem"] = problem
-        runs: dict[str, list[dict[str, Any]]] = {way: [] for way in jobs}
-        for n in range(1, args.rounds + 1):
-            order = [w for w in _WAYS if w in jobs]
-            for way in order if n % 2 else reversed(order):
-                runs[way].append(_measure(procs, jobs[way], way, n))
+        measures = {
+            way: functools.partial(_measure, procs, jobs[way], way) for way in WAYS if way in jobs
+        }
+        runs = cli.abba_rounds(args.rounds, measures, lambda _: None)
         results["rss_kb"] = {"upstream": rss_kb(upstream.pid)} | {
             way: rss_kb(child.pid) for way, child in gateways.items()
         }
@@ -328,7 +310,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 _say,
             )
     for way, way_runs in runs.items():
-        results[way] = _best(way_runs)
+        results[way] = best_round(way_runs, "throughput_rps")
         results[f"{way}_rounds"] = way_runs
     _gateway_cpu(results)
     return results
@@ -343,175 +325,6 @@ def _gateway_cpu(results: dict[str, Any]) -> None:
         best["gateway_cpu_ms_per_call_all"] = sum(
             v for k, v in best.items() if k.startswith("gateway") and k.endswith("_ms_per_call")
         )
-
-
-def _cell(results: dict[str, Any], way: str, text: str | None) -> str:
-    if way not in results:
-        return "not run" if way == "contextforge" else "—"
-    return text or "—"
-
-
-def _rows(results: dict[str, Any]) -> list[list[str]]:
-    direct, agentws = results["direct"], results["agentws"]
-    forge = results.get("contextforge")
-    direct_ratio = _ratio(agentws["throughput_rps"], direct["throughput_rps"])
-    cpu_ratio = _ratio(agentws["gateway_cpu_ms_per_call_all"], agentws["upstream_cpu_ms_per_call"])
-    forge_ratio = _ratio(agentws["throughput_rps"], forge["throughput_rps"]) if forge else None
-
-    def per_way(key: str, digits: int = 1) -> list[str]:
-        return [
-            _cell(results, way, fmt(results[way].get(key), digits) if way in results else None)
-            for way in _WAYS
-        ]
-
-    rows = [
-        [
-            "tools/call echo, 16 clients (calls/s)",
-            *per_way("throughput_rps"),
-            f">= {DIRECT_TARGET}x direct",
-            f"{verdict(direct_ratio >= DIRECT_TARGET)} ({direct_ratio:.2f}x)",
-        ],
-        [
-            "latency p50 / p99 (ms)",
-            *[
-                _cell(
-                    results,
-                    way,
-                    f"{fmt(results[way]['p50_ms'])} / {fmt(results[way]['p99_ms'])}"
-                    if way in results
-                    else None,
-                )
-                for way in _WAYS
-            ],
-            "— (reported)",
-            "—",
-        ],
-        [
-            "failed calls (all rounds)",
-            *[
-                _cell(
-                    results, way, str(results[way]["errors_all_rounds"]) if way in results else None
-                )
-                for way in _WAYS
-            ],
-            "0 (direct, agentws)",
-            verdict(direct["errors_all_rounds"] == 0 and agentws["errors_all_rounds"] == 0),
-        ],
-        [
-            "gateway CPU per call (ms, all threads)",
-            "—",
-            *[
-                _cell(
-                    results,
-                    way,
-                    fmt(results[way]["gateway_cpu_ms_per_call_all"], 2) if way in results else None,
-                )
-                for way in ("agentws", "contextforge")
-            ],
-            "agentws <= the upstream's",
-            f"{verdict(cpu_ratio <= CPU_TARGET)} ({cpu_ratio:.2f}x)",
-        ],
-        [
-            "upstream CPU per call (ms)",
-            *per_way("upstream_cpu_ms_per_call", 2),
-            "— (reported)",
-            "—",
-        ],
-    ]
-    if forge is not None and forge_ratio is not None:
-        rows.append(
-            [
-                "agentws calls/s over ContextForge's",
-                "—",
-                f"{forge_ratio:,.1f}x",
-                "1.0x",
-                f">= {CONTEXTFORGE_TARGET:g}x",
-                verdict(forge_ratio >= CONTEXTFORGE_TARGET),
-            ]
-        )
-    if "stateless_memory" in results:
-        rows += gateway_bounds.rss_rows(results["stateless_memory"])
-    if "healthz" in results:
-        rows += gateway_bounds.healthz_rows(results["healthz"])
-    rss = results["rss_kb"]
-    rows.append(
-        [
-            "RSS at the end (MB)",
-            f"{rss['upstream'] / 1024:,.1f} (upstream)",
-            f"{rss['agentws'] / 1024:,.1f}",
-            _cell(
-                results,
-                "contextforge",
-                f"{rss['contextforge'] / 1024:,.1f}" if "contextforge" in rss else None,
-            ),
-            "— (reported)",
-            "—",
-        ]
-    )
-    return rows
-
-
-def passed(results: dict[str, Any]) -> bool:
-    """Whether every target of the run was met."""
-    return all(row[-1].startswith("PASS") or row[-1] == "—" for row in _rows(results))
-
-
-def render(results: dict[str, Any]) -> str:
-    machine = results["machine"]
-    config = results["config"]
-    packages = machine["packages"]
-    rounds = "; ".join(
-        f"{_TITLES[way]} " + " / ".join(fmt(v) for v in results[way]["throughput_all_rounds"])
-        for way in _WAYS
-        if way in results
-    )
-    noise = max(results[w]["other_cpu_cores_max"] for w in _WAYS if w in results)
-    client = max(results[w]["client_cpu_cores_max"] for w in _WAYS if w in results)
-    lines = [
-        f"## scripts/bench gateway — {results['date']}",
-        "",
-        markdown_table(
-            ["measure", "direct", "agentws", "ContextForge", "target", "result"], _rows(results)
-        ),
-        "",
-        machine_line(machine),
-        f"- Upstream: mcp {packages['mcp']} `MCPServer` with one tool, `echo(text)`, on uvicorn "
-        f"{packages['uvicorn']} (Streamable HTTP, stateful sessions, each POST answered "
-        + (
-            "with a short SSE stream, the SDK's default"
-            if config["upstream_response"] == "sse"
-            else "in JSON"
-        )
-        + "); every way below calls this one process.",
-        f"- agentws {packages['agentws']} (`agentws serve`: Hypercorn {packages['hypercorn']}, "
-        f"trio {packages['trio']}, SQLite store): the upstream is a remote MCP connector "
-        "attached to the group, its tool labelled read; each call is authenticated (a read "
-        "token), checked against the group's permissions, audited, and forwarded over the "
-        "connector's link.",
-        (
-            f"- ContextForge {results['contextforge_version']} (`mcp-contextforge-gateway`, "
-            f"its default settings, {config['contextforge_workers']} worker(s), in a venv of its "
-            "own) but two: loopback upstreams allowed (`SSRF_ALLOW_LOCALHOST`) and its rate "
-            "limiter off (by default 100 MCP requests a minute per user, which is what would "
-            "be measured); the upstream registered as a gateway, a virtual server of its tools."
-            if "contextforge" in results
-            else "- ContextForge: not run "
-            f"({results.get('contextforge_problem', '--contextforge off')})."
-        ),
-        f"- Load: one client process, {config['concurrency']} workers, each with its own "
-        "initialized Streamable HTTP session calling tools/call back to back, each answer "
-        f"checked to echo its text; {config['warmup_s']:g} s warm-up, then "
-        f"{config['seconds']:g} s measured; {config['rounds']} round(s), each running every "
-        "way once (odd rounds in order, even rounds reversed), servers up throughout; best "
-        "round shown (all rounds in the JSON). CPU per call: each process's CPU time over the "
-        "measured window divided by the calls measured in it.",
-        f"- Calls/s in each round: {rounds}. The load client used up to {client:.2f} cores; "
-        f"other processes up to {noise:.2f} cores during the measured windows.",
-    ]
-    for way in _WAYS:
-        for error in results.get(way, {}).get("error_samples", [])[:3]:
-            lines.append(f"- {_TITLES[way]} error: {error}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,14 +50,10 @@ from benchlib.machine import describe_machine
 from benchlib.procs import BenchError, Processes
 from benchlib.report import machine_line, markdown_table, write_json
 from chaoslib.common import Outcome, ScenarioError, ServerDied, Skip, now, say
-from chaoslib.scenarios import (
-    Context,
-    db_restart,
-    graceful_restart,
-    kill9,
-    slow_model,
-)
+from chaoslib.db_restart import db_restart
+from chaoslib.scenarios import graceful_restart, kill9, slow_model
 from chaoslib.slow_client import slow_client
+from chaoslib.steps import Context
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_JSON_OUT = REPO / "bench-results" / "chaos.json"

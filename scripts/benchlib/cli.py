@@ -1,10 +1,11 @@
 """What every ``scripts/bench_<mode>.py`` does around its measures.
 
 The common options (``--json-out``, ``--check``, ``--keep``), the progress
-logger, the temp directory a run works in, waiting for a server to answer,
-the rounds of agentws against the reference in ABBA order,
+logger, the temp directory a run works in,
+the rounds of agentws against its reference in ABBA order,
 running a load client (a script of this package reading a JSON job on
-stdin, printing JSON results on stdout), and the end of ``main``: run under
+stdin, printing JSON results on stdout) or a trio measure in this process
+(:func:`run_trio`), and the end of ``main``: run under
 :func:`~benchlib.procs.terminate_on_signals`, write the JSON, print the
 Markdown report.
 """
@@ -19,14 +20,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
+import trio
 
-from benchlib.procs import BenchError, Child, Processes, read_json, terminate_on_signals
+from benchlib.procs import BenchError, Processes, read_json, terminate_on_signals
 from benchlib.report import write_json
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "now_utc",
     "run_and_report",
     "run_load_client",
-    "wait_until_answering",
+    "run_trio",
     "workdir",
 ]
 
@@ -83,47 +83,22 @@ def workdir(mode: str, keep: bool) -> Iterator[Path]:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def wait_until_answering(
-    child: Child, url: str, timeout: float, *, want_status: int | None = None
-) -> None:
-    """Poll ``url`` until it answers (with ``want_status``, when given) or ``child`` dies.
-
-    :raises BenchError: ``child`` exited, or ``timeout`` seconds went by.
-    """
-    deadline = time.monotonic() + timeout
-    status = None
-    while True:
-        try:
-            status = httpx2.get(url, timeout=2.0).status_code
-            if want_status is None or status == want_status:
-                return
-        except httpx2.TransportError:
-            pass
-        if child.process.poll() is not None or time.monotonic() > deadline:
-            if want_status is None:
-                raise BenchError(f"{child.name} does not answer at {url}\n{child.log_tail()}")
-            raise BenchError(
-                f"{child.name} is not ready at {url} (last answer: {status})\n{child.log_tail()}"
-            )
-        time.sleep(0.1)
-
-
 def abba_rounds(
     rounds: int,
-    agentws: Callable[[int], dict[str, Any]],
-    reference: Callable[[int], dict[str, Any]],
+    measures: dict[str, Callable[[int], dict[str, Any]]],
     note: Callable[[dict[str, Any]], None],
 ) -> dict[str, list[dict[str, Any]]]:
-    """``rounds`` runs of each server, in ABBA order (agentws, reference, reference, ...).
+    """``rounds`` runs of each measure, odd rounds in order, even rounds reversed (ABBA).
 
-    ``agentws(n)`` and ``reference(n)`` measure round ``n``; ``note`` is
-    called on each result as it comes. The results of each, in order.
+    ``measures`` maps each server's name to a function measuring round
+    ``n``; ``note`` is called on each result as it comes. The results of
+    each, in order.
     """
-    runs: dict[str, list[dict[str, Any]]] = {"agentws": [], "reference": []}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in measures}
+    order = list(measures)
     for n in range(1, rounds + 1):
-        order = ["agentws", "reference"] if n % 2 else ["reference", "agentws"]
-        for name in order:
-            result = agentws(n) if name == "agentws" else reference(n)
+        for name in order if n % 2 else reversed(order):
+            result = measures[name](n)
             note(result)
             runs[name].append(result)
     return runs
@@ -146,6 +121,30 @@ def run_load_client(
     if child.process.returncode != 0:
         raise BenchError(f"the load client failed\n{child.log_tail()}")
     return read_json(out, "the load client's output")
+
+
+def run_trio(function: Callable[[], Any]) -> dict[str, Any]:
+    """``trio.run(function)``; a group of one exception is raised as that exception."""
+    try:
+        result: dict[str, Any] = trio.run(function)
+    except BaseExceptionGroup as group:
+        leaves: list[BaseException] = []
+
+        def flatten(error: BaseException) -> None:
+            if isinstance(error, BaseExceptionGroup):
+                for inner in error.exceptions:
+                    flatten(inner)
+            else:
+                leaves.append(error)
+
+        flatten(group)
+        for leaf in leaves:
+            if isinstance(leaf, KeyboardInterrupt | BenchError):
+                raise leaf from None
+        if len(leaves) == 1:
+            raise leaves[0] from group
+        raise
+    return result
 
 
 def run_and_report(

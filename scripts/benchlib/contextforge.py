@@ -50,9 +50,8 @@ from typing import Any
 import attrs
 import httpx2
 
-from benchlib.cli import wait_until_answering
 from benchlib.mcp_client import CallError, initialize_params, parse_result
-from benchlib.procs import BenchError, Child, Processes
+from benchlib.procs import BenchError, Child, Processes, wait_until_answering
 
 __all__ = ["PACKAGE", "ContextForge", "install", "installed_version", "start"]
 

@@ -28,13 +28,16 @@ import collections
 import itertools
 import json
 import re
-import signal
 import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchlib.hypercorn_loopback import loopback_config, serve_on_loopback
 
 #: The key agentws is given; any other gets 401, as the real API answers.
 API_KEY = "sk-ant-bench-key"
@@ -149,28 +152,8 @@ def _parse_args(argv: list[str] | None) -> None:
 
 
 async def main() -> None:
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.keep_alive_timeout = 75
-    config.graceful_timeout = 1
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-
-            async def watch_signals() -> None:
-                async for _ in signals:
-                    if stop.is_set():
-                        nursery.cancel_scope.cancel()
-                    stop.set()
-
-            async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_signals)
-            binds = await nursery.start(run_server)
-            print(json.dumps({"base_url": binds[0]}), flush=True)
+    config = loopback_config(keep_alive_timeout=75, graceful_timeout=1)
+    await serve_on_loopback(app, config)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from benchlib import cli
 from benchlib.agentws_setup import run_cli
 from benchlib.hostile_upstream import PAYLOADS
 from benchlib.modern import ERA
-from benchlib.procs import BenchError, Child, Processes, rss_kb
+from benchlib.procs import BenchError, Child, Processes, rss_kb, start_server
 from benchlib.report import fmt, verdict
 
 __all__ = ["HEALTHZ_TARGET_MS", "RSS_TARGET", "add_hostile", "healthz_rows", "memory", "rss_rows"]
@@ -40,9 +40,14 @@ _HOSTILE = "hostile"
 
 def add_hostile(procs: Processes, env: dict[str, str], workspace: str, group: str) -> str:
     """Start the hostile upstream, add it to agentws as connector ``hostile``; a write token."""
-    child = procs.start("hostile", [sys.executable, str(_LIB / "hostile_upstream.py")])
-    url = str(child.read_json_line(_START_TIMEOUT_S)["url"])
-    cli.wait_until_answering(child, url.rsplit("/", 1)[0] + "/", _START_TIMEOUT_S)
+    _, line = start_server(
+        procs,
+        "hostile",
+        [sys.executable, str(_LIB / "hostile_upstream.py")],
+        timeout_s=_START_TIMEOUT_S,
+        ready=lambda line: str(line["url"]).rsplit("/", 1)[0] + "/",
+    )
+    url = str(line["url"])
     run_cli(env, "connector", "add", workspace, _HOSTILE, "--kind", "remote_mcp", "--url", url)
     run_cli(env, "connector", "attach", workspace, group, _HOSTILE)
     made = run_cli(env, "token", "create", workspace, group, "--name", "hostile")
@@ -54,12 +59,12 @@ def memory(
 ) -> dict[str, Any]:
     """agentws's RSS before and after ``calls`` stateless calls of ``job``'s tool."""
     stateless = {**job, "era": ERA, "warmup_s": 0.0, "seconds": 3.0}
-    cli.run_load_client(procs, "load.py", stateless, 120)  # warm-up: caches, pools, links
+    cli.run_load_client(procs, "mcp_load.py", stateless, 120)  # warm-up: caches, pools, links
     before = rss_kb(agentws.pid)
     anon_before = rss_kb(agentws.pid, "RssAnon")
     sent = 0
     while sent < calls:
-        result = cli.run_load_client(procs, "load.py", stateless, 120)
+        result = cli.run_load_client(procs, "mcp_load.py", stateless, 120)
         if result["errors"]:
             raise BenchError(f"stateless calls failed: {result.get('error_samples')}")
         sent += int(result["calls"])

@@ -13,16 +13,16 @@ every acknowledged event is checked to be in the database.
 from __future__ import annotations
 
 import argparse
-import secrets
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from benchlib import cli
-from benchlib.agentws_setup import agentws_bin, agentws_env, run_cli
-from benchlib.procs import BenchError, Child, Processes
+from benchlib.agentws_setup import agentws_env, run_cli, serve_agentws
+from benchlib.postgres import fresh_schema, psql
+from benchlib.procs import Child, Processes
 from benchlib.report import fmt, machine_line, markdown_table
+from benchlib.webhook_load import closed_job
 from benchlib.webhook_setup import (
     BURST,
     CHANNEL,
@@ -33,48 +33,18 @@ from benchlib.webhook_setup import (
     WORKSPACE,
 )
 
-__all__ = ["psql", "render_instances", "run_instances"]
+__all__ = ["render_instances", "run_instances"]
 
-_START_TIMEOUT_S = 30.0
 _WORKER_CONCURRENCY = "16"
 
 _say = cli.logger("webhooks --instances")
 
 
-def psql(base_url: str, sql: str) -> str:
-    parts = urlsplit(base_url)
-    argv = [
-        "psql",
-        "-X",
-        "-q",
-        "-t",
-        "-A",
-        "-h",
-        parts.hostname or "127.0.0.1",
-        "-p",
-        str(parts.port or 5432),
-        "-U",
-        parts.username or "postgres",
-        "-d",
-        parts.path.lstrip("/") or "postgres",
-        "-c",
-        sql,
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise BenchError(f"psql failed ({sql[:60]}…): {done.stderr.strip()}")
-    return done.stdout.strip()
-
-
-def _fresh_site(base_url: str, directory: Path) -> tuple[str, str, str]:
-    """A new schema with the benchmark's webhook: its database URL, hook path, schema name."""
-    schema = f"bench_{secrets.token_hex(6)}"
-    psql(base_url, f'CREATE SCHEMA "{schema}"')
-    joiner = "&" if "?" in base_url else "?"
-    url = f"{base_url}{joiner}search_path={schema}"
+def _set_up_webhook(url: str, directory: Path) -> str:
+    """The benchmark's webhook in the database at ``url``: its hook path."""
     env = agentws_env(url, AGENTWS_DATA_DIR=str(directory), AGENTWS_BIND="127.0.0.1:0")
 
-    def run(*args: str) -> dict[str, Any]:
+    def run(*args: str) -> Any:
         return run_cli(env, *args, cwd=directory)
 
     run("init")
@@ -84,22 +54,18 @@ def _fresh_site(base_url: str, directory: Path) -> tuple[str, str, str]:
         "--prompt", PROMPT, "--rate", RATE, "--burst", BURST,
         "--concurrency", WEBHOOK_CONCURRENCY,
     )  # fmt: skip
-    return url, urlsplit(str(created["url"])).path, schema
+    return urlsplit(str(created["url"])).path
 
 
 def _start(procs: Processes, url: str, directory: Path, name: str) -> tuple[Child, str]:
     env = agentws_env(
         url,
         AGENTWS_DATA_DIR=str(directory),
-        AGENTWS_BIND="127.0.0.1:0",
         AGENTWS_INSTANCE_ID=name,
         AGENTWS_WORKER_CONCURRENCY=_WORKER_CONCURRENCY,
         AGENTWS_SHUTDOWN_GRACE_S="5",
     )
-    child = procs.start(name, [str(agentws_bin()), "serve", "--json"], env=env)
-    base = str(child.read_json_line(_START_TIMEOUT_S)["base_url"])
-    cli.wait_until_answering(child, base + "/readyz", _START_TIMEOUT_S, want_status=200)
-    return child, base
+    return serve_agentws(procs, name, env, _say)
 
 
 def _measure(
@@ -107,27 +73,24 @@ def _measure(
 ) -> dict[str, Any]:
     directory = work / f"round-{n}-{instances}"
     directory.mkdir()
-    url, path, schema = _fresh_site(args.database_url, directory)
-    servers = [_start(procs, url, directory, f"agentws-{n}-{i}") for i in range(1, instances + 1)]
-    _say(f"{instances} instance(s), round {n}: {args.concurrency} senders for {args.duration:g} s")
-    job = {
-        "mode": "closed",
-        "url": servers[0][1] + path,
-        "urls": [base + path for _, base in servers],
-        "concurrency": args.concurrency,
-        "warmup_s": args.warmup,
-        "seconds": args.duration,
-        "server_pid": servers[0][0].pid,
-    }
-    try:
-        result = cli.run_load_client(
-            procs, "webhook_load.py", job, args.warmup + args.duration + 120
+    with fresh_schema(args.database_url) as (url, schema):
+        path = _set_up_webhook(url, directory)
+        servers = [
+            _start(procs, url, directory, f"agentws-{n}-{i}") for i in range(1, instances + 1)
+        ]
+        _say(
+            f"{instances} instance(s), round {n}: {args.concurrency} senders for "
+            f"{args.duration:g} s"
         )
-    finally:
-        for child, _ in servers:
-            procs.stop(child)
-    stored = int(psql(args.database_url, f'SELECT COUNT(*) FROM "{schema}".events') or 0)
-    psql(args.database_url, f'DROP SCHEMA "{schema}" CASCADE')
+        job = closed_job(args, [base + path for _, base in servers], servers[0][0].pid)
+        try:
+            result = cli.run_load_client(
+                procs, "webhook_load.py", job, args.warmup + args.duration + 120
+            )
+        finally:
+            for child, _ in servers:
+                procs.stop(child)
+        stored = int(psql(args.database_url, f'SELECT COUNT(*) FROM "{schema}".events') or 0)
     result["instances"] = instances
     result["events_stored"] = stored
     result["acknowledged_missing"] = max(0, result["accepted_total"] - stored)
@@ -157,11 +120,13 @@ def run_instances(args: argparse.Namespace) -> dict[str, Any]:
     with cli.workdir("webhooks-instances", args.keep) as work, Processes(work) as procs:
         runs = cli.abba_rounds(
             args.rounds,
-            lambda n: _measure(args, procs, work, 1, n),
-            lambda n: _measure(args, procs, work, args.instances, n),
+            {
+                "one": lambda n: _measure(args, procs, work, 1, n),
+                "many": lambda n: _measure(args, procs, work, args.instances, n),
+            },
             lambda result: None,
         )
-    one, many = runs["agentws"], runs["reference"]
+    one, many = runs["one"], runs["many"]
     results["one"], results["many"] = one, many
     best_one = max(r["accepted_per_s"] for r in one)
     best_many = max(r["accepted_per_s"] for r in many)

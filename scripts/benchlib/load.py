@@ -1,33 +1,24 @@
-"""Load on one MCP server's ``tools/call`` or ``tools/list``, in a process of its own.
+"""The load library of the benchmarks: measured windows, request loops, latency figures.
 
-Reads a JSON job on stdin::
+Every load client of ``scripts/bench`` (:mod:`benchlib.mcp_load`,
+:mod:`benchlib.webhook_load`, :mod:`benchlib.hostile_load`, the
+``tools/list`` load of :mod:`benchlib.session_hold`) and every sequential
+timing (``scripts/bench approvals``, ``scripts/bench dashboard``) runs on
+this module:
 
-    {"url": ..., "token": ... or null, "tool": "search_context",
-     "queries": [...], "limit": 5, "concurrency": 16,
-     "warmup_s": 3, "seconds": 15, "server_pid": 1234 or null}
-
-(plus ``"era": "2026-07-28"`` for requests of that stateless revision,
-each on its own with no session: see :mod:`benchlib.modern`; or
-``{"method": "tools/list", "expect_tools": 202, "rate_per_client": 5 or
-null, ...}`` for ``tools/list`` instead, no tool or queries needed) and
-prints one JSON document of results on stdout. Each of ``concurrency``
-workers opens its own Streamable HTTP session (initialize, initialized),
-then calls the tool in a loop, cycling through the queries from its own
-offset (or lists the tools, checking that exactly ``expect_tools`` come
-back, each with a name and an input schema; an answer byte-identical to
-one checked before, id aside, is not parsed again), until the run ends.
-``tools/list`` workers with a ``rate_per_client`` are paced instead of
-back to back: each calls at random (Poisson) times, that many a second on
-average, and a call's latency counts from when it was due, so a call held
-up behind a slow one is charged for the wait. Only calls that start after
-the warm-up and finish before the end are measured; every failed call,
-warm-up included, is an error. The first answer to each query is kept
-(URIs of the hits) so the caller can check both servers found the same
-documents. The CPU time of this process, of the server (``server_pid``)
-and of the whole machine (/proc/stat) is taken at both ends of the
-measured window, so the caller can tell how much CPU other processes took
-meanwhile. Its ``percentile``, ``latency_figures``, ``CpuWindow`` and
-``run_job_from_stdin`` serve :mod:`benchlib.webhook_load` too.
+- :class:`Tally` is a measured window: the latencies of the requests that
+  started after the warm-up and finished before the end, every failure
+  (with a few samples) and the answers' statuses;
+- :func:`run_window` runs ``concurrency`` workers (a closed loop each,
+  back to back) with the CPU of the processes taken at both ends of the
+  window (:class:`benchlib.procs.CpuWindow`); :class:`Arrivals` paces a
+  worker at random (Poisson) times instead;
+- :func:`percentile` and :func:`latency_figures` make the p50/p90/p99/max
+  of a run; :func:`timed_gets` times one request after another;
+- :func:`best_round` keeps the best of a server's rounds and
+  :func:`say_round` prints one round's figures;
+- :func:`run_job_from_stdin` is the ``main`` of a load client: a JSON job
+  on stdin, its JSON results on stdout.
 """
 
 from __future__ import annotations
@@ -38,25 +29,28 @@ import random
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import trio
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchlib.procs import BenchError, CpuWindow, cpu_cores
 
-from benchlib.mcp_client import CallError, StreamableSession, parse_result
-from benchlib.modern import ERA, StatelessClient
-from benchlib.procs import cpu_seconds, machine_busy_seconds
+__all__ = [
+    "MAX_ERROR_SAMPLES",
+    "Arrivals",
+    "Tally",
+    "best_round",
+    "latency_figures",
+    "percentile",
+    "run_job_from_stdin",
+    "run_window",
+    "say_round",
+    "timed_gets",
+]
 
-# Errors kept verbatim in the result, to say what went wrong without a flood.
-_MAX_ERROR_SAMPLES = 5
-# Distinct tools/list answers remembered as checked (they change only with the catalog).
-_MAX_CHECKED_ANSWERS = 8
-# A call slower than this is an error: the server is stuck, not slow.
-_CALL_TIMEOUT_S = 30.0
+# Failures kept verbatim in a result, to say what went wrong without a flood.
+MAX_ERROR_SAMPLES = 5
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -67,261 +61,149 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def latency_figures(latencies: list[float]) -> dict[str, float]:
-    """``p50_ms``, ``p90_ms``, ``p99_ms`` and ``max_ms`` of an ascending list of seconds."""
+def latency_figures(latencies: list[float], *, empty_max: float = 0.0) -> dict[str, float]:
+    """``p50_ms``, ``p90_ms``, ``p99_ms`` and ``max_ms`` of an ascending list of seconds.
+
+    ``empty_max`` is the ``max_ms`` of an empty list.
+    """
     return {
         "p50_ms": percentile(latencies, 0.50) * 1000,
         "p90_ms": percentile(latencies, 0.90) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
-        "max_ms": (latencies[-1] * 1000) if latencies else 0.0,
+        "max_ms": (latencies[-1] * 1000) if latencies else empty_max,
     }
 
 
-class CpuWindow:
-    """CPU time of this process, of a server and of the machine at both ends of a window."""
+class Tally:
+    """One measured window: latencies inside it, every failure, the answers' statuses."""
 
-    def __init__(self, server_pid: int | None, others: dict[str, int] | None = None) -> None:
-        self.server_pid = server_pid
-        #: More processes whose CPU time counts: name -> pid (a gateway's upstream).
-        self.others = dict(others or {})
-        self.cpu: dict[str, float] = {}
-
-    def start(self, nursery: trio.Nursery, measure_from: float, measure_until: float) -> None:
-        """Sample at ``measure_from`` and ``measure_until`` (``time.perf_counter`` times)."""
-        nursery.start_soon(self._sample, measure_from, "from")
-        nursery.start_soon(self._sample, measure_until, "until")
-
-    async def _sample(self, at: float, name: str) -> None:
-        await trio.sleep(max(0.0, at - time.perf_counter()))
-        self.cpu[f"client_{name}"] = time.process_time()
-        self.cpu[f"machine_{name}"] = machine_busy_seconds()
-        if self.server_pid:
-            self.cpu[f"server_{name}"] = cpu_seconds(int(self.server_pid))
-        for other, pid in self.others.items():
-            self.cpu[f"{other}_{name}"] = cpu_seconds(pid)
-
-    def figures(self) -> dict[str, float | None]:
-        """``client_cpu_s``, ``server_cpu_s`` (None without a server) and ``machine_busy_s``."""
-        cpu = self.cpu
-        return {
-            "client_cpu_s": cpu["client_until"] - cpu["client_from"],
-            "server_cpu_s": (
-                (cpu["server_until"] - cpu["server_from"]) if self.server_pid else None
-            ),
-            "machine_busy_s": cpu["machine_until"] - cpu["machine_from"],
-            **{
-                f"{other}_cpu_s": cpu[f"{other}_until"] - cpu[f"{other}_from"]
-                for other in self.others
-            },
-        }
-
-
-class _Run:
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
+    def __init__(self) -> None:
         self.latencies: list[float] = []
         self.errors = 0
         self.error_samples: list[str] = []
-        self.calls = 0
-        self.hits = 0
-        self.checked = 0
-        self.answers: dict[str, list[str]] = {}
+        self.statuses: dict[str, int] = {}
         self.measure_from = 0.0
         self.measure_until = 0.0
-        self.response_bytes = 0
-        # tools/list answers checked in full, from their "result" on (the id
-        # before it differs per call) -> how many tools they listed.
-        self.checked_answers: dict[bytes, int] = {}
 
-    def record(self, begun: float, ended: float) -> None:
-        """Count a call that succeeded, if it lies inside the measured window."""
+    def open_window(self, warmup_s: float, seconds: float) -> None:
+        """Measure from ``warmup_s`` from now, for ``seconds`` (``time.perf_counter`` times)."""
+        self.measure_from = time.perf_counter() + warmup_s
+        self.measure_until = self.measure_from + seconds
+
+    def record(self, begun: float, ended: float) -> bool:
+        """Keep a request's latency if it lies inside the window; whether it did."""
         if begun >= self.measure_from and ended <= self.measure_until:
             self.latencies.append(ended - begun)
-            self.calls += 1
+            return True
+        return False
 
     def error(self, text: str) -> None:
         self.errors += 1
-        if len(self.error_samples) < _MAX_ERROR_SAMPLES:
+        if len(self.error_samples) < MAX_ERROR_SAMPLES:
             self.error_samples.append(text)
 
-    def check(self, query: str, result: dict[str, Any]) -> None:
-        if result.get("isError"):
-            content = result.get("content") or [{}]
-            raise CallError(f"tool error: {str(content[0].get('text'))[:200]}")
-        if self.job.get("echo"):
-            self.check_echo(query, result)
-            return
-        structured = result.get("structuredContent") or {}
-        hits = structured.get("results")
-        if not isinstance(hits, list) or not result.get("content"):
-            raise CallError("the result has no content or no structuredContent.results")
-        self.hits += len(hits)
-        self.checked += 1
-        if query not in self.answers:
-            self.answers[query] = [str(hit.get("uri")) for hit in hits]
+    def status(self, code: int | str) -> None:
+        key = str(code)
+        self.statuses[key] = self.statuses.get(key, 0) + 1
 
-    def check_echo(self, text: str, result: dict[str, Any]) -> None:
-        content = result.get("content") or [{}]
-        if content[0].get("text") != text:
-            raise CallError(f"echoed {str(content[0].get('text'))[:100]!r}, sent {text[:100]!r}")
-        self.hits += 1
-        self.checked += 1
-
-    def check_list_answer(self, request_id: int, content_type: str, content: bytes) -> None:
-        """Check a tools/list answer; one identical to an answer checked before is not parsed.
-
-        Parsing 150 KB of JSON costs the client more than the server spends
-        answering; on two cores the load generator would measure itself.
-        """
-        start = content.find(b'"result":')
-        key = content[start:] if start >= 0 and content_type.startswith("application/json") else b""
-        if key and key in self.checked_answers:
-            self.hits += self.checked_answers[key]
-            self.checked += 1
-            return
-        result = parse_result("tools/list", request_id, content_type, content)
-        self.check_list(result)
-        if key and len(self.checked_answers) < _MAX_CHECKED_ANSWERS:
-            self.checked_answers[key] = len(result["tools"])
-
-    def check_list(self, result: dict[str, Any]) -> None:
-        tools = result.get("tools")
-        expected = self.job.get("expect_tools")
-        if not isinstance(tools, list):
-            raise CallError("the result has no tools list")
-        if expected is not None and len(tools) != expected:
-            raise CallError(f"{len(tools)} tools listed, expected {expected}")
-        if not all(isinstance(t, dict) and t.get("name") and t.get("inputSchema") for t in tools):
-            raise CallError("a listed tool has no name or no inputSchema")
-        self.hits += len(tools)
-        self.checked += 1
-        if not self.response_bytes:
-            self.response_bytes = len(json.dumps(result, separators=(",", ":")))
+    def figures(self) -> dict[str, Any]:
+        """The latency figures of the window, and its failures."""
+        latencies = sorted(self.latencies)
+        return {
+            **latency_figures(latencies),
+            "errors": self.errors,
+            "error_samples": self.error_samples,
+        }
 
 
-def _arguments(job: dict[str, Any], query: str) -> dict[str, Any]:
-    """A call's arguments: ``{"text": ...}`` for an echo job, else the search's."""
-    if job.get("echo"):
-        return {"text": query}
-    return {"query": query, "limit": job["limit"]}
+async def run_window(
+    tally: Tally,
+    cpu: CpuWindow,
+    concurrency: int,
+    worker: Callable[[int], Awaitable[None]],
+    *,
+    warmup_s: float,
+    seconds: float,
+) -> None:
+    """Open ``tally``'s window and run ``worker(0..concurrency-1)`` until they return.
 
-
-async def _open_session(
-    run: _Run, client: httpx2.AsyncClient
-) -> StreamableSession | StatelessClient | None:
-    """An initialized session of the job's server, or None (counted as an error).
-
-    A job of the stateless revision (``"era": "2026-07-28"``) gets a
-    :class:`~benchlib.modern.StatelessClient`: no handshake, no session.
+    Each worker loops until ``tally.measure_until``; ``cpu`` is sampled at
+    both ends of the window.
     """
-    url, token = run.job["url"], run.job.get("token")
-    session: StreamableSession | StatelessClient
-    if run.job.get("era") == ERA:
-        session = StatelessClient(client, url, token)
-    else:
-        session = StreamableSession(client, url, token)
-    try:
-        with trio.fail_after(_CALL_TIMEOUT_S):
-            await session.initialize()
-    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
-        run.error(f"initialize: {exc!r}")
-        return None
-    return session
+    tally.open_window(warmup_s, seconds)
+    async with trio.open_nursery() as nursery:
+        cpu.start(nursery, tally.measure_from, tally.measure_until)
+        for index in range(concurrency):
+            nursery.start_soon(worker, index)
 
 
-async def _worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
-    job = run.job
-    if job.get("method", "tools/call") == "tools/list":
-        await _list_worker(run, client, index, stop_at)
-        return
-    queries: list[str] = job["queries"]
-    session = await _open_session(run, client)
-    if session is None:
-        return
-    n = index * 7
-    perf_counter = time.perf_counter
-    try:
-        while perf_counter() < stop_at:
-            query = queries[n % len(queries)]
-            n += 1
-            params = {"name": job["tool"], "arguments": _arguments(job, query)}
-            started = perf_counter()
-            try:
-                with trio.fail_after(_CALL_TIMEOUT_S):
-                    result = await session.call("tools/call", params)
-                run.check(query, result)
-            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
-                run.error(f"tools/call {query!r}: {exc!r}")
-                continue
-            run.record(started, perf_counter())
-    finally:
-        with trio.move_on_after(5, shield=True):
-            await session.aclose()
+class Arrivals:
+    """Random (Poisson) arrival times, ``rate`` a second on average, the same on every run."""
+
+    def __init__(self, seed: str, rate: float) -> None:
+        self._random = random.Random(seed)  # noqa: S311 - not a secret
+        self._rate = rate
+        #: When the next call is due (``time.perf_counter``).
+        self.due = time.perf_counter()
+
+    def advance(self) -> float:
+        """The next arrival's due time."""
+        self.due += self._random.expovariate(self._rate)
+        return self.due
+
+    async def wait(self) -> None:
+        """Sleep until the due time."""
+        await trio.sleep(max(0.0, self.due - time.perf_counter()))
 
 
-async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int, stop_at: float) -> None:
-    session = await _open_session(run, client)
-    if session is None:
-        return
-    rate = run.job.get("rate_per_client")
-    # Seeded per worker: the same arrival times on every run.
-    arrivals = random.Random(f"tools/list worker {index}")  # noqa: S311 - not a secret
-    perf_counter = time.perf_counter
-    due = perf_counter()
-    try:
-        while perf_counter() < stop_at:
-            if rate:
-                due += arrivals.expovariate(rate)
-                await trio.sleep_until(trio.current_time() + max(0.0, due - perf_counter()))
-            started = perf_counter()
-            try:
-                with trio.fail_after(_CALL_TIMEOUT_S):
-                    answer = await session.call_raw("tools/list", {})
-                run.check_list_answer(*answer)
-            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
-                run.error(f"tools/list: {exc!r}")
-                continue
-            # Paced: from when the call was due, so waiting behind a slow call counts.
-            run.record(min(due, started) if rate else started, perf_counter())
-    finally:
-        with trio.move_on_after(5, shield=True):
-            await session.aclose()
+def timed_gets(
+    http: httpx2.Client, path: str, count: int, *, warmup: int = 0, status: int = 200
+) -> tuple[list[float], int]:
+    """GET ``path`` ``warmup + count`` times, one after another, the body read in full.
+
+    Returns the times of the last ``count`` in ms, ascending, and the largest body.
+
+    :raises BenchError: an answer was not ``status``.
+    """
+    times: list[float] = []
+    size = 0
+    for n in range(warmup + count):
+        started = time.perf_counter()
+        answer = http.get(path)
+        elapsed = (time.perf_counter() - started) * 1000
+        if answer.status_code != status:
+            raise BenchError(f"{path} answered {answer.status_code}: {answer.text[:300]}")
+        if n >= warmup:
+            times.append(elapsed)
+            size = max(size, len(answer.content))
+    times.sort()
+    return times, size
 
 
-async def run_load(job: dict[str, Any]) -> dict[str, Any]:
-    """Run the job described in the module docstring; the results as a JSON-able dict."""
-    run = _Run(job)
-    concurrency = int(job["concurrency"])
-    limits = httpx2.Limits(
-        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+def best_round(results: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """The best of a server's rounds by ``key`` (the one least disturbed), with the others.
+
+    Adds ``errors_all_rounds``, ``<key>_all_rounds`` and the most cores the
+    client and other processes took in any round.
+    """
+    best = dict(max(results, key=lambda r: r[key]))
+    best["errors_all_rounds"] = sum(r["errors"] for r in results)
+    best[f"{key}_all_rounds"] = [r[key] for r in results]
+    best["other_cpu_cores_max"] = max(r["other_cpu_cores"] for r in results)
+    best["client_cpu_cores_max"] = max(r["client_cpu_cores"] for r in results)
+    return best
+
+
+def say_round(say: Callable[[str], None], result: dict[str, Any], rate: str, unit: str) -> None:
+    """Work out the cores each process used in a round (:func:`~benchlib.procs.cpu_cores`),
+    and say its rate (``result[rate]``, in ``unit``), latency, errors and noise."""
+    cpu_cores(result)
+    say(
+        f"  {result[rate]:.1f} {unit}, p50 {result['p50_ms']:.1f} ms, "
+        f"p99 {result['p99_ms']:.1f} ms, {result['errors']} failed, server "
+        f"{result['server_cpu_cores']:.2f} cores, client {result['client_cpu_cores']:.2f} cores, "
+        f"other processes {result['other_cpu_cores']:.2f} cores"
     )
-    async with httpx2.AsyncClient(limits=limits, timeout=_CALL_TIMEOUT_S) as client:
-        start = time.perf_counter()
-        run.measure_from = start + float(job["warmup_s"])
-        run.measure_until = run.measure_from + float(job["seconds"])
-        cpu = CpuWindow(job.get("server_pid"), job.get("other_pids"))
-        async with trio.open_nursery() as nursery:
-            cpu.start(nursery, run.measure_from, run.measure_until)
-            for index in range(concurrency):
-                nursery.start_soon(_worker, run, client, index, run.measure_until)
-    latencies = sorted(run.latencies)
-    seconds = float(job["seconds"])
-    return {
-        "calls": run.calls,
-        "calls_total": run.checked,
-        "seconds": seconds,
-        "throughput_rps": run.calls / seconds,
-        **latency_figures(latencies),
-        "errors": run.errors,
-        "error_samples": run.error_samples,
-        "mean_hits": run.hits / max(1, run.checked),
-        "method": job.get("method", "tools/call"),
-        "rate_per_client": job.get("rate_per_client"),
-        "concurrency": concurrency,
-        "response_kb": run.response_bytes / 1024,
-        **cpu.figures(),
-        "answers": run.answers,
-    }
 
 
 def run_job_from_stdin(
@@ -334,11 +216,3 @@ def run_job_from_stdin(
     result = trio.run(runner(job), job)
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
-
-
-def main() -> None:
-    run_job_from_stdin(lambda job: run_load)
-
-
-if __name__ == "__main__":
-    main()

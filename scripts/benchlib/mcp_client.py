@@ -22,6 +22,7 @@ __all__ = [
     "initialize_params",
     "parse_result",
     "parse_sse_response",
+    "request_headers",
 ]
 
 # The newest revision reached with the initialize handshake (mcp 2.3).
@@ -30,6 +31,17 @@ PROTOCOL_VERSION = "2025-11-25"
 
 class CallError(Exception):
     """A call that did not produce a successful JSON-RPC result."""
+
+
+def request_headers(token: str | None) -> dict[str, str]:
+    """The headers of a JSON-RPC POST, either answer accepted, with the bearer token if any."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    return headers
 
 
 def initialize_params(version: str = PROTOCOL_VERSION) -> dict[str, Any]:
@@ -65,12 +77,7 @@ class StreamableSession:
     def __init__(self, client: httpx2.AsyncClient, url: str, token: str | None) -> None:
         self._client = client
         self._url = url
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-        }
-        if token:
-            self._headers["authorization"] = f"Bearer {token}"
+        self._headers = request_headers(token)
         self._next_id = 0
         self.session_id: str | None = None
         self.protocol_version: str | None = None

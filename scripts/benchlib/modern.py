@@ -19,7 +19,6 @@ handler, under the same closed-loop load and rounds as the 2025-11-25 row.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import httpx2
@@ -36,21 +35,20 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from benchlib.mcp_client import CallError, parse_result
-from benchlib.report import fmt, verdict
+from benchlib.mcp_client import CallError, parse_result, request_headers
+from benchlib.report import fmt
 
 __all__ = [
     "ERA",
+    "LABEL",
     "TARGET",
     "StatelessClient",
     "notes",
-    "passed",
-    "rows",
 ]
 
 ERA = LATEST_MODERN_VERSION
 TARGET = 1.25  # agentws / reference, stateless tools/call per second
-_LABEL = f"tools/call, {ERA} (stateless)"
+LABEL = f"tools/call, {ERA} (stateless)"
 # The methods whose Mcp-Name header carries a parameter, and which one.
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
@@ -61,13 +59,7 @@ class StatelessClient:
     def __init__(self, client: httpx2.AsyncClient, url: str, token: str | None) -> None:
         self._client = client
         self._url = url
-        self._headers = {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-            MCP_PROTOCOL_VERSION_HEADER: ERA,
-        }
-        if token:
-            self._headers["authorization"] = f"Bearer {token}"
+        self._headers = {**request_headers(token), MCP_PROTOCOL_VERSION_HEADER: ERA}
         self._meta = {
             PROTOCOL_VERSION_META_KEY: ERA,
             CLIENT_CAPABILITIES_META_KEY: {},
@@ -122,55 +114,6 @@ class StatelessClient:
         """Nothing to end: there is no session."""
 
 
-def rows(results: dict[str, Any]) -> list[list[str]]:
-    """The row's lines in the table, from ``_summarise_throughput`` of its rounds."""
-    ours, ref = results["agentws"], results["reference"]
-    ratio = results["throughput_ratio"]
-    lines = [
-        [
-            f"{_LABEL} search_context throughput (calls/s)",
-            fmt(ours["throughput_rps"]),
-            fmt(ref["throughput_rps"]),
-            f">= {TARGET:.2f}x reference",
-            f"{verdict(passed(results))} ({ratio:.2f}x)",
-        ],
-        [
-            f"{ERA} latency p50 / p99 (ms)",
-            f"{fmt(ours['p50_ms'])} / {fmt(ours['p99_ms'])}",
-            f"{fmt(ref['p50_ms'])} / {fmt(ref['p99_ms'])}",
-            "— (reported)",
-            "—",
-        ],
-        [
-            f"{ERA} failed calls (all rounds)",
-            str(ours["errors_all_rounds"]),
-            str(ref["errors_all_rounds"]),
-            "0",
-            verdict(ours["errors_all_rounds"] == 0 and ref["errors_all_rounds"] == 0),
-        ],
-    ]
-    if ours.get("server_cpu_s") is not None and ref.get("server_cpu_s") is not None:
-        per_call = [
-            1000 * r["server_cpu_s"] / r["calls"] if r["calls"] else math.nan for r in (ours, ref)
-        ]
-        lines.append(
-            [
-                f"{ERA} server CPU per call (ms, all threads)",
-                fmt(per_call[0], 2),
-                fmt(per_call[1], 2),
-                "— (reported)",
-                "—",
-            ]
-        )
-    return lines
-
-
-def passed(results: dict[str, Any]) -> bool:
-    """Whether agentws served at least ``TARGET`` times the reference's calls/s."""
-    ratio = results["throughput_ratio"]
-    return not math.isnan(ratio) and ratio >= TARGET
-
-
 def notes(results: dict[str, Any], config: dict[str, Any], mcp_version: str) -> list[str]:
     """The report's notes on how the row was measured, and what came back."""
     modern = results["modern"]
@@ -178,7 +121,7 @@ def notes(results: dict[str, Any], config: dict[str, Any], mcp_version: str) -> 
     differing = len(parity["queries_differing"])
     response = "json_response=True, " if config["reference_response"] == "json" else ""
     lines = [
-        f"- {_LABEL}: the reference is mcp {mcp_version} `MCPServer` + `streamable_http_app("
+        f"- {LABEL}: the reference is mcp {mcp_version} `MCPServer` + `streamable_http_app("
         f"{response}stateless_http=True)` on uvicorn (its session manager hands every request "
         f"naming {ERA} to the SDK's single-exchange handler), the same tool and database; "
         "agentws authenticates the bearer token on every request (there is no session), "
@@ -196,7 +139,7 @@ def notes(results: dict[str, Any], config: dict[str, Any], mcp_version: str) -> 
         ),
         f"- {ERA} calls/s in each round: "
         + ", ".join(
-            f"{name} " + " / ".join(fmt(v) for v in modern[name]["throughput_all_rounds"])
+            f"{name} " + " / ".join(fmt(v) for v in modern[name]["throughput_rps_all_rounds"])
             for name in ("agentws", "reference")
         )
         + "; other processes up to "

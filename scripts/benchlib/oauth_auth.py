@@ -15,15 +15,13 @@ slower).
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from benchlib.agentws_setup import AgentwsSite, agentws_env
+from benchlib.agentws_setup import AgentwsSite, agentws_env, run_script
+from benchlib.cli import abba_rounds
+from benchlib.load import best_round
 from benchlib.modern import ERA
-from benchlib.procs import BenchError, read_json
 from benchlib.report import fmt, verdict
 
 __all__ = ["TARGET", "issue_oauth_token", "measure", "notes", "passed", "rows"]
@@ -34,13 +32,9 @@ _LABEL = f"tools/list, {ERA}, token authenticated on every request (calls/s)"
 
 def issue_oauth_token(site: AgentwsSite) -> str:
     """An OAuth access token for the site's group (``agwo_…``)."""
-    script = Path(__file__).with_name("add_oauth_token.py")
-    argv = [sys.executable, str(script), site.database_url, site.workspace, site.group]
-    env = agentws_env(site.database_url)
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise BenchError(f"issuing an OAuth token failed:\n{done.stderr.strip()[-3000:]}")
-    token: str = read_json(done.stdout, "add_oauth_token.py output")["token"]
+    args = [site.database_url, site.workspace, site.group]
+    env = agentws_env(site.database_url, site.checkout)
+    token: str = run_script("add_oauth_token.py", args, env)["token"]
     return token
 
 
@@ -52,20 +46,20 @@ def measure(
     note: Callable[[str, dict[str, Any]], None],
 ) -> dict[str, Any]:
     """ABBA rounds of ``job`` with each of ``tokens`` (``static``, ``oauth``); the best of each."""
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in tokens}
-    names = list(tokens)
-    for n in range(1, rounds + 1):
-        for name in names if n % 2 else reversed(names):
+
+    def measure_one(name: str) -> Callable[[int], dict[str, Any]]:
+        def one(n: int) -> dict[str, Any]:
             result = run_load({**job, "token": tokens[name], "era": ERA, "method": "tools/list"})
             result.pop("answers", None)
             note(f"{name} token, round {n}", result)
-            runs[name].append(result)
-    summary: dict[str, Any] = {}
-    for name, results in runs.items():
-        best = dict(max(results, key=lambda r: r["throughput_rps"]))
-        best["throughput_all_rounds"] = [r["throughput_rps"] for r in results]
-        best["errors_all_rounds"] = sum(r["errors"] for r in results)
-        summary[name] = best
+            return result
+
+        return one
+
+    runs = abba_rounds(rounds, {name: measure_one(name) for name in tokens}, lambda _: None)
+    summary: dict[str, Any] = {
+        name: best_round(results, "throughput_rps") for name, results in runs.items()
+    }
     static = summary["static"]["throughput_rps"]
     summary["ratio"] = summary["oauth"]["throughput_rps"] / static if static else math.nan
     return summary
@@ -117,7 +111,7 @@ def notes(result: dict[str, Any], config: dict[str, Any]) -> list[str]:
         "ABBA rounds; the table's two columns are the static and the OAuth token, not "
         "agentws and a reference. Calls/s in each round: "
         + "; ".join(
-            f"{name} " + " / ".join(fmt(v) for v in result[name]["throughput_all_rounds"])
+            f"{name} " + " / ".join(fmt(v) for v in result[name]["throughput_rps_all_rounds"])
             for name in ("static", "oauth")
         )
         + "."

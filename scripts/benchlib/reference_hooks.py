@@ -22,15 +22,19 @@ import gc
 import json
 import logging
 import secrets
-import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import trio
 from hypercorn.config import Config
-from hypercorn.trio import serve
 from quart import request
 from quart_trio import QuartTrio
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchlib.hypercorn_loopback import loopback_config, serve_on_loopback
 
 _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 
@@ -62,37 +66,11 @@ def make_app() -> QuartTrio:
 
 def hypercorn_config() -> Config:
     """As ``agentws.server.hypercorn_config`` sets it, on a free loopback port."""
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.worker_class = "trio"
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.keep_alive_timeout = 75
-    config.graceful_timeout = 2
-    return config
+    return loopback_config(keep_alive_timeout=75, graceful_timeout=2)
 
 
 async def main() -> None:
-    app = make_app()
-    config = hypercorn_config()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-
-            async def watch_signals() -> None:
-                async for _ in signals:
-                    if stop.is_set():  # a second signal: now
-                        nursery.cancel_scope.cancel()
-                    stop.set()
-
-            async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_signals)
-            binds = await nursery.start(run_server)
-            gc.freeze()
-            print(json.dumps({"base_url": binds[0]}), flush=True)
+    await serve_on_loopback(make_app(), hypercorn_config(), on_bound=gc.freeze)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from typing import Any
 
 __all__ = [
     "QUIET_CORES",
-    "cpu_cores",
     "fmt",
     "machine_line",
     "markdown_table",
@@ -64,17 +63,6 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(clean(document), indent=2, ensure_ascii=False) + "\n")
-
-
-def cpu_cores(result: dict[str, Any]) -> None:
-    """Add to a load client's result the cores its client and other processes used.
-
-    ``other_cpu_cores``: the machine's busy time less the client's and the
-    server's, over the measured window; ``client_cpu_cores``: the client's.
-    """
-    ours = result["client_cpu_s"] + (result.get("server_cpu_s") or 0.0)
-    result["other_cpu_cores"] = max(0.0, result["machine_busy_s"] - ours) / result["seconds"]
-    result["client_cpu_cores"] = result["client_cpu_s"] / result["seconds"]
 
 
 def machine_line(machine: dict[str, Any]) -> str:

@@ -13,23 +13,20 @@ and again after closing them all.
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urljoin
 
 import httpx2
 import trio
 
-from benchlib.mcp_client import initialize_params
+from benchlib.mcp_client import CallError
 from benchlib.procs import rss_kb
+from benchlib.session_open import legacy_handshake
 from benchlib.sse import sse_events
 
 __all__ = ["measure_idle_sessions"]
 
-LEGACY_PROTOCOL_VERSION = "2024-11-05"
 # Sessions opened at once: enough to be quick, few enough not to look like a flood.
 _OPEN_CONCURRENCY = 50
 # Sessions opened and closed before the baseline is taken.
@@ -58,34 +55,6 @@ class _Tally:
             self.settled.set()
 
 
-async def _handshake(
-    client: httpx2.AsyncClient,
-    url: str,
-    headers: dict[str, str],
-    events: AsyncIterator[tuple[str, str]],
-) -> None:
-    event, data = await anext(events)
-    if event != "endpoint":
-        raise RuntimeError(f"first event is {event!r}, not 'endpoint'")
-    messages_url = urljoin(url, data)
-    post_headers = {**headers, "content-type": "application/json"}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
-    body["params"] = initialize_params(LEGACY_PROTOCOL_VERSION)  # type: ignore[assignment]
-    response = await client.post(messages_url, content=json.dumps(body), headers=post_headers)
-    if response.status_code not in (200, 202):
-        raise RuntimeError(f"initialize: HTTP {response.status_code} {response.text[:200]}")
-    async for event, data in events:
-        message = json.loads(data)
-        if event == "message" and message.get("id") == 1:
-            if "error" in message:
-                raise RuntimeError(f"initialize: {message['error']}")
-            break
-    notification = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    response = await client.post(messages_url, content=notification, headers=post_headers)
-    if response.status_code not in (200, 202):
-        raise RuntimeError(f"initialized: HTTP {response.status_code}")
-
-
 async def _hold_session(
     client: httpx2.AsyncClient,
     url: str,
@@ -93,8 +62,7 @@ async def _hold_session(
     tally: _Tally,
     limiter: trio.CapacityLimiter,
 ) -> None:
-    headers = {"authorization": f"Bearer {token}"}
-    stream_headers = {**headers, "accept": "text/event-stream"}
+    stream_headers = {"authorization": f"Bearer {token}", "accept": "text/event-stream"}
     await limiter.acquire()
     handshaking = True
     try:
@@ -105,7 +73,7 @@ async def _hold_session(
                 raise RuntimeError(f"GET: HTTP {response.status_code} {response.text[:200]}")
             events = sse_events(response.aiter_lines())
             with trio.fail_after(_HANDSHAKE_TIMEOUT_S):
-                await _handshake(client, url, headers, events)
+                await legacy_handshake(client, url, token, events)
             handshaking = False
             limiter.release()
             tally.done()
@@ -114,6 +82,7 @@ async def _hold_session(
             tally.dropped += 1  # the server ended an idle stream
     except (
         httpx2.HTTPError,
+        CallError,
         RuntimeError,
         ValueError,
         trio.TooSlowError,

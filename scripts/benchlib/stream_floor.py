@@ -26,7 +26,6 @@ import gc
 import json
 import logging
 import selectors
-import signal
 import socket
 import sys
 import time
@@ -35,9 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 from quart_trio import QuartTrio
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchlib.hypercorn_loopback import loopback_config, serve_on_loopback
 
 __all__ = ["measure"]
 
@@ -75,32 +77,13 @@ def make_app() -> QuartTrio:
 
 
 async def _serve(collector: bool) -> None:
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.worker_class = "trio"
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.keep_alive_timeout = 3600
-    config.backlog = 4096
-    app = make_app()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
+    def freeze() -> None:
+        gc.freeze()
+        if not collector:
+            gc.disable()
 
-            async def watch_signals() -> None:
-                async for _ in signals:
-                    stop.set()
-
-            async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(app, config, shutdown_trigger=stop.wait, task_status=task_status)
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch_signals)
-            binds = await nursery.start(run_server)
-            gc.freeze()
-            if not collector:
-                gc.disable()
-            print(json.dumps({"base_url": binds[0]}), flush=True)
+    config = loopback_config(keep_alive_timeout=3600, backlog=4096)
+    await serve_on_loopback(make_app(), config, on_bound=freeze)
 
 
 def _open_streams(

@@ -11,7 +11,7 @@ Two kinds of job:
     measured; only 202 answers count as accepted; any other answer or a
     transport error is an error (warm-up included). The CPU time of this
     process, of the server and of the whole machine is taken at both ends
-    of the measured window, with :mod:`benchlib.load`'s ``CpuWindow``.
+    of the measured window (:mod:`benchlib.load`'s window and loop).
 
 ``{"mode": "paced", "url": ..., "rate": 50, "warmup_s": 1, "seconds": 10,
 "database": PATH, "drain_s": 30, "poll_s": 0.005}``
@@ -45,11 +45,11 @@ import trio
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchlib.load import CpuWindow, latency_figures, run_job_from_stdin
+from benchlib.load import Tally, run_job_from_stdin, run_window
+from benchlib.procs import CpuWindow
 
-__all__ = ["PAYLOAD_BYTES", "payload", "run_closed", "run_paced"]
+__all__ = ["PAYLOAD_BYTES", "closed_job", "payload", "run_closed", "run_paced"]
 
-_MAX_ERROR_SAMPLES = 5
 # A delivery slower than this is an error: the server is stuck, not slow.
 _TIMEOUT_S = 30.0
 
@@ -117,31 +117,11 @@ def _headers() -> dict[str, str]:
     return {**_HEADERS, "x-github-delivery": str(uuid.uuid4())}
 
 
-class _Tally:
+class _Closed(Tally):
     def __init__(self) -> None:
-        self.errors = 0
-        self.error_samples: list[str] = []
-        self.statuses: dict[str, int] = {}
-
-    def status(self, code: int | str) -> None:
-        key = str(code)
-        self.statuses[key] = self.statuses.get(key, 0) + 1
-
-    def error(self, text: str) -> None:
-        self.errors += 1
-        if len(self.error_samples) < _MAX_ERROR_SAMPLES:
-            self.error_samples.append(text)
-
-
-class _Closed(_Tally):
-    def __init__(self, job: dict[str, Any]) -> None:
         super().__init__()
-        self.job = job
-        self.latencies: list[float] = []
         self.accepted_total = 0
         self.next_n = 0
-        self.measure_from = 0.0
-        self.measure_until = 0.0
 
 
 async def _sender(run: _Closed, url: str) -> None:
@@ -166,36 +146,46 @@ async def _sender(run: _Closed, url: str) -> None:
                 run.error(f"HTTP {response.status_code}: {response.text[:200]}")
                 continue
             run.accepted_total += 1
-            if started >= run.measure_from and ended <= run.measure_until:
-                run.latencies.append(ended - started)
+            run.record(started, ended)
+
+
+def closed_job(args: Any, urls: list[str], server_pid: int) -> dict[str, Any]:
+    """A ``closed`` job on ``urls`` from ``--concurrency``, ``--warmup`` and ``--duration``."""
+    return {
+        "mode": "closed",
+        "url": urls[0],
+        "urls": urls,
+        "concurrency": args.concurrency,
+        "warmup_s": args.warmup,
+        "seconds": args.duration,
+        "server_pid": server_pid,
+    }
 
 
 async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
     """``concurrency`` senders back to back; accepted/s and latency (module docstring)."""
-    run = _Closed(job)
+    run = _Closed()
     concurrency = int(job["concurrency"])
     seconds = float(job["seconds"])
-    start = time.perf_counter()
-    run.measure_from = start + float(job["warmup_s"])
-    run.measure_until = run.measure_from + seconds
     cpu = CpuWindow(job.get("server_pid"))
-    async with trio.open_nursery() as nursery:
-        cpu.start(nursery, run.measure_from, run.measure_until)
-        # Several instances: the senders are spread over their URLs in turn.
-        urls = job.get("urls") or [job["url"]]
-        for i in range(concurrency):
-            nursery.start_soon(_sender, run, urls[i % len(urls)])
-    latencies = sorted(run.latencies)
+    # Several instances: the senders are spread over their URLs in turn.
+    urls = job.get("urls") or [job["url"]]
+
+    async def sender(index: int) -> None:
+        await _sender(run, urls[index % len(urls)])
+
+    await run_window(
+        run, cpu, concurrency, sender, warmup_s=float(job["warmup_s"]), seconds=seconds
+    )
+    accepted = len(run.latencies)
     return {
         "mode": "closed",
-        "accepted": len(latencies),
+        "accepted": accepted,
         "accepted_total": run.accepted_total,
         "sent_total": run.next_n,
         "seconds": seconds,
-        "accepted_per_s": len(latencies) / seconds,
-        **latency_figures(latencies),
-        "errors": run.errors,
-        "error_samples": run.error_samples,
+        "accepted_per_s": accepted / seconds,
+        **run.figures(),
         "statuses": run.statuses,
         "concurrency": concurrency,
         "body_bytes": PAYLOAD_BYTES,
@@ -203,7 +193,7 @@ async def run_closed(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Paced(_Tally):
+class _Paced(Tally):
     def __init__(self) -> None:
         super().__init__()
         self.events: list[dict[str, Any]] = []
