@@ -41,7 +41,7 @@ import trio
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
 from agentws.domain.event_lists import parse_time
-from agentws.domain.models import AuditEntry, McpToken
+from agentws.domain.models import AuditEntry, McpToken, Workspace
 from agentws.domain.permissions import Decision
 from agentws.errors import ConflictError, StoreError, ValidationError
 from agentws.store import Store
@@ -63,6 +63,10 @@ log = logging.getLogger("agentws.audit")
 
 
 class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def slug(self) -> str: ...
     @property
     def name(self) -> str: ...
 
@@ -93,40 +97,43 @@ async def record(
 
 
 async def record_created(
-    store: Store,
-    item: Named,
-    *,
-    taken: str,
-    workspace_id: str,
-    actor: str,
-    action: str,
-    target: str,
+    store: Store, item: Named, what: str, *, workspace: Workspace | None, actor: str
 ) -> Named:
-    """Insert ``item`` and record ``action``; a taken key is ConflictError(``taken``).
+    """Insert ``item``, a ``what`` of ``workspace`` (None: a workspace), and record it.
 
-    The store's own conflict names a constraint; ``taken`` names the record
-    the way the operator typed it.
+    The entry is ``<what>.create`` on ``<workspace>/<slug>`` (a workspace's
+    own slug for a workspace).
+
+    Error handling:
+        ConflictError naming the slug as the operator typed it when it is
+        taken (the store's own conflict names a constraint).
     """
+    where = f" in workspace {workspace.slug!r}" if workspace else ""
     try:
         await store.insert(item)
     except ConflictError:
-        raise ConflictError(taken) from None
-    await record(store, workspace_id, actor, action, target)
+        raise ConflictError(f"{what} {item.slug!r} already exists{where}") from None
+    target = f"{workspace.slug}/{item.slug}" if workspace else item.slug
+    await record(store, workspace.id if workspace else item.id, actor, f"{what}.create", target)
     return item
 
 
 async def record_renamed(
-    store: Store, item: Named, name: str, *, workspace_id: str, actor: str, action: str, target: str
+    store: Store, item: Named, what: str, name: str, within: str | None, actor: str
 ) -> Named:
-    """``item`` with the display name ``name``, recorded as ``action`` with the name it had.
+    """``item``, a ``what`` of workspace ``within`` (None: a workspace), named ``name``.
 
-    Renaming to the name it has changes nothing and records nothing.
+    The entry is ``<what>.rename`` on ``<within>/<slug>`` (a workspace's own
+    slug for a workspace), with the name it had. Renaming to the name it has
+    changes nothing and records nothing.
     """
     if name == item.name:
         return item
-    # Records with a display name are attrs classes; the bound says only `name`.
+    # Records with a display name are attrs classes; the bound says only what is read here.
     renamed: Named = await store.update(attrs.evolve(item, name=name))  # type: ignore[misc]
-    await record(store, workspace_id, actor, action, target, was=item.name, name=name)
+    workspace_id = getattr(item, "workspace_id", item.id)
+    target = f"{within}/{item.slug}" if within else item.slug
+    await record(store, workspace_id, actor, f"{what}.rename", target, was=item.name, name=name)
     return renamed
 
 

@@ -73,15 +73,7 @@ async def create_workspace(store: Store, slug: str, *, name: str | None, actor: 
         slug=check_slug(slug, what="workspace slug"),
         name=_check_name(name or slug, "workspace"),
     )
-    return await record_created(
-        store,
-        workspace,
-        taken=f"workspace {workspace.slug!r} already exists",
-        workspace_id=workspace.id,
-        actor=actor,
-        action="workspace.create",
-        target=workspace.slug,
-    )
+    return await record_created(store, workspace, "workspace", workspace=None, actor=actor)
 
 
 async def list_workspaces(store: Store) -> list[Workspace]:
@@ -98,15 +90,8 @@ async def rename_workspace(store: Store, slug: str, *, name: str, actor: str) ->
         or too long name.
     """
     workspace = await store.workspace_by_slug(slug)
-    return await record_renamed(
-        store,
-        workspace,
-        _check_name(name, "workspace"),
-        workspace_id=workspace.id,
-        actor=actor,
-        action="workspace.rename",
-        target=workspace.slug,
-    )
+    renamed = _check_name(name, "workspace")
+    return await record_renamed(store, workspace, "workspace", renamed, None, actor)
 
 
 async def create_group(
@@ -119,15 +104,7 @@ async def create_group(
         slug=check_slug(slug, what="group slug"),
         name=_check_name(name or slug, "group"),
     )
-    return await record_created(
-        store,
-        group,
-        taken=f"group {group.slug!r} already exists in workspace {workspace.slug!r}",
-        workspace_id=workspace.id,
-        actor=actor,
-        action="group.create",
-        target=f"{workspace.slug}/{group.slug}",
-    )
+    return await record_created(store, group, "group", workspace=workspace, actor=actor)
 
 
 async def list_groups(store: Store, workspace_slug: str) -> list[Group]:
@@ -147,15 +124,8 @@ async def rename_group(
         an empty or too long name.
     """
     group = await store.group_by_slug(workspace_slug, group_slug)
-    return await record_renamed(
-        store,
-        group,
-        _check_name(name, "group"),
-        workspace_id=group.workspace_id,
-        actor=actor,
-        action="group.rename",
-        target=f"{workspace_slug}/{group.slug}",
-    )
+    renamed = _check_name(name, "group")
+    return await record_renamed(store, group, "group", renamed, workspace_slug, actor)
 
 
 async def create_token(

@@ -8,7 +8,7 @@ from contextlib import aclosing
 
 import trio
 
-from agentws.audit import AuditFilters, audit_entries
+from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count, moment
 from agentws.cli.output import Context, Output, print_json_line, print_text
 from agentws.domain.models import AuditEntry
@@ -48,18 +48,9 @@ def _audit_line(entry: AuditEntry) -> str:
 
 
 def _filters(args: argparse.Namespace) -> AuditFilters:
-    return AuditFilters(
-        workspace=args.workspace,
-        group=args.group,
-        token=args.token,
-        oauth_client=args.oauth_client,
-        actor=args.actor,
-        tool=args.tool,
-        decision=Decision(args.decision) if args.decision else None,
-        action=args.action,
-        since=args.since,
-        until=args.until,
-    )
+    given = {name: getattr(args, name) for name in FILTER_NAMES}
+    decision = given.pop("decision")
+    return AuditFilters(**given, decision=Decision(decision) if decision else None)
 
 
 # The filters `--follow` does not take (it reads new entries by time).

@@ -86,16 +86,19 @@ async def _put(
     store: Store,
     kind: type[_Item],
     what: str,
+    workspace_slug: str,
     library: Library,
     slug: str,
     fields: dict[str, Any],
     *,
     replace: bool,
-) -> tuple[_Item, str]:
+    actor: str,
+    **detail: Any,
+) -> _Item:
     """Add ``kind`` with ``fields`` at ``slug``, or with ``replace`` update the one there.
 
-    Returns the stored item and the audit action (``<what>.add`` or
-    ``<what>.replace``); a replaced item keeps its id and creation time.
+    A replaced item keeps its id and creation time. The entry recorded is
+    ``<what>.add`` or ``<what>.replace``, with the item's id and ``detail``.
     """
     existing = await store.find(kind, library_id=library.id, slug=slug)
     if existing is None:
@@ -107,14 +110,18 @@ async def _put(
             raise ConflictError(
                 f"{what} {slug!r} already exists in library {library.slug!r}"
             ) from None
-        return fresh, f"{what}.add"
-    if not replace:
+        item, action = fresh, f"{what}.add"
+    elif not replace:
         raise ConflictError(
             f"{what} {slug!r} already exists in library {library.slug!r} "
             "(replace it with --replace)"
         )
-    replaced = await store.update(attrs.evolve(existing, updated_at=utcnow(), **fields))
-    return replaced, f"{what}.replace"
+    else:
+        item = await store.update(attrs.evolve(existing, updated_at=utcnow(), **fields))
+        action = f"{what}.replace"
+    target = f"{workspace_slug}/{library.slug}/{slug}"
+    await record(store, library.workspace_id, actor, action, target, id=item.id, **detail)
+    return item
 
 
 async def create_library(
@@ -127,15 +134,7 @@ async def create_library(
         slug=check_slug(slug, what="library slug"),
         name=check_name(name or slug, "library name"),
     )
-    return await record_created(
-        store,
-        library,
-        taken=f"library {library.slug!r} already exists in workspace {workspace.slug!r}",
-        workspace_id=workspace.id,
-        actor=actor,
-        action="library.create",
-        target=f"{workspace.slug}/{library.slug}",
-    )
+    return await record_created(store, library, "library", workspace=workspace, actor=actor)
 
 
 async def rename_library(
@@ -150,15 +149,8 @@ async def rename_library(
         for an empty or too long name.
     """
     library = await _library(store, workspace_slug, library_slug)
-    return await record_renamed(
-        store,
-        library,
-        check_name(name, "library name"),
-        workspace_id=library.workspace_id,
-        actor=actor,
-        action="library.rename",
-        target=f"{workspace_slug}/{library.slug}",
-    )
+    renamed = check_name(name, "library name")
+    return await record_renamed(store, library, "library", renamed, workspace_slug, actor)
 
 
 async def list_libraries(store: Store, workspace_slug: str) -> list[Library]:
@@ -276,26 +268,20 @@ async def add_document(
     if mime == "application/json":
         pretty_json(body, f"document {slug!r}")  # only to check that it parses
     checked_policy = check_policy(policy)
-    document, action = await _put(
+    fields = {"title": title, "body": body, "mime_type": mime, "policy": checked_policy}
+    return await _put(
         store,
         ContextDocument,
         "document",
+        workspace_slug,
         library,
         slug,
-        {"title": title, "body": body, "mime_type": mime, "policy": checked_policy},
+        fields,
         replace=replace,
-    )
-    await record(
-        store,
-        library.workspace_id,
-        actor,
-        action,
-        f"{workspace_slug}/{library.slug}/{slug}",
-        id=document.id,
-        policy=document.policy.value,
+        actor=actor,
+        policy=checked_policy.value,
         bytes=size,
     )
-    return document
 
 
 async def list_documents(
@@ -396,30 +382,24 @@ async def add_skill(
     for asset in skill_folder.assets:
         check_name(asset.name, f"asset name {asset.name!r}", MAX_TITLE_CHARS)
         check_mime(asset.mime_type)
-    skill, action = await _put(
+    fields = {
+        "description": description,
+        "prompt": skill_folder.prompt,
+        "assets": skill_folder.assets,
+        "arguments": skill_folder.arguments,
+    }
+    return await _put(
         store,
         Skill,
         "skill",
+        workspace_slug,
         library,
         slug,
-        {
-            "description": description,
-            "prompt": skill_folder.prompt,
-            "assets": skill_folder.assets,
-            "arguments": skill_folder.arguments,
-        },
+        fields,
         replace=replace,
+        actor=actor,
+        assets=len(skill_folder.assets),
     )
-    await record(
-        store,
-        library.workspace_id,
-        actor,
-        action,
-        f"{workspace_slug}/{library.slug}/{slug}",
-        id=skill.id,
-        assets=len(skill.assets),
-    )
-    return skill
 
 
 async def list_skills(store: Store, workspace_slug: str, library_slug: str) -> list[Skill]:
