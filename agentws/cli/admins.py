@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from agentws.cli.output import Context, Output, iso
+from agentws.cli.parsing import noun, verb
 from agentws.domain.models import Admin, AdminToken
 from agentws.errors import ValidationError
 
@@ -97,14 +98,19 @@ async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
 
 def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``admin`` to the ``agentws`` command."""
-    admin = commands.add_parser(
+    admin = noun(
+        commands,
         "admin",
-        help="dashboard administrators and admin API tokens",
-        description="Administrators sign in to the dashboard; admin API tokens act as one of "
+        "dashboard administrators and admin API tokens",
+        "Administrators sign in to the dashboard; admin API tokens act as one of "
         "them in the JSON API under /api/v1 (see /api/v1/openapi.json).",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = admin.add_parser(
-        "create", parents=[common], help="create an admin (prints a generated password once)"
+    )
+    create = verb(
+        admin,
+        "create",
+        common,
+        "create an admin (prints a generated password once)",
+        handler=_create,
     )
     create.add_argument("username", metavar="USERNAME")
     create.add_argument(
@@ -112,15 +118,15 @@ def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read the password (12 characters or more) from stdin instead of generating one",
     )
-    create.set_defaults(handler=_create)
-    admin.add_parser("list", parents=[common], help="list admins").set_defaults(handler=_list)
-    delete = admin.add_parser(
+    verb(admin, "list", common, "list admins", handler=_list)
+    delete = verb(
+        admin,
         "delete",
-        parents=[common],
-        help="delete an admin, its sessions and admin API tokens (never the last admin)",
+        common,
+        "delete an admin, its sessions and admin API tokens (never the last admin)",
+        handler=_delete,
     )
     delete.add_argument("username", metavar="USERNAME")
-    delete.set_defaults(handler=_delete)
 
     token = admin.add_parser("token", help="admin API tokens").add_subparsers(
         dest="token_action", metavar="ACTION", required=True

@@ -9,8 +9,9 @@ from contextlib import aclosing
 import trio
 
 from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
-from agentws.cli.arguments import bounded_count, moment
+from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.cli.parsing import time_window
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
 from agentws.errors import ValidationError
@@ -133,14 +134,10 @@ def add_audit_commands(
     tail.add_argument(
         "--decision", choices=[d.value for d in Decision], help="only calls the gate decided so"
     )
-    tail.add_argument(
-        "--since",
-        type=moment,
-        metavar="TIME",
-        help="from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
-    )
-    tail.add_argument(
-        "--until", type=moment, metavar="TIME", help="before this time, as for --since"
+    time_window(
+        tail,
+        "from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
+        "before this time, as for --since",
     )
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"

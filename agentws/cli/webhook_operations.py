@@ -17,8 +17,9 @@ from typing import Any
 
 import trio
 
-from agentws.cli.arguments import moment, per_minute_rate, seconds, whole
+from agentws.cli.arguments import per_minute_rate, seconds, whole
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import time_window
 from agentws.domain.models import Event, FailureStreak
 from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind
@@ -276,14 +277,10 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
         required=True,
         help="replay failed events (required: the events a bulk replay takes)",
     )
-    replay.add_argument(
-        "--since",
-        type=moment,
-        metavar="TIME",
-        help="only events received at or after TIME: 2026-05-01T12:00 (UTC), or 24h, 7d ago",
-    )
-    replay.add_argument(
-        "--until", type=moment, metavar="TIME", help="only events received before TIME"
+    time_window(
+        replay,
+        "only events received at or after TIME: 2026-05-01T12:00 (UTC), or 24h, 7d ago",
+        "only events received before TIME",
     )
     replay.add_argument(
         "--error-contains",
