@@ -11,7 +11,7 @@ import trio
 from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_json_line, print_text
-from agentws.cli.parsing import time_window
+from agentws.cli.parsing import noun, time_window
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
 from agentws.errors import ValidationError
@@ -109,13 +109,11 @@ def add_audit_commands(
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``audit`` to the ``agentws`` command line."""
-    audit = commands.add_parser("audit", help="read the audit log").add_subparsers(
-        dest="action", metavar="ACTION", required=True
-    )
-    tail = audit.add_parser(
+    audit = noun(commands, common, "audit", "read the audit log")
+    tail = audit.verb(
         "tail",
-        parents=[common],
-        help="the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
+        "the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
+        handler=_audit_tail,
     )
     tail.add_argument(
         "-n", "--lines", type=bounded_count, default=20, metavar="N", help="how many (default 20)"
@@ -142,4 +140,3 @@ def add_audit_commands(
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
     )
-    tail.set_defaults(handler=_audit_tail)

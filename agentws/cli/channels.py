@@ -10,6 +10,7 @@ import trio
 from agentws.chat.channels import parse_channel
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.cli.parsing import noun
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
 
@@ -61,13 +62,13 @@ def add_channel_commands(
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``channel`` to the ``agentws`` command line."""
-    channel = commands.add_parser("channel", help="read the local chat channels").add_subparsers(
-        dest="action", metavar="ACTION", required=True
+    channel = noun(commands, common, "channel", "read the local chat channels")
+    tail = channel.verb(
+        "tail",
+        "a local channel's newest messages, or follow them",
+        "workspace",
+        handler=_channel_tail,
     )
-    tail = channel.add_parser(
-        "tail", parents=[common], help="a local channel's newest messages, or follow them"
-    )
-    tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
     tail.add_argument(
         "-n",
@@ -85,4 +86,3 @@ def add_channel_commands(
         action="store_true",
         help="keep printing new messages until interrupted (JSON lines with --json)",
     )
-    tail.set_defaults(handler=_channel_tail)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output, iso, table
-from agentws.cli.parsing import noun, verb
+from agentws.cli.parsing import noun
 from agentws.connector_checks import (
     UPSTREAM_S,
     check_connector_now,
@@ -324,16 +324,15 @@ def add_connector_commands(
     """Add ``connector`` to the ``agentws`` command line."""
     connector = noun(
         commands,
+        common,
         "connector",
         "add third-party tools (remote MCP servers, GitHub, Slack, Stripe) to a workspace",
         "A connector is a third-party tool source. Its tools are offered as "
         "<connector>_<action> at the endpoints of the groups it is attached to.",
     )
 
-    add = verb(
-        connector,
+    add = connector.verb(
         "add",
-        common,
         "add a connector",
         "workspace",
         handler=_add,
@@ -365,12 +364,10 @@ def add_connector_commands(
         help="header that carries the secret (default: Authorization: Bearer <secret>)",
     )
 
-    verb(connector, "list", common, "list a workspace's connectors", "workspace", handler=_list)
+    connector.verb("list", "list a workspace's connectors", "workspace", handler=_list)
 
-    show = verb(
-        connector,
+    show = connector.verb(
         "show",
-        common,
         "a connector, its groups and its cached tools with their labels",
         handler=_show,
         description="Show a connector and every tool in its cache: the capability callers "
@@ -379,10 +376,8 @@ def add_connector_commands(
     )
     _connector_arguments(show)
 
-    test = verb(
-        connector,
+    test = connector.verb(
         "test",
-        common,
         "check that a connector's upstream answers and accepts its credential",
         handler=_test,
         description="Connect once and change nothing: a remote MCP server is asked for "
@@ -393,10 +388,8 @@ def add_connector_commands(
     _connector_arguments(test)
     _timeout_argument(test)
 
-    refresh = verb(
-        connector,
+    refresh = connector.verb(
         "refresh",
-        common,
         "fetch a remote MCP connector's tools into the tool cache now",
         handler=_refresh,
         description="Fetch the remote's tool list and update the cache. A tool whose "
@@ -422,13 +415,11 @@ def add_connector_commands(
             "A no-op if it is inactive.",
         ),
     ):
-        toggle = verb(connector, action, common, text, description=more, handler=_set_active)
+        toggle = connector.verb(action, text, description=more, handler=_set_active)
         _connector_arguments(toggle)
 
-    relay = verb(
-        connector,
+    relay = connector.verb(
         "relay",
-        common,
         "pass a remote MCP connector's requests on to callers (on), or refuse them (off)",
         handler=_relay,
         description="During a call, a remote MCP server may ask the caller something: an "
@@ -441,12 +432,8 @@ def add_connector_commands(
     _connector_arguments(relay)
     relay.add_argument("state", choices=["on", "off"], help="on: pass them on; off: refuse")
 
-    remove = verb(
-        connector,
-        "remove",
-        common,
-        "delete a connector, its cached tools and attachments",
-        handler=_remove,
+    remove = connector.verb(
+        "remove", "delete a connector, its cached tools and attachments", handler=_remove
     )
     _connector_arguments(remove)
 
@@ -454,5 +441,5 @@ def add_connector_commands(
         ("attach", _attach, "offer a connector's tools at a group's endpoint (no-op if attached)"),
         ("detach", _detach, "stop offering a connector at a group (no-op if not attached)"),
     ):
-        sub = verb(connector, action, common, text, "workspace", "group", handler=handler)
+        sub = connector.verb(action, text, "workspace", "group", handler=handler)
         sub.add_argument("name", metavar="CONNECTOR", help="connector name")

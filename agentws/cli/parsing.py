@@ -1,9 +1,9 @@
 """Declaring commands: one noun (``agentws group``), its verbs, and the arguments they share.
 
 Every command group is a noun whose verbs are sub-commands (``agentws group
-create``); :func:`noun` makes the noun's table of verbs and :func:`verb` one
-verb, taking the options every command takes (``common``: ``--database``,
-``--json``), the positional arguments named in :data:`POSITIONALS` (a
+create``). :func:`noun` makes the noun, given once the options every command
+takes (``common``: ``--database``, ``--json``); :meth:`Noun.verb` makes one
+verb, with the positional arguments named in :data:`POSITIONALS` (a
 workspace, a group, a webhook, as every command names them) and its
 handler. :func:`time_window` adds ``--since`` and ``--until``.
 """
@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 from typing import TypeAlias
 
+import attrs
+
 from agentws.cli.arguments import moment
 from agentws.cli.output import Handler
 
-__all__ = ["POSITIONALS", "Verbs", "noun", "time_window", "verb"]
+__all__ = ["POSITIONALS", "Noun", "Verbs", "noun", "time_window"]
 
 #: A noun's table of verbs.
 Verbs: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -30,32 +32,50 @@ POSITIONALS = {
 }
 
 
-def noun(commands: Verbs, name: str, help_text: str, description: str | None = None) -> Verbs:
-    """``agentws <name> ACTION``: the table of the noun's verbs."""
-    parser = commands.add_parser(name, help=help_text, description=description)
-    verbs: Verbs = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    return verbs
-
-
-def verb(
-    verbs: Verbs,
-    name: str,
+def noun(
+    commands: Verbs,
     common: argparse.ArgumentParser,
+    name: str,
     help_text: str,
-    *positionals: str,
     description: str | None = None,
-    handler: Handler | None = None,
-) -> argparse.ArgumentParser:
-    """A verb taking the common options and ``positionals`` (names in :data:`POSITIONALS`)."""
-    parser: argparse.ArgumentParser = verbs.add_parser(
-        name, parents=[common], help=help_text, description=description
-    )
-    for positional in positionals:
-        metavar, text = POSITIONALS[positional]
-        parser.add_argument(positional, metavar=metavar, help=text)
-    if handler is not None:
-        parser.set_defaults(handler=handler)
-    return parser
+    *,
+    dest: str = "action",
+) -> Noun:
+    """``agentws <name> ACTION``: the noun, its verb chosen in ``dest``."""
+    parser = commands.add_parser(name, help=help_text, description=description)
+    verbs = parser.add_subparsers(dest=dest, metavar="ACTION", required=True)
+    return Noun(verbs, common)
+
+
+@attrs.frozen
+class Noun:
+    """A noun's table of verbs, and the options each of its verbs takes (``common``)."""
+
+    verbs: Verbs
+    common: argparse.ArgumentParser
+
+    def verb(
+        self,
+        name: str,
+        help_text: str,
+        *positionals: str,
+        description: str | None = None,
+        handler: Handler | None = None,
+    ) -> argparse.ArgumentParser:
+        """A verb taking the common options and ``positionals`` (names in :data:`POSITIONALS`)."""
+        parser: argparse.ArgumentParser = self.verbs.add_parser(
+            name, parents=[self.common], help=help_text, description=description
+        )
+        for positional in positionals:
+            metavar, text = POSITIONALS[positional]
+            parser.add_argument(positional, metavar=metavar, help=text)
+        if handler is not None:
+            parser.set_defaults(handler=handler)
+        return parser
+
+    def noun(self, name: str, help_text: str, *, dest: str) -> Noun:
+        """A noun within this one (``agentws admin token ACTION``)."""
+        return noun(self.verbs, self.common, name, help_text, dest=dest)
 
 
 def time_window(parser: argparse.ArgumentParser, since_help: str, until_help: str) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from agentws.cli.arguments import typed
 from agentws.cli.output import Context, Handler, Output
-from agentws.cli.parsing import verb
+from agentws.cli.parsing import Noun
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import Webhook
 from agentws.errors import ValidationError
@@ -142,21 +142,14 @@ async def _rotation(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(rotation_json(status), rotation_text(status))
 
 
-def add_rotation_commands(webhook: Any, common: argparse.ArgumentParser) -> None:
+def add_rotation_commands(webhook: Noun) -> None:
     """Add the rotation verbs to ``agentws webhook``."""
 
     def rotation_verb(
         name: str, handler: Handler, help_text: str, description: str, *, grace: bool = False
     ) -> argparse.ArgumentParser:
-        parser = verb(
-            webhook,
-            name,
-            common,
-            help_text,
-            "workspace",
-            "webhook",
-            description=description,
-            handler=handler,
+        parser = webhook.verb(
+            name, help_text, "workspace", "webhook", description=description, handler=handler
         )
         if grace:
             parser.add_argument(

@@ -23,7 +23,7 @@ from agentws.cli.arguments import per_minute_rate, read_secret, whole
 from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
-from agentws.cli.parsing import noun, verb
+from agentws.cli.parsing import noun
 from agentws.cli.webhook_operations import (
     add_alert_options,
     add_operation_commands,
@@ -262,6 +262,7 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     """Add ``webhook`` to the ``agentws`` command."""
     webhook = noun(
         commands,
+        common,
         "webhook",
         "incoming webhooks: create (URL shown once), list, activate, rotate, delete; "
         "capture deliveries and try a prompt; replay failed events, send test events",
@@ -269,10 +270,8 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         "follows the prompt and posts one message per event to the channel.",
     )
 
-    create = verb(
-        webhook,
+    create = webhook.verb(
         "create",
-        common,
         "create a webhook and print its URL once",
         "workspace",
         handler=_webhook_create,
@@ -360,10 +359,8 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     add_alert_options(create, changing=False)
 
-    update = verb(
-        webhook,
+    update = webhook.verb(
         "update",
-        common,
         "change a webhook's prompt, channel, group or pre-authorized tools",
         "workspace",
         "webhook",
@@ -414,17 +411,17 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     add_alert_options(update, changing=True)
 
-    verb(webhook, "list", common, "list a workspace's webhooks", "workspace", handler=_webhook_list)
+    webhook.verb("list", "list a workspace's webhooks", "workspace", handler=_webhook_list)
     for name, handler, text in (
         ("show", _webhook_show, "show a webhook's settings and recent events"),
         ("activate", _webhook_activate, "accept deliveries"),
         ("deactivate", _webhook_deactivate, "make it a draft: deliveries get 403"),
         ("delete", _webhook_delete, "delete it: its URL stops working at once"),
     ):
-        verb(webhook, name, common, text, "workspace", "webhook", handler=handler)
+        webhook.verb(name, text, "workspace", "webhook", handler=handler)
     from agentws.cli.webhook_rotation import add_rotation_commands
 
-    add_rotation_commands(webhook, common)
-    add_try_commands(webhook, common)
-    add_operation_commands(webhook, common)
-    add_deliveries_command(webhook, common)
+    add_rotation_commands(webhook)
+    add_try_commands(webhook)
+    add_operation_commands(webhook)
+    add_deliveries_command(webhook)

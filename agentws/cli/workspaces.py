@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from agentws.cli.output import Context, Output, table
-from agentws.cli.parsing import noun, verb
+from agentws.cli.parsing import noun
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
 from agentws.registry import (
@@ -125,15 +125,13 @@ def add_workspace_commands(
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``workspace``, ``group`` and ``token`` to the ``agentws`` command line."""
-    workspace = noun(commands, "workspace", "create, list and rename workspaces")
-    w_create = verb(workspace, "create", common, "create a workspace", handler=_workspace_create)
+    workspace = noun(commands, common, "workspace", "create, list and rename workspaces")
+    w_create = workspace.verb("create", "create a workspace", handler=_workspace_create)
     w_create.add_argument("slug", metavar="SLUG", help="address in URLs: [a-z0-9][a-z0-9-]*")
     w_create.add_argument("--name", help="display name (default: the slug)")
-    verb(workspace, "list", common, "list workspaces", handler=_workspace_list)
-    w_rename = verb(
-        workspace,
+    workspace.verb("list", "list workspaces", handler=_workspace_list)
+    w_rename = workspace.verb(
         "rename",
-        common,
         "give a workspace a new display name (its slug stays)",
         description="Change a workspace's display name. Its slug is in every group's "
         "endpoint URL and the dashboard's addresses, so it does not change. Audited "
@@ -143,22 +141,15 @@ def add_workspace_commands(
     w_rename.add_argument("slug", metavar="SLUG", help="workspace slug")
     w_rename.add_argument("--name", required=True, help="the new display name")
 
-    group = noun(commands, "group", "create, list and rename groups of a workspace")
-    g_create = verb(
-        group,
-        "create",
-        common,
-        "create a group (one MCP endpoint)",
-        "workspace",
-        handler=_group_create,
+    group = noun(commands, common, "group", "create, list and rename groups of a workspace")
+    g_create = group.verb(
+        "create", "create a group (one MCP endpoint)", "workspace", handler=_group_create
     )
     g_create.add_argument("slug", metavar="SLUG", help="group slug: [a-z0-9][a-z0-9-]*")
     g_create.add_argument("--name", help="display name (default: the slug)")
-    verb(group, "list", common, "list a workspace's groups", "workspace", handler=_group_list)
-    g_rename = verb(
-        group,
+    group.verb("list", "list a workspace's groups", "workspace", handler=_group_list)
+    g_rename = group.verb(
         "rename",
-        common,
         "give a group a new display name (its slug and endpoint URL stay)",
         "workspace",
         description="Change a group's display name. Its slug is in its MCP endpoint URL, "
@@ -169,11 +160,9 @@ def add_workspace_commands(
     g_rename.add_argument("slug", metavar="GROUP", help="group slug")
     g_rename.add_argument("--name", required=True, help="the new display name")
 
-    token = noun(commands, "token", "issue, list and revoke MCP endpoint tokens")
-    t_create = verb(
-        token,
+    token = noun(commands, common, "token", "issue, list and revoke MCP endpoint tokens")
+    t_create = token.verb(
         "create",
-        common,
         "issue a bearer token for a group endpoint (shown once)",
         "workspace",
         "group",
@@ -186,14 +175,8 @@ def add_workspace_commands(
         default=Capability.WRITE.value,
         help="highest tool capability the token may use (default: write)",
     )
-    verb(token, "list", common, "list a group's tokens", "workspace", "group", handler=_token_list)
-    t_revoke = verb(
-        token,
-        "revoke",
-        common,
-        "revoke a token at once",
-        "workspace",
-        "group",
-        handler=_token_revoke,
+    token.verb("list", "list a group's tokens", "workspace", "group", handler=_token_list)
+    t_revoke = token.verb(
+        "revoke", "revoke a token at once", "workspace", "group", handler=_token_revoke
     )
     t_revoke.add_argument("token", metavar="TOKEN", help="token id (tok_…) or name")
