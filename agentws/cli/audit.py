@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from contextlib import aclosing
 
 import trio
 
 from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.cli.output import Context, Output, print_followed
 from agentws.cli.parsing import noun, time_window
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
@@ -82,12 +81,7 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[AuditEntry]) -> None:
-        for entry in batch:
-            if args.json:
-                print_json_line(audit_json(entry))
-            else:
-                print_text(_audit_line(entry))
-        sys.stdout.flush()
+        print_followed(batch, args.json, audit_json, _audit_line)
 
     emit(entries)
     last = entries[-1].created_at if entries else None

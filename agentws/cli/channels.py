@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import trio
 
 from agentws.chat.channels import parse_channel
 from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.cli.output import Context, Output, print_followed
 from agentws.cli.parsing import noun
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
@@ -37,12 +36,7 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[ChatMessage]) -> None:
-        for m in batch:
-            if args.json:
-                print_json_line(message_json(m))
-            else:
-                print_text(_message_text(m))
-        sys.stdout.flush()
+        print_followed(batch, args.json, message_json, _message_text)
 
     emit(messages)
     last = messages[-1] if messages else None

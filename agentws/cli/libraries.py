@@ -315,17 +315,15 @@ def add_library_commands(
         "workspace",
         handler=_library_list,
     )
-    l_rename = library.verb(
-        "rename",
+    library.rename(
         "give a library a new display name (its slug stays)",
-        "workspace",
-        "library",
-        description="Change a library's display name. Its slug is in its documents' URIs "
+        "Change a library's display name. Its slug is in its documents' URIs "
         "(agentws://LIBRARY/DOC), which MCP clients keep, so it does not change. Audited "
         "(library.rename, with the name it had); the name it already has changes nothing.",
-        handler=_library_rename,
+        _library_rename,
+        "workspace",
+        "library",
     )
-    l_rename.add_argument("--name", required=True, help="the new display name")
     for action, handler, text in (
         (
             "attach",

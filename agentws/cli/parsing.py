@@ -73,6 +73,16 @@ class Noun:
             parser.set_defaults(handler=handler)
         return parser
 
+    def rename(
+        self, help_text: str, description: str, handler: Handler, *positionals: str
+    ) -> argparse.ArgumentParser:
+        """``rename``: a new display name (``--name``); the caller adds what is renamed."""
+        parser = self.verb(
+            "rename", help_text, *positionals, description=description, handler=handler
+        )
+        parser.add_argument("--name", required=True, help="the new display name")
+        return parser
+
     def noun(self, name: str, help_text: str, *, dest: str) -> Noun:
         """A noun within this one (``agentws admin token ACTION``)."""
         return noun(self.verbs, self.common, name, help_text, dest=dest)

@@ -130,16 +130,13 @@ def add_workspace_commands(
     w_create.add_argument("slug", metavar="SLUG", help="address in URLs: [a-z0-9][a-z0-9-]*")
     w_create.add_argument("--name", help="display name (default: the slug)")
     workspace.verb("list", "list workspaces", handler=_workspace_list)
-    w_rename = workspace.verb(
-        "rename",
+    workspace.rename(
         "give a workspace a new display name (its slug stays)",
-        description="Change a workspace's display name. Its slug is in every group's "
+        "Change a workspace's display name. Its slug is in every group's "
         "endpoint URL and the dashboard's addresses, so it does not change. Audited "
         "(workspace.rename, with the name it had); the name it already has changes nothing.",
-        handler=_workspace_rename,
-    )
-    w_rename.add_argument("slug", metavar="SLUG", help="workspace slug")
-    w_rename.add_argument("--name", required=True, help="the new display name")
+        _workspace_rename,
+    ).add_argument("slug", metavar="SLUG", help="workspace slug")
 
     group = noun(commands, common, "group", "create, list and rename groups of a workspace")
     g_create = group.verb(
@@ -148,17 +145,14 @@ def add_workspace_commands(
     g_create.add_argument("slug", metavar="SLUG", help="group slug: [a-z0-9][a-z0-9-]*")
     g_create.add_argument("--name", help="display name (default: the slug)")
     group.verb("list", "list a workspace's groups", "workspace", handler=_group_list)
-    g_rename = group.verb(
-        "rename",
+    group.rename(
         "give a group a new display name (its slug and endpoint URL stay)",
-        "workspace",
-        description="Change a group's display name. Its slug is in its MCP endpoint URL, "
+        "Change a group's display name. Its slug is in its MCP endpoint URL, "
         "which clients keep, so it does not change. Audited (group.rename, with the name it "
         "had); the name it already has changes nothing.",
-        handler=_group_rename,
-    )
-    g_rename.add_argument("slug", metavar="GROUP", help="group slug")
-    g_rename.add_argument("--name", required=True, help="the new display name")
+        _group_rename,
+        "workspace",
+    ).add_argument("slug", metavar="GROUP", help="group slug")
 
     token = noun(commands, common, "token", "issue, list and revoke MCP endpoint tokens")
     t_create = token.verb(

@@ -28,7 +28,7 @@ from .frame import changed, done, error_text, find_workspace, render_page
 from .named_items import ItemPage, declare_create_and_rename
 from .session import signed_in
 
-__all__ = ["MAX_DOCUMENT_REQUEST_BYTES", "routes"]
+__all__ = ["LIBRARY_PAGE", "MAX_DOCUMENT_REQUEST_BYTES", "routes"]
 
 routes = RouteTable[AdminServices]()
 
@@ -40,8 +40,9 @@ MAX_DOCUMENT_REQUEST_BYTES = _MAX_UPLOAD_BYTES + 64 * 1024
 PREVIEW_CHARS = 20_000
 
 
-_PAGE = ItemPage("library", "libraries", "libraries_page")
-_here = _PAGE.here
+#: The Libraries page, each library at its anchor (``#library-<slug>``).
+LIBRARY_PAGE = ItemPage("library", "libraries", "libraries_page")
+_here = LIBRARY_PAGE.here
 
 
 @routes.get("/w/<workspace>/libraries")
@@ -75,7 +76,7 @@ async def libraries_page(admin: AdminServices, caller: Caller, workspace: str) -
 
 declare_create_and_rename(
     routes,
-    _PAGE,
+    LIBRARY_PAGE,
     libraries.create_library,
     libraries.rename_library,
     "add documents and skills, then attach it to a group.",
