@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from agentws.cli.output import Context, Output, iso
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import Admin, AdminToken
 from agentws.errors import ValidationError
 
@@ -96,7 +96,7 @@ async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
     )
 
 
-def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_admin_commands(commands: Verbs, common: argparse.ArgumentParser) -> None:
     """Add ``admin`` to the ``agentws`` command."""
     admin = noun(
         commands,

@@ -10,7 +10,7 @@ import trio
 from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_followed
-from agentws.cli.parsing import noun, time_window
+from agentws.cli.parsing import Verbs, noun, time_window
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
 from agentws.errors import ValidationError
@@ -99,7 +99,7 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_audit_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``audit`` to the ``agentws`` command line."""

@@ -9,7 +9,7 @@ import trio
 from agentws.chat.channels import parse_channel
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_followed
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
 
@@ -52,7 +52,7 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_channel_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``channel`` to the ``agentws`` command line."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output, iso, table
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.connector_checks import (
     UPSTREAM_S,
     check_connector_now,
@@ -318,7 +318,7 @@ def _connector_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connector_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``connector`` to the ``agentws`` command line."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentws.cli.arguments import page_size
 from agentws.cli.output import Context, Output, iso, table
-from agentws.cli.parsing import time_window
+from agentws.cli.parsing import Verbs, time_window
 from agentws.domain.event_lists import DEFAULT_PAGE, MAX_PAGE
 from agentws.domain.models import EventStatus, Webhook
 
@@ -179,7 +179,7 @@ async def _event_replay(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_event_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``event`` to the ``agentws`` command line."""

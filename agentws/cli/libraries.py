@@ -17,7 +17,7 @@ from typing import Any
 import trio
 
 from agentws.cli.output import Context, Output, iso, table
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ContextDocument, DocumentPolicy, Library, Skill
 from agentws.libraries import (
     DOCUMENT_EXTENSIONS,
@@ -294,7 +294,7 @@ _POLICY_HELP = (
 
 
 def add_library_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``library``, ``doc`` and ``skill`` to the ``agentws`` command line."""

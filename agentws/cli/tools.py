@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from agentws.cli.output import Context, Output, table
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import Capability, Permission
 
 __all__ = ["add_tool_commands"]
@@ -106,7 +106,7 @@ async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_tool_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``tool`` to the ``agentws`` command line."""

@@ -15,7 +15,6 @@ import argparse
 import shlex
 import sys
 import typing
-from typing import Any
 
 import trio
 
@@ -23,7 +22,7 @@ from agentws.cli.arguments import per_minute_rate, read_secret, whole
 from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.cli.webhook_operations import (
     add_alert_options,
     add_operation_commands,
@@ -258,7 +257,7 @@ async def _webhook_delete(args: argparse.Namespace, ctx: Context) -> Output:
 # --- parser ---------------------------------------------------------------------------------
 
 
-def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_webhook_commands(commands: Verbs, common: argparse.ArgumentParser) -> None:
     """Add ``webhook`` to the ``agentws`` command."""
     webhook = noun(
         commands,

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from agentws.cli.output import Context, Output, table
-from agentws.cli.parsing import noun
+from agentws.cli.parsing import Verbs, noun
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
 from agentws.registry import (
@@ -121,7 +121,7 @@ async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_workspace_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``workspace``, ``group`` and ``token`` to the ``agentws`` command line."""
