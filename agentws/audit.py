@@ -5,6 +5,9 @@ Two ways in:
 - :func:`record` appends one entry now, in its own transaction. Changes
   (tokens, labels, permissions, approvals and their decisions) use it, so
   the entry is stored before the change is reported done.
+  :func:`record_created` and :func:`record_renamed` are the create and
+  rename of a named record (a workspace, a group, a library) with their
+  entry.
 - :class:`AuditWriter` batches the entries of tool calls, which can come
   hundreds a second: callers hand entries over a bounded channel (a full
   channel makes them wait, it never drops or grows) and one task writes
@@ -30,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -38,9 +41,9 @@ import trio
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
 from agentws.domain.event_lists import parse_time
-from agentws.domain.models import AuditEntry, McpToken
+from agentws.domain.models import AuditEntry, McpToken, Workspace
 from agentws.domain.permissions import Decision
-from agentws.errors import StoreError, ValidationError
+from agentws.errors import ConflictError, StoreError, ValidationError
 from agentws.store import Store
 
 __all__ = [
@@ -52,9 +55,23 @@ __all__ = [
     "audit_entries",
     "audit_page",
     "record",
+    "record_created",
+    "record_renamed",
 ]
 
 log = logging.getLogger("agentws.audit")
+
+
+class _Named(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def slug(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=_Named)
 
 # Entries waiting to be written; a caller waits when this many are.
 _BUFFER = 1024
@@ -77,6 +94,47 @@ async def record(
             workspace_id=workspace_id, actor=actor, action=action, target=target, detail=detail
         )
     )
+
+
+async def record_created(
+    store: Store, item: Named, what: str, *, workspace: Workspace | None, actor: str
+) -> Named:
+    """Insert ``item``, a ``what`` of ``workspace`` (None: a workspace), and record it.
+
+    The entry is ``<what>.create`` on ``<workspace>/<slug>`` (a workspace's
+    own slug for a workspace).
+
+    Error handling:
+        ConflictError naming the slug as the operator typed it when it is
+        taken (the store's own conflict names a constraint).
+    """
+    where = f" in workspace {workspace.slug!r}" if workspace else ""
+    try:
+        await store.insert(item)
+    except ConflictError:
+        raise ConflictError(f"{what} {item.slug!r} already exists{where}") from None
+    target = f"{workspace.slug}/{item.slug}" if workspace else item.slug
+    await record(store, workspace.id if workspace else item.id, actor, f"{what}.create", target)
+    return item
+
+
+async def record_renamed(
+    store: Store, item: Named, what: str, name: str, within: str | None, actor: str
+) -> Named:
+    """``item``, a ``what`` of workspace ``within`` (None: a workspace), named ``name``.
+
+    The entry is ``<what>.rename`` on ``<within>/<slug>`` (a workspace's own
+    slug for a workspace), with the name it had. Renaming to the name it has
+    changes nothing and records nothing.
+    """
+    if name == item.name:
+        return item
+    # Records with a display name are attrs classes; the bound says only what is read here.
+    renamed: Named = await store.update(attrs.evolve(item, name=name))  # type: ignore[misc]
+    workspace_id = getattr(item, "workspace_id", item.id)
+    target = f"{within}/{item.slug}" if within else item.slug
+    await record(store, workspace_id, actor, f"{what}.rename", target, was=item.name, name=name)
+    return renamed
 
 
 @attrs.frozen(kw_only=True)

@@ -17,10 +17,10 @@ import unicodedata
 
 import attrs
 
-from agentws.audit import record
+from agentws.audit import record, record_created, record_renamed
 from agentws.domain.models import Capability, Group, McpToken, Workspace
 from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret, utcnow
-from agentws.errors import ConflictError, NotFoundError, ValidationError
+from agentws.errors import NotFoundError, ValidationError
 from agentws.store import Store
 
 __all__ = [
@@ -73,12 +73,7 @@ async def create_workspace(store: Store, slug: str, *, name: str | None, actor: 
         slug=check_slug(slug, what="workspace slug"),
         name=_check_name(name or slug, "workspace"),
     )
-    try:
-        await store.insert(workspace)
-    except ConflictError:
-        raise ConflictError(f"workspace {workspace.slug!r} already exists") from None
-    await record(store, workspace.id, actor, "workspace.create", workspace.slug)
-    return workspace
+    return await record_created(store, workspace, "workspace", workspace=None, actor=actor)
 
 
 async def list_workspaces(store: Store) -> list[Workspace]:
@@ -95,20 +90,8 @@ async def rename_workspace(store: Store, slug: str, *, name: str, actor: str) ->
         or too long name.
     """
     workspace = await store.workspace_by_slug(slug)
-    name = _check_name(name, "workspace")
-    if name == workspace.name:
-        return workspace
-    renamed = await store.update(attrs.evolve(workspace, name=name))
-    await record(
-        store,
-        workspace.id,
-        actor,
-        "workspace.rename",
-        workspace.slug,
-        was=workspace.name,
-        name=name,
-    )
-    return renamed
+    renamed = _check_name(name, "workspace")
+    return await record_renamed(store, workspace, "workspace", renamed, None, actor)
 
 
 async def create_group(
@@ -121,14 +104,7 @@ async def create_group(
         slug=check_slug(slug, what="group slug"),
         name=_check_name(name or slug, "group"),
     )
-    try:
-        await store.insert(group)
-    except ConflictError:
-        raise ConflictError(
-            f"group {group.slug!r} already exists in workspace {workspace.slug!r}"
-        ) from None
-    await record(store, workspace.id, actor, "group.create", f"{workspace.slug}/{group.slug}")
-    return group
+    return await record_created(store, group, "group", workspace=workspace, actor=actor)
 
 
 async def list_groups(store: Store, workspace_slug: str) -> list[Group]:
@@ -148,20 +124,8 @@ async def rename_group(
         an empty or too long name.
     """
     group = await store.group_by_slug(workspace_slug, group_slug)
-    name = _check_name(name, "group")
-    if name == group.name:
-        return group
-    renamed = await store.update(attrs.evolve(group, name=name))
-    await record(
-        store,
-        group.workspace_id,
-        actor,
-        "group.rename",
-        f"{workspace_slug}/{group.slug}",
-        was=group.name,
-        name=name,
-    )
-    return renamed
+    renamed = _check_name(name, "group")
+    return await record_renamed(store, group, "group", renamed, workspace_slug, actor)
 
 
 async def create_token(

@@ -29,6 +29,19 @@ _LOCAL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
 # Conversation ids: channels (C), private channels (G), DMs (D), a user (U/W: their DM).
 _SLACK_CHANNEL = re.compile(r"[CDGUW][A-Z0-9]{6,23}")
 _CONNECTOR = re.compile(r"[a-z][a-z0-9_]{0,62}")
+# The sinks whose channel is one name: what it looks like, and what is wrong otherwise.
+_ONE_NAME = {
+    "local": (
+        _LOCAL_NAME,
+        "invalid local channel name {name!r}: use lowercase letters, digits, '.', '_' "
+        "and '-', starting with a letter or digit, at most 80 characters",
+    ),
+    "webhook": (
+        _CONNECTOR,
+        "invalid channel {text!r}: webhook:<connector> names an incoming_webhook "
+        "connector (see `agentws connector add WORKSPACE NAME --kind incoming_webhook`)",
+    ),
+}
 
 
 @attrs.frozen
@@ -57,22 +70,13 @@ def parse_channel(text: str) -> ChannelRef:
         sink, name = "local", raw
     sink = sink.strip().lower()
     name = name.strip().removeprefix("#")
-    if sink == "local":
-        if not _LOCAL_NAME.fullmatch(name):
-            raise ValidationError(
-                f"invalid local channel name {name!r}: use lowercase letters, digits, '.', '_' "
-                "and '-', starting with a letter or digit, at most 80 characters"
-            )
-        return ChannelRef("local", name)
+    if sink in _ONE_NAME:
+        pattern, problem = _ONE_NAME[sink]
+        if not pattern.fullmatch(name):
+            raise ValidationError(problem.format(name=name, text=text))
+        return ChannelRef(sink, name)
     if sink == "slack":
         return _slack(name, text)
-    if sink == "webhook":
-        if not _CONNECTOR.fullmatch(name):
-            raise ValidationError(
-                f"invalid channel {text!r}: webhook:<connector> names an incoming_webhook "
-                "connector (see `agentws connector add WORKSPACE NAME --kind incoming_webhook`)"
-            )
-        return ChannelRef("webhook", name)
     raise ValidationError(
         f"unknown chat sink {sink!r} in channel {text!r}: use local:<name>, "
         "slack:<channel-id> or webhook:<connector>"

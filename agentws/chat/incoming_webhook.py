@@ -30,21 +30,17 @@ from agentws.chat.connectors import chat_connector
 from agentws.chat.mentions import quiet_mentions
 from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
-from agentws.chat.sinks import KeyRing, OutgoingMessage, SinkError, record_of, recorded
-from agentws.config import Settings
+from agentws.chat.sinks import ConnectorSink, OutgoingMessage, SinkError, record_of, recorded
 from agentws.connectors.native import time_left_s
 from agentws.connectors.url_guard import (
     Allowlist,
     GuardedTransport,
-    Resolver,
-    system_resolver,
     url_origin,
 )
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
-from agentws.store import Store
 
 __all__ = ["IncomingWebhookSink", "probe_hook"]
 
@@ -80,12 +76,7 @@ def _body(url: str, text: str, *, mentions: bool) -> dict[str, Any]:
 
 
 @attrs.define(eq=False)
-class IncomingWebhookSink:
-    store: Store
-    settings: Settings
-    keys: KeyRing
-    resolve: Resolver = system_resolver
-
+class IncomingWebhookSink(ConnectorSink):
     async def posted(self, message: OutgoingMessage) -> ChatMessage | None:
         # These URLs answer no questions: the record decides.
         return await recorded(self.store, message)

@@ -17,12 +17,14 @@ from typing import Protocol
 import attrs
 
 from agentws.chat.channels import ChannelRef
+from agentws.config import Settings
+from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage
 from agentws.errors import ConfigError, NotFoundError, RetryableError
 from agentws.secret_box import Keys, SecretBox
 from agentws.store import Store
 
-__all__ = ["ChatSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
+__all__ = ["ChatSink", "ConnectorSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
 
 
 class SinkError(RetryableError):
@@ -81,6 +83,20 @@ class KeyRing:
             return self.keys.box()
         except ConfigError as exc:
             raise SinkError(exc.message, retryable=False) from None
+
+
+@attrs.define(eq=False)
+class ConnectorSink:
+    """What a sink posting through a workspace's connector holds (Slack, incoming webhooks).
+
+    ``keys`` open the connector's secret; ``settings`` and ``resolve`` guard
+    the address it posts to, as every connector's.
+    """
+
+    store: Store
+    settings: Settings
+    keys: KeyRing
+    resolve: Resolver = system_resolver
 
 
 def record_of(message: OutgoingMessage, *, external_id: str | None = None) -> ChatMessage:

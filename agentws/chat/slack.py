@@ -30,15 +30,12 @@ import httpx2
 from agentws.chat.connectors import chat_connector
 from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
-from agentws.chat.sinks import KeyRing, OutgoingMessage, SinkError, record_of, recorded
-from agentws.config import Settings
+from agentws.chat.sinks import ConnectorSink, OutgoingMessage, SinkError, record_of, recorded
 from agentws.connectors.native import send_to_connector, upstream_deadline
 from agentws.connectors.registry import connector_headers
-from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.redaction import upstream_excerpt
-from agentws.store import Store
 
 __all__ = ["METADATA_EVENT_TYPE", "SlackSink"]
 
@@ -72,12 +69,7 @@ _ADVICE = {
 
 
 @attrs.define(eq=False)
-class SlackSink:
-    store: Store
-    settings: Settings
-    keys: KeyRing
-    resolve: Resolver = system_resolver
-
+class SlackSink(ConnectorSink):
     async def posted(self, message: OutgoingMessage) -> ChatMessage | None:
         found = await recorded(self.store, message)
         if found is not None or message.event_id is None or message.since is None:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from agentws.cli.output import Context, Output, iso
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import Admin, AdminToken
 from agentws.errors import ValidationError
 
@@ -95,16 +96,18 @@ async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
     )
 
 
-def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_admin_commands(commands: Verbs, common: argparse.ArgumentParser) -> None:
     """Add ``admin`` to the ``agentws`` command."""
-    admin = commands.add_parser(
+    admin = noun(
+        commands,
+        common,
         "admin",
-        help="dashboard administrators and admin API tokens",
-        description="Administrators sign in to the dashboard; admin API tokens act as one of "
+        "dashboard administrators and admin API tokens",
+        "Administrators sign in to the dashboard; admin API tokens act as one of "
         "them in the JSON API under /api/v1 (see /api/v1/openapi.json).",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = admin.add_parser(
-        "create", parents=[common], help="create an admin (prints a generated password once)"
+    )
+    create = admin.verb(
+        "create", "create an admin (prints a generated password once)", handler=_create
     )
     create.add_argument("username", metavar="USERNAME")
     create.add_argument(
@@ -112,28 +115,20 @@ def add_admin_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read the password (12 characters or more) from stdin instead of generating one",
     )
-    create.set_defaults(handler=_create)
-    admin.add_parser("list", parents=[common], help="list admins").set_defaults(handler=_list)
-    delete = admin.add_parser(
+    admin.verb("list", "list admins", handler=_list)
+    delete = admin.verb(
         "delete",
-        parents=[common],
-        help="delete an admin, its sessions and admin API tokens (never the last admin)",
+        "delete an admin, its sessions and admin API tokens (never the last admin)",
+        handler=_delete,
     )
     delete.add_argument("username", metavar="USERNAME")
-    delete.set_defaults(handler=_delete)
 
-    token = admin.add_parser("token", help="admin API tokens").add_subparsers(
-        dest="token_action", metavar="ACTION", required=True
-    )
-    t_create = token.add_parser(
-        "create", parents=[common], help="create an admin API token (printed once)"
+    token = admin.noun("token", "admin API tokens", dest="token_action")
+    t_create = token.verb(
+        "create", "create an admin API token (printed once)", handler=_token_create
     )
     t_create.add_argument("admin", metavar="ADMIN", help="the admin it acts as")
     t_create.add_argument("--name", required=True, help="what it is for, e.g. 'deploy-script'")
-    t_create.set_defaults(handler=_token_create)
-    token.add_parser("list", parents=[common], help="list admin API tokens").set_defaults(
-        handler=_token_list
-    )
-    t_revoke = token.add_parser("revoke", parents=[common], help="revoke a token at once")
+    token.verb("list", "list admin API tokens", handler=_token_list)
+    t_revoke = token.verb("revoke", "revoke a token at once", handler=_token_revoke)
     t_revoke.add_argument("token", metavar="TOKEN_ID", help="atk_…")
-    t_revoke.set_defaults(handler=_token_revoke)

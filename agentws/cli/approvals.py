@@ -18,6 +18,7 @@ import trio
 
 from agentws.cli.arguments import bounded_count, seconds
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Verbs
 from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 
 __all__ = ["NOT_FINISHED", "add_approval_commands"]
@@ -212,7 +213,7 @@ async def _approval_deny(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_approval_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``approval`` to the ``agentws`` command line."""

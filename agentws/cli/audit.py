@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from contextlib import aclosing
 
 import trio
 
-from agentws.audit import AuditFilters, audit_entries
-from agentws.cli.arguments import bounded_count, moment
-from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
+from agentws.cli.arguments import bounded_count
+from agentws.cli.output import Context, Output, print_followed
+from agentws.cli.parsing import Verbs, noun, time_window
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
 from agentws.errors import ValidationError
@@ -48,18 +48,9 @@ def _audit_line(entry: AuditEntry) -> str:
 
 
 def _filters(args: argparse.Namespace) -> AuditFilters:
-    return AuditFilters(
-        workspace=args.workspace,
-        group=args.group,
-        token=args.token,
-        oauth_client=args.oauth_client,
-        actor=args.actor,
-        tool=args.tool,
-        decision=Decision(args.decision) if args.decision else None,
-        action=args.action,
-        since=args.since,
-        until=args.until,
-    )
+    given = {name: getattr(args, name) for name in FILTER_NAMES}
+    decision = given.pop("decision")
+    return AuditFilters(**given, decision=Decision(decision) if decision else None)
 
 
 # The filters `--follow` does not take (it reads new entries by time).
@@ -90,12 +81,7 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[AuditEntry]) -> None:
-        for entry in batch:
-            if args.json:
-                print_json_line(audit_json(entry))
-            else:
-                print_text(_audit_line(entry))
-        sys.stdout.flush()
+        print_followed(batch, args.json, audit_json, _audit_line)
 
     emit(entries)
     last = entries[-1].created_at if entries else None
@@ -113,17 +99,15 @@ async def _audit_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_audit_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``audit`` to the ``agentws`` command line."""
-    audit = commands.add_parser("audit", help="read the audit log").add_subparsers(
-        dest="action", metavar="ACTION", required=True
-    )
-    tail = audit.add_parser(
+    audit = noun(commands, common, "audit", "read the audit log")
+    tail = audit.verb(
         "tail",
-        parents=[common],
-        help="the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
+        "the newest audit entries (tool calls, decisions, labels, permissions, tokens)",
+        handler=_audit_tail,
     )
     tail.add_argument(
         "-n", "--lines", type=bounded_count, default=20, metavar="N", help="how many (default 20)"
@@ -142,16 +126,11 @@ def add_audit_commands(
     tail.add_argument(
         "--decision", choices=[d.value for d in Decision], help="only calls the gate decided so"
     )
-    tail.add_argument(
-        "--since",
-        type=moment,
-        metavar="TIME",
-        help="from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
-    )
-    tail.add_argument(
-        "--until", type=moment, metavar="TIME", help="before this time, as for --since"
+    time_window(
+        tail,
+        "from this time: ISO 8601 (UTC if no zone) or a span before now (30m, 24h, 7d)",
+        "before this time, as for --since",
     )
     tail.add_argument(
         "-f", "--follow", action="store_true", help="keep printing new entries (Ctrl+C stops)"
     )
-    tail.set_defaults(handler=_audit_tail)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import trio
 
 from agentws.chat.channels import parse_channel
 from agentws.cli.arguments import bounded_count
-from agentws.cli.output import Context, Output, print_json_line, print_text
+from agentws.cli.output import Context, Output, print_followed
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ChatMessage
 from agentws.views import message_json
 
@@ -36,12 +36,7 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
     # --follow prints as it goes (JSON lines with --json) until interrupted.
     def emit(batch: list[ChatMessage]) -> None:
-        for m in batch:
-            if args.json:
-                print_json_line(message_json(m))
-            else:
-                print_text(_message_text(m))
-        sys.stdout.flush()
+        print_followed(batch, args.json, message_json, _message_text)
 
     emit(messages)
     last = messages[-1] if messages else None
@@ -57,17 +52,17 @@ async def _channel_tail(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_channel_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``channel`` to the ``agentws`` command line."""
-    channel = commands.add_parser("channel", help="read the local chat channels").add_subparsers(
-        dest="action", metavar="ACTION", required=True
+    channel = noun(commands, common, "channel", "read the local chat channels")
+    tail = channel.verb(
+        "tail",
+        "a local channel's newest messages, or follow them",
+        "workspace",
+        handler=_channel_tail,
     )
-    tail = channel.add_parser(
-        "tail", parents=[common], help="a local channel's newest messages, or follow them"
-    )
-    tail.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     tail.add_argument("channel", metavar="CHANNEL", help="local:NAME or NAME")
     tail.add_argument(
         "-n",
@@ -85,4 +80,3 @@ def add_channel_commands(
         action="store_true",
         help="keep printing new messages until interrupted (JSON lines with --json)",
     )
-    tail.set_defaults(handler=_channel_tail)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Verbs, noun
 from agentws.connector_checks import (
     UPSTREAM_S,
     check_connector_now,
@@ -317,21 +318,24 @@ def _connector_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_connector_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``connector`` to the ``agentws`` command line."""
-    connector = commands.add_parser(
+    connector = noun(
+        commands,
+        common,
         "connector",
-        help="add third-party tools (remote MCP servers, GitHub, Slack, Stripe) to a workspace",
-        description="A connector is a third-party tool source. Its tools are offered as "
+        "add third-party tools (remote MCP servers, GitHub, Slack, Stripe) to a workspace",
+        "A connector is a third-party tool source. Its tools are offered as "
         "<connector>_<action> at the endpoints of the groups it is attached to.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    )
 
-    add = connector.add_parser(
+    add = connector.verb(
         "add",
-        parents=[common],
-        help="add a connector",
+        "add a connector",
+        "workspace",
+        handler=_add,
         description="Add a connector. Its URL must be http(s), at a public address unless "
         "AGENTWS_CONNECTOR_ALLOWLIST names it, and, when the allowlist is set, name a host "
         "it lists. A secret (bearer token, "
@@ -340,7 +344,6 @@ def add_connector_commands(
         "for channels webhook:NAME) takes its URL as the secret, since the URL is the "
         "credential; a slack connector's bot token also lets webhooks post to slack:CHANNEL-ID.",
     )
-    add.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     add.add_argument("name", metavar="NAME", help="connector name: [a-z][a-z0-9_]*")
     add.add_argument("--kind", required=True, choices=[k.value for k in ConnectorKind])
     add.add_argument(
@@ -360,27 +363,23 @@ def add_connector_commands(
         metavar="NAME",
         help="header that carries the secret (default: Authorization: Bearer <secret>)",
     )
-    add.set_defaults(handler=_add)
 
-    listing = connector.add_parser("list", parents=[common], help="list a workspace's connectors")
-    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    listing.set_defaults(handler=_list)
+    connector.verb("list", "list a workspace's connectors", "workspace", handler=_list)
 
-    show = connector.add_parser(
+    show = connector.verb(
         "show",
-        parents=[common],
-        help="a connector, its groups and its cached tools with their labels",
+        "a connector, its groups and its cached tools with their labels",
+        handler=_show,
         description="Show a connector and every tool in its cache: the capability callers "
         "get (the admin's label, or write while unlabeled), the label, and the label the "
         "remote's annotations suggest (never applied by itself).",
     )
     _connector_arguments(show)
-    show.set_defaults(handler=_show)
 
-    test = connector.add_parser(
+    test = connector.verb(
         "test",
-        parents=[common],
-        help="check that a connector's upstream answers and accepts its credential",
+        "check that a connector's upstream answers and accepts its credential",
+        handler=_test,
         description="Connect once and change nothing: a remote MCP server is asked for "
         "the handshake and its tool list; a native connector makes one harmless "
         "authenticated read (GitHub /user, Slack auth.test, Stripe /v1/balance). Exit "
@@ -388,12 +387,11 @@ def add_connector_commands(
     )
     _connector_arguments(test)
     _timeout_argument(test)
-    test.set_defaults(handler=_test)
 
-    refresh = connector.add_parser(
+    refresh = connector.verb(
         "refresh",
-        parents=[common],
-        help="fetch a remote MCP connector's tools into the tool cache now",
+        "fetch a remote MCP connector's tools into the tool cache now",
+        handler=_refresh,
         description="Fetch the remote's tool list and update the cache. A tool whose "
         "definition changed loses its admin label (back to write) and the change is audited. "
         "The refresh itself is audited too (connector.refresh: what changed, or why it "
@@ -401,7 +399,6 @@ def add_connector_commands(
     )
     _connector_arguments(refresh)
     _timeout_argument(refresh)
-    refresh.set_defaults(handler=_refresh)
 
     for action, text, more in (
         (
@@ -418,14 +415,13 @@ def add_connector_commands(
             "A no-op if it is inactive.",
         ),
     ):
-        toggle = connector.add_parser(action, parents=[common], help=text, description=more)
+        toggle = connector.verb(action, text, description=more, handler=_set_active)
         _connector_arguments(toggle)
-        toggle.set_defaults(handler=_set_active)
 
-    relay = connector.add_parser(
+    relay = connector.verb(
         "relay",
-        parents=[common],
-        help="pass a remote MCP connector's requests on to callers (on), or refuse them (off)",
+        "pass a remote MCP connector's requests on to callers (on), or refuse them (off)",
+        handler=_relay,
         description="During a call, a remote MCP server may ask the caller something: an "
         "elicitation (a form or a URL to open), a sampling request (a model completion), or "
         "the caller's roots. On (the default), each is passed on to the client that made "
@@ -435,20 +431,15 @@ def add_connector_commands(
     )
     _connector_arguments(relay)
     relay.add_argument("state", choices=["on", "off"], help="on: pass them on; off: refuse")
-    relay.set_defaults(handler=_relay)
 
-    remove = connector.add_parser(
-        "remove", parents=[common], help="delete a connector, its cached tools and attachments"
+    remove = connector.verb(
+        "remove", "delete a connector, its cached tools and attachments", handler=_remove
     )
     _connector_arguments(remove)
-    remove.set_defaults(handler=_remove)
 
     for action, handler, text in (
         ("attach", _attach, "offer a connector's tools at a group's endpoint (no-op if attached)"),
         ("detach", _detach, "stop offering a connector at a group (no-op if not attached)"),
     ):
-        sub = connector.add_parser(action, parents=[common], help=text)
-        sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-        sub.add_argument("group", metavar="GROUP", help="group slug")
+        sub = connector.verb(action, text, "workspace", "group", handler=handler)
         sub.add_argument("name", metavar="CONNECTOR", help="connector name")
-        sub.set_defaults(handler=handler)

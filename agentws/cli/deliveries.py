@@ -13,6 +13,7 @@ from typing import Any
 
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Noun
 from agentws.domain.delivery_log import parse_status_filter
 
 __all__ = ["add_deliveries_command"]
@@ -62,12 +63,13 @@ async def _deliveries(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, f"{head}\n{listing}")
 
 
-def add_deliveries_command(webhook: Any, common: argparse.ArgumentParser) -> None:
+def add_deliveries_command(webhook: Noun) -> None:
     """Add ``deliveries`` to ``agentws webhook``."""
-    deliveries = webhook.add_parser(
+    deliveries = webhook.verb(
         "deliveries",
-        parents=[common],
-        help="a webhook's delivery log: every request to its URL, refusals included",
+        "a webhook's delivery log: every request to its URL, refusals included",
+        "workspace",
+        "webhook",
         description="List the requests made to a webhook's URL, newest first, accepted or "
         "refused: when, the HTTP status and reason it was answered with (queued, duplicate, "
         "invalid_signature, payload_too_large, rate_limited...), the body's size, the "
@@ -75,9 +77,8 @@ def add_deliveries_command(webhook: Any, common: argparse.ArgumentParser) -> Non
         "with credentials and signatures hidden. The log keeps the newest "
         "$AGENTWS_DELIVERY_LOG_KEEP (500) requests per webhook, for "
         "$AGENTWS_DELIVERY_LOG_DAYS (30) days.",
+        handler=_deliveries,
     )
-    deliveries.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    deliveries.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     deliveries.add_argument(
         "--status",
         type=_status,
@@ -94,4 +95,3 @@ def add_deliveries_command(webhook: Any, common: argparse.ArgumentParser) -> Non
         metavar="N",
         help="how many, newest first (default 50)",
     )
-    deliveries.set_defaults(handler=_deliveries)

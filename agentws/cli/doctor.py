@@ -32,6 +32,7 @@ import trio
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output
+from agentws.cli.parsing import Verbs
 from agentws.domain.models import (
     CachedTool,
     Connector,
@@ -222,7 +223,7 @@ async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, "\n".join(lines), status=1 if failed else 0)
 
 
-def add_doctor_command(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_doctor_command(commands: Verbs, common: argparse.ArgumentParser) -> None:
     """Add ``doctor`` to the ``agentws`` command."""
     doctor = commands.add_parser(
         "doctor",

@@ -11,8 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from agentws.cli.arguments import moment, page_size
+from agentws.cli.arguments import page_size
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Verbs, time_window
 from agentws.domain.event_lists import DEFAULT_PAGE, MAX_PAGE
 from agentws.domain.models import EventStatus, Webhook
 
@@ -178,7 +179,7 @@ async def _event_replay(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_event_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``event`` to the ``agentws`` command line."""
@@ -212,14 +213,10 @@ def add_event_commands(
     e_list.add_argument(
         "--status", choices=[s.value for s in EventStatus], help="only events in this state"
     )
-    e_list.add_argument(
-        "--since",
-        type=moment,
-        metavar="TIME",
-        help="only events received at or after TIME (or 24h, 7d ago)",
-    )
-    e_list.add_argument(
-        "--until", type=moment, metavar="TIME", help="only events received before TIME"
+    time_window(
+        e_list,
+        "only events received at or after TIME (or 24h, 7d ago)",
+        "only events received before TIME",
     )
     e_list.add_argument(
         "--search",

@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ContextDocument, DocumentPolicy, Library, Skill
 from agentws.libraries import (
     DOCUMENT_EXTENSIONS,
@@ -292,80 +293,70 @@ _POLICY_HELP = (
 )
 
 
-def _positionals(parser: argparse.ArgumentParser, *names: str) -> None:
-    helps = {
-        "workspace": ("WORKSPACE", "workspace slug"),
-        "group": ("GROUP", "group slug"),
-        "library": ("LIBRARY", "library slug"),
-    }
-    for name in names:
-        metavar, text = helps[name]
-        parser.add_argument(name, metavar=metavar, help=text)
-
-
 def add_library_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``library``, ``doc`` and ``skill`` to the ``agentws`` command line."""
-    library = commands.add_parser(
+    library = noun(
+        commands,
+        common,
         "library",
-        help="create libraries of documents and skills, attach them to groups",
-        description="A library holds context documents and skills. Attaching it to a group "
+        "create libraries of documents and skills, attach them to groups",
+        "A library holds context documents and skills. Attaching it to a group "
         "offers them at the group's MCP endpoint. Attach and detach are idempotent.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    l_create = library.add_parser("create", parents=[common], help="create a library")
-    _positionals(l_create, "workspace")
+    )
+    l_create = library.verb("create", "create a library", "workspace", handler=_library_create)
     l_create.add_argument("slug", metavar="LIBRARY", help="library slug: [a-z0-9][a-z0-9-]*")
     l_create.add_argument("--name", help="display name (default: the slug)")
-    l_create.set_defaults(handler=_library_create)
-    l_list = library.add_parser(
-        "list", parents=[common], help="list a workspace's libraries and the groups using them"
+    library.verb(
+        "list",
+        "list a workspace's libraries and the groups using them",
+        "workspace",
+        handler=_library_list,
     )
-    _positionals(l_list, "workspace")
-    l_list.set_defaults(handler=_library_list)
-    l_rename = library.add_parser(
-        "rename",
-        parents=[common],
-        help="give a library a new display name (its slug stays)",
-        description="Change a library's display name. Its slug is in its documents' URIs "
+    library.rename(
+        "give a library a new display name (its slug stays)",
+        "Change a library's display name. Its slug is in its documents' URIs "
         "(agentws://LIBRARY/DOC), which MCP clients keep, so it does not change. Audited "
         "(library.rename, with the name it had); the name it already has changes nothing.",
+        _library_rename,
+        "workspace",
+        "library",
     )
-    _positionals(l_rename, "workspace", "library")
-    l_rename.add_argument("--name", required=True, help="the new display name")
-    l_rename.set_defaults(handler=_library_rename)
-    l_attach = library.add_parser(
-        "attach",
-        parents=[common],
-        help="offer a library's documents and skills to a group (no-op if attached)",
-    )
-    _positionals(l_attach, "workspace", "group", "library")
-    l_attach.set_defaults(handler=_library_attach)
-    l_detach = library.add_parser(
-        "detach",
-        parents=[common],
-        help="stop offering a library to a group (no-op if not attached); nothing is deleted",
-    )
-    _positionals(l_detach, "workspace", "group", "library")
-    l_detach.set_defaults(handler=_library_detach)
+    for action, handler, text in (
+        (
+            "attach",
+            _library_attach,
+            "offer a library's documents and skills to a group (no-op if attached)",
+        ),
+        (
+            "detach",
+            _library_detach,
+            "stop offering a library to a group (no-op if not attached); nothing is deleted",
+        ),
+    ):
+        library.verb(action, text, "workspace", "group", "library", handler=handler)
 
-    doc = commands.add_parser(
+    doc = noun(
+        commands,
+        common,
         "doc",
-        help="add, list, change the policy of and remove a library's context documents",
-        description="Context documents are text (Markdown, plain text or JSON, at most 1 MiB, "
+        "add, list, change the policy of and remove a library's context documents",
+        "Context documents are text (Markdown, plain text or JSON, at most 1 MiB, "
         "UTF-8) that groups offer as MCP resources and the agent reads.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    )
     accepted = ", ".join(DOCUMENT_EXTENSIONS)
-    d_add = doc.add_parser(
+    d_add = doc.verb(
         "add",
-        parents=[common],
-        help="add a document from a file or stdin",
+        "add a document from a file or stdin",
+        "workspace",
+        "library",
         description=f"Add a document from a file ({accepted}) or from stdin (-). "
         "The title is --title, else the first Markdown '# heading', else the file name; "
         "the slug is --slug, else made from the file name. JSON is checked and pretty-printed.",
+        handler=_doc_add,
     )
-    _positionals(d_add, "workspace", "library")
     d_add.add_argument("file", metavar="FILE", help="the document's file, or - for stdin")
     d_add.add_argument(
         "--policy",
@@ -386,18 +377,16 @@ def add_library_commands(
     d_add.add_argument(
         "--replace", action="store_true", help="update the document if the slug exists"
     )
-    d_add.set_defaults(handler=_doc_add)
-    d_list = doc.add_parser("list", parents=[common], help="list a library's documents")
-    _positionals(d_list, "workspace", "library")
-    d_list.set_defaults(handler=_doc_list)
-    d_policy = doc.add_parser(
+    doc.verb("list", "list a library's documents", "workspace", "library", handler=_doc_list)
+    d_policy = doc.verb(
         "policy",
-        parents=[common],
-        help="change how a document reaches the agent and MCP clients",
+        "change how a document reaches the agent and MCP clients",
+        "workspace",
+        "library",
         description="Set a document's policy: " + _POLICY_HELP + ". Audited "
         "(document.policy, with the policy it had); the policy it already has changes nothing.",
+        handler=_doc_policy,
     )
-    _positionals(d_policy, "workspace", "library")
     d_policy.add_argument("document", metavar="DOC", help="document slug")
     d_policy.add_argument(
         "policy",
@@ -405,28 +394,23 @@ def add_library_commands(
         choices=[p.value for p in DocumentPolicy],
         help="one of %(choices)s",
     )
-    d_policy.set_defaults(handler=_doc_policy)
-    d_remove = doc.add_parser("remove", parents=[common], help="delete a document")
-    _positionals(d_remove, "workspace", "library")
+    d_remove = doc.verb("remove", "delete a document", "workspace", "library", handler=_doc_remove)
     d_remove.add_argument("document", metavar="DOC", help="document slug")
-    d_remove.set_defaults(handler=_doc_remove)
 
-    skill = commands.add_parser(
+    skill = noun(
+        commands,
+        common,
         "skill",
-        help="add, list and remove a library's skills",
-        description="A skill is a folder with SKILL.md (front matter with name and "
+        "add, list and remove a library's skills",
+        "A skill is a folder with SKILL.md (front matter with name and "
         "description, then the prompt) and any text files it bundles. Groups offer skills "
         "as MCP prompts.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    s_add = skill.add_parser("add", parents=[common], help="add a skill from a folder")
-    _positionals(s_add, "workspace", "library")
+    )
+    s_add = skill.verb(
+        "add", "add a skill from a folder", "workspace", "library", handler=_skill_add
+    )
     s_add.add_argument("folder", metavar="FOLDER", help="folder holding SKILL.md")
     s_add.add_argument("--replace", action="store_true", help="update the skill if it exists")
-    s_add.set_defaults(handler=_skill_add)
-    s_list = skill.add_parser("list", parents=[common], help="list a library's skills")
-    _positionals(s_list, "workspace", "library")
-    s_list.set_defaults(handler=_skill_list)
-    s_remove = skill.add_parser("remove", parents=[common], help="delete a skill")
-    _positionals(s_remove, "workspace", "library")
+    skill.verb("list", "list a library's skills", "workspace", "library", handler=_skill_list)
+    s_remove = skill.verb("remove", "delete a skill", "workspace", "library", handler=_skill_remove)
     s_remove.add_argument("skill", metavar="SKILL", help="skill slug")
-    s_remove.set_defaults(handler=_skill_remove)

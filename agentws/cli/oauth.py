@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Verbs
 from agentws.oauth import operator_clients
 from agentws.views import oauth_client_json
 
@@ -49,7 +50,7 @@ async def _client_remove(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_oauth_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``oauth client add|list|remove`` to the ``agentws`` command line."""

@@ -23,8 +23,8 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
@@ -34,12 +34,15 @@ from agentws.errors import AgentwsError, NoDatabaseError, error_body
 from agentws.secret_box import Keys
 from agentws.store import Store
 
+T = TypeVar("T")
+
 __all__ = [
     "Context",
     "Handler",
     "Output",
     "iso",
     "print_error",
+    "print_followed",
     "print_json_line",
     "print_output",
     "print_text",
@@ -109,6 +112,19 @@ def print_text(text: str) -> None:
 def print_json_line(data: Any) -> None:
     """Print ``data`` as one line of JSON on stdout (ASCII: nothing a terminal acts on)."""
     print(json.dumps(data))
+
+
+def print_followed(
+    batch: Iterable[T], as_json: bool, as_data: Callable[[T], Any], as_text: Callable[[T], str]
+) -> None:
+    """Print what ``--follow`` found: JSON lines with ``--json``, else text; flushed at once."""
+    for item in batch:
+        if as_json:
+            print_json_line(as_data(item))
+        else:
+            print_text(as_text(item))
+    # Whoever follows reads as it comes, through a pipe too.
+    sys.stdout.flush()
 
 
 def table(rows: list[dict[str, Any]], columns: Sequence[str], empty: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from agentws import __version__
 from agentws.accounts import initialise
 from agentws.cli.output import Context, Output
+from agentws.cli.parsing import Verbs
 from agentws.config import Settings
 from agentws.secret_box import ensure_key_file
 from agentws.store import redact_url
@@ -99,7 +100,7 @@ def serve(settings: Settings, as_json: bool) -> int:
 
 
 def add_serve_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``serve`` and ``init`` to the ``agentws`` command line."""

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import Capability, Permission
 
 __all__ = ["add_tool_commands"]
@@ -105,62 +106,61 @@ async def _tool_permission(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_tool_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``tool`` to the ``agentws`` command line."""
-    tool = commands.add_parser(
+    tool = noun(
+        commands,
+        common,
         "tool",
-        help="tools' capabilities (labels) and permissions",
-        description="Each tool has a capability (read, write, destructive) and a permission "
+        "tools' capabilities (labels) and permissions",
+        "Each tool has a capability (read, write, destructive) and a permission "
         "saying what MCP callers get: allow (runs), requires_approval (queued for an admin), "
         "requires_confirmation (the caller confirms each call) or deny. Without an admin's "
         "setting, read is allow, write requires_approval, destructive requires_confirmation.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    )
 
-    listing = tool.add_parser(
+    tool.verb(
         "list",
-        parents=[common],
-        help="a group's tools: capability, label, permission and where each comes from",
+        "a group's tools: capability, label, permission and where each comes from",
+        "workspace",
+        "group",
+        handler=_tool_list,
     )
-    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    listing.add_argument("group", metavar="GROUP", help="group slug")
-    listing.set_defaults(handler=_tool_list)
 
-    label = tool.add_parser(
-        "label",
-        parents=[common],
-        help="set a remote MCP tool's capability",
-        description="Label a remote MCP connector's tool. Unlabeled tools are write, whatever "
-        "the remote claims; a tool whose definition changes loses its label. Built-ins and "
-        "native actions have fixed labels. Applies in every group the connector is attached to.",
-    )
-    label.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    label.add_argument("tool", metavar="TOOL", help="tool name, <connector>_<action>")
-    label.add_argument(
-        "capability",
-        metavar="CAPABILITY",
-        choices=[*(c.value for c in Capability), "unset"],
-        help="read, write, destructive, or unset (back to unlabeled: write)",
-    )
-    label.set_defaults(handler=_tool_label)
-
-    permission = tool.add_parser(
-        "permission",
-        parents=[common],
-        help="set what callers get for a tool, in a group or the whole workspace",
-        description="Set a tool's permission for one group (--group) or for every group of "
-        "the workspace; a group's own wins. 'default' removes the setting. A destructive tool "
-        "cannot be 'allow'. A permission looser than the default is removed when a remote "
-        "tool's definition changes or the tool is labeled again.",
-    )
-    permission.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    permission.add_argument("tool", metavar="TOOL", help="tool name")
-    permission.add_argument(
-        "permission",
-        metavar="PERMISSION",
-        choices=[*(p.value for p in Permission), "default"],
-        help="allow, requires_approval, requires_confirmation, deny, or default",
-    )
-    permission.add_argument("--group", metavar="GROUP", help="only in this group")
-    permission.set_defaults(handler=_tool_permission)
+    # Each setting: the tool, then its value (or the word that removes it).
+    settings = {}
+    for name, handler, text, more, tool_help, value, values, value_help in (
+        (
+            "label",
+            _tool_label,
+            "set a remote MCP tool's capability",
+            "Label a remote MCP connector's tool. Unlabeled tools are write, whatever "
+            "the remote claims; a tool whose definition changes loses its label. Built-ins and "
+            "native actions have fixed labels. Applies in every group the connector is "
+            "attached to.",
+            "tool name, <connector>_<action>",
+            "capability",
+            [*(c.value for c in Capability), "unset"],
+            "read, write, destructive, or unset (back to unlabeled: write)",
+        ),
+        (
+            "permission",
+            _tool_permission,
+            "set what callers get for a tool, in a group or the whole workspace",
+            "Set a tool's permission for one group (--group) or for every group of "
+            "the workspace; a group's own wins. 'default' removes the setting. A destructive "
+            "tool cannot be 'allow'. A permission looser than the default is removed when a "
+            "remote tool's definition changes or the tool is labeled again.",
+            "tool name",
+            "permission",
+            [*(p.value for p in Permission), "default"],
+            "allow, requires_approval, requires_confirmation, deny, or default",
+        ),
+    ):
+        setting = tool.verb(name, text, "workspace", description=more, handler=handler)
+        setting.add_argument("tool", metavar="TOOL", help=tool_help)
+        setting.add_argument(value, metavar=value.upper(), choices=values, help=value_help)
+        settings[name] = setting
+    settings["permission"].add_argument("--group", metavar="GROUP", help="only in this group")

@@ -17,8 +17,9 @@ from typing import Any
 
 import trio
 
-from agentws.cli.arguments import moment, per_minute_rate, seconds, whole
+from agentws.cli.arguments import per_minute_rate, seconds, whole
 from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Noun, time_window
 from agentws.domain.models import Event, FailureStreak
 from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind
@@ -249,35 +250,31 @@ async def _outcome(ctx: Context, event_id: str, wait_s: float) -> Event:
 # --- parser -----------------------------------------------------------------------------------
 
 
-def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> None:
+def add_operation_commands(webhook: Noun) -> None:
     """Add ``webhook replay`` and ``webhook test`` to the ``webhook`` subcommands."""
-    replay = webhook.add_parser(
+    replay = webhook.verb(
         "replay",
-        parents=[common],
-        help="replay a webhook's failed events, each once, at a rate",
+        "replay a webhook's failed events, each once, at a rate",
+        "workspace",
+        "webhook",
         description="Queue one replay of each failed event of the webhook that matches and was "
         "never replayed, oldest first: a new event with the same body and headers (replay_of "
         "names the original), run by the service like any other. The replays are spaced by "
         "--rate, so the model and the chat are not flooded. Running it again while they run "
         "queues nothing twice; a replay that fails is replayed by the next run instead of "
         "its original.",
+        handler=_webhook_replay,
     )
-    replay.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    replay.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     replay.add_argument(
         "--failed",
         action="store_true",
         required=True,
         help="replay failed events (required: the events a bulk replay takes)",
     )
-    replay.add_argument(
-        "--since",
-        type=moment,
-        metavar="TIME",
-        help="only events received at or after TIME: 2026-05-01T12:00 (UTC), or 24h, 7d ago",
-    )
-    replay.add_argument(
-        "--until", type=moment, metavar="TIME", help="only events received before TIME"
+    time_window(
+        replay,
+        "only events received at or after TIME: 2026-05-01T12:00 (UTC), or 24h, 7d ago",
+        "only events received before TIME",
     )
     replay.add_argument(
         "--error-contains",
@@ -305,12 +302,12 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
     replay.add_argument(
         "--dry-run", action="store_true", help="say what would be replayed; queue nothing"
     )
-    replay.set_defaults(handler=_webhook_replay)
 
-    test = webhook.add_parser(
+    test = webhook.verb(
         "test",
-        parents=[common],
-        help="send a signed sample event through the webhook's checks; show the answer",
+        "send a signed sample event through the webhook's checks; show the answer",
+        "workspace",
+        "webhook",
         description="Send the webhook a test event: a sample delivery as its sender would send "
         "it (a GitHub ping, a Stripe invoice.payment_failed event, a Standard Webhooks "
         "envelope, a Slack event_callback, or a plain object), signed with the webhook's own "
@@ -318,9 +315,8 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
         "its URL (signature, rate limit, deduplication). Prints the door's answer, then waits "
         "for the run and prints its message. The URL is not kept, so the request is not sent "
         "over the network: the sender's copy of the URL and secret is not tested.",
+        handler=_webhook_test,
     )
-    test.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    test.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     test.add_argument(
         "--scheme-sample",
         dest="sample",
@@ -336,4 +332,3 @@ def add_operation_commands(webhook: Any, common: argparse.ArgumentParser) -> Non
         help="wait this long for a running service to run it (default 30, at most 3600; "
         "0: do not wait)",
     )
-    test.set_defaults(handler=_webhook_test)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from agentws.cli.arguments import typed
-from agentws.cli.output import Context, Output
+from agentws.cli.output import Context, Handler, Output
+from agentws.cli.parsing import Noun
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import Webhook
 from agentws.errors import ValidationError
@@ -141,30 +142,34 @@ async def _rotation(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(rotation_json(status), rotation_text(status))
 
 
-def add_rotation_commands(webhook: Any, common: argparse.ArgumentParser) -> None:
+def add_rotation_commands(webhook: Noun) -> None:
     """Add the rotation verbs to ``agentws webhook``."""
 
-    def verb(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = webhook.add_parser(
-            name, parents=[common], help=help_text, description=description
+    def rotation_verb(
+        name: str, handler: Handler, help_text: str, description: str, *, grace: bool = False
+    ) -> argparse.ArgumentParser:
+        parser = webhook.verb(
+            name, help_text, "workspace", "webhook", description=description, handler=handler
         )
-        sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-        sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
-        return sub
+        if grace:
+            parser.add_argument(
+                "--grace", type=_grace, default=timedelta(hours=24), help=_GRACE_HELP
+            )
+        return parser
 
-    rotate = verb(
+    rotation_verb(
         "rotate",
+        _rotate,
         "issue a new URL; the current one keeps working for a grace period",
         "Issue a new URL for the webhook, printed once. The current URL keeps working for "
         "the grace period (then it answers 404), so senders can be moved one by one; each "
         "event records which URL it came through (see `agentws webhook rotation`). Rotating "
         "again during a grace ends that grace.",
+        grace=True,
     )
-    rotate.add_argument("--grace", type=_grace, default=timedelta(hours=24), help=_GRACE_HELP)
-    rotate.set_defaults(handler=_rotate)
-
-    secret = verb(
+    secret = rotation_verb(
         "rotate-secret",
+        _rotate_secret,
         "verify with a new signing secret; the current one still verifies for a grace period",
         "Take a new verification secret (read from stdin). During the grace period either "
         "secret verifies: Stripe and Standard Webhooks senders sign with both while they "
@@ -177,22 +182,19 @@ def add_rotation_commands(webhook: Any, common: argparse.ArgumentParser) -> None
         help="read the new secret from stdin (never from the command line)",
     )
     secret.add_argument("--grace", type=_grace, default=timedelta(hours=24), help=_GRACE_HELP)
-    secret.set_defaults(handler=_rotate_secret)
-
-    end = verb(
+    end = rotation_verb(
         "end-grace",
+        _end_grace,
         "stop the previous URL and/or secret now",
         "End a rotation's grace period early: the previous URL answers 404 and the previous "
         "secret verifies nothing, from now on. Without --url or --secret, both.",
     )
     end.add_argument("--url", action="store_true", help="only the previous URL")
     end.add_argument("--secret", action="store_true", help="only the previous secret")
-    end.set_defaults(handler=_end_grace)
-
-    status = verb(
+    rotation_verb(
         "rotation",
+        _rotation,
         "how far the senders have moved to the new URL and secret",
         "The URL and secret generations in use, until when the previous ones work, and how "
         "many deliveries came through each since the last rotation.",
     )
-    status.set_defaults(handler=_rotation)

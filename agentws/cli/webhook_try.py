@@ -24,6 +24,7 @@ import mcp_types as types
 import trio
 
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Noun
 from agentws.domain.models import Connector
 from agentws.errors import ValidationError
 
@@ -155,36 +156,35 @@ async def _try(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(data, "\n".join(lines))
 
 
-def add_try_commands(webhook: Any, common: argparse.ArgumentParser) -> None:
+def add_try_commands(webhook: Noun) -> None:
     """Add ``webhook samples`` and ``webhook try`` to the ``webhook`` command's actions."""
-    samples = webhook.add_parser(
+    samples = webhook.verb(
         "samples",
-        parents=[common],
-        help="list what a capturing draft kept of its deliveries (or show one)",
+        "list what a capturing draft kept of its deliveries (or show one)",
+        "workspace",
+        "webhook",
         description="List the samples a draft webhook set to capture (--capture) kept of its "
         "deliveries, newest first: each was checked as an active webhook's delivery would be, "
         "and never ran. The newest 50 are kept, also once the webhook is activated.",
+        handler=_samples,
     )
-    samples.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    samples.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     samples.add_argument(
         "sample", metavar="SAMPLE", nargs="?", help="a sample id (smp_…): show it whole"
     )
-    samples.set_defaults(handler=_samples)
 
-    tried = webhook.add_parser(
+    tried = webhook.verb(
         "try",
-        parents=[common],
-        help="try a prompt on a sample or a past event, posting nothing",
+        "try a prompt on a sample or a past event, posting nothing",
+        "workspace",
+        "webhook",
         description="Run the agent on a captured sample or a past event of the webhook with a "
         "candidate prompt (default: the webhook's own) and print the message it would post and "
         "the tool calls it would make. Nothing is posted and nothing is queued: read tools run "
         "for real; write tools are shown as 'would queue for approval' and destructive ones as "
         "'would ask for confirmation', without running. The model is the one this process's "
         "settings choose (ANTHROPIC_API_KEY, else the offline digest).",
+        handler=_try,
     )
-    tried.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    tried.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     on = tried.add_mutually_exclusive_group(required=True)
     on.add_argument("--sample", metavar="ID", help="a sample it kept (smp_…)")
     on.add_argument("--event", metavar="ID", help="one of its past events (evt_…)")
@@ -193,4 +193,3 @@ def add_try_commands(webhook: Any, common: argparse.ArgumentParser) -> None:
         "--prompt-file", metavar="FILE", help="the candidate prompt, from a file"
     )
     candidate.add_argument("--prompt", help="the candidate prompt, inline")
-    tried.set_defaults(handler=_try)

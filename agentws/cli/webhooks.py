@@ -15,7 +15,6 @@ import argparse
 import shlex
 import sys
 import typing
-from typing import Any
 
 import trio
 
@@ -23,6 +22,7 @@ from agentws.cli.arguments import per_minute_rate, read_secret, whole
 from agentws.cli.deliveries import add_deliveries_command
 from agentws.cli.events import event_row
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Verbs, noun
 from agentws.cli.webhook_operations import (
     add_alert_options,
     add_operation_commands,
@@ -257,25 +257,27 @@ async def _webhook_delete(args: argparse.Namespace, ctx: Context) -> Output:
 # --- parser ---------------------------------------------------------------------------------
 
 
-def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_webhook_commands(commands: Verbs, common: argparse.ArgumentParser) -> None:
     """Add ``webhook`` to the ``agentws`` command."""
-    webhook = commands.add_parser(
+    webhook = noun(
+        commands,
+        common,
         "webhook",
-        help="incoming webhooks: create (URL shown once), list, activate, rotate, delete; "
+        "incoming webhooks: create (URL shown once), list, activate, rotate, delete; "
         "capture deliveries and try a prompt; replay failed events, send test events",
-        description="Incoming webhooks: an external system POSTs JSON to the URL; the agent "
+        "Incoming webhooks: an external system POSTs JSON to the URL; the agent "
         "follows the prompt and posts one message per event to the channel.",
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
+    )
 
-    create = webhook.add_parser(
+    create = webhook.verb(
         "create",
-        parents=[common],
-        help="create a webhook and print its URL once",
+        "create a webhook and print its URL once",
+        "workspace",
+        handler=_webhook_create,
         description="Create a webhook. Its URL, printed once, holds the token that is its "
         "credential; `agentws webhook rotate` issues a new one (the old one keeps working "
         "for a grace period).",
     )
-    create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     create.add_argument("--name", required=True, help="a name people know it by, e.g. 'ci'")
     create.add_argument(
         "--channel",
@@ -355,19 +357,18 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         "by default they are made inert",
     )
     add_alert_options(create, changing=False)
-    create.set_defaults(handler=_webhook_create)
 
-    update = webhook.add_parser(
+    update = webhook.verb(
         "update",
-        parents=[common],
-        help="change a webhook's prompt, channel, group or pre-authorized tools",
+        "change a webhook's prompt, channel, group or pre-authorized tools",
+        "workspace",
+        "webhook",
+        handler=_webhook_update,
         description="Change what a webhook's runs do. Options not given are left as they are. "
         "A pre-authorized (--allow-tool) write tool runs in the webhook's runs without an "
         "admin's approval, for as long as its definition is the one authorized; destructive "
         "tools can never be pre-authorized, and MCP tokens never get this.",
     )
-    update.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    update.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
     update.add_argument(
         "--channel", help="where messages go: local:NAME, slack:CHANNEL-ID or webhook:CONNECTOR"
     )
@@ -408,24 +409,18 @@ def add_webhook_commands(commands: Any, common: argparse.ArgumentParser) -> None
         "refuse them with 403 (--no-capture); samples already kept stay",
     )
     add_alert_options(update, changing=True)
-    update.set_defaults(handler=_webhook_update)
 
-    listing = webhook.add_parser("list", parents=[common], help="list a workspace's webhooks")
-    listing.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    listing.set_defaults(handler=_webhook_list)
+    webhook.verb("list", "list a workspace's webhooks", "workspace", handler=_webhook_list)
     for name, handler, text in (
         ("show", _webhook_show, "show a webhook's settings and recent events"),
         ("activate", _webhook_activate, "accept deliveries"),
         ("deactivate", _webhook_deactivate, "make it a draft: deliveries get 403"),
         ("delete", _webhook_delete, "delete it: its URL stops working at once"),
     ):
-        sub = webhook.add_parser(name, parents=[common], help=text)
-        sub.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-        sub.add_argument("webhook", metavar="WEBHOOK", help="webhook id (wh_…) or name")
-        sub.set_defaults(handler=handler)
+        webhook.verb(name, text, "workspace", "webhook", handler=handler)
     from agentws.cli.webhook_rotation import add_rotation_commands
 
-    add_rotation_commands(webhook, common)
-    add_try_commands(webhook, common)
-    add_operation_commands(webhook, common)
-    add_deliveries_command(webhook, common)
+    add_rotation_commands(webhook)
+    add_try_commands(webhook)
+    add_operation_commands(webhook)
+    add_deliveries_command(webhook)

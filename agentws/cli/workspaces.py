@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from agentws.cli.output import Context, Output, table
+from agentws.cli.parsing import Verbs, noun
 from agentws.config import Settings
 from agentws.domain.models import Capability, Group
 from agentws.registry import (
@@ -120,66 +121,47 @@ async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 def add_workspace_commands(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: Verbs,
     common: argparse.ArgumentParser,
 ) -> None:
     """Add ``workspace``, ``group`` and ``token`` to the ``agentws`` command line."""
-    workspace = commands.add_parser(
-        "workspace", help="create, list and rename workspaces"
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    w_create = workspace.add_parser("create", parents=[common], help="create a workspace")
+    workspace = noun(commands, common, "workspace", "create, list and rename workspaces")
+    w_create = workspace.verb("create", "create a workspace", handler=_workspace_create)
     w_create.add_argument("slug", metavar="SLUG", help="address in URLs: [a-z0-9][a-z0-9-]*")
     w_create.add_argument("--name", help="display name (default: the slug)")
-    w_create.set_defaults(handler=_workspace_create)
-    workspace.add_parser("list", parents=[common], help="list workspaces").set_defaults(
-        handler=_workspace_list
-    )
-    w_rename = workspace.add_parser(
-        "rename",
-        parents=[common],
-        help="give a workspace a new display name (its slug stays)",
-        description="Change a workspace's display name. Its slug is in every group's "
+    workspace.verb("list", "list workspaces", handler=_workspace_list)
+    workspace.rename(
+        "give a workspace a new display name (its slug stays)",
+        "Change a workspace's display name. Its slug is in every group's "
         "endpoint URL and the dashboard's addresses, so it does not change. Audited "
         "(workspace.rename, with the name it had); the name it already has changes nothing.",
-    )
-    w_rename.add_argument("slug", metavar="SLUG", help="workspace slug")
-    w_rename.add_argument("--name", required=True, help="the new display name")
-    w_rename.set_defaults(handler=_workspace_rename)
+        _workspace_rename,
+    ).add_argument("slug", metavar="SLUG", help="workspace slug")
 
-    group = commands.add_parser(
-        "group", help="create, list and rename groups of a workspace"
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    g_create = group.add_parser(
-        "create", parents=[common], help="create a group (one MCP endpoint)"
+    group = noun(commands, common, "group", "create, list and rename groups of a workspace")
+    g_create = group.verb(
+        "create", "create a group (one MCP endpoint)", "workspace", handler=_group_create
     )
-    g_create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
     g_create.add_argument("slug", metavar="SLUG", help="group slug: [a-z0-9][a-z0-9-]*")
     g_create.add_argument("--name", help="display name (default: the slug)")
-    g_create.set_defaults(handler=_group_create)
-    g_list = group.add_parser("list", parents=[common], help="list a workspace's groups")
-    g_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    g_list.set_defaults(handler=_group_list)
-    g_rename = group.add_parser(
-        "rename",
-        parents=[common],
-        help="give a group a new display name (its slug and endpoint URL stay)",
-        description="Change a group's display name. Its slug is in its MCP endpoint URL, "
+    group.verb("list", "list a workspace's groups", "workspace", handler=_group_list)
+    group.rename(
+        "give a group a new display name (its slug and endpoint URL stay)",
+        "Change a group's display name. Its slug is in its MCP endpoint URL, "
         "which clients keep, so it does not change. Audited (group.rename, with the name it "
         "had); the name it already has changes nothing.",
-    )
-    g_rename.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    g_rename.add_argument("slug", metavar="GROUP", help="group slug")
-    g_rename.add_argument("--name", required=True, help="the new display name")
-    g_rename.set_defaults(handler=_group_rename)
+        _group_rename,
+        "workspace",
+    ).add_argument("slug", metavar="GROUP", help="group slug")
 
-    token = commands.add_parser(
-        "token", help="issue, list and revoke MCP endpoint tokens"
-    ).add_subparsers(dest="action", metavar="ACTION", required=True)
-    t_create = token.add_parser(
-        "create", parents=[common], help="issue a bearer token for a group endpoint (shown once)"
+    token = noun(commands, common, "token", "issue, list and revoke MCP endpoint tokens")
+    t_create = token.verb(
+        "create",
+        "issue a bearer token for a group endpoint (shown once)",
+        "workspace",
+        "group",
+        handler=_token_create,
     )
-    t_create.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    t_create.add_argument("group", metavar="GROUP", help="group slug")
     t_create.add_argument("--name", required=True, help="who or what uses it, e.g. 'cursor-ada'")
     t_create.add_argument(
         "--scope",
@@ -187,13 +169,8 @@ def add_workspace_commands(
         default=Capability.WRITE.value,
         help="highest tool capability the token may use (default: write)",
     )
-    t_create.set_defaults(handler=_token_create)
-    t_list = token.add_parser("list", parents=[common], help="list a group's tokens")
-    t_list.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    t_list.add_argument("group", metavar="GROUP", help="group slug")
-    t_list.set_defaults(handler=_token_list)
-    t_revoke = token.add_parser("revoke", parents=[common], help="revoke a token at once")
-    t_revoke.add_argument("workspace", metavar="WORKSPACE", help="workspace slug")
-    t_revoke.add_argument("group", metavar="GROUP", help="group slug")
+    token.verb("list", "list a group's tokens", "workspace", "group", handler=_token_list)
+    t_revoke = token.verb(
+        "revoke", "revoke a token at once", "workspace", "group", handler=_token_revoke
+    )
     t_revoke.add_argument("token", metavar="TOKEN", help="token id (tok_…) or name")
-    t_revoke.set_defaults(handler=_token_revoke)

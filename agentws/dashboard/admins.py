@@ -26,7 +26,7 @@ from agentws.blueprints import RouteTable
 from agentws.domain.models import Admin
 from agentws.errors import AgentwsError
 
-from .frame import done, render_page
+from .frame import changed, done, render_page
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -118,9 +118,8 @@ async def admin_token_create(admin: AdminServices, caller: Caller) -> Response:
 @routes.post("/admins/tokens/<token_id>/revoke")
 @signed_in
 async def admin_token_revoke(admin: AdminServices, caller: Caller, token_id: str) -> Response:
-    here = url_for("dashboard.admins")
-    try:
-        token = await revoke_admin_token(admin.store, token_id, actor=caller.actor)
-    except AgentwsError as exc:
-        return done(here, exc.message, error=True)
-    return done(here, f"Revoked admin API token {token.name}: it is refused from now on.")
+    return await changed(
+        url_for("dashboard.admins"),
+        revoke_admin_token(admin.store, token_id, actor=caller.actor),
+        lambda token: f"Revoked admin API token {token.name}: it is refused from now on.",
+    )

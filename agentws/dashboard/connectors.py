@@ -88,12 +88,6 @@ def secret_text(connector: Connector) -> str:
     return f"in header {header}, stored encrypted"
 
 
-@routes.get("/w/<workspace>/connectors")
-@signed_in
-async def connectors(admin: AdminServices, caller: Caller, workspace: str) -> Response:
-    return await _connectors_page(admin, caller, workspace)
-
-
 async def _connectors_page(
     admin: AdminServices,
     caller: Caller,
@@ -125,6 +119,10 @@ async def _connectors_page(
         status=400 if error else 200,
         error=error,
     )
+
+
+# The listing's GET is the page with an empty form.
+routes.get("/w/<workspace>/connectors", endpoint="connectors")(signed_in(_connectors_page))
 
 
 @routes.post("/w/<workspace>/connectors")

@@ -1,7 +1,8 @@
 """The dashboard's Groups page: a workspace's groups, their endpoints, libraries and connectors.
 
 Each group is one MCP endpoint; here an admin creates and renames groups
-and attaches libraries and connectors to them, through the functions the
+(routes declared by :mod:`agentws.dashboard.named_items`) and attaches
+libraries and connectors to them, through the functions the
 CLI calls (:mod:`agentws.registry`, :mod:`agentws.libraries`,
 :mod:`agentws.connectors.registry`). A group's slug is in its endpoint URL,
 which its clients keep, so renaming changes its display name only.
@@ -9,16 +10,18 @@ which its clients keep, so renaming changes its display name only.
 
 from __future__ import annotations
 
-from quart import Response, request, url_for
+from collections.abc import Awaitable, Callable
+
+from quart import Response, request
 
 from agentws import libraries, registry
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.connectors import registry as connectors
 from agentws.domain.models import ConnectorKind, GroupConnector
-from agentws.errors import AgentwsError
 
-from .frame import changed, done, error_text, find_workspace, render_page
+from .frame import changed, find_workspace, render_page
+from .named_items import ItemPage, declare_create_and_rename
 from .session import signed_in
 
 __all__ = ["routes"]
@@ -59,93 +62,67 @@ async def groups(admin: AdminServices, caller: Caller, workspace: str) -> Respon
     return await render_page(admin, "groups.html", caller, workspace=ws, rows=rows)
 
 
-def _here(workspace: str, group: str | None = None) -> str:
-    page = url_for("dashboard.groups", workspace=workspace)
-    return f"{page}#group-{group}" if group else page
+_PAGE = ItemPage("group", "groups", "groups")
+_here = _PAGE.here
+declare_create_and_rename(
+    routes,
+    _PAGE,
+    registry.create_group,
+    registry.rename_group,
+    "attach libraries and connectors, then create a token on the MCP Endpoints page.",
+)
 
 
-@routes.post("/w/<workspace>/groups")
-@signed_in
-async def group_create(admin: AdminServices, caller: Caller, workspace: str) -> Response:
-    form = await request.form
-    try:
-        group = await registry.create_group(
-            admin.store,
-            workspace,
-            (form.get("slug") or "").strip(),
-            name=(form.get("name") or "").strip() or None,
-            actor=caller.actor,
+# attach(store, workspace, group, name, *, actor) and its detach.
+_Change = Callable[..., Awaitable[object]]
+
+
+def _attachments(
+    kind: str, plural: str, key: str, offered: str, attach: _Change, detach: _Change
+) -> None:
+    """Declare ``group_<kind>_attach`` and ``group_<kind>_detach``: a library or connector.
+
+    The attach form names it in its ``<kind>`` field; the detach path in ``<key>``.
+    """
+
+    async def attach_one(
+        admin: AdminServices, caller: Caller, workspace: str, group: str
+    ) -> Response:
+        name = (await request.form).get(kind) or ""
+        return await changed(
+            _here(workspace, group),
+            attach(admin.store, workspace, group, name, actor=caller.actor),
+            lambda _: f"Attached {kind} {name!r} to {group!r}: {offered}.",
         )
-    except AgentwsError as exc:
-        return done(_here(workspace), error_text(exc), error=True)
-    return done(
-        _here(workspace, group.slug),
-        f"Created group {group.slug!r}: attach libraries and connectors, then create a token "
-        "on the MCP Endpoints page.",
-    )
+
+    async def detach_one(
+        admin: AdminServices, caller: Caller, /, workspace: str, group: str, **path: str
+    ) -> Response:
+        name = path[key]
+        return await changed(
+            _here(workspace, group),
+            detach(admin.store, workspace, group, name, actor=caller.actor),
+            lambda _: f"Detached {kind} {name!r} from {group!r}.",
+        )
+
+    rule = f"/w/<workspace>/groups/<group>/{plural}"
+    routes.post(rule, endpoint=f"group_{kind}_attach")(signed_in(attach_one))
+    routes.post(f"{rule}/<{key}>/detach", endpoint=f"group_{kind}_detach")(signed_in(detach_one))
 
 
-@routes.post("/w/<workspace>/groups/<group>/rename")
-@signed_in
-async def group_rename(
-    admin: AdminServices, caller: Caller, workspace: str, group: str
-) -> Response:
-    name = (await request.form).get("name") or ""
-    return await changed(
-        _here(workspace, group),
-        registry.rename_group(admin.store, workspace, group, name=name, actor=caller.actor),
-        lambda renamed: f"Group {group!r} is now called {renamed.name!r}.",
-    )
-
-
-@routes.post("/w/<workspace>/groups/<group>/libraries")
-@signed_in
-async def group_library_attach(
-    admin: AdminServices, caller: Caller, workspace: str, group: str
-) -> Response:
-    library = (await request.form).get("library") or ""
-    return await changed(
-        _here(workspace, group),
-        libraries.attach_library(admin.store, workspace, group, library, actor=caller.actor),
-        lambda _: (
-            f"Attached library {library!r} to {group!r}: "
-            "its documents and skills are offered there."
-        ),
-    )
-
-
-@routes.post("/w/<workspace>/groups/<group>/libraries/<library>/detach")
-@signed_in
-async def group_library_detach(
-    admin: AdminServices, caller: Caller, workspace: str, group: str, library: str
-) -> Response:
-    return await changed(
-        _here(workspace, group),
-        libraries.detach_library(admin.store, workspace, group, library, actor=caller.actor),
-        lambda _: f"Detached library {library!r} from {group!r}.",
-    )
-
-
-@routes.post("/w/<workspace>/groups/<group>/connectors")
-@signed_in
-async def group_connector_attach(
-    admin: AdminServices, caller: Caller, workspace: str, group: str
-) -> Response:
-    name = (await request.form).get("connector") or ""
-    return await changed(
-        _here(workspace, group),
-        connectors.attach_connector(admin.store, workspace, group, name, actor=caller.actor),
-        lambda _: f"Attached connector {name!r} to {group!r}: its tools are offered there.",
-    )
-
-
-@routes.post("/w/<workspace>/groups/<group>/connectors/<name>/detach")
-@signed_in
-async def group_connector_detach(
-    admin: AdminServices, caller: Caller, workspace: str, group: str, name: str
-) -> Response:
-    return await changed(
-        _here(workspace, group),
-        connectors.detach_connector(admin.store, workspace, group, name, actor=caller.actor),
-        lambda _: f"Detached connector {name!r} from {group!r}.",
-    )
+_attachments(
+    "library",
+    "libraries",
+    "library",
+    "its documents and skills are offered there",
+    libraries.attach_library,
+    libraries.detach_library,
+)
+_attachments(
+    "connector",
+    "connectors",
+    "name",
+    "its tools are offered there",
+    connectors.attach_connector,
+    connectors.detach_connector,
+)

@@ -1,6 +1,7 @@
 """The dashboard's Libraries page: a workspace's libraries and their documents.
 
-Creating and renaming a library, uploading a document, reading one
+Creating and renaming a library (declared by
+:mod:`agentws.dashboard.named_items`), uploading a document, reading one
 (:func:`document_page`), changing its policy and removing it, through the
 functions the CLI calls (:mod:`agentws.libraries`). A library's slug is in
 its documents' URIs, which MCP clients keep, so renaming changes its
@@ -24,9 +25,10 @@ from agentws.libraries.uploads import MAX_SKILL_FILES
 
 from .capped import capped
 from .frame import changed, done, error_text, find_workspace, render_page
+from .named_items import ItemPage, declare_create_and_rename
 from .session import signed_in
 
-__all__ = ["MAX_DOCUMENT_REQUEST_BYTES", "routes"]
+__all__ = ["LIBRARY_PAGE", "MAX_DOCUMENT_REQUEST_BYTES", "routes"]
 
 routes = RouteTable[AdminServices]()
 
@@ -38,9 +40,9 @@ MAX_DOCUMENT_REQUEST_BYTES = _MAX_UPLOAD_BYTES + 64 * 1024
 PREVIEW_CHARS = 20_000
 
 
-def _here(workspace: str, library: str | None = None) -> str:
-    page = url_for("dashboard.libraries_page", workspace=workspace)
-    return f"{page}#library-{library}" if library else page
+#: The Libraries page, each library at its anchor (``#library-<slug>``).
+LIBRARY_PAGE = ItemPage("library", "libraries", "libraries_page")
+_here = LIBRARY_PAGE.here
 
 
 @routes.get("/w/<workspace>/libraries")
@@ -72,37 +74,13 @@ async def libraries_page(admin: AdminServices, caller: Caller, workspace: str) -
     )
 
 
-@routes.post("/w/<workspace>/libraries")
-@signed_in
-async def library_create(admin: AdminServices, caller: Caller, workspace: str) -> Response:
-    form = await request.form
-    try:
-        library = await libraries.create_library(
-            admin.store,
-            workspace,
-            (form.get("slug") or "").strip(),
-            name=(form.get("name") or "").strip() or None,
-            actor=caller.actor,
-        )
-    except AgentwsError as exc:
-        return done(_here(workspace), error_text(exc), error=True)
-    return done(
-        _here(workspace, library.slug),
-        f"Created library {library.slug!r}: add documents and skills, then attach it to a group.",
-    )
-
-
-@routes.post("/w/<workspace>/libraries/<library>/rename")
-@signed_in
-async def library_rename(
-    admin: AdminServices, caller: Caller, workspace: str, library: str
-) -> Response:
-    name = (await request.form).get("name") or ""
-    return await changed(
-        _here(workspace, library),
-        libraries.rename_library(admin.store, workspace, library, name=name, actor=caller.actor),
-        lambda renamed: f"Library {library!r} is now called {renamed.name!r}.",
-    )
+declare_create_and_rename(
+    routes,
+    LIBRARY_PAGE,
+    libraries.create_library,
+    libraries.rename_library,
+    "add documents and skills, then attach it to a group.",
+)
 
 
 async def _document_too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:

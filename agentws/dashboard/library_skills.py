@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from quart import Response, current_app, request, url_for
+from quart import Response, current_app, request
 from quart.datastructures import FileStorage
 
 from agentws import libraries
@@ -34,6 +34,7 @@ from agentws.libraries.uploads import (
 
 from .capped import capped
 from .frame import done, error_text
+from .libraries import LIBRARY_PAGE
 from .session import signed_in
 
 __all__ = ["MAX_SKILL_REQUEST_BYTES", "routes"]
@@ -45,8 +46,7 @@ routes = RouteTable[AdminServices]()
 MAX_SKILL_REQUEST_BYTES = max(MAX_SKILL_ZIP_BYTES, MAX_SKILL_BYTES) + 256 * 1024
 
 
-def _here(workspace: str, library: str) -> str:
-    return url_for("dashboard.libraries_page", workspace=workspace) + f"#library-{library}"
+_here = LIBRARY_PAGE.here
 
 
 async def _too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:

@@ -17,7 +17,7 @@ from agentws.errors import AgentwsError
 from agentws.store import Store
 from agentws.webhooks import rotation
 
-from .frame import done, find_workspace, render_page
+from .frame import changed, done, find_workspace, render_page
 from .session import signed_in
 
 __all__ = ["GRACE_CHOICES", "rotation_context", "routes"]
@@ -76,9 +76,10 @@ async def webhook_rotate_secret(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Response:
     form = await request.form
-    here = url_for("dashboard.webhook_show", workspace=workspace, webhook=webhook)
-    try:
-        rotated = await rotation.rotate_secret(
+
+    async def rotate() -> Webhook:
+        # The grace is read here, so a bad one is refused as the rotation would be.
+        return await rotation.rotate_secret(
             admin.store,
             admin.keys,
             workspace,
@@ -87,14 +88,18 @@ async def webhook_rotate_secret(
             grace=_grace(form),
             actor=caller.actor,
         )
-    except AgentwsError as exc:
-        return done(here, exc.message, error=True)
+
+    here = url_for("dashboard.webhook_show", workspace=workspace, webhook=webhook)
+    return await changed(here, rotate(), _new_secret_text)
+
+
+def _new_secret_text(rotated: Webhook) -> str:
     if rotated.previous_secret_until is not None:
         until = rotated.previous_secret_until.strftime("%Y-%m-%d %H:%M UTC")
         old = f"the previous one still verifies until {until}"
     else:
         old = "the previous one verifies nothing from now on"
-    return done(here, f"Webhook {rotated.name!r} verifies with its new secret; {old}.")
+    return f"Webhook {rotated.name!r} verifies with its new secret; {old}."
 
 
 @routes.post("/w/<workspace>/webhooks/<webhook>/end-grace")

@@ -31,12 +31,6 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 
-@routes.get("/w/<workspace>/webhooks")
-@signed_in
-async def webhooks(admin: AdminServices, caller: Caller, workspace: str) -> Response:
-    return await _webhooks_page(admin, caller, workspace)
-
-
 async def _webhooks_page(
     admin: AdminServices,
     caller: Caller,
@@ -70,6 +64,10 @@ async def _webhooks_page(
         status=400 if error else 200,
         error=error,
     )
+
+
+# The listing's GET is the page with an empty form.
+routes.get("/w/<workspace>/webhooks", endpoint="webhooks")(signed_in(_webhooks_page))
 
 
 @routes.post("/w/<workspace>/webhooks")

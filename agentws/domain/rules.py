@@ -75,12 +75,7 @@ def check_slug(value: str, *, what: str = "slug") -> str:
     Raises:
         ValidationError: saying what a slug looks like.
     """
-    if not _SLUG.fullmatch(value):
-        raise ValidationError(
-            f"invalid {what} {value!r}: use lowercase letters, digits and '-', "
-            "starting with a letter or digit, at most 63 characters"
-        )
-    return value
+    return _matching(_SLUG, value, what, "'-', starting with a letter or digit")
 
 
 def check_identifier(value: str, *, what: str = "name") -> str:
@@ -91,9 +86,13 @@ def check_identifier(value: str, *, what: str = "name") -> str:
     Raises:
         ValidationError: saying what an identifier looks like.
     """
-    if not _IDENTIFIER.fullmatch(value):
+    return _matching(_IDENTIFIER, value, what, "'_', starting with a letter")
+
+
+def _matching(pattern: re.Pattern[str], value: str, what: str, rule: str) -> str:
+    if not pattern.fullmatch(value):
         raise ValidationError(
-            f"invalid {what} {value!r}: use lowercase letters, digits and '_', "
-            "starting with a letter, at most 63 characters"
+            f"invalid {what} {value!r}: use lowercase letters, digits and {rule}, "
+            "at most 63 characters"
         )
     return value

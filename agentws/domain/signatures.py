@@ -196,16 +196,24 @@ def verify(
 
 
 def _verify_github(secret: str, body: bytes, headers: Mapping[str, str]) -> Signed:
-    given = _header(headers, "x-hub-signature-256")
-    if given is None:
-        raise SignatureError("missing X-Hub-Signature-256 header")
-    algorithm, _, signature = given.partition("=")
-    if algorithm != "sha256" or not signature:
-        raise SignatureError("X-Hub-Signature-256 is not sha256=<hex>")
-    expected = _hmac_hex(secret.encode(), body)
-    if not hmac.compare_digest(signature.lower().encode(), expected.encode()):
-        raise SignatureError("X-Hub-Signature-256 does not match the body")
+    expected = _labelled_hex(headers, "X-Hub-Signature-256", "sha256", secret, body)
     return Signed(VerificationScheme.GITHUB, signature=expected)
+
+
+def _labelled_hex(
+    headers: Mapping[str, str], header: str, label: str, secret: str, signed: bytes
+) -> str:
+    """The hex HMAC-SHA256 of ``signed``, which ``header`` must give as ``<label>=<hex>``."""
+    given = _header(headers, header.lower())
+    if given is None:
+        raise SignatureError(f"missing {header} header")
+    given_label, _, signature = given.partition("=")
+    if given_label != label or not signature:
+        raise SignatureError(f"{header} is not {label}=<hex>")
+    expected = _hmac_hex(secret.encode(), signed)
+    if not hmac.compare_digest(signature.lower().encode(), expected.encode()):
+        raise SignatureError(f"{header} does not match the body")
+    return expected
 
 
 def _verify_stripe(
@@ -270,15 +278,8 @@ def _verify_slack(
 ) -> Signed:
     stamp = _header(headers, "x-slack-request-timestamp")
     when = _timestamp(stamp, "X-Slack-Request-Timestamp", now, tolerance_s)
-    given = _header(headers, "x-slack-signature")
-    if given is None:
-        raise SignatureError("missing X-Slack-Signature header")
-    version, _, signature = given.partition("=")
-    if version != "v0" or not signature:
-        raise SignatureError("X-Slack-Signature is not v0=<hex>")
-    expected = _hmac_hex(secret.encode(), f"v0:{stamp}:".encode() + body)
-    if not hmac.compare_digest(signature.lower().encode(), expected.encode()):
-        raise SignatureError("X-Slack-Signature does not match the body")
+    signed = f"v0:{stamp}:".encode() + body
+    expected = _labelled_hex(headers, "X-Slack-Signature", "v0", secret, signed)
     return Signed(VerificationScheme.SLACK, timestamp=when, signature=expected)
 
 

@@ -6,6 +6,7 @@ and skills (each change recorded in the audit log); ``checks`` holds the
 limits both enforce. The public names are re-exported here.
 """
 
+from agentws.libraries import service
 from agentws.libraries.checks import MAX_DOCUMENT_BYTES, MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.loading import (
     DOCUMENT_EXTENSIONS,
@@ -15,21 +16,9 @@ from agentws.libraries.loading import (
     load_skill_folder,
     slug_from,
 )
-from agentws.libraries.service import (
-    add_document,
-    add_skill,
-    attach_library,
-    attached_groups,
-    create_library,
-    detach_library,
-    list_documents,
-    list_libraries,
-    list_skills,
-    remove_document,
-    remove_skill,
-    rename_library,
-    set_document_policy,
-)
+
+# Everything the service offers is public here too.
+from agentws.libraries.service import *  # noqa: F403
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",
@@ -37,21 +26,9 @@ __all__ = [
     "MAX_SKILL_BYTES",
     "DocumentFile",
     "SkillFolder",
-    "add_document",
-    "add_skill",
-    "attach_library",
-    "attached_groups",
-    "create_library",
-    "detach_library",
     "format_bytes",
-    "list_documents",
-    "list_libraries",
-    "list_skills",
     "load_document_file",
     "load_skill_folder",
-    "remove_document",
-    "remove_skill",
-    "rename_library",
-    "set_document_policy",
     "slug_from",
+    *service.__all__,
 ]

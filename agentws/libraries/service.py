@@ -18,12 +18,12 @@ which MCP clients keep: renaming changes its display name only.
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import trio
 
-from agentws.audit import record
+from agentws.audit import record, record_created, record_renamed
 from agentws.domain.models import (
     ContextDocument,
     DocumentPolicy,
@@ -67,6 +67,9 @@ __all__ = [
 # The limit the SKILL.md convention sets for descriptions (they go into prompts).
 _MAX_DESCRIPTION = 1024
 
+# What a library holds under a slug.
+_Item = TypeVar("_Item", ContextDocument, Skill)
+
 
 async def _library(store: Store, workspace_slug: str, library_slug: str) -> Library:
     workspace = await store.workspace_by_slug(workspace_slug)
@@ -79,6 +82,48 @@ async def _library(store: Store, workspace_slug: str, library_slug: str) -> Libr
     return found
 
 
+async def _put(
+    store: Store,
+    kind: type[_Item],
+    what: str,
+    workspace_slug: str,
+    library: Library,
+    slug: str,
+    fields: dict[str, Any],
+    *,
+    replace: bool,
+    actor: str,
+    **detail: Any,
+) -> _Item:
+    """Add ``kind`` with ``fields`` at ``slug``, or with ``replace`` update the one there.
+
+    A replaced item keeps its id and creation time. The entry recorded is
+    ``<what>.add`` or ``<what>.replace``, with the item's id and ``detail``.
+    """
+    existing = await store.find(kind, library_id=library.id, slug=slug)
+    if existing is None:
+        now = utcnow()  # one instant: an item never replaced has updated_at == created_at
+        fresh = kind(library_id=library.id, slug=slug, created_at=now, updated_at=now, **fields)
+        try:
+            await store.insert(fresh)
+        except ConflictError:
+            raise ConflictError(
+                f"{what} {slug!r} already exists in library {library.slug!r}"
+            ) from None
+        item, action = fresh, f"{what}.add"
+    elif not replace:
+        raise ConflictError(
+            f"{what} {slug!r} already exists in library {library.slug!r} "
+            "(replace it with --replace)"
+        )
+    else:
+        item = await store.update(attrs.evolve(existing, updated_at=utcnow(), **fields))
+        action = f"{what}.replace"
+    target = f"{workspace_slug}/{library.slug}/{slug}"
+    await record(store, library.workspace_id, actor, action, target, id=item.id, **detail)
+    return item
+
+
 async def create_library(
     store: Store, workspace_slug: str, slug: str, *, name: str | None = None, actor: str
 ) -> Library:
@@ -89,14 +134,7 @@ async def create_library(
         slug=check_slug(slug, what="library slug"),
         name=check_name(name or slug, "library name"),
     )
-    try:
-        await store.insert(library)
-    except ConflictError:
-        raise ConflictError(
-            f"library {library.slug!r} already exists in workspace {workspace.slug!r}"
-        ) from None
-    await record(store, workspace.id, actor, "library.create", f"{workspace.slug}/{library.slug}")
-    return library
+    return await record_created(store, library, "library", workspace=workspace, actor=actor)
 
 
 async def rename_library(
@@ -111,20 +149,8 @@ async def rename_library(
         for an empty or too long name.
     """
     library = await _library(store, workspace_slug, library_slug)
-    name = check_name(name, "library name")
-    if name == library.name:
-        return library
-    renamed = await store.update(attrs.evolve(library, name=name))
-    await record(
-        store,
-        library.workspace_id,
-        actor,
-        "library.rename",
-        f"{workspace_slug}/{library.slug}",
-        was=library.name,
-        name=name,
-    )
-    return renamed
+    renamed = check_name(name, "library name")
+    return await record_renamed(store, library, "library", renamed, workspace_slug, actor)
 
 
 async def list_libraries(store: Store, workspace_slug: str) -> list[Library]:
@@ -242,53 +268,20 @@ async def add_document(
     if mime == "application/json":
         pretty_json(body, f"document {slug!r}")  # only to check that it parses
     checked_policy = check_policy(policy)
-    existing = await store.find(ContextDocument, library_id=library.id, slug=slug)
-    if existing is not None and not replace:
-        raise ConflictError(
-            f"document {slug!r} already exists in library {library.slug!r} "
-            "(replace it with --replace)"
-        )
-    if existing is None:
-        now = utcnow()  # one instant: a document never replaced has updated_at == created_at
-        document = ContextDocument(
-            library_id=library.id,
-            slug=slug,
-            title=title,
-            body=body,
-            mime_type=mime,
-            policy=checked_policy,
-            created_at=now,
-            updated_at=now,
-        )
-        try:
-            await store.insert(document)
-        except ConflictError:
-            raise ConflictError(
-                f"document {slug!r} already exists in library {library.slug!r}"
-            ) from None
-        action = "document.add"
-    else:
-        document = attrs.evolve(
-            existing,
-            title=title,
-            body=body,
-            mime_type=mime,
-            policy=checked_policy,
-            updated_at=utcnow(),
-        )
-        await store.update(document)
-        action = "document.replace"
-    await record(
+    fields = {"title": title, "body": body, "mime_type": mime, "policy": checked_policy}
+    return await _put(
         store,
-        library.workspace_id,
-        actor,
-        action,
-        f"{workspace_slug}/{library.slug}/{slug}",
-        id=document.id,
-        policy=document.policy.value,
+        ContextDocument,
+        "document",
+        workspace_slug,
+        library,
+        slug,
+        fields,
+        replace=replace,
+        actor=actor,
+        policy=checked_policy.value,
         bytes=size,
     )
-    return document
 
 
 async def list_documents(
@@ -389,51 +382,24 @@ async def add_skill(
     for asset in skill_folder.assets:
         check_name(asset.name, f"asset name {asset.name!r}", MAX_TITLE_CHARS)
         check_mime(asset.mime_type)
-    existing = await store.find(Skill, library_id=library.id, slug=slug)
-    if existing is not None and not replace:
-        raise ConflictError(
-            f"skill {slug!r} already exists in library {library.slug!r} (replace it with --replace)"
-        )
-    if existing is None:
-        now = utcnow()  # one instant, as for documents
-        skill = Skill(
-            library_id=library.id,
-            slug=slug,
-            description=description,
-            prompt=skill_folder.prompt,
-            assets=skill_folder.assets,
-            arguments=skill_folder.arguments,
-            created_at=now,
-            updated_at=now,
-        )
-        try:
-            await store.insert(skill)
-        except ConflictError:
-            raise ConflictError(
-                f"skill {slug!r} already exists in library {library.slug!r}"
-            ) from None
-        action = "skill.add"
-    else:
-        skill = attrs.evolve(
-            existing,
-            description=description,
-            prompt=skill_folder.prompt,
-            assets=skill_folder.assets,
-            arguments=skill_folder.arguments,
-            updated_at=utcnow(),
-        )
-        await store.update(skill)
-        action = "skill.replace"
-    await record(
+    fields = {
+        "description": description,
+        "prompt": skill_folder.prompt,
+        "assets": skill_folder.assets,
+        "arguments": skill_folder.arguments,
+    }
+    return await _put(
         store,
-        library.workspace_id,
-        actor,
-        action,
-        f"{workspace_slug}/{library.slug}/{slug}",
-        id=skill.id,
-        assets=len(skill.assets),
+        Skill,
+        "skill",
+        workspace_slug,
+        library,
+        slug,
+        fields,
+        replace=replace,
+        actor=actor,
+        assets=len(skill_folder.assets),
     )
-    return skill
 
 
 async def list_skills(store: Store, workspace_slug: str, library_slug: str) -> list[Skill]:
@@ -451,9 +417,6 @@ async def remove_skill(
         NotFoundError naming the workspace, library or skill that does not exist.
     """
     return await _remove(store, Skill, "skill", workspace_slug, library_slug, skill_slug, actor)
-
-
-_Item = TypeVar("_Item", ContextDocument, Skill)
 
 
 async def _remove(

@@ -127,27 +127,23 @@ async def _gather(
     rolled = start if mark is None else min(max(mark.minute, start), now_minute + 1)
     minutes_from = start
     span = window.step_minutes
+    # (bucket span, from, to) of the rollups read.
+    reads: list[tuple[int, int, int]] = []
     if span in WIDER_SPANS:
         # Whole steps rolled up are read as such; the one the rollup is in, as minutes.
         minutes_from = max(start, rolled - rolled % span)
+        reads.append((span, start, minutes_from))
+    reads.append((MINUTE, minutes_from, end))
+    for span_m, first, last in reads:
         for step in await store.rollup_steps(
             workspace_id,
-            span_m=span,
-            start_minute=start,
-            end_minute=minutes_from,
+            span_m=span_m,
+            start_minute=first,
+            end_minute=last,
             origin_minute=start,
             step_m=window.step_minutes,
         ):
             figures.add_step(*step)
-    for step in await store.rollup_steps(
-        workspace_id,
-        span_m=MINUTE,
-        start_minute=minutes_from,
-        end_minute=end,
-        origin_minute=start,
-        step_m=window.step_minutes,
-    ):
-        figures.add_step(*step)
     sessions: defaultdict[tuple[int, str], float] = defaultdict(float)
     for bucket in await store.session_samples(
         workspace_id, start_minute=minutes_from, end_minute=end

@@ -1,0 +1,82 @@
+"""Creating and renaming a workspace's named items on the dashboard: groups and libraries.
+
+Both live on a page of their own, each item at an anchor of it
+(``#group-<slug>``), are created from a form's ``slug`` and ``name`` and
+renamed from its ``name``, through the service functions the CLI calls. A
+slug is in addresses clients keep, so renaming changes the display name
+only. :func:`declare_create_and_rename` declares the two routes of one kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+from quart import Response, request, url_for
+
+from agentws.admin_access import AdminServices, Caller
+from agentws.blueprints import RouteTable
+from agentws.errors import AgentwsError
+
+from .frame import changed, done, error_text
+from .session import signed_in
+
+__all__ = ["ItemPage", "declare_create_and_rename"]
+
+# create(store, workspace, slug, *, name, actor) and rename(store, workspace, slug, *, name, actor).
+_Change = Callable[..., Awaitable[Any]]
+
+
+@attrs.frozen
+class ItemPage:
+    """The page listing one kind of item (``group``) at ``/w/<workspace>/<plural>``."""
+
+    kind: str
+    plural: str
+    #: The page's endpoint in the dashboard's blueprint.
+    endpoint: str
+
+    def here(self, workspace: str, slug: str | None = None) -> str:
+        """The page's address, at the item's anchor when ``slug`` is given."""
+        page = url_for(f"dashboard.{self.endpoint}", workspace=workspace)
+        return f"{page}#{self.kind}-{slug}" if slug else page
+
+
+def declare_create_and_rename(
+    routes: RouteTable[AdminServices],
+    page: ItemPage,
+    create: _Change,
+    rename: _Change,
+    next_step: str,
+) -> None:
+    """Declare ``<kind>_create`` and ``<kind>_rename``, redirecting to ``page`` with a notice.
+
+    ``next_step`` follows the notice of a created item: what to do with it now.
+    """
+    kind = page.kind
+
+    async def create_one(admin: AdminServices, caller: Caller, /, workspace: str) -> Response:
+        form = await request.form
+        slug = (form.get("slug") or "").strip()
+        name = (form.get("name") or "").strip() or None
+        try:
+            made = await create(admin.store, workspace, slug, name=name, actor=caller.actor)
+        except AgentwsError as exc:
+            return done(page.here(workspace), error_text(exc), error=True)
+        return done(page.here(workspace, made.slug), f"Created {kind} {made.slug!r}: {next_step}")
+
+    async def rename_one(
+        admin: AdminServices, caller: Caller, /, workspace: str, **path: str
+    ) -> Response:
+        slug = path[kind]
+        name = (await request.form).get("name") or ""
+        return await changed(
+            page.here(workspace, slug),
+            rename(admin.store, workspace, slug, name=name, actor=caller.actor),
+            lambda renamed: f"{kind.capitalize()} {slug!r} is now called {renamed.name!r}.",
+        )
+
+    listing = f"/w/<workspace>/{page.plural}"
+    routes.post(listing, endpoint=f"{kind}_create")(signed_in(create_one))
+    routes.post(f"{listing}/<{kind}>/rename", endpoint=f"{kind}_rename")(signed_in(rename_one))
