@@ -20,7 +20,7 @@ from agentws.approvals import decisions
 from agentws.blueprints import RouteTable
 from agentws.domain.models import ApprovalStatus, Group, Workspace
 from agentws.errors import ValidationError
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
@@ -61,7 +61,7 @@ async def list_approvals(admin: AdminServices, caller: Caller) -> Answer:
     }
 
 
-async def _approval_view(store: Store, approval_id: str) -> dict[str, Any]:
+async def _approval_view(store: RecordStore, approval_id: str) -> dict[str, Any]:
     approval = await find_approval(store, approval_id)
     group = await store.get(Group, approval.group_id)
     return approval_json(approval, group, await store.get(Workspace, group.workspace_id))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import attrs
@@ -44,7 +44,8 @@ from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_chat import ChatStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["IncomingWebhookSink", "probe_hook"]
 
@@ -52,6 +53,10 @@ _TIMEOUT_S = 15.0
 _DISCORD_MAX_CHARS = 2000
 # Answers that mean the URL itself is no good (removed, revoked, archived).
 _GONE = frozenset({401, 403, 404, 410})
+
+
+class _Store(RecordStore, ChatStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def _flavour(url: str) -> str:
@@ -81,7 +86,7 @@ def _body(url: str, text: str, *, mentions: bool) -> dict[str, Any]:
 
 @attrs.define(eq=False)
 class IncomingWebhookSink:
-    store: Store
+    store: _Store
     settings: Settings
     keys: KeyRing
     resolve: Resolver = system_resolver

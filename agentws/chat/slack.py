@@ -22,7 +22,7 @@ Slack's error code and what to do.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import httpx2
@@ -38,7 +38,8 @@ from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.redaction import upstream_excerpt
-from agentws.store import Store
+from agentws.store.sql_chat import ChatStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["METADATA_EVENT_TYPE", "SlackSink"]
 
@@ -71,9 +72,13 @@ _ADVICE = {
 }
 
 
+class _Store(RecordStore, ChatStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.define(eq=False)
 class SlackSink:
-    store: Store
+    store: _Store
     settings: Settings
     keys: KeyRing
     resolve: Resolver = system_resolver

@@ -14,7 +14,7 @@ page costs one indexed range scan of ``limit + 1`` rows, wherever it is.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.approval_lists import (
     ApprovalPage,
@@ -24,13 +24,13 @@ from agentws.domain.approval_lists import (
     shown_status,
 )
 from agentws.domain.models import Approval, ApprovalStatus, Capability
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
-    from agentws.store.tables import Dialect
+    from agentws.store.database import Row
 
-__all__ = ["ApprovalQueries"]
+__all__ = ["ApprovalQueries", "ApprovalStore"]
 
 # Characters of an error a list shows; the whole is on the approval's own page.
 _ERROR_CHARS = 300
@@ -68,14 +68,35 @@ def _status_condition(status: ApprovalStatus, now: str) -> str:
     return f"a.status = '{status.value}'"
 
 
-class ApprovalQueries:
+class ApprovalStore(Protocol):
+    """Queued calls: queued under a cap, listed, counted."""
+
+    async def queue_approval(self, approval: Approval, *, max_pending: int, now: datetime) -> bool:
+        """Store a new pending approval unless its requester already has ``max_pending``.
+
+        Counts the requester's (``requested_by``: one token, one webhook)
+        pending approvals not yet expired at ``now``, and inserts in the same
+        transaction, serialized per requester: concurrent calls cannot pass
+        the cap together. False, and nothing stored, when at the cap.
+        """
+        ...
+
+    async def approval_page(self, query: ApprovalQuery, *, now: datetime) -> ApprovalPage:
+        """One page of queued calls as summaries: previews, never whole arguments or results.
+
+        Statuses are as a person sees them at ``now`` (a pending request past
+        its expiry is expired). Ordered by ``(created_at, id)``, oldest first
+        unless ``query.newest_first``; ``query.cursor`` is one a page gave.
+        """
+        ...
+
+    async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
+        """How many queued calls ``query`` lists, over all its pages."""
+        ...
+
+
+class ApprovalQueries(Queries):
     """Approval list and queueing queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     def _at(self, value: datetime) -> Any:
         return table_for(Approval).encode_value("created_at", value, self.dialect)

@@ -15,20 +15,20 @@ A tool call's group, decision and OAuth client are in the entry's JSON
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import AuditPage, AuditQuery
 from agentws.domain.models import AuditEntry
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agentws.store.database import Database
     from agentws.store.tables import Dialect
 
-__all__ = ["AuditQueries"]
+__all__ = ["AuditQueries", "AuditStore"]
 
 
 def _detail(key: str, dialect: Dialect) -> str:
@@ -38,10 +38,33 @@ def _detail(key: str, dialect: Dialect) -> str:
     return f"(detail->>'{key}')"
 
 
-class AuditQueries:
-    """Filtered pages of the audit log; mixed into :class:`~agentws.store.sql.SqlStore`."""
+class AuditStore(Protocol):
+    """The audit log, read."""
 
-    _db: Database
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
+
+        ``action_prefix`` keeps entries whose action starts with it (``approval.``).
+        """
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A page of the audit log, newest first, under ``query``'s filters.
+
+        ``next_cursor`` leads to older entries, ``previous_cursor`` to newer ones.
+        """
+        ...
+
+
+class AuditQueries(Queries):
+    """Filtered pages of the audit log; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
     def _audit_at(self, value: datetime) -> Any:
         return table_for(AuditEntry).encode_value("created_at", value, self._db.dialect)
@@ -127,3 +150,35 @@ class AuditQueries:
                 else None
             ),
         )
+
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        table = table_for(AuditEntry)
+        clauses: list[str] = []
+        args: list[Any] = []
+        if workspace_id is not None:
+            args.append(workspace_id)
+            clauses.append(f"workspace_id = ${len(args)}")
+        if action_prefix is not None:
+            # Matched as a prefix without LIKE, whose wildcards the prefix may contain.
+            args.append(action_prefix)
+            prefix = f"CAST(${len(args)} AS TEXT)"
+            clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
+        if after is not None:
+            args.append(table.encode_value("created_at", after, self.dialect))
+            clauses.append(f"created_at > ${len(args)}")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "ASC" if after is not None else "DESC"
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM audit_log{where}"
+            f" ORDER BY created_at {order}, id {order} LIMIT {max(1, int(limit))}",
+            *args,
+        )
+        entries: list[AuditEntry] = [table.decode(row, self.dialect) for row in rows]
+        return entries if after is not None else entries[::-1]

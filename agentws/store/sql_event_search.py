@@ -34,18 +34,19 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.event_lists import Cursor, EventPage, EventQuery, EventSummary
 from agentws.domain.event_text import MAX_SCANNED_BYTES, Search, event_words
 from agentws.domain.models import Event, EventStatus
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
+    from agentws.store.database import Row
     from agentws.store.tables import Dialect
 
-__all__ = ["EventSearchQueries"]
+__all__ = ["EventSearchQueries", "EventSearchStore"]
 
 _SUMMARY = (
     "e.id, e.webhook_id, e.status, e.attempts, e.error, e.message_id, e.dedup_key,"
@@ -112,14 +113,33 @@ def _page_sql(
     )
 
 
-class EventSearchQueries:
+class EventSearchStore(Protocol):
+    """Pages of events and their search index."""
+
+    async def event_page(self, query: EventQuery) -> EventPage:
+        """A page of a workspace's events, newest first, filtered and searched by ``query``.
+
+        A search finds only events already indexed (:meth:`index_events`); the
+        page says how many are not (:attr:`EventPage.unindexed`).
+        """
+        ...
+
+    async def index_events(self, *, limit: int, max_bytes: int) -> int:
+        """Add up to ``limit`` stored events not yet in the search index to it, as many as
+        ``max_bytes`` of their bodies allow (at least one); how many were taken.
+
+        Committed without a flush to disk. Safe to run in several processes at
+        once: no event is indexed twice.
+        """
+        ...
+
+    async def unindexed_events(self) -> int:
+        """How many stored events (of every workspace) are not yet in the search index."""
+        ...
+
+
+class EventSearchQueries(Queries):
     """Event lists and the search index; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     # --- lists ---------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import trio.testing
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark
 from agentws.errors import StoreUnavailableError
 from agentws.rollups.minutes import MinuteRollup
-from agentws.store import Store
+from agentws.store.union import Store
 
 BASE = datetime(2026, 5, 1, 12, 0, 40, tzinfo=UTC)
 
