@@ -32,8 +32,12 @@ __all__ = ["approve", "deny", "expire_due", "retry"]
 _MAX_REASON = 2000
 
 
-class _Store(RecordStore, ApprovalDecisionStore, ApprovalRunStore, Protocol):
-    """The areas of the store this module uses."""
+class _DecidingStore(RecordStore, ApprovalDecisionStore, Protocol):
+    """The areas of the store some of its functions use."""
+
+
+class _RetryingStore(RecordStore, ApprovalRunStore, Protocol):
+    """The areas of the store some of its functions use."""
 
 
 def _reason(reason: str | None) -> str | None:
@@ -50,7 +54,7 @@ def _already(approval: Approval) -> ConflictError:
 
 
 async def _claim(
-    store: _Store, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
+    store: _DecidingStore, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
 ) -> Approval:
     approval = await find_approval(store, approval_id)
     if current_status(approval) is not ApprovalStatus.PENDING:
@@ -63,7 +67,9 @@ async def _claim(
     return claimed
 
 
-async def deny(store: _Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def deny(
+    store: _DecidingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Deny a pending request; it never runs.
 
     Error handling:
@@ -97,7 +103,9 @@ async def _audit(
     )
 
 
-async def approve(store: _Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def approve(
+    store: _DecidingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Approve a pending request: recorded, for a running service to run it, once.
 
     Returns:
@@ -114,7 +122,9 @@ async def approve(store: _Store, approval_id: str, *, actor: str, reason: str | 
     return approved
 
 
-async def retry(store: _Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def retry(
+    store: _RetryingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Put a failed call back to ``approved``: a running service runs it again, once.
 
     What the call is checked against when it runs (the tool's definition,
@@ -144,7 +154,7 @@ async def retry(store: _Store, approval_id: str, *, actor: str, reason: str | No
     return retried
 
 
-async def expire_due(store: _Store, *, actor: str) -> list[Approval]:
+async def expire_due(store: _DecidingStore, *, actor: str) -> list[Approval]:
     """Expire every pending request whose time is up; the ones expired now."""
     expired = await store.expire_approvals(utcnow())
     for approval in expired:

@@ -24,7 +24,6 @@ from agentws.domain.models import ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
-from agentws.store.sql_approval_runs import ApprovalRunStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import outcome_data
 
@@ -41,7 +40,7 @@ _POLL_S = 0.25
 _EXPIRE_S = 5.0
 
 
-class _Store(RecordStore, ApprovalDecisionStore, ApprovalRunStore, Protocol):
+class _Store(RecordStore, ApprovalDecisionStore, Protocol):
     """The areas of the store this module uses."""
 
 
