@@ -33,11 +33,11 @@ _MAX_REASON = 2000
 
 
 class _DecidingStore(RecordStore, ApprovalDecisionStore, Protocol):
-    """The areas of the store some of its functions use."""
+    """The areas of the store that deciding (approving, denying, expiring) uses."""
 
 
 class _RetryingStore(RecordStore, ApprovalRunStore, Protocol):
-    """The areas of the store some of its functions use."""
+    """The areas of the store that a retry uses."""
 
 
 def _reason(reason: str | None) -> str | None:

@@ -24,7 +24,7 @@ from agentws.domain.approval_lists import (
     shown_status,
 )
 from agentws.domain.models import Approval, ApprovalStatus, Capability
-from agentws.store.queries import Queries
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -98,9 +98,6 @@ class ApprovalStore(Protocol):
 class ApprovalQueries(Queries):
     """Approval list and queueing queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
-    def _at(self, value: datetime) -> Any:
-        return table_for(Approval).encode_value("created_at", value, self.dialect)
-
     def _filter(self, query: ApprovalQuery, now: datetime) -> tuple[list[str], list[Any]]:
         clauses: list[str] = []
         args: list[Any] = []
@@ -108,7 +105,7 @@ class ApprovalQueries(Queries):
             at = f"${len(args) + 1}"
             shown = [_status_condition(s, at) for s in sorted(query.statuses)]
             if any(at in condition for condition in shown):  # pending and expired depend on now
-                args.append(self._at(now))
+                args.append(self._ts(now))
             clauses.append("(" + (" OR ".join(shown) or "1 = 0") + ")")
         if query.workspace_id is not None:
             args.append(query.workspace_id)
@@ -127,9 +124,7 @@ class ApprovalQueries(Queries):
         """Rows after ``key`` in ascending (or before it in descending) key order."""
         clauses, args = self._filter(query, now)
         if key is not None:
-            args += [self._at(key.created_at), key.id]
-            op = ">" if ascending else "<"
-            clauses.append(f"(a.created_at, a.id) {op} (${len(args) - 1}, ${len(args)})")
+            self._past_key(clauses, args, key, ">" if ascending else "<", prefix="a.")
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         order = "ASC" if ascending else "DESC"
         return await self._db.fetch(
@@ -189,22 +184,17 @@ class ApprovalQueries(Queries):
         first = Cursor(items[0].created_at, items[0].id) if items else cursor
         last = Cursor(items[-1].created_at, items[-1].id) if items else cursor
 
-        async def beyond(key: Cursor | None, onward: bool) -> bool:
-            if key is None:
-                return False
+        async def beyond(key: Cursor, onward: bool) -> bool:
             up = onward != query.newest_first
             return bool(await self._scan(query, now, key=key, ascending=up, limit=1))
 
-        has_next = more if forward else await beyond(last, True)
-        has_previous = more if not forward else cursor is not None and await beyond(first, False)
+        next_cursor, previous_cursor = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
+        )
         return ApprovalPage(
             items=items,
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
+            next_cursor=next_cursor,
+            previous_cursor=previous_cursor,
         )
 
     async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
@@ -233,7 +223,7 @@ class ApprovalQueries(Queries):
                 "SELECT count(*) AS n FROM approvals"
                 f" WHERE requested_by = $1 AND status = '{_PENDING}' AND expires_at > $2",
                 approval.requested_by,
-                self._at(now),
+                self._ts(now),
             )
             if int(rows[0]["n"]) >= max_pending:
                 return False

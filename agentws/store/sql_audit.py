@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import AuditPage, AuditQuery
 from agentws.domain.models import AuditEntry
-from agentws.store.queries import Queries
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -66,9 +66,6 @@ class AuditStore(Protocol):
 class AuditQueries(Queries):
     """Filtered pages of the audit log; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
-    def _audit_at(self, value: datetime) -> Any:
-        return table_for(AuditEntry).encode_value("created_at", value, self._db.dialect)
-
     def _audit_filter(self, query: AuditQuery) -> tuple[list[str], list[Any]]:
         dialect = self._db.dialect
         clauses: list[str] = []
@@ -96,10 +93,10 @@ class AuditQueries(Queries):
             prefix = f"CAST(${len(args)} AS TEXT)"
             clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
         if query.since is not None:
-            args.append(self._audit_at(query.since))
+            args.append(self._ts(query.since))
             clauses.append(f"created_at >= ${len(args)}")
         if query.until is not None:
-            args.append(self._audit_at(query.until))
+            args.append(self._ts(query.until))
             clauses.append(f"created_at < ${len(args)}")
         return clauses, args
 
@@ -110,9 +107,7 @@ class AuditQueries(Queries):
         table = table_for(AuditEntry)
         clauses, args = self._audit_filter(query)
         if key is not None:
-            args += [self._audit_at(key.created_at), key.id]
-            op = "<" if older else ">"
-            clauses.append(f"(created_at, id) {op} (${len(args) - 1}, ${len(args)})")
+            self._past_key(clauses, args, key, "<" if older else ">")
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         order = "DESC" if older else "ASC"
         rows = await self._db.fetch(
@@ -134,21 +129,16 @@ class AuditQueries(Queries):
         first = Cursor(rows[0].created_at, rows[0].id) if rows else cursor
         last = Cursor(rows[-1].created_at, rows[-1].id) if rows else cursor
 
-        async def beyond(key: Cursor | None, older: bool) -> bool:
-            if key is None:
-                return False
+        async def beyond(key: Cursor, older: bool) -> bool:
             return bool(await self._audit_scan(query, key=key, older=older, limit=1))
 
-        has_next = more if forward else await beyond(last, True)
-        has_previous = more if not forward else cursor is not None and await beyond(first, False)
+        next_cursor, previous_cursor = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
+        )
         return AuditPage(
             items=tuple(rows),
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
+            next_cursor=next_cursor,
+            previous_cursor=previous_cursor,
         )
 
     async def audit_log(

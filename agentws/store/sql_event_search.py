@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentws.domain.event_lists import Cursor, EventPage, EventQuery, EventSummary
 from agentws.domain.event_text import MAX_SCANNED_BYTES, Search, event_words
 from agentws.domain.models import Event, EventStatus
-from agentws.store.queries import Queries
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
@@ -156,21 +156,16 @@ class EventSearchQueries(Queries):
         first = Cursor(items[0].received_at, items[0].id) if items else cursor
         last = Cursor(items[-1].received_at, items[-1].id) if items else cursor
 
-        async def beyond(key: Cursor | None, *, older: bool) -> bool:
-            return key is not None and bool(
-                await self._scan_events(query, key, older=older, limit=1)
-            )
+        async def beyond(key: Cursor, older: bool) -> bool:
+            return bool(await self._scan_events(query, key, older=older, limit=1))
 
-        has_next = more if forward else await beyond(last, older=True)
-        has_previous = more if not forward else await beyond(first if cursor else None, older=False)
+        next_cursor, previous_cursor = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
+        )
         return EventPage(
             items=items,
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
+            next_cursor=next_cursor,
+            previous_cursor=previous_cursor,
             unindexed=await self.unindexed_events() if query.search is not None else 0,
         )
 

@@ -91,6 +91,22 @@ class RecordQueries(Queries):
                 clauses.append(f"{column} = ${start + len(args) - 1}")
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
+    async def _save(self, table: Table, record: Any, sql: str, *args: Any) -> int:
+        """Run an insert or update of ``record`` in a transaction of its own; rows changed.
+
+        A broken rule is told in the record's words: ConflictError (it exists),
+        NotFoundError (it refers to a record that does not).
+        """
+        try:
+            async with self._db.transaction() as tx:
+                return await tx.execute(sql, *args)
+        except ConflictError:
+            raise ConflictError(f"{table.describe(record)} already exists") from None
+        except NotFoundError:
+            raise NotFoundError(
+                f"cannot save {table.describe(record)}: it refers to a record that does not exist"
+            ) from None
+
     async def insert(self, record: R) -> R:
         table = table_for(type(record))
         # Columns left empty are left out: NULL either way, and a database one
@@ -104,15 +120,7 @@ class RecordQueries(Queries):
         placeholders = ", ".join(f"${i}" for i in range(1, len(given) + 1))
         columns = ", ".join(column for column, _ in given)
         sql = f"INSERT INTO {table.name} ({columns}) VALUES ({placeholders})"
-        try:
-            async with self._db.transaction() as tx:
-                await tx.execute(sql, *(value for _, value in given))
-        except ConflictError:
-            raise ConflictError(f"{table.describe(record)} already exists") from None
-        except NotFoundError:
-            raise NotFoundError(
-                f"cannot save {table.describe(record)}: it refers to a record that does not exist"
-            ) from None
+        await self._save(table, record, sql, *(value for _, value in given))
         return record
 
     async def insert_many(self, records: list[Any]) -> None:
@@ -167,15 +175,9 @@ class RecordQueries(Queries):
         assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=2))
         by_column = dict(zip(table.columns, values, strict=True))
         sql = f"UPDATE {table.name} SET {assignments} WHERE id = $1"
-        try:
-            async with self._db.transaction() as tx:
-                changed = await tx.execute(sql, by_column["id"], *(by_column[c] for c in columns))
-        except ConflictError:
-            raise ConflictError(f"{table.describe(record)} already exists") from None
-        except NotFoundError:
-            raise NotFoundError(
-                f"cannot save {table.describe(record)}: it refers to a record that does not exist"
-            ) from None
+        changed = await self._save(
+            table, record, sql, by_column["id"], *(by_column[c] for c in columns)
+        )
         if not changed:
             raise NotFoundError(f"no {table.noun} with id {getattr(record, 'id', None)!r}")
         return record
