@@ -1,4 +1,4 @@
-"""The event queue and the local chat channels, in SQL (a part of :class:`SqlStore`).
+"""The event queue, in SQL (a part of :class:`~agentws.store.sql.SqlStore`).
 
 The queue is a table: an event is ``queued`` (and available from
 ``available_at``), then ``running`` under a lease (an owner and an expiry),
@@ -103,7 +103,7 @@ class EventStore(Protocol):
 
 
 class EventQueries(Queries):
-    """Queue and channel queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
+    """Queue queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
     def _events(self, rows: list[Row]) -> list[Event]:
         table = table_for(Event)
