@@ -188,14 +188,10 @@ class ApprovalQueries(Queries):
             up = onward != query.newest_first
             return bool(await self._scan(query, now, key=key, ascending=up, limit=1))
 
-        next_cursor, previous_cursor = await page_cursors(
+        cursors = await page_cursors(
             first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
-        return ApprovalPage(
-            items=items,
-            next_cursor=next_cursor,
-            previous_cursor=previous_cursor,
-        )
+        return ApprovalPage(items, *cursors)
 
     async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
         clauses, args = self._filter(query, now)

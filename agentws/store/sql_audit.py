@@ -132,14 +132,10 @@ class AuditQueries(Queries):
         async def beyond(key: Cursor, older: bool) -> bool:
             return bool(await self._audit_scan(query, key=key, older=older, limit=1))
 
-        next_cursor, previous_cursor = await page_cursors(
+        cursors = await page_cursors(
             first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
-        return AuditPage(
-            items=tuple(rows),
-            next_cursor=next_cursor,
-            previous_cursor=previous_cursor,
-        )
+        return AuditPage(tuple(rows), *cursors)
 
     async def audit_log(
         self,

@@ -159,15 +159,11 @@ class EventSearchQueries(Queries):
         async def beyond(key: Cursor, older: bool) -> bool:
             return bool(await self._scan_events(query, key, older=older, limit=1))
 
-        next_cursor, previous_cursor = await page_cursors(
+        cursors = await page_cursors(
             first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
-        return EventPage(
-            items=items,
-            next_cursor=next_cursor,
-            previous_cursor=previous_cursor,
-            unindexed=await self.unindexed_events() if query.search is not None else 0,
-        )
+        unindexed = await self.unindexed_events() if query.search is not None else 0
+        return EventPage(items, *cursors, unindexed=unindexed)
 
     async def _scan_events(
         self, query: EventQuery, key: Cursor | None, *, older: bool, limit: int
