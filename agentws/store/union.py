@@ -1,7 +1,8 @@
 """The :class:`Store`: every area of storage in one protocol.
 
 Only what hands the store on holds it: the service, the app, the CLI's
-context, and the store's implementations. A service or a door declares the
+context, the admin doors' context (``AdminServices``), and the store's
+implementations. A service or a door declares the
 areas it uses (:class:`~agentws.store.sql_events.EventStore`,
 :class:`~agentws.store.sql_approvals.ApprovalStore`, …), each declared in the
 ``sql_<area>`` module beside the queries that implement it; the import-linter
