@@ -10,6 +10,7 @@ passwords are shown once and never stored in clear.
 from __future__ import annotations
 
 import secrets
+from typing import Protocol
 
 import attrs
 from argon2 import PasswordHasher
@@ -17,7 +18,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from agentws.domain.models import Admin, AuditEntry
 from agentws.errors import ConflictError, NotFoundError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_admins import AdminStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "InitResult",
@@ -32,6 +34,10 @@ _HASHER = PasswordHasher()
 # 18 random bytes: 24 URL-safe characters.
 _GENERATED_PASSWORD_BYTES = 18
 _MIN_PASSWORD = 12
+
+
+class _Store(RecordStore, AdminStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -60,7 +66,7 @@ def verify_password(admin: Admin, password: str) -> bool:
 
 
 async def create_admin(
-    store: Store, username: str, *, password: str | None = None, actor: str
+    store: RecordStore, username: str, *, password: str | None = None, actor: str
 ) -> tuple[Admin, str]:
     """Create an admin; generate a password if none is given.
 
@@ -80,7 +86,7 @@ async def create_admin(
     return admin, password
 
 
-async def delete_admin(store: Store, username: str, *, actor: str) -> Admin:
+async def delete_admin(store: _Store, username: str, *, actor: str) -> Admin:
     """Delete an admin, its sessions and its admin API tokens; audited.
 
     Error handling:
@@ -98,7 +104,7 @@ async def delete_admin(store: Store, username: str, *, actor: str) -> Admin:
     return admin
 
 
-async def initialise(store: Store, *, username: str, actor: str) -> InitResult:
+async def initialise(store: RecordStore, *, username: str, actor: str) -> InitResult:
     """Make a fresh store usable: create the first admin if there is none.
 
     Idempotent: on an initialised store it returns the oldest admin and no password.

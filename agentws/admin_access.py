@@ -51,7 +51,8 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
+from agentws.store.union import Store
 
 __all__ = [
     "SAFE_METHODS",
@@ -111,7 +112,7 @@ class LoginThrottle:
             self._state.pop(key, None)
 
 
-async def find_admin(store: Store, username: str) -> Admin:
+async def find_admin(store: RecordStore, username: str) -> Admin:
     found = await store.find(Admin, username=username)
     if found is None:
         raise NotFoundError(f"no admin {username!r} (see `agentws admin list`)")
@@ -119,7 +120,7 @@ async def find_admin(store: Store, username: str) -> Admin:
 
 
 async def sign_in(
-    store: Store, username: str, password: str, *, ttl_s: float, source: str
+    store: RecordStore, username: str, password: str, *, ttl_s: float, source: str
 ) -> tuple[Admin, AdminSession, str]:
     """Check the password and open a session; the admin, the session and its cookie secret.
 
@@ -154,7 +155,7 @@ async def sign_in(
     return admin, session, secret
 
 
-async def session_for(store: Store, secret: str) -> tuple[Admin, AdminSession] | None:
+async def session_for(store: RecordStore, secret: str) -> tuple[Admin, AdminSession] | None:
     """The live session whose cookie is ``secret``, and its admin; None if none."""
     if not secret:
         return None
@@ -170,7 +171,7 @@ async def session_for(store: Store, secret: str) -> tuple[Admin, AdminSession] |
     return admin, session
 
 
-async def sign_out(store: Store, admin: Admin, session: AdminSession) -> None:
+async def sign_out(store: RecordStore, admin: Admin, session: AdminSession) -> None:
     await store.delete(AdminSession, session.id)
     await store.insert(
         AuditEntry(actor=f"admin:{admin.username}", action="admin.sign_out", target=session.id)
@@ -178,7 +179,7 @@ async def sign_out(store: Store, admin: Admin, session: AdminSession) -> None:
 
 
 async def create_admin_token(
-    store: Store, username: str, name: str, *, actor: str
+    store: RecordStore, username: str, name: str, *, actor: str
 ) -> tuple[AdminToken, str]:
     """A new admin API token for ``username``; the record and the token (shown once).
 
@@ -203,12 +204,12 @@ async def create_admin_token(
     return token, secret
 
 
-async def list_admin_tokens(store: Store) -> list[tuple[AdminToken, Admin]]:
+async def list_admin_tokens(store: RecordStore) -> list[tuple[AdminToken, Admin]]:
     admins = {a.id: a for a in await store.select(Admin)}
     return [(t, admins[t.admin_id]) for t in await store.select(AdminToken)]
 
 
-async def revoke_admin_token(store: Store, token_id: str, *, actor: str) -> AdminToken:
+async def revoke_admin_token(store: RecordStore, token_id: str, *, actor: str) -> AdminToken:
     """Revoke a token at once (idempotent).
 
     Error handling:
@@ -223,7 +224,7 @@ async def revoke_admin_token(store: Store, token_id: str, *, actor: str) -> Admi
     return token
 
 
-async def admin_for_token(store: Store, secret: str) -> Admin | None:
+async def admin_for_token(store: RecordStore, secret: str) -> Admin | None:
     """The admin an unrevoked ``agwa_`` token acts as; None otherwise."""
     if not secret.startswith(ADMIN_TOKEN_PREFIX):
         return None
@@ -268,7 +269,7 @@ class Caller:
 
 
 async def authenticate(
-    store: Store,
+    store: RecordStore,
     *,
     method: str,
     authorization: str | None,

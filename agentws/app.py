@@ -46,7 +46,7 @@ from agentws.quart_fix import ClosingQuart
 from agentws.request_bodies import CappedRequest
 from agentws.request_ids import RequestIds
 from agentws.service import Readiness, Runtime, run_service
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.webhooks.ingest import HookDoor
 
 __all__ = ["AgentwsApp", "ServiceApp", "create_app"]

@@ -44,7 +44,8 @@ from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry, McpToken, Workspace
 from agentws.domain.permissions import Decision
 from agentws.errors import ConflictError, StoreError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_audit import AuditStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "FILTER_NAMES",
@@ -85,8 +86,17 @@ _BATCH = 500
 _CLOSE_S = 5.0
 
 
+class _Store(RecordStore, AuditStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def record(
-    store: Store, workspace_id: str | None, actor: str, action: str, target: str, **detail: Any
+    store: RecordStore,
+    workspace_id: str | None,
+    actor: str,
+    action: str,
+    target: str,
+    **detail: Any,
 ) -> AuditEntry:
     """Append ``actor`` did ``action`` to ``target`` (``detail`` is extra, non-secret context)."""
     return await store.insert(
@@ -97,7 +107,7 @@ async def record(
 
 
 async def record_created(
-    store: Store, item: Named, what: str, *, workspace: Workspace | None, actor: str
+    store: RecordStore, item: Named, what: str, *, workspace: Workspace | None, actor: str
 ) -> Named:
     """Insert ``item``, a ``what`` of ``workspace`` (None: a workspace), and record it.
 
@@ -119,7 +129,7 @@ async def record_created(
 
 
 async def record_renamed(
-    store: Store, item: Named, what: str, name: str, within: str | None, actor: str
+    store: RecordStore, item: Named, what: str, name: str, within: str | None, actor: str
 ) -> Named:
     """``item``, a ``what`` of workspace ``within`` (None: a workspace), named ``name``.
 
@@ -209,7 +219,7 @@ FILTER_NAMES = (
 
 
 async def _query(
-    store: Store, filters: AuditFilters, *, limit: int, cursor: str | None
+    store: RecordStore, filters: AuditFilters, *, limit: int, cursor: str | None
 ) -> AuditQuery:
     workspace_id = group_id = None
     if filters.workspace:
@@ -244,7 +254,7 @@ async def _query(
 
 
 async def audit_page(
-    store: Store, filters: AuditFilters, *, limit: int = 50, cursor: str | None = None
+    store: _Store, filters: AuditFilters, *, limit: int = 50, cursor: str | None = None
 ) -> AuditPage:
     """A page of the audit log, newest first, under ``filters``.
 
@@ -259,7 +269,7 @@ async def audit_page(
     return await store.audit_page(await _query(store, filters, limit=limit, cursor=cursor))
 
 
-async def audit_entries(store: Store, filters: AuditFilters) -> AsyncGenerator[AuditEntry, None]:
+async def audit_entries(store: _Store, filters: AuditFilters) -> AsyncGenerator[AuditEntry, None]:
     """Every entry under ``filters``, newest first, read a page at a time (an export).
 
     The filters are checked here, before anything is read: an answer can
@@ -271,7 +281,7 @@ async def audit_entries(store: Store, filters: AuditFilters) -> AsyncGenerator[A
     return _pages(store, await _query(store, filters, limit=MAX_PAGE, cursor=None))
 
 
-async def _pages(store: Store, query: AuditQuery) -> AsyncGenerator[AuditEntry, None]:
+async def _pages(store: AuditStore, query: AuditQuery) -> AsyncGenerator[AuditEntry, None]:
     while True:
         page = await store.audit_page(query)
         for entry in page.items:
@@ -291,7 +301,7 @@ class AuditSink(Protocol):
 class DirectAudit:
     """Writes each entry at once (one-off processes such as the CLI)."""
 
-    store: Store
+    store: RecordStore
 
     async def append(self, entry: AuditEntry) -> None:
         await self.store.insert(entry)
@@ -301,7 +311,7 @@ class DirectAudit:
 class AuditWriter:
     """Writes tool-call entries in batches; :meth:`serve` runs in the service's nursery."""
 
-    store: Store
+    store: RecordStore
     _send: trio.MemorySendChannel[AuditEntry] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[AuditEntry] = attrs.field(init=False)
     # Entries in the channel, and the event that ends a batch's wait early:

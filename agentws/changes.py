@@ -37,7 +37,7 @@ import attrs
 import trio
 
 from agentws.errors import StoreError
-from agentws.store import Store
+from agentws.store.sql_changes import ChangeStore
 
 __all__ = ["ChangeFeed", "Topic"]
 
@@ -83,7 +83,7 @@ class ChangeFeed:
         store: the store whose announcements to follow.
     """
 
-    store: Store
+    store: ChangeStore
     _generations: dict[Topic, int] = attrs.field(
         factory=lambda: dict.fromkeys(Topic, 0), init=False
     )

@@ -28,7 +28,7 @@ A secret is opened for the request only (the key's box), never kept.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -38,7 +38,8 @@ from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import AgentwsError, ValidationError
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 
 if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import Probe, SyncReport
@@ -54,6 +55,10 @@ __all__ = [
 #: How long a test or a refresh waits for the upstream unless the caller says otherwise
 #: (long enough for a remote behind a cold start, short enough for a person waiting).
 UPSTREAM_S = 20.0
+
+
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -142,7 +147,7 @@ async def check_connector_now(
 
 
 async def refresh_connector(
-    store: Store,
+    store: _Store,
     workspace_slug: str,
     connector: Connector,
     *,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 import trio
@@ -24,7 +25,8 @@ import trio
 from agentws.domain.models import Instance
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, StoreError
-from agentws.store import Store
+from agentws.store.sql_health import HealthStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["HEARTBEAT_S", "STALE_S", "InstanceRegistry"]
 
@@ -41,6 +43,10 @@ _RETRY_S = 0.1
 _CLEANUP_S = 2.0
 
 
+class _Store(RecordStore, HealthStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.define(eq=False)
 class InstanceRegistry:
     """This instance's row in ``instances``, and a short-lived view of the others'.
@@ -50,7 +56,7 @@ class InstanceRegistry:
         instance_id: this instance's id (``AGENTWS_INSTANCE_ID``).
     """
 
-    store: Store
+    store: _Store
     instance_id: str
     _internal_url: str | None = attrs.field(default=None, init=False)
     _public_url: str | None = attrs.field(default=None, init=False)

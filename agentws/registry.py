@@ -14,6 +14,7 @@ it stays what it was created as.
 from __future__ import annotations
 
 import unicodedata
+from typing import Protocol
 
 import attrs
 
@@ -21,7 +22,9 @@ from agentws.audit import record, record_created, record_renamed
 from agentws.domain.models import Capability, Group, McpToken, Workspace
 from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret, utcnow
 from agentws.errors import NotFoundError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_oauth import OAuthStore
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_tokens import TokenStore
 
 __all__ = [
     "IssuedToken",
@@ -41,6 +44,10 @@ __all__ = [
 _MAX_NAME = 100
 # Characters of the secret kept in clear so people can tell tokens apart.
 _HINT_CHARS = 4
+
+
+class _Store(RecordStore, OAuthStore, TokenStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -67,7 +74,9 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
-async def create_workspace(store: Store, slug: str, *, name: str | None, actor: str) -> Workspace:
+async def create_workspace(
+    store: RecordStore, slug: str, *, name: str | None, actor: str
+) -> Workspace:
     """Create a workspace addressed by ``slug``; ConflictError if it exists."""
     workspace = Workspace(
         slug=check_slug(slug, what="workspace slug"),
@@ -76,11 +85,11 @@ async def create_workspace(store: Store, slug: str, *, name: str | None, actor: 
     return await record_created(store, workspace, "workspace", workspace=None, actor=actor)
 
 
-async def list_workspaces(store: Store) -> list[Workspace]:
+async def list_workspaces(store: RecordStore) -> list[Workspace]:
     return await store.select(Workspace)
 
 
-async def rename_workspace(store: Store, slug: str, *, name: str, actor: str) -> Workspace:
+async def rename_workspace(store: RecordStore, slug: str, *, name: str, actor: str) -> Workspace:
     """Give a workspace a new display name; its slug stays (see the module's docstring).
 
     Renaming to the name it has changes nothing and records nothing.
@@ -95,7 +104,7 @@ async def rename_workspace(store: Store, slug: str, *, name: str, actor: str) ->
 
 
 async def create_group(
-    store: Store, workspace_slug: str, slug: str, *, name: str | None, actor: str
+    store: RecordStore, workspace_slug: str, slug: str, *, name: str | None, actor: str
 ) -> Group:
     """Create a group in a workspace; ConflictError if the slug is taken there."""
     workspace = await store.workspace_by_slug(workspace_slug)
@@ -107,13 +116,13 @@ async def create_group(
     return await record_created(store, group, "group", workspace=workspace, actor=actor)
 
 
-async def list_groups(store: Store, workspace_slug: str) -> list[Group]:
+async def list_groups(store: RecordStore, workspace_slug: str) -> list[Group]:
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.select(Group, workspace_id=workspace.id)
 
 
 async def rename_group(
-    store: Store, workspace_slug: str, group_slug: str, *, name: str, actor: str
+    store: RecordStore, workspace_slug: str, group_slug: str, *, name: str, actor: str
 ) -> Group:
     """Give a group a new display name; its slug, and so its endpoint URL, stay.
 
@@ -129,7 +138,7 @@ async def rename_group(
 
 
 async def create_token(
-    store: Store,
+    store: RecordStore,
     workspace_slug: str,
     group_slug: str,
     *,
@@ -165,13 +174,13 @@ async def create_token(
     return IssuedToken(token, secret)
 
 
-async def list_tokens(store: Store, workspace_slug: str, group_slug: str) -> list[McpToken]:
+async def list_tokens(store: RecordStore, workspace_slug: str, group_slug: str) -> list[McpToken]:
     group = await store.group_by_slug(workspace_slug, group_slug)
     return await store.select(McpToken, group_id=group.id)
 
 
 async def revoke_token(
-    store: Store, workspace_slug: str, group_slug: str, token_ref: str, *, actor: str
+    store: _Store, workspace_slug: str, group_slug: str, token_ref: str, *, actor: str
 ) -> McpToken:
     """Revoke a group's token, named by id or by name.
 

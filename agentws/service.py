@@ -46,7 +46,8 @@ from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.sessions import SessionSupervisor
 from agentws.rollups.minutes import MinuteRollup
 from agentws.secret_box import Keys, SecretBox, key_problem
-from agentws.store import Store, open_store
+from agentws.store import open_store
+from agentws.store.union import Store
 from agentws.tools.cache_sync import sync_tool_cache
 from agentws.tools.catalog import Catalog
 from agentws.tools.execution import ToolRunner

@@ -20,7 +20,9 @@ from agentws.approvals import decisions
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 from agentws.errors import ValidationError
-from agentws.store import Store
+from agentws.store.sql_approval_decisions import ApprovalDecisionStore
+from agentws.store.sql_approval_runs import ApprovalRunStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
@@ -33,11 +35,15 @@ __all__ = ["routes"]
 routes = RouteTable[AdminServices]()
 
 
+class _DecidingStore(RecordStore, ApprovalDecisionStore, ApprovalRunStore, Protocol):
+    """What approving, retrying and denying use of the store, together."""
+
+
 class _Decide(Protocol):
     """:func:`agentws.approvals.decisions.approve`, ``retry`` or ``deny``."""
 
     async def __call__(
-        self, store: Store, approval_id: str, /, *, actor: str, reason: str | None
+        self, store: _DecidingStore, approval_id: str, /, *, actor: str, reason: str | None
     ) -> Approval: ...
 
 
@@ -65,7 +71,7 @@ async def list_approvals(admin: AdminServices, caller: Caller) -> Answer:
     }
 
 
-async def _approval_view(store: Store, approval_id: str) -> dict[str, Any]:
+async def _approval_view(store: RecordStore, approval_id: str) -> dict[str, Any]:
     approval = await find_approval(store, approval_id)
     group = await store.get(Group, approval.group_id)
     return approval_json(approval, group, await store.get(Workspace, group.workspace_id))

@@ -7,7 +7,7 @@ from typing import Any
 from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Group, Webhook, Workspace
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 from agentws.views import event_json, webhook_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
@@ -21,7 +21,7 @@ __all__ = ["routes", "webhook_view"]
 routes = RouteTable[AdminServices]()
 
 
-async def webhook_view(store: Store, webhook: Webhook) -> dict[str, Any]:
+async def webhook_view(store: RecordStore, webhook: Webhook) -> dict[str, Any]:
     """The webhook as the API shows it (workspace and group by slug)."""
     workspace = await store.get(Workspace, webhook.workspace_id)
     group = await store.find(Group, id=webhook.group_id) if webhook.group_id else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 import trio
@@ -28,7 +29,8 @@ from agentws.domain.models import Approval, ApprovalStatus, ChatMessage, Event, 
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.rounds import in_rounds
-from agentws.store import Store
+from agentws.store.sql_approval_decisions import ApprovalDecisionStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["ChannelReports", "report_text"]
 
@@ -40,6 +42,10 @@ _POLL_S = 1.0
 _RETRY_S = 30.0
 _BATCH = 50
 _RESULT_CHARS = 600
+
+
+class _Store(RecordStore, ApprovalDecisionStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def report_text(approval: Approval) -> str:
@@ -76,7 +82,7 @@ def _result_text(approval: Approval) -> str:
 
 @attrs.define(eq=False)
 class ChannelReports:
-    store: Store
+    store: _Store
     sinks: Callable[[ChannelRef], ChatSink]
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
     #: Reports that failed here, and when they may be tried again.

@@ -15,19 +15,29 @@ a service runs it again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from agentws.audit import record
 from agentws.domain.models import Approval, ApprovalStatus, Group
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError
-from agentws.store import Store
+from agentws.store.sql_approval_decisions import ApprovalDecisionStore
+from agentws.store.sql_approval_runs import ApprovalRunStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import current_status, find_approval
 
 __all__ = ["approve", "deny", "expire_due", "retry"]
 
 # Reasons are for people; a page of text is plenty.
 _MAX_REASON = 2000
+
+
+class _DecidingStore(RecordStore, ApprovalDecisionStore, Protocol):
+    """The areas of the store that deciding (approving, denying, expiring) uses."""
+
+
+class _RetryingStore(RecordStore, ApprovalRunStore, Protocol):
+    """The areas of the store that a retry uses."""
 
 
 def _reason(reason: str | None) -> str | None:
@@ -44,7 +54,7 @@ def _already(approval: Approval) -> ConflictError:
 
 
 async def _claim(
-    store: Store, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
+    store: _DecidingStore, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
 ) -> Approval:
     approval = await find_approval(store, approval_id)
     if current_status(approval) is not ApprovalStatus.PENDING:
@@ -57,7 +67,9 @@ async def _claim(
     return claimed
 
 
-async def deny(store: Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def deny(
+    store: _DecidingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Deny a pending request; it never runs.
 
     Error handling:
@@ -71,7 +83,12 @@ async def deny(store: Store, approval_id: str, *, actor: str, reason: str | None
 
 
 async def _audit(
-    store: Store, group: Group | None, actor: str, action: str, approval: Approval, **detail: Any
+    store: RecordStore,
+    group: Group | None,
+    actor: str,
+    action: str,
+    approval: Approval,
+    **detail: Any,
 ) -> None:
     await record(
         store,
@@ -86,7 +103,9 @@ async def _audit(
     )
 
 
-async def approve(store: Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def approve(
+    store: _DecidingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Approve a pending request: recorded, for a running service to run it, once.
 
     Returns:
@@ -103,7 +122,9 @@ async def approve(store: Store, approval_id: str, *, actor: str, reason: str | N
     return approved
 
 
-async def retry(store: Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:
+async def retry(
+    store: _RetryingStore, approval_id: str, *, actor: str, reason: str | None
+) -> Approval:
     """Put a failed call back to ``approved``: a running service runs it again, once.
 
     What the call is checked against when it runs (the tool's definition,
@@ -133,7 +154,7 @@ async def retry(store: Store, approval_id: str, *, actor: str, reason: str | Non
     return retried
 
 
-async def expire_due(store: Store, *, actor: str) -> list[Approval]:
+async def expire_due(store: _DecidingStore, *, actor: str) -> list[Approval]:
     """Expire every pending request whose time is up; the ones expired now."""
     expired = await store.expire_approvals(utcnow())
     for approval in expired:

@@ -23,7 +23,8 @@ from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
-from agentws.store import Store
+from agentws.store.sql_approval_decisions import ApprovalDecisionStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import outcome_data
 
 __all__ = ["ACTOR", "ApprovalWatch", "OutcomeListener"]
@@ -37,6 +38,10 @@ ACTOR = "system:approvals"
 _POLL_S = 0.25
 # Pending requests past their time are marked expired this often.
 _EXPIRE_S = 5.0
+
+
+class _Store(RecordStore, ApprovalDecisionStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 class OutcomeListener(Protocol):
@@ -55,7 +60,7 @@ class OutcomeListener(Protocol):
 
 @attrs.define(eq=False)
 class ApprovalWatch:
-    store: Store
+    store: _Store
     listener: OutcomeListener
     #: Announces decisions made anywhere; without it (or while it is deaf) the store is polled.
     changes: ChangeFeed

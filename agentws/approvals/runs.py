@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -39,7 +39,10 @@ from agentws.domain.permissions import Decision, decide
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, StoreError
 from agentws.secret_box import Keys, SecretBox
-from agentws.store import Store
+from agentws.store.sql_approval_decisions import ApprovalDecisionStore
+from agentws.store.sql_approval_runs import ApprovalRunStore
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import current_status, find_approval, stored_arguments
 from agentws.tools.catalog import group_tool
 from agentws.tools.execution import ToolRunner
@@ -67,6 +70,10 @@ _CLEANUP_S = 5.0
 _WAIT_POLL_S = 0.2
 
 
+class _Store(RecordStore, ApprovalDecisionStore, ApprovalRunStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 def _unknown(why: str) -> str:
     return (
         f"{why}; whether it acted upstream is unknown: check, then retry it if needed "
@@ -77,7 +84,9 @@ def _unknown(why: str) -> str:
 _LAPSED = _unknown("the instance running it stopped before it finished (its lease lapsed)")
 
 
-async def await_outcome(store: Store, approval_id: str, *, changes: ChangeFeed | None) -> Approval:
+async def await_outcome(
+    store: RecordStore, approval_id: str, *, changes: ChangeFeed | None
+) -> Approval:
     """Wait until an approved call has an outcome (or is otherwise finished); return it.
 
     The caller bounds the wait (``trio.move_on_after``): a call waits for as
@@ -99,7 +108,7 @@ async def await_outcome(store: Store, approval_id: str, *, changes: ChangeFeed |
 
 
 async def run_claimed(
-    store: Store, approval: Approval, *, owner: str, runner: ToolRunner, box: SecretBox | None
+    store: _Store, approval: Approval, *, owner: str, runner: ToolRunner, box: SecretBox | None
 ) -> Approval | None:
     """Run an approved call that ``owner`` holds the lease of, and record its outcome.
 
@@ -166,7 +175,9 @@ async def run_claimed(
     return finished
 
 
-async def _audit_run(store: Store, group: Group | None, approval: Approval, owner: str) -> None:
+async def _audit_run(
+    store: RecordStore, group: Group | None, approval: Approval, owner: str
+) -> None:
     await record(
         store,
         group.workspace_id if group else None,
@@ -185,7 +196,7 @@ async def _audit_run(store: Store, group: Group | None, approval: Approval, owne
 
 
 async def _why_not(
-    store: Store, approval: Approval, group: Group, box: SecretBox | None
+    store: _Store, approval: Approval, group: Group, box: SecretBox | None
 ) -> tuple[str | None, ToolSpec | None, dict[str, Any]]:
     """Why the approved call must not run now, or the tool and arguments to run it with."""
     tool = await group_tool(store, group, approval.tool_name)
@@ -232,7 +243,7 @@ class ApprovalRuns:
         owner: this instance's id, which its leases carry.
     """
 
-    store: Store
+    store: _Store
     runner: ToolRunner
     keys: Keys
     changes: ChangeFeed

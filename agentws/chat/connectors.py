@@ -16,12 +16,12 @@ from agentws.connectors.url_guard import check_saved_url
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import UnsafeUrlError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["chat_connector", "check_channel"]
 
 
-async def chat_connector(store: Store, workspace_id: str, channel: ChannelRef) -> Connector:
+async def chat_connector(store: RecordStore, workspace_id: str, channel: ChannelRef) -> Connector:
     """The active connector ``channel`` posts through.
 
     Error handling:
@@ -72,7 +72,7 @@ async def chat_connector(store: Store, workspace_id: str, channel: ChannelRef) -
 
 
 async def check_channel(
-    store: Store, workspace_id: str, channel: ChannelRef, allowlist: Allowlist | None = None
+    store: RecordStore, workspace_id: str, channel: ChannelRef, allowlist: Allowlist | None = None
 ) -> None:
     """That messages to ``channel`` have a connector to go through (local ones need none).
 

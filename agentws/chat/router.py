@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 
 from agentws.chat.channels import ChannelRef
@@ -11,16 +13,21 @@ from agentws.chat.slack import SlackSink
 from agentws.config import Settings
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_chat import ChatStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["SinkRouter"]
+
+
+class _Store(RecordStore, ChatStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.define(eq=False)
 class SinkRouter:
     """``router(channel)``: the sink for ``channel`` (one of each kind, shared)."""
 
-    store: Store
+    store: _Store
     settings: Settings
     keys: Keys
     resolve: Resolver = system_resolver

@@ -22,9 +22,14 @@ from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import ChatMessage
 from agentws.errors import ConfigError, NotFoundError, RetryableError
 from agentws.secret_box import Keys, SecretBox
-from agentws.store import Store
+from agentws.store.sql_chat import ChatStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["ChatSink", "ConnectorSink", "KeyRing", "LocalSink", "OutgoingMessage", "SinkError"]
+
+
+class _Store(RecordStore, ChatStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 class SinkError(RetryableError):
@@ -93,7 +98,7 @@ class ConnectorSink:
     the address it posts to, as every connector's.
     """
 
-    store: Store
+    store: _Store
     settings: Settings
     keys: KeyRing
     resolve: Resolver = system_resolver
@@ -111,7 +116,7 @@ def record_of(message: OutgoingMessage, *, external_id: str | None = None) -> Ch
     )
 
 
-async def recorded(store: Store, message: OutgoingMessage) -> ChatMessage | None:
+async def recorded(store: RecordStore, message: OutgoingMessage) -> ChatMessage | None:
     """The record of the message posted for ``message``'s event, if there is one."""
     if message.event_id is None:
         return None
@@ -122,7 +127,7 @@ async def recorded(store: Store, message: OutgoingMessage) -> ChatMessage | None
 class LocalSink:
     """The embedded chat: messages are rows of the store, read with ``agentws channel tail``."""
 
-    store: Store
+    store: _Store
 
     async def posted(self, message: OutgoingMessage) -> ChatMessage | None:
         return await recorded(self.store, message)

@@ -32,7 +32,7 @@ from agentws.config import Settings
 from agentws.domain.hidden_chars import show_hidden
 from agentws.errors import AgentwsError, NoDatabaseError, error_body
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.union import Store
 
 T = TypeVar("T")
 

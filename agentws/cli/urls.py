@@ -16,7 +16,7 @@ import attrs
 from agentws.config import Settings
 from agentws.domain.rules import utcnow
 from agentws.instances import STALE_S
-from agentws.store import Store
+from agentws.store.sql_health import HealthStore
 
 __all__ = ["PrintedBase", "printed_base_url"]
 
@@ -28,7 +28,7 @@ class PrintedBase:
     note: str | None = None
 
 
-async def printed_base_url(settings: Settings, store: Store) -> PrintedBase:
+async def printed_base_url(settings: Settings, store: HealthStore) -> PrintedBase:
     """The base URL for the URLs a command prints (see the module's docstring).
 
     Error handling:

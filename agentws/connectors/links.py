@@ -66,7 +66,7 @@ from agentws.domain.models import Connector, ConnectorKind
 from agentws.errors import AgentwsError, sole_exception
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["ACTOR", "ContentChanged", "RemoteLinks", "SyncTools"]
 
@@ -112,7 +112,7 @@ class RemoteLinks:
     Start it with ``await nursery.start(links.serve)``; :meth:`close` ends it.
     """
 
-    store: Store
+    store: RecordStore
     settings: Settings
     keys: Keys
     sync: SyncTools

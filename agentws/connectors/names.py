@@ -22,14 +22,20 @@ two connectors in different groups may share a name; they refuse it
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import attrs
 
 from agentws.domain.models import CachedTool, Connector, Group, GroupConnector
 from agentws.errors import ValidationError
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["ambiguity", "check_attach", "exposed_name", "mark_clashes"]
+
+
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def exposed_name(connector: Connector, tool: CachedTool) -> str:
@@ -41,7 +47,7 @@ def _which(connector: Connector, tool: CachedTool) -> str:
     return f"tool {tool.name!r} of connector {connector.name!r}"
 
 
-async def _taken(store: Store, group_id: str, connector: Connector) -> dict[str, str]:
+async def _taken(store: CatalogStore, group_id: str, connector: Connector) -> dict[str, str]:
     """Names the group lists for other connectors' tools → which tool each is."""
     return {
         exposed_name(c, t): _which(c, t)
@@ -50,7 +56,7 @@ async def _taken(store: Store, group_id: str, connector: Connector) -> dict[str,
     }
 
 
-async def check_attach(store: Store, group: Group, connector: Connector) -> None:
+async def check_attach(store: _Store, group: Group, connector: Connector) -> None:
     """That attaching ``connector`` to ``group`` leaves every tool name meaning one tool.
 
     Error handling:
@@ -74,7 +80,7 @@ async def check_attach(store: Store, group: Group, connector: Connector) -> None
         )
 
 
-async def mark_clashes(store: Store, connector: Connector) -> tuple[str, ...]:
+async def mark_clashes(store: _Store, connector: Connector) -> tuple[str, ...]:
     """Leave out ``connector``'s tools whose names another listed tool has in one of its groups.
 
     A tool left out earlier is listed again once its name is free. Only this

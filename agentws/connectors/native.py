@@ -38,7 +38,7 @@ from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import UpstreamError
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
     import mcp_types as types
@@ -251,7 +251,7 @@ ACTIONS: dict[ConnectorKind, dict[str, Action]] = {
 }
 
 
-async def cache_native_tools(store: Store, connector: Connector) -> list[CachedTool]:
+async def cache_native_tools(store: RecordStore, connector: Connector) -> list[CachedTool]:
     """Write a native connector's fixed actions into the tool cache, labels included."""
     cached = []
     for action in ACTIONS[connector.kind].values():

@@ -13,6 +13,7 @@ Every change goes to the audit log with the acting operator.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 import attrs
 
@@ -36,7 +37,8 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "DEFAULT_URLS",
@@ -65,6 +67,10 @@ SECRET_HEADER_FIELD = "x-agentws-secret-header"  # noqa: S105 - a field name
 # Header names whose values are credentials: they must come as the secret.
 _SENSITIVE = re.compile(r"authorization|cookie|token|secret|key|password|auth", re.IGNORECASE)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -105,7 +111,7 @@ def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, 
     return headers
 
 
-async def find_connector(store: Store, workspace_slug: str, name: str) -> Connector:
+async def find_connector(store: RecordStore, workspace_slug: str, name: str) -> Connector:
     """The workspace's connector called ``name``; NotFoundError naming it otherwise."""
     workspace = await store.workspace_by_slug(workspace_slug)
     found = await store.find(Connector, workspace_id=workspace.id, name=name)
@@ -118,7 +124,7 @@ async def find_connector(store: Store, workspace_slug: str, name: str) -> Connec
 
 
 async def add_connector(
-    store: Store,
+    store: RecordStore,
     workspace_slug: str,
     name: str,
     *,
@@ -203,13 +209,13 @@ async def add_connector(
     return connector
 
 
-async def list_connectors(store: Store, workspace_slug: str) -> list[Connector]:
+async def list_connectors(store: RecordStore, workspace_slug: str) -> list[Connector]:
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.select(Connector, workspace_id=workspace.id)
 
 
 async def remove_connector(
-    store: Store, workspace_slug: str, name: str, *, actor: str
+    store: RecordStore, workspace_slug: str, name: str, *, actor: str
 ) -> Connector:
     """Delete a connector, its cached tools and its attachments."""
     connector = await find_connector(store, workspace_slug, name)
@@ -221,7 +227,7 @@ async def remove_connector(
 
 
 async def set_connector_active(
-    store: Store, workspace_slug: str, name: str, *, active: bool, actor: str
+    store: RecordStore, workspace_slug: str, name: str, *, active: bool, actor: str
 ) -> Connector:
     """Offer a connector's tools again (``active``), or stop offering them; audited.
 
@@ -244,7 +250,7 @@ async def set_connector_active(
 
 
 async def set_connector_relay(
-    store: Store, workspace_slug: str, name: str, *, relay: bool, actor: str
+    store: RecordStore, workspace_slug: str, name: str, *, relay: bool, actor: str
 ) -> Connector:
     """Pass a remote MCP connector's requests (elicitation, sampling, roots) on to callers, or not.
 
@@ -276,7 +282,7 @@ async def set_connector_relay(
 
 
 async def attach_connector(
-    store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
+    store: _Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
 ) -> GroupConnector:
     """Offer a connector's tools at a group's endpoint; attaching twice is a no-op.
 
@@ -306,7 +312,7 @@ async def attach_connector(
 
 
 async def detach_connector(
-    store: Store, workspace_slug: str, group_slug: str, name: str, *, actor: str
+    store: RecordStore, workspace_slug: str, group_slug: str, name: str, *, actor: str
 ) -> GroupConnector | None:
     """Stop offering a connector at a group; None if it was not attached."""
     group = await store.group_by_slug(workspace_slug, group_slug)

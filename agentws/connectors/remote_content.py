@@ -40,7 +40,7 @@ from agentws.connectors.remote_mcp import RemoteError, all_pages
 from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
 from agentws.errors import NotFoundError
 from agentws.redaction import upstream_excerpt
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "LIST_S",
@@ -154,7 +154,7 @@ class RemoteContent:
             of changes.
     """
 
-    store: Store
+    store: RecordStore
     links: RemoteLinks
     #: Moves whenever a remote's lists may have changed.
     generation: int = attrs.field(default=0, init=False)

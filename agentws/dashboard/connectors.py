@@ -33,7 +33,8 @@ from agentws.domain.connector_health import ConnectorHealth, connector_health
 from agentws.domain.models import Connector, ConnectorKind, GroupConnector
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError
-from agentws.store import Store
+from agentws.store.sql_connector_health import ConnectorHealthStore
+from agentws.store.sql_records import RecordStore
 
 from .frame import done, error_text, find_workspace, render_page
 from .session import signed_in
@@ -58,7 +59,7 @@ _HEALTH_ENTRIES = 5000
 _TYPED = ("kind", "name", "url", "headers", "secret_header")
 
 
-async def attached_groups(store: Store, workspace_slug: str) -> dict[str, list[str]]:
+async def attached_groups(store: RecordStore, workspace_slug: str) -> dict[str, list[str]]:
     """Connector id -> slugs of the groups it is attached to."""
     attached: dict[str, list[str]] = {}
     for group in await registry.list_groups(store, workspace_slug):
@@ -68,7 +69,7 @@ async def attached_groups(store: Store, workspace_slug: str) -> dict[str, list[s
 
 
 async def health_of(
-    store: Store, workspace_id: str, connectors: list[Connector]
+    store: ConnectorHealthStore, workspace_id: str, connectors: list[Connector]
 ) -> dict[str, ConnectorHealth]:
     """Connector id -> health, from one read of the audit log and one of the tool cache."""
     entries = await store.connector_activity(

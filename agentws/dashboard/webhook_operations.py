@@ -16,7 +16,7 @@ The failure alert settings are in the page's "Change" form
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from quart import Response, request, url_for
 
@@ -27,7 +27,8 @@ from agentws.domain.replays import MAX_REPLAY_RATE, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind, default_sample
 from agentws.domain.typed_numbers import whole_number
 from agentws.errors import AgentwsError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_replays import ReplayStore
+from agentws.store.sql_streaks import StreakStore
 from agentws.views import webhook_status
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks.replays import replay_failed
@@ -43,7 +44,11 @@ routes = RouteTable[AdminServices]()
 _LISTED = 50
 
 
-async def operations_context(store: Store, webhook: Webhook) -> dict[str, Any]:
+class _Store(ReplayStore, StreakStore, Protocol):
+    """The areas of the store this module uses."""
+
+
+async def operations_context(store: _Store, webhook: Webhook) -> dict[str, Any]:
     """What the webhook's page shows of its failures, replays and test events."""
     return {
         "state": webhook_status(webhook),

@@ -14,7 +14,7 @@ from agentws.admin_access import AdminServices, Caller
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Webhook
 from agentws.errors import AgentwsError
-from agentws.store import Store
+from agentws.store.sql_rotation import RotationStore
 from agentws.webhooks import rotation
 
 from .frame import changed, done, find_workspace, render_page
@@ -34,7 +34,7 @@ GRACE_CHOICES = (
 )
 
 
-async def rotation_context(store: Store, webhook: Webhook) -> dict[str, Any]:
+async def rotation_context(store: RotationStore, webhook: Webhook) -> dict[str, Any]:
     """What the webhook's page shows of its rotations."""
     return {
         "rotation": await rotation.rotation_status(store, webhook),

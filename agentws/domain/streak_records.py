@@ -3,7 +3,7 @@
 A streak opens with the first event of a webhook that fails (after its
 retries) and counts each one after it; the first event that succeeds ends
 it. Both are written in the transaction that finishes the event
-(:meth:`~agentws.store.base.Store.finish_event`), so instances finishing
+(:meth:`~agentws.store.sql_events.EventStore.finish_event`), so instances finishing
 events of one webhook at once count each failure once. When the count
 reaches the webhook's ``alert_after``, that same transaction marks the
 alert due (``alerted_at``) and, with ``pause_on_failure``, pauses the

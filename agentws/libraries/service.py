@@ -18,7 +18,7 @@ which MCP clients keep: renaming changes its display name only.
 from __future__ import annotations
 
 import os
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -46,7 +46,8 @@ from agentws.libraries.checks import (
     text_bytes,
 )
 from agentws.libraries.loading import SkillFolder, load_skill_folder
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "add_document",
@@ -71,7 +72,11 @@ _MAX_DESCRIPTION = 1024
 _Item = TypeVar("_Item", ContextDocument, Skill)
 
 
-async def _library(store: Store, workspace_slug: str, library_slug: str) -> Library:
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
+async def _library(store: RecordStore, workspace_slug: str, library_slug: str) -> Library:
     workspace = await store.workspace_by_slug(workspace_slug)
     found = await store.find(Library, workspace_id=workspace.id, slug=library_slug)
     if found is None:
@@ -83,7 +88,7 @@ async def _library(store: Store, workspace_slug: str, library_slug: str) -> Libr
 
 
 async def _put(
-    store: Store,
+    store: RecordStore,
     kind: type[_Item],
     what: str,
     workspace_slug: str,
@@ -125,7 +130,7 @@ async def _put(
 
 
 async def create_library(
-    store: Store, workspace_slug: str, slug: str, *, name: str | None = None, actor: str
+    store: RecordStore, workspace_slug: str, slug: str, *, name: str | None = None, actor: str
 ) -> Library:
     """Create a library in a workspace; ConflictError if the slug is taken there."""
     workspace = await store.workspace_by_slug(workspace_slug)
@@ -138,7 +143,7 @@ async def create_library(
 
 
 async def rename_library(
-    store: Store, workspace_slug: str, library_slug: str, *, name: str, actor: str
+    store: RecordStore, workspace_slug: str, library_slug: str, *, name: str, actor: str
 ) -> Library:
     """Give a library a new display name; its slug, in its documents' URIs, stays.
 
@@ -153,13 +158,13 @@ async def rename_library(
     return await record_renamed(store, library, "library", renamed, workspace_slug, actor)
 
 
-async def list_libraries(store: Store, workspace_slug: str) -> list[Library]:
+async def list_libraries(store: RecordStore, workspace_slug: str) -> list[Library]:
     """A workspace's libraries, oldest first."""
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.select(Library, workspace_id=workspace.id)
 
 
-async def attached_groups(store: Store, workspace_slug: str) -> dict[str, list[str]]:
+async def attached_groups(store: _Store, workspace_slug: str) -> dict[str, list[str]]:
     """Library id -> slugs of the groups it is attached to, for a workspace's libraries."""
     workspace = await store.workspace_by_slug(workspace_slug)
     attached: dict[str, list[str]] = {}
@@ -170,7 +175,7 @@ async def attached_groups(store: Store, workspace_slug: str) -> dict[str, list[s
 
 
 async def attach_library(
-    store: Store, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
+    store: RecordStore, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
 ) -> GroupLibrary:
     """Attach a library to a group, so the group's endpoint offers its documents and skills.
 
@@ -205,7 +210,7 @@ async def attach_library(
 
 
 async def detach_library(
-    store: Store, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
+    store: RecordStore, workspace_slug: str, group_slug: str, library_slug: str, *, actor: str
 ) -> GroupLibrary | None:
     """Detach a library from a group; its documents and skills stay in the library.
 
@@ -236,7 +241,7 @@ async def detach_library(
 
 
 async def add_document(
-    store: Store,
+    store: RecordStore,
     workspace_slug: str,
     library_slug: str,
     *,
@@ -285,7 +290,7 @@ async def add_document(
 
 
 async def list_documents(
-    store: Store, workspace_slug: str, library_slug: str
+    store: RecordStore, workspace_slug: str, library_slug: str
 ) -> list[ContextDocument]:
     """A library's documents, oldest first, ``never`` ones included."""
     library = await _library(store, workspace_slug, library_slug)
@@ -293,7 +298,7 @@ async def list_documents(
 
 
 async def set_document_policy(
-    store: Store,
+    store: RecordStore,
     workspace_slug: str,
     library_slug: str,
     document_slug: str,
@@ -331,7 +336,7 @@ async def set_document_policy(
 
 
 async def remove_document(
-    store: Store, workspace_slug: str, library_slug: str, document_slug: str, *, actor: str
+    store: RecordStore, workspace_slug: str, library_slug: str, document_slug: str, *, actor: str
 ) -> ContextDocument:
     """Delete a document from a library; the removed document is returned.
 
@@ -344,7 +349,7 @@ async def remove_document(
 
 
 async def add_skill(
-    store: Store,
+    store: RecordStore,
     workspace_slug: str,
     library_slug: str,
     skill_folder: SkillFolder | str | os.PathLike[str],
@@ -402,14 +407,14 @@ async def add_skill(
     )
 
 
-async def list_skills(store: Store, workspace_slug: str, library_slug: str) -> list[Skill]:
+async def list_skills(store: RecordStore, workspace_slug: str, library_slug: str) -> list[Skill]:
     """A library's skills, oldest first."""
     library = await _library(store, workspace_slug, library_slug)
     return await store.select(Skill, library_id=library.id)
 
 
 async def remove_skill(
-    store: Store, workspace_slug: str, library_slug: str, skill_slug: str, *, actor: str
+    store: RecordStore, workspace_slug: str, library_slug: str, skill_slug: str, *, actor: str
 ) -> Skill:
     """Delete a skill from a library; the removed skill is returned.
 
@@ -420,7 +425,7 @@ async def remove_skill(
 
 
 async def _remove(
-    store: Store,
+    store: RecordStore,
     kind: type[_Item],
     noun: str,
     workspace_slug: str,

@@ -16,6 +16,8 @@ unauthenticated caller learns nothing about which exist.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 import trio
 
@@ -23,7 +25,9 @@ from agentws.domain.models import ClientKind, Group, McpToken, OAuthClient, Work
 from agentws.domain.rules import MCP_TOKEN_PREFIX, hash_secret, utcnow
 from agentws.errors import UnauthorizedError
 from agentws.oauth.settings import ACCESS_TOKEN_PREFIX
-from agentws.store import Store
+from agentws.store.sql_changes import ChangeStore
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_tokens import TokenStore
 
 __all__ = ["Authenticator", "Caller"]
 
@@ -31,6 +35,10 @@ __all__ = ["Authenticator", "Caller"]
 _TOUCH_INTERVAL_S = 60.0
 # Tokens remembered between commits; more than this many starts afresh.
 _MAX_CACHED_TOKENS = 10_000
+
+
+class _Store(RecordStore, ChangeStore, TokenStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -54,7 +62,7 @@ class Authenticator:
     deleted one leaves its tokens unusable anyway (the token lookup fails).
     """
 
-    store: Store
+    store: _Store
     _groups: dict[str, tuple[Group, Workspace]] = attrs.field(factory=dict, init=False)
     _touched: dict[str, float] = attrs.field(factory=dict, init=False)
     # token hash -> (token, the store's data version when it was read)

@@ -33,7 +33,7 @@ from agentws.connectors.remote_content import RemoteContent
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.mcp.prompts import named_skills, remote_prompts
 from agentws.mcp.resources import DOCUMENT_TEMPLATE, LINES_TEMPLATE, remote_failure
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
 
 __all__ = ["MAX_VALUES", "Completions", "rank"]
 
@@ -73,7 +73,7 @@ def _completion(values: list[str]) -> types.CompleteResult:
 class Completions:
     """The completion handler of the group endpoint, reading ``store`` and ``remote``."""
 
-    store: Store
+    store: CatalogStore
     remote: RemoteContent
 
     async def complete(

@@ -44,7 +44,7 @@ from agentws.domain.models import ConfirmToken
 from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
 from agentws.mcp.session import McpSession
-from agentws.store import Store
+from agentws.store.sql_approval_runs import ApprovalRunStore
 from agentws.tools.builtins import error_result
 from agentws.tools.gate import ConfirmAnswer
 from agentws.tools.spec import ToolSpec
@@ -134,7 +134,7 @@ class McpConfirmer:
     presented: Any
     ttl_s: float
     #: Where confirm tokens are kept (shared by every instance).
-    store: Store
+    store: ApprovalRunStore
     #: A stateless client's retry: its answers to our input requests, and our state.
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None

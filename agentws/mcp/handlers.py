@@ -28,7 +28,7 @@ import functools
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import mcp_types as types
@@ -55,7 +55,9 @@ from agentws.mcp.relay_channel import McpRelayChannel
 from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.resources import RESOURCE_NOT_FOUND, Resources
 from agentws.mcp.session import McpSession
-from agentws.store import Store
+from agentws.store.sql_approval_runs import ApprovalRunStore
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.catalog import Catalog
@@ -83,6 +85,10 @@ log = logging.getLogger("agentws.mcp")
 Context = ServerRequestContext[McpSession]
 P = TypeVar("P")
 R = TypeVar("R")
+
+
+class _Store(RecordStore, ApprovalRunStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def _guarded(handler: Callable[[Context, P], Awaitable[R]]) -> Callable[[Context, P], Awaitable[R]]:
@@ -145,7 +151,7 @@ async def _no_run(channel: CallerChannel) -> types.CallToolResult:
 
 
 def build_server(
-    store: Store,
+    store: _Store,
     settings: Settings,
     gate: ToolGate,
     catalog: Catalog,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import datetime
+from typing import Protocol
 
 import attrs
 import trio
@@ -50,7 +51,8 @@ from agentws.connectors.remote_content import (
 from agentws.domain.models import Group
 from agentws.mcp.prompts import named_skills
 from agentws.mcp.sessions import McpSession, SessionSupervisor
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_changes import ChangeStore
 from agentws.tools.builtins import document_uri
 from agentws.tools.catalog import Catalog
 
@@ -74,6 +76,10 @@ _LIST_CHANGED: dict[str, ServerEvent] = {
 }
 
 
+class _Store(CatalogStore, ChangeStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.frozen
 class Snapshot:
     """What a group's sessions were last told about, reduced to what can be compared."""
@@ -91,7 +97,7 @@ class Snapshot:
 
 
 async def snapshot(
-    store: Store, catalog: Catalog, group: Group, remote: RemoteContent | None = None
+    store: CatalogStore, catalog: Catalog, group: Group, remote: RemoteContent | None = None
 ) -> Snapshot:
     """The group's lists as of now (with its remote connectors' resources and prompts)."""
     listing = await catalog.tools(group)
@@ -165,7 +171,7 @@ class ListChanges:
         sends run in a nursery of their own, each bounded by ``_NOTIFY_S``.
     """
 
-    store: Store
+    store: _Store
     sessions: SessionSupervisor
     catalog: Catalog
     changes: ChangeFeed

@@ -48,7 +48,7 @@ from mcp.shared.subscriptions import (
 from agentws.domain.models import Approval, ApprovalOutcome, Group
 from agentws.errors import NotFoundError
 from agentws.mcp.auth import Caller
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import approval_id_of, approval_uri, outcome_data
 
 __all__ = ["OVER_CAPACITY", "ListenStreams", "read_approval"]
@@ -64,7 +64,9 @@ OVER_CAPACITY = -32005
 _RETRY_AFTER_S = 5
 
 
-async def read_approval(store: Store, caller: Caller, uri: str) -> types.ReadResourceResult | None:
+async def read_approval(
+    store: RecordStore, caller: Caller, uri: str
+) -> types.ReadResourceResult | None:
     """``resources/read`` of a queued call's URI: where it stands, as ``get_approval`` says.
 
     Only the bearer token that queued the call reads it; to any other it does

@@ -29,7 +29,7 @@ from agentws.libraries.arguments import missing_arguments, render_prompt
 from agentws.mcp.passthrough import StateSeal
 from agentws.mcp.remote_rounds import relayed
 from agentws.mcp.resources import remote_failure
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
 from agentws.tools.caller_channel import CallerChannel
 
 __all__ = ["Prompts", "named_skills", "remote_prompts"]
@@ -37,7 +37,7 @@ __all__ = ["Prompts", "named_skills", "remote_prompts"]
 Context = ServerRequestContext[Any]
 
 
-async def named_skills(store: Store, group: Group) -> dict[str, tuple[Library, Skill]]:
+async def named_skills(store: CatalogStore, group: Group) -> dict[str, tuple[Library, Skill]]:
     """The group's skills by prompt name: the slug, qualified by library on a clash."""
     libraries = {library.id: library for library in await store.group_libraries(group.id)}
     named: dict[str, tuple[Library, Skill]] = {}
@@ -67,7 +67,7 @@ def _prompt(name: str, skill: Skill) -> types.Prompt:
 
 
 async def remote_prompts(
-    store: Store, remote: RemoteContent, group: Group
+    store: CatalogStore, remote: RemoteContent, group: Group
 ) -> dict[str, RemotePrompt]:
     """The group's remote prompts by name, but for names its skills have."""
     skills = await named_skills(store, group)
@@ -83,7 +83,7 @@ class Prompts:
     ``seal`` seals a remote's ``requestState`` for a 2026-07-28 caller.
     """
 
-    store: Store
+    store: CatalogStore
     remote: RemoteContent
     seal: StateSeal
 

@@ -24,7 +24,7 @@ long-lived session (subscriptions) is kept only when there is one.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 import attrs
@@ -41,7 +41,8 @@ from agentws.mcp.passthrough import StateSeal
 from agentws.mcp.remote_rounds import relayed
 from agentws.mcp.session import McpSession
 from agentws.redaction import upstream_excerpt
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import approval_id_of
 from agentws.tools.builtins import DOCUMENT_URI_SCHEME, document_uri, find_document
 from agentws.tools.caller_channel import CallerChannel
@@ -58,6 +59,10 @@ __all__ = [
 
 #: The MCP specification's error code for an unknown resource, up to 2025-11-25.
 RESOURCE_NOT_FOUND = -32002
+
+
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def not_found(ctx: Context, uri: str) -> MCPError:
@@ -153,7 +158,7 @@ class Resources:
     ``seal`` seals a remote's ``requestState`` for a 2026-07-28 caller.
     """
 
-    store: Store
+    store: _Store
     remote: RemoteContent
     seal: StateSeal
 

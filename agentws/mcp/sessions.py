@@ -37,7 +37,7 @@ from agentws.mcp.rendered import RenderedResults
 from agentws.mcp.replay import Replays
 from agentws.mcp.session import STREAM_BUFFER, McpSession, Transport, new_session_id
 from agentws.mcp.session_dispatch import SessionServing
-from agentws.store import Store
+from agentws.store.sql_tokens import TokenStore
 
 __all__ = ["STREAM_BUFFER", "McpSession", "SessionSupervisor", "Transport"]
 
@@ -69,7 +69,7 @@ class SessionSupervisor:
     """
 
     settings: Settings
-    store: Store
+    store: TokenStore
     server: Server[McpSession]
     init_options: InitializationOptions
     #: Announces revocations made anywhere; without it (or while it is deaf) the store is polled.

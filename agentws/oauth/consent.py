@@ -14,6 +14,7 @@ not tell) can only be sent back, with ``error=invalid_target``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import attrs
@@ -33,9 +34,14 @@ from agentws.errors import ConflictError, NotFoundError
 from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.resources import endpoint_path
 from agentws.oauth.settings import CODE_PREFIX, OAuthSettings
-from agentws.store import Store
+from agentws.store.sql_oauth import OAuthStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["ConsentRequest", "consent_request", "decide"]
+
+
+class _Store(RecordStore, OAuthStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen(kw_only=True)
@@ -60,7 +66,7 @@ class ConsentRequest:
     open: bool
 
 
-async def consent_request(store: Store, grant_id: str) -> ConsentRequest:
+async def consent_request(store: RecordStore, grant_id: str) -> ConsentRequest:
     """The request ``grant_id`` names, as the consent page shows it.
 
     Error handling:
@@ -91,7 +97,7 @@ async def consent_request(store: Store, grant_id: str) -> ConsentRequest:
 
 
 async def decide(
-    store: Store,
+    store: _Store,
     settings: OAuthSettings,
     grant_id: str,
     *,

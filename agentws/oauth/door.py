@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import attrs
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
@@ -51,7 +51,9 @@ from agentws.oauth.revocation import Revocation
 from agentws.oauth.settings import SCOPES, OAuthSettings
 from agentws.oauth.token_target import TokenTarget
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_oauth import OAuthStore
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_tokens import TokenStore
 
 __all__ = ["ISSUER_PATH", "OAuthDoor", "base_url_of"]
 
@@ -75,6 +77,10 @@ _PREFIXES = (ISSUER_PATH + "/", "/.well-known/")
 _MAX_BASES = 16
 
 
+class _Store(RecordStore, OAuthStore, TokenStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 def base_url_of(settings: Settings, scope: Scope) -> str:
     """The service's base URL as this request sees it (``AGENTWS_BASE_URL`` first)."""
     if settings.base_url:
@@ -89,7 +95,7 @@ class OAuthDoor:
 
     app: ASGIApp
     settings: Settings
-    store: Store
+    store: _Store
     secret_box: SecretBox | None
     #: Why a request's ``Host`` is refused (the MCP door's DNS-rebinding guard), or None;
     #: given the header and the address the request arrived on (``scope["server"]``).
@@ -215,7 +221,7 @@ class OAuthDoor:
         return ProtectedResourceMetadataHandler(metadata).handle
 
 
-def _replaced(route: BaseRoute, revoke: Revocation, store: Store) -> BaseRoute:
+def _replaced(route: BaseRoute, revoke: Revocation, store: RecordStore) -> BaseRoute:
     """The SDK's route, or ours where ours does more (see the modules named)."""
     path = getattr(route, "path", None)
     if path == REVOCATION_PATH:  # public clients too (agentws.oauth.revocation)

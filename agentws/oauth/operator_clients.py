@@ -9,6 +9,7 @@ shown once). Removing a client revokes every token it holds, at once.
 from __future__ import annotations
 
 import secrets
+from typing import Protocol
 
 import attrs
 
@@ -24,7 +25,8 @@ from agentws.oauth.client_rules import (
 )
 from agentws.oauth.settings import SCOPES
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_oauth import OAuthStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "CLIENT_ID_PREFIX",
@@ -43,6 +45,10 @@ CLIENT_ID_PREFIX = "agwoi_"
 LEGACY_CLIENT_ID_PREFIX = "agwc_"
 
 
+class _Store(RecordStore, OAuthStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.frozen
 class RegisteredClient:
     """A client just registered, and its secret (None for a public client), not kept."""
@@ -59,7 +65,7 @@ def _check_redirect_uri(index: int, uri: str) -> str:
 
 
 async def register_client(
-    store: Store,
+    store: RecordStore,
     box: SecretBox | None,
     *,
     name: str,
@@ -108,12 +114,12 @@ async def register_client(
     return RegisteredClient(client, secret)
 
 
-async def list_clients(store: Store) -> list[OAuthClient]:
+async def list_clients(store: RecordStore) -> list[OAuthClient]:
     """Every client agentws knows: registered by an operator, by itself, or by its document."""
     return await store.select(OAuthClient)
 
 
-async def remove_client(store: Store, client_ref: str, *, actor: str) -> OAuthClient:
+async def remove_client(store: _Store, client_ref: str, *, actor: str) -> OAuthClient:
     """Remove a client (by client id or record id) and revoke every token it holds.
 
     Error handling:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import attrs
@@ -76,7 +76,9 @@ from agentws.oauth.settings import (
     scopes_up_to,
 )
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_oauth import OAuthStore
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_tokens import TokenStore
 
 __all__ = ["Provider"]
 
@@ -84,6 +86,10 @@ log = logging.getLogger("agentws.oauth")
 
 # Characters of a token kept as its hint, as static tokens keep.
 _HINT_CHARS = 4
+
+
+class _Store(RecordStore, OAuthStore, TokenStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def _timestamp(value: datetime) -> int:
@@ -94,7 +100,7 @@ def _timestamp(value: datetime) -> int:
 class Provider:
     """The SDK's ``OAuthAuthorizationServerProvider`` over agentws's store."""
 
-    store: Store
+    store: _Store
     settings: OAuthSettings
     groups: GroupResolver
     secret_box: SecretBox | None

@@ -17,7 +17,7 @@ import attrs
 
 from agentws.domain.models import Capability
 from agentws.errors import NotFoundError
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["GroupResolver", "bearer_challenge", "endpoint_path", "resource_metadata_url"]
 
@@ -65,7 +65,7 @@ def _origin(url: str) -> tuple[str, str]:
 class GroupResolver:
     """Finds the group a ``resource`` URL names, on this service at ``base_url``."""
 
-    store: Store
+    store: RecordStore
     base_url: str
 
     def endpoint(self, resource: str) -> tuple[str, str] | None:

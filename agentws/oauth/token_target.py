@@ -19,7 +19,7 @@ import attrs
 from agentws.asgi import ASGIApp, Receive, Scope, Send, replaying
 from agentws.domain.models import OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["TokenTarget"]
 
@@ -32,7 +32,7 @@ class TokenTarget:
     """Wraps the token endpoint ``app``: refuses a ``resource`` other than the consent's."""
 
     app: ASGIApp
-    store: Store
+    store: RecordStore
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":

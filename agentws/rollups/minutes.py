@@ -10,7 +10,7 @@ clock), each instance:
 2. rolls up the minutes that closed at least :data:`SETTLE_S` ago (so the
    rows stamped in them have been committed): counts them at their source,
    with the refused deliveries logged since the last roll, and writes them
-   together with the mark's move (see :meth:`~agentws.store.Store.roll_up`):
+   together with the mark's move (see :meth:`~agentws.store.sql_rollups.RollupStore.roll_up`):
    several instances may try, one succeeds, the others find the mark moved
    and stop. A first roll starts at the oldest row there is to count (at
    most a retention period back), so what the store held before the rollup
@@ -29,6 +29,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 import trio
@@ -36,7 +37,8 @@ import trio
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
-from agentws.store import Store
+from agentws.store.sql_rollup_sources import RollupSourceStore
+from agentws.store.sql_rollups import RollupStore
 
 __all__ = ["SETTLE_S", "MinuteRollup", "recount"]
 
@@ -54,11 +56,15 @@ _CATCH_UP_PAUSE_S = 0.05
 _OFFSET_S = 1.0
 
 
+class _Store(RollupSourceStore, RollupStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.define(eq=False)
 class MinuteRollup:
     """Samples gauges, rolls closed minutes up, forgets old buckets; once a minute."""
 
-    store: Store
+    store: _Store
     instance_id: str
     retention_days: int
     #: ``(workspace id, transport)`` of each MCP session this instance holds.
@@ -147,7 +153,7 @@ class MinuteRollup:
         return rolled
 
 
-async def recount(store: Store, *, retention_days: int, now: datetime | None = None) -> int:
+async def recount(store: _Store, *, retention_days: int, now: datetime | None = None) -> int:
     """Count every closed minute of the retention period again from the sources, now.
 
     For rows written with past times after their minutes were rolled up (an

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -46,7 +46,10 @@ from agentws.domain.rollups import (
 )
 from agentws.domain.rules import utcnow
 from agentws.rollups.ranges import Window, window_for
-from agentws.store import Store
+from agentws.store.sql_health import HealthStore
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_rollup_sources import RollupSourceStore
+from agentws.store.sql_rollups import RollupStore
 
 __all__ = ["read_overview"]
 
@@ -73,8 +76,12 @@ _COUNTED = {
 }
 
 
+class _Store(RecordStore, HealthStore, RollupSourceStore, RollupStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def read_overview(
-    store: Store, workspace_id: str, range_name: str, *, now: datetime | None = None
+    store: _Store, workspace_id: str, range_name: str, *, now: datetime | None = None
 ) -> dict[str, Any]:
     """A workspace's overview figures over ``range_name``, ready for JSON.
 
@@ -117,7 +124,7 @@ async def read_overview(
 
 
 async def _gather(
-    store: Store, workspace_id: str, window: Window, mark: RollupMark | None
+    store: _Store, workspace_id: str, window: Window, mark: RollupMark | None
 ) -> _Figures:
     """The window's figures from the buckets below ``mark`` and the sources from it."""
     figures = _Figures(window)
@@ -164,7 +171,7 @@ async def _gather(
     return figures
 
 
-async def _live(store: Store, workspace_id: str, window: Window) -> _Live:
+async def _live(store: _Store, workspace_id: str, window: Window) -> _Live:
     """The gauges now: the approval queue, and each live instance's newest sessions sample."""
     approvals = {
         b.series: b.value

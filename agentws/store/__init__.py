@@ -1,7 +1,9 @@
-"""Storage: the :class:`Store` protocol and :func:`open_store`, which picks the driver.
+"""Storage: :func:`open_store`, which picks the driver.
 
 ``sqlite:///PATH`` opens the embedded store, ``postgresql://…`` the
-scale-out one; both are migrated to the current schema before use.
+scale-out one; both are migrated to the current schema before use. The
+store's areas are protocols declared beside their queries in the
+``sql_<area>`` modules; :mod:`agentws.store.union` is all of them at once.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from contextlib import asynccontextmanager
 
 from agentws.config import parse_database_url
 from agentws.errors import ConfigError, NoDatabaseError
-from agentws.store.base import Store
 from agentws.store.database import Database
 from agentws.store.migrations import has_schema, migrate
 from agentws.store.postgres import open_postgres, redact_url
@@ -20,7 +21,7 @@ from agentws.store.sql import SqlStore
 from agentws.store.sqlite import open_sqlite, sqlite_path
 from agentws.store.timed import TimedDatabase
 
-__all__ = ["SqlStore", "Store", "open_store", "redact_url"]
+__all__ = ["SqlStore", "open_store", "redact_url"]
 
 
 @asynccontextmanager

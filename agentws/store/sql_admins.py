@@ -8,20 +8,31 @@ both succeed and leave nobody who can sign in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agentws.errors import NotFoundError
+from agentws.store.queries import Queries
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-
-__all__ = ["AdminQueries"]
+__all__ = ["AdminQueries", "AdminStore"]
 
 
-class AdminQueries:
+class AdminStore(Protocol):
+    """Admins deleted, never the last one."""
+
+    async def delete_admin_unless_last(self, admin_id: str) -> bool:
+        """Delete the admin (its sessions and API tokens with it) unless no other is left.
+
+        Returns:
+            False, deleting nothing, when it is the only admin.
+
+        Error handling:
+            NotFoundError for an unknown id.
+        """
+        ...
+
+
+class AdminQueries(Queries):
     """Admin deletion; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
 
     async def delete_admin_unless_last(self, admin_id: str) -> bool:
         lock = " FOR UPDATE" if self._db.dialect == "postgres" else ""

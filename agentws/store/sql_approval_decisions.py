@@ -12,16 +12,13 @@ if posting it failed.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentws.domain.models import Approval, ApprovalOutcome, ApprovalOutcomes, ApprovalStatus
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-    from agentws.store.tables import Dialect
-
-__all__ = ["ApprovalDecisionQueries"]
+__all__ = ["ApprovalDecisionQueries", "ApprovalDecisionStore"]
 
 R = TypeVar("R")
 
@@ -49,15 +46,72 @@ _OUTCOME_COLUMNS = (
 )
 
 
-class ApprovalDecisionQueries:
+class ApprovalDecisionStore(Protocol):
+    """Approvals decided, finished, expired and reported back."""
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        status: ApprovalStatus,
+        decided_by: str,
+        reason: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        """Move a pending, unexpired approval to ``status`` (approved or denied).
+
+        One statement decides it, so of concurrent deciders exactly one gets
+        the approval back; the others get None (it was decided, or expired).
+        """
+        ...
+
+    async def finish_approval(
+        self,
+        approval_id: str,
+        *,
+        owner: str,
+        status: ApprovalStatus,
+        result: dict[str, Any] | None,
+        error: str | None,
+        now: datetime,
+    ) -> Approval | None:
+        """Record the outcome of an approved call (executed or failed) that ``owner`` runs;
+        None if it does not (it is not approved, or another holds its lease)."""
+        ...
+
+    async def approvals(self, ids: list[str]) -> list[Approval]:
+        """The approvals with these ids (those that exist), in no particular order."""
+        ...
+
+    async def approval_outcomes(self, ids: list[str], *, now: datetime) -> ApprovalOutcomes:
+        """Which of these approvals exist, and the outcomes of those settled at ``now``.
+
+        Settled: denied, executed, failed, expired, or pending past its time.
+        Only what a caller is told is read, never the arguments: a session
+        waiting on its token's queued calls asks four times a second.
+        """
+        ...
+
+    async def expire_approvals(self, now: datetime) -> list[Approval]:
+        """Mark pending approvals whose time is up as expired; the ones this call expired."""
+        ...
+
+    async def unreported_approvals(self, *, limit: int) -> list[Approval]:
+        """Finished approvals queued by a webhook's run whose outcome the channel has not had."""
+        ...
+
+    async def take_approval_report(self, approval_id: str, now: datetime) -> bool:
+        """Claim the report of an approval's outcome; False if another took it first."""
+        ...
+
+    async def release_approval_report(self, approval_id: str) -> None:
+        """Give a claimed report back (it could not be posted): it is taken again later."""
+        ...
+
+
+class ApprovalDecisionQueries(Queries):
     """Approval decisions, outcomes, expiry and reports; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     if TYPE_CHECKING:
         # The store's own lookup (SqlStore.get), declared for the type checker only.

@@ -17,29 +17,58 @@ any number of calls presenting it at once, on any instances, one gets it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from agentws.domain.models import Approval, ConfirmToken
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-    from agentws.store.tables import Dialect
-
-__all__ = ["ApprovalRunQueries"]
+__all__ = ["ApprovalRunQueries", "ApprovalRunStore"]
 
 
-class ApprovalRunQueries:
+class ApprovalRunStore(Protocol):
+    """Approved calls run under a lease, and confirm tokens."""
+
+    async def claim_approvals(
+        self, *, owner: str, lease_expires_at: datetime, limit: int
+    ) -> list[Approval]:
+        """Claim up to ``limit`` approved calls no service has taken, oldest first, to run.
+
+        Each is leased to ``owner`` until ``lease_expires_at`` (its
+        ``attempts`` counts one more); concurrent claimers, on any instance,
+        never get the same call.
+        """
+        ...
+
+    async def renew_approval_lease(
+        self, approval_id: str, *, owner: str, lease_expires_at: datetime
+    ) -> bool:
+        """Extend ``owner``'s lease on a call it runs; False if it no longer holds it."""
+        ...
+
+    async def lapse_approval_leases(self, *, now: datetime, error: str) -> list[Approval]:
+        """Fail the running calls whose lease ran out by ``now`` (their instance stopped)
+        with ``error``; the ones this call failed."""
+        ...
+
+    async def retry_approval(self, approval_id: str) -> Approval | None:
+        """Put a failed call back to approved (outcome cleared, to be claimed again);
+        None if it is not failed (of concurrent retries, one wins)."""
+        ...
+
+    async def issue_confirm_token(self, token: ConfirmToken, *, keep: int) -> None:
+        """Keep a confirm token; its bearer token's oldest beyond ``keep`` and every
+        expired one are forgotten."""
+        ...
+
+    async def take_confirm_token(self, token_hash: str, token_id: str) -> ConfirmToken | None:
+        """Take (delete) the confirm token with this hash given to ``token_id``; None if
+        there is none (never given, given to another token, or taken already)."""
+        ...
+
+
+class ApprovalRunQueries(Queries):
     """Approval runs and confirm tokens; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _when(self, value: datetime) -> Any:
-        return table_for(Approval).encode_value("lease_expires_at", value, self.dialect)
 
     async def claim_approvals(
         self, *, owner: str, lease_expires_at: datetime, limit: int
@@ -71,7 +100,7 @@ class ApprovalRunQueries:
                 " AND status = 'approved' AND lease_owner IS NULL"
                 f" RETURNING {', '.join(table.columns)}",
                 owner,
-                self._when(lease_expires_at),
+                self._ts(lease_expires_at),
                 limit,
             )
         claimed = [table.decode(row, self.dialect) for row in rows]
@@ -86,7 +115,7 @@ class ApprovalRunQueries:
                 " WHERE id = $1 AND status = 'approved' AND lease_owner = $2",
                 approval_id,
                 owner,
-                self._when(lease_expires_at),
+                self._ts(lease_expires_at),
             )
         return bool(changed)
 
@@ -94,7 +123,7 @@ class ApprovalRunQueries:
         table = table_for(Approval)
         lapsed = "status = 'approved' AND lease_owner IS NOT NULL AND lease_expires_at <= $1"
         if not await self._db.fetch(
-            f"SELECT 1 FROM approvals WHERE {lapsed} LIMIT 1", self._when(now)
+            f"SELECT 1 FROM approvals WHERE {lapsed} LIMIT 1", self._ts(now)
         ):
             return []
         async with self._db.transaction() as tx:
@@ -102,7 +131,7 @@ class ApprovalRunQueries:
                 "UPDATE approvals SET status = 'failed', error = $2, finished_at = $1,"
                 f" lease_expires_at = NULL WHERE {lapsed}"
                 f" RETURNING {', '.join(table.columns)}",
-                self._when(now),
+                self._ts(now),
                 error,
             )
         found = [table.decode(row, self.dialect) for row in rows]

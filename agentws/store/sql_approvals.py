@@ -14,7 +14,7 @@ page costs one indexed range scan of ``limit + 1`` rows, wherever it is.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.approval_lists import (
     ApprovalPage,
@@ -24,13 +24,13 @@ from agentws.domain.approval_lists import (
     shown_status,
 )
 from agentws.domain.models import Approval, ApprovalStatus, Capability
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
-    from agentws.store.tables import Dialect
+    from agentws.store.database import Row
 
-__all__ = ["ApprovalQueries"]
+__all__ = ["ApprovalQueries", "ApprovalStore"]
 
 # Characters of an error a list shows; the whole is on the approval's own page.
 _ERROR_CHARS = 300
@@ -68,17 +68,35 @@ def _status_condition(status: ApprovalStatus, now: str) -> str:
     return f"a.status = '{status.value}'"
 
 
-class ApprovalQueries:
+class ApprovalStore(Protocol):
+    """Queued calls: queued under a cap, listed, counted."""
+
+    async def queue_approval(self, approval: Approval, *, max_pending: int, now: datetime) -> bool:
+        """Store a new pending approval unless its requester already has ``max_pending``.
+
+        Counts the requester's (``requested_by``: one token, one webhook)
+        pending approvals not yet expired at ``now``, and inserts in the same
+        transaction, serialized per requester: concurrent calls cannot pass
+        the cap together. False, and nothing stored, when at the cap.
+        """
+        ...
+
+    async def approval_page(self, query: ApprovalQuery, *, now: datetime) -> ApprovalPage:
+        """One page of queued calls as summaries: previews, never whole arguments or results.
+
+        Statuses are as a person sees them at ``now`` (a pending request past
+        its expiry is expired). Ordered by ``(created_at, id)``, oldest first
+        unless ``query.newest_first``; ``query.cursor`` is one a page gave.
+        """
+        ...
+
+    async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
+        """How many queued calls ``query`` lists, over all its pages."""
+        ...
+
+
+class ApprovalQueries(Queries):
     """Approval list and queueing queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _at(self, value: datetime) -> Any:
-        return table_for(Approval).encode_value("created_at", value, self.dialect)
 
     def _filter(self, query: ApprovalQuery, now: datetime) -> tuple[list[str], list[Any]]:
         clauses: list[str] = []
@@ -87,7 +105,7 @@ class ApprovalQueries:
             at = f"${len(args) + 1}"
             shown = [_status_condition(s, at) for s in sorted(query.statuses)]
             if any(at in condition for condition in shown):  # pending and expired depend on now
-                args.append(self._at(now))
+                args.append(self._ts(now))
             clauses.append("(" + (" OR ".join(shown) or "1 = 0") + ")")
         if query.workspace_id is not None:
             args.append(query.workspace_id)
@@ -106,9 +124,7 @@ class ApprovalQueries:
         """Rows after ``key`` in ascending (or before it in descending) key order."""
         clauses, args = self._filter(query, now)
         if key is not None:
-            args += [self._at(key.created_at), key.id]
-            op = ">" if ascending else "<"
-            clauses.append(f"(a.created_at, a.id) {op} (${len(args) - 1}, ${len(args)})")
+            self._past_key(clauses, args, key, ">" if ascending else "<", prefix="a.")
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         order = "ASC" if ascending else "DESC"
         return await self._db.fetch(
@@ -168,23 +184,14 @@ class ApprovalQueries:
         first = Cursor(items[0].created_at, items[0].id) if items else cursor
         last = Cursor(items[-1].created_at, items[-1].id) if items else cursor
 
-        async def beyond(key: Cursor | None, onward: bool) -> bool:
-            if key is None:
-                return False
+        async def beyond(key: Cursor, onward: bool) -> bool:
             up = onward != query.newest_first
             return bool(await self._scan(query, now, key=key, ascending=up, limit=1))
 
-        has_next = more if forward else await beyond(last, True)
-        has_previous = more if not forward else cursor is not None and await beyond(first, False)
-        return ApprovalPage(
-            items=items,
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
+        cursors = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
+        return ApprovalPage(items, *cursors)
 
     async def count_approvals(self, query: ApprovalQuery, *, now: datetime) -> int:
         clauses, args = self._filter(query, now)
@@ -212,7 +219,7 @@ class ApprovalQueries:
                 "SELECT count(*) AS n FROM approvals"
                 f" WHERE requested_by = $1 AND status = '{_PENDING}' AND expires_at > $2",
                 approval.requested_by,
-                self._at(now),
+                self._ts(now),
             )
             if int(rows[0]["n"]) >= max_pending:
                 return False

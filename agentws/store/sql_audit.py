@@ -15,20 +15,20 @@ A tool call's group, decision and OAuth client are in the entry's JSON
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import AuditPage, AuditQuery
 from agentws.domain.models import AuditEntry
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agentws.store.database import Database
     from agentws.store.tables import Dialect
 
-__all__ = ["AuditQueries"]
+__all__ = ["AuditQueries", "AuditStore"]
 
 
 def _detail(key: str, dialect: Dialect) -> str:
@@ -38,13 +38,33 @@ def _detail(key: str, dialect: Dialect) -> str:
     return f"(detail->>'{key}')"
 
 
-class AuditQueries:
+class AuditStore(Protocol):
+    """The audit log, read."""
+
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
+
+        ``action_prefix`` keeps entries whose action starts with it (``approval.``).
+        """
+        ...
+
+    async def audit_page(self, query: AuditQuery) -> AuditPage:
+        """A page of the audit log, newest first, under ``query``'s filters.
+
+        ``next_cursor`` leads to older entries, ``previous_cursor`` to newer ones.
+        """
+        ...
+
+
+class AuditQueries(Queries):
     """Filtered pages of the audit log; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    def _audit_at(self, value: datetime) -> Any:
-        return table_for(AuditEntry).encode_value("created_at", value, self._db.dialect)
 
     def _audit_filter(self, query: AuditQuery) -> tuple[list[str], list[Any]]:
         dialect = self._db.dialect
@@ -73,10 +93,10 @@ class AuditQueries:
             prefix = f"CAST(${len(args)} AS TEXT)"
             clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
         if query.since is not None:
-            args.append(self._audit_at(query.since))
+            args.append(self._ts(query.since))
             clauses.append(f"created_at >= ${len(args)}")
         if query.until is not None:
-            args.append(self._audit_at(query.until))
+            args.append(self._ts(query.until))
             clauses.append(f"created_at < ${len(args)}")
         return clauses, args
 
@@ -87,9 +107,7 @@ class AuditQueries:
         table = table_for(AuditEntry)
         clauses, args = self._audit_filter(query)
         if key is not None:
-            args += [self._audit_at(key.created_at), key.id]
-            op = "<" if older else ">"
-            clauses.append(f"(created_at, id) {op} (${len(args) - 1}, ${len(args)})")
+            self._past_key(clauses, args, key, "<" if older else ">")
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         order = "DESC" if older else "ASC"
         rows = await self._db.fetch(
@@ -111,19 +129,42 @@ class AuditQueries:
         first = Cursor(rows[0].created_at, rows[0].id) if rows else cursor
         last = Cursor(rows[-1].created_at, rows[-1].id) if rows else cursor
 
-        async def beyond(key: Cursor | None, older: bool) -> bool:
-            if key is None:
-                return False
+        async def beyond(key: Cursor, older: bool) -> bool:
             return bool(await self._audit_scan(query, key=key, older=older, limit=1))
 
-        has_next = more if forward else await beyond(last, True)
-        has_previous = more if not forward else cursor is not None and await beyond(first, False)
-        return AuditPage(
-            items=tuple(rows),
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
+        cursors = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
+        return AuditPage(tuple(rows), *cursors)
+
+    async def audit_log(
+        self,
+        *,
+        limit: int,
+        workspace_id: str | None = None,
+        action_prefix: str | None = None,
+        after: datetime | None = None,
+    ) -> list[AuditEntry]:
+        table = table_for(AuditEntry)
+        clauses: list[str] = []
+        args: list[Any] = []
+        if workspace_id is not None:
+            args.append(workspace_id)
+            clauses.append(f"workspace_id = ${len(args)}")
+        if action_prefix is not None:
+            # Matched as a prefix without LIKE, whose wildcards the prefix may contain.
+            args.append(action_prefix)
+            prefix = f"CAST(${len(args)} AS TEXT)"
+            clauses.append(f"substr(action, 1, length({prefix})) = {prefix}")
+        if after is not None:
+            args.append(table.encode_value("created_at", after, self.dialect))
+            clauses.append(f"created_at > ${len(args)}")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "ASC" if after is not None else "DESC"
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM audit_log{where}"
+            f" ORDER BY created_at {order}, id {order} LIMIT {max(1, int(limit))}",
+            *args,
+        )
+        entries: list[AuditEntry] = [table.decode(row, self.dialect) for row in rows]
+        return entries if after is not None else entries[::-1]

@@ -35,7 +35,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.models import (
     CachedTool,
@@ -45,14 +46,15 @@ from agentws.domain.models import (
     DocumentPolicy,
     Library,
     Skill,
+    ToolPermission,
 )
+from agentws.store.queries import Queries
 from agentws.store.tables import Table, table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
-    from agentws.store.tables import Dialect
+    from agentws.store.database import Row
 
-__all__ = ["OPENING_CHARS", "CatalogQueries"]
+__all__ = ["OPENING_CHARS", "CatalogQueries", "CatalogStore"]
 
 #: Snippets are made from this many characters at the start of a document (migration 0028
 #: stores the SQLite openings with this length).
@@ -112,15 +114,76 @@ def _unprefix(row: Row, table: Table, prefix: str) -> Row:
     return {c: row[prefix + c] for c in table.columns}
 
 
-class CatalogQueries:
+class CatalogStore(Protocol):
+    """What a group exposes: libraries, documents, skills, tools, permissions."""
+
+    async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:
+        """Set ``fetched_at`` of every cached tool of the connector, and nothing else.
+
+        A refresh that found a tool unchanged must not write the rest of its
+        row back: an admin's label set meanwhile would be lost.
+        """
+        ...
+
+    async def tool_permissions(self, workspace_id: str, group_id: str) -> list[ToolPermission]:
+        """Permissions that may apply in a group: its own and the workspace's."""
+        ...
+
+    async def group_libraries(self, group_id: str) -> list[Library]:
+        """Libraries attached to the group, in the order they were attached."""
+        ...
+
+    async def group_documents(self, group_id: str) -> list[ContextDocument]:
+        """Documents the group exposes (policy ``spine`` or ``on_demand``).
+
+        Ordered by when their library was attached, then by creation.
+        """
+        ...
+
+    async def group_document(self, group_id: str, document_id: str) -> ContextDocument | None:
+        """That document if the group exposes it; None otherwise, as if it did not exist."""
+        ...
+
+    async def group_skills(self, group_id: str) -> list[Skill]:
+        """Skills of the group's libraries, by attach order, then creation."""
+        ...
+
+    async def catalog_version(self) -> int:
+        """A counter that moves with every change to what groups' tool lists are made of."""
+        ...
+
+    async def group_tools(self, group_id: str) -> list[tuple[Connector, CachedTool]]:
+        """Cached tools of the group's active connectors, by connector name, then tool name."""
+        ...
+
+    async def search_documents(
+        self,
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> list[DocumentHit]:
+        """Full-text search over the documents :meth:`group_documents` returns, best first.
+
+        ``query`` is free text from a person or a model: it is split into
+        words (letters and digits) and any of them matches; a document with
+        more of the words ranks above one with fewer, and a document whose
+        title is the query (ignoring case) ranks first. Nothing in ``query``
+        is syntax, so no text raises; text without words finds nothing.
+        ``limit`` is clamped to 1..50.
+
+        ``libraries``: the group's libraries in the order they were attached,
+        as :meth:`group_libraries` returns them, when the caller has them
+        already (the tool catalog keeps them): their documents are searched
+        without finding them through the group's attachments again.
+        """
+        ...
+
+
+class CatalogQueries(Queries):
     """A group's tools, libraries, documents, skills and search; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     async def group_libraries(self, group_id: str) -> list[Library]:
         table = table_for(Library)
@@ -224,6 +287,27 @@ class CatalogQueries:
             )
             for row in rows
         ]
+
+    async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:
+        when = table_for(CachedTool).encode_value("fetched_at", fetched_at, self.dialect)
+        async with self._db.transaction() as tx:
+            sql = "UPDATE cached_tools SET fetched_at = $2 WHERE connector_id = $1"
+            await tx.execute(sql, connector_id, when)
+
+    async def tool_permissions(self, workspace_id: str, group_id: str) -> list[ToolPermission]:
+        table = table_for(ToolPermission)
+        rows = await self._fetch(
+            f"SELECT {', '.join(table.columns)} FROM tool_permissions"
+            " WHERE workspace_id = $1 AND (group_id IS NULL OR group_id = $2)"
+            " ORDER BY created_at, id",
+            workspace_id,
+            group_id,
+        )
+        return [table.decode(row, self.dialect) for row in rows]
+
+    async def catalog_version(self) -> int:
+        rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
+        return int(rows[0]["version"])
 
 
 def _snippet(opening: str) -> str:

@@ -11,17 +11,14 @@ counted, with the time of the newest fetch.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentws.domain.connector_health import HEALTH_ACTIONS, Activity
 from agentws.domain.models import AuditEntry, CachedTool
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-    from agentws.store.tables import Dialect
-
-__all__ = ["ConnectorHealthQueries"]
+__all__ = ["ConnectorHealthQueries", "ConnectorHealthStore"]
 
 # A field of ``detail`` as text (SQLite gives a JSON true as 1).
 _FIELD = {"sqlite": "json_extract(detail, '$.{}')", "postgres": "detail->>'{}'"}
@@ -43,15 +40,27 @@ def _error(action: str, raw: Any) -> bool | str | None:
     return str(raw)
 
 
-class ConnectorHealthQueries:
+class ConnectorHealthStore(Protocol):
+    """What the connectors page's health reads."""
+
+    async def connector_activity(
+        self, workspace_id: str, *, since: datetime, limit: int
+    ) -> list[Activity]:
+        """The workspace's tool calls and connector refreshes since ``since``, newest
+        first, at most ``limit`` (one read through the action index, for the
+        connectors page's health)."""
+        ...
+
+    async def connector_tool_summaries(
+        self, workspace_id: str
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Connector id -> how many tools it has cached, and the newest fetch of them."""
+        ...
+
+
+class ConnectorHealthQueries(Queries):
     """Recent tool calls and refreshes, and tool-cache summaries; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     async def connector_activity(
         self, workspace_id: str, *, since: datetime, limit: int

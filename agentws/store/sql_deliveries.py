@@ -27,18 +27,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import outcome
 
 from agentws.domain.delivery_log import ACCEPTED, Delivery, StatusFilter
 from agentws.domain.models import Event, EventStatus
+from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, Table, table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-
-__all__ = ["DELIVERIES", "ROWS_PER_STATEMENT", "DeliveryLogQueries"]
+__all__ = ["DELIVERIES", "ROWS_PER_STATEMENT", "DeliveryLogQueries", "DeliveryLogStore"]
 
 #: The rows of ``webhook_deliveries``.
 DELIVERIES = Table(Delivery, "webhook_deliveries", "delivery", ("id",), "id")
@@ -93,14 +91,61 @@ def _wants_rows(status: StatusFilter | None, reason: str | None) -> bool:
     return reason != ACCEPTED
 
 
-class DeliveryLogQueries:
+class DeliveryLogStore(Protocol):
+    """The webhooks' delivery log."""
+
+    def log_deliveries_nowait(
+        self, deliveries: Sequence[Delivery], answer: Callable[[outcome.Outcome[int]], None]
+    ) -> None:
+        """Queue rows of the delivery log (1 to 500) for the next group commit of deliveries.
+
+        All the rows are one statement, which joins the group commit of
+        deliveries (:meth:`ingest_nowait`): no commit of its own. Each row is
+        written only while its webhook exists. ``answer`` is called in
+        trio's thread after the commit with how many rows were written, or
+        the store's error.
+
+        Error handling:
+            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            store is closing (nothing queued); ValueError for no rows or too many.
+        """
+        ...
+
+    async def webhook_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        limit: int,
+        status: StatusFilter | None = None,
+        reason: str | None = None,
+        since: datetime | None = None,
+    ) -> list[Delivery]:
+        """A webhook's delivery log, newest first, at most ``limit`` entries: its events that
+        came through its URL (202 ``queued``, with no id) and its rows, received since
+        ``since``; ``accepted`` (2xx), ``refused``, one status, or one reason only."""
+        ...
+
+    async def trim_webhook_deliveries(
+        self, webhook_id: str, *, keep: int, counted_through: int | None = None
+    ) -> int:
+        """Delete a webhook's rows (not its events) but the newest ``keep``; how many.
+
+        Rows after row ``counted_through`` (the overview's rollup has not counted
+        them yet) are kept past the bound, until a later trim.
+        """
+        ...
+
+    async def expire_webhook_deliveries(self, before: datetime) -> int:
+        """Delete every log row received before ``before``; how many were deleted."""
+        ...
+
+    async def webhooks_over_delivery_bound(self, keep: int) -> list[str]:
+        """The ids of the webhooks with more than ``keep`` log rows."""
+        ...
+
+
+class DeliveryLogQueries(Queries):
     """The delivery log; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     def log_deliveries_nowait(
         self, deliveries: Sequence[Delivery], answer: Callable[[outcome.Outcome[int]], None]

@@ -34,18 +34,19 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.event_lists import Cursor, EventPage, EventQuery, EventSummary
 from agentws.domain.event_text import MAX_SCANNED_BYTES, Search, event_words
 from agentws.domain.models import Event, EventStatus
+from agentws.store.queries import Queries, page_cursors
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
+    from agentws.store.database import Row
     from agentws.store.tables import Dialect
 
-__all__ = ["EventSearchQueries"]
+__all__ = ["EventSearchQueries", "EventSearchStore"]
 
 _SUMMARY = (
     "e.id, e.webhook_id, e.status, e.attempts, e.error, e.message_id, e.dedup_key,"
@@ -112,14 +113,33 @@ def _page_sql(
     )
 
 
-class EventSearchQueries:
+class EventSearchStore(Protocol):
+    """Pages of events and their search index."""
+
+    async def event_page(self, query: EventQuery) -> EventPage:
+        """A page of a workspace's events, newest first, filtered and searched by ``query``.
+
+        A search finds only events already indexed (:meth:`index_events`); the
+        page says how many are not (:attr:`EventPage.unindexed`).
+        """
+        ...
+
+    async def index_events(self, *, limit: int, max_bytes: int) -> int:
+        """Add up to ``limit`` stored events not yet in the search index to it, as many as
+        ``max_bytes`` of their bodies allow (at least one); how many were taken.
+
+        Committed without a flush to disk. Safe to run in several processes at
+        once: no event is indexed twice.
+        """
+        ...
+
+    async def unindexed_events(self) -> int:
+        """How many stored events (of every workspace) are not yet in the search index."""
+        ...
+
+
+class EventSearchQueries(Queries):
     """Event lists and the search index; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     # --- lists ---------------------------------------------------------------------------
 
@@ -136,23 +156,14 @@ class EventSearchQueries:
         first = Cursor(items[0].received_at, items[0].id) if items else cursor
         last = Cursor(items[-1].received_at, items[-1].id) if items else cursor
 
-        async def beyond(key: Cursor | None, *, older: bool) -> bool:
-            return key is not None and bool(
-                await self._scan_events(query, key, older=older, limit=1)
-            )
+        async def beyond(key: Cursor, older: bool) -> bool:
+            return bool(await self._scan_events(query, key, older=older, limit=1))
 
-        has_next = more if forward else await beyond(last, older=True)
-        has_previous = more if not forward else await beyond(first if cursor else None, older=False)
-        return EventPage(
-            items=items,
-            next_cursor=Cursor(last.created_at, last.id).encode() if has_next and last else None,
-            previous_cursor=(
-                Cursor(first.created_at, first.id, forward=False).encode()
-                if has_previous and first
-                else None
-            ),
-            unindexed=await self.unindexed_events() if query.search is not None else 0,
+        cursors = await page_cursors(
+            first, last, more=more, forward=forward, from_cursor=cursor is not None, beyond=beyond
         )
+        unindexed = await self.unindexed_events() if query.search is not None else 0
+        return EventPage(items, *cursors, unindexed=unindexed)
 
     async def _scan_events(
         self, query: EventQuery, key: Cursor | None, *, older: bool, limit: int

@@ -1,4 +1,4 @@
-"""The event queue and the local chat channels, in SQL (a part of :class:`SqlStore`).
+"""The event queue, in SQL (a part of :class:`~agentws.store.sql.SqlStore`).
 
 The queue is a table: an event is ``queued`` (and available from
 ``available_at``), then ``running`` under a lease (an owner and an expiry),
@@ -19,25 +19,20 @@ waits for a retry).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from datetime import datetime
 from itertools import chain, zip_longest
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import outcome
-import trio
-
-from agentws.domain.deliveries import Ingested, IngestOutcome
-from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
-from agentws.errors import NotFoundError
+from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
+from agentws.store.queries import Queries
 from agentws.store.sql_streaks import streak_statements
-from agentws.store.tables import Dialect, table_for
+from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
+    from agentws.store.database import Row
 
-__all__ = ["EventQueries"]
+__all__ = ["EventQueries", "EventStore"]
 
 _QUEUED, _RUNNING = EventStatus.QUEUED.value, EventStatus.RUNNING.value
 # An event that can be claimed at $1: queued and due, or running on a dead lease.
@@ -47,160 +42,72 @@ _CLAIMABLE = (
 )
 
 
-@functools.cache
-def _ingest_sql(dialect: Dialect) -> tuple[str, Any]:
-    """The insert of a delivery's event (made once), and how ``active`` is written."""
-    table = table_for(Event)
-    count = len(table.columns)
-    marks = ", ".join(f"${i}" for i in range(1, count + 1))
-    # The URL generation the delivery came through must still be valid when
-    # it is stored: the current one, or the previous one within its grace
-    # (received_at is the instant that counts). None: not a delivery to the URL.
-    # So must the secret generation that verified it (None: no secret checked).
-    received = f"${table.columns.index('received_at') + 1}"
+class EventStore(Protocol):
+    """The event queue: events claimed under a lease, finished, listed."""
 
-    def valid(column: str, prefix: str) -> str:
-        mark = f"${table.columns.index(column) + 1}"
-        return (
-            f" AND (CAST({mark} AS INTEGER) IS NULL OR {prefix}_generation = {mark}"
-            f" OR ({prefix}_generation = {mark} + 1 AND previous_{prefix}_until > {received}))"
-        )
+    async def claim_events(
+        self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
+    ) -> list[Event]:
+        """Lease up to ``limit`` runnable events to ``owner``, fairly between webhooks.
 
-    insert = (
-        f"INSERT INTO events ({', '.join(table.columns)}) SELECT {marks}"
-        " WHERE EXISTS (SELECT 1 FROM webhooks"
-        f" WHERE id = ${count + 1} AND active = ${count + 2}"
-        + valid("url_generation", "token")
-        + valid("secret_generation", "secret")
-        + ") ON CONFLICT (webhook_id, dedup_key) DO NOTHING"
-    )
-    return insert, table_for(Webhook).encode_value("active", True, dialect)
+        Runnable: queued and available by ``now``, or running on a lease that
+        has expired. Each webhook gets at most its concurrency minus its
+        events on live leases; with concurrency 1 only its oldest unfinished
+        event. Each claimed event is ``running`` with ``attempts`` one higher.
+        """
+        ...
+
+    async def webhooks_by_id(self, ids: Collection[str]) -> dict[str, Webhook]:
+        """The webhooks with these ids, by id, in one read; ids not found are left out."""
+        ...
+
+    async def next_event_due(self, now: datetime) -> datetime | None:
+        """When the next waiting event becomes available or the next lease expires."""
+        ...
+
+    async def finish_event(
+        self,
+        event_id: str,
+        *,
+        owner: str,
+        status: EventStatus,
+        now: datetime,
+        error: str | None = None,
+        message_id: str | None = None,
+        available_at: datetime | None = None,
+        give_back_attempt: bool = False,
+        attempt: EventAttempt | None = None,
+    ) -> bool:
+        """End ``owner``'s lease: done, failed, or queued again (from ``available_at``).
+
+        ``attempt``, the record of the run that ends, is stored in the same
+        transaction (also when the lease was lost: it is what happened).
+        False, and the event unchanged, if ``owner`` no longer holds the lease.
+        Failing it counts one more failure of its webhook's streak (and may
+        mark the streak's alert due, and pause the webhook); finishing it done
+        ends the streak: in the same transaction (see
+        :class:`~agentws.domain.models.FailureStreak`).
+        """
+        ...
+
+    async def recent_events(
+        self,
+        workspace_id: str,
+        *,
+        limit: int,
+        webhook_id: str | None = None,
+        status: EventStatus | None = None,
+    ) -> list[Event]:
+        """A workspace's newest events first, optionally of one webhook or status."""
+        ...
 
 
-def _valid(
-    generation: int | None, prefix: str, webhook: Row, event: Event, dialect: Dialect
-) -> bool:
-    """Whether the URL (``token``) or ``secret`` generation an event came through is valid
-    when it was received, as the insert checks it."""
-    current = webhook[f"{prefix}_generation"]
-    if generation is None or current == generation:
-        return True
-    until = webhook[f"previous_{prefix}_until"]
-    if current != generation + 1 or until is None:
-        return False
-    column = f"previous_{prefix}_until"
-    return bool(table_for(Webhook).decode_value(column, until, dialect) > event.received_at)
-
-
-def _inserted(result: outcome.Outcome[int]) -> outcome.Outcome[bool]:
-    """Whether an ingest insert stored its row (a failed foreign key: it did not)."""
-    try:
-        return outcome.Value(bool(result.unwrap()))
-    except NotFoundError:
-        # A webhook deleted in between, where the database does not see it.
-        return outcome.Value(False)
-    except Exception as exc:
-        return outcome.Error(exc)
-
-
-class EventQueries:
-    """Queue and channel queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _ts(self, value: datetime) -> Any:
-        return table_for(Event).encode_value("received_at", value, self.dialect)
+class EventQueries(Queries):
+    """Queue queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
     def _events(self, rows: list[Row]) -> list[Event]:
         table = table_for(Event)
         return [table.decode(row, self.dialect) for row in rows]
-
-    def ingest_nowait(self, event: Event, answer: Callable[[outcome.Outcome[bool]], None]) -> None:
-        # Stored only while its webhook exists and is active, checked in the
-        # transaction that stores it: a delivery racing a delete or a
-        # deactivation is refused, never stored for a webhook that is gone.
-        # A key already taken makes the insert do nothing too: the event is
-        # then a redelivery (or a conflict), which not_ingested tells apart.
-        insert, active = _ingest_sql(self.dialect)
-        self._db.execute_grouped_nowait(
-            insert,
-            [*table_for(Event).encode(event, self.dialect), event.webhook_id, active],
-            lambda result: answer(_inserted(result)),
-        )
-
-    async def not_ingested(self, event: Event, *, dedup_since: datetime) -> Ingested:
-        """Why an event was not stored: its webhook, or a key already taken."""
-        insert, active = _ingest_sql(self.dialect)
-        webhooks = await self._db.fetch(
-            "SELECT active, token_generation, previous_token_until, secret_generation,"
-            " previous_secret_until FROM webhooks WHERE id = $1",
-            event.webhook_id,
-        )
-        if not webhooks or not _valid(
-            event.url_generation, "token", webhooks[0], event, self.dialect
-        ):
-            return Ingested(IngestOutcome.GONE)
-        if webhooks[0]["active"] != active:
-            return Ingested(IngestOutcome.INACTIVE)
-        if not _valid(event.secret_generation, "secret", webhooks[0], event, self.dialect):
-            return Ingested(IngestOutcome.UNVERIFIED)
-        table = table_for(Event)
-        found = await self._db.fetch(
-            "SELECT id, body_hash, received_at FROM events"
-            " WHERE webhook_id = $1 AND dedup_key = $2",
-            event.webhook_id,
-            event.dedup_key,
-        )
-        if not found:
-            return Ingested(IngestOutcome.GONE)
-        first = found[0]
-        received_at = table.decode_value("received_at", first["received_at"], self.dialect)
-        if received_at < dedup_since:
-            # The key's window is over: the old event lets go of it.
-            _, stored = await self._db.execute_batch(
-                [
-                    (
-                        "UPDATE events SET dedup_key = NULL WHERE id = $1 AND received_at < $2",
-                        (first["id"], self._ts(dedup_since)),
-                    ),
-                    (insert, [*table.encode(event, self.dialect), event.webhook_id, active]),
-                ]
-            )
-            if stored:
-                return Ingested(IngestOutcome.ACCEPTED, event.id)
-        if first["body_hash"] == event.body_hash:
-            return Ingested(IngestOutcome.DUPLICATE, first["id"])
-        return Ingested(IngestOutcome.CONFLICT, first["id"])
-
-    async def ingest_events(self, events: list[Event], *, dedup_since: datetime) -> list[Ingested]:
-        inserted: list[outcome.Outcome[bool] | None] = [None] * len(events)
-        left = len(events)
-        all_answered = trio.Event()
-
-        def answer_for(n: int) -> Callable[[outcome.Outcome[bool]], None]:
-            def answer(result: outcome.Outcome[bool]) -> None:
-                nonlocal left
-                inserted[n], left = result, left - 1
-                if not left:
-                    all_answered.set()
-
-            return answer
-
-        for n, event in enumerate(events):
-            self.ingest_nowait(event, answer_for(n))
-        if events:
-            await all_answered.wait()
-        results: list[Ingested] = []
-        for event, result in zip(events, inserted, strict=True):
-            if result is not None and result.unwrap():
-                results.append(Ingested(IngestOutcome.ACCEPTED, event.id))
-            else:
-                results.append(await self.not_ingested(event, dedup_since=dedup_since))
-        return results
 
     async def claim_events(
         self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
@@ -474,28 +381,6 @@ class EventQueries:
         counts = await self._db.execute_batch(statements, durable=False)
         return bool(counts[-1])
 
-    async def post_chat_message(self, message: ChatMessage) -> ChatMessage:
-        table = table_for(ChatMessage)
-        marks = ", ".join(f"${i}" for i in range(1, len(table.columns) + 1))
-        (inserted,) = await self._db.execute_batch(
-            [
-                (
-                    f"INSERT INTO chat_messages ({', '.join(table.columns)}) VALUES ({marks})"
-                    " ON CONFLICT (event_id) DO NOTHING",
-                    tuple(table.encode(message, self.dialect)),
-                )
-            ],
-            durable=False,
-        )
-        if inserted or message.event_id is None:
-            return message
-        rows = await self._db.fetch(
-            f"SELECT {', '.join(table.columns)} FROM chat_messages WHERE event_id = $1",
-            message.event_id,
-        )
-        posted: ChatMessage = table.decode(rows[0], self.dialect)
-        return posted
-
     async def recent_events(
         self,
         workspace_id: str,
@@ -531,30 +416,3 @@ class EventQueries:
             args = [workspace_id, webhook_id, *(s.value for s in statuses)]
             sql = " UNION ALL ".join(parts) + f" {newest}"
         return self._events(await self._db.fetch(sql, *args))
-
-    async def channel_messages(
-        self,
-        workspace_id: str,
-        channel: str,
-        *,
-        limit: int,
-        after: ChatMessage | None = None,
-    ) -> list[ChatMessage]:
-        table = table_for(ChatMessage)
-        columns = ", ".join(table.columns)
-        args: list[Any] = [workspace_id, channel]
-        if after is None:
-            sql = (
-                f"SELECT {columns} FROM chat_messages WHERE workspace_id = $1 AND channel = $2"
-                f" ORDER BY created_at DESC, id DESC LIMIT {max(1, int(limit))}"
-            )
-        else:
-            args += [self._ts(after.created_at), after.id]
-            sql = (
-                f"SELECT {columns} FROM chat_messages WHERE workspace_id = $1 AND channel = $2"
-                " AND (created_at > $3 OR (created_at = $3 AND id > $4))"
-                f" ORDER BY created_at, id LIMIT {max(1, int(limit))}"
-            )
-        rows = await self._db.fetch(sql, *args)
-        messages: list[ChatMessage] = [table.decode(row, self.dialect) for row in rows]
-        return messages if after is not None else messages[::-1]

@@ -10,28 +10,49 @@ to run on every scrape.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agentws.domain.models import Approval, ApprovalStatus, EventStatus, Instance
 from agentws.domain.rules import utcnow
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-    from agentws.store.tables import Dialect
-
-__all__ = ["HealthQueries"]
+__all__ = ["HealthQueries", "HealthStore"]
 
 
-class HealthQueries:
+class HealthStore(Protocol):
+    """Readiness, heartbeats and what the probes read."""
+
+    async def ping(self) -> None:
+        """Round-trip to the database (readiness)."""
+        ...
+
+    async def pending_approvals_summary(self) -> tuple[int, float]:
+        """How many approval requests wait for a decision, and the oldest one's age in seconds."""
+        ...
+
+    async def event_counts(self) -> dict[str, int]:
+        """Webhook events by status, every status present (0 when none)."""
+        ...
+
+    async def sealed_samples(self) -> list[bytes]:
+        """The newest value sealed with the service key of each kind kept (a connector's
+        secret, a webhook's verification secret, a queued call's arguments): enough to
+        tell whether the key opens what is stored. Empty when nothing is sealed."""
+        ...
+
+    async def heartbeat(self, instance: Instance) -> None:
+        """Record that ``instance`` is alive (insert or replace its row)."""
+        ...
+
+    async def live_instances(self, since: datetime) -> list[Instance]:
+        """Instances whose last heartbeat is at ``since`` or later."""
+        ...
+
+
+class HealthQueries(Queries):
     """Heartbeats, live instances and the probes' reads; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     async def pending_approvals_summary(self) -> tuple[int, float]:
         rows = await self._db.fetch(
@@ -88,3 +109,6 @@ class HealthQueries:
             table.encode_value("heartbeat_at", since, self.dialect),
         )
         return [table.decode(row, self.dialect) for row in rows]
+
+    async def ping(self) -> None:
+        await self._db.ping()

@@ -16,7 +16,7 @@ insert in another transaction let 26 registrations through a cap of 5.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from agentws.domain.models import (
     Capability,
@@ -27,27 +27,74 @@ from agentws.domain.models import (
     OAuthRefreshToken,
 )
 from agentws.errors import ConflictError
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Transaction
-    from agentws.store.tables import Dialect
+    from agentws.store.database import Transaction
 
-__all__ = ["OAuthQueries"]
+__all__ = ["OAuthQueries", "OAuthStore"]
 
 
-class OAuthQueries:
+class OAuthStore(Protocol):
+    """OAuth clients, grants, codes and refresh tokens."""
+
+    async def insert_oauth_client_within(self, client: OAuthClient, *, limit: int) -> bool:
+        """Insert ``client`` unless ``limit`` clients of its kind exist already; whether it was.
+
+        Counted and inserted at once: registrations racing on any instance
+        never pass the limit together.
+        """
+        ...
+
+    async def decide_oauth_grant(
+        self,
+        grant_id: str,
+        *,
+        approve: bool,
+        scope: Capability,
+        code_hash: str | None,
+        decided_by: str,
+        expires_at: datetime,
+    ) -> bool:
+        """Approve (with its code's hash and the scope granted) or deny a pending
+        authorization request; False if it was not pending (decided already)."""
+        ...
+
+    async def take_oauth_code(
+        self, code_hash: str, family_id: str, now: datetime
+    ) -> tuple[OAuthGrant | None, bool]:
+        """Take an approved, unexpired code once (its grant becomes used, of
+        ``family_id``). Returns the grant, or None; and whether the code had been
+        used before, in which case everything its first use issued is revoked."""
+        ...
+
+    async def spend_refresh_token(
+        self, token_hash: str, now: datetime
+    ) -> tuple[OAuthRefreshToken | None, bool]:
+        """Spend a live refresh token once. Returns it, or None; and whether it had
+        been spent before, in which case its whole family is revoked."""
+        ...
+
+    async def revoke_oauth_family(self, family_id: str, now: datetime) -> int:
+        """Revoke the refresh tokens and access tokens of one consent; how many
+        access tokens were live."""
+        ...
+
+    async def revoke_oauth_client(self, client_id: str, now: datetime) -> int:
+        """Revoke every token of an OAuth client and forget its pending requests;
+        how many access tokens were live."""
+        ...
+
+    async def forget_expired_oauth(self, before: datetime) -> int:
+        """Delete authorization requests, codes and refresh tokens that expired
+        before ``before``; how many."""
+        ...
+
+
+class OAuthQueries(Queries):
     """Authorization requests, codes and refresh tokens; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _time(self, value: datetime) -> Any:
-        return table_for(OAuthGrant).encode_value("expires_at", value, self.dialect)
 
     async def insert_oauth_client_within(self, client: OAuthClient, *, limit: int) -> bool:
         table = table_for(OAuthClient)
@@ -100,7 +147,7 @@ class OAuthQueries:
                 scope.value,
                 code_hash,
                 decided_by,
-                self._time(expires_at),
+                self._ts(expires_at),
                 GrantStatus.PENDING.value,
             )
         return changed == 1
@@ -117,7 +164,7 @@ class OAuthQueries:
                 GrantStatus.USED.value,
                 family_id,
                 GrantStatus.APPROVED.value,
-                self._time(now),
+                self._ts(now),
             )
             rows = await tx.fetch("SELECT * FROM oauth_grants WHERE code_hash = $1", code_hash)
             grant = table.decode(rows[0], self.dialect) if rows else None
@@ -137,7 +184,7 @@ class OAuthQueries:
                 "UPDATE oauth_refresh_tokens SET spent_at = $2 WHERE token_hash = $1"
                 " AND spent_at IS NULL AND revoked_at IS NULL AND expires_at > $2",
                 token_hash,
-                self._time(now),
+                self._ts(now),
             )
             rows = await tx.fetch(
                 "SELECT * FROM oauth_refresh_tokens WHERE token_hash = $1", token_hash
@@ -155,7 +202,7 @@ class OAuthQueries:
             return await self._revoke_family(tx, family_id, now)
 
     async def _revoke_family(self, tx: Transaction, family_id: str, now: datetime) -> int:
-        when = self._time(now)
+        when = self._ts(now)
         await tx.execute(
             "UPDATE oauth_refresh_tokens SET revoked_at = $2"
             " WHERE family_id = $1 AND revoked_at IS NULL",
@@ -175,7 +222,7 @@ class OAuthQueries:
                 "UPDATE oauth_refresh_tokens SET revoked_at = $2"
                 " WHERE client_id = $1 AND revoked_at IS NULL",
                 client_id,
-                self._time(now),
+                self._ts(now),
             )
             await tx.execute("DELETE FROM oauth_grants WHERE client_id = $1", client_id)
             return await tx.execute(
@@ -188,9 +235,9 @@ class OAuthQueries:
     async def forget_expired_oauth(self, before: datetime) -> int:
         async with self._db.transaction() as tx:
             grants = await tx.execute(
-                "DELETE FROM oauth_grants WHERE expires_at <= $1", self._time(before)
+                "DELETE FROM oauth_grants WHERE expires_at <= $1", self._ts(before)
             )
             tokens = await tx.execute(
-                "DELETE FROM oauth_refresh_tokens WHERE expires_at <= $1", self._time(before)
+                "DELETE FROM oauth_refresh_tokens WHERE expires_at <= $1", self._ts(before)
             )
         return grants + tokens

@@ -11,29 +11,32 @@ read and a write in one transaction.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from agentws.domain.models import Event
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-    from agentws.store.tables import Dialect
-
-__all__ = ["RateLimitQueries"]
+__all__ = ["RateLimitQueries", "RateLimitStore"]
 
 
-class RateLimitQueries:
+class RateLimitStore(Protocol):
+    """Webhooks' shared rate-limit buckets."""
+
+    async def take_rate_token(
+        self, webhook_id: str, *, rate_per_min: int, burst: int, now: datetime
+    ) -> float | None:
+        """Take one delivery from the webhook's shared bucket (``burst``, then ``rate_per_min``).
+
+        One transaction, serialized per webhook: every process on this
+        database draws on the same bucket. None when taken; else the seconds
+        until a delivery would be.
+        """
+        ...
+
+
+class RateLimitQueries(Queries):
     """Webhook rate-limit buckets; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _bucket_time(self, value: datetime) -> Any:
-        return table_for(Event).encode_value("received_at", value, self.dialect)
 
     async def take_rate_token(
         self, webhook_id: str, *, rate_per_min: int, burst: int, now: datetime
@@ -51,7 +54,7 @@ class RateLimitQueries:
                 " VALUES ($1, $2, $3) ON CONFLICT (webhook_id) DO NOTHING",
                 webhook_id,
                 full,
-                self._bucket_time(now),
+                self._ts(now),
             )
             (row,) = await tx.fetch(
                 "SELECT milli_tokens, at FROM webhook_rate_limits WHERE webhook_id = $1",
@@ -66,7 +69,7 @@ class RateLimitQueries:
                 "UPDATE webhook_rate_limits SET milli_tokens = $2, at = $3 WHERE webhook_id = $1",
                 webhook_id,
                 tokens - 1000,
-                self._bucket_time(max(now, last)),
+                self._ts(max(now, last)),
             )
         return None
 

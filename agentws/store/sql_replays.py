@@ -14,17 +14,14 @@ instances, replays each event once.
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentws.domain.models import Event, EventStatus
 from agentws.domain.replays import ReplayCandidate, ReplayOrder, ReplaySelection, like_pattern
+from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-
-__all__ = ["ReplayQueries"]
+__all__ = ["ReplayQueries", "ReplayStore"]
 
 # The prompt an attempt ran with, from its transcript.
 _PROMPT: dict[Dialect, str] = {
@@ -57,26 +54,41 @@ def _insert_replay() -> str:
     )
 
 
-class ReplayQueries:
+class ReplayStore(Protocol):
+    """Bulk replays of a webhook's failed events."""
+
+    async def replay_candidates(
+        self, webhook_id: str, selection: ReplaySelection, *, limit: int
+    ) -> list[ReplayCandidate]:
+        """The webhook's failed events ``selection`` takes that nothing replays yet, oldest
+        first, at most ``limit``."""
+        ...
+
+    async def count_replay_candidates(self, webhook_id: str, selection: ReplaySelection) -> int:
+        """How many events :meth:`replay_candidates` would list without a limit."""
+        ...
+
+    async def last_run_prompts(self, event_ids: Collection[str]) -> dict[str, str]:
+        """The prompt each event's last recorded attempt ran with (events never run: absent)."""
+        ...
+
+    async def queue_replays(self, webhook_id: str, orders: list[ReplayOrder]) -> list[str]:
+        """Queue the replays of ``orders`` (all of one webhook), each only if its original has
+        none yet, in one transaction serialized per webhook; the ids of those queued."""
+        ...
+
+
+class ReplayQueries(Queries):
     """Bulk replay queries; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
-
-    def _when(self, value: datetime) -> Any:
-        return table_for(Event).encode_value("received_at", value, self.dialect)
 
     def _selected(self, webhook_id: str, selection: ReplaySelection) -> tuple[str, list[Any]]:
         args: list[Any] = [webhook_id, EventStatus.FAILED.value]
         where = "e.webhook_id = $1 AND e.status = $2"
         if selection.since is not None:
-            args.append(self._when(selection.since))
+            args.append(self._ts(selection.since))
             where += f" AND e.received_at >= ${len(args)}"
         if selection.until is not None:
-            args.append(self._when(selection.until))
+            args.append(self._ts(selection.until))
             where += f" AND e.received_at < ${len(args)}"
         if selection.error_contains:
             args.append(like_pattern(selection.error_contains))
@@ -142,8 +154,8 @@ class ReplayQueries:
                     order.original_id,
                     order.event_id,
                     order.prompt,
-                    self._when(order.available_at),
-                    self._when(order.received_at),
+                    self._ts(order.available_at),
+                    self._ts(order.received_at),
                 ),
             )
             for order in orders

@@ -29,17 +29,18 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.models import Approval, AuditEntry, Event
 from agentws.domain.rollups import MINUTE, Bucket, bin_of, decision_of
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Row
+    from agentws.store.database import Row
     from agentws.store.tables import Dialect
 
-__all__ = ["RollupSourceQueries"]
+__all__ = ["RollupSourceQueries", "RollupSourceStore"]
 
 # Delivery-log rows read in one go when counting refusals.
 _DELIVERY_ROWS = 5000
@@ -64,15 +65,46 @@ def _indexed(index: str, dialect: Dialect) -> str:
     return f" INDEXED BY {index}" if dialect == "sqlite" else ""
 
 
-class RollupSourceQueries:
+class RollupSourceStore(Protocol):
+    """The overview's figures, counted where they happen."""
+
+    async def source_buckets(
+        self, start_minute: int, end_minute: int, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
+        """The overview's counters (events received, done, failed; latency bins; tool calls;
+        model tokens) of every workspace, or one, for the minutes ``start_minute`` to
+        ``end_minute`` (minutes since the epoch, the end excluded), counted from the tables
+        they happen in: one-minute buckets, none for a figure that is 0."""
+        ...
+
+    async def refusal_buckets(
+        self,
+        *,
+        after_id: int,
+        workspace_id: str | None = None,
+        received_before: datetime | None = None,
+    ) -> tuple[list[Bucket], int]:
+        """Refused deliveries by reason and minute, from the delivery log's rows after row
+        ``after_id``, in id order, up to the first received at ``received_before`` or later
+        (when given); and the last row id taken."""
+        ...
+
+    async def oldest_rollup_source(self) -> datetime | None:
+        """When the oldest row the overview counts was written (an event received, an
+        audit entry); None when there is none. Two index reads."""
+        ...
+
+    async def approval_buckets(
+        self, now: datetime, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
+        """Samples at ``now`` of the approval queue's depth and oldest waiting age (seconds),
+        for every workspace (0 where nothing waits), or one."""
+        ...
+
+
+class RollupSourceQueries(Queries):
     """Counting the overview's figures in their own tables; mixed into
     :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     def _at_minute(self, minute: int) -> Any:
         when = datetime.fromtimestamp(minute * 60, UTC)

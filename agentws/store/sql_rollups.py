@@ -23,15 +23,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentws.domain.rollups import GAUGES, MINUTE, WIDER_SPANS, Bucket, RollupMark
+from agentws.store.queries import Queries
 
 if TYPE_CHECKING:
-    from agentws.store.database import Database, Transaction
-    from agentws.store.tables import Dialect
+    from agentws.store.database import Transaction
 
-__all__ = ["RollupQueries"]
+__all__ = ["RollupQueries", "RollupStore"]
 
 _COLUMNS = "workspace_id, span_m, minute, series, key, value, instance_id"
 _KEY = "workspace_id, span_m, minute, series, key, instance_id"
@@ -44,14 +44,66 @@ class _Moved(Exception):
     """Another roller moved the mark first: this transaction changes nothing."""
 
 
-class RollupQueries:
+class RollupStore(Protocol):
+    """The overview's figures, rolled up by the minute and the hour."""
+
+    async def rollup_mark(self) -> RollupMark | None:
+        """How far the rollup of closed minutes has come; None before its first roll."""
+        ...
+
+    async def roll_up(
+        self,
+        counted: Sequence[Bucket],
+        added: Sequence[Bucket],
+        *,
+        mark: RollupMark | None,
+        to: RollupMark,
+    ) -> bool:
+        """Move the rollup's mark from ``mark`` (as read) to ``to``, writing ``counted``
+        (whole minutes, replacing what is there) and adding ``added`` (refusals) to their
+        buckets, and rolling the hours the move completes; all in one transaction, and only
+        if the mark is still ``mark``: False, and nothing written, if another moved it."""
+        ...
+
+    async def save_samples(self, buckets: Sequence[Bucket]) -> None:
+        """Write gauge samples, each replacing its instance's sample of that minute."""
+        ...
+
+    async def rollup_steps(
+        self,
+        workspace_id: str,
+        *,
+        span_m: int,
+        start_minute: int,
+        end_minute: int,
+        origin_minute: int,
+        step_m: int,
+    ) -> list[tuple[int, str, str, float]]:
+        """A workspace's buckets of span ``span_m`` from ``start_minute`` to ``end_minute``
+        grouped into steps of ``step_m`` minutes counted from ``origin_minute`` (at or
+        before the start): ``(step, series, key, value)`` per step, series and key, the
+        step counted from 0 at the origin, the value the sum (a gauge's: the largest).
+        Minute sessions samples are left out (see :meth:`session_samples`)."""
+        ...
+
+    async def session_samples(
+        self, workspace_id: str, *, start_minute: int, end_minute: int
+    ) -> list[Bucket]:
+        """A workspace's sessions samples, per minute, transport and instance."""
+        ...
+
+    async def restart_rollups(self) -> None:
+        """Forget the rollup's mark and every counted bucket (gauge samples stay): the next
+        roll counts the whole retention period again from the sources."""
+        ...
+
+    async def forget_rollups(self, before_minute: int) -> int:
+        """Delete every bucket that starts before ``before_minute``; how many."""
+        ...
+
+
+class RollupQueries(Queries):
     """The rollup's buckets and mark; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     async def rollup_mark(self) -> RollupMark | None:
         rows = await self._db.fetch("SELECT minute, delivery_id FROM rollup_marks WHERE id = 1")

@@ -8,24 +8,31 @@ generation they came through: the new one and the previous one.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from agentws.domain.deliveries import DeliveryGenerations
 from agentws.domain.models import Event
+from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-
-__all__ = ["RotationQueries"]
+__all__ = ["RotationQueries", "RotationStore"]
 
 _COLUMNS = {"url": "url_generation", "secret": "secret_generation"}
 
 
-class RotationQueries:
-    """Deliveries by generation; mixed into :class:`~agentws.store.sql.SqlStore`."""
+class RotationStore(Protocol):
+    """How far a webhook's senders have moved after a rotation."""
 
-    _db: Database
+    async def delivery_generations(
+        self, webhook_id: str, which: Literal["url", "secret"], current: int, since: datetime
+    ) -> DeliveryGenerations:
+        """The webhook's events received since ``since`` through generation ``current`` of
+        its URL (``which="url"``) or secret, and through the one before."""
+        ...
+
+
+class RotationQueries(Queries):
+    """Deliveries by generation; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
     async def delivery_generations(
         self, webhook_id: str, which: Literal["url", "secret"], current: int, since: datetime

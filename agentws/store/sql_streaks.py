@@ -24,16 +24,14 @@ leaves a lease that runs out.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentws.domain.models import EventStatus, FailureStreak, NoticeKind
 from agentws.domain.rules import new_id
+from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, table_for
 
-if TYPE_CHECKING:
-    from agentws.store.database import Database
-
-__all__ = ["StreakQueries", "streak_statements"]
+__all__ = ["StreakQueries", "StreakStore", "streak_statements"]
 
 _Statement = tuple[str, tuple[Any, ...]]
 
@@ -105,14 +103,52 @@ def streak_statements(
     ]
 
 
-class StreakQueries:
+class StreakStore(Protocol):
+    """Webhooks' failure streaks and the notices they post."""
+
+    async def due_failure_notices(self, *, now: datetime, limit: int) -> list[FailureStreak]:
+        """Streaks with a notice to post (an alert, or a recovery after a posted alert)
+        that no instance is posting at ``now``, oldest alert first."""
+        ...
+
+    async def take_failure_notice(
+        self, streak_id: str, *, owner: str, now: datetime, until: datetime
+    ) -> FailureStreak | None:
+        """Take the streak's due notice to post it, leased to ``owner`` until ``until``;
+        the streak as taken, or None if it is not due or another took it first."""
+        ...
+
+    async def finish_failure_notice(
+        self,
+        streak_id: str,
+        kind: NoticeKind,
+        *,
+        owner: str,
+        now: datetime,
+        message_id: str | None,
+        error: str | None,
+    ) -> bool:
+        """Record ``owner``'s notice posted (``message_id``) or given up (``error``);
+        False if ``owner`` no longer held it."""
+        ...
+
+    async def release_failure_notice(
+        self, streak_id: str, *, owner: str, not_before: datetime, error: str
+    ) -> None:
+        """Give a taken notice back (it could not be posted now): due again from ``not_before``."""
+        ...
+
+    async def forget_failure_streaks(self, *, ended_before: datetime) -> int:
+        """Delete streaks that ended before ``ended_before`` with nothing left to post; how many."""
+        ...
+
+    async def latest_failure_streak(self, webhook_id: str) -> FailureStreak | None:
+        """The webhook's newest streak (open or ended), if it has any left."""
+        ...
+
+
+class StreakQueries(Queries):
     """Streak notices; mixed into :class:`~agentws.store.sql.SqlStore`."""
-
-    _db: Database
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._db.dialect
 
     def _streaks(self, rows: list[dict[str, Any]]) -> list[FailureStreak]:
         table = table_for(FailureStreak)

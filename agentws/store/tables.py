@@ -22,7 +22,7 @@ import attrs
 from agentws.domain import models as m
 from agentws.domain import rollups
 
-__all__ = ["TABLES", "Dialect", "Table", "table_for"]
+__all__ = ["TABLES", "Dialect", "Table", "encode_datetime", "table_for"]
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -30,7 +30,8 @@ _Encode = Callable[[Any, Dialect], Any]
 _Decode = Callable[[Any, Dialect], Any]
 
 
-def _encode_datetime(value: datetime, dialect: Dialect) -> Any:
+def encode_datetime(value: datetime, dialect: Dialect) -> Any:
+    """A timestamp as a column of ``dialect`` holds it."""
     value = value.astimezone(UTC)
     # A fixed-width ISO string sorts as the instant it names.
     return value.isoformat(timespec="microseconds") if dialect == "sqlite" else value
@@ -65,7 +66,7 @@ def _converters(annotation: Any) -> tuple[_Encode, _Decode]:
         return _converters(inner)
     origin = typing.get_origin(annotation)
     if annotation is datetime:
-        return _encode_datetime, _decode_datetime
+        return encode_datetime, _decode_datetime
     if annotation is bool:
         return (lambda v, d: int(v) if d == "sqlite" else v), (lambda v, d: bool(v))
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):

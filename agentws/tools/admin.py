@@ -14,6 +14,8 @@ The CLI (and later the dashboard and admin API) call these functions.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 
 from agentws.audit import record
@@ -31,7 +33,8 @@ from agentws.domain.models import (
 from agentws.domain.permissions import looser_than, permission_allowed
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.catalog import connector_tool, group_tool, group_tools
 from agentws.tools.spec import ToolSpec
@@ -49,8 +52,12 @@ __all__ = [
 _BUILTIN_NAMES = {*BUILTINS, GET_APPROVAL.name}
 
 
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def find_connector_tool(
-    store: Store, workspace_slug: str, tool_name: str, *, qualified: bool = True
+    store: RecordStore, workspace_slug: str, tool_name: str, *, qualified: bool = True
 ) -> tuple[Connector, CachedTool]:
     """The connector tool a workspace offers as ``tool_name`` (``<connector>_<action>``).
 
@@ -100,7 +107,7 @@ async def find_connector_tool(
 
 
 async def set_label(
-    store: Store, workspace_slug: str, tool_name: str, label: Capability | None, *, actor: str
+    store: RecordStore, workspace_slug: str, tool_name: str, label: Capability | None, *, actor: str
 ) -> tuple[Connector, CachedTool]:
     """Label a remote MCP tool (``None``: unlabeled, so ``write``); audited.
 
@@ -145,7 +152,7 @@ async def set_label(
 
 
 async def reset_loosened_permissions(
-    store: Store,
+    store: RecordStore,
     workspace_id: str,
     tool_name: str,
     capability: Capability,
@@ -177,7 +184,7 @@ async def reset_loosened_permissions(
             )
 
 
-async def _workspace_tool(store: Store, workspace_slug: str, tool_name: str) -> ToolSpec:
+async def _workspace_tool(store: RecordStore, workspace_slug: str, tool_name: str) -> ToolSpec:
     """The tool as it would be in any group of the workspace (built-in or connector tool)."""
     if tool_name in BUILTINS:
         return BUILTINS[tool_name].spec
@@ -189,7 +196,7 @@ async def _workspace_tool(store: Store, workspace_slug: str, tool_name: str) -> 
 
 
 async def _target(
-    store: Store, workspace_slug: str, group_slug: str | None, tool_name: str
+    store: _Store, workspace_slug: str, group_slug: str | None, tool_name: str
 ) -> tuple[str, Group | None, ToolSpec]:
     workspace = await store.workspace_by_slug(workspace_slug)
     if group_slug is None:
@@ -205,7 +212,7 @@ async def _target(
 
 
 async def set_permission(
-    store: Store,
+    store: _Store,
     workspace_slug: str,
     tool_name: str,
     permission: Permission,
@@ -271,7 +278,7 @@ async def set_permission(
 
 
 async def clear_permission(
-    store: Store, workspace_slug: str, tool_name: str, *, group_slug: str | None, actor: str
+    store: _Store, workspace_slug: str, tool_name: str, *, group_slug: str | None, actor: str
 ) -> ToolPermission | None:
     """Remove an admin's permission (the workspace's, or the capability's default, applies)."""
     workspace = await store.workspace_by_slug(workspace_slug)
@@ -308,7 +315,7 @@ class ToolRow:
     suggested: Capability | None
 
 
-async def group_tool_list(store: Store, workspace_slug: str, group_slug: str) -> list[ToolRow]:
+async def group_tool_list(store: _Store, workspace_slug: str, group_slug: str) -> list[ToolRow]:
     """Every tool of a group with its capability, permission and where each comes from."""
     group = await store.group_by_slug(workspace_slug, group_slug)
     cached: dict[str, tuple[Connector, CachedTool]] = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -31,7 +31,8 @@ from agentws.domain.models import Approval, ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
 from agentws.errors import ConfigError, NotFoundError, OverCapacityError, ValidationError
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.sql_approvals import ApprovalStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.spec import ToolSpec
@@ -52,8 +53,12 @@ __all__ = [
 ]
 
 
+class _Store(RecordStore, ApprovalStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def queue_call(
-    store: Store,
+    store: ApprovalStore,
     caller: ToolCaller,
     tool: ToolSpec,
     arguments: CallArguments,
@@ -269,7 +274,7 @@ def outcome_text(approval: Approval) -> str:
 
 
 async def approval_outcome(
-    store: Store, token_id: str | None, approval_id: str
+    store: RecordStore, token_id: str | None, approval_id: str
 ) -> types.CallToolResult:
     """``get_approval``: the outcome of a call this token queued; others' do not exist for it."""
     approval = await store.find(Approval, id=approval_id)
@@ -283,7 +288,7 @@ async def approval_outcome(
     )
 
 
-async def find_approval(store: Store, approval_id: str) -> Approval:
+async def find_approval(store: RecordStore, approval_id: str) -> Approval:
     """The approval with this id; NotFoundError saying where to look."""
     approval = await store.find(Approval, id=approval_id)
     if approval is None:
@@ -292,7 +297,7 @@ async def find_approval(store: Store, approval_id: str) -> Approval:
 
 
 async def list_approvals(
-    store: Store,
+    store: _Store,
     *,
     workspace_slug: str | None,
     statuses: frozenset[ApprovalStatus] | None,
@@ -325,7 +330,7 @@ async def list_approvals(
 
 
 async def count_approvals(
-    store: Store, *, workspace_slug: str | None, statuses: frozenset[ApprovalStatus] | None
+    store: _Store, *, workspace_slug: str | None, statuses: frozenset[ApprovalStatus] | None
 ) -> int:
     """How many queued calls :func:`list_approvals` lists over all its pages."""
     workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None

@@ -18,7 +18,7 @@ import attrs
 import mcp_types as types
 
 from agentws.domain.models import Capability, ContextDocument, Group, Library
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
 from agentws.tools.spec import ToolSpec
 
 __all__ = [
@@ -55,13 +55,13 @@ def parse_document_uri(uri: str) -> tuple[str, str] | None:
     return library, document
 
 
-async def group_libraries(store: Store, group: Group) -> dict[str, Library]:
+async def group_libraries(store: CatalogStore, group: Group) -> dict[str, Library]:
     """The group's libraries by id."""
     return {library.id: library for library in await store.group_libraries(group.id)}
 
 
 async def find_document(
-    store: Store,
+    store: CatalogStore,
     group: Group,
     *,
     uri: str | None = None,
@@ -102,7 +102,10 @@ def error_result(message: str) -> types.CallToolResult:
 
 
 async def _search_context(
-    store: Store, group: Group, libraries: dict[str, Library] | None, arguments: dict[str, Any]
+    store: CatalogStore,
+    group: Group,
+    libraries: dict[str, Library] | None,
+    arguments: dict[str, Any],
 ) -> types.CallToolResult:
     query = arguments["query"]
     limit = arguments.get("limit", 5)
@@ -145,7 +148,10 @@ async def _search_context(
 
 
 async def _read_context_document(
-    store: Store, group: Group, libraries: dict[str, Library] | None, arguments: dict[str, Any]
+    store: CatalogStore,
+    group: Group,
+    libraries: dict[str, Library] | None,
+    arguments: dict[str, Any],
 ) -> types.CallToolResult:
     uri, document_id = arguments.get("uri"), arguments.get("id")
     if (uri is None) == (document_id is None):
@@ -187,7 +193,7 @@ class Builtin:
     spec: ToolSpec
     #: ``run(store, group, the group's libraries by id if known, arguments)``
     run: Callable[
-        [Store, Group, dict[str, Library] | None, dict[str, Any]],
+        [CatalogStore, Group, dict[str, Library] | None, dict[str, Any]],
         Awaitable[types.CallToolResult],
     ]
     #: Whether a call can run before knowing the group has a library (an empty

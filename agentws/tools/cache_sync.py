@@ -15,7 +15,7 @@ permission policy lives here, above the transport.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -26,7 +26,8 @@ from agentws.connectors.remote_mcp import SyncReport, definition_hash, suggested
 from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
 from agentws.errors import ConflictError
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.admin import reset_loosened_permissions
 from agentws.tools.schema_cost import assess
 
@@ -35,8 +36,12 @@ __all__ = ["sync_tool_cache"]
 log = logging.getLogger("agentws.connectors")
 
 
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def _flag_hostile_schema(
-    store: Store, connector: Connector, tool: types.Tool, actor: str
+    store: RecordStore, connector: Connector, tool: types.Tool, actor: str
 ) -> None:
     """Tell the admin (log and audit) when a new or changed tool's schema is costly to check.
 
@@ -60,7 +65,7 @@ async def _flag_hostile_schema(
 
 
 async def sync_tool_cache(
-    store: Store, connector: Connector, tools: list[types.Tool], *, actor: str
+    store: _Store, connector: Connector, tools: list[types.Tool], *, actor: str
 ) -> SyncReport:
     """Make the cache hold exactly ``tools`` for ``connector``.
 

@@ -26,7 +26,7 @@ announces no catalog change.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -34,7 +34,9 @@ import trio
 from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import CachedTool, Connector, Group, Library, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_changes import ChangeStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.spec import ToolSpec
 
@@ -42,6 +44,10 @@ __all__ = ["Catalog", "GroupTools", "ToolSpec", "connector_tool", "group_tool", 
 
 # Groups whose lists are kept; beyond it the least recently built is dropped.
 _MAX_GROUPS = 1000
+
+
+class _Store(RecordStore, CatalogStore, ChangeStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen(eq=False)
@@ -66,7 +72,7 @@ class Catalog:
         store: where the cache and the version live.
     """
 
-    store: Store
+    store: _Store
     #: Announces catalog changes made anywhere (PostgreSQL); None: only the store's data version.
     changes: ChangeFeed | None = None
     _groups: dict[str, GroupTools] = attrs.field(factory=dict, init=False)
@@ -201,7 +207,7 @@ def _with_permission(tool: ToolSpec, rows: list[ToolPermission]) -> ToolSpec:
     return attrs.evolve(tool, permission_note="; ".join(notes) or None)
 
 
-async def _permissions(store: Store, group: Group) -> dict[str, list[ToolPermission]]:
+async def _permissions(store: CatalogStore, group: Group) -> dict[str, list[ToolPermission]]:
     """Permissions that may apply in ``group`` by tool name: its own first, then the workspace's."""
     found: dict[str, list[ToolPermission]] = {}
     for row in await store.tool_permissions(group.workspace_id, group.id):
@@ -232,12 +238,12 @@ def connector_tool(connector: Connector, cached: CachedTool) -> ToolSpec:
     )
 
 
-async def group_tools(store: Store, group: Group) -> list[ToolSpec]:
+async def group_tools(store: CatalogStore, group: Group) -> list[ToolSpec]:
     """Every tool the group offers, built-ins first, then connector tools by name."""
     return await _group_tools(store, group, bool(await store.group_libraries(group.id)))
 
 
-async def _group_tools(store: Store, group: Group, has_library: bool) -> list[ToolSpec]:
+async def _group_tools(store: CatalogStore, group: Group, has_library: bool) -> list[ToolSpec]:
     tools: list[ToolSpec] = []
     if has_library:
         tools += [builtin.spec for builtin in BUILTINS.values()]
@@ -259,7 +265,7 @@ async def _group_tools(store: Store, group: Group, has_library: bool) -> list[To
     return [_with_permission(tool, permissions.get(tool.name, [])) for tool in tools]
 
 
-async def group_tool(store: Store, group: Group, name: str) -> ToolSpec | None:
+async def group_tool(store: CatalogStore, group: Group, name: str) -> ToolSpec | None:
     """The group's tool called ``name``, or None."""
     for tool in await group_tools(store, group):
         if tool.name == name:

@@ -11,7 +11,7 @@ nothing here raises for an upstream's sake.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 import attrs
 import mcp_types as types
@@ -22,7 +22,8 @@ from agentws.connectors.registry import connector_headers
 from agentws.domain.models import Capability, Connector, ConnectorKind, Group, Library
 from agentws.errors import NotFoundError, UpstreamError, ValidationError
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import approval_outcome
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
 from agentws.tools.caller_channel import CallerChannel
@@ -37,11 +38,15 @@ RemoteCall = Callable[..., Awaitable[types.CallToolResult | types.InputRequiredR
 OutputCheck = Callable[[dict[str, Any], Any], Awaitable[str | None]]
 
 
+class _Store(RecordStore, CatalogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 @attrs.define(eq=False)
 class ToolRunner:
     """Runs calls of a group's tools."""
 
-    store: Store
+    store: _Store
     settings: Settings
     keys: Keys
     remote_call: RemoteCall

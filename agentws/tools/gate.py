@@ -41,7 +41,7 @@ from agentws.domain.permissions import Decision, decide
 from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
 from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_approvals import ApprovalStore
 from agentws.tools.approval_queue import QueueLimits, queue_call, queued_result
 from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
@@ -91,7 +91,7 @@ class GateResult:
 class ToolGate:
     """Decides, runs, queues or asks, and audits every call."""
 
-    store: Store
+    store: ApprovalStore
     settings: Settings
     runner: ToolRunner
     audit: AuditSink

@@ -12,7 +12,7 @@ a signature needs the secret itself.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -26,7 +26,9 @@ from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, 
 from agentws.domain.signatures import check_secret
 from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_catalog import CatalogStore
+from agentws.store.sql_changes import ChangeStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = [
     "MAX_ALERT_AFTER",
@@ -58,6 +60,10 @@ MAX_BODY_LIMIT = 2 * 1024 * 1024
 MAX_CONCURRENCY = 64
 MAX_RATE_PER_MIN = 100_000
 MAX_ALERT_AFTER = 1000
+
+
+class _Store(RecordStore, CatalogStore, ChangeStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -124,7 +130,7 @@ def hook_url(base_url: str, token: str) -> str:
 
 
 async def _alerts_channel(
-    store: Store,
+    store: RecordStore,
     workspace_id: str,
     channel: str | None,
     allowlist: Allowlist,
@@ -147,7 +153,7 @@ def _check_range(value: int, low: int, high: int, what: str) -> int:
 
 
 async def create_webhook(
-    store: Store,
+    store: _Store,
     settings: Settings,
     keys: Keys,
     workspace_slug: str,
@@ -243,12 +249,12 @@ async def create_webhook(
     return IssuedWebhook(webhook, hook_url(settings.public_base_url, token))
 
 
-async def list_webhooks(store: Store, workspace_slug: str) -> list[Webhook]:
+async def list_webhooks(store: RecordStore, workspace_slug: str) -> list[Webhook]:
     workspace = await store.workspace_by_slug(workspace_slug)
     return await store.select(Webhook, workspace_id=workspace.id)
 
 
-async def find_webhook(store: Store, workspace_slug: str, ref: str) -> Webhook:
+async def find_webhook(store: RecordStore, workspace_slug: str, ref: str) -> Webhook:
     """The workspace's webhook with id or name ``ref``; NotFoundError saying where to look."""
     workspace = await store.workspace_by_slug(workspace_slug)
     found = await store.find(Webhook, workspace_id=workspace.id, id=ref)
@@ -262,7 +268,7 @@ async def find_webhook(store: Store, workspace_slug: str, ref: str) -> Webhook:
 
 
 async def set_active(
-    store: Store, workspace_slug: str, ref: str, *, active: bool, actor: str
+    store: RecordStore, workspace_slug: str, ref: str, *, active: bool, actor: str
 ) -> Webhook:
     """Activate a webhook (it accepts deliveries) or make it a draft (403).
 
@@ -286,7 +292,9 @@ async def set_active(
     return webhook
 
 
-async def delete_webhook(store: Store, workspace_slug: str, ref: str, *, actor: str) -> Webhook:
+async def delete_webhook(
+    store: RecordStore, workspace_slug: str, ref: str, *, actor: str
+) -> Webhook:
     """Delete a webhook: its URL stops working at once; its queued events are dropped."""
     webhook = await find_webhook(store, workspace_slug, ref)
     await store.delete(Webhook, webhook.id)
@@ -302,7 +310,7 @@ async def delete_webhook(store: Store, workspace_slug: str, ref: str, *, actor: 
 
 
 async def preauthorized_tools(
-    store: Store, group: Group | None, names: Iterable[str], already: Mapping[str, str] = {}
+    store: _Store, group: Group | None, names: Iterable[str], already: Mapping[str, str] = {}
 ) -> dict[str, str]:
     """``already`` plus the write tools ``names`` of ``group``, each bound to its definition.
 
@@ -343,7 +351,7 @@ async def preauthorized_tools(
 
 
 async def _alert_changes(
-    store: Store, webhook: Webhook, changes: WebhookChanges, allowlist: Allowlist
+    store: RecordStore, webhook: Webhook, changes: WebhookChanges, allowlist: Allowlist
 ) -> dict[str, Any]:
     """The alert settings ``changes`` changes, checked."""
     fields: dict[str, Any] = {}
@@ -363,7 +371,7 @@ async def _alert_changes(
 
 
 async def update_webhook(
-    store: Store,
+    store: _Store,
     workspace_slug: str,
     ref: str,
     *,

@@ -24,6 +24,7 @@ import logging
 import shlex
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 import trio
@@ -36,7 +37,9 @@ from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
 from agentws.rounds import in_rounds
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_replays import ReplayStore
+from agentws.store.sql_streaks import StreakStore
 
 __all__ = ["FailureAlerts", "alert_text", "recovery_text"]
 
@@ -58,6 +61,10 @@ _FORGET_EVERY_S = 3600.0
 _ALL_FAILED = ReplaySelection()
 # An error quoted in an alert is cut here: the event's page has all of it.
 _ERROR_CHARS = 300
+
+
+class _Store(RecordStore, ReplayStore, StreakStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 def _when(value: datetime) -> str:
@@ -145,7 +152,7 @@ class _Posted:
 class FailureAlerts:
     """Posts due alerts and recoveries until closed; one per service."""
 
-    store: Store
+    store: _Store
     sinks: Callable[[ChannelRef], ChatSink]
     #: This instance's id: who holds a notice while posting it.
     owner: str

@@ -3,7 +3,7 @@
 A delivery is acknowledged only once its event is durably stored, and a
 durable commit (fsync on SQLite, WAL flush on PostgreSQL) costs far more
 than the inserts in it. So events go to the store's group commit
-(:meth:`~agentws.store.Store.ingest_nowait`): the events queued while one
+(:meth:`~agentws.store.sql_ingest.IngestStore.ingest_nowait`): the events queued while one
 commit runs are stored together by the next, which starts as soon as that
 one ends (on SQLite in the writer thread itself, with no turn of the event
 loop in between), a quarter of them at a time when more than 8 wait (see
@@ -36,7 +36,7 @@ from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import Event
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError, StoreUnavailableError
-from agentws.store import Store
+from agentws.store.sql_ingest import IngestStore
 
 __all__ = ["BUSY_BATCH", "DEDUP_WINDOW", "IngestBatcher"]
 
@@ -64,7 +64,7 @@ class _Pending:
 class IngestBatcher:
     """Hands deliveries' events to the store's group commit; runs in the service's nursery."""
 
-    store: Store
+    store: IngestStore
     #: Called when a commit stored new events (wakes the worker).
     on_stored: Callable[[], None] | None = None
     #: How long the door counts as busy after BUSY_BATCH deliveries waited at once.

@@ -9,13 +9,14 @@ entries.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from agentws.config import Settings
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.models import Webhook
 from agentws.domain.rules import utcnow
-from agentws.store import Store
+from agentws.store.sql_deliveries import DeliveryLogStore
+from agentws.store.sql_records import RecordStore
 from agentws.webhooks.admin import find_webhook
 
 __all__ = ["MAX_LISTED", "delivery_json", "list_deliveries", "retention"]
@@ -24,8 +25,12 @@ __all__ = ["MAX_LISTED", "delivery_json", "list_deliveries", "retention"]
 MAX_LISTED = 10_000
 
 
+class _Store(RecordStore, DeliveryLogStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def list_deliveries(
-    store: Store,
+    store: _Store,
     settings: Settings,
     workspace_slug: str,
     ref: str,

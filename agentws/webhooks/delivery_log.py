@@ -14,7 +14,7 @@ answered (:meth:`DeliveryLog.answered`), fire and forget: the door never
 waits for it, and nothing the log does can change an answer (a failed
 write is dropped, and said in the server log now and then). The rows of one
 turn of the event loop go to the store's group commit of deliveries as one
-statement (:meth:`~agentws.store.Store.log_deliveries_nowait`), never a
+statement (:meth:`~agentws.store.sql_deliveries.DeliveryLogStore.log_deliveries_nowait`), never a
 transaction of their own. Refusals are cheap to provoke, so each webhook's
 rows are bounded in rate (:data:`REFUSAL_ROWS_PER_MIN`, bursts of
 :data:`REFUSAL_ROWS_BURST`): a flood of refused requests cannot make the
@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import outcome
@@ -51,8 +51,8 @@ from agentws.domain.deliveries import TokenBucket
 from agentws.domain.delivery_log import Delivery, redacted_headers, source_address
 from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
-from agentws.store import Store
-from agentws.store.sql_deliveries import ROWS_PER_STATEMENT
+from agentws.store.sql_deliveries import ROWS_PER_STATEMENT, DeliveryLogStore
+from agentws.store.sql_rollups import RollupStore
 
 __all__ = [
     "REFUSAL_ROWS_BURST",
@@ -80,6 +80,10 @@ _WARN_EVERY_S = 60.0
 _MAX_BUCKETS = 10_000
 
 
+class _Store(DeliveryLogStore, RollupStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 def trim_every(keep: int) -> int:
     """After how many rows added here a webhook's log is trimmed to ``keep``."""
     return max(1, keep // 10)
@@ -90,7 +94,7 @@ class DeliveryLog:
     """Writes the door's rows of the delivery log, and keeps them bounded (started in the
     service)."""
 
-    store: Store
+    store: _Store
     #: Entries kept per webhook (0: no log at all).
     keep: int = 500
     #: Rows older than this are deleted (0: never, by age).
@@ -109,7 +113,7 @@ class DeliveryLog:
     _warned_at: float = attrs.field(default=float("-inf"), init=False)
 
     @classmethod
-    def from_settings(cls, store: Store, settings: Settings) -> DeliveryLog:
+    def from_settings(cls, store: _Store, settings: Settings) -> DeliveryLog:
         return cls(
             store, keep=settings.delivery_log_keep, max_age_s=settings.delivery_log_days * 86400
         )

@@ -4,7 +4,7 @@ The webhook door's commit stores an event and nothing more (on PostgreSQL it
 also notes it in a queue): tokenizing a body there would cost every
 delivery's acknowledgement (measured on SQLite: 12 µs a row alone, 50 µs
 with an FTS5 row made in a trigger). The indexer adds stored events to the
-index afterwards (:meth:`~agentws.store.base.Store.index_events`), a batch
+index afterwards (:meth:`~agentws.store.sql_event_search.EventSearchStore.index_events`), a batch
 at a time, in short transactions of their own.
 
 Deliveries come first: while they queue for their commit (the door is
@@ -28,7 +28,7 @@ import attrs
 import trio
 
 from agentws.errors import StoreError
-from agentws.store import Store
+from agentws.store.sql_event_search import EventSearchStore
 
 __all__ = ["BUSY_BATCH_EVENTS", "SEARCH_CATCH_UP", "EventIndexer", "catch_up"]
 
@@ -50,7 +50,7 @@ BUSY_BATCH_EVENTS = 50
 _STORE_PAUSE_S = 2.0
 
 
-async def catch_up(store: Store, *, most: int = SEARCH_CATCH_UP) -> int:
+async def catch_up(store: EventSearchStore, *, most: int = SEARCH_CATCH_UP) -> int:
     """Index stored events not yet in the search index, ``most`` at most; how many.
 
     Error handling:
@@ -71,7 +71,7 @@ async def catch_up(store: Store, *, most: int = SEARCH_CATCH_UP) -> int:
 class EventIndexer:
     """Adds stored events to the search index until closed."""
 
-    store: Store
+    store: EventSearchStore
     #: Whether deliveries are queueing at the door: then indexing takes a back seat.
     door_busy: Callable[[], bool] = attrs.field(default=lambda: False, kw_only=True)
     poll_s: float = attrs.field(default=POLL_S, kw_only=True)

@@ -11,19 +11,25 @@ one page from the store.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from agentws.domain.event_lists import DEFAULT_PAGE, Cursor, EventPage, EventQuery, parse_time
 from agentws.domain.event_text import parse_search
 from agentws.domain.models import EventStatus, Webhook
 from agentws.domain.rules import utcnow
-from agentws.store import Store
+from agentws.store.sql_event_search import EventSearchStore
+from agentws.store.sql_records import RecordStore
 from agentws.webhooks.event_index import catch_up
 
 __all__ = ["find_events"]
 
 
+class _Store(RecordStore, EventSearchStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 async def find_events(
-    store: Store,
+    store: _Store,
     workspace_slug: str,
     *,
     webhook: Webhook | None = None,

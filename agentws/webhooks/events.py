@@ -11,16 +11,21 @@ now, run with the prompt the original last ran with (or, with
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from agentws.audit import record
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
 from agentws.errors import NotFoundError
-from agentws.store import Store
+from agentws.store.sql_events import EventStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["Timeline", "event_timeline", "find_event", "list_events", "replay_event"]
+
+
+class _Store(RecordStore, EventStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -38,7 +43,7 @@ class Timeline:
             return self.event.body.decode("utf-8", "replace")
 
 
-async def find_event(store: Store, event_id: str) -> tuple[Event, Webhook]:
+async def find_event(store: RecordStore, event_id: str) -> tuple[Event, Webhook]:
     event = await store.find(Event, id=event_id)
     if event is None:
         raise NotFoundError(f"no event {event_id!r} (see `agentws event list WORKSPACE`)")
@@ -46,7 +51,7 @@ async def find_event(store: Store, event_id: str) -> tuple[Event, Webhook]:
 
 
 async def list_events(
-    store: Store,
+    store: _Store,
     workspace_slug: str,
     *,
     webhook: Webhook | None = None,
@@ -60,7 +65,7 @@ async def list_events(
     )
 
 
-async def event_timeline(store: Store, event_id: str) -> Timeline:
+async def event_timeline(store: RecordStore, event_id: str) -> Timeline:
     event, webhook = await find_event(store, event_id)
     attempts = await store.select(EventAttempt, event_id=event.id)
     message = None
@@ -70,7 +75,9 @@ async def event_timeline(store: Store, event_id: str) -> Timeline:
     return Timeline(event, webhook, attempts, message)
 
 
-async def replay_event(store: Store, event_id: str, *, current_prompt: bool, actor: str) -> Event:
+async def replay_event(
+    store: RecordStore, event_id: str, *, current_prompt: bool, actor: str
+) -> Event:
     """Queue the event again as a new event; the worker runs it like any other."""
     timeline = await event_timeline(store, event_id)
     original = timeline.event

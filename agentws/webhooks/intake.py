@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Protocol
 
 import attrs
 import trio
@@ -19,7 +20,9 @@ from agentws.domain.models import Webhook
 from agentws.domain.rules import hash_secret, utcnow
 from agentws.errors import StoreError
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_ingest import IngestStore
+from agentws.store.sql_rate_limits import RateLimitStore
+from agentws.store.sql_records import RecordStore
 from agentws.webhooks.batcher import IngestBatcher
 from agentws.webhooks.delivery_log import DeliveryLog
 
@@ -27,6 +30,10 @@ __all__ = ["Intake", "Reached"]
 
 # Active webhooks remembered by the door; more than this many starts afresh.
 _MAX_REMEMBERED = 10_000
+
+
+class _Store(RecordStore, IngestStore, RateLimitStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen
@@ -59,7 +66,7 @@ class _Lookup:
 class Intake:
     """What the door needs of the running service: the store, the batcher, rate buckets."""
 
-    store: Store
+    store: _Store
     batcher: IngestBatcher
     keys: Keys
     #: Where every answer to a known webhook's URL is logged (None: nowhere).

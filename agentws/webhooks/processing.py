@@ -24,7 +24,7 @@ from agentws.chat.connectors import check_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage
 from agentws.domain.models import ChatMessage, Event, Group, Webhook
 from agentws.errors import RetryableError, StoreUnavailableError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["EventProcessor", "RunFailure", "thread_of"]
 
@@ -41,7 +41,7 @@ class RunFailure(RetryableError):
 
 @attrs.define(eq=False)
 class EventProcessor:
-    store: Store
+    store: RecordStore
     agent: AgentRunner
     sinks: Callable[[ChannelRef], ChatSink]
 

@@ -20,7 +20,7 @@ would be replayed and queues nothing.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -37,12 +37,17 @@ from agentws.domain.replays import (
 from agentws.domain.rules import new_id, utcnow
 from agentws.errors import ValidationError
 from agentws.metrics import WEBHOOK_REPLAYS
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_replays import ReplayStore
 
 __all__ = ["DEFAULT_LIMIT", "BulkReplay", "replay_failed", "replay_json"]
 
 #: Failed events one bulk replay takes unless told otherwise.
 DEFAULT_LIMIT = 1000
+
+
+class _Store(RecordStore, ReplayStore, Protocol):
+    """The areas of the store this module uses."""
 
 
 @attrs.frozen(kw_only=True)
@@ -71,7 +76,7 @@ class BulkReplay:
 
 
 async def replay_failed(
-    store: Store,
+    store: _Store,
     webhook: Webhook,
     selection: ReplaySelection,
     *,

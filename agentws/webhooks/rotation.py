@@ -34,7 +34,8 @@ from agentws.domain.signatures import check_secret
 from agentws.domain.typed_numbers import span
 from agentws.errors import ValidationError
 from agentws.secret_box import Keys
-from agentws.store import Store
+from agentws.store.sql_records import RecordStore
+from agentws.store.sql_rotation import RotationStore
 from agentws.webhooks.admin import IssuedWebhook, find_webhook, hook_url
 
 __all__ = [
@@ -70,7 +71,7 @@ def _checked(grace: timedelta) -> timedelta:
 
 
 async def rotate_url(
-    store: Store,
+    store: RecordStore,
     settings: Settings,
     workspace_slug: str,
     ref: str,
@@ -110,7 +111,7 @@ async def rotate_url(
 
 
 async def rotate_secret(
-    store: Store,
+    store: RecordStore,
     keys: Keys,
     workspace_slug: str,
     ref: str,
@@ -163,7 +164,7 @@ async def rotate_secret(
 
 
 async def end_grace(
-    store: Store, workspace_slug: str, ref: str, *, which: Which = "both", actor: str
+    store: RecordStore, workspace_slug: str, ref: str, *, which: Which = "both", actor: str
 ) -> Webhook:
     """End the grace of the previous URL, secret or both now: they stop working at once."""
     webhook = await find_webhook(store, workspace_slug, ref)
@@ -188,7 +189,7 @@ async def end_grace(
     return ended
 
 
-async def rotation_status(store: Store, webhook: Webhook) -> RotationStatus:
+async def rotation_status(store: RotationStore, webhook: Webhook) -> RotationStatus:
     """How far the senders have moved to the new URL and secret (see :class:`RotationStatus`)."""
     now = utcnow()
     url_until = webhook.previous_token_until

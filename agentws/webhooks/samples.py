@@ -24,7 +24,8 @@ import trio
 
 from agentws.domain.models import Event, Webhook, WebhookSample
 from agentws.errors import NotFoundError, ValidationError
-from agentws.store import Store
+from agentws.store.sql_ingest import IngestStore
+from agentws.store.sql_records import RecordStore
 
 __all__ = ["KEEP", "capture", "find_sample", "list_samples", "tried_delivery"]
 
@@ -33,7 +34,7 @@ KEEP = 50
 
 
 async def capture(
-    store: Store, webhook: Webhook, body: bytes, headers: dict[str, str]
+    store: IngestStore, webhook: Webhook, body: bytes, headers: dict[str, str]
 ) -> WebhookSample | None:
     """Keep a delivery to ``webhook``, a capturing draft, as a sample; None if it no longer
     is one (deleted, activated, or capture turned off since it was read).
@@ -58,13 +59,13 @@ async def capture(
     return sample if result[0].unwrap() else None
 
 
-async def list_samples(store: Store, webhook: Webhook) -> list[WebhookSample]:
+async def list_samples(store: RecordStore, webhook: Webhook) -> list[WebhookSample]:
     """The webhook's samples, newest first (at most :data:`KEEP`)."""
     kept = await store.select(WebhookSample, webhook_id=webhook.id)
     return list(reversed(kept))[:KEEP]
 
 
-async def find_sample(store: Store, webhook: Webhook, sample_id: str) -> WebhookSample:
+async def find_sample(store: RecordStore, webhook: Webhook, sample_id: str) -> WebhookSample:
     """The webhook's sample ``sample_id``; NotFoundError if it has none such (or dropped it)."""
     found = await store.find(WebhookSample, id=sample_id, webhook_id=webhook.id)
     if found is None:
@@ -76,7 +77,7 @@ async def find_sample(store: Store, webhook: Webhook, sample_id: str) -> Webhook
 
 
 async def tried_delivery(
-    store: Store, webhook: Webhook, *, sample_id: str | None, event_id: str | None
+    store: RecordStore, webhook: Webhook, *, sample_id: str | None, event_id: str | None
 ) -> tuple[Event, str]:
     """What a prompt is tried on: the sample or the past event of ``webhook`` named,
     and which it is (``sample`` or ``event``).

@@ -1,7 +1,7 @@
 """EventWorker: the pool that runs queued events, in the service's nursery.
 
 A dispatcher claims runnable events (see
-:meth:`~agentws.store.base.Store.claim_events`: leases, fairness, per-webhook
+:meth:`~agentws.store.sql_events.EventStore.claim_events`: leases, fairness, per-webhook
 concurrency) as long as the pool has free slots (``AGENTWS_WORKER_CONCURRENCY``),
 and starts each run in the pool's nursery. It wakes when an event is stored
 by this process, when a run ends, when the next retry or lease expiry is
@@ -34,6 +34,7 @@ import logging
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import attrs
 import trio
@@ -45,7 +46,8 @@ from agentws.domain.rules import utcnow
 from agentws.errors import StoreError
 from agentws.logs import add_log_context
 from agentws.metrics import MODEL_TOKENS, RUN_SECONDS
-from agentws.store import Store
+from agentws.store.sql_events import EventStore
+from agentws.store.sql_records import RecordStore
 from agentws.webhooks.processing import EventProcessor, RunFailure
 
 __all__ = ["MAX_ATTEMPTS", "EventWorker", "backoff_s"]
@@ -75,6 +77,10 @@ _MAX_BACKOFF_S = 300.0
 _BUSY_DOOR_SLOTS = 1
 
 
+class _Store(RecordStore, EventStore, Protocol):
+    """The areas of the store this module uses."""
+
+
 def backoff_s(attempt: int, base_s: float) -> float:
     """Full jitter: uniform in [0, min(cap, base * 2^(attempt - 1)))."""
     ceiling = min(_MAX_BACKOFF_S, base_s * 2 ** max(0, attempt - 1))
@@ -85,7 +91,7 @@ def backoff_s(attempt: int, base_s: float) -> float:
 class EventWorker:
     """Claims events and runs them, a bounded number at a time."""
 
-    store: Store
+    store: _Store
     settings: Settings
     processor: EventProcessor
     #: Whether deliveries are queueing at the door: then runs take a back seat.

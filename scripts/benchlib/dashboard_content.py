@@ -70,7 +70,7 @@ from agentws.oauth.provider import Provider
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import OAuthSettings
 from agentws.secret_box import SecretBox
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.tools import admin as tools_admin
 from agentws.tools.cache_sync import sync_tool_cache
 from benchlib.add_connectors import tool_definitions

@@ -57,7 +57,8 @@ from agentws.domain.models import (
 from agentws.domain.rules import utcnow
 from agentws.oauth.settings import OAuthSettings
 from agentws.secret_box import SecretBox
-from agentws.store import Store, open_store
+from agentws.store import open_store
+from agentws.store.union import Store
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -22,7 +22,7 @@ from agentws.domain.models import (
     ToolPermission,
     Workspace,
 )
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.tools.catalog import group_tools
 from agentws.tools.spec import ToolSpec
 

@@ -1,4 +1,4 @@
-"""The contract every :class:`~agentws.store.base.Store` keeps, run on SQLite and PostgreSQL.
+"""The contract every :class:`~agentws.store.union.Store` keeps, run on SQLite and PostgreSQL.
 
 The generic tests run once per record type (see ``KINDS``): each type says how
 to build its i-th record, how to change one, and which fields to filter by.

@@ -27,7 +27,7 @@ from agentws.config import Settings
 from agentws.registry import create_group, create_token, create_workspace, endpoint_url
 from agentws.server import serve
 from agentws.service import Runtime, run_service
-from agentws.store import Store
+from agentws.store.union import Store
 from tests.e2e.loop_steps import serving
 
 GRACE_S = 3.0

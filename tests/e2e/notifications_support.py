@@ -9,7 +9,7 @@ import mcp_types as types
 import trio
 
 from agentws import libraries
-from agentws.store import Store
+from agentws.store.union import Store
 
 __all__ = ["Heard", "add_handbook_document", "change_until_heard"]
 

@@ -34,7 +34,8 @@ from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector, ConnectorKind
 from agentws.registry import create_workspace
 from agentws.secret_box import SecretBox, ensure_key_file
-from agentws.store import Store, open_store
+from agentws.store import open_store
+from agentws.store.union import Store
 from agentws.tools.admin import set_label
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.loopback import serve_loopback

@@ -11,7 +11,7 @@ import httpx2
 from cryptography.fernet import Fernet
 
 from agentws.domain.models import ChatMessage, Event
-from agentws.store import Store
+from agentws.store.union import Store
 from tests.e2e.fake_anthropic import API_KEY, FakeAnthropic, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.polling import wait_until

@@ -21,7 +21,7 @@ from agentws.connectors.registry import attach_connector
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from agentws.secret_box import SecretBox, ensure_key_file
-from agentws.store import Store
+from agentws.store.union import Store
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import (

@@ -31,7 +31,7 @@ from agentws.rollups import read_overview
 from agentws.rollups.minutes import MinuteRollup
 from agentws.secret_box import ensure_key_file
 from agentws.service import _session_transports
-from agentws.store import Store
+from agentws.store.union import Store
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_until

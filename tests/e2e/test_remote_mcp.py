@@ -20,7 +20,7 @@ from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadl
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from agentws.errors import UnsafeUrlError
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.remote_support import (

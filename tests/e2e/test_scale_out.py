@@ -33,7 +33,8 @@ from agentws.admin_access import create_admin_token
 from agentws.config import Settings
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, McpToken
 from agentws.secret_box import Keys
-from agentws.store import Store, open_store
+from agentws.store import open_store
+from agentws.store.union import Store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import seed
 from tests.e2e.nginx_support import access_log, behind_nginx

@@ -15,7 +15,7 @@ import trio
 from mcp.shared.exceptions import MCPError
 
 from agentws import libraries
-from agentws.store import Store
+from agentws.store.union import Store
 from tests.e2e.mcp_support import ACTOR, REQUEST_S, running, sdk_session
 from tests.support import fresh_schema_sync
 

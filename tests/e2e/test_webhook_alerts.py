@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agentws.domain.models import ChatMessage, EventStatus, FailureStreak, Webhook
 from agentws.domain.replays import ReplaySelection
 from agentws.service import run_service
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.webhooks.admin import set_active
 from agentws.webhooks.replays import replay_failed
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic

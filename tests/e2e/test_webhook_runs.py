@@ -30,7 +30,7 @@ from agentws.domain.models import (
     EventStatus,
     Webhook,
 )
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.webhooks.events import replay_event
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.polling import wait_for

@@ -23,7 +23,7 @@ from cryptography.fernet import Fernet
 
 from agentws.domain.models import ChatMessage, Event, EventAttempt, Webhook
 from agentws.domain.signatures import sign_github
-from agentws.store import Store
+from agentws.store.union import Store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.polling import wait_until

@@ -13,6 +13,7 @@ from agentws.config import Settings
 from agentws.domain.models import Group, McpToken, Workspace
 from agentws.mcp.auth import Caller
 from agentws.mcp.sessions import McpSession, SessionSupervisor
+from tests.unit.store_fakes import UnusedChanges, UnusedTokens
 
 
 def make_caller(name: str = "tests") -> Caller:
@@ -23,12 +24,15 @@ def make_caller(name: str = "tests") -> Caller:
     return Caller(token=token, group=group, workspace=workspace)
 
 
-class LiveTokens:
-    """The one query the supervisor makes: which tokens are live (every one, here)."""
+class LiveTokens(UnusedTokens, UnusedChanges):
+    """The one query the supervisor makes: which tokens are live (every one, here); its
+    change feed, which cannot listen, polls a data version that is never known."""
 
-    notifies = False
+    @property
+    def notifies(self) -> bool:
+        return False
 
-    def data_version(self) -> None:
+    def data_version(self) -> int | None:
         return None
 
     async def live_token_ids(self, token_ids: Collection[str]) -> set[str]:
@@ -42,10 +46,10 @@ async def running_supervisor(settings: Settings, name: str) -> AsyncIterator[Ses
     server: Server[McpSession] = Server(name)
     supervisor = SessionSupervisor(
         settings,
-        store,  # type: ignore[arg-type]
+        store,
         server,
         server.create_initialization_options(),
-        ChangeFeed(store),  # type: ignore[arg-type]
+        ChangeFeed(store),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.serve)

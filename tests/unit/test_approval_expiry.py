@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import pytest
@@ -34,12 +34,16 @@ from agentws.domain.models import (
     Group,
 )
 from agentws.domain.rules import utcnow
+from agentws.store.sql_records import R
+from tests.unit.store_fakes import UnusedApprovalDecisions, UnusedChanges, UnusedRecords
 
 
-class _ApprovalStore:
-    """The queries the watch makes, on a dict."""
+class _ApprovalStore(UnusedRecords, UnusedApprovalDecisions, UnusedChanges):
+    """The queries the watch makes, on a dict; its change feed cannot listen (it polls)."""
 
-    notifies = False
+    @property
+    def notifies(self) -> bool:
+        return False
 
     def __init__(self) -> None:
         self.approvals_by_id: dict[str, Approval] = {}
@@ -74,15 +78,16 @@ class _ApprovalStore:
         )
         return ApprovalOutcomes(frozenset(a.id for a in found), tuple(outcomes))
 
-    async def find(self, model: type[Any], **where: Any) -> Any:
+    async def find(self, kind: type[R], /, **where: Any) -> R | None:
         await trio.lowlevel.checkpoint()
-        return self.group
+        assert kind is Group, kind
+        return cast(R, self.group)
 
-    async def insert(self, row: Any) -> Any:
+    async def insert(self, record: R) -> R:
         await trio.lowlevel.checkpoint()
-        if isinstance(row, AuditEntry):
-            self.audit.append(row)
-        return row
+        if isinstance(record, AuditEntry):
+            self.audit.append(record)
+        return record
 
 
 @attrs.define
@@ -119,7 +124,7 @@ def _overdue() -> Approval:
 
 @asynccontextmanager
 async def _watching(store: _ApprovalStore, listener: _Listener) -> AsyncIterator[ApprovalWatch]:
-    watch = ApprovalWatch(store, listener, ChangeFeed(store))  # type: ignore[arg-type]
+    watch = ApprovalWatch(store, listener, ChangeFeed(store))
     async with trio.open_nursery() as nursery:
         await nursery.start(watch.serve)
         yield watch

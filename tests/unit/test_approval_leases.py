@@ -28,6 +28,14 @@ from agentws.approvals.runs import ApprovalRuns
 from agentws.changes import ChangeFeed
 from agentws.domain.models import Approval, ApprovalStatus, AuditEntry, Capability
 from agentws.domain.rules import utcnow
+from agentws.store.sql_records import R
+from tests.unit.store_fakes import (
+    UnusedApprovalDecisions,
+    UnusedApprovalRuns,
+    UnusedCatalog,
+    UnusedChanges,
+    UnusedRecords,
+)
 
 OWNER = "inst-a"
 
@@ -47,11 +55,12 @@ def _approved(**changes: Any) -> Approval:
 
 
 @attrs.define(eq=False)
-class _RunStore:
+class _RunStore(
+    UnusedRecords, UnusedApprovalDecisions, UnusedApprovalRuns, UnusedCatalog, UnusedChanges
+):
     """The queries of the claim loop, on lists; a call's run stays in its first query
-    (its group's lookup) until :attr:`release` is set."""
+    (its group's lookup) until :attr:`release` is set. Its change feed cannot listen."""
 
-    notifies = False
     to_claim: list[Approval] = attrs.field(factory=list)
     to_lapse: list[Approval] = attrs.field(factory=list)
     #: (trio time, lease_expires_at - utcnow() in seconds) of each renewal.
@@ -84,28 +93,41 @@ class _RunStore:
         lapsed, self.to_lapse = self.to_lapse, []
         return [attrs.evolve(a, status=ApprovalStatus.FAILED, error=error) for a in lapsed]
 
-    async def find(self, model: type[Any], **where: Any) -> Any:
+    @property
+    def notifies(self) -> bool:
+        return False
+
+    async def find(self, kind: type[R], /, **where: Any) -> R | None:
         await self.release.wait()
         return None  # the group is gone: the call ends without running anything
 
-    async def finish_approval(self, approval_id: str, **outcome: Any) -> Approval:
+    async def finish_approval(
+        self,
+        approval_id: str,
+        *,
+        owner: str,
+        status: ApprovalStatus,
+        result: dict[str, Any] | None,
+        error: str | None,
+        now: datetime,
+    ) -> Approval | None:
         await trio.lowlevel.checkpoint()
-        return _approved(id=approval_id, status=outcome["status"], error=outcome["error"])
+        return _approved(id=approval_id, status=status, error=error)
 
-    async def insert(self, row: Any) -> Any:
+    async def insert(self, record: R) -> R:
         await trio.lowlevel.checkpoint()
-        if isinstance(row, AuditEntry):
-            self.audit.append(row)
-        return row
+        if isinstance(record, AuditEntry):
+            self.audit.append(record)
+        return record
 
 
 @asynccontextmanager
 async def _running(store: _RunStore) -> AsyncIterator[ApprovalRuns]:
     instance = ApprovalRuns(
-        store,  # type: ignore[arg-type]
+        store,
         runner=None,  # type: ignore[arg-type]
         keys=types.SimpleNamespace(optional=lambda: None),  # type: ignore[arg-type]
-        changes=ChangeFeed(store),  # type: ignore[arg-type]
+        changes=ChangeFeed(store),
         owner=OWNER,
     )
     async with trio.open_nursery() as nursery:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
 
 import trio
 import trio.testing
@@ -14,12 +13,14 @@ import trio.testing
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark
 from agentws.errors import StoreUnavailableError
 from agentws.rollups.minutes import MinuteRollup
-from agentws.store import Store
+from tests.unit.store_fakes import UnusedRollups, UnusedRollupSources
 
 BASE = datetime(2026, 5, 1, 12, 0, 40, tzinfo=UTC)
 
 
-class FakeStore:
+class FakeStore(UnusedRollupSources, UnusedRollups):
+    """The rollup's queries, recorded; a round fails when :attr:`fail_next` is set."""
+
     def __init__(self) -> None:
         self.samples: list[Bucket] = []
         self.mark: RollupMark | None = None
@@ -29,7 +30,9 @@ class FakeStore:
         #: When the oldest row to count was written (None: an empty store).
         self.oldest: datetime | None = BASE - timedelta(days=30)
 
-    async def approval_buckets(self, now: datetime, **_: Any) -> list[Bucket]:
+    async def approval_buckets(
+        self, now: datetime, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
         if self.fail_next:
             self.fail_next = False
             raise StoreUnavailableError("the database is away")
@@ -57,13 +60,21 @@ class FakeStore:
         self.mark = to
         return True
 
-    async def source_buckets(self, start: int, end: int, **_: Any) -> list[Bucket]:
+    async def source_buckets(
+        self, start_minute: int, end_minute: int, *, workspace_id: str | None = None
+    ) -> list[Bucket]:
         return []
 
     async def oldest_rollup_source(self) -> datetime | None:
         return self.oldest
 
-    async def refusal_buckets(self, *, after_id: int, **_: Any) -> tuple[list[Bucket], int]:
+    async def refusal_buckets(
+        self,
+        *,
+        after_id: int,
+        workspace_id: str | None = None,
+        received_before: datetime | None = None,
+    ) -> tuple[list[Bucket], int]:
         return [], after_id
 
     async def forget_rollups(self, before_minute: int) -> int:
@@ -83,7 +94,7 @@ async def test_a_round_each_minute_on_trios_clock(autojump_clock: trio.testing.M
         return BASE + timedelta(seconds=trio.current_time() - started)
 
     task = MinuteRollup(
-        cast(Store, store),
+        store,
         "i1",
         8,
         sessions=lambda: [("ws1", "sse")],
@@ -116,7 +127,7 @@ async def test_a_first_roll_starts_at_the_oldest_row_and_pauses_between_steps(
 ) -> None:
     store = FakeStore()
     store.oldest = BASE - timedelta(hours=20)
-    task = MinuteRollup(cast(Store, store), "i1", 8, sessions=list, clock=lambda: BASE)
+    task = MinuteRollup(store, "i1", 8, sessions=list, clock=lambda: BASE)
     before = trio.current_time()
     rolled = await task.roll(BASE)
     # From the oldest row's minute to the last settled one, six hours a step: 4 steps,
@@ -128,7 +139,7 @@ async def test_a_first_roll_starts_at_the_oldest_row_and_pauses_between_steps(
 
     empty = FakeStore()
     empty.oldest = None
-    task = MinuteRollup(cast(Store, empty), "i1", 8, sessions=list, clock=lambda: BASE)
+    task = MinuteRollup(empty, "i1", 8, sessions=list, clock=lambda: BASE)
     assert await task.roll(BASE) == 0
     assert empty.rolls == []
     assert empty.mark == RollupMark(minute=_minute(BASE - timedelta(seconds=30)), delivery_id=0)

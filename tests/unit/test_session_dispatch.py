@@ -58,10 +58,10 @@ def _supervisor(calls: _Calls) -> tuple[SessionSupervisor, InitializationOptions
     options = server.create_initialization_options()
     supervisor = SessionSupervisor(
         Settings(),
-        store,  # type: ignore[arg-type]
+        store,
         server,
         options,
-        ChangeFeed(store),  # type: ignore[arg-type]
+        ChangeFeed(store),
     )
     return supervisor, options
 
