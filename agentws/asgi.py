@@ -1,5 +1,6 @@
-"""Plain-ASGI plumbing the doors share: types, headers, the error body, JSON
-answers and a bounded body reader.
+"""Plain-ASGI plumbing the doors share: types, headers, refusals (with the
+common error body, :func:`agentws.errors.error_body`), JSON answers and a
+bounded body reader.
 
 The MCP door, the webhook door and the request-id middleware sit in front of
 Quart as plain ASGI handlers (see docs/architecture.md); what they have in
@@ -25,7 +26,6 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
-    "error_body",
     "header",
     "replaying",
     "respond",

@@ -53,12 +53,11 @@ from agentws.asgi import (
     Receive,
     Scope,
     Send,
-    error_body,
     respond,
     respond_json,
 )
 from agentws.config import Settings
-from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
+from agentws.errors import OverCapacityError, StoreError, UnauthorizedError, error_body
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.batches import answer_batch

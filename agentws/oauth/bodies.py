@@ -29,6 +29,7 @@ from agentws.asgi import (
     header,
     replaying,
 )
+from agentws.errors import error_body
 from agentws.metrics import REJECTED
 
 __all__ = ["MAX_BODY_BYTES", "MAX_FORM_FIELDS", "read_whole_body"]
@@ -107,7 +108,7 @@ def _check_form(scope: Scope, body: bytes) -> None:
 
 async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
     """Answer ``refusal``; if the body is still coming, drop it meanwhile and close."""
-    body = json.dumps({"error": "invalid_request", "error_description": refusal.message}).encode()
+    body = json.dumps(error_body("invalid_request", refusal.message, oauth=True)).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"cache-control", b"no-store"),

@@ -22,7 +22,6 @@ the body-read deadline and a size cap, before a handler sees it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -39,11 +38,12 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from agentws.asgi import ASGIApp, Receive, Scope, Send, header
+from agentws.asgi import ASGIApp, Receive, Scope, Send, header, respond_json
 from agentws.config import Settings
+from agentws.errors import error_body
 from agentws.oauth.bodies import read_whole_body
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
@@ -109,10 +109,7 @@ class OAuthDoor:
         if refusal is not None:
             # The issuer and every URL served here are made from Host when no
             # AGENTWS_BASE_URL is set: only a Host the service answers to counts.
-            body = json.dumps({"error": "forbidden", "error_description": refusal})
-            await Response(body, 403, media_type="application/json")(
-                cast(Any, scope), cast(Any, receive), cast(Any, send)
-            )
+            await respond_json(send, 403, error_body("forbidden", refusal, oauth=True))
             return
         whole = await read_whole_body(scope, receive, send, self.settings.body_read_timeout_s)
         if whole is None:
@@ -228,8 +225,4 @@ def _replaced(route: BaseRoute, revoke: Revocation, store: Store) -> BaseRoute:
 
 
 async def _not_found(request: Request) -> Response:
-    return Response(
-        '{"error": "not_found", "error_description": "no such OAuth endpoint"}',
-        status_code=404,
-        media_type="application/json",
-    )
+    return JSONResponse(error_body("not_found", "no such OAuth endpoint", oauth=True), 404)

@@ -68,7 +68,6 @@ from agentws.asgi import (
     Receive,
     Scope,
     Send,
-    error_body,
     respond,
     respond_json,
 )
@@ -78,7 +77,7 @@ from agentws.domain.delivery_log import DUPLICATE, source_address
 from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
 from agentws.domain.models import VerificationScheme, Webhook
 from agentws.domain.signatures import SignatureError, Signed, verify
-from agentws.errors import ConfigError, StoreError
+from agentws.errors import ConfigError, StoreError, error_body
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES, WEBHOOK_REFUSALS
 from agentws.webhooks.admin import MAX_BODY_LIMIT
