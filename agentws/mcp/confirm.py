@@ -45,7 +45,7 @@ from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
 from agentws.mcp.session import McpSession
 from agentws.store import Store
-from agentws.tools.builtins import error_result
+from agentws.tool_results import tool_error
 from agentws.tools.gate import ConfirmAnswer
 from agentws.tools.spec import ToolSpec
 
@@ -177,7 +177,7 @@ class McpConfirmer:
             return ConfirmAnswer(True, outcome="confirmed_by_token")
         return ConfirmAnswer(
             False,
-            error_result(
+            tool_error(
                 f"Confirmation refused for {tool.name}: {why}. Nothing ran. Call the tool again "
                 f"without {CONFIRM_ARGUMENT} to be asked for a new confirmation."
             ),

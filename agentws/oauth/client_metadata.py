@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 import attrs
 import httpx2
-import trio
 
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.deadlines import deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, UnsafeUrlError
@@ -164,7 +164,7 @@ async def fetch_metadata_document(
         allowlist, resolve=resolve, inner=httpx2.AsyncHTTPTransport(verify=_ssl_context())
     )
     try:
-        with trio.fail_after(FETCH_S):
+        with deadline(FETCH_S, _too_slow):
             async with (
                 httpx2.AsyncClient(transport=transport, follow_redirects=False) as http,
                 http.stream("GET", client_id, headers={"Accept": "application/json"}) as answer,
@@ -185,13 +185,15 @@ async def fetch_metadata_document(
         raise MetadataDocumentError(
             f"the client's metadata URL is refused: {exc.message}"
         ) from None
-    except trio.TooSlowError:
-        raise MetadataDocumentError(
-            f"the client's metadata document did not arrive within {FETCH_S:g} s"
-        ) from None
     except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise MetadataDocumentError(f"the client's metadata document: {exc}") from None
     return MetadataDocument(_checked(client_id, body), fresh_s)
+
+
+def _too_slow() -> MetadataDocumentError:
+    return MetadataDocumentError(
+        f"the client's metadata document did not arrive within {FETCH_S:g} s"
+    )
 
 
 def _checked(client_id: str, body: bytes) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -39,6 +38,7 @@ import attrs
 import trio
 
 from agentws.agent.runner import RunLog
+from agentws.backoff import Backoff
 from agentws.config import Settings
 from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.domain.rules import utcnow
@@ -48,7 +48,7 @@ from agentws.metrics import MODEL_TOKENS, RUN_SECONDS
 from agentws.store import Store
 from agentws.webhooks.processing import EventProcessor, RunFailure
 
-__all__ = ["MAX_ATTEMPTS", "EventWorker", "backoff_s"]
+__all__ = ["MAX_ATTEMPTS", "EventWorker"]
 
 log = logging.getLogger("agentws.webhooks")
 
@@ -73,12 +73,6 @@ _MAX_BACKOFF_S = 300.0
 # a run costs the loop milliseconds (the model's client, the post, two
 # commits), which the deliveries waiting for their answer would wait out.
 _BUSY_DOOR_SLOTS = 1
-
-
-def backoff_s(attempt: int, base_s: float) -> float:
-    """Full jitter: uniform in [0, min(cap, base * 2^(attempt - 1)))."""
-    ceiling = min(_MAX_BACKOFF_S, base_s * 2 ** max(0, attempt - 1))
-    return random.uniform(0, ceiling)  # noqa: S311 - jitter, not a secret
 
 
 @attrs.define(eq=False)
@@ -278,7 +272,8 @@ class EventWorker:
         try:
             if retry:
                 # The jitter, but never sooner than the API asked (a rate limit's retry-after).
-                delay = max(backoff_s(event.attempts, self.settings.retry_base_s), not_before_s)
+                backoff = Backoff(self.settings.retry_base_s, _MAX_BACKOFF_S, jitter=True)
+                delay = max(backoff.delay_s(event.attempts), not_before_s)
                 log.info(
                     "event %s: attempt %d failed (%s); retry in %.1f s",
                     event.id,
