@@ -30,7 +30,7 @@ from werkzeug.exceptions import HTTPException, RequestTimeout
 from agentws import __version__
 from agentws.admin_access import AdminServices
 from agentws.api.routes import api_blueprint
-from agentws.asgi import ASGIApp, Receive, Scope, Send, respond_json
+from agentws.asgi import ASGIApp, Receive, Scope, Send, late_body, respond_json
 from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
 from agentws.dashboard.visible import visible
@@ -138,12 +138,8 @@ def _http_error_handler(
         if isinstance(error, RequestTimeout):
             # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
             # the same answer as the two doors give.
-            body = error_body(
-                "body_read_timeout",
-                f"the body did not all arrive within {body_timeout_s:g} s; send it again, "
-                "whole and without pauses",
-            )
-            return jsonify(body), 408, {"Connection": "close"}
+            late = late_body(body_timeout_s, headers=[("Connection", "close")])
+            return jsonify(late.body()), late.status, dict(late.headers)
         if is_dashboard_path(request.path):  # browsers there get a page, not JSON
             return await http_error_page(error)
         code = (error.name or "error").lower().replace(" ", "_")

@@ -64,10 +64,18 @@ async def deny(store: Store, approval_id: str, *, actor: str, reason: str | None
         NotFoundError for an unknown id; ConflictError if it was decided or
         has expired.
     """
-    denied = await _claim(store, approval_id, ApprovalStatus.DENIED, actor, reason)
-    group = await store.get(Group, denied.group_id)
-    await _audit(store, group, actor, "approval.deny", denied, reason=denied.reason)
-    return denied
+    return await _decide(store, approval_id, ApprovalStatus.DENIED, actor, reason)
+
+
+async def _decide(
+    store: Store, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
+) -> Approval:
+    """Claim the pending request for ``status``, audited as approval.approve or approval.deny."""
+    decided = await _claim(store, approval_id, status, actor, reason)
+    group = await store.get(Group, decided.group_id)
+    action = "approval.approve" if status is ApprovalStatus.APPROVED else "approval.deny"
+    await _audit(store, group, actor, action, decided, reason=decided.reason)
+    return decided
 
 
 async def _audit(
@@ -97,10 +105,7 @@ async def approve(store: Store, approval_id: str, *, actor: str, reason: str | N
         NotFoundError for an unknown id; ConflictError if it was decided or
         has expired.
     """
-    approved = await _claim(store, approval_id, ApprovalStatus.APPROVED, actor, reason)
-    group = await store.get(Group, approved.group_id)
-    await _audit(store, group, actor, "approval.approve", approved, reason=approved.reason)
-    return approved
+    return await _decide(store, approval_id, ApprovalStatus.APPROVED, actor, reason)
 
 
 async def retry(store: Store, approval_id: str, *, actor: str, reason: str | None) -> Approval:

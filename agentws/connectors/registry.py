@@ -232,15 +232,9 @@ async def set_connector_active(
     connector = await find_connector(store, workspace_slug, name)
     if connector.active is active:
         return connector
-    changed = await store.update(attrs.evolve(connector, active=active, updated_at=utcnow()))
-    await record(
-        store,
-        connector.workspace_id,
-        actor,
-        "connector.activate" if active else "connector.deactivate",
-        f"{workspace_slug}/{name}",
-    )
-    return changed
+    action = "connector.activate" if active else "connector.deactivate"
+    changed = attrs.evolve(connector, active=active, updated_at=utcnow())
+    return await _switched(store, changed, workspace_slug, actor, action)
 
 
 async def set_connector_relay(
@@ -264,15 +258,18 @@ async def set_connector_relay(
         )
     if connector.relay_requests is relay:
         return connector
-    changed = await store.update(attrs.evolve(connector, relay_requests=relay, updated_at=utcnow()))
-    await record(
-        store,
-        connector.workspace_id,
-        actor,
-        "connector.relay_on" if relay else "connector.relay_off",
-        f"{workspace_slug}/{name}",
-    )
-    return changed
+    action = "connector.relay_on" if relay else "connector.relay_off"
+    changed = attrs.evolve(connector, relay_requests=relay, updated_at=utcnow())
+    return await _switched(store, changed, workspace_slug, actor, action)
+
+
+async def _switched(
+    store: Store, changed: Connector, workspace_slug: str, actor: str, action: str
+) -> Connector:
+    """``changed`` stored, and the change audited as ``action``."""
+    stored = await store.update(changed)
+    await record(store, changed.workspace_id, actor, action, f"{workspace_slug}/{changed.name}")
+    return stored
 
 
 async def attach_connector(

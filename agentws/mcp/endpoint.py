@@ -53,6 +53,7 @@ from agentws.asgi import (
     Receive,
     Scope,
     Send,
+    base_url_of,
     respond,
     respond_json,
 )
@@ -88,7 +89,6 @@ from agentws.mcp.scope_challenge import ScopeChallenge, check_scope
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
-from agentws.oauth.door import base_url_of
 from agentws.oauth.resources import bearer_challenge
 
 __all__ = ["McpDoor"]

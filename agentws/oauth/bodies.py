@@ -27,6 +27,7 @@ from agentws.asgi import (
     Scope,
     Send,
     header,
+    late_body,
     replaying,
 )
 from agentws.errors import error_body
@@ -48,13 +49,7 @@ _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
         413, "too_large", f"the request body may be at most {limit} bytes"
     ),
-    late=lambda timeout_s: HttpRefusal(
-        408,
-        "body_read_timeout",
-        f"the request body did not all arrive within {timeout_s:g} s; send it again, "
-        "whole and without pauses",
-        _CLOSE,
-    ),
+    late=lambda timeout_s: late_body(timeout_s, what="the request body", headers=_CLOSE),
     gone=HttpRefusal(400, "disconnected", "the client went away"),
 )
 

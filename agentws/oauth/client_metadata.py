@@ -39,7 +39,7 @@ from agentws.deadlines import deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, UnsafeUrlError
-from agentws.oauth.client_rules import good_host, metadata_problem
+from agentws.oauth.client_rules import good_host, metadata_problem, split_url
 
 __all__ = [
     "FRESH_DEFAULT_S",
@@ -133,10 +133,8 @@ def _url_problem(client_id: str) -> str | None:
         return f"a client id URL is at most {MAX_CLIENT_ID_CHARS} characters"
     if not client_id.isprintable() or " " in client_id or not client_id.isascii():
         return "a client id URL has no spaces, control or non-ASCII characters"
-    try:
-        parts = urlsplit(client_id)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
-    except ValueError:
+    parts = split_url(client_id)
+    if parts is None:
         return "the client id is not a URL"
     if parts.username is not None or parts.password is not None or parts.fragment:
         return "a client id URL has no credentials and no fragment"

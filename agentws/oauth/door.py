@@ -41,22 +41,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from agentws.asgi import ASGIApp, Receive, Scope, Send, header, respond_json
+from agentws.asgi import ASGIApp, Receive, Scope, Send, base_url_of, header, respond_json
 from agentws.config import Settings
 from agentws.errors import error_body
 from agentws.oauth.bodies import read_whole_body
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
 from agentws.oauth.revocation import Revocation
-from agentws.oauth.settings import SCOPES, OAuthSettings
+from agentws.oauth.settings import ISSUER_PATH, SCOPES, OAuthSettings
 from agentws.oauth.token_target import TokenTarget
 from agentws.secret_box import SecretBox
 from agentws.store import Store
 
-__all__ = ["ISSUER_PATH", "OAuthDoor", "base_url_of"]
+__all__ = ["OAuthDoor"]
 
-#: The authorization server's path under the base URL (its issuer).
-ISSUER_PATH = "/oauth"
 #: The dashboard's consent page for a grant (see agentws.dashboard.consent).
 CONSENT_PATH = "/dashboard/oauth/consent/"
 _AS_METADATA = "/.well-known/oauth-authorization-server"
@@ -73,14 +71,6 @@ _METADATA_PATHS = (
 _PREFIXES = (ISSUER_PATH + "/", "/.well-known/")
 # Keeps the handler sets of this many base URLs (one, unless Host varies).
 _MAX_BASES = 16
-
-
-def base_url_of(settings: Settings, scope: Scope) -> str:
-    """The service's base URL as this request sees it (``AGENTWS_BASE_URL`` first)."""
-    if settings.base_url:
-        return settings.base_url.rstrip("/")
-    host = header(scope, b"host") or f"{scope['server'][0]}:{scope['server'][1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 @attrs.define(eq=False)

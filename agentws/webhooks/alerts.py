@@ -35,7 +35,7 @@ from agentws.domain.replays import ReplaySelection
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
-from agentws.rounds import in_rounds
+from agentws.rounds import poll_until_closed
 from agentws.store import Store
 
 __all__ = ["FailureAlerts", "alert_text", "recovery_text"]
@@ -160,7 +160,9 @@ class FailureAlerts:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Post due notices until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
-        await in_rounds(self._round, self._closed, every_s=_POLL_S, what="webhook alerts", log=log)
+        await poll_until_closed(
+            self._round, self._closed, every_s=_POLL_S, what="webhook alerts", log=log
+        )
 
     async def _round(self) -> None:
         await self.post_due()
