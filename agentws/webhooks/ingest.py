@@ -25,8 +25,8 @@ store unavailable           503     ``store_unavailable`` + ``Retry-After``
 
 A form (``application/x-www-form-urlencoded``) is verified on the body as
 sent and stored as the event it carries: its ``payload`` field's JSON, or
-its fields (:mod:`agentws.domain.form_bodies`).
-The checks of the body itself, from the media type to the signature, are
+its fields (:mod:`agentws.domain.form_bodies`). The checks of the body
+itself, from the media type to the signature, are
 :mod:`agentws.webhooks.delivery_checks`'s.
 
 Every answer to a known webhook's URL is in its delivery log
