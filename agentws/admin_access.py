@@ -31,6 +31,7 @@ import attrs
 import trio
 
 from agentws.accounts import hash_password, verify_password
+from agentws.backoff import Backoff
 from agentws.config import Settings
 from agentws.domain.dry_runs import DryRun, TryRequest
 from agentws.domain.models import (
@@ -75,8 +76,7 @@ __all__ = [
 # The failure that starts the lock-out (the next attempt is refused); each
 # further one doubles it.
 _LOCKING_FAILURE = 5
-_FIRST_LOCK_S = 30.0
-_MAX_LOCK_S = 900.0
+_LOCKS = Backoff(first_s=30.0, cap_s=900.0)
 # Failures older than this are forgotten.
 _FAILURE_WINDOW_S = 900.0
 # A session's last use is written at most this often.
@@ -101,7 +101,7 @@ class LoginThrottle:
             count = 1 if now - last > _FAILURE_WINDOW_S else count + 1
             lock = 0.0
             if count >= _LOCKING_FAILURE:
-                lock = min(_MAX_LOCK_S, _FIRST_LOCK_S * 2 ** (count - _LOCKING_FAILURE))
+                lock = _LOCKS.delay_s(count - _LOCKING_FAILURE + 1)
             self._state[key] = (count, now, now + lock)
         if len(self._state) > 10_000:  # an address sweep must not grow memory forever
             cutoff = now - _FAILURE_WINDOW_S

@@ -30,11 +30,11 @@ from werkzeug.exceptions import HTTPException, RequestTimeout
 from agentws import __version__
 from agentws.admin_access import AdminServices
 from agentws.api.routes import api_blueprint
-from agentws.asgi import ASGIApp, Receive, Scope, Send, error_body, respond_json
+from agentws.asgi import ASGIApp, Receive, Scope, Send, late_body, respond_json
 from agentws.config import Settings
 from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
 from agentws.dashboard.visible import visible
-from agentws.errors import StoreError
+from agentws.errors import StoreError, error_body
 from agentws.mcp.endpoint import McpDoor
 from agentws.mcp.guard import HostOriginGuard
 from agentws.mcp.scope_challenge import ScopeChallenge
@@ -64,12 +64,8 @@ class AgentwsApp(QuartTrio):
     request_class = CappedRequest
 
 
-def _error_response(status: int, code: str, message: str, **headers: str) -> Response:
-    """The JSON error body every door uses: ``{"error": {"code", "message"}}``."""
-    response = jsonify(error_body(code, message))
-    response.status_code = status
-    response.headers.update(headers)
-    return response
+# A view's answer as Quart takes it: the body, its status and its headers.
+_Answer = tuple[Response, int, dict[str, str]]
 
 
 @attrs.frozen
@@ -105,25 +101,27 @@ class _OpsPages:
         body = jsonify({"status": "unavailable", "detail": readiness.detail})
         return body, 503, {"Retry-After": "5"}
 
-    async def metrics_page(self) -> Response:
+    async def metrics_page(self) -> Response | _Answer:
         """Prometheus metrics; with ``AGENTWS_METRICS_TOKEN`` set, only for its bearer."""
         expected = self.settings.metrics_token
         if expected is not None:
             given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
             if not hmac.compare_digest(given.encode(), expected.encode()):
-                return _error_response(
+                return (
+                    jsonify(
+                        error_body(
+                            "unauthorized", "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>"
+                        )
+                    ),
                     401,
-                    "unauthorized",
-                    "send Authorization: Bearer <AGENTWS_METRICS_TOKEN>",
-                    **{"WWW-Authenticate": 'Bearer realm="agentws-metrics"'},
+                    {"WWW-Authenticate": 'Bearer realm="agentws-metrics"'},
                 )
         try:
             pending, oldest_s = await self.store.pending_approvals_summary()
             events = await self.store.event_counts()
         except StoreError as exc:
-            return _error_response(
-                503, "store_unavailable", f"store: {exc.message}", **{"Retry-After": "5"}
-            )
+            body = error_body("store_unavailable", f"store: {exc.message}")
+            return jsonify(body), 503, {"Retry-After": "5"}
         page = render(
             transports=(session.transport for session in self.sessions.all()),
             pending_approvals=pending,
@@ -135,22 +133,17 @@ class _OpsPages:
 
 def _http_error_handler(
     body_timeout_s: float,
-) -> Callable[[HTTPException], Awaitable[Response]]:
-    async def http_error(error: HTTPException) -> Response:
+) -> Callable[[HTTPException], Awaitable[Response | _Answer]]:
+    async def http_error(error: HTTPException) -> Response | _Answer:
         if isinstance(error, RequestTimeout):
             # Quart's body deadline (BODY_TIMEOUT, set from AGENTWS_BODY_READ_TIMEOUT_S):
             # the same answer as the two doors give.
-            return _error_response(
-                408,
-                "body_read_timeout",
-                f"the body did not all arrive within {body_timeout_s:g} s; send it again, "
-                "whole and without pauses",
-                Connection="close",
-            )
+            late = late_body(body_timeout_s, headers=[("Connection", "close")])
+            return jsonify(late.body()), late.status, dict(late.headers)
         if is_dashboard_path(request.path):  # browsers there get a page, not JSON
             return await http_error_page(error)
         code = (error.name or "error").lower().replace(" ", "_")
-        return _error_response(error.code or 500, code, error.description or error.name)
+        return jsonify(error_body(code, error.description or error.name)), error.code or 500, {}
 
     return http_error
 

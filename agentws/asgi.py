@@ -1,5 +1,6 @@
-"""Plain-ASGI plumbing the doors share: types, headers, the error body, JSON
-answers and a bounded body reader.
+"""Plain-ASGI plumbing the doors share: types, headers, refusals (with the
+common error body, :func:`agentws.errors.error_body`), JSON answers and a
+bounded body reader.
 
 The MCP door, the webhook door and the request-id middleware sit in front of
 Quart as plain ASGI handlers (see docs/architecture.md); what they have in
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -25,8 +26,9 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
-    "error_body",
+    "base_url_of",
     "header",
+    "late_body",
     "replaying",
     "respond",
     "respond_json",
@@ -59,6 +61,23 @@ class HttpRefusal(Exception):
         return error_body(self.code, self.message)
 
 
+def late_body(
+    timeout_s: float, *, what: str = "the body", headers: Iterable[tuple[str, str]] = ()
+) -> HttpRefusal:
+    """408 ``body_read_timeout``: ``what`` did not all arrive within ``timeout_s``.
+
+    Every door words it so (the app's Quart pages too), naming what it reads
+    (a body, a request body, a message).
+    """
+    return HttpRefusal(
+        408,
+        "body_read_timeout",
+        f"{what} did not all arrive within {timeout_s:g} s; send it again, "
+        "whole and without pauses",
+        headers,
+    )
+
+
 def replaying(first: dict[str, Any], receive: Receive) -> Receive:
     """``receive``, with ``first`` (a message read already) given again before the rest.
 
@@ -83,6 +102,19 @@ def header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return str(value.decode("latin-1"))
     return None
+
+
+class _BaseUrlSetting(Protocol):
+    @property
+    def base_url(self) -> str | None: ...
+
+
+def base_url_of(settings: _BaseUrlSetting, scope: Scope) -> str:
+    """The service's base URL as this request sees it (``AGENTWS_BASE_URL`` first)."""
+    if settings.base_url:
+        return settings.base_url.rstrip("/")
+    host = header(scope, b"host") or f"{scope['server'][0]}:{scope['server'][1]}"
+    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 def encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import enum
 import logging
-import random
 from collections.abc import Callable
 
 import attrs
 import trio
 
+from agentws.backoff import Backoff
 from agentws.errors import StoreError
 from agentws.store.sql_changes import ChangeStore
 
@@ -47,10 +47,9 @@ log = logging.getLogger("agentws.changes")
 # and caches read the store again: a safety net for an announcement lost in
 # a way the connection check did not notice.
 SAFETY_POLL_S = 10.0
-# Reconnecting: full-jitter backoff from this, doubling, up to the cap. The
+# Reconnecting: full jitter below 0.5 s, doubling with each failure up to 5 s. The
 # cap is low because an instance is not ready while its listener is down.
-_BACKOFF_BASE_S = 0.5
-_BACKOFF_CAP_S = 5.0
+_RECONNECT = Backoff(first_s=0.5, cap_s=5.0, jitter=True)
 # How often a store without notifications is asked whether anyone committed.
 COMMIT_POLL_S = 0.05
 
@@ -241,8 +240,8 @@ class ChangeFeed:
             if not reported:
                 reported = True
                 task_status.started()
-            delay = random.uniform(0, min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**failures))  # noqa: S311
             failures += 1
+            delay = _RECONNECT.delay_s(failures)
             log.warning(
                 "%s; %s again in %.1f s",
                 self._problem,

@@ -28,7 +28,8 @@ which driver or library sits underneath::
         └── MigrationError         the schema cannot be brought up to date
 
 Each error carries a stable machine-readable ``code`` used by the HTTP doors
-(``{"error": {"code": ..., "message": ...}}``) and the CLI's ``--json`` output.
+(``{"error": {"code": ..., "message": ...}}``, made by :func:`error_body`, the
+one maker of error bodies) and the CLI's ``--json`` output.
 
 trio's nurseries wrap what leaves them in exception groups;
 :func:`sole_exception` unwraps the one error inside nested one-member groups.
@@ -55,6 +56,7 @@ __all__ = [
     "UnsafeUrlError",
     "UpstreamError",
     "ValidationError",
+    "error_body",
     "sole_exception",
 ]
 
@@ -195,7 +197,15 @@ def sole_exception(error: BaseException, *, first_of_several: bool = False) -> B
     return error
 
 
-def error_body(code: str, message: str) -> dict[str, Any]:
+def error_body(code: str, message: str, *, oauth: bool = False) -> dict[str, Any]:
     """The error every door answers with, and the CLI prints with ``--json``:
-    ``{"error": {"code", "message"}}``."""
+    ``{"error": {"code", "message"}}``.
+
+    ``oauth``: the shape RFC 6749 §5.2 defines instead, ``{"error": code,
+    "error_description": message}``, which OAuth clients parse: the OAuth
+    door's answers (token, registration, revocation) are the one exception
+    to the common shape.
+    """
+    if oauth:
+        return {"error": code, "error_description": message}
     return {"error": {"code": code, "message": message}}

@@ -14,10 +14,10 @@ import trio
 
 from agentws.errors import StoreError
 
-__all__ = ["in_rounds"]
+__all__ = ["poll_until_closed"]
 
 
-async def in_rounds(
+async def poll_until_closed(
     work: Callable[[], Awaitable[object]],
     closed: trio.Event,
     *,

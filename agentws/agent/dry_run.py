@@ -44,7 +44,7 @@ from agentws.domain.dry_runs import DryRun, TriedCall, TriedOutcome, TryRequest
 from agentws.domain.models import Capability, Group, Permission, Workspace
 from agentws.domain.permissions import Decision, decide
 from agentws.errors import UpstreamError, ValidationError
-from agentws.tools.builtins import error_result
+from agentws.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
 from agentws.tools.gate import ConfirmAnswer, ToolGate, denied_message
 from agentws.tools.spec import ToolSpec
@@ -53,10 +53,6 @@ __all__ = ["DryCalls", "PromptTrials"]
 
 # A candidate prompt may be no longer than a webhook's.
 _MAX_PROMPT_CHARS = 20_000
-
-
-def _told(text: str, *, error: bool) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
 @attrs.frozen
@@ -93,12 +89,12 @@ class DryCalls:
                     "needs a person's confirmation, which a webhook's run cannot give: "
                     "the live run refuses it"
                 )
-                return _would(entry, TriedOutcome.WOULD_ASK, detail, _told(message, error=True))
-            return _would(entry, TriedOutcome.DENIED, message, _told(message, error=True))
+                return _would(entry, TriedOutcome.WOULD_ASK, detail, tool_error(message))
+            return _would(entry, TriedOutcome.DENIED, message, tool_error(message))
         problem = await self.gate.checker.problem(tool, arguments)
         if problem is not None:
             text = f"Invalid arguments for {tool.name}: {problem}"
-            return _would(entry, TriedOutcome.INVALID_ARGUMENTS, text, error_result(text))
+            return _would(entry, TriedOutcome.INVALID_ARGUMENTS, text, tool_error(text))
         if decision is Decision.QUEUE:
             told = (
                 f"Queued for admin approval: {tool.name} has not run yet. It runs once, with "
@@ -106,7 +102,7 @@ class DryCalls:
                 "outcome when an admin decides; say it is waiting."
             )
             detail = "the live run would queue it for an admin's approval; not queued"
-            return _would(entry, TriedOutcome.WOULD_QUEUE, detail, _told(told, error=False))
+            return _would(entry, TriedOutcome.WOULD_QUEUE, detail, tool_text(told))
         if decision is Decision.CONFIRM:
             detail = (
                 "needs a person's confirmation, which a webhook's run cannot give: "
@@ -120,7 +116,7 @@ class DryCalls:
                 f"{tool.name} was not run (this is a rehearsal of the run, in which only read "
                 "tools run): write what you would say once it has run."
             )
-            return _would(entry, TriedOutcome.WOULD_RUN, detail, _told(told, error=False))
+            return _would(entry, TriedOutcome.WOULD_RUN, detail, tool_text(told))
         # A read tool runs for real, through the gate (its argument checks, its
         # audit), as a caller that may only read: the gate cannot queue or ask.
         reader = ToolCaller(
@@ -136,7 +132,7 @@ class DryCalls:
         )
         result = passed.result
         if not isinstance(result, types.CallToolResult):
-            result = error_result(f"{tool.name} did not run: it asked for more input")
+            result = tool_error(f"{tool.name} did not run: it asked for more input")
         entry["outcome"] = (TriedOutcome.ERROR if result.is_error else TriedOutcome.RAN).value
         return result
 

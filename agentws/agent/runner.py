@@ -42,8 +42,9 @@ from agentws.domain.models import (
 )
 from agentws.domain.payloads import fence_payload
 from agentws.errors import PermissionDeniedError
+from agentws.tool_results import tool_error
 from agentws.tools.approval_queue import approval_url
-from agentws.tools.builtins import GET_APPROVAL, error_result
+from agentws.tools.builtins import GET_APPROVAL
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import Catalog
 from agentws.tools.gate import ConfirmAnswer, ToolGate
@@ -91,7 +92,7 @@ def unconfirmed_result(tool: ToolSpec) -> types.CallToolResult:
         f"{tool.name} is destructive and needs a person's confirmation, which an automated "
         "run cannot give: it did not run. Ask an admin to do it."
     )
-    return error_result(text)
+    return tool_error(text)
 
 
 @attrs.frozen
@@ -291,7 +292,7 @@ class AgentRunner:
         log.tool_calls.append(entry)
         if tool is None or caller is None:
             entry.update(arguments={}, outcome="unknown_tool")
-            return error_result(f"There is no tool called {call.name!r} here.")
+            return tool_error(f"There is no tool called {call.name!r} here.")
         # Redacted once, for this log and the gate's audit and queue.
         arguments = CallArguments.of(tool.name, call.arguments, tool.input_schema)
         entry["arguments"] = arguments.shown
@@ -308,11 +309,11 @@ class AgentRunner:
             outcome = await self.gate.call(caller, tool, arguments, confirmer=_NoConfirmation())
         except PermissionDeniedError as exc:
             entry.update(outcome="denied", result=exc.message)
-            return error_result(exc.message)
+            return tool_error(exc.message)
         result = outcome.result
         if not isinstance(result, types.CallToolResult):
             # Only a door that asked its client a question gets one back; this one asks none.
-            result = error_result(f"{tool.name} did not run: it needs a confirmation")
+            result = tool_error(f"{tool.name} did not run: it needs a confirmation")
         if outcome.approval is not None:
             entry.update(outcome="queued", approval_id=outcome.approval.id)
         else:

@@ -28,7 +28,7 @@ from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
 from agentws.domain.models import Approval, ApprovalStatus, ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
-from agentws.rounds import in_rounds
+from agentws.rounds import poll_until_closed
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
 from agentws.store.sql_records import RecordStore
 
@@ -94,7 +94,7 @@ class ChannelReports:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Report outcomes until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
-        await in_rounds(
+        await poll_until_closed(
             self.report_due, self._closed, every_s=_POLL_S, what="approvals' reports", log=log
         )
 

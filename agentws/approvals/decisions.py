@@ -76,10 +76,18 @@ async def deny(
         NotFoundError for an unknown id; ConflictError if it was decided or
         has expired.
     """
-    denied = await _claim(store, approval_id, ApprovalStatus.DENIED, actor, reason)
-    group = await store.get(Group, denied.group_id)
-    await _audit(store, group, actor, "approval.deny", denied, reason=denied.reason)
-    return denied
+    return await _decide(store, approval_id, ApprovalStatus.DENIED, actor, reason)
+
+
+async def _decide(
+    store: _DecidingStore, approval_id: str, status: ApprovalStatus, actor: str, reason: str | None
+) -> Approval:
+    """Claim the pending request for ``status``, audited as approval.approve or approval.deny."""
+    decided = await _claim(store, approval_id, status, actor, reason)
+    group = await store.get(Group, decided.group_id)
+    action = "approval.approve" if status is ApprovalStatus.APPROVED else "approval.deny"
+    await _audit(store, group, actor, action, decided, reason=decided.reason)
+    return decided
 
 
 async def _audit(
@@ -116,10 +124,7 @@ async def approve(
         NotFoundError for an unknown id; ConflictError if it was decided or
         has expired.
     """
-    approved = await _claim(store, approval_id, ApprovalStatus.APPROVED, actor, reason)
-    group = await store.get(Group, approved.group_id)
-    await _audit(store, group, actor, "approval.approve", approved, reason=approved.reason)
-    return approved
+    return await _decide(store, approval_id, ApprovalStatus.APPROVED, actor, reason)
 
 
 async def retry(

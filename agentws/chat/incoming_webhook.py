@@ -17,26 +17,24 @@ between the post and its record can repeat a message; nothing else can.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
 import httpx2
-import trio
 
 from agentws.chat.connectors import chat_connector
 from agentws.chat.mentions import quiet_mentions
 from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
 from agentws.chat.sinks import ConnectorSink, OutgoingMessage, SinkError, record_of, recorded
-from agentws.connectors.native import time_left_s
 from agentws.connectors.url_guard import (
     Allowlist,
     GuardedTransport,
     url_origin,
 )
+from agentws.deadlines import deadline, time_left_s
 from agentws.domain.models import ChatMessage, Connector
 from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.redaction import upstream_excerpt
@@ -128,17 +126,16 @@ class IncomingWebhookSink(ConnectorSink):
         where = f"incoming webhook {connector.name!r} ({url_origin(url)})"
         guard = GuardedTransport(self.settings.connector_allowlist, resolve=self.resolve)
 
+        def too_slow() -> SinkError:
+            return SinkError(f"{where} did not answer within {_TIMEOUT_S:g} s", retryable=True)
+
         async def send() -> httpx2.Response:
             try:
-                with trio.fail_after(_TIMEOUT_S):
+                with deadline(_TIMEOUT_S, too_slow):
                     async with httpx2.AsyncClient(
                         transport=guard, timeout=_TIMEOUT_S, headers={"User-Agent": "agentws"}
                     ) as http:
                         return await http.post(url, json=body)
-            except trio.TooSlowError:
-                raise SinkError(
-                    f"{where} did not answer within {_TIMEOUT_S:g} s", retryable=True
-                ) from None
             except UnsafeUrlError as exc:
                 raise SinkError(f"{where}: {exc.message}", retryable=False) from None
             except httpx2.HTTPError as exc:
@@ -156,20 +153,21 @@ def _hook_url(connector: Connector, box: SecretBox) -> str:
     return box.open(connector.secret)
 
 
-@contextmanager
-def hook_deadline(connector: Connector, box: SecretBox, seconds: float) -> Iterator[None]:
+def hook_deadline(
+    connector: Connector, box: SecretBox, seconds: float
+) -> AbstractContextManager[None]:
     """A deadline for the connector's webhook URL to answer within the block.
 
     Error handling:
         UpstreamError naming the URL's origin (never its secret path) when
         ``seconds`` pass.
     """
-    try:
-        with trio.fail_after(seconds):
-            yield
-    except trio.TooSlowError:
+
+    def too_slow() -> UpstreamError:
         where = url_origin(_hook_url(connector, box))
-        raise UpstreamError(f"{where} did not answer within {seconds:g} s") from None
+        return UpstreamError(f"{where} did not answer within {seconds:g} s")
+
+    return deadline(seconds, too_slow)
 
 
 async def probe_hook(connector: Connector, box: SecretBox, allowlist: Allowlist) -> str:

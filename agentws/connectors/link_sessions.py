@@ -20,6 +20,7 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -52,6 +53,7 @@ from agentws.connectors.remote_mcp import (
     open_transport,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver
+from agentws.deadlines import deadline
 from agentws.domain.models import Connector
 from agentws.errors import AgentwsError, NotFoundError, sole_exception
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
@@ -337,17 +339,17 @@ class SessionKeeper:
             with trio.move_on_after(_PING_S) as idle:
                 await link.wake.wait()
             if idle.cancelled_caught:
+                silent = partial(
+                    RemoteError,
+                    f"connector {link.connector.name!r}: no answer to a ping "
+                    f"within {timeout_s:g} s",
+                )
                 try:
-                    with trio.fail_after(timeout_s):
+                    with deadline(timeout_s, silent):
                         if is_modern(connection.session):
                             await check_alive(connection.session)  # no ping in that revision
                         else:
                             await connection.session.send_ping()
-                except trio.TooSlowError:
-                    raise RemoteError(
-                        f"connector {link.connector.name!r}: no answer to a ping "
-                        f"within {timeout_s:g} s"
-                    ) from None
                 except MCPError as exc:
                     raise RemoteError(
                         f"connector {link.connector.name!r}: ping failed: "

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import attrs
@@ -38,6 +38,7 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from agentws.backoff import Backoff
 from agentws.config import Settings
 from agentws.connectors.answer_bounds import ANSWER_REFUSED
 from agentws.connectors.link_sessions import (
@@ -60,6 +61,7 @@ from agentws.connectors.remote_mcp import (
     SyncReport,
     describe,
     list_all_tools,
+    remote_deadline,
 )
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.models import Connector, ConnectorKind
@@ -67,6 +69,7 @@ from agentws.errors import AgentwsError, sole_exception
 from agentws.redaction import upstream_excerpt
 from agentws.secret_box import Keys
 from agentws.store.sql_records import RecordStore
+from agentws.tool_results import tool_error
 
 __all__ = ["ACTOR", "ContentChanged", "RemoteLinks", "SyncTools"]
 
@@ -78,8 +81,7 @@ T = TypeVar("T")
 ACTOR = "system:connector-link"
 
 # Back-off between connection attempts of a link whose remote is down.
-_BACKOFF_MIN_S = 1.0
-_BACKOFF_MAX_S = 60.0
+_RECONNECT = Backoff(first_s=1.0, cap_s=60.0)
 # How often the pool looks for connectors added or removed by another process.
 _DISCOVER_S = 30.0
 
@@ -264,7 +266,7 @@ class RemoteLinks:
                 except MCPError as exc:
                     if exc.error.code == ANSWER_REFUSED:
                         # An answer over agentws's bounds (answer_bounds): not the remote's words.
-                        return _error_result(f"{connector.name} {exc.error.message}")
+                        return tool_error(f"{connector.name} {exc.error.message}")
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
                     passed = channel.remote_round if isinstance(channel, RoundChannel) else None
                     if (
@@ -276,7 +278,7 @@ class RemoteLinks:
                         # needs more: the caller's error, as if agentws had asked.
                         passed.refused(exc.error.data)
                     if failure is None:
-                        return _error_result(
+                        return tool_error(
                             f"{connector.name} answered: {upstream_excerpt(exc.error.message)}"
                         )
                     if attempt == 2 or not (retry_safe or connection.forgotten):
@@ -285,7 +287,7 @@ class RemoteLinks:
                 except RuntimeError as exc:
                     # The SDK's checks of the result: structured content that does
                     # not match the tool's output schema, a result of another era.
-                    return _error_result(
+                    return tool_error(
                         f"{connector.name} answered what cannot be passed on: "
                         f"{upstream_excerpt(str(exc))}"
                     )
@@ -343,16 +345,8 @@ class RemoteLinks:
         for watcher in self._content_watchers:
             watcher(connector)
 
-    @contextmanager
-    def _deadline(self, connector: Connector) -> Iterator[None]:
-        timeout_s = self.settings.tool_timeout_s
-        with trio.move_on_after(timeout_s) as scope:
-            yield
-        if scope.cancelled_caught:
-            raise RemoteError(
-                f"connector {connector.name!r}: {connector.url} did not answer "
-                f"within {timeout_s:g} s"
-            )
+    def _deadline(self, connector: Connector) -> AbstractContextManager[None]:
+        return remote_deadline(connector, self.settings.tool_timeout_s)
 
     def _link(self, connector: Connector) -> Link:
         if self._nursery is None:
@@ -417,7 +411,7 @@ class RemoteLinks:
     async def _run(self, link: Link) -> None:
         """Keep ``link`` connected until it is unlinked or the pool closes."""
         name = link.connector.name
-        backoff = _BACKOFF_MIN_S
+        failures = 0  # attempts since the link last connected and then ended
         try:
             with link.scope:
                 while True:
@@ -435,11 +429,11 @@ class RemoteLinks:
                         self._failed(link, f"connector {name!r}: {describe(leaf)}")
                     else:
                         log.info("connector %s: the connection ended; connecting again", name)
-                        backoff = _BACKOFF_MIN_S
+                        failures = 0
                         link.last_error = f"connector {name!r}: the connection ended"
-                    with trio.move_on_after(backoff):
+                    failures += 1
+                    with trio.move_on_after(_RECONNECT.delay_s(failures)):
                         await link.wake.wait()
-                    backoff = min(backoff * 2, _BACKOFF_MAX_S)
         finally:
             # Callers still waiting for this link learn at once that it is gone.
             link.connection = None
@@ -454,7 +448,3 @@ class RemoteLinks:
         link.last_error = message
         link.failures += 1
         link.notify()
-
-
-def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)

@@ -44,6 +44,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.backoff import Backoff
 from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.relay import (
     CallerChannel,
@@ -73,8 +74,7 @@ _ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: The capabilities the request being sent by this task declares, when not the link's.
 _DECLARED: ContextVar[dict[str, Any] | None] = ContextVar("agentws_declared", default=None)
 # Back-off between listen streams of a remote that keeps ending them.
-_RELISTEN_MIN_S = 1.0
-_RELISTEN_MAX_S = 60.0
+_RELISTEN = Backoff(first_s=1.0, cap_s=60.0)
 
 
 def is_modern(session: ClientSession) -> bool:
@@ -274,7 +274,7 @@ async def keep_listening(
     resources = bool(capabilities.resources and capabilities.resources.list_changed)
     if not (tools or prompts or resources):
         return
-    delay = _RELISTEN_MIN_S
+    lost = 0  # streams lost since one was last acknowledged
     while True:
         try:
             async with AsyncExitStack() as stack:
@@ -287,7 +287,7 @@ async def keep_listening(
                             resources_list_changed=resources,
                         )
                     )
-                delay = _RELISTEN_MIN_S
+                lost = 0
                 async for _event in subscription:
                     pass  # the session's message handler has heard it
         except MCPError as exc:
@@ -300,5 +300,5 @@ async def keep_listening(
         except (SubscriptionLost, trio.TooSlowError) as exc:
             log.info("connector %s: the listen stream was lost: %s", connector, exc)
         on_lost()
-        await trio.sleep(delay)
-        delay = min(delay * 2, _RELISTEN_MAX_S)
+        lost += 1
+        await trio.sleep(_RELISTEN.delay_s(lost))

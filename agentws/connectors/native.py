@@ -14,14 +14,12 @@ text rendering for every client.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import httpx2
-import trio
 
 from agentws.connectors.definitions import definition_hash
 from agentws.connectors.paths import (
@@ -34,11 +32,13 @@ from agentws.connectors.paths import (
     join_path,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.deadlines import deadline, time_left_s
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
 from agentws.errors import UpstreamError
 from agentws.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.store.sql_records import RecordStore
+from agentws.tool_results import tool_error, tool_text
 
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
     import mcp_types as types
@@ -52,7 +52,6 @@ __all__ = [
     "check_connector",
     "run_action",
     "send_to_connector",
-    "time_left_s",
     "upstream_deadline",
 ]
 
@@ -310,11 +309,10 @@ async def run_action(
     and then nothing is sent. The caller owns the deadline
     (:func:`upstream_deadline`, then :func:`action_error` for its error).
     """
-    import mcp_types as types
 
     problem = action.argument_error(arguments)
     if problem is not None:
-        return _error(f"{connector.name}_{action.name}: {problem}; nothing was sent")
+        return tool_error(f"{connector.name}_{action.name}: {problem}; nothing was sent")
     request = action.build(arguments)
     try:
         response = await send_to_connector(
@@ -328,13 +326,11 @@ async def run_action(
         return action_error(connector, action, exc)
     problem = _upstream_error(connector.kind, response)
     if problem is not None:
-        return _error(f"{connector.name}_{action.name} failed: {problem}")
+        return tool_error(f"{connector.name}_{action.name} failed: {problem}")
     data: Any = response.json() if response.content else {"status": response.status_code}
     structured = data if isinstance(data, dict) else {"items": data}
     text = json.dumps(data, indent=1, ensure_ascii=False)[:_TEXT_CHARS]
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
-    )
+    return tool_text(text, structured)
 
 
 async def _send(http: httpx2.AsyncClient, request: ApiRequest) -> httpx2.Response:
@@ -453,41 +449,26 @@ async def send_to_connector(
         raise UpstreamError(f"cannot reach {redact_url(base)}: {redact_urls(str(exc))}") from None
 
 
-@contextmanager
 def upstream_deadline(
     connector: Connector, seconds: float, *, named: bool = False
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """A deadline for the connector's upstream to answer within the block.
 
     Error handling:
         UpstreamError naming the upstream (and, ``named``, the connector)
         when ``seconds`` pass.
     """
-    try:
-        with trio.fail_after(seconds):
-            yield
-    except trio.TooSlowError:
+
+    def too_slow() -> UpstreamError:
         base = redact_url((connector.url or "").rstrip("/"))
         prefix = f"connector {connector.name!r}: " if named else ""
-        raise UpstreamError(f"{prefix}{base} did not answer within {seconds:g} s") from None
+        return UpstreamError(f"{prefix}{base} did not answer within {seconds:g} s")
 
-
-def time_left_s() -> float | None:
-    """Seconds to the caller's deadline (None: it set none), for an HTTP client's timeouts."""
-    deadline = trio.current_effective_deadline()
-    return None if deadline == math.inf else max(deadline - trio.current_time(), 0.0)
+    return deadline(seconds, too_slow)
 
 
 def action_error(
     connector: Connector, action: Action, error: UpstreamError
 ) -> types.CallToolResult:
     """The tool error result of ``action`` failing upstream with ``error``."""
-    return _error(f"{connector.name}_{action.name}: {error.message}")
-
-
-def _error(message: str) -> types.CallToolResult:
-    import mcp_types as types
-
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)], is_error=True
-    )
+    return tool_error(f"{connector.name}_{action.name}: {error.message}")

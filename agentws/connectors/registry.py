@@ -13,7 +13,7 @@ Every change goes to the audit log with the acting operator.
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -27,7 +27,7 @@ from agentws.connectors.url_guard import (
     check_secret_url,
     url_origin,
 )
-from agentws.domain.models import Connector, ConnectorKind, GroupConnector
+from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
 from agentws.domain.rules import check_identifier, utcnow
 from agentws.errors import (
     ConfigError,
@@ -236,17 +236,8 @@ async def set_connector_active(
     Setting what already is changes nothing and records nothing.
     """
     connector = await find_connector(store, workspace_slug, name)
-    if connector.active is active:
-        return connector
-    changed = await store.update(attrs.evolve(connector, active=active, updated_at=utcnow()))
-    await record(
-        store,
-        connector.workspace_id,
-        actor,
-        "connector.activate" if active else "connector.deactivate",
-        f"{workspace_slug}/{name}",
-    )
-    return changed
+    actions = ("connector.activate", "connector.deactivate")
+    return await _switched(store, connector, workspace_slug, actor, "active", active, actions)
 
 
 async def set_connector_relay(
@@ -268,17 +259,29 @@ async def set_connector_relay(
             f"{name!r} is a {connector.kind.value} connector: only a remote MCP server asks "
             "callers questions"
         )
-    if connector.relay_requests is relay:
+    actions = ("connector.relay_on", "connector.relay_off")
+    switch = "relay_requests"
+    return await _switched(store, connector, workspace_slug, actor, switch, relay, actions)
+
+
+async def _switched(
+    store: RecordStore,
+    connector: Connector,
+    workspace_slug: str,
+    actor: str,
+    switch: str,
+    on: bool,
+    actions: tuple[str, str],
+) -> Connector:
+    """``connector`` with its ``switch`` turned ``on`` (or off), stored and audited as
+    ``actions[0]`` (or ``actions[1]``); as it is, and nothing recorded, if already so."""
+    if getattr(connector, switch) is on:
         return connector
-    changed = await store.update(attrs.evolve(connector, relay_requests=relay, updated_at=utcnow()))
-    await record(
-        store,
-        connector.workspace_id,
-        actor,
-        "connector.relay_on" if relay else "connector.relay_off",
-        f"{workspace_slug}/{name}",
-    )
-    return changed
+    change: dict[str, Any] = {switch: on, "updated_at": utcnow()}
+    stored = await store.update(attrs.evolve(connector, **change))
+    action = actions[0] if on else actions[1]
+    await record(store, connector.workspace_id, actor, action, f"{workspace_slug}/{connector.name}")
+    return stored
 
 
 async def attach_connector(
@@ -289,14 +292,7 @@ async def attach_connector(
     Error handling:
         ValidationError when one of its tools' names is another tool's in the group.
     """
-    group = await store.group_by_slug(workspace_slug, group_slug)
-    connector = await find_connector(store, workspace_slug, name)
-    if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
-        raise ValidationError(
-            f"{name!r} is an incoming webhook: it has no tools to attach; webhooks post to it "
-            f"with --channel webhook:{name}"
-        )
-    existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
+    group, connector, existing = await _attachment(store, workspace_slug, group_slug, name)
     if existing is not None:
         return existing
     await check_attach(store, group, connector)
@@ -311,10 +307,10 @@ async def attach_connector(
     return link
 
 
-async def detach_connector(
-    store: RecordStore, workspace_slug: str, group_slug: str, name: str, *, actor: str
-) -> GroupConnector | None:
-    """Stop offering a connector at a group; None if it was not attached."""
+async def _attachment(
+    store: RecordStore, workspace_slug: str, group_slug: str, name: str
+) -> tuple[Group, Connector, GroupConnector | None]:
+    """The group, the connector (one with tools) and its attachment to the group, if any."""
     group = await store.group_by_slug(workspace_slug, group_slug)
     connector = await find_connector(store, workspace_slug, name)
     if connector.kind is ConnectorKind.INCOMING_WEBHOOK:
@@ -323,6 +319,14 @@ async def detach_connector(
             f"with --channel webhook:{name}"
         )
     existing = await store.find(GroupConnector, group_id=group.id, connector_id=connector.id)
+    return group, connector, existing
+
+
+async def detach_connector(
+    store: RecordStore, workspace_slug: str, group_slug: str, name: str, *, actor: str
+) -> GroupConnector | None:
+    """Stop offering a connector at a group; None if it was not attached."""
+    group, _, existing = await _attachment(store, workspace_slug, group_slug, name)
     if existing is None:
         return None
     await store.delete(GroupConnector, existing.id)

@@ -18,23 +18,22 @@ service keeps long-lived ones in :mod:`agentws.connectors.links`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 import attrs
 import httpx2
 import mcp_types as types
-import trio
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
 from agentws.connectors.definitions import definition_hash as hash_definition
-from agentws.connectors.native import time_left_s
 from agentws.connectors.registry import connector_headers
 from agentws.connectors.relay import RemoteRelay
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.deadlines import deadline, time_left_s
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
 from agentws.errors import AgentwsError, UpstreamError, sole_exception
@@ -250,20 +249,18 @@ async def with_remote(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-@contextmanager
-def remote_deadline(connector: Connector, seconds: float) -> Iterator[None]:
+def remote_deadline(connector: Connector, seconds: float) -> AbstractContextManager[None]:
     """A deadline for the remote to answer within the block.
 
     Error handling:
         :class:`RemoteError` naming the connector and its URL when ``seconds`` pass.
     """
-    try:
-        with trio.fail_after(seconds):
-            yield
-    except trio.TooSlowError:
-        raise RemoteError(
+    return deadline(
+        seconds,
+        lambda: RemoteError(
             f"connector {connector.name!r}: {connector.url} did not answer within {seconds:g} s"
-        ) from None
+        ),
+    )
 
 
 def describe(error: BaseException) -> str:

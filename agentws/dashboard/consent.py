@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 from quart import Response, redirect, request
 
 from agentws.admin_access import AdminServices, Caller
+from agentws.asgi import base_url_of
 from agentws.blueprints import RouteTable
 from agentws.domain.models import Capability
 from agentws.errors import AgentwsError, ValidationError
 from agentws.oauth import consent
 from agentws.oauth.client_rules import redirect_uri_problem
-from agentws.oauth.door import ISSUER_PATH, base_url_of
-from agentws.oauth.settings import OAuthSettings
+from agentws.oauth.settings import ISSUER_PATH, OAuthSettings
 
 from .frame import render_page
 from .session import CSP, signed_in

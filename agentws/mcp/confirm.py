@@ -45,7 +45,7 @@ from agentws.domain.rules import hash_secret, new_secret, utcnow
 from agentws.domain.secrets_in_arguments import redact
 from agentws.mcp.session import McpSession
 from agentws.store.sql_approval_runs import ApprovalRunStore
-from agentws.tools.builtins import error_result
+from agentws.tool_results import tool_error, tool_text
 from agentws.tools.gate import ConfirmAnswer
 from agentws.tools.spec import ToolSpec
 
@@ -177,7 +177,7 @@ class McpConfirmer:
             return ConfirmAnswer(True, outcome="confirmed_by_token")
         return ConfirmAnswer(
             False,
-            error_result(
+            tool_error(
                 f"Confirmation refused for {tool.name}: {why}. Nothing ran. Call the tool again "
                 f"without {CONFIRM_ARGUMENT} to be asked for a new confirmation."
             ),
@@ -242,9 +242,9 @@ class McpConfirmer:
         )
         return ConfirmAnswer(
             False,
-            types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)],
-                structured_content={
+            tool_text(
+                text,
+                {
                     "status": "confirmation_required",
                     "tool": tool.name,
                     "confirm_argument": CONFIRM_ARGUMENT,
@@ -283,13 +283,9 @@ class McpConfirmer:
     ) -> ConfirmAnswer:
         return ConfirmAnswer(
             False,
-            types.CallToolResult(
-                content=[
-                    types.TextContent(
-                        type="text", text=f"{tool.name} did not run: {why}. Nothing was changed."
-                    )
-                ],
-                structured_content={"status": "not_confirmed", "tool": tool.name, "reason": why},
+            tool_text(
+                f"{tool.name} did not run: {why}. Nothing was changed.",
+                {"status": "not_confirmed", "tool": tool.name, "reason": why},
             ),
             outcome=outcome,
         )

@@ -33,6 +33,7 @@ from agentws.asgi import (
     Scope,
     Send,
     encode_headers,
+    late_body,
     respond,
 )
 from agentws.config import Settings
@@ -66,13 +67,9 @@ _REFUSALS = BodyRefusals(
         # The rest of the body is not read: the connection cannot carry another request.
         [("Connection", "close")],
     ),
-    late=lambda timeout_s: HttpRefusal(
-        408,
-        "body_read_timeout",
-        f"the message did not all arrive within {timeout_s:g} s; send it again, "
-        "whole and without pauses",
-        # The rest of the body is not read: the connection cannot carry another request.
-        [("Connection", "close")],
+    # The rest of the body is not read: the connection cannot carry another request.
+    late=lambda timeout_s: late_body(
+        timeout_s, what="the message", headers=[("Connection", "close")]
     ),
     gone=HttpRefusal(400, "disconnected", "the client went away"),
 )

@@ -53,12 +53,12 @@ from agentws.asgi import (
     Receive,
     Scope,
     Send,
-    error_body,
+    base_url_of,
     respond,
     respond_json,
 )
 from agentws.config import Settings
-from agentws.errors import OverCapacityError, StoreError, UnauthorizedError
+from agentws.errors import OverCapacityError, StoreError, UnauthorizedError, error_body
 from agentws.logs import add_log_context
 from agentws.mcp.auth import Authenticator
 from agentws.mcp.batches import answer_batch
@@ -89,7 +89,6 @@ from agentws.mcp.scope_challenge import ScopeChallenge, check_scope
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
 from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
-from agentws.oauth.door import base_url_of
 from agentws.oauth.resources import bearer_challenge
 
 __all__ = ["McpDoor"]

@@ -43,6 +43,7 @@ from agentws.errors import OverCapacityError
 from agentws.mcp.passthrough import Passthrough
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
 from agentws.mcp.relay_channel import send_progress
+from agentws.tool_results import tool_error
 from agentws.tools.caller_channel import (
     CallerChannel,
     ElicitFn,
@@ -249,14 +250,9 @@ async def call_modern(
 
 def over_capacity_result(tool: str, exc: OverCapacityError) -> types.CallToolResult:
     """A call refused at a limit that frees up: a tool error saying so, and when to retry."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{tool} did not run: {exc.message}.")],
-        structured_content={
-            "status": "over_capacity",
-            "retry_after_s": exc.retry_after_s,
-            "reason": exc.message,
-        },
-        is_error=True,
+    return tool_error(
+        f"{tool} did not run: {exc.message}.",
+        {"status": "over_capacity", "retry_after_s": exc.retry_after_s, "reason": exc.message},
     )
 
 

@@ -17,11 +17,10 @@ from typing import Any
 
 import attrs
 
-from agentws.asgi import HttpRefusal
+from agentws.asgi import HttpRefusal, base_url_of
 from agentws.config import Settings
 from agentws.mcp.auth import Caller
 from agentws.mcp.door_requests import DoorRequest
-from agentws.oauth.door import base_url_of
 from agentws.oauth.resources import resource_metadata_url
 from agentws.oauth.settings import scopes_up_to
 from agentws.tools.catalog import Catalog

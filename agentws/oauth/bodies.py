@@ -27,8 +27,10 @@ from agentws.asgi import (
     Scope,
     Send,
     header,
+    late_body,
     replaying,
 )
+from agentws.errors import error_body
 from agentws.metrics import REJECTED
 
 __all__ = ["MAX_BODY_BYTES", "MAX_FORM_FIELDS", "read_whole_body"]
@@ -47,13 +49,7 @@ _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
         413, "too_large", f"the request body may be at most {limit} bytes"
     ),
-    late=lambda timeout_s: HttpRefusal(
-        408,
-        "body_read_timeout",
-        f"the request body did not all arrive within {timeout_s:g} s; send it again, "
-        "whole and without pauses",
-        _CLOSE,
-    ),
+    late=lambda timeout_s: late_body(timeout_s, what="the request body", headers=_CLOSE),
     gone=HttpRefusal(400, "disconnected", "the client went away"),
 )
 
@@ -107,7 +103,7 @@ def _check_form(scope: Scope, body: bytes) -> None:
 
 async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
     """Answer ``refusal``; if the body is still coming, drop it meanwhile and close."""
-    body = json.dumps({"error": "invalid_request", "error_description": refusal.message}).encode()
+    body = json.dumps(error_body("invalid_request", refusal.message, oauth=True)).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"cache-control", b"no-store"),

@@ -33,13 +33,13 @@ from urllib.parse import urlsplit
 
 import attrs
 import httpx2
-import trio
 
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
+from agentws.deadlines import deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.rules import utcnow
 from agentws.errors import AgentwsError, UnsafeUrlError
-from agentws.oauth.client_rules import good_host, metadata_problem
+from agentws.oauth.client_rules import good_host, metadata_problem, split_url
 
 __all__ = [
     "FRESH_DEFAULT_S",
@@ -133,10 +133,8 @@ def _url_problem(client_id: str) -> str | None:
         return f"a client id URL is at most {MAX_CLIENT_ID_CHARS} characters"
     if not client_id.isprintable() or " " in client_id or not client_id.isascii():
         return "a client id URL has no spaces, control or non-ASCII characters"
-    try:
-        parts = urlsplit(client_id)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
-    except ValueError:
+    parts = split_url(client_id)
+    if parts is None:
         return "the client id is not a URL"
     if parts.username is not None or parts.password is not None or parts.fragment:
         return "a client id URL has no credentials and no fragment"
@@ -164,7 +162,7 @@ async def fetch_metadata_document(
         allowlist, resolve=resolve, inner=httpx2.AsyncHTTPTransport(verify=_ssl_context())
     )
     try:
-        with trio.fail_after(FETCH_S):
+        with deadline(FETCH_S, _too_slow):
             async with (
                 httpx2.AsyncClient(transport=transport, follow_redirects=False) as http,
                 http.stream("GET", client_id, headers={"Accept": "application/json"}) as answer,
@@ -185,13 +183,15 @@ async def fetch_metadata_document(
         raise MetadataDocumentError(
             f"the client's metadata URL is refused: {exc.message}"
         ) from None
-    except trio.TooSlowError:
-        raise MetadataDocumentError(
-            f"the client's metadata document did not arrive within {FETCH_S:g} s"
-        ) from None
     except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise MetadataDocumentError(f"the client's metadata document: {exc}") from None
     return MetadataDocument(_checked(client_id, body), fresh_s)
+
+
+def _too_slow() -> MetadataDocumentError:
+    return MetadataDocumentError(
+        f"the client's metadata document did not arrive within {FETCH_S:g} s"
+    )
 
 
 def _checked(client_id: str, body: bytes) -> dict[str, Any]:

@@ -50,6 +50,7 @@ __all__ = [
     "metadata_problem",
     "name_problem",
     "redirect_uri_problem",
+    "split_url",
 ]
 
 #: The longest URI taken (redirect URIs, logo and policy URLs): what browsers reliably handle.
@@ -96,6 +97,16 @@ _ALLOWED = (
 )
 
 
+def split_url(url: str) -> SplitResult | None:
+    """``url``'s parts; None if it does not parse (its port too: no number, or out of range)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError:
+        return None
+    return parts
+
+
 def good_host(parts: SplitResult) -> bool:
     """Whether ``parts`` names a host: an IP address or a DNS name (ASCII labels)."""
     host = parts.hostname or ""
@@ -117,10 +128,8 @@ def redirect_uri_problem(uri: str) -> str | None:
         return "has spaces, control or non-ASCII characters (percent-encode them)"
     if "#" in uri:
         return "has a fragment (RFC 6749 §3.1.2)"
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
-    except ValueError:
+    parts = split_url(uri)
+    if parts is None:
         return "is not a URI"
     scheme = parts.scheme.lower()
     if not scheme or not _SCHEME.fullmatch(scheme):

@@ -22,7 +22,6 @@ the body-read deadline and a size cap, before a handler sees it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
@@ -39,26 +38,25 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from agentws.asgi import ASGIApp, Receive, Scope, Send, header
+from agentws.asgi import ASGIApp, Receive, Scope, Send, base_url_of, header, respond_json
 from agentws.config import Settings
+from agentws.errors import error_body
 from agentws.oauth.bodies import read_whole_body
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
 from agentws.oauth.revocation import Revocation
-from agentws.oauth.settings import SCOPES, OAuthSettings
+from agentws.oauth.settings import ISSUER_PATH, SCOPES, OAuthSettings
 from agentws.oauth.token_target import TokenTarget
 from agentws.secret_box import SecretBox
 from agentws.store.sql_oauth import OAuthStore
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_tokens import TokenStore
 
-__all__ = ["ISSUER_PATH", "OAuthDoor", "base_url_of"]
+__all__ = ["OAuthDoor"]
 
-#: The authorization server's path under the base URL (its issuer).
-ISSUER_PATH = "/oauth"
 #: The dashboard's consent page for a grant (see agentws.dashboard.consent).
 CONSENT_PATH = "/dashboard/oauth/consent/"
 _AS_METADATA = "/.well-known/oauth-authorization-server"
@@ -79,14 +77,6 @@ _MAX_BASES = 16
 
 class _Store(RecordStore, OAuthStore, TokenStore, Protocol):
     """The areas of the store this module uses."""
-
-
-def base_url_of(settings: Settings, scope: Scope) -> str:
-    """The service's base URL as this request sees it (``AGENTWS_BASE_URL`` first)."""
-    if settings.base_url:
-        return settings.base_url.rstrip("/")
-    host = header(scope, b"host") or f"{scope['server'][0]}:{scope['server'][1]}"
-    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 @attrs.define(eq=False)
@@ -115,10 +105,7 @@ class OAuthDoor:
         if refusal is not None:
             # The issuer and every URL served here are made from Host when no
             # AGENTWS_BASE_URL is set: only a Host the service answers to counts.
-            body = json.dumps({"error": "forbidden", "error_description": refusal})
-            await Response(body, 403, media_type="application/json")(
-                cast(Any, scope), cast(Any, receive), cast(Any, send)
-            )
+            await respond_json(send, 403, error_body("forbidden", refusal, oauth=True))
             return
         whole = await read_whole_body(scope, receive, send, self.settings.body_read_timeout_s)
         if whole is None:
@@ -234,8 +221,4 @@ def _replaced(route: BaseRoute, revoke: Revocation, store: RecordStore) -> BaseR
 
 
 async def _not_found(request: Request) -> Response:
-    return Response(
-        '{"error": "not_found", "error_description": "no such OAuth endpoint"}',
-        status_code=404,
-        media_type="application/json",
-    )
+    return JSONResponse(error_body("not_found", "no such OAuth endpoint", oauth=True), 404)

@@ -23,11 +23,17 @@ from mcp.shared.auth import OAuthClientInformationFull
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from agentws.errors import error_body
 from agentws.oauth.provider import Provider
 
 __all__ = ["Revocation"]
 
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def _refused(status: int, error: str, description: str) -> Response:
+    """A refusal in RFC 6749's shape (RFC 7009 §2.2.1), never cached."""
+    return JSONResponse(error_body(error, description, oauth=True), status, _NO_STORE)
 
 
 @attrs.frozen
@@ -49,11 +55,11 @@ class Revocation:
         try:
             client = await ClientAuthenticator(clients).authenticate_request(request)  # type: ignore[arg-type]
         except AuthenticationError as exc:
-            return _error(401, "invalid_client", exc.message)
+            return _refused(401, "invalid_client", exc.message)
         form = await request.form()
         token = form.get("token")
         if not isinstance(token, str) or not token:
-            return _error(400, "invalid_request", "the 'token' to revoke is missing")
+            return _refused(400, "invalid_request", "the 'token' to revoke is missing")
         hint = form.get("token_type_hint")
         loaders: list[Any] = [
             self.provider.load_access_token,
@@ -68,9 +74,3 @@ class Revocation:
                     await self.provider.revoke_token(found)
                 break
         return Response(status_code=200, headers=_NO_STORE)
-
-
-def _error(status: int, error: str, description: str) -> Response:
-    return JSONResponse(
-        {"error": error, "error_description": description}, status_code=status, headers=_NO_STORE
-    )

@@ -18,6 +18,7 @@ from agentws.domain.models import Capability, ClientKind
 __all__ = [
     "ACCESS_TOKEN_PREFIX",
     "CODE_PREFIX",
+    "ISSUER_PATH",
     "REFRESH_TOKEN_PREFIX",
     "SCOPES",
     "OAuthSettings",
@@ -29,6 +30,9 @@ __all__ = [
 ACCESS_TOKEN_PREFIX = "agwo_"  # noqa: S105 - a prefix, not a secret
 REFRESH_TOKEN_PREFIX = "agwor_"  # noqa: S105 - a prefix, not a secret
 CODE_PREFIX = "agwoc_"
+
+#: The authorization server's path under the base URL (its issuer).
+ISSUER_PATH = "/oauth"
 
 SCOPES: tuple[str, ...] = tuple(c.value for c in Capability)
 

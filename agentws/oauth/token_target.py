@@ -11,14 +11,14 @@ is safe but says nothing of the mistake.)
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qs
 
 import attrs
 
-from agentws.asgi import ASGIApp, Receive, Scope, Send, replaying
+from agentws.asgi import ASGIApp, Receive, Scope, Send, replaying, respond_json
 from agentws.domain.models import OAuthGrant, OAuthRefreshToken
 from agentws.domain.rules import hash_secret
+from agentws.errors import error_body
 from agentws.store.sql_records import RecordStore
 
 __all__ = ["TokenTarget"]
@@ -50,11 +50,12 @@ class TokenTarget:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         if not more and await self._elsewhere(body):
-            answer = {
-                "error": "invalid_target",
-                "error_description": "'resource' is not the endpoint this grant was consented for",
-            }
-            await _json(send, 400, answer)
+            answer = error_body(
+                "invalid_target",
+                "'resource' is not the endpoint this grant was consented for",
+                oauth=True,
+            )
+            await respond_json(send, 400, answer, [("Cache-Control", "no-store")])
             return
         last = {"type": "http.request", "body": body, "more_body": more}
         await self.app(scope, replaying(last, receive), send)
@@ -75,14 +76,3 @@ class TokenTarget:
             found = await self.store.find(OAuthRefreshToken, token_hash=hash_secret(token))
             return found is not None and found.resource != resource
         return False
-
-
-async def _json(send: Send, status: int, document: dict[str, str]) -> None:
-    body = json.dumps(document).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"cache-control", b"no-store"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -24,6 +24,7 @@ import outcome
 import trio
 import trio_asyncio
 
+from agentws.deadlines import deadline
 from agentws.errors import (
     ConflictError,
     NoDatabaseError,
@@ -302,13 +303,9 @@ class PostgresDatabase:
                 with trio.move_on_after(_LISTEN_CHECK_S):
                     await lost.wait()
                 if not lost.is_set():
-                    with trio.fail_after(_CONNECT_TIMEOUT_S):
+                    with deadline(_CONNECT_TIMEOUT_S, _listener_silent):
                         await self.aio(conn.fetchval, "SELECT 1")
             raise StoreUnavailableError("PostgreSQL: the listening connection was closed")
-        except trio.TooSlowError:
-            raise StoreUnavailableError(
-                f"PostgreSQL: no answer on the listening connection in {_CONNECT_TIMEOUT_S:g} s"
-            ) from None
         finally:
             if not conn.is_closed():
                 with trio.move_on_after(_CLEANUP_S, shield=True) as scope:
@@ -386,3 +383,9 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
         if isinstance(leaf, BaseExceptionGroup):
             raise
         raise leaf from leaf.__cause__
+
+
+def _listener_silent() -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"PostgreSQL: no answer on the listening connection in {_CONNECT_TIMEOUT_S:g} s"
+    )

@@ -33,7 +33,7 @@ from agentws.errors import ConfigError, NotFoundError, OverCapacityError, Valida
 from agentws.secret_box import SecretBox
 from agentws.store.sql_approvals import ApprovalStore
 from agentws.store.sql_records import RecordStore
-from agentws.tools.builtins import error_result
+from agentws.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
 from agentws.tools.spec import ToolSpec
 
@@ -279,13 +279,10 @@ async def approval_outcome(
     """``get_approval``: the outcome of a call this token queued; others' do not exist for it."""
     approval = await store.find(Approval, id=approval_id)
     if approval is None or token_id is None or approval.token_id != token_id:
-        return error_result(
+        return tool_error(
             f"No approval {approval_id!r} for this caller: use the id a queued call returned."
         )
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=outcome_text(approval))],
-        structured_content=outcome_data(approval),
-    )
+    return tool_text(outcome_text(approval), outcome_data(approval))
 
 
 async def find_approval(store: RecordStore, approval_id: str) -> Approval:

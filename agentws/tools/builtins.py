@@ -19,6 +19,7 @@ import mcp_types as types
 
 from agentws.domain.models import Capability, ContextDocument, Group, Library
 from agentws.store.sql_catalog import CatalogStore
+from agentws.tool_results import tool_error, tool_text
 from agentws.tools.spec import ToolSpec
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "GET_APPROVAL",
     "Builtin",
     "document_uri",
-    "error_result",
     "find_document",
     "group_libraries",
     "parse_document_uri",
@@ -88,19 +88,6 @@ async def find_document(
     return None
 
 
-def _text(text: str, structured: dict[str, Any] | None = None) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
-    )
-
-
-def error_result(message: str) -> types.CallToolResult:
-    """A tool error the model (and the person) can read and act on."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=message)], is_error=True
-    )
-
-
 async def _search_context(
     store: CatalogStore,
     group: Group,
@@ -127,13 +114,13 @@ async def _search_context(
         for hit in hits
     ]
     if not results:
-        return _text(f"No documents match {query!r}.", {"results": []})
+        return tool_text(f"No documents match {query!r}.", {"results": []})
     lines = [f"{len(results)} result(s) for {query!r}:"]
     for n, result in enumerate(results, start=1):
         lines.append(f"{n}. {result['title']} — {result['uri']}")
         lines.append(f"   {result['snippet']}")
     lines.append("Read one in full with read_context_document(uri=...).")
-    found = _text("\n".join(lines), {"results": results})
+    found = tool_text("\n".join(lines), {"results": results})
     found.content.extend(
         types.ResourceLink(
             type="resource_link",
@@ -155,10 +142,10 @@ async def _read_context_document(
 ) -> types.CallToolResult:
     uri, document_id = arguments.get("uri"), arguments.get("id")
     if (uri is None) == (document_id is None):
-        return error_result("Give exactly one of 'uri' or 'id'.")
+        return tool_error("Give exactly one of 'uri' or 'id'.")
     found = await find_document(store, group, uri=uri, document_id=document_id, libraries=libraries)
     if found is None:
-        return error_result(
+        return tool_error(
             f"No document {uri or document_id!r} in this group; search_context lists what exists."
         )
     library, document = found
@@ -173,7 +160,7 @@ async def _read_context_document(
         if end < total:
             header += f" Call again with offset={end} for the rest."
         header += "\n"
-    return _text(
+    return tool_text(
         f"{header}\n{part}",
         {
             "uri": document_uri(library, document),

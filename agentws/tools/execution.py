@@ -24,8 +24,9 @@ from agentws.errors import NotFoundError, UpstreamError, ValidationError
 from agentws.secret_box import Keys
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
+from agentws.tool_results import tool_error
 from agentws.tools.approval_queue import approval_outcome
-from agentws.tools.builtins import BUILTINS, GET_APPROVAL, error_result
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.spec import ToolSpec
 
@@ -115,7 +116,7 @@ class ToolRunner:
             else:
                 connector = await self.store.get(Connector, connector_id)
         except NotFoundError:
-            return error_result(f"{tool.name} is gone: its connector was removed")
+            return tool_error(f"{tool.name} is gone: its connector was removed")
         if connector.kind is ConnectorKind.REMOTE_MCP:
             try:
                 result = await self.remote_call(
@@ -126,11 +127,11 @@ class ToolRunner:
                     channel=channel,
                 )
             except (UpstreamError, ValidationError) as exc:
-                return error_result(f"{tool.name} failed: {exc.message}")
+                return tool_error(f"{tool.name} failed: {exc.message}")
             return await self._checked(tool, connector, result)
         action = ACTIONS[connector.kind].get(tool.remote_name or "")
         if action is None:
-            return error_result(f"{tool.name} is not an action of {connector.kind.value}")
+            return tool_error(f"{tool.name} is not an action of {connector.kind.value}")
         box = self.keys.box() if connector.secret else None
         try:
             with upstream_deadline(connector, self.settings.tool_timeout_s):
@@ -172,4 +173,4 @@ class ToolRunner:
                 return result
             problem = f"Invalid structured content returned by tool {name}: {found}"
         # Bounded already: the checker cuts what it quotes of the content.
-        return error_result(f"{connector.name} answered what cannot be passed on: {problem}")
+        return tool_error(f"{connector.name} answered what cannot be passed on: {problem}")

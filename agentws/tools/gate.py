@@ -42,8 +42,8 @@ from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError
 from agentws.metrics import TOOL_CALLS
 from agentws.secret_box import Keys
 from agentws.store.sql_approvals import ApprovalStore
+from agentws.tool_results import tool_error
 from agentws.tools.approval_queue import QueueLimits, queue_call, queued_result
-from agentws.tools.builtins import error_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.execution import ToolRunner
@@ -148,7 +148,7 @@ class ToolGate:
         problem = await self.checker.problem(tool, prepared)
         if problem is not None:
             await self._audit(caller, tool, prepared, decision, "invalid_arguments")
-            return GateResult(error_result(f"Invalid arguments for {tool.name}: {problem}"))
+            return GateResult(tool_error(f"Invalid arguments for {tool.name}: {problem}"))
         if decision is Decision.QUEUE:
             try:
                 approval = await queue_call(
@@ -163,7 +163,7 @@ class ToolGate:
                 await self._audit(
                     caller, tool, prepared, decision, "not_queued", reason=exc.message
                 )
-                return GateResult(error_result(f"{tool.name} was not queued: {exc.message}"))
+                return GateResult(tool_error(f"{tool.name} was not queued: {exc.message}"))
             await self._audit(caller, tool, prepared, decision, "queued", approval_id=approval.id)
             return GateResult(queued_result(approval), approval)
         outcome = "ran"
@@ -172,7 +172,7 @@ class ToolGate:
             if not answer.confirmed:
                 await self._audit(caller, tool, prepared, decision, answer.outcome)
                 return GateResult(
-                    answer.result or error_result(f"{tool.name} did not run: not confirmed")
+                    answer.result or tool_error(f"{tool.name} did not run: not confirmed")
                 )
             outcome = "confirmed_and_ran"
         started = time.monotonic()

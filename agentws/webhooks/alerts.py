@@ -36,7 +36,7 @@ from agentws.domain.replays import ReplaySelection
 from agentws.domain.rules import utcnow
 from agentws.errors import RetryableError, StoreError, ValidationError
 from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
-from agentws.rounds import in_rounds
+from agentws.rounds import poll_until_closed
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_replays import ReplayStore
 from agentws.store.sql_streaks import StreakStore
@@ -167,7 +167,9 @@ class FailureAlerts:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Post due notices until :meth:`close`; a failing round is logged and tried again."""
         task_status.started()
-        await in_rounds(self._round, self._closed, every_s=_POLL_S, what="webhook alerts", log=log)
+        await poll_until_closed(
+            self._round, self._closed, every_s=_POLL_S, what="webhook alerts", log=log
+        )
 
     async def _round(self) -> None:
         await self.post_due()

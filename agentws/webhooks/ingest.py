@@ -25,7 +25,9 @@ store unavailable           503     ``store_unavailable`` + ``Retry-After``
 
 A form (``application/x-www-form-urlencoded``) is verified on the body as
 sent and stored as the event it carries: its ``payload`` field's JSON, or
-its fields (:mod:`agentws.domain.form_bodies`).
+its fields (:mod:`agentws.domain.form_bodies`). The checks of the body
+itself, from the media type to the signature, are
+:mod:`agentws.webhooks.delivery_checks`'s.
 
 Every answer to a known webhook's URL is in its delivery log
 (:mod:`agentws.webhooks.delivery_log`), never waited for: an accepted
@@ -49,7 +51,6 @@ it was activated, deleted or stopped capturing while the delivery was taken
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -68,20 +69,19 @@ from agentws.asgi import (
     Receive,
     Scope,
     Send,
-    error_body,
+    late_body,
     respond,
     respond_json,
 )
 from agentws.config import Settings
 from agentws.domain.deliveries import IngestOutcome, allowed_headers, dedup_key
 from agentws.domain.delivery_log import DUPLICATE, source_address
-from agentws.domain.form_bodies import FORM_MEDIA_TYPE, FormError, form_event
-from agentws.domain.models import VerificationScheme, Webhook
-from agentws.domain.signatures import SignatureError, Signed, verify
-from agentws.errors import ConfigError, StoreError
+from agentws.domain.models import Webhook
+from agentws.errors import StoreError, error_body
 from agentws.logs import add_log_context
 from agentws.metrics import INGEST_SECONDS, REJECTED, WEBHOOK_DELIVERIES, WEBHOOK_REFUSALS
 from agentws.webhooks.admin import MAX_BODY_LIMIT
+from agentws.webhooks.delivery_checks import STORE_RETRY_S, Checked, check_delivery
 from agentws.webhooks.intake import Intake, Reached
 from agentws.webhooks.samples import capture
 
@@ -93,36 +93,17 @@ T = TypeVar("T")
 
 _PREFIX = "/hooks/"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,200}")
-# Retry-After for a store that is down: soon, but not in a tight loop.
-_STORE_RETRY_S = 5
 _NOT_FOUND = "no webhook at this URL (it may have been deleted)"
 _INACTIVE = "this webhook is a draft: an admin must activate it"
 # The largest Content-Length the delivery log records (any integer column holds it).
 _MAX_SIZE = 2**53
 
 
-# A \ud800-\udfff escape: only then can a parsed body hold a lone surrogate,
-# which json accepts and no UTF-8 encoder (nor the agent's run) does.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# NaN and Infinity are not JSON.
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
-
 _REFUSALS = BodyRefusals(
     too_large=lambda limit: HttpRefusal(
         413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
     ),
-    late=lambda timeout_s: HttpRefusal(
-        408,
-        "body_read_timeout",
-        f"the body did not all arrive within {timeout_s:g} s; send it again, "
-        "whole and without pauses",
-    ),
+    late=late_body,
     gone=HttpRefusal(400, "disconnected", "the client went away before the body ended"),
 )
 
@@ -173,16 +154,6 @@ def inactive_refusal(webhook: Webhook) -> HttpRefusal:
         "webhook_inactive",
         f"this webhook was paused at {since} after its events kept failing: "
         "an admin must activate it again",
-    )
-
-
-def _media_type(content_type: str | None) -> str:
-    return (content_type or "").split(";")[0].strip().lower()
-
-
-def _is_json(media: str) -> bool:
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
     )
 
 
@@ -335,7 +306,7 @@ class HookDoor:
         limit = min(webhook.max_body_bytes, MAX_BODY_LIMIT)
         body = await body_in.read(headers.get("content-length"), limit, _REFUSALS)
         try:
-            checked = self._checked(intake, webhook, body, headers)
+            checked = check_delivery(intake, webhook, body, headers)
         except HttpRefusal as refusal:
             if refusal.status != 401 or not remembered:
                 raise
@@ -344,7 +315,7 @@ class HookDoor:
             intake.forget(webhook)
             reached = await self._current(intake, token, seen)
             webhook = reached.webhook
-            checked = self._checked(intake, webhook, body, headers)
+            checked = check_delivery(intake, webhook, body, headers)
         return await self._take_checked(
             intake,
             webhook,
@@ -365,7 +336,7 @@ class HookDoor:
         Returns the status (202 or 200) and the event id, or raises the
         refusal. Test events are taken here (:mod:`agentws.webhooks.test_events`).
         """
-        checked = self._checked(intake, webhook, body, headers)
+        checked = check_delivery(intake, webhook, body, headers)
         return await self._take_checked(
             intake, webhook, headers, checked, url_generation=None, size=len(body)
         )
@@ -375,7 +346,7 @@ class HookDoor:
         intake: Intake,
         webhook: Webhook,
         headers: dict[str, str],
-        checked: tuple[Any, bytes, Signed, int | None],
+        checked: Checked,
         *,
         url_generation: int | None,
         size: int,
@@ -447,64 +418,6 @@ class HookDoor:
             seen.webhook = None  # deleted meanwhile: it has no log any more
         raise HttpRefusal(404, "not_found", _NOT_FOUND)
 
-    def _checked(
-        self, intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
-    ) -> tuple[Any, bytes, Signed, int | None]:
-        """The event parsed, the event as stored, what the signature vouches for, and the
-        generation of the secret that verified it (None: no secret checked).
-
-        The signature is checked on the body as received; the event stored is
-        that body for JSON, the form's event (:mod:`agentws.domain.form_bodies`)
-        for a form. While a rotated secret is in its grace, either secret
-        verifies (:mod:`agentws.webhooks.rotation`).
-        """
-        media = _media_type(headers.get("content-type"))
-        if _is_json(media):
-            event_body = body
-            try:
-                # json.loads of bytes, with a decoder made once rather than per call.
-                payload = _DECODER.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                raise HttpRefusal(400, "invalid_json", "the body is not valid JSON") from None
-        elif media == FORM_MEDIA_TYPE:
-            try:
-                payload, event_body = form_event(body, _DECODER.decode)
-            except FormError as exc:
-                raise HttpRefusal(exc.status, exc.code, exc.message) from None
-        else:
-            raise HttpRefusal(
-                415,
-                "unsupported_media_type",
-                "send the event as Content-Type: application/json (or a form, "
-                "application/x-www-form-urlencoded)",
-            )
-        if not isinstance(payload, dict):
-            raise HttpRefusal(
-                422, "not_an_object", f"the body must be a JSON object, not {_kind(payload)}"
-            )
-        if _SURROGATE_ESCAPE.search(event_body) and not _encodable(payload):
-            raise HttpRefusal(
-                400,
-                "invalid_json",
-                "the body has an unpaired UTF-16 surrogate escape (\\ud800-\\udfff), "
-                "which is not text",
-            )
-        try:
-            signed, generation = _verified(intake, webhook, body, headers)
-        except SignatureError as exc:
-            raise HttpRefusal(
-                401, "invalid_signature", f"signature check failed: {exc.reason}"
-            ) from None
-        except (ConfigError, StoreError) as exc:
-            log.error("cannot check the signature of webhook %s: %s", webhook.id, exc)
-            raise HttpRefusal(
-                503,
-                "verification_unavailable",
-                "the webhook's secret cannot be read; retry later",
-                {"Retry-After": str(_STORE_RETRY_S)},
-            ) from None
-        return payload, event_body, signed, generation
-
     async def _capture(
         self, intake: Intake, webhook: Webhook, event_body: bytes, headers: dict[str, str]
     ) -> str:
@@ -521,34 +434,6 @@ class HookDoor:
         with trio.CancelScope(deadline=trio.current_time() + self.settings.store_timeout_s):
             return await _stored(work)
         raise _unavailable("no answer in time")
-
-
-def _verified(
-    intake: Intake, webhook: Webhook, body: bytes, headers: dict[str, str]
-) -> tuple[Signed, int | None]:
-    """What the signature vouches for, and the generation of the secret that verified it.
-
-    Error handling:
-        :class:`SignatureError` with the current secret's reason when neither
-        verifies; ConfigError or StoreError when a secret cannot be unsealed.
-    """
-    scheme = webhook.verification
-    if scheme is VerificationScheme.NONE:
-        return verify(scheme, None, body, headers, now=time.time()), None
-    try:
-        signed = verify(scheme, intake.secret(webhook), body, headers, now=time.time())
-        return signed, webhook.secret_generation
-    except SignatureError:
-        previous = intake.previous_secret(webhook)
-        if previous is None:
-            raise
-        try:
-            signed = verify(scheme, previous, body, headers, now=time.time())
-        except SignatureError:
-            pass
-        else:
-            return signed, webhook.secret_generation - 1
-        raise
 
 
 async def _stored(work: Awaitable[T]) -> T:
@@ -575,7 +460,7 @@ def _unavailable(detail: str) -> HttpRefusal:
         503,
         "store_unavailable",
         "the event could not be stored; retry later",
-        {"Retry-After": str(_STORE_RETRY_S)},
+        {"Retry-After": str(STORE_RETRY_S)},
     )
 
 
@@ -600,23 +485,3 @@ def _body_size(body: BodyReader, headers: dict[str, str]) -> int:
     if declared.isdigit():
         return max(body.received, min(int(declared), _MAX_SIZE))
     return body.received
-
-
-def _encodable(payload: Any) -> bool:
-    try:
-        json.dumps(payload, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"

@@ -96,14 +96,12 @@ async def rotate_url(
         token_rotated_at=now,
         updated_at=now,
     )
-    rotated = await store.update(rotated)
-    await record(
+    rotated = await _changed(
         store,
-        webhook.workspace_id,
+        rotated,
+        workspace_slug,
         actor,
         "webhook.rotate_url",
-        f"{workspace_slug}/{webhook.name}",
-        webhook_id=webhook.id,
         generation=rotated.token_generation,
         grace_s=int(grace.total_seconds()),
     )
@@ -149,18 +147,15 @@ async def rotate_secret(
         secret_rotated_at=now,
         updated_at=now,
     )
-    rotated = await store.update(rotated)
-    await record(
+    return await _changed(
         store,
-        webhook.workspace_id,
+        rotated,
+        workspace_slug,
         actor,
         "webhook.rotate_secret",
-        f"{workspace_slug}/{webhook.name}",
-        webhook_id=webhook.id,
         generation=rotated.secret_generation,
         grace_s=int(grace.total_seconds()) if keep else 0,
     )
-    return rotated
 
 
 async def end_grace(
@@ -175,18 +170,30 @@ async def end_grace(
         fields |= {"previous_secret": None, "previous_secret_until": None}
     if not fields:
         return webhook
-    ended = await store.update(attrs.evolve(webhook, **fields, updated_at=utcnow()))
-    await record(
+    return await _changed(
         store,
-        webhook.workspace_id,
+        attrs.evolve(webhook, **fields, updated_at=utcnow()),
+        workspace_slug,
         actor,
         "webhook.end_grace",
-        f"{workspace_slug}/{webhook.name}",
-        webhook_id=webhook.id,
         url="previous_token_hash" in fields,
         secret="previous_secret" in fields,
     )
-    return ended
+
+
+async def _changed(
+    store: RecordStore,
+    changed: Webhook,
+    workspace_slug: str,
+    actor: str,
+    action: str,
+    **details: Any,
+) -> Webhook:
+    """``changed`` stored, and the change audited as ``action`` with ``details``."""
+    stored = await store.update(changed)
+    target, workspace_id = f"{workspace_slug}/{changed.name}", changed.workspace_id
+    await record(store, workspace_id, actor, action, target, webhook_id=changed.id, **details)
+    return stored
 
 
 async def rotation_status(store: RotationStore, webhook: Webhook) -> RotationStatus:

@@ -31,7 +31,7 @@ from agentws.domain.sample_deliveries import (
     default_sample,
     sample_delivery,
 )
-from agentws.errors import ConfigError, StoreError
+from agentws.errors import ConfigError, StoreError, error_body
 from agentws.metrics import WEBHOOK_REPLAYS
 from agentws.webhooks.ingest import HookDoor, inactive_refusal
 from agentws.webhooks.intake import Intake
@@ -44,7 +44,7 @@ _STATUS_WORD = {202: "queued", 200: "duplicate"}
 async def _no_other_path(scope: Scope, receive: Receive, send: Send) -> None:
     # The door made for test events takes deliveries through HookDoor.take
     # only; it never passes a request on.
-    await respond_json(send, 404, {"error": {"code": "not_found", "message": "not here"}})
+    await respond_json(send, 404, error_body("not_found", "not here"))
 
 
 async def send_test_event(

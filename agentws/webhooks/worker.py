@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -40,6 +39,7 @@ import attrs
 import trio
 
 from agentws.agent.runner import RunLog
+from agentws.backoff import Backoff
 from agentws.config import Settings
 from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.domain.rules import utcnow
@@ -50,7 +50,7 @@ from agentws.store.sql_events import EventStore
 from agentws.store.sql_records import RecordStore
 from agentws.webhooks.processing import EventProcessor, RunFailure
 
-__all__ = ["MAX_ATTEMPTS", "EventWorker", "backoff_s"]
+__all__ = ["MAX_ATTEMPTS", "EventWorker"]
 
 log = logging.getLogger("agentws.webhooks")
 
@@ -79,12 +79,6 @@ _BUSY_DOOR_SLOTS = 1
 
 class _Store(RecordStore, EventStore, Protocol):
     """The areas of the store this module uses."""
-
-
-def backoff_s(attempt: int, base_s: float) -> float:
-    """Full jitter: uniform in [0, min(cap, base * 2^(attempt - 1)))."""
-    ceiling = min(_MAX_BACKOFF_S, base_s * 2 ** max(0, attempt - 1))
-    return random.uniform(0, ceiling)  # noqa: S311 - jitter, not a secret
 
 
 @attrs.define(eq=False)
@@ -284,7 +278,8 @@ class EventWorker:
         try:
             if retry:
                 # The jitter, but never sooner than the API asked (a rate limit's retry-after).
-                delay = max(backoff_s(event.attempts, self.settings.retry_base_s), not_before_s)
+                backoff = Backoff(self.settings.retry_base_s, _MAX_BACKOFF_S, jitter=True)
+                delay = max(backoff.delay_s(event.attempts), not_before_s)
                 log.info(
                     "event %s: attempt %d failed (%s); retry in %.1f s",
                     event.id,
