@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from agentws import registry
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.oauth import operator_clients
 from agentws.tools import admin as tools_admin
 from agentws.views import oauth_client_json, token_json, tool_json
 
-from .calls import Answer, endpoint, page_of, read_body
+from .calls import Answer, Endpoints, page_of, read_body
 from .shapes.bodies import LabelChange, NewOAuthClient, NewToken, PermissionChange
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 # --- MCP tokens -----------------------------------------------------------------------------
 
 
 @routes.get("/workspaces/<workspace>/groups/<group>/tokens")
-@endpoint
 async def list_tokens(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
     tokens = await registry.list_tokens(admin.store, workspace, group)
     return page_of([token_json(t, workspace, group) for t in tokens])
 
 
 @routes.post("/workspaces/<workspace>/groups/<group>/tokens")
-@endpoint
 async def create_token(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
     new = await read_body(NewToken)
     issued = await registry.create_token(
@@ -43,7 +40,6 @@ async def create_token(admin: AdminServices, caller: Caller, workspace: str, gro
 
 
 @routes.delete("/workspaces/<workspace>/groups/<group>/tokens/<token>")
-@endpoint
 async def revoke_token(
     admin: AdminServices, caller: Caller, workspace: str, group: str, token: str
 ) -> Answer:
@@ -55,13 +51,11 @@ async def revoke_token(
 
 
 @routes.get("/oauth/clients")
-@endpoint
 async def list_oauth_clients(admin: AdminServices, caller: Caller) -> Answer:
     return page_of([oauth_client_json(c) for c in await operator_clients.list_clients(admin.store)])
 
 
 @routes.post("/oauth/clients")
-@endpoint
 async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
     new = await read_body(NewOAuthClient)
     registered = await operator_clients.register_client(
@@ -78,7 +72,6 @@ async def add_oauth_client(admin: AdminServices, caller: Caller) -> Answer:
 
 
 @routes.delete("/oauth/clients/<client>")
-@endpoint
 async def remove_oauth_client(admin: AdminServices, caller: Caller, client: str) -> Answer:
     removed = await operator_clients.remove_client(admin.store, client, actor=caller.actor)
     return oauth_client_json(removed)
@@ -88,14 +81,12 @@ async def remove_oauth_client(admin: AdminServices, caller: Caller, client: str)
 
 
 @routes.get("/workspaces/<workspace>/groups/<group>/tools")
-@endpoint
 async def list_tools(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
     rows = await tools_admin.group_tool_list(admin.store, workspace, group)
     return page_of([tool_json(row) for row in rows])
 
 
 @routes.put("/workspaces/<workspace>/tools/<tool>/label")
-@endpoint
 async def label_tool(admin: AdminServices, caller: Caller, workspace: str, tool: str) -> Answer:
     capability = (await read_body(LabelChange)).label
     _, cached = await tools_admin.set_label(
@@ -105,7 +96,6 @@ async def label_tool(admin: AdminServices, caller: Caller, workspace: str, tool:
 
 
 @routes.put("/workspaces/<workspace>/tools/<tool>/permission")
-@endpoint
 async def set_tool_permission(
     admin: AdminServices, caller: Caller, workspace: str, tool: str
 ) -> Answer:

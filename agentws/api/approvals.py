@@ -17,7 +17,6 @@ from quart import request
 
 from agentws.admin_access import AdminServices, Caller
 from agentws.approvals import decisions
-from agentws.blueprints import RouteTable
 from agentws.domain.models import Approval, ApprovalStatus, Group, Workspace
 from agentws.errors import ValidationError
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
@@ -27,12 +26,12 @@ from agentws.tools.approval_queue import find_approval
 from agentws.tools.approval_queue import list_approvals as approvals_listed
 from agentws.views import approval_json, approval_summary_json
 
-from .calls import Answer, endpoint, query_number, read_body
+from .calls import Answer, Endpoints, query_number, read_body
 from .shapes.bodies import Decision
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 class _DecidingStore(RecordStore, ApprovalDecisionStore, ApprovalRunStore, Protocol):
@@ -48,7 +47,6 @@ class _Decide(Protocol):
 
 
 @routes.get("/approvals")
-@endpoint
 async def list_approvals(admin: AdminServices, caller: Caller) -> Answer:
     # The queue by default, as `agentws approval list` shows it; `all` for every status.
     wanted = request.args.get("status") or ApprovalStatus.PENDING.value
@@ -78,25 +76,21 @@ async def _approval_view(store: RecordStore, approval_id: str) -> dict[str, Any]
 
 
 @routes.get("/approvals/<approval_id>")
-@endpoint
 async def show_approval(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
     return await _approval_view(admin.store, approval_id)
 
 
 @routes.post("/approvals/<approval_id>/approve")
-@endpoint
 async def approve_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
     return await _decided(admin, caller, approval_id, decisions.approve, runs=True)
 
 
 @routes.post("/approvals/<approval_id>/retry")
-@endpoint
 async def retry_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
     return await _decided(admin, caller, approval_id, decisions.retry, runs=True)
 
 
 @routes.post("/approvals/<approval_id>/deny")
-@endpoint
 async def deny_call(admin: AdminServices, caller: Caller, approval_id: str) -> Answer:
     return await _decided(admin, caller, approval_id, decisions.deny, runs=False)
 

@@ -11,19 +11,17 @@ from quart import request
 
 from agentws.admin_access import AdminServices, Caller
 from agentws.audit import AuditFilters, audit_page
-from agentws.blueprints import RouteTable
 from agentws.domain.rules import utcnow
 from agentws.views import audit_json
 
-from .calls import Answer, endpoint, query_number
+from .calls import Answer, Endpoints, query_number
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 @routes.get("/audit")
-@endpoint
 async def list_audit(admin: AdminServices, caller: Caller) -> Answer:
     page = await audit_page(
         admin.store,

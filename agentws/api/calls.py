@@ -1,13 +1,15 @@
 """How the admin API handles every call: the caller, the JSON in and out, the errors.
 
-:func:`endpoint` authenticates the caller (:func:`agentws.admin_access.authenticate`)
-and turns agentws errors into ``{"error": {"code", "message"}}`` with the
-status the error's kind calls for. The rest reads input the same way for
-every handler: the JSON body (:func:`json_body`, held to a size before it
-is read: 413 ``too_large`` past it) checked against its shape
-(:func:`read_body`, :mod:`agentws.api.shapes.bodies`), and the page of a list
-the request asks for (:func:`page_of`: ``limit`` 1 to 200, default 50, and
-the opaque ``cursor`` a page's ``next_cursor`` gives).
+Each module of the API declares its handlers in an :class:`Endpoints` table,
+which makes every one an :func:`endpoint`: it authenticates the caller
+(:func:`agentws.admin_access.authenticate`) and turns agentws errors into
+``{"error": {"code", "message"}}`` with the status the error's kind calls
+for. The rest reads input the same way for every handler: the JSON body
+(:func:`json_body`, held to a size before it is read: 413 ``too_large``
+past it) checked against its shape (:func:`read_body`,
+:mod:`agentws.api.shapes.bodies`), and the page of a list the request asks
+for (:func:`page_of`: ``limit`` 1 to 200, default 50, and the opaque
+``cursor`` a page's ``next_cursor`` gives).
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, TypeAlias, TypeVar, overload
 
 from quart import Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from agentws.admin_access import SESSION_COOKIE, AdminServices, Caller, authenticate
+from agentws.blueprints import RouteTable
 from agentws.domain.typed_numbers import whole_number
 from agentws.errors import (
     AgentwsError,
@@ -46,6 +49,7 @@ __all__ = [
     "DOCUMENT_BODY_BYTES",
     "MAX_BODY_BYTES",
     "Answer",
+    "Endpoints",
     "endpoint",
     "enum_value",
     "json_body",
@@ -60,6 +64,8 @@ EnumT = TypeVar("EnumT", bound=Enum)
 
 #: What a handler answers: a response, or JSON data (and its status, 200 if not given).
 Answer = Response | dict[str, Any] | tuple[dict[str, Any], int]
+#: A handler: ``handler(admin, caller, **path)``.
+Handler: TypeAlias = Callable[Concatenate[AdminServices, Caller, P], Awaitable[Answer]]
 
 #: The largest body an endpoint reads, unless it says otherwise: its largest field is a
 #: prompt of 20,000 characters, which JSON may spell in 240,000 bytes (``\\ud83d\\ude00``
@@ -142,6 +148,43 @@ def endpoint(
         return response
 
     return wrapped
+
+
+class Endpoints:
+    """A module's handlers, each declared as an :func:`endpoint` for one method and rule.
+
+    No handler of the API can be declared without authenticating its caller
+    first; the one route that needs no credentials (the OpenAPI document) is
+    declared on a plain :class:`~agentws.blueprints.RouteTable`. ``table`` is
+    what the blueprint includes.
+    """
+
+    def __init__(self) -> None:
+        self.table = RouteTable[AdminServices]()
+
+    def route(self, method: str, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        """Declare ``handler(admin, caller, **path)`` for ``method`` on ``rule``."""
+
+        def declare(handler: Handler[P]) -> Handler[P]:
+            self.table.route(rule, methods=[method])(endpoint(handler))
+            return handler
+
+        return declare
+
+    def get(self, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        return self.route("GET", rule)
+
+    def post(self, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        return self.route("POST", rule)
+
+    def put(self, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        return self.route("PUT", rule)
+
+    def patch(self, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        return self.route("PATCH", rule)
+
+    def delete(self, rule: str) -> Callable[[Handler[P]], Handler[P]]:
+        return self.route("DELETE", rule)
 
 
 async def json_body(max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:

@@ -16,7 +16,6 @@ is too slow answers 502. No answer holds a connector's secret.
 from __future__ import annotations
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.connector_checks import check_connector_now, refresh_connector
 from agentws.connectors.registry import (
     find_connector,
@@ -26,23 +25,21 @@ from agentws.connectors.registry import (
 )
 from agentws.views import connector_check_json, connector_json, sync_report_json
 
-from .calls import Answer, endpoint, page_of, read_body
+from .calls import Answer, Endpoints, page_of, read_body
 from .shapes.bodies import ConnectorChange
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 @routes.get("/workspaces/<workspace>/connectors")
-@endpoint
 async def list_workspace_connectors(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     connectors = await list_connectors(admin.store, workspace)
     return page_of([connector_json(c, workspace) for c in connectors])
 
 
 @routes.get("/workspaces/<workspace>/connectors/<connector>")
-@endpoint
 async def show_connector(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
@@ -50,7 +47,6 @@ async def show_connector(
 
 
 @routes.patch("/workspaces/<workspace>/connectors/<connector>")
-@endpoint
 async def update_connector(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
@@ -69,7 +65,6 @@ async def update_connector(
 
 
 @routes.post("/workspaces/<workspace>/connectors/<connector>/test")
-@endpoint
 async def connector_test(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
@@ -81,7 +76,6 @@ async def connector_test(
 
 
 @routes.post("/workspaces/<workspace>/connectors/<connector>/refresh")
-@endpoint
 async def connector_refresh(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:

@@ -10,20 +10,18 @@ from __future__ import annotations
 from quart import request
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.domain.delivery_log import parse_status_filter
 from agentws.errors import ValidationError
 from agentws.webhooks.delivery_listing import MAX_LISTED, delivery_json, list_deliveries
 
-from .calls import Answer, endpoint, page_of
+from .calls import Answer, Endpoints, page_of
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/deliveries")
-@endpoint
 async def list_webhook_deliveries(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:

@@ -52,32 +52,36 @@ from . import (
     webhook_try,
     webhooks,
 )
-from .calls import DOCUMENT_BODY_BYTES, Answer, endpoint, page_of, read_body
+from .calls import DOCUMENT_BODY_BYTES, Answer, Endpoints, page_of, read_body
 from .openapi import openapi_document
 from .shapes.bodies import NameChange, NewDocument, PolicyChange
 
 __all__ = ["api_blueprint"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
+# The one route that needs no credentials.
+_public = RouteTable[AdminServices]()
 
 
 def api_blueprint(admin: AdminServices) -> Blueprint:
     """The admin API under ``/api/v1``, its handlers given ``admin``."""
-    return routes.blueprint(
+    tables = (
+        routes,
+        webhooks.routes,
+        webhook_rotation.routes,
+        webhook_try.routes,
+        webhook_operations.routes,
+        deliveries.routes,
+        approvals.routes,
+        access.routes,
+        audit.routes,
+        connectors.routes,
+    )
+    return _public.blueprint(
         "api",
         __name__,
         admin,
-        include=(
-            webhooks.routes,
-            webhook_rotation.routes,
-            webhook_try.routes,
-            webhook_operations.routes,
-            deliveries.routes,
-            approvals.routes,
-            access.routes,
-            audit.routes,
-            connectors.routes,
-        ),
+        include=[t.table for t in tables],
         url_prefix="/api/v1",
     )
 
@@ -85,7 +89,7 @@ def api_blueprint(admin: AdminServices) -> Blueprint:
 # --- the document ---------------------------------------------------------------------------
 
 
-@routes.get("/openapi.json")
+@_public.get("/openapi.json")
 async def openapi(admin: AdminServices) -> Response:
     """The OpenAPI 3.1 document of this API (no credentials needed)."""
     return jsonify(openapi_document(admin.settings.public_base_url))
@@ -95,13 +99,11 @@ async def openapi(admin: AdminServices) -> Response:
 
 
 @routes.get("/workspaces")
-@endpoint
 async def list_workspaces(admin: AdminServices, caller: Caller) -> Answer:
     return page_of([workspace_json(w) for w in await registry.list_workspaces(admin.store)])
 
 
 @routes.patch("/workspaces/<workspace>")
-@endpoint
 async def rename_workspace(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     changed = await read_body(NameChange)
     renamed = await registry.rename_workspace(
@@ -114,7 +116,6 @@ async def rename_workspace(admin: AdminServices, caller: Caller, workspace: str)
 
 
 @routes.patch("/workspaces/<workspace>/groups/<group>")
-@endpoint
 async def rename_group(admin: AdminServices, caller: Caller, workspace: str, group: str) -> Answer:
     changed = await read_body(NameChange)
     renamed = await registry.rename_group(
@@ -139,7 +140,6 @@ async def _shelf(
 
 
 @routes.get("/workspaces/<workspace>/libraries")
-@endpoint
 async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     attached = await libraries.attached_groups(admin.store, workspace)
     return page_of(
@@ -151,7 +151,6 @@ async def list_libraries(admin: AdminServices, caller: Caller, workspace: str) -
 
 
 @routes.patch("/workspaces/<workspace>/libraries/<library>")
-@endpoint
 async def rename_library(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Answer:
@@ -164,7 +163,6 @@ async def rename_library(
 
 
 @routes.post("/workspaces/<workspace>/libraries/<library>/documents")
-@endpoint
 async def add_document(
     admin: AdminServices, caller: Caller, workspace: str, library: str
 ) -> Answer:
@@ -185,7 +183,6 @@ async def add_document(
 
 
 @routes.patch("/workspaces/<workspace>/libraries/<library>/documents/<document>")
-@endpoint
 async def set_document_policy(
     admin: AdminServices, caller: Caller, workspace: str, library: str, document: str
 ) -> Answer:
@@ -200,7 +197,6 @@ async def set_document_policy(
 
 
 @routes.get("/workspaces/<workspace>/channels/<channel>/messages")
-@endpoint
 async def channel_messages(
     admin: AdminServices, caller: Caller, workspace: str, channel: str
 ) -> Answer:

@@ -13,25 +13,23 @@
 from __future__ import annotations
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.domain.replays import ReplaySelection
 from agentws.errors import StoreUnavailableError
 from agentws.views import sample_answer_json, streak_json, webhook_status
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks.replays import replay_failed, replay_json
 
-from .calls import Answer, endpoint, read_body
+from .calls import Answer, Endpoints, read_body
 from .shapes.bodies import BulkReplayRequest, TestEventRequest
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 _ALL_FAILED = ReplaySelection()
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/failures")
-@endpoint
 async def webhook_failures(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -50,7 +48,6 @@ async def webhook_failures(
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/replay")
-@endpoint
 async def replay_webhook_failures(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -75,7 +72,6 @@ async def replay_webhook_failures(
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/test")
-@endpoint
 async def test_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:

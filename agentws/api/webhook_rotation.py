@@ -11,18 +11,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.views import rotation_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import rotation
 
-from .calls import Answer, endpoint, read_body
+from .calls import Answer, Endpoints, read_body
 from .shapes.bodies import EndGrace, RotateSecret, RotateUrl
 from .webhooks import webhook_view
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 def _grace(text: str | None) -> timedelta:
@@ -30,7 +29,6 @@ def _grace(text: str | None) -> timedelta:
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/rotate")
-@endpoint
 async def rotate_url(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
     grace = _grace((await read_body(RotateUrl)).grace)
     issued = await rotation.rotate_url(
@@ -40,7 +38,6 @@ async def rotate_url(admin: AdminServices, caller: Caller, workspace: str, webho
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/rotate-secret")
-@endpoint
 async def rotate_secret(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -58,7 +55,6 @@ async def rotate_secret(
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/end-grace")
-@endpoint
 async def end_grace(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
     which = (await read_body(EndGrace)).which
     ended = await rotation.end_grace(
@@ -68,7 +64,6 @@ async def end_grace(admin: AdminServices, caller: Caller, workspace: str, webhoo
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/rotation")
-@endpoint
 async def rotation_status(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:

@@ -9,22 +9,20 @@ with a candidate prompt, posting nothing (:mod:`agentws.agent.dry_run`).
 from __future__ import annotations
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.domain.dry_runs import TryRequest
 from agentws.views import dry_run_json, sample_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import samples as webhook_samples
 
-from .calls import Answer, endpoint, page_of, read_body
+from .calls import Answer, Endpoints, page_of, read_body
 from .shapes.bodies import TryPrompt
 
 __all__ = ["routes"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/samples")
-@endpoint
 async def list_samples(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -34,7 +32,6 @@ async def list_samples(
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>/samples/<sample>")
-@endpoint
 async def show_sample(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str, sample: str
 ) -> Answer:
@@ -43,7 +40,6 @@ async def show_sample(
 
 
 @routes.post("/workspaces/<workspace>/webhooks/<webhook>/try")
-@endpoint
 async def try_prompt(admin: AdminServices, caller: Caller, workspace: str, webhook: str) -> Answer:
     asked = await read_body(TryPrompt)
     found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)

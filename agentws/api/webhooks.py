@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from agentws.admin_access import AdminServices, Caller
-from agentws.blueprints import RouteTable
 from agentws.domain.models import Group, Webhook, Workspace
 from agentws.store.sql_records import RecordStore
 from agentws.views import event_json, webhook_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
-from .calls import Answer, endpoint, page_of, read_body
+from .calls import Answer, Endpoints, page_of, read_body
 from .event_lists import event_page_json
 from .shapes import bodies
 
 __all__ = ["routes", "webhook_view"]
 
-routes = RouteTable[AdminServices]()
+routes = Endpoints()
 
 
 async def webhook_view(store: RecordStore, webhook: Webhook) -> dict[str, Any]:
@@ -32,7 +31,6 @@ async def webhook_view(store: RecordStore, webhook: Webhook) -> dict[str, Any]:
 
 
 @routes.get("/workspaces/<workspace>/webhooks")
-@endpoint
 async def list_webhooks(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     store = admin.store
     return page_of(
@@ -41,7 +39,6 @@ async def list_webhooks(admin: AdminServices, caller: Caller, workspace: str) ->
 
 
 @routes.post("/workspaces/<workspace>/webhooks")
-@endpoint
 async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     new = await read_body(bodies.NewWebhook)
     options = webhooks_admin.WebhookOptions(
@@ -77,7 +74,6 @@ async def create_webhook(admin: AdminServices, caller: Caller, workspace: str) -
 
 
 @routes.get("/workspaces/<workspace>/webhooks/<webhook>")
-@endpoint
 async def show_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -86,7 +82,6 @@ async def show_webhook(
 
 
 @routes.patch("/workspaces/<workspace>/webhooks/<webhook>")
-@endpoint
 async def update_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -121,7 +116,6 @@ async def update_webhook(
 
 
 @routes.delete("/workspaces/<workspace>/webhooks/<webhook>")
-@endpoint
 async def delete_webhook(
     admin: AdminServices, caller: Caller, workspace: str, webhook: str
 ) -> Answer:
@@ -135,20 +129,17 @@ async def delete_webhook(
 
 
 @routes.get("/workspaces/<workspace>/events")
-@endpoint
 async def list_events(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
     return await event_page_json(admin, workspace)
 
 
 @routes.get("/events/<event_id>")
-@endpoint
 async def show_event(admin: AdminServices, caller: Caller, event_id: str) -> Answer:
     event, webhook = await webhook_events.find_event(admin.store, event_id)
     return event_json(event, webhook)
 
 
 @routes.post("/events/<event_id>/replay")
-@endpoint
 async def replay_event(admin: AdminServices, caller: Caller, event_id: str) -> Answer:
     replay = await read_body(bodies.Replay)
     store = admin.store

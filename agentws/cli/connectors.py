@@ -246,38 +246,40 @@ async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     return Output(connector_check_json(checked, args.workspace), checked.text())
 
 
+# What turning a connector on or off says (``name``, ``workspace``): on, then off.
+_ACTIVE_TEXT = (
+    "Connector {name!r} is active: the groups it is attached to list its tools.",
+    "Connector {name!r} is inactive: no group lists its tools and no link connects "
+    "to it; its settings, secret, tools and attachments are kept. Turn it back on with "
+    "`agentws connector activate {workspace} {name}`.",
+)
+_RELAY_TEXT = (
+    "Connector {name!r} passes its requests (elicitation, sampling, roots) on to "
+    "the caller of each call, marked as its own.",
+    "Connector {name!r} refuses its requests to callers (elicitation, sampling, "
+    "roots): the remote is told an admin turned them off. Turn them back on with "
+    "`agentws connector relay {workspace} {name} on`.",
+)
+
+
+def _switched(c: Connector, workspace: str, on: bool, texts: tuple[str, str]) -> Output:
+    text = texts[0 if on else 1].format(name=c.name, workspace=workspace)
+    return Output(connector_json(c, workspace), text)
+
+
 async def _set_active(args: argparse.Namespace, ctx: Context) -> Output:
     active = args.action == "activate"
     c = await set_connector_active(
         ctx.store, args.workspace, args.name, active=active, actor=ctx.actor
     )
-    if c.active:
-        text = f"Connector {c.name!r} is active: the groups it is attached to list its tools."
-    else:
-        text = (
-            f"Connector {c.name!r} is inactive: no group lists its tools and no link connects "
-            "to it; its settings, secret, tools and attachments are kept. Turn it back on with "
-            f"`agentws connector activate {args.workspace} {c.name}`."
-        )
-    return Output(connector_json(c, args.workspace), text)
+    return _switched(c, args.workspace, c.active, _ACTIVE_TEXT)
 
 
 async def _relay(args: argparse.Namespace, ctx: Context) -> Output:
     c = await set_connector_relay(
         ctx.store, args.workspace, args.name, relay=args.state == "on", actor=ctx.actor
     )
-    if c.relay_requests:
-        text = (
-            f"Connector {c.name!r} passes its requests (elicitation, sampling, roots) on to "
-            "the caller of each call, marked as its own."
-        )
-    else:
-        text = (
-            f"Connector {c.name!r} refuses its requests to callers (elicitation, sampling, "
-            "roots): the remote is told an admin turned them off. Turn them back on with "
-            f"`agentws connector relay {args.workspace} {c.name} on`."
-        )
-    return Output(connector_json(c, args.workspace), text)
+    return _switched(c, args.workspace, c.relay_requests, _RELAY_TEXT)
 
 
 async def _remove(args: argparse.Namespace, ctx: Context) -> Output:

@@ -38,6 +38,7 @@ from agentws.libraries import (
     set_document_policy,
 )
 from agentws.registry import endpoint_url
+from agentws.views import document_json
 
 __all__ = ["add_library_commands"]
 
@@ -61,18 +62,8 @@ def _library_json(lib: Library, workspace: str, groups: list[str]) -> dict[str, 
 
 
 def _document_json(d: ContextDocument, workspace: str, library: str) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "workspace": workspace,
-        "library": library,
-        "slug": d.slug,
-        "title": d.title,
-        "mime_type": d.mime_type,
-        "policy": d.policy.value,
-        "bytes": _bytes(d.body),
-        "created_at": iso(d.created_at),
-        "updated_at": iso(d.updated_at),
-    }
+    # The API's document, and the workspace it is in (second, after the id).
+    return {"id": d.id, "workspace": workspace, **document_json(d, library)}
 
 
 def _skill_json(s: Skill, workspace: str, library: str) -> dict[str, Any]:
