@@ -32,7 +32,6 @@ from agentws.domain.rules import check_identifier, utcnow
 from agentws.errors import (
     ConfigError,
     ConflictError,
-    NotFoundError,
     UnsafeUrlError,
     ValidationError,
 )
@@ -113,14 +112,7 @@ def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, 
 
 async def find_connector(store: RecordStore, workspace_slug: str, name: str) -> Connector:
     """The workspace's connector called ``name``; NotFoundError naming it otherwise."""
-    workspace = await store.workspace_by_slug(workspace_slug)
-    found = await store.find(Connector, workspace_id=workspace.id, name=name)
-    if found is None:
-        raise NotFoundError(
-            f"no connector {name!r} in workspace {workspace_slug!r} "
-            f"(see `agentws connector list {workspace_slug}`)"
-        )
-    return found
+    return await store.in_workspace(Connector, workspace_slug, name=name)
 
 
 async def add_connector(

@@ -77,14 +77,7 @@ class _Store(RecordStore, CatalogStore, Protocol):
 
 
 async def _library(store: RecordStore, workspace_slug: str, library_slug: str) -> Library:
-    workspace = await store.workspace_by_slug(workspace_slug)
-    found = await store.find(Library, workspace_id=workspace.id, slug=library_slug)
-    if found is None:
-        raise NotFoundError(
-            f"no library {library_slug!r} in workspace {workspace_slug!r} "
-            f"(see `agentws library list {workspace_slug}`)"
-        )
-    return found
+    return await store.in_workspace(Library, workspace_slug, slug=library_slug)
 
 
 async def _put(

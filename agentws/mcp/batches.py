@@ -87,15 +87,7 @@ async def _answer(
         return
     # A response ends its own request's stream, not this one: it ends once
     # every request's stream has (the merged channel closes).
-    await write_sse(
-        request.send,
-        request.receive,
-        session,
-        stream_events(first, merged, until_closed=True),
-        prelude=(),
-        keepalive_s=settings.sse_keepalive_s,
-        stall_s=settings.sse_stall_s,
-    )
+    await write_sse(request, session, stream_events(first, merged, until_closed=True), settings)
 
 
 async def _pump(connection: Connection, merged: trio.MemorySendChannel[Event]) -> None:

@@ -32,7 +32,8 @@ from mcp.shared.exceptions import MCPError
 from agentws.connectors.remote_content import RemoteContent
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.mcp.prompts import named_skills, remote_prompts
-from agentws.mcp.resources import DOCUMENT_TEMPLATE, LINES_TEMPLATE, remote_failure
+from agentws.mcp.remote_rounds import remote_failure
+from agentws.mcp.resources import DOCUMENT_TEMPLATE, LINES_TEMPLATE
 from agentws.store.sql_catalog import CatalogStore
 
 __all__ = ["MAX_VALUES", "Completions", "rank"]

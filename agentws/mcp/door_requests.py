@@ -261,13 +261,7 @@ async def _validated(
         request_id = _echoed_id(document)
         await rpc_error(request, 400, request_id, types.INVALID_REQUEST, text, session_id)
         raise Answered from None
-    if (
-        isinstance(message, types.JSONRPCNotification)
-        and isinstance(document, dict)
-        and "id" in document
-    ):
-        # A request whose id is not a string or an integer (1.5, null, true)
-        # validates as a notification, which is never answered: say so instead.
+    if _bad_id(message, document):
         await rpc_error(
             request,
             400,
@@ -278,6 +272,19 @@ async def _validated(
         )
         raise Answered
     return message
+
+
+def _bad_id(message: types.JSONRPCMessage, document: Any) -> bool:
+    """Whether ``document`` is a request whose id is not a string or an integer.
+
+    Such a request (id 1.5, null, true) validates as a notification, which is
+    never answered: it is refused instead.
+    """
+    return (
+        isinstance(message, types.JSONRPCNotification)
+        and isinstance(document, dict)
+        and "id" in document
+    )
 
 
 async def _batch(
@@ -305,11 +312,7 @@ async def _batch(
             )
         except pydantic.ValidationError:
             message = None  # type: ignore[assignment]
-        if message is None or (
-            isinstance(message, types.JSONRPCNotification)
-            and isinstance(entry, dict)
-            and "id" in entry
-        ):
+        if message is None or _bad_id(message, entry):
             await rpc_error(
                 request,
                 400,

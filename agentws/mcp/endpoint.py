@@ -32,7 +32,8 @@ does not speak; none means the negotiated one). Errors are JSON:
 client expects one.
 
 Reading a request's message is :mod:`agentws.mcp.door_requests`; writing an
-SSE stream is :mod:`agentws.mcp.streams`.
+SSE stream is :mod:`agentws.mcp.streams`; the legacy transport's two
+requests are served by :mod:`agentws.mcp.legacy_sse`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -82,12 +82,18 @@ from agentws.mcp.forward import (
     owner_of,
 )
 from agentws.mcp.guard import HostOriginGuard
+from agentws.mcp.legacy_sse import (
+    check_legacy_accept,
+    legacy_session_id,
+    serve_legacy_post,
+    serve_legacy_stream,
+)
 from agentws.mcp.modern import StatelessBody, is_stateless, pending_owner, serve_stateless
 from agentws.mcp.owner_forward import forward_to_owner, store_unavailable
 from agentws.mcp.replay import Event
 from agentws.mcp.scope_challenge import ScopeChallenge, check_scope
 from agentws.mcp.sessions import McpSession, SessionSupervisor, Transport
-from agentws.mcp.streams import EventSource, primes, priming_for, stream_events, write_sse
+from agentws.mcp.streams import primes, priming_for, stream_events, write_sse
 from agentws.metrics import REJECTED
 from agentws.oauth.resources import bearer_challenge
 
@@ -209,10 +215,13 @@ class McpDoor:
             return
 
         if request.messages_path:
-            await self._legacy_post(request, sessions)
+            session = self._session(request, sessions, legacy_session_id(request), "sse")
+            await serve_legacy_post(request, session, self.settings)
         elif request.method == "GET":
             if request.header(SESSION_HEADER.encode()) is None:
-                await self._legacy_stream(request, sessions)
+                check_legacy_accept(request)
+                session = await self._open(request, sessions, "sse")
+                await serve_legacy_stream(request, session, self.settings)
             else:
                 await self._standalone_stream(request, sessions)
         elif request.method == "POST":
@@ -326,7 +335,7 @@ class McpDoor:
         else:
             session = self._session(request, sessions, session_id, "streamable")
         if not is_request:
-            await self._submit(session, message)
+            await submit(session, message)
             await respond(request.send, 202, b"", [(b"mcp-session-id", session.id.encode())])
             return
         await self._answer(request, session, message)  # type: ignore[arg-type]
@@ -346,9 +355,6 @@ class McpDoor:
                 return False
             self.sessions.adopt(session, caller)
         return await refuse_unknown_version(request, session)
-
-    async def _submit(self, session: McpSession, message: types.JSONRPCMessage) -> None:
-        await submit(session, message)
 
     async def _answer(
         self, request: DoorRequest, session: McpSession, message: types.JSONRPCRequest
@@ -385,10 +391,11 @@ class McpDoor:
             close_at = math.inf
             if self.settings.mcp_sse_poll_s and primes(session):
                 close_at = trio.current_time() + self.settings.mcp_sse_poll_s
-            written = await self._stream(
+            written = await write_sse(
                 request,
                 session,
                 stream_events(first, replies, close_at=close_at),
+                self.settings,
                 prelude=priming_for(session, connection.stream.event_id(0)),
             )
             if written and connection.stream.finished:
@@ -411,10 +418,11 @@ class McpDoor:
             raise HttpRefusal(409, "conflict", "this session already has an open stream")
         start = connection.stream.event_id(connection.stream.seq)
         try:
-            await self._stream(
+            await write_sse(
                 request,
                 session,
                 stream_events((), connection.receive),
+                self.settings,
                 prelude=priming_for(session, start),
             )
         finally:
@@ -432,10 +440,11 @@ class McpDoor:
             )
         missed, connection = resumed
         try:
-            await self._stream(
+            await write_sse(
                 request,
                 session,
                 stream_events(missed, connection.receive if connection else None),
+                self.settings,
                 prelude=priming_for(session, last_event_id),
             )
         finally:
@@ -449,75 +458,3 @@ class McpDoor:
         session = self._session(request, sessions, session_id, "streamable")
         session.close()
         await respond(request.send, 204, b"", [(b"mcp-session-id", session.id.encode())])
-
-    # --- legacy HTTP+SSE ------------------------------------------------------------------
-
-    async def _legacy_stream(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
-        if not request.accepts("text/event-stream"):
-            raise HttpRefusal(
-                406,
-                "not_acceptable",
-                "GET opens an SSE stream (Accept: text/event-stream); "
-                "Streamable HTTP clients POST initialize",
-            )
-        session = await self._open(request, sessions, "sse")
-        connection = session.open_stream()
-        if connection is None:  # the session ended before its stream opened
-            raise HttpRefusal(
-                503, "over_capacity", "the session closed at once; retry", [("Retry-After", "1")]
-            )
-        root = request.scope.get("root_path", "")
-        endpoint = (
-            f"{root}/mcp/g/{request.workspace}/{request.group}/messages?session_id={session.id}"
-        )
-        try:
-            await self._stream(
-                request,
-                session,
-                # 2024-11-05 has no event ids (nor any way to resume).
-                stream_events((), connection.receive, ids=False),
-                prelude=(f"event: endpoint\ndata: {endpoint}\n\n".encode(),),
-            )
-        finally:
-            # The legacy session lives exactly as long as its stream.
-            session.leave(connection)
-            session.close()
-
-    async def _legacy_post(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
-        session_id = request.session_id
-        if not session_id:
-            raise HttpRefusal(
-                400,
-                "missing_session",
-                "POST to the URL of the stream's endpoint event (…?session_id=…)",
-            )
-        session = self._session(request, sessions, session_id, "sse")
-        try:
-            message = await parse_message(request, self.settings, session.id)
-        except Answered:
-            return
-        await self._submit(session, message)
-        await respond(
-            request.send,
-            202,
-            b"Accepted",
-            [(b"content-type", b"text/plain"), (b"mcp-session-id", session.id.encode())],
-        )
-
-    async def _stream(
-        self,
-        request: DoorRequest,
-        session: McpSession,
-        events: EventSource,
-        *,
-        prelude: Iterable[bytes],
-    ) -> bool:
-        return await write_sse(
-            request.send,
-            request.receive,
-            session,
-            events,
-            prelude=prelude,
-            keepalive_s=self.settings.sse_keepalive_s,
-            stall_s=self.settings.sse_stall_s,
-        )

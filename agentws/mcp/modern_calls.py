@@ -42,17 +42,9 @@ from pydantic import ValidationError as PydanticValidationError
 from agentws.errors import OverCapacityError
 from agentws.mcp.passthrough import Passthrough
 from agentws.mcp.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
-from agentws.mcp.relay_channel import send_progress
+from agentws.mcp.relay_channel import ChannelParts
 from agentws.tool_results import tool_error
-from agentws.tools.caller_channel import (
-    CallerChannel,
-    ElicitFn,
-    LogFn,
-    ProgressFn,
-    RemoteRound,
-    RootsFn,
-    SampleFn,
-)
+from agentws.tools.caller_channel import CallerChannel, RemoteRound
 
 __all__ = ["ModernChannel", "call_modern"]
 
@@ -76,7 +68,7 @@ def _as(model: type[BaseModel], raw: Any) -> Any:
 
 
 @attrs.define(eq=False)
-class ModernChannel:
+class ModernChannel(ChannelParts):
     """One stateless client's call, as a remote's way back to it (a ``CallerChannel``)."""
 
     ctx: Context
@@ -89,26 +81,6 @@ class ModernChannel:
     def step(self, ctx: Context) -> None:
         """A new round of the call: notifications go to this request from now on."""
         self.ctx = ctx
-
-    @property
-    def progress(self) -> ProgressFn | None:
-        return self._progress
-
-    @property
-    def log(self) -> LogFn | None:
-        return self._log
-
-    @property
-    def elicit(self) -> ElicitFn | None:
-        return self._elicit
-
-    @property
-    def sample(self) -> SampleFn | None:
-        return self._sample
-
-    @property
-    def roots(self) -> RootsFn | None:
-        return self._roots
 
     @property
     def remote_round(self) -> RemoteRound | None:
@@ -146,9 +118,6 @@ class ModernChannel:
     def _declared(self, name: str) -> bool:
         capabilities = self.ctx.session.client_capabilities
         return capabilities is not None and getattr(capabilities, name, None) is not None
-
-    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        await send_progress(self.ctx, progress, total, message)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         meta = self.ctx.params.get("_meta") if isinstance(self.ctx.params, dict) else None

@@ -23,12 +23,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.remote_content import RemoteContent, RemotePrompt
-from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Group, Library, Skill
 from agentws.libraries.arguments import missing_arguments, render_prompt
 from agentws.mcp.passthrough import StateSeal
 from agentws.mcp.remote_rounds import relayed
-from agentws.mcp.resources import remote_failure
 from agentws.store.sql_catalog import CatalogStore
 from agentws.tools.caller_channel import CallerChannel
 
@@ -150,15 +148,12 @@ class Prompts:
         async def send(channel: CallerChannel) -> types.GetPromptResult | types.InputRequiredResult:
             return await self.remote.get_prompt(found, arguments, channel)
 
-        try:
-            return await relayed(
-                ctx,
-                self.seal,
-                found.connector,
-                f"prompts/get {found.prompt.name}",
-                params,
-                arguments or {},
-                send,
-            )
-        except (RemoteError, MCPError) as exc:
-            raise remote_failure(exc) from None
+        return await relayed(
+            ctx,
+            self.seal,
+            found.connector,
+            f"prompts/get {found.prompt.name}",
+            params,
+            arguments or {},
+            send,
+        )

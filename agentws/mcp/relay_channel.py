@@ -12,7 +12,9 @@ reaches that caller within the same request:
   error, goes back to the remote.
 
 Modern-era (2026-07-28) clients take no server-initiated requests: their
-channel offers no elicitation or sampling.
+channel (:class:`~agentws.mcp.modern_calls.ModernChannel`) asks in rounds
+instead. Both channels are :class:`ChannelParts`, which says which parts
+each offers.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from agentws.mcp.log_levels import wanted
 from agentws.mcp.session import McpSession
 from agentws.tools.caller_channel import ElicitFn, LogFn, ProgressFn, RootsFn, SampleFn
 
-__all__ = ["McpRelayChannel", "send_progress"]
+__all__ = ["ChannelParts", "McpRelayChannel", "send_progress"]
 
 R = TypeVar("R", bound=types.Result)
 
@@ -54,53 +56,90 @@ async def send_progress(
     await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
 
+class ChannelParts:
+    """What the MCP door's caller channels share: the parts they offer, and progress.
+
+    A part (``progress``, ``log``, ``elicitation``, ``sampling``, ``roots``)
+    is offered when :meth:`_offers` says so; a subclass, an attrs class with
+    a ``ctx``, carries it out in ``_log``, ``_elicit``, ``_sample`` and
+    ``_roots``. Progress goes to the client under its request's token
+    (:func:`send_progress`) on every era.
+    """
+
+    __slots__ = ()
+
+    ctx: ServerRequestContext[Any]
+
+    def _offers(self, part: str) -> bool:
+        """Whether the channel offers ``part``; every part, unless a subclass says otherwise."""
+        return True
+
+    @property
+    def progress(self) -> ProgressFn | None:
+        return self._progress if self._offers("progress") else None
+
+    @property
+    def log(self) -> LogFn | None:
+        return self._log if self._offers("log") else None
+
+    @property
+    def elicit(self) -> ElicitFn | None:
+        return self._elicit if self._offers("elicitation") else None
+
+    @property
+    def sample(self) -> SampleFn | None:
+        return self._sample if self._offers("sampling") else None
+
+    @property
+    def roots(self) -> RootsFn | None:
+        return self._roots if self._offers("roots") else None
+
+    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await send_progress(self.ctx, progress, total, message)
+
+    async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
+        raise NotImplementedError
+
+    async def _elicit(
+        self, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        raise NotImplementedError
+
+    async def _sample(
+        self, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        raise NotImplementedError
+
+    async def _roots(self) -> types.ListRootsResult | types.ErrorData:
+        raise NotImplementedError
+
+
 @attrs.frozen
-class McpRelayChannel:
+class McpRelayChannel(ChannelParts):
     """One ``tools/call`` request's way back to its client."""
 
     ctx: ServerRequestContext[McpSession]
 
-    @property
-    def progress(self) -> ProgressFn | None:
-        if progress_token_from_params(self.ctx.params) is None:
-            return None
-        return self._progress
+    def _offers(self, part: str) -> bool:
+        if part == "progress":
+            return progress_token_from_params(self.ctx.params) is not None
+        if part == "log":
+            return True
+        if part == "elicitation":
+            return self._declared(part, since=_ELICITATION_SINCE)
+        return self._declared(part)
 
-    @property
-    def log(self) -> LogFn | None:
-        return self._log
-
-    @property
-    def elicit(self) -> ElicitFn | None:
-        capabilities = self.ctx.session.client_capabilities
-        if capabilities is None or capabilities.elicitation is None:
-            return None
-        if not self._era_at_least(_ELICITATION_SINCE):
-            return None
-        return self._elicit
-
-    @property
-    def sample(self) -> SampleFn | None:
-        return self._sample if self._declared("sampling") else None
-
-    @property
-    def roots(self) -> RootsFn | None:
-        return self._roots if self._declared("roots") else None
-
-    def _declared(self, capability: str) -> bool:
-        """Whether the client, on a handshake revision, declared ``capability``."""
+    def _declared(self, capability: str, *, since: str = HANDSHAKE_PROTOCOL_VERSIONS[0]) -> bool:
+        """Whether the client, on revision ``since`` or a later one, declared ``capability``."""
         capabilities = self.ctx.session.client_capabilities
         declared = capabilities is not None and getattr(capabilities, capability) is not None
-        return declared and self._era_at_least(HANDSHAKE_PROTOCOL_VERSIONS[0])
+        return declared and self._era_at_least(since)
 
     def _era_at_least(self, version: str) -> bool:
         """Whether the session speaks ``version`` or a later handshake revision."""
         known = list(HANDSHAKE_PROTOCOL_VERSIONS)
         spoken = self.ctx.protocol_version
         return spoken in known and version in known and known.index(spoken) >= known.index(version)
-
-    async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
-        await send_progress(self.ctx, progress, total, message)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         if not wanted(params.level, self.ctx.lifespan_context.log_level):

@@ -24,15 +24,18 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import Connector
 from agentws.mcp.modern_calls import ModernChannel
 from agentws.mcp.passthrough import CallBinding, Passthrough, StateSeal
 from agentws.mcp.relay_channel import McpRelayChannel
+from agentws.redaction import upstream_excerpt
 from agentws.tools.caller_channel import CallerChannel
 
-__all__ = ["relayed"]
+__all__ = ["relayed", "remote_failure"]
 
 R = TypeVar("R")
 Context = ServerRequestContext[Any]
@@ -57,14 +60,29 @@ async def relayed(
     and the connector it is what a passed-through state is bound to.
 
     Error handling:
-        As ``send``; MCPError ``INVALID_PARAMS`` for a ``requestState`` of
-        ours that does not hold; ``MissingRequiredClientCapability`` as above.
+        MCPError, as :func:`remote_failure` makes it of ``send``'s error;
+        ``INVALID_PARAMS`` for a ``requestState`` of ours that does not
+        hold; ``MissingRequiredClientCapability`` as above.
     """
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        return await send(McpRelayChannel(ctx))
-    caller = ctx.lifespan_context.caller
-    binding = CallBinding(caller.token_id, connector.id, what, _hash(arguments))
-    channel = ModernChannel(ctx, passthrough=Passthrough.of(seal, binding, params))
-    result = await send(channel)
-    channel.check()
-    return result
+    try:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await send(McpRelayChannel(ctx))
+        caller = ctx.lifespan_context.caller
+        binding = CallBinding(caller.token_id, connector.id, what, _hash(arguments))
+        channel = ModernChannel(ctx, passthrough=Passthrough.of(seal, binding, params))
+        result = await send(channel)
+        channel.check()
+        return result
+    except (RemoteError, MCPError) as exc:
+        raise remote_failure(exc) from None
+
+
+def remote_failure(exc: RemoteError | MCPError) -> MCPError:
+    """A remote connector's failure as the MCP error a client shows.
+
+    One that could not be reached is an internal error naming it; a JSON-RPC
+    error of the remote's keeps its code and data, its message cut short.
+    """
+    if isinstance(exc, RemoteError):
+        return MCPError(types.INTERNAL_ERROR, exc.message)
+    return MCPError(exc.error.code, upstream_excerpt(exc.error.message), exc.error.data)

@@ -34,13 +34,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.remote_content import RemoteContent
-from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import ContextDocument, Library
 from agentws.mcp.listen import read_approval
 from agentws.mcp.passthrough import StateSeal
 from agentws.mcp.remote_rounds import relayed
 from agentws.mcp.session import McpSession
-from agentws.redaction import upstream_excerpt
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import approval_id_of
@@ -54,7 +52,6 @@ __all__ = [
     "LineRange",
     "Resources",
     "parse_lines",
-    "remote_failure",
 ]
 
 #: The MCP specification's error code for an unknown resource, up to 2025-11-25.
@@ -138,17 +135,6 @@ def split_uri(uri: str) -> tuple[str, LineRange | None]:
         return base, parse_lines(params["lines"][0])
     except ValueError as exc:
         raise MCPError(types.INVALID_PARAMS, str(exc)) from None
-
-
-def remote_failure(exc: RemoteError | MCPError) -> MCPError:
-    """A remote connector's failure as the MCP error a client shows.
-
-    One that could not be reached is an internal error naming it; a JSON-RPC
-    error of the remote's keeps its code and data, its message cut short.
-    """
-    if isinstance(exc, RemoteError):
-        return MCPError(types.INTERNAL_ERROR, exc.message)
-    return MCPError(exc.error.code, upstream_excerpt(exc.error.message), exc.error.data)
 
 
 @attrs.frozen
@@ -254,12 +240,7 @@ class Resources:
         ) -> types.ReadResourceResult | types.InputRequiredResult:
             return await self.remote.read(connector, uri, channel)
 
-        try:
-            return await relayed(
-                ctx, self.seal, connector, f"resources/read {uri}", params, {}, send
-            )
-        except (RemoteError, MCPError) as exc:
-            raise remote_failure(exc) from None
+        return await relayed(ctx, self.seal, connector, f"resources/read {uri}", params, {}, send)
 
     async def subscribe(
         self, ctx: Context, params: types.SubscribeRequestParams

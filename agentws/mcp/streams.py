@@ -15,13 +15,17 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 import trio
 
-from agentws.asgi import Receive, Send
 from agentws.mcp.forward import cancel_on_disconnect
 from agentws.mcp.replay import Event
 from agentws.mcp.session import McpSession
+
+if TYPE_CHECKING:
+    from agentws.config import Settings
+    from agentws.mcp.door_requests import DoorRequest
 
 __all__ = [
     "RETRY_MS",
@@ -54,30 +58,30 @@ _PRIMING_SINCE = "2025-11-25"
 
 
 async def write_sse(
-    send: Send,
-    receive: Receive,
+    request: DoorRequest,
     session: McpSession,
     events: EventSource,
+    settings: Settings,
     *,
-    prelude: Iterable[bytes],
-    keepalive_s: float,
-    stall_s: float,
+    prelude: Iterable[bytes] = (),
 ) -> bool:
     """Write an SSE response from ``events`` until it ends, the client leaves, or stalls.
 
     Args:
-        send, receive: the ASGI request's; ``receive`` is watched for the
+        request: the door's request; its ``receive`` is watched for the
             client's disconnect, which ends the stream.
         session: the MCP session the stream is of (closed if its client stalls).
         events: returns ``(chunk, last)``; a None chunk means nothing
-            arrived within ``keepalive_s`` (a comment line is sent).
-        prelude: events sent first (the legacy ``endpoint`` event).
-        keepalive_s: the longest silence before a keep-alive comment.
-        stall_s: how long a write may wait on a client that reads nothing.
+            arrived within ``sse_keepalive_s`` (a comment line is sent).
+        settings: ``sse_keepalive_s``, the longest silence before a
+            keep-alive comment; ``sse_stall_s``, how long a write may wait
+            on a client that reads nothing.
+        prelude: events sent first (a priming event, the legacy ``endpoint`` event).
 
     Returns:
         Whether the response ended as ``events`` did (not cut short).
     """
+    send, keepalive_s, stall_s = request.send, settings.sse_keepalive_s, settings.sse_stall_s
     await send(
         {
             "type": "http.response.start",
@@ -88,7 +92,7 @@ async def write_sse(
     pending = list(prelude)
     completed = False
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+        nursery.start_soon(cancel_on_disconnect, request.receive, nursery.cancel_scope)
         while True:
             chunk: bytes | None
             if pending:

@@ -75,6 +75,15 @@ class RecordStore(Protocol):
         """NotFoundError naming the workspace or group that does not exist."""
         ...
 
+    async def in_workspace(self, kind: type[R], workspace_slug: str, /, **key: str) -> R:
+        """The record of type ``kind`` in the workspace whose one ``key`` field matches.
+
+        ``await store.in_workspace(Connector, "acme", name="github")``;
+        NotFoundError naming the workspace, or the record and the CLI command
+        that lists its kind, if there is none.
+        """
+        ...
+
 
 class RecordQueries(Queries):
     """Records by type; mixed into :class:`~agentws.store.sql.SqlStore`."""
@@ -196,12 +205,17 @@ class RecordQueries(Queries):
         return found
 
     async def group_by_slug(self, workspace_slug: str, group_slug: str) -> Group:
+        return await self.in_workspace(Group, workspace_slug, slug=group_slug)
+
+    async def in_workspace(self, kind: type[R], workspace_slug: str, /, **key: str) -> R:
         workspace = await self.workspace_by_slug(workspace_slug)
-        found = await self.find(Group, workspace_id=workspace.id, slug=group_slug)
+        found = await self.find(kind, workspace_id=workspace.id, **key)
         if found is None:
+            noun = table_for(kind).noun
+            (value,) = key.values()
             raise NotFoundError(
-                f"no group {group_slug!r} in workspace {workspace_slug!r} "
-                f"(see `agentws group list {workspace_slug}`)"
+                f"no {noun} {value!r} in workspace {workspace_slug!r} "
+                f"(see `agentws {noun} list {workspace_slug}`)"
             )
         return found
 
