@@ -117,7 +117,6 @@ async def _connectors_page(
         kind_label=KINDS[kind],
         default_url=DEFAULT_URLS.get(kind),
         typed=typed,
-        status=400 if error else 200,
         error=error,
     )
 

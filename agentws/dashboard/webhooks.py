@@ -61,7 +61,6 @@ async def _webhooks_page(
         schemes=[s.value for s in VerificationScheme],
         issued_url=None,
         typed=typed or {},
-        status=400 if error else 200,
         error=error,
     )
 
