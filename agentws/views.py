@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from agentws.connectors.registry import SECRET_HEADER_FIELD
 from agentws.domain.approval_lists import ApprovalSummary
@@ -53,6 +56,7 @@ __all__ = [
     "document_json",
     "dry_run_json",
     "event_json",
+    "fields_json",
     "group_json",
     "library_json",
     "message_json",
@@ -73,17 +77,34 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def fields_json(record: object, *keys: str) -> dict[str, Any]:
+    """``record``'s attributes named by ``keys``, in that order, as JSON values.
+
+    A key ``"at:created_at"`` is the attribute ``created_at`` shown as ``at``.
+    A time is given in ISO 8601, an enum member as its value; the rest as they are.
+    """
+    shown: dict[str, Any] = {}
+    for key in keys:
+        name, _, attribute = key.partition(":")
+        value = getattr(record, attribute or name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, Enum):
+            value = value.value
+        shown[name] = value
+    return shown
+
+
+#: What an approval says of its decision and when each step came.
+_DECIDED = ("reason", "decided_by", "error")
+_APPROVAL_TIMES = ("created_at", "expires_at", "decided_at", "finished_at")
+
+
 def audit_json(entry: AuditEntry) -> dict[str, Any]:
     """An audit entry as ``agentws audit tail --json``, the API and the export give it."""
-    return {
-        "id": entry.id,
-        "at": _iso(entry.created_at),
-        "workspace_id": entry.workspace_id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "target": entry.target,
-        "detail": entry.detail,
-    }
+    return fields_json(
+        entry, "id", "at:created_at", "workspace_id", "actor", "action", "target", "detail"
+    )
 
 
 def workspace_json(w: Workspace) -> dict[str, Any]:
@@ -93,12 +114,11 @@ def workspace_json(w: Workspace) -> dict[str, Any]:
 def group_json(g: Group, workspace: str, url: str) -> dict[str, Any]:
     """A group, with ``url``: its MCP endpoint's."""
     return {
-        "id": g.id,
+        **fields_json(g, "id"),
         "workspace": workspace,
-        "slug": g.slug,
-        "name": g.name,
+        **fields_json(g, "slug", "name"),
         "url": url,
-        "created_at": _iso(g.created_at),
+        **fields_json(g, "created_at"),
     }
 
 
@@ -140,18 +160,7 @@ def webhook_json(w: Webhook, workspace: str, group: str | None) -> dict[str, Any
 
 
 def rotation_json(r: RotationStatus) -> dict[str, Any]:
-    return {
-        "url_generation": r.url_generation,
-        "previous_url_until": _iso(r.previous_url_until),
-        "via_new_url": r.via_new_url,
-        "via_previous_url": r.via_previous_url,
-        "last_via_previous_url": _iso(r.last_via_previous_url),
-        "secret_generation": r.secret_generation,
-        "previous_secret_until": _iso(r.previous_secret_until),
-        "via_new_secret": r.via_new_secret,
-        "via_previous_secret": r.via_previous_secret,
-        "last_via_previous_secret": _iso(r.last_via_previous_secret),
-    }
+    return fields_json(r, *(field.name for field in attrs.fields(RotationStatus)))
 
 
 def webhook_status(w: Webhook) -> str:
@@ -179,19 +188,22 @@ def streak_json(s: FailureStreak | None) -> dict[str, Any] | None:
     return {
         "failures": s.failures,
         "open": s.ended_at is None,
-        "started_at": _iso(s.started_at),
-        "last_failed_at": _iso(s.last_failed_at),
-        "last_event_id": s.last_event_id,
-        "last_error": s.last_error,
-        "alerted_at": _iso(s.alerted_at),
-        "paused_at": _iso(s.paused_at),
-        "alert_posted_at": _iso(s.alert_posted_at),
-        "alert_message_id": s.alert_message_id,
-        "ended_at": _iso(s.ended_at),
-        "recovered_event_id": s.recovered_event_id,
-        "recovery_posted_at": _iso(s.recovery_posted_at),
-        "recovery_message_id": s.recovery_message_id,
-        "notice_error": s.notice_error,
+        **fields_json(
+            s,
+            "started_at",
+            "last_failed_at",
+            "last_event_id",
+            "last_error",
+            "alerted_at",
+            "paused_at",
+            "alert_posted_at",
+            "alert_message_id",
+            "ended_at",
+            "recovered_event_id",
+            "recovery_posted_at",
+            "recovery_message_id",
+            "notice_error",
+        ),
     }
 
 
@@ -200,15 +212,18 @@ def event_json(e: Event | EventSummary, webhook: Webhook) -> dict[str, Any]:
         "id": e.id,
         "webhook": webhook.name,
         "webhook_id": webhook.id,
-        "status": e.status.value,
-        "attempts": e.attempts,
-        "error": e.error,
-        "message_id": e.message_id,
-        "received_at": _iso(e.received_at),
-        "finished_at": _iso(e.finished_at),
-        # The URL / secret generation it came through (null: not delivered to the URL).
-        "url_generation": e.url_generation,
-        "secret_generation": e.secret_generation,
+        **fields_json(
+            e,
+            "status",
+            "attempts",
+            "error",
+            "message_id",
+            "received_at",
+            "finished_at",
+            # The URL / secret generation it came through (null: not delivered to the URL).
+            "url_generation",
+            "secret_generation",
+        ),
     }
 
 
@@ -219,49 +234,34 @@ def approval_json(a: Approval, group: Group, workspace: Workspace) -> dict[str, 
         "id": a.id,
         "workspace": workspace.slug,
         "group": group.slug,
-        "tool": a.tool_name,
-        "capability": a.capability.value,
-        "arguments": a.arguments,
-        "requested_by": a.requested_by,
-        "event_id": a.event_id,
+        **fields_json(a, "tool:tool_name", "capability", "arguments", "requested_by", "event_id"),
         "status": current_status(a).value,
-        "reason": a.reason,
-        "decided_by": a.decided_by,
-        "error": a.error,
-        "result": a.result,
-        "created_at": _iso(a.created_at),
-        "expires_at": _iso(a.expires_at),
-        "decided_at": _iso(a.decided_at),
-        "finished_at": _iso(a.finished_at),
+        **fields_json(a, *_DECIDED, "result", *_APPROVAL_TIMES),
     }
 
 
 def approval_summary_json(a: ApprovalSummary) -> dict[str, Any]:
     """A row of a list of queued calls: the arguments' preview and size, not the arguments."""
-    return {
-        "id": a.id,
-        "workspace": a.workspace_slug,
-        "group": a.group_slug,
-        "tool": a.tool_name,
-        "capability": a.capability.value,
-        "arguments_preview": a.arguments_preview,
-        "arguments_bytes": a.arguments_bytes,
-        "arguments_hash": a.arguments_hash,
-        "requested_by": a.requested_by,
-        "caller": a.caller,
-        "token_id": a.token_id,
-        "token_name": a.token_name,
-        "webhook": a.webhook_name,
-        "event_id": a.event_id,
-        "status": a.status.value,
-        "reason": a.reason,
-        "decided_by": a.decided_by,
-        "error": a.error,
-        "created_at": _iso(a.created_at),
-        "expires_at": _iso(a.expires_at),
-        "decided_at": _iso(a.decided_at),
-        "finished_at": _iso(a.finished_at),
-    }
+    return fields_json(
+        a,
+        "id",
+        "workspace:workspace_slug",
+        "group:group_slug",
+        "tool:tool_name",
+        "capability",
+        "arguments_preview",
+        "arguments_bytes",
+        "arguments_hash",
+        "requested_by",
+        "caller",
+        "token_id",
+        "token_name",
+        "webhook:webhook_name",
+        "event_id",
+        "status",
+        *_DECIDED,
+        *_APPROVAL_TIMES,
+    )
 
 
 def token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
@@ -269,16 +269,17 @@ def token_json(t: McpToken, workspace: str, group: str) -> dict[str, Any]:
         "id": t.id,
         "workspace": workspace,
         "group": group,
-        "name": t.name,
-        "scope": t.scope.value,
-        "hint": t.hint,
+        **fields_json(t, "name", "scope", "hint"),
         "status": _token_status(t),
-        "revoked": t.revoked,
-        "created_at": _iso(t.created_at),
-        "last_used_at": _iso(t.last_used_at),
-        "revoked_at": _iso(t.revoked_at),
-        "expires_at": _iso(t.expires_at),
-        "oauth_client": t.oauth_client_id,
+        **fields_json(
+            t,
+            "revoked",
+            "created_at",
+            "last_used_at",
+            "revoked_at",
+            "expires_at",
+            "oauth_client:oauth_client_id",
+        ),
     }
 
 
@@ -342,15 +343,9 @@ def library_json(
 
 
 def message_json(m: ChatMessage) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "channel": m.channel,
-        "text": m.text,
-        "event_id": m.event_id,
-        "thread": m.thread,
-        "external_id": m.external_id,
-        "created_at": _iso(m.created_at),
-    }
+    return fields_json(
+        m, "id", "channel", "text", "event_id", "thread", "external_id", "created_at"
+    )
 
 
 def oauth_client_json(c: OAuthClient) -> dict[str, Any]:

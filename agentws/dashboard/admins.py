@@ -9,7 +9,8 @@ an admin API token is shown once and kept as its SHA-256 only.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from quart import Response, request, url_for
 
@@ -33,6 +34,8 @@ __all__ = ["routes"]
 
 routes = RouteTable[AdminServices]()
 
+T = TypeVar("T")
+
 
 async def _page(admin: AdminServices, template: str, caller: Caller, **context: Any) -> Response:
     # Admins are not a workspace's: the menu's links point at the first workspace.
@@ -41,6 +44,22 @@ async def _page(admin: AdminServices, template: str, caller: Caller, **context: 
     return await render_page(
         admin, template, caller, workspace=first, spans_workspaces=True, **context
     )
+
+
+async def _shown_once(
+    admin: AdminServices,
+    caller: Caller,
+    template: str,
+    making: Awaitable[T],
+    shown: Callable[[T], dict[str, Any]],
+) -> Response:
+    """Await ``making`` (a service call creating a secret's holder) and show what it
+    made on ``template``, this once; back to the Admins page with why if refused."""
+    try:
+        made = await making
+    except AgentwsError as exc:
+        return done(url_for("dashboard.admins"), exc.message, error=True)
+    return await _page(admin, template, caller, **shown(made))
 
 
 @routes.get("/admins")
@@ -63,19 +82,13 @@ async def admins(admin: AdminServices, caller: Caller) -> Response:
 async def admin_create(admin: AdminServices, caller: Caller) -> Response:
     form = await request.form
     typed = form.get("password") or None
-    try:
-        created, password = await create_admin(
-            admin.store, form.get("username") or "", password=typed, actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(url_for("dashboard.admins"), exc.message, error=True)
-    return await _page(
+    return await _shown_once(
         admin,
-        "admin_created.html",
         caller,
-        created=created,
+        "admin_created.html",
+        create_admin(admin.store, form.get("username") or "", password=typed, actor=caller.actor),
         # A typed password is the admin's own to know: only a generated one is shown.
-        password=password if typed is None else None,
+        lambda made: {"created": made[0], "password": made[1] if typed is None else None},
     )
 
 
@@ -98,20 +111,17 @@ async def admin_delete(admin: AdminServices, caller: Caller, username: str) -> R
 async def admin_token_create(admin: AdminServices, caller: Caller) -> Response:
     form = await request.form
     owner = form.get("admin") or ""
-    try:
-        token, secret = await create_admin_token(
-            admin.store, owner, form.get("name") or "", actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(url_for("dashboard.admins"), exc.message, error=True)
-    return await _page(
+    return await _shown_once(
         admin,
-        "admin_token_created.html",
         caller,
-        token=token,
-        owner=owner,
-        secret=secret,
-        api=admin.settings.public_base_url.rstrip("/") + "/api/v1",
+        "admin_token_created.html",
+        create_admin_token(admin.store, owner, form.get("name") or "", actor=caller.actor),
+        lambda made: {
+            "token": made[0],
+            "owner": owner,
+            "secret": made[1],
+            "api": admin.settings.public_base_url.rstrip("/") + "/api/v1",
+        },
     )
 
 

@@ -37,7 +37,7 @@ from agentws.store.sql_connector_health import ConnectorHealthStore
 from agentws.store.sql_records import RecordStore
 
 from .frame import done, error_text, find_workspace, render_page
-from .session import signed_in
+from .named_items import FormRefused, declare_listing
 
 __all__ = ["KINDS", "attached_groups", "health_of", "routes", "secret_text"]
 
@@ -117,17 +117,11 @@ async def _connectors_page(
         kind_label=KINDS[kind],
         default_url=DEFAULT_URLS.get(kind),
         typed=typed,
-        status=400 if error else 200,
         error=error,
     )
 
 
-# The listing's GET is the page with an empty form.
-routes.get("/w/<workspace>/connectors", endpoint="connectors")(signed_in(_connectors_page))
-
-
-@routes.post("/w/<workspace>/connectors")
-@signed_in
+@declare_listing(routes, "connectors", _connectors_page)
 async def connector_add(admin: AdminServices, caller: Caller, workspace: str) -> Response:
     form = await request.form
     typed = {k: str(form.get(k) or "") for k in _TYPED}
@@ -154,7 +148,7 @@ async def connector_add(admin: AdminServices, caller: Caller, workspace: str) ->
         )
     except (AgentwsError, ValueError) as exc:
         # The form again, as typed but the secret: nothing was saved.
-        return await _connectors_page(admin, caller, workspace, typed=typed, error=error_text(exc))
+        raise FormRefused(typed, error_text(exc)) from exc
     page = url_for("dashboard.connector_show", workspace=workspace, name=connector.name)
     notice = f"Added {KINDS[kind]} connector {connector.name!r}."
     if connector.secret is not None:

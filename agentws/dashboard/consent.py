@@ -101,4 +101,4 @@ async def _shown_again(admin: AdminServices, caller: Caller, grant_id: str, erro
         asked = await consent.consent_request(admin.store, grant_id)
     except AgentwsError:
         asked = None
-    return await render_page(admin, "consent.html", caller, status=400, error=error, asked=asked)
+    return await render_page(admin, "consent.html", caller, error=error, asked=asked)

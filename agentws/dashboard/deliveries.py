@@ -60,6 +60,5 @@ async def webhook_deliveries(
         chosen_reason=reason or "",
         retention=retention(admin.settings),
         tab="deliveries",
-        status=400 if error else 200,
         error=error,
     )

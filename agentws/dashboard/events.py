@@ -78,7 +78,6 @@ async def events(admin: AdminServices, caller: Caller, workspace: str) -> Respon
         admin,
         "events.html",
         caller,
-        status=400 if error else 200,
         error=error,
         workspace=await find_workspace(admin, workspace),
         page=listed,

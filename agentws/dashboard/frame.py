@@ -50,13 +50,14 @@ async def render_page(
     template: str,
     caller: Caller,
     *,
-    status: int = 200,
+    status: int | None = None,
     error: str | None = None,
     **context: Any,
 ) -> Response:
     """Render ``template`` with what every page shows: the admin, the workspaces, the notice.
 
-    ``error`` is a notice of this answer's own (a form shown again with what was wrong).
+    ``error`` is a notice of this answer's own (a form shown again with what was
+    wrong); ``status`` is then 400 unless given, else 200.
     """
     flash = urllib.parse.unquote(request.cookies.get(_FLASH, ""))
     if error is not None:
@@ -70,6 +71,8 @@ async def render_page(
         notice_is_error=flash.startswith("!"),
         **context,
     )
+    if status is None:
+        status = 200 if error is None else 400
     response = Response(body, status=status, content_type="text/html; charset=utf-8")
     if request.cookies.get(_FLASH):
         response.delete_cookie(_FLASH, path="/dashboard")

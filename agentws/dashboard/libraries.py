@@ -11,9 +11,13 @@ display name only. Skills are uploaded and removed in
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 from quart import Response, request, url_for
+from quart.datastructures import FileStorage
+from werkzeug.datastructures import MultiDict
 
 from agentws import libraries
 from agentws.admin_access import AdminServices, Caller
@@ -28,7 +32,14 @@ from .frame import changed, done, error_text, find_workspace, render_page
 from .named_items import ItemPage, declare_create_and_rename
 from .session import signed_in
 
-__all__ = ["LIBRARY_PAGE", "MAX_DOCUMENT_REQUEST_BYTES", "routes"]
+__all__ = [
+    "LIBRARY_PAGE",
+    "MAX_DOCUMENT_REQUEST_BYTES",
+    "Upload",
+    "Uploaded",
+    "declare_upload",
+    "routes",
+]
 
 routes = RouteTable[AdminServices]()
 
@@ -83,25 +94,67 @@ declare_create_and_rename(
 )
 
 
-async def _document_too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:
-    reason = (
+@attrs.frozen
+class Uploaded:
+    """An upload's request, once its body is known to be within bounds."""
+
+    workspace: str
+    library: str
+    form: MultiDict[str, str]
+    files: MultiDict[str, FileStorage]
+
+    @property
+    def here(self) -> str:
+        """The library's place on its page: where the upload's notice is shown."""
+        return _here(self.workspace, self.library)
+
+
+#: upload(admin, caller, uploaded): an upload's route.
+Upload = Callable[[AdminServices, Caller, Uploaded], Awaitable[Response]]
+
+
+def declare_upload(
+    table: RouteTable[AdminServices], what: str, limit: int, refusal: Callable[[bool], str]
+) -> Callable[[Upload], Upload]:
+    """Declare an upload into a library: ``POST /w/<workspace>/libraries/<library>/<what>``.
+
+    The endpoint is the upload's name. The request's body is capped at
+    ``limit`` (:mod:`agentws.dashboard.capped`); a refused one goes back to
+    the library with ``refusal(over)`` as its notice (``over``: larger than
+    ``limit``; else: more form parts than Quart parses).
+    """
+
+    async def too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:
+        here = _here(str(path["workspace"]), str(path["library"]))
+        return done(here, refusal(over), error=True)
+
+    def declare(upload: Upload) -> Upload:
+        async def posted(
+            admin: AdminServices, caller: Caller, workspace: str, library: str
+        ) -> Response:
+            sent = Uploaded(workspace, library, await request.form, await request.files)
+            return await upload(admin, caller, sent)
+
+        page = capped(limit, too_large)(signed_in(posted))
+        path = f"/w/<workspace>/libraries/<library>/{what}"
+        table.post(path, endpoint=upload.__name__)(page)
+        return upload
+
+    return declare
+
+
+@declare_upload(
+    routes,
+    "documents",
+    MAX_DOCUMENT_REQUEST_BYTES,
+    lambda over: (
         f"the upload is larger than {format_bytes(_MAX_UPLOAD_BYTES)}"
         if over
         else "the form holds more fields than a document upload has"
-    )
-    return done(_here(str(path["workspace"]), str(path["library"])), reason, error=True)
-
-
-@routes.post("/w/<workspace>/libraries/<library>/documents")
-@capped(MAX_DOCUMENT_REQUEST_BYTES, _document_too_large)
-@signed_in
-async def document_upload(
-    admin: AdminServices, caller: Caller, workspace: str, library: str
-) -> Response:
-    here = _here(workspace, library)
-    form = await request.form
-    files = await request.files
-    upload = files.get("file")
+    ),
+)
+async def document_upload(admin: AdminServices, caller: Caller, sent: Uploaded) -> Response:
+    upload, form, library = sent.files.get("file"), sent.form, sent.library
     try:
         if upload is None or not upload.filename:
             raise ValueError("choose a file to upload")
@@ -112,7 +165,7 @@ async def document_upload(
         title = form.get("title") or upload.filename
         document = await libraries.add_document(
             admin.store,
-            workspace,
+            sent.workspace,
             library,
             slug=libraries.slug_from(form.get("slug") or upload.filename.rsplit(".", 1)[0]),
             title=title,
@@ -122,10 +175,10 @@ async def document_upload(
             actor=caller.actor,
         )
     except UnicodeDecodeError:
-        return done(here, "the file is not UTF-8 text", error=True)
+        return done(sent.here, "the file is not UTF-8 text", error=True)
     except (AgentwsError, ValueError) as exc:
-        return done(here, error_text(exc), error=True)
-    return done(here, f"Added {document.title!r} ({document.policy.value}) to {library}.")
+        return done(sent.here, error_text(exc), error=True)
+    return done(sent.here, f"Added {document.title!r} ({document.policy.value}) to {library}.")
 
 
 def _mime(filename: str) -> str:

@@ -14,10 +14,8 @@ saying why.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
-from quart import Response, current_app, request
+from quart import Response, current_app
 from quart.datastructures import FileStorage
 
 from agentws import libraries
@@ -32,9 +30,8 @@ from agentws.libraries.uploads import (
     skill_from_zip,
 )
 
-from .capped import capped
-from .frame import done, error_text
-from .libraries import LIBRARY_PAGE
+from .frame import changed, done, error_text
+from .libraries import LIBRARY_PAGE, Uploaded, declare_upload
 from .session import signed_in
 
 __all__ = ["MAX_SKILL_REQUEST_BYTES", "routes"]
@@ -49,33 +46,26 @@ MAX_SKILL_REQUEST_BYTES = max(MAX_SKILL_ZIP_BYTES, MAX_SKILL_BYTES) + 256 * 1024
 _here = LIBRARY_PAGE.here
 
 
-async def _too_large(_: tuple[Any, ...], path: dict[str, Any], over: bool) -> Response:
-    parts = current_app.config["MAX_FORM_PARTS"]
-    reason = (
-        f"the upload is larger than {format_bytes(MAX_SKILL_REQUEST_BYTES)}"
-        if over
-        else f"the upload holds more than {parts:,} files: a skill holds at most "
-        f"{MAX_SKILL_FILES}, so choose the skill's own folder"
-    )
-    return done(_here(str(path["workspace"]), str(path["library"])), reason, error=True)
-
-
 def _chosen(uploads: list[FileStorage]) -> list[FileStorage]:
     # A file input left empty still sends one part, with no file name.
     return [u for u in uploads if u.filename]
 
 
-@routes.post("/w/<workspace>/libraries/<library>/skills")
-@capped(MAX_SKILL_REQUEST_BYTES, _too_large)
-@signed_in
-async def skill_upload(
-    admin: AdminServices, caller: Caller, workspace: str, library: str
-) -> Response:
-    here = _here(workspace, library)
-    form = await request.form
-    files = await request.files
-    folder = _chosen(files.getlist("files"))
-    archive = _chosen(files.getlist("zip"))
+def _refusal(over: bool) -> str:
+    if over:
+        return f"the upload is larger than {format_bytes(MAX_SKILL_REQUEST_BYTES)}"
+    parts = current_app.config["MAX_FORM_PARTS"]
+    return (
+        f"the upload holds more than {parts:,} files: a skill holds at most "
+        f"{MAX_SKILL_FILES}, so choose the skill's own folder"
+    )
+
+
+@declare_upload(routes, "skills", MAX_SKILL_REQUEST_BYTES, _refusal)
+async def skill_upload(admin: AdminServices, caller: Caller, sent: Uploaded) -> Response:
+    here, workspace, library = sent.here, sent.workspace, sent.library
+    folder = _chosen(sent.files.getlist("files"))
+    archive = _chosen(sent.files.getlist("zip"))
     try:
         if folder and archive:
             raise ValidationError("choose a folder or a .zip, not both")
@@ -92,7 +82,7 @@ async def skill_upload(
             workspace,
             library,
             skill,
-            replace=form.get("replace") == "yes",
+            replace=sent.form.get("replace") == "yes",
             actor=caller.actor,
         )
     except ConflictError:
@@ -115,11 +105,8 @@ async def skill_upload(
 async def skill_remove(
     admin: AdminServices, caller: Caller, workspace: str, library: str, skill: str
 ) -> Response:
-    here = _here(workspace, library)
-    try:
-        removed = await libraries.remove_skill(
-            admin.store, workspace, library, skill, actor=caller.actor
-        )
-    except AgentwsError as exc:
-        return done(here, error_text(exc), error=True)
-    return done(here, f"Removed skill {removed.slug!r} from {library}.")
+    return await changed(
+        _here(workspace, library),
+        libraries.remove_skill(admin.store, workspace, library, skill, actor=caller.actor),
+        lambda removed: f"Removed skill {removed.slug!r} from {library}.",
+    )

@@ -5,6 +5,10 @@ Both live on a page of their own, each item at an anchor of it
 renamed from its ``name``, through the service functions the CLI calls. A
 slug is in addresses clients keep, so renaming changes the display name
 only. :func:`declare_create_and_rename` declares the two routes of one kind.
+
+Connectors and webhooks are created from a form on their listing
+(:func:`declare_listing`): a refused one shows the listing again, its form
+filled with what was typed, so nothing has to be typed twice.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from agentws.errors import AgentwsError
 from .frame import changed, done, error_text
 from .session import signed_in
 
-__all__ = ["ItemPage", "declare_create_and_rename"]
+__all__ = ["FormRefused", "ItemPage", "declare_create_and_rename", "declare_listing"]
 
 # create(store, workspace, slug, *, name, actor) and rename(store, workspace, slug, *, name, actor).
 _Change = Callable[..., Awaitable[Any]]
@@ -80,3 +84,48 @@ def declare_create_and_rename(
     listing = f"/w/<workspace>/{page.plural}"
     routes.post(listing, endpoint=f"{kind}_create")(signed_in(create_one))
     routes.post(f"{listing}/<{kind}>/rename", endpoint=f"{kind}_rename")(signed_in(rename_one))
+
+
+class FormRefused(Exception):
+    """A listing's create was refused, nothing was made: show the form again.
+
+    ``typed``: what the form shows again (never a secret); ``error``: why.
+    """
+
+    def __init__(self, typed: dict[str, str], error: str) -> None:
+        super().__init__(error)
+        self.typed = typed
+        self.error = error
+
+
+#: listing(admin, caller, workspace, *, typed=None, error=None): the listing page.
+_Listing = Callable[..., Awaitable[Response]]
+#: create(admin, caller, workspace): the listing form's POST.
+_Create = Callable[[AdminServices, Caller, str], Awaitable[Response]]
+
+
+def declare_listing(
+    routes: RouteTable[AdminServices], plural: str, listing: _Listing
+) -> Callable[[_Create], _Create]:
+    """Declare ``/w/<workspace>/<plural>``: GET, ``listing`` with an empty form (endpoint
+    ``plural``); POST, the decorated create (endpoint its name).
+
+    A create raising :class:`FormRefused` is answered with the listing again
+    (status 400), its form filled with what was typed and saying what was wrong.
+    """
+    path = f"/w/<workspace>/{plural}"
+    routes.get(path, endpoint=plural)(signed_in(listing))
+
+    def declare(create: _Create) -> _Create:
+        async def posted(admin: AdminServices, caller: Caller, workspace: str) -> Response:
+            try:
+                return await create(admin, caller, workspace)
+            except FormRefused as refused:
+                return await listing(
+                    admin, caller, workspace, typed=refused.typed, error=refused.error
+                )
+
+        routes.post(path, endpoint=create.__name__)(signed_in(posted))
+        return create
+
+    return declare

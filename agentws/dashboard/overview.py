@@ -28,6 +28,7 @@ from agentws.blueprints import RouteTable
 from agentws.domain.models import Event, Webhook
 from agentws.errors import NotFoundError, UnauthorizedError, ValidationError, error_body
 from agentws.rollups.overview import read_overview
+from agentws.views import fields_json
 from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
@@ -211,15 +212,11 @@ def _step_words(step_s: int) -> str:
 
 def _chart_config(spec: ChartSpec) -> dict[str, Any]:
     return {
-        "series": spec.series,
-        "title": spec.title,
-        "kind": spec.kind,
-        "unit": spec.unit,
+        **fields_json(spec, "series", "title", "kind", "unit"),
         # Pairs, not an object: the JSON's keys come sorted, and the order is the legend's.
         "names": list(spec.names.items()),
         "right": list(spec.right),
-        "right_unit": spec.right_unit,
-        "by_webhook": spec.by_webhook,
+        **fields_json(spec, "right_unit", "by_webhook"),
     }
 
 

@@ -21,6 +21,7 @@ from agentws.webhooks import admin as webhooks_admin
 from agentws.webhooks import events as webhook_events
 
 from .frame import done, error_text, find_workspace, render_page
+from .named_items import FormRefused, declare_listing
 from .session import signed_in
 from .webhook_operations import operations_context
 from .webhook_rotation import rotation_context
@@ -61,17 +62,11 @@ async def _webhooks_page(
         schemes=[s.value for s in VerificationScheme],
         issued_url=None,
         typed=typed or {},
-        status=400 if error else 200,
         error=error,
     )
 
 
-# The listing's GET is the page with an empty form.
-routes.get("/w/<workspace>/webhooks", endpoint="webhooks")(signed_in(_webhooks_page))
-
-
-@routes.post("/w/<workspace>/webhooks")
-@signed_in
+@declare_listing(routes, "webhooks", _webhooks_page)
 async def webhook_create(admin: AdminServices, caller: Caller, workspace: str) -> Response:
     form = await request.form
     try:
@@ -104,7 +99,7 @@ async def webhook_create(admin: AdminServices, caller: Caller, workspace: str) -
         # The form again, as typed (but the secret), with what was wrong: nothing
         # was made, and nothing has to be typed twice.
         typed = {k: v for k, v in form.items() if k not in ("csrf", "secret")}
-        return await _webhooks_page(admin, caller, workspace, typed=typed, error=error_text(exc))
+        raise FormRefused(typed, error_text(exc)) from exc
     # The URL is shown this once: rendered here, never stored.
     return await render_page(
         admin,
