@@ -52,7 +52,7 @@ from agentws.errors import (
     ValidationError,
 )
 from agentws.secret_box import Keys
-from agentws.store.sql_records import RecordStore
+from agentws.store.sql_records import RecordStore, find_listed
 from agentws.store.union import Store
 
 __all__ = [
@@ -113,10 +113,7 @@ class LoginThrottle:
 
 
 async def find_admin(store: RecordStore, username: str) -> Admin:
-    found = await store.find(Admin, username=username)
-    if found is None:
-        raise NotFoundError(f"no admin {username!r} (see `agentws admin list`)")
-    return found
+    return await find_listed(store, Admin, username=username)
 
 
 async def sign_in(

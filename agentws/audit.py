@@ -7,7 +7,7 @@ Two ways in:
   the entry is stored before the change is reported done.
   :func:`record_created` and :func:`record_renamed` are the create and
   rename of a named record (a workspace, a group, a library) with their
-  entry.
+  entry; :func:`record_removed` the delete of any record with its entry.
 - :class:`AuditWriter` batches the entries of tool calls, which can come
   hundreds a second: callers hand entries over a bounded channel (a full
   channel makes them wait, it never drops or grows) and one task writes
@@ -57,6 +57,7 @@ __all__ = [
     "audit_page",
     "record",
     "record_created",
+    "record_removed",
     "record_renamed",
 ]
 
@@ -73,6 +74,14 @@ class _Named(Protocol):
 
 
 Named = TypeVar("Named", bound=_Named)
+
+
+class _Stored(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Stored = TypeVar("Stored", bound=_Stored)
 
 # Entries waiting to be written; a caller waits when this many are.
 _BUFFER = 1024
@@ -145,6 +154,26 @@ async def record_renamed(
     target = f"{within}/{item.slug}" if within else item.slug
     await record(store, workspace_id, actor, f"{what}.rename", target, was=item.name, name=name)
     return renamed
+
+
+async def record_removed(
+    store: RecordStore,
+    item: Stored,
+    workspace_id: str | None,
+    actor: str,
+    action: str,
+    target: str,
+    **detail: Any,
+) -> Stored:
+    """Delete ``item`` (and what belongs to it), then record ``actor`` did
+    ``action`` to ``target``, as :func:`record`; ``item`` as it was.
+
+    Error handling:
+        NotFoundError when ``item`` is gone already (nothing is recorded).
+    """
+    await store.delete(type(item), item.id)
+    await record(store, workspace_id, actor, action, target, **detail)
+    return item
 
 
 @attrs.frozen(kw_only=True)

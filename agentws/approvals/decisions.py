@@ -26,7 +26,7 @@ from agentws.store.sql_approval_runs import ApprovalRunStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import current_status, find_approval
 
-__all__ = ["approve", "deny", "expire_due", "retry"]
+__all__ = ["approve", "audit_approval", "deny", "expire_due", "retry"]
 
 # Reasons are for people; a page of text is plenty.
 _MAX_REASON = 2000
@@ -86,11 +86,11 @@ async def _decide(
     decided = await _claim(store, approval_id, status, actor, reason)
     group = await store.get(Group, decided.group_id)
     action = "approval.approve" if status is ApprovalStatus.APPROVED else "approval.deny"
-    await _audit(store, group, actor, action, decided, reason=decided.reason)
+    await audit_approval(store, group, actor, action, decided, reason=decided.reason)
     return decided
 
 
-async def _audit(
+async def audit_approval(
     store: RecordStore,
     group: Group | None,
     actor: str,
@@ -98,6 +98,8 @@ async def _audit(
     approval: Approval,
     **detail: Any,
 ) -> None:
+    """Record ``actor`` did ``action`` to ``approval`` (a decision, a run, an
+    expiry): every such entry names the tool, who asked and the arguments' hash."""
     await record(
         store,
         group.workspace_id if group else None,
@@ -147,7 +149,7 @@ async def retry(
             f"approval {found.id} is {status.value}: only a failed call can be retried"
         )
     group = await store.find(Group, id=retried.group_id)
-    await _audit(
+    await audit_approval(
         store,
         group,
         actor,
@@ -164,5 +166,5 @@ async def expire_due(store: _DecidingStore, *, actor: str) -> list[Approval]:
     expired = await store.expire_approvals(utcnow())
     for approval in expired:
         group = await store.find(Group, id=approval.group_id)
-        await _audit(store, group, actor, "approval.expire", approval)
+        await audit_approval(store, group, actor, "approval.expire", approval)
     return expired

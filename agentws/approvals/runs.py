@@ -31,7 +31,7 @@ import attrs
 import mcp_types as types
 import trio
 
-from agentws.audit import record
+from agentws.approvals.decisions import audit_approval
 from agentws.changes import ChangeFeed, Topic
 from agentws.domain.models import Approval, ApprovalStatus, Capability, Group, McpToken
 from agentws.domain.models import arguments_hash as hash_arguments
@@ -178,16 +178,13 @@ async def run_claimed(
 async def _audit_run(
     store: RecordStore, group: Group | None, approval: Approval, owner: str
 ) -> None:
-    await record(
+    await audit_approval(
         store,
-        group.workspace_id if group else None,
+        group,
         ACTOR,
         "approval.execute",
-        approval.id,
-        tool=approval.tool_name,
-        requested_by=approval.requested_by,
+        approval,
         approved_by=approval.decided_by,
-        arguments_hash=approval.arguments_hash,
         instance=owner,
         attempt=approval.attempts,
         outcome=approval.status.value,

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.audit import record, record_removed
 from agentws.connectors.names import check_attach
 from agentws.connectors.native import cache_native_tools
 from agentws.connectors.url_guard import (
@@ -211,11 +211,10 @@ async def remove_connector(
 ) -> Connector:
     """Delete a connector, its cached tools and its attachments."""
     connector = await find_connector(store, workspace_slug, name)
-    await store.delete(Connector, connector.id)
-    await record(
-        store, connector.workspace_id, actor, "connector.remove", f"{workspace_slug}/{name}"
+    target = f"{workspace_slug}/{name}"
+    return await record_removed(
+        store, connector, connector.workspace_id, actor, "connector.remove", target
     )
-    return connector
 
 
 async def set_connector_active(
@@ -321,12 +320,7 @@ async def detach_connector(
     group, _, existing = await _attachment(store, workspace_slug, group_slug, name)
     if existing is None:
         return None
-    await store.delete(GroupConnector, existing.id)
-    await record(
-        store,
-        group.workspace_id,
-        actor,
-        "connector.detach",
-        f"{workspace_slug}/{group_slug}/{name}",
+    target = f"{workspace_slug}/{group_slug}/{name}"
+    return await record_removed(
+        store, existing, group.workspace_id, actor, "connector.detach", target
     )
-    return existing

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from agentws.audit import record, record_created, record_renamed
+from agentws.audit import record, record_created, record_removed, record_renamed
 from agentws.domain.models import (
     ContextDocument,
     DocumentPolicy,
@@ -434,13 +434,7 @@ async def _remove(
             f"no {noun} {slug!r} in library {library.slug!r} "
             f"(see `agentws {command} list {workspace_slug} {library.slug}`)"
         )
-    await store.delete(kind, item.id)
-    await record(
-        store,
-        library.workspace_id,
-        actor,
-        f"{noun}.remove",
-        f"{workspace_slug}/{library.slug}/{item.slug}",
-        id=item.id,
+    target = f"{workspace_slug}/{library.slug}/{item.slug}"
+    return await record_removed(
+        store, item, library.workspace_id, actor, f"{noun}.remove", target, id=item.id
     )
-    return item

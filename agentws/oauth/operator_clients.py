@@ -13,7 +13,7 @@ from typing import Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.audit import record, record_removed
 from agentws.domain.models import ClientKind, OAuthClient
 from agentws.domain.rules import utcnow
 from agentws.errors import NotFoundError, ValidationError
@@ -131,9 +131,9 @@ async def remove_client(store: _Store, client_ref: str, *, actor: str) -> OAuthC
     if client is None:
         raise NotFoundError(f"no OAuth client {client_ref!r} (see `agentws oauth client list`)")
     revoked = await store.revoke_oauth_client(client.client_id, utcnow())
-    await store.delete(OAuthClient, client.id)
-    await record(
+    return await record_removed(
         store,
+        client,
         None,
         actor,
         "oauth.client.remove",
@@ -141,4 +141,3 @@ async def remove_client(store: _Store, client_ref: str, *, actor: str) -> OAuthC
         name=client.name,
         revoked=revoked,
     )
-    return client

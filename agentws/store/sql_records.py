@@ -17,7 +17,7 @@ from agentws.errors import ConflictError, NotFoundError
 from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, Table, table_for
 
-__all__ = ["R", "RecordQueries", "RecordStore"]
+__all__ = ["R", "RecordQueries", "RecordStore", "find_listed"]
 
 R = TypeVar("R")
 
@@ -199,25 +199,42 @@ class RecordQueries(Queries):
             raise NotFoundError(f"no {table.noun} with id {record_id!r}")
 
     async def workspace_by_slug(self, slug: str) -> Workspace:
-        found = await self.find(Workspace, slug=slug)
-        if found is None:
-            raise NotFoundError(f"no workspace {slug!r} (see `agentws workspace list`)")
-        return found
+        return await find_listed(self, Workspace, slug=slug)
 
     async def group_by_slug(self, workspace_slug: str, group_slug: str) -> Group:
         return await self.in_workspace(Group, workspace_slug, slug=group_slug)
 
     async def in_workspace(self, kind: type[R], workspace_slug: str, /, **key: str) -> R:
-        workspace = await self.workspace_by_slug(workspace_slug)
-        found = await self.find(kind, workspace_id=workspace.id, **key)
-        if found is None:
-            noun = table_for(kind).noun
-            (value,) = key.values()
-            raise NotFoundError(
-                f"no {noun} {value!r} in workspace {workspace_slug!r} "
-                f"(see `agentws {noun} list {workspace_slug}`)"
-            )
-        return found
+        return await find_listed(self, kind, workspace_slug=workspace_slug, **key)
+
+
+async def find_listed(
+    store: RecordStore, kind: type[R], /, *, workspace_slug: str | None = None, **key: Any
+) -> R:
+    """The ``kind`` record (of workspace ``workspace_slug``, if given) whose one
+    ``key`` field equals what an operator typed: an id, a slug or a name.
+
+    A record of a workspace is :meth:`RecordStore.in_workspace`'s; this is
+    also for the records that belong to no workspace (an admin, an approval).
+
+    Error handling:
+        NotFoundError naming what was typed, and the command that lists what
+        there is (``no library 'x' in workspace 'w' (see `agentws library list w`)``);
+        the workspace's own NotFoundError when there is no such workspace.
+    """
+    (typed,) = key.values()
+    noun = table_for(kind).noun
+    if workspace_slug is None:
+        found = await store.find(kind, **key)
+        where_said, listing = "", f"agentws {noun} list"
+    else:
+        workspace = await store.workspace_by_slug(workspace_slug)
+        found = await store.find(kind, workspace_id=workspace.id, **key)
+        where_said = f" in workspace {workspace_slug!r}"
+        listing = f"agentws {noun} list {workspace_slug}"
+    if found is None:
+        raise NotFoundError(f"no {noun} {typed!r}{where_said} (see `{listing}`)")
+    return found
 
 
 # The audit log inserts batches of a few sizes, many times over: each text is made once.

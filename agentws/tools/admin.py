@@ -18,7 +18,7 @@ from typing import Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.audit import record, record_removed
 from agentws.connectors.names import ambiguity
 from agentws.domain.models import (
     CachedTool,
@@ -170,9 +170,9 @@ async def reset_loosened_permissions(
     rows = await store.select(ToolPermission, workspace_id=workspace_id, tool_name=tool_name)
     for row in rows:
         if looser_than(row.permission, safe) or not permission_allowed(capability, row.permission):
-            await store.delete(ToolPermission, row.id)
-            await record(
+            await record_removed(
                 store,
+                row,
                 workspace_id,
                 actor,
                 "tool.permission_reset",
@@ -290,9 +290,9 @@ async def clear_permission(
     if existing is None:
         await _target(store, workspace_slug, group_slug, tool_name)  # an unknown tool is an error
         return None
-    await store.delete(ToolPermission, existing.id)
-    await record(
+    return await record_removed(
         store,
+        existing,
         workspace.id,
         actor,
         "tool.permission",
@@ -302,7 +302,6 @@ async def clear_permission(
         previous_permission=existing.permission.value,
         permission=None,
     )
-    return existing
 
 
 @attrs.frozen

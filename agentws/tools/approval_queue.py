@@ -29,10 +29,10 @@ from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery, Cursor
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import Approval, ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
-from agentws.errors import ConfigError, NotFoundError, OverCapacityError, ValidationError
+from agentws.errors import ConfigError, OverCapacityError, ValidationError
 from agentws.secret_box import SecretBox
 from agentws.store.sql_approvals import ApprovalStore
-from agentws.store.sql_records import RecordStore
+from agentws.store.sql_records import RecordStore, find_listed
 from agentws.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
 from agentws.tools.spec import ToolSpec
@@ -287,10 +287,7 @@ async def approval_outcome(
 
 async def find_approval(store: RecordStore, approval_id: str) -> Approval:
     """The approval with this id; NotFoundError saying where to look."""
-    approval = await store.find(Approval, id=approval_id)
-    if approval is None:
-        raise NotFoundError(f"no approval {approval_id!r} (see `agentws approval list`)")
-    return approval
+    return await find_listed(store, Approval, id=approval_id)
 
 
 async def list_approvals(

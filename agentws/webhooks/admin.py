@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.audit import record, record_removed
 from agentws.chat.channels import parse_channel
 from agentws.chat.connectors import check_channel
 from agentws.config import Settings
@@ -297,16 +297,10 @@ async def delete_webhook(
 ) -> Webhook:
     """Delete a webhook: its URL stops working at once; its queued events are dropped."""
     webhook = await find_webhook(store, workspace_slug, ref)
-    await store.delete(Webhook, webhook.id)
-    await record(
-        store,
-        webhook.workspace_id,
-        actor,
-        "webhook.delete",
-        f"{workspace_slug}/{webhook.name}",
-        webhook_id=webhook.id,
+    target = f"{workspace_slug}/{webhook.name}"
+    return await record_removed(
+        store, webhook, webhook.workspace_id, actor, "webhook.delete", target, webhook_id=webhook.id
     )
-    return webhook
 
 
 async def preauthorized_tools(
