@@ -28,26 +28,26 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestTimeout
 
 from agentws import __version__
-from agentws.admin_access import AdminServices
-from agentws.api.routes import api_blueprint
-from agentws.asgi import ASGIApp, Receive, Scope, Send, late_body, respond_json
-from agentws.config import Settings
-from agentws.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
-from agentws.dashboard.visible import visible
-from agentws.errors import StoreError, error_body
-from agentws.mcp.endpoint import McpDoor
-from agentws.mcp.guard import HostOriginGuard
-from agentws.mcp.scope_challenge import ScopeChallenge
-from agentws.mcp.sessions import SessionSupervisor
-from agentws.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from agentws.metrics import render
-from agentws.oauth.door import OAuthDoor
-from agentws.quart_fix import ClosingQuart
-from agentws.request_bodies import CappedRequest
-from agentws.request_ids import RequestIds
+from agentws.admins.access import AdminServices
+from agentws.core.errors import StoreError, error_body
+from agentws.core.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from agentws.core.metrics import render
+from agentws.doors.api.routes import api_blueprint
+from agentws.doors.dashboard.pages import dashboard_blueprint, http_error_page, is_dashboard_path
+from agentws.doors.dashboard.visible import visible
+from agentws.doors.mcp.sessions.supervisor import SessionSupervisor
+from agentws.doors.mcp.transports.endpoint import McpDoor
+from agentws.doors.mcp.transports.guard import HostOriginGuard
+from agentws.doors.mcp.transports.scope_challenge import ScopeChallenge
+from agentws.doors.oauth.door import OAuthDoor
+from agentws.doors.webhooks.ingest import HookDoor
+from agentws.http.asgi import ASGIApp, Receive, Scope, Send, late_body, respond_json
+from agentws.http.quart_fix import ClosingQuart
+from agentws.http.request_bodies import CappedRequest
+from agentws.http.request_ids import RequestIds
 from agentws.service import Readiness, Runtime, run_service
+from agentws.settings.config import Settings
 from agentws.store.union import Store
-from agentws.webhooks.ingest import HookDoor
 
 __all__ = ["AgentwsApp", "ServiceApp", "create_app"]
 
@@ -58,9 +58,9 @@ class AgentwsApp(QuartTrio):
     """QuartTrio with the templates' escaping of invisible characters, and bodies pages cap."""
 
     # Every value a template prints shows its invisible and bidi characters
-    # escaped (agentws.dashboard.visible), on every page.
+    # escaped (agentws.doors.dashboard.visible), on every page.
     jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
-    # A page holds its form's body to a size of its own (agentws.dashboard.capped).
+    # A page holds its form's body to a size of its own (agentws.doors.dashboard.capped).
     request_class = CappedRequest
 
 
@@ -178,14 +178,14 @@ def create_app(
             environment if omitted), whose lifespan runs the service.
 
     Error handling:
-        :class:`~agentws.errors.ConfigError` if the environment is malformed.
+        :class:`~agentws.core.errors.ConfigError` if the environment is malformed.
     """
     if runtime is None:
         return ServiceApp(settings or Settings.from_env(os.environ))
     settings = runtime.settings
     ops = _OpsPages(settings, runtime.store, runtime.sessions, runtime.service.readiness)
     app = _quart_app(settings, runtime.admin, ops)
-    # The MCP door is plain ASGI in front of Quart (see agentws.mcp.endpoint).
+    # The MCP door is plain ASGI in front of Quart (see agentws.doors.mcp.transports.endpoint).
     door = McpDoor(
         ClosingQuart(cast(Any, app.asgi_app)),
         settings,
@@ -194,7 +194,7 @@ def create_app(
         runtime.forwarder,
         ScopeChallenge(runtime.catalog, settings),
     )
-    # So is the OAuth door: discovery and the authorization server (see agentws.oauth.door).
+    # So is the OAuth door: discovery and the authorization server (see agentws.doors.oauth.door).
     hosts = HostOriginGuard.from_settings(settings)
     oauth = OAuthDoor(
         cast(Any, door),
@@ -203,7 +203,7 @@ def create_app(
         runtime.keys.optional(),
         lambda host, server: hosts.refusal(host, None, server),
     )
-    # So is the webhook door (see agentws.webhooks.ingest).
+    # So is the webhook door (see agentws.doors.webhooks.ingest).
     hooks = HookDoor(cast(Any, oauth), settings, runtime.intake)
     # Outermost: every request, whichever door takes it, has an id in its logs.
     app.asgi_app = cast(Any, RequestIds(cast(Any, hooks)))  # type: ignore[method-assign]

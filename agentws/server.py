@@ -24,11 +24,11 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from agentws.app import create_app
-from agentws.collector import CollectorSteward
-from agentws.config import Settings
-from agentws.errors import ListenError
-from agentws.hypercorn_bridge import install as install_hypercorn_bridge
+from agentws.bridges.hypercorn_bridge import install as install_hypercorn_bridge
+from agentws.core.errors import ListenError
+from agentws.http.collector import CollectorSteward
 from agentws.service import Runtime, run_service
+from agentws.settings.config import Settings
 
 __all__ = ["hypercorn_config", "serve", "serve_until_signalled"]
 
@@ -84,13 +84,13 @@ async def serve(
         runtime: a running service's runtime to serve (and stop on shutdown)
             instead of opening one; tests use it to look inside.
         steward: keep the cycle collector's passes short as MCP sessions
-            come and go (:mod:`agentws.collector`); for the process that
+            come and go (:mod:`agentws.http.collector`); for the process that
             serves, not for one that runs tests.
         task_status: receives the list of bound URLs (real ports when bound to 0).
 
     Error handling:
-        :class:`~agentws.errors.StoreError` if the store cannot be opened,
-        :class:`~agentws.errors.ListenError` if the address cannot be bound.
+        :class:`~agentws.core.errors.StoreError` if the store cannot be opened,
+        :class:`~agentws.core.errors.ListenError` if the address cannot be bound.
     """
     config = hypercorn_config(settings)
     install_hypercorn_bridge()

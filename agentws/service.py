@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from agentws.admin_access import AdminServices
+from agentws.admins.access import AdminServices
 from agentws.agent.choose import open_model
 from agentws.agent.dry_run import PromptTrials
 from agentws.agent.model import ModelClient
@@ -25,27 +25,28 @@ from agentws.agent.runner import AgentRunner
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.notifier import ApprovalWatch
 from agentws.approvals.runs import ApprovalRuns
-from agentws.audit import AuditWriter
-from agentws.changes import ChangeFeed
 from agentws.chat.router import SinkRouter
-from agentws.config import Settings
+from agentws.common.audit import AuditWriter
+from agentws.common.changes import ChangeFeed
+from agentws.common.instances import InstanceDirectory
 from agentws.connectors.links import ACTOR as LINK_ACTOR
 from agentws.connectors.links import RemoteLinks
 from agentws.connectors.remote_content import RemoteContent
+from agentws.core.errors import StoreError
 from agentws.domain.models import Webhook
 from agentws.domain.sample_deliveries import SampleAnswer, SampleKind
-from agentws.errors import StoreError
-from agentws.instances import InstanceRegistry
-from agentws.mcp.auth import Authenticator
-from agentws.mcp.forward import SessionForwarder, open_hop_client
-from agentws.mcp.handlers import NOTIFICATIONS, build_server
-from agentws.mcp.list_changes import ListChanges
-from agentws.mcp.listen import ListenStreams
-from agentws.mcp.pending_calls import PendingCalls
-from agentws.mcp.rendered import RenderedResults
-from agentws.mcp.sessions import SessionSupervisor
+from agentws.doors.mcp.dispatch.handlers import NOTIFICATIONS, build_server
+from agentws.doors.mcp.dispatch.list_changes import ListChanges
+from agentws.doors.mcp.relay.pending_calls import PendingCalls
+from agentws.doors.mcp.sessions.auth import Authenticator
+from agentws.doors.mcp.sessions.listen import ListenStreams
+from agentws.doors.mcp.sessions.rendered import RenderedResults
+from agentws.doors.mcp.sessions.supervisor import SessionSupervisor
+from agentws.doors.mcp.transports.forward import SessionForwarder, open_hop_client
+from agentws.doors.webhooks.sample_sends import send_test_event
 from agentws.rollups.minutes import MinuteRollup
-from agentws.secret_box import Keys, SecretBox, key_problem
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys, SecretBox, key_problem
 from agentws.store import open_store
 from agentws.store.union import Store
 from agentws.tools.cache_sync import sync_tool_cache
@@ -59,7 +60,6 @@ from agentws.webhooks.delivery_log import DeliveryLog
 from agentws.webhooks.event_index import EventIndexer
 from agentws.webhooks.intake import Intake
 from agentws.webhooks.processing import EventProcessor
-from agentws.webhooks.test_events import send_test_event
 from agentws.webhooks.worker import EventWorker
 
 __all__ = ["Readiness", "Runtime", "Service", "run_service"]
@@ -89,7 +89,7 @@ class Runtime:
     #: Changes announced by the store (revocations, decisions, catalog) from any process.
     changes: ChangeFeed
     #: This instance's heartbeat, and where the others are.
-    registry: InstanceRegistry
+    registry: InstanceDirectory
     #: The supervisor of this process's MCP sessions.
     sessions: SessionSupervisor
     authenticator: Authenticator
@@ -175,7 +175,7 @@ class Service:
         ):
             changes = ChangeFeed(store)
             await self._start(nursery, changes.serve, changes.close)
-            registry = InstanceRegistry(store, settings.instance_id)
+            registry = InstanceDirectory(store, settings.instance_id)
             await self._start(nursery, registry.serve, registry.close)
             if settings.internal_url or settings.bind_port:
                 port = settings.bind_port

@@ -13,7 +13,8 @@ when run from its root; ``PYTHONPATH=<other checkout>`` measures another):
 - the modules in no layer, and those over 500 lines.
 
 Type-only imports (under ``TYPE_CHECKING``) count, as they do for
-``lint-imports``. Exits 1 when there is a cycle or an upward import.
+``lint-imports``. Exits 1 when there is a cycle, an upward import, or a module
+in no layer (a package that only holds layers, like ``agentws.doors``, needs none).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ _MAX_LINES = 500
 def _layers(pyproject: Path) -> list[list[str]]:
     config = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]
     for contract in config["contracts"]:
-        if contract["type"] == "layers":
+        if contract["type"] == "layers" and contract.get("id", "layers") == "layers":
             return [[part.strip() for part in line.split("|")] for line in contract["layers"]]
     raise SystemExit(f"{pyproject}: no layers contract")
 
@@ -47,6 +48,11 @@ def _layer_of(module: str, layers: Sequence[Sequence[str]]) -> tuple[int, str] |
             if names and (best is None or len(entry) > len(best[1])):
                 best = (index, entry)
     return best
+
+
+def _holds_layers(module: str, layers: Sequence[Sequence[str]]) -> bool:
+    """Whether ``module`` is a package a layer entry lies inside (``agentws.doors``)."""
+    return any(entry.startswith(module + ".") for entries in layers for entry in entries)
 
 
 def _cycles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -124,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             above = theirs[0] < mine[0]
             if above or theirs[0] == mine[0]:  # a higher layer, or an independent sibling
                 upward.append((importer, imported))
-    unlayered = [m for m in modules if _layer_of(m, layers) is None and m != "agentws"]
+    unlayered = [
+        m
+        for m in modules
+        if _layer_of(m, layers) is None and m != "agentws" and not _holds_layers(m, layers)
+    ]
     package = Path(importlib.import_module("agentws").__file__ or "").parent
     long_files = sorted(
         (len(path.read_text().splitlines()), str(path.relative_to(package.parent)))
@@ -144,14 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  - {importer} -> {imported}")
     if len(upward) > 20 and not args.list:
         print(f"  … {len(upward) - 20} more (--list)")
-    print(
-        f"modules in no layer: {len(unlayered)}"
-        + (f" ({', '.join(unlayered)})" if unlayered else "")
-    )
+    print(f"modules in no layer: {len(unlayered)}")
+    for module in unlayered:
+        print(f"  - {module}: in no layer of the contract; add its package to one")
     print(f"modules over {_MAX_LINES} lines: {len(long_files)}")
     for lines, path in long_files:
         print(f"  - {path}: {lines}")
-    return 1 if cycles or upward else 0
+    return 1 if cycles or upward or unlayered else 0
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from agentws.errors import StoreUnavailableError
+from agentws.core.errors import StoreUnavailableError
 from agentws.store import redact_url
 from agentws.store.postgres import open_postgres
 

@@ -25,8 +25,8 @@ import attrs
 import trio
 
 from agentws.agent.model import ModelError, ModelReply, ModelRequest, ToolCall
-from agentws.config import Settings
-from agentws.redaction import upstream_excerpt
+from agentws.core.redaction import upstream_excerpt
+from agentws.settings.config import Settings
 
 __all__ = ["AnthropicModel"]
 

@@ -9,7 +9,7 @@ import trio
 
 from agentws.agent.model import ModelClient
 from agentws.agent.offline import OfflineModel
-from agentws.config import Settings
+from agentws.settings.config import Settings
 
 __all__ = ["describe_model", "open_model"]
 

@@ -38,13 +38,13 @@ import trio
 
 from agentws.agent.model import ModelError
 from agentws.agent.runner import AgentRunner, RunLog, unconfirmed_result
-from agentws.audit import record
+from agentws.common.audit import record
+from agentws.core.errors import UpstreamError, ValidationError
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.dry_runs import DryRun, TriedCall, TriedOutcome, TryRequest
 from agentws.domain.models import Capability, Group, Permission, Workspace
 from agentws.domain.permissions import Decision, decide
-from agentws.errors import UpstreamError, ValidationError
-from agentws.tool_results import tool_error, tool_text
+from agentws.domain.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
 from agentws.tools.gate import ConfirmAnswer, ToolGate, denied_message
 from agentws.tools.spec import ToolSpec
@@ -156,8 +156,8 @@ class PromptTrials:
         """Run the agent as the webhook's run would, posting nothing; what it would do.
 
         Error handling:
-            :class:`~agentws.errors.ValidationError` for an empty or too
-            long prompt; :class:`~agentws.errors.UpstreamError` when the
+            :class:`~agentws.core.errors.ValidationError` for an empty or too
+            long prompt; :class:`~agentws.core.errors.UpstreamError` when the
             model fails or the try takes longer than ``run_timeout_s``.
         """
         store = self.agent.catalog.store

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.errors import RetryableError
+from agentws.core.errors import RetryableError
 
 __all__ = [
     "EventBrief",

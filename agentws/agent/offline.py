@@ -26,7 +26,7 @@ import attrs
 
 from agentws.agent.model import EventBrief, ModelReply, ModelRequest
 from agentws.agent.sender_facts import sender_facts
-from agentws.redaction import hide_url_credentials
+from agentws.core.redaction import hide_url_credentials
 
 __all__ = ["OFFLINE_NOTE", "OfflineModel", "digest"]
 

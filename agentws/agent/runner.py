@@ -31,6 +31,7 @@ import trio
 
 from agentws.agent.model import EventBrief, ModelClient, ModelRequest, ModelTool, ToolCall
 from agentws.agent.prompt import system_prompt, user_turn
+from agentws.core.errors import PermissionDeniedError
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import (
     Capability,
@@ -41,8 +42,7 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.domain.payloads import fence_payload
-from agentws.errors import PermissionDeniedError
-from agentws.tool_results import tool_error
+from agentws.domain.tool_results import tool_error
 from agentws.tools.approval_queue import approval_url
 from agentws.tools.builtins import GET_APPROVAL
 from agentws.tools.caller import ToolCaller

@@ -25,10 +25,10 @@ import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage, SinkError
+from agentws.core.errors import RetryableError, StoreError, ValidationError
+from agentws.core.rounds import poll_until_closed
 from agentws.domain.models import Approval, ApprovalStatus, ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
-from agentws.errors import RetryableError, StoreError, ValidationError
-from agentws.rounds import poll_until_closed
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
 from agentws.store.sql_records import RecordStore
 

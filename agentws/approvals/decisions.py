@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agentws.audit import record
+from agentws.common.audit import record
+from agentws.core.errors import ConflictError
 from agentws.domain.models import Approval, ApprovalStatus, Group
 from agentws.domain.rules import utcnow
-from agentws.errors import ConflictError
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
 from agentws.store.sql_approval_runs import ApprovalRunStore
 from agentws.store.sql_records import RecordStore

@@ -19,10 +19,10 @@ import attrs
 import trio
 
 from agentws.approvals.decisions import expire_due
-from agentws.changes import ChangeFeed, Topic
+from agentws.common.changes import ChangeFeed, Topic
+from agentws.core.errors import StoreError
 from agentws.domain.models import ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import outcome_data

@@ -32,13 +32,13 @@ import mcp_types as types
 import trio
 
 from agentws.approvals.decisions import audit_approval
-from agentws.changes import ChangeFeed, Topic
+from agentws.common.changes import ChangeFeed, Topic
+from agentws.core.errors import AgentwsError, StoreError
 from agentws.domain.models import Approval, ApprovalStatus, Capability, Group, McpToken
 from agentws.domain.models import arguments_hash as hash_arguments
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.rules import utcnow
-from agentws.errors import AgentwsError, StoreError
-from agentws.secret_box import Keys, SecretBox
+from agentws.settings.secret_box import Keys, SecretBox
 from agentws.store.sql_approval_decisions import ApprovalDecisionStore
 from agentws.store.sql_approval_runs import ApprovalRunStore
 from agentws.store.sql_catalog import CatalogStore

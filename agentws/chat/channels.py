@@ -19,7 +19,7 @@ import re
 
 import attrs
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = ["SINKS", "ChannelRef", "parse_channel"]
 

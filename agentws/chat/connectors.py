@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from agentws.chat.channels import ChannelRef
 from agentws.connectors.url_guard import check_saved_url
+from agentws.core.errors import UnsafeUrlError, ValidationError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import UnsafeUrlError, ValidationError
 from agentws.store.sql_records import RecordStore
 
 __all__ = ["chat_connector", "check_channel"]

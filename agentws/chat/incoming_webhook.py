@@ -34,11 +34,11 @@ from agentws.connectors.url_guard import (
     GuardedTransport,
     url_origin,
 )
-from agentws.deadlines import deadline, time_left_s
+from agentws.core.deadlines import deadline, time_left_s
+from agentws.core.errors import UnsafeUrlError, UpstreamError, ValidationError
+from agentws.core.redaction import upstream_excerpt
 from agentws.domain.models import ChatMessage, Connector
-from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
-from agentws.redaction import upstream_excerpt
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 
 __all__ = ["IncomingWebhookSink", "probe_hook"]
 

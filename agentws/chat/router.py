@@ -10,9 +10,9 @@ from agentws.chat.channels import ChannelRef
 from agentws.chat.incoming_webhook import IncomingWebhookSink
 from agentws.chat.sinks import ChatSink, KeyRing, LocalSink
 from agentws.chat.slack import SlackSink
-from agentws.config import Settings
 from agentws.connectors.url_guard import Resolver, system_resolver
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_chat import ChatStore
 from agentws.store.sql_records import RecordStore
 

@@ -17,11 +17,11 @@ from typing import Protocol
 import attrs
 
 from agentws.chat.channels import ChannelRef
-from agentws.config import Settings
 from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.core.errors import ConfigError, NotFoundError, RetryableError
 from agentws.domain.models import ChatMessage
-from agentws.errors import ConfigError, NotFoundError, RetryableError
-from agentws.secret_box import Keys, SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys, SecretBox
 from agentws.store.sql_chat import ChatStore
 from agentws.store.sql_records import RecordStore
 

@@ -31,11 +31,11 @@ from agentws.chat.connectors import chat_connector
 from agentws.chat.mrkdwn import to_mrkdwn
 from agentws.chat.rate_limits import within_rate_limits
 from agentws.chat.sinks import ConnectorSink, OutgoingMessage, SinkError, record_of, recorded
+from agentws.connectors.admin import connector_headers
 from agentws.connectors.native import send_to_connector, upstream_deadline
-from agentws.connectors.registry import connector_headers
+from agentws.core.errors import UnsafeUrlError, UpstreamError, ValidationError
+from agentws.core.redaction import upstream_excerpt
 from agentws.domain.models import ChatMessage, Connector
-from agentws.errors import UnsafeUrlError, UpstreamError, ValidationError
-from agentws.redaction import upstream_excerpt
 
 __all__ = ["METADATA_EVENT_TYPE", "SlackSink"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from agentws.cli.output import Context, Output, iso
 from agentws.cli.parsing import Verbs, noun
+from agentws.core.errors import ValidationError
 from agentws.domain.models import Admin, AdminToken
-from agentws.errors import ValidationError
 
 __all__ = ["add_admin_commands"]
 
@@ -27,7 +27,7 @@ def _token_json(token: AdminToken, admin: Admin) -> dict[str, Any]:
 
 
 async def _create(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.accounts import create_admin
+    from agentws.admins.accounts import create_admin
 
     password = None
     if args.password_stdin:
@@ -44,7 +44,7 @@ async def _create(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _delete(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.accounts import delete_admin
+    from agentws.admins.accounts import delete_admin
 
     admin = await delete_admin(ctx.store, args.username, actor=ctx.actor)
     return Output(
@@ -61,7 +61,7 @@ async def _list(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.admin_access import create_admin_token, find_admin
+    from agentws.admins.access import create_admin_token, find_admin
 
     token, secret = await create_admin_token(ctx.store, args.admin, args.name, actor=ctx.actor)
     data = {**_token_json(token, await find_admin(ctx.store, args.admin)), "token": secret}
@@ -75,7 +75,7 @@ async def _token_create(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.admin_access import list_admin_tokens
+    from agentws.admins.access import list_admin_tokens
 
     rows = [_token_json(t, a) for t, a in await list_admin_tokens(ctx.store)]
     lines = [
@@ -87,7 +87,7 @@ async def _token_list(args: argparse.Namespace, ctx: Context) -> Output:
 
 
 async def _token_revoke(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.admin_access import revoke_admin_token
+    from agentws.admins.access import revoke_admin_token
 
     token = await revoke_admin_token(ctx.store, args.token, actor=ctx.actor)
     admin = await ctx.store.get(Admin, token.admin_id)

@@ -70,8 +70,8 @@ def _age(when: datetime) -> str:
 
 async def _approval_list(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.domain.approval_lists import MAX_PAGE, ApprovalSummary
+    from agentws.doors.views import approval_summary_json
     from agentws.tools.approval_queue import list_approvals
-    from agentws.views import approval_summary_json
 
     statuses = None if args.status == "all" else frozenset({ApprovalStatus(args.status)})
     # The newest N, read newest first a page at a time, then shown oldest first.

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
+from agentws.core.errors import ValidationError
 from agentws.domain import typed_numbers
 from agentws.domain.event_lists import parse_time
 from agentws.domain.rules import utcnow
-from agentws.errors import ValidationError
 
 __all__ = [
     "bounded_count",

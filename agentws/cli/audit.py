@@ -7,14 +7,14 @@ from contextlib import aclosing
 
 import trio
 
-from agentws.audit import FILTER_NAMES, AuditFilters, audit_entries
 from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_followed
 from agentws.cli.parsing import Verbs, noun, time_window
+from agentws.common.audit import FILTER_NAMES, AuditFilters, audit_entries
+from agentws.core.errors import ValidationError
 from agentws.domain.models import AuditEntry
 from agentws.domain.permissions import Decision
-from agentws.errors import ValidationError
-from agentws.views import audit_json
+from agentws.doors.views import audit_json
 
 __all__ = ["add_audit_commands"]
 

@@ -11,7 +11,7 @@ from agentws.cli.arguments import bounded_count
 from agentws.cli.output import Context, Output, print_followed
 from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ChatMessage
-from agentws.views import message_json
+from agentws.doors.views import message_json
 
 __all__ = ["add_channel_commands"]
 

@@ -4,8 +4,8 @@ relay, remove, attach, detach.
 Secrets come from an environment variable (``--secret-env VAR``) or stdin
 (``--secret-stdin``), never from the command line, where they would land
 in shell history and process listings; they are never printed. The work is
-done by :mod:`agentws.connectors.registry`; a test and a refresh by
-:mod:`agentws.connector_checks`, as the dashboard and the admin API do them.
+done by :mod:`agentws.connectors.admin`; a test and a refresh by
+:mod:`agentws.checks.connectors`, as the dashboard and the admin API do them.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agentws.cli.arguments import seconds
-from agentws.cli.output import Context, Output, iso, table
-from agentws.cli.parsing import Verbs, noun
-from agentws.connector_checks import (
+from agentws.checks.connectors import (
     UPSTREAM_S,
     check_connector_now,
     refresh_connector,
     refresh_text,
 )
-from agentws.connectors.registry import (
+from agentws.cli.arguments import seconds
+from agentws.cli.output import Context, Output, iso, table
+from agentws.cli.parsing import Verbs, noun
+from agentws.connectors.admin import (
     ConnectorSecret,
     add_connector,
     attach_connector,
@@ -37,10 +37,10 @@ from agentws.connectors.registry import (
     set_connector_active,
     set_connector_relay,
 )
+from agentws.core.errors import UnsafeUrlError, ValidationError
 from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
-from agentws.errors import UnsafeUrlError, ValidationError
+from agentws.doors.views import connector_check_json, connector_json, sync_report_json
 from agentws.tools.schema_cost import assess
-from agentws.views import connector_check_json, connector_json, sync_report_json
 
 if TYPE_CHECKING:
     from agentws.connectors.remote_mcp import SyncReport

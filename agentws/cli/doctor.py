@@ -33,6 +33,7 @@ from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.cli.arguments import seconds
 from agentws.cli.output import Context, Output
 from agentws.cli.parsing import Verbs
+from agentws.core.errors import AgentwsError
 from agentws.domain.models import (
     CachedTool,
     Connector,
@@ -41,8 +42,7 @@ from agentws.domain.models import (
     Webhook,
     Workspace,
 )
-from agentws.errors import AgentwsError
-from agentws.secret_box import key_problem
+from agentws.settings.secret_box import key_problem
 from agentws.store.sqlite import sqlite_path
 
 __all__ = ["add_doctor_command"]
@@ -146,8 +146,8 @@ async def _channel(
     """
     from agentws.chat.connectors import chat_connector
     from agentws.chat.incoming_webhook import hook_deadline, probe_hook
+    from agentws.connectors.admin import connector_headers
     from agentws.connectors.native import check_connector, upstream_deadline
-    from agentws.connectors.registry import connector_headers
 
     if channel.sink == "local":
         return "embedded chat (read it with `agentws channel tail`)"

@@ -19,6 +19,7 @@ import trio
 from agentws.cli.output import Context, Output, iso, table
 from agentws.cli.parsing import Verbs, noun
 from agentws.domain.models import ContextDocument, DocumentPolicy, Library, Skill
+from agentws.doors.views import document_json
 from agentws.libraries import (
     DOCUMENT_EXTENSIONS,
     add_document,
@@ -37,8 +38,7 @@ from agentws.libraries import (
     rename_library,
     set_document_policy,
 )
-from agentws.registry import endpoint_url
-from agentws.views import document_json
+from agentws.workspaces.admin import endpoint_url
 
 __all__ = ["add_library_commands"]
 

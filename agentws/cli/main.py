@@ -39,8 +39,8 @@ from agentws.cli.tools import add_tool_commands
 from agentws.cli.urls import printed_base_url
 from agentws.cli.webhooks import add_webhook_commands
 from agentws.cli.workspaces import add_workspace_commands
-from agentws.config import Settings
-from agentws.errors import AgentwsError, ConfigError, NoDatabaseError, sole_exception
+from agentws.core.errors import AgentwsError, ConfigError, NoDatabaseError, sole_exception
+from agentws.settings.config import Settings
 from agentws.store import open_store
 
 __all__ = ["build_parser", "main"]

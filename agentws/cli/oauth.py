@@ -11,8 +11,8 @@ import argparse
 
 from agentws.cli.output import Context, Output, table
 from agentws.cli.parsing import Verbs
+from agentws.doors.views import oauth_client_json
 from agentws.oauth import operator_clients
-from agentws.views import oauth_client_json
 
 __all__ = ["add_oauth_commands"]
 

@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from agentws.config import Settings
+from agentws.core.errors import AgentwsError, NoDatabaseError, error_body
 from agentws.domain.hidden_chars import show_hidden
-from agentws.errors import AgentwsError, NoDatabaseError, error_body
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.union import Store
 
 T = TypeVar("T")

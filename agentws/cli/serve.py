@@ -14,11 +14,11 @@ import sys
 from typing import Any
 
 from agentws import __version__
-from agentws.accounts import initialise
+from agentws.admins.accounts import initialise
 from agentws.cli.output import Context, Output
 from agentws.cli.parsing import Verbs
-from agentws.config import Settings
-from agentws.secret_box import ensure_key_file
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store import redact_url
 
 __all__ = ["add_serve_commands", "serve"]
@@ -56,7 +56,7 @@ async def _init(args: argparse.Namespace, ctx: Context) -> Output:
 def serve(settings: Settings, as_json: bool) -> int:
     """Run the service until SIGTERM or SIGINT, announcing where it listens; the exit status."""
     from agentws.agent.choose import describe_model
-    from agentws.logs import configure_logging
+    from agentws.core.logs import configure_logging
     from agentws.server import serve_until_signalled
 
     configure_logging(settings.log_level, log_format=settings.log_format)

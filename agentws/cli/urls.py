@@ -13,9 +13,9 @@ from datetime import timedelta
 
 import attrs
 
-from agentws.config import Settings
+from agentws.common.instances import STALE_S
 from agentws.domain.rules import utcnow
-from agentws.instances import STALE_S
+from agentws.settings.config import Settings
 from agentws.store.sql_health import HealthStore
 
 __all__ = ["PrintedBase", "printed_base_url"]
@@ -32,7 +32,7 @@ async def printed_base_url(settings: Settings, store: HealthStore) -> PrintedBas
     """The base URL for the URLs a command prints (see the module's docstring).
 
     Error handling:
-        :class:`~agentws.errors.StoreError` from reading the instances.
+        :class:`~agentws.core.errors.StoreError` from reading the instances.
     """
     if settings.base_url:
         return PrintedBase(settings.base_url)

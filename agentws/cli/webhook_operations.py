@@ -6,7 +6,7 @@
 - ``webhook replay``: replay a webhook's failed events, each once, at a
   rate (:mod:`agentws.webhooks.replays`);
 - ``webhook test``: a sample delivery signed as its sender signs it,
-  through the door's checks (:mod:`agentws.webhooks.test_events`), and
+  through the door's checks (:mod:`agentws.doors.webhooks.sample_sends`), and
   then, while a service runs on the database, the run's outcome.
 """
 
@@ -23,7 +23,7 @@ from agentws.cli.parsing import Noun, time_window
 from agentws.domain.models import Event, FailureStreak
 from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
 from agentws.domain.sample_deliveries import SampleKind
-from agentws.views import sample_answer_json
+from agentws.doors.views import sample_answer_json
 from agentws.webhooks.admin import MAX_ALERT_AFTER
 
 __all__ = [
@@ -188,10 +188,10 @@ def _duration(seconds: float) -> str:
 
 
 async def _webhook_test(args: argparse.Namespace, ctx: Context) -> Output:
+    from agentws.doors.webhooks.sample_sends import send_test_event
     from agentws.webhooks.admin import find_webhook
     from agentws.webhooks.batcher import IngestBatcher
     from agentws.webhooks.intake import Intake
-    from agentws.webhooks.test_events import send_test_event
 
     webhook = await find_webhook(ctx.store, args.workspace, args.webhook)
     intake = Intake(ctx.store, IngestBatcher(ctx.store), ctx.keys)

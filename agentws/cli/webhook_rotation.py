@@ -14,10 +14,10 @@ from typing import Literal
 from agentws.cli.arguments import typed
 from agentws.cli.output import Context, Handler, Output
 from agentws.cli.parsing import Noun
+from agentws.core.errors import ValidationError
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import Webhook
-from agentws.errors import ValidationError
-from agentws.views import rotation_json, webhook_json
+from agentws.doors.views import rotation_json, webhook_json
 
 __all__ = ["add_rotation_commands", "rotation_text"]
 

@@ -25,8 +25,8 @@ import trio
 
 from agentws.cli.output import Context, Output, table
 from agentws.cli.parsing import Noun
+from agentws.core.errors import ValidationError
 from agentws.domain.models import Connector
-from agentws.errors import ValidationError
 
 if typing.TYPE_CHECKING:
     from agentws.agent.dry_run import PromptTrials
@@ -38,7 +38,7 @@ _TRIED_COLUMNS = ("name", "capability", "outcome_label", "detail")
 
 
 async def _samples(args: argparse.Namespace, ctx: Context) -> Output:
-    from agentws.views import sample_json
+    from agentws.doors.views import sample_json
     from agentws.webhooks.admin import find_webhook
     from agentws.webhooks.samples import KEEP, find_sample, list_samples
 
@@ -85,7 +85,7 @@ async def _trials(ctx: Context) -> AsyncIterator[PromptTrials]:
     from agentws.agent.choose import open_model
     from agentws.agent.dry_run import PromptTrials
     from agentws.agent.runner import AgentRunner
-    from agentws.audit import DirectAudit
+    from agentws.common.audit import DirectAudit
     from agentws.connectors.remote_calls import call_tool_once
     from agentws.connectors.remote_mcp import remote_deadline
     from agentws.tools.catalog import Catalog
@@ -121,7 +121,7 @@ async def _trials(ctx: Context) -> AsyncIterator[PromptTrials]:
 
 async def _try(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.domain.dry_runs import TryRequest
-    from agentws.views import dry_run_json
+    from agentws.doors.views import dry_run_json
     from agentws.webhooks.admin import find_webhook
     from agentws.webhooks.samples import tried_delivery
 

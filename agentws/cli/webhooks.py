@@ -31,9 +31,9 @@ from agentws.cli.webhook_operations import (
     streak_text,
 )
 from agentws.cli.webhook_try import add_try_commands
+from agentws.core.errors import ValidationError
 from agentws.domain.models import Group, VerificationScheme, Webhook, Workspace
-from agentws.errors import ValidationError
-from agentws.views import streak_json, webhook_json
+from agentws.doors.views import streak_json, webhook_json
 from agentws.webhooks.admin import (
     MAX_BODY_LIMIT,
     MAX_CONCURRENCY,
@@ -163,7 +163,7 @@ async def _webhook_list(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _webhook_show(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.cli.webhook_rotation import rotation_text
-    from agentws.views import rotation_json
+    from agentws.doors.views import rotation_json
     from agentws.webhooks.admin import find_webhook
     from agentws.webhooks.events import list_events
     from agentws.webhooks.rotation import rotation_status

@@ -1,7 +1,7 @@
 """The ``agentws workspace``, ``group`` and ``token`` commands.
 
 Workspaces, their groups (one MCP endpoint each) and the bearer tokens for
-those endpoints. The work is done by :mod:`agentws.registry`.
+those endpoints. The work is done by :mod:`agentws.workspaces.admin`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any
 
 from agentws.cli.output import Context, Output, table
 from agentws.cli.parsing import Verbs, noun
-from agentws.config import Settings
 from agentws.domain.models import Capability, Group
-from agentws.registry import (
+from agentws.doors.views import group_json, token_json, workspace_json
+from agentws.settings.config import Settings
+from agentws.workspaces.admin import (
     create_group,
     create_token,
     create_workspace,
@@ -25,7 +26,6 @@ from agentws.registry import (
     rename_workspace,
     revoke_token,
 )
-from agentws.views import group_json, token_json, workspace_json
 
 __all__ = ["add_workspace_commands"]
 

@@ -26,7 +26,7 @@ for a caller of the stateless revision, go through the SDK's session
 stamp and the checks need (another SDK release), the link uses the SDK for
 every call (:meth:`DirectCaller.for_session`). The stamp and the result
 parser are the session's private parts, reached through
-:mod:`agentws.mcp_sdk_bridge`.
+:mod:`agentws.bridges.mcp_sdk_bridge`.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from agentws.bridges.mcp_sdk_bridge import can_stamp_requests, parse_call_tool_result, stamp_request
 from agentws.connectors.answer_bounds import ANSWER_REFUSED, too_many_items
 from agentws.connectors.relay import LogFn, ProgressFn
-from agentws.mcp_sdk_bridge import can_stamp_requests, parse_call_tool_result, stamp_request
 
 __all__ = ["DirectCaller"]
 

@@ -32,7 +32,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from agentws.config import Settings
+from agentws.connectors.admin import connector_headers
 from agentws.connectors.answer_bounds import CappedTransport, refused_if_too_many
 from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.modern_link import (
@@ -41,7 +41,6 @@ from agentws.connectors.modern_link import (
     is_modern,
     keep_listening,
 )
-from agentws.connectors.registry import connector_headers
 from agentws.connectors.relay import CallerChannel, RemoteRelay
 from agentws.connectors.remote_mcp import (
     TRANSPORTS,
@@ -53,11 +52,12 @@ from agentws.connectors.remote_mcp import (
     open_transport,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver
-from agentws.deadlines import deadline
+from agentws.core.deadlines import deadline
+from agentws.core.errors import AgentwsError, NotFoundError, sole_exception
+from agentws.core.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.domain.models import Connector
-from agentws.errors import AgentwsError, NotFoundError, sole_exception
-from agentws.redaction import redact_url, redact_urls, upstream_excerpt
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 
 __all__ = [
     "Connection",

@@ -38,8 +38,6 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from agentws.backoff import Backoff
-from agentws.config import Settings
 from agentws.connectors.answer_bounds import ANSWER_REFUSED
 from agentws.connectors.link_sessions import (
     Connection,
@@ -64,12 +62,14 @@ from agentws.connectors.remote_mcp import (
     remote_deadline,
 )
 from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.core.backoff import Backoff
+from agentws.core.errors import AgentwsError, sole_exception
+from agentws.core.redaction import upstream_excerpt
 from agentws.domain.models import Connector, ConnectorKind
-from agentws.errors import AgentwsError, sole_exception
-from agentws.redaction import upstream_excerpt
-from agentws.secret_box import Keys
+from agentws.domain.tool_results import tool_error
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_records import RecordStore
-from agentws.tool_results import tool_error
 
 __all__ = ["ACTOR", "ContentChanged", "RemoteLinks", "SyncTools"]
 

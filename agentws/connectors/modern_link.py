@@ -44,7 +44,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agentws.backoff import Backoff
+from agentws.bridges.mcp_sdk_bridge import run_input_required_driver
 from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.relay import (
     CallerChannel,
@@ -53,7 +53,7 @@ from agentws.connectors.relay import (
     notifications_before_result,
 )
 from agentws.connectors.remote_mcp import list_all_tools
-from agentws.mcp_sdk_bridge import run_input_required_driver
+from agentws.core.backoff import Backoff
 
 __all__ = [
     "DeclaringStream",

@@ -26,8 +26,8 @@ from typing import Protocol
 
 import attrs
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import CachedTool, Connector, Group, GroupConnector
-from agentws.errors import ValidationError
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 

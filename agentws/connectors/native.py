@@ -32,13 +32,13 @@ from agentws.connectors.paths import (
     join_path,
 )
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
-from agentws.deadlines import deadline, time_left_s
+from agentws.core.deadlines import deadline, time_left_s
+from agentws.core.errors import UpstreamError
+from agentws.core.redaction import redact_url, redact_urls, upstream_excerpt
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
-from agentws.errors import UpstreamError
-from agentws.redaction import redact_url, redact_urls, upstream_excerpt
+from agentws.domain.tool_results import tool_error, tool_text
 from agentws.store.sql_records import RecordStore
-from agentws.tool_results import tool_error, tool_text
 
 if TYPE_CHECKING:  # the CLI imports this module; mcp_types is heavy to load
     import mcp_types as types
@@ -391,7 +391,7 @@ async def check_connector(
     deadline (``upstream_deadline(connector, s, named=True)``); what it proved.
 
     Error handling:
-        :class:`~agentws.errors.UpstreamError` naming the connector and the
+        :class:`~agentws.core.errors.UpstreamError` naming the connector and the
         upstream's status or the connection failure; UnsafeUrlError if the
         address may not be reached.
     """

@@ -33,7 +33,7 @@ from agentws.connectors.remote_mcp import RemoteError, with_remote
 from agentws.connectors.url_guard import Resolver, system_resolver
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 
 __all__ = ["call_remote_tool", "call_tool_once"]
 

@@ -37,9 +37,9 @@ from agentws.connectors.links import RemoteLinks
 from agentws.connectors.modern_link import in_rounds, is_modern
 from agentws.connectors.relay import CallerChannel
 from agentws.connectors.remote_mcp import RemoteError, all_pages
+from agentws.core.errors import NotFoundError
+from agentws.core.redaction import upstream_excerpt
 from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
-from agentws.errors import NotFoundError
-from agentws.redaction import upstream_excerpt
 from agentws.store.sql_records import RecordStore
 
 __all__ = [

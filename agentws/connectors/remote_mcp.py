@@ -29,16 +29,16 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
 
+from agentws.bridges.mcp_sdk_bridge import TransportStreams, negotiate_auto
+from agentws.connectors.admin import connector_headers
 from agentws.connectors.definitions import definition_hash as hash_definition
-from agentws.connectors.registry import connector_headers
 from agentws.connectors.relay import RemoteRelay
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
-from agentws.deadlines import deadline, time_left_s
+from agentws.core.deadlines import deadline, time_left_s
+from agentws.core.errors import AgentwsError, UpstreamError, sole_exception
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector
-from agentws.errors import AgentwsError, UpstreamError, sole_exception
-from agentws.mcp_sdk_bridge import TransportStreams, negotiate_auto
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 
 __all__ = [
     "TRANSPORTS",

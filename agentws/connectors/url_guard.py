@@ -40,8 +40,8 @@ import attrs
 import httpx2
 
 from agentws.connectors.addresses import Address, is_public, refusal
+from agentws.core.errors import UnsafeUrlError
 from agentws.domain.allowlist import Allowlist
-from agentws.errors import UnsafeUrlError
 
 __all__ = [
     "Allowlist",
@@ -181,7 +181,7 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             httpx2's defaults.
 
     Error handling:
-        :class:`~agentws.errors.UnsafeUrlError` for a refused address;
+        :class:`~agentws.core.errors.UnsafeUrlError` for a refused address;
         ``httpx2.ConnectError`` if the host does not resolve.
     """
 

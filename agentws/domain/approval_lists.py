@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import ApprovalStatus, Capability
-from agentws.errors import ValidationError
 
 __all__ = [
     "DECIDED",
@@ -109,7 +109,7 @@ class Cursor:
         """The cursor a page gave as ``next_cursor`` or ``previous_cursor``.
 
         Error handling:
-            :class:`~agentws.errors.ValidationError` for anything else.
+            :class:`~agentws.core.errors.ValidationError` for anything else.
         """
         match = _CURSOR.fullmatch(text)
         try:

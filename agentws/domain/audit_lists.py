@@ -19,10 +19,10 @@ from datetime import datetime
 
 import attrs
 
+from agentws.core.errors import ValidationError
 from agentws.domain.approval_lists import MAX_PAGE, Cursor
 from agentws.domain.permissions import Decision
 from agentws.domain.workspace_records import AuditEntry
-from agentws.errors import ValidationError
 
 __all__ = ["MAX_PAGE", "AuditPage", "AuditQuery"]
 

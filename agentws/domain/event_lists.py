@@ -20,13 +20,14 @@ from datetime import UTC, datetime
 
 import attrs
 
+from agentws.core.errors import ValidationError
+
 # A page's key is a Cursor of the approval lists (its created_at holding the event's
 # received_at): the same text, read and written in one place.
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.event_text import Search
 from agentws.domain.typed_numbers import MAX_AGO, NumberError, span
 from agentws.domain.webhook_records import EventStatus
-from agentws.errors import ValidationError
 
 __all__ = [
     "DEFAULT_PAGE",

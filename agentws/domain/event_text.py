@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = [
     "MAX_SCANNED_BYTES",
@@ -169,7 +169,7 @@ def parse_search(text: str) -> Search:
     """The search ``text`` asks for.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for text without a word,
+        :class:`~agentws.core.errors.ValidationError` for text without a word,
         with more than :data:`MAX_SEARCH_WORDS` words, or with a prefix
         shorter than :data:`MIN_PREFIX_CHARS`.
     """

@@ -11,7 +11,7 @@ writes each as a visible escape (``\\u202e``; ``\\U000e0041`` beyond the
 BMP). Tab, line feed and carriage return are not in it: each door decides
 about those (the dashboard keeps them; the CLI escapes a lone CR).
 
-The dashboard (:mod:`agentws.dashboard.visible`) and the CLI
+The dashboard (:mod:`agentws.doors.dashboard.visible`) and the CLI
 (:mod:`agentws.cli.output`) both show text through this one set.
 """
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = [
     "MAX_REPLAYS",

@@ -53,7 +53,7 @@ COUNTERS = ("received", "done", "failed", "latency", "refused", "tool_calls", "t
 #: Series sampled once a minute (a span's value is its largest sample).
 GAUGES = ("approvals_depth", "approvals_oldest_s", "sessions")
 
-#: The transports of MCP sessions (as agentws.mcp.session names them).
+#: The transports of MCP sessions (as agentws.doors.mcp.sessions.session names them).
 TRANSPORTS = ("streamable", "sse")
 
 #: Tool calls by what the gate did: how the overview names the decisions.

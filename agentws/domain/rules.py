@@ -15,7 +15,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = [
     "ADMIN_TOKEN_PREFIX",

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import VerificationScheme
 from agentws.domain.signatures import (
     SHARED_SECRET_HEADER,
@@ -30,7 +31,6 @@ from agentws.domain.signatures import (
     sign_standard_webhooks,
     sign_stripe,
 )
-from agentws.errors import ValidationError
 
 __all__ = ["SampleAnswer", "SampleDelivery", "SampleKind", "default_sample", "sample_delivery"]
 

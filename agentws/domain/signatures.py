@@ -38,8 +38,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import VerificationScheme
-from agentws.errors import ValidationError
 
 __all__ = [
     "SHARED_SECRET_HEADER",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = [
     "MAX_AGO",

@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import SkillArgument
-from agentws.errors import ValidationError
 
 __all__ = ["MAX_ARGUMENTS", "missing_arguments", "parse_arguments", "render_prompt"]
 
@@ -65,7 +65,7 @@ def parse_arguments(declared: Any, what: str) -> tuple[SkillArgument, ...]:
         what: names the file in error messages.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` saying which entry is wrong
+        :class:`~agentws.core.errors.ValidationError` saying which entry is wrong
         and how: not a list of mappings, a missing or malformed or repeated
         name, a non-text description, ``required`` not a boolean, values that
         are not a list of strings or numbers, more than :data:`MAX_ARGUMENTS`.

@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import DocumentPolicy
-from agentws.errors import ValidationError
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",

@@ -20,9 +20,9 @@ from typing import Any, BinaryIO
 import attrs
 import yaml
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import SkillArgument, SkillAsset
 from agentws.domain.rules import check_slug
-from agentws.errors import ValidationError
 from agentws.libraries.arguments import parse_arguments
 from agentws.libraries.checks import (
     MAX_DOCUMENT_BYTES,
@@ -164,7 +164,7 @@ def load_document_file(
         The fields of the document. JSON is checked and pretty-printed.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` saying what is wrong: an
+        :class:`~agentws.core.errors.ValidationError` saying what is wrong: an
         unreadable or missing file, an unknown extension, more than
         :data:`MAX_DOCUMENT_BYTES`, text that is not UTF-8, invalid JSON.
     """
@@ -261,7 +261,7 @@ def load_skill_folder(path: str | os.PathLike[str]) -> SkillFolder:
     its relative POSIX path; hidden files and ``__pycache__`` are left out.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` naming the file and what is
+        :class:`~agentws.core.errors.ValidationError` naming the file and what is
         wrong: no SKILL.md, missing or malformed front matter, a name that is
         not a slug, an asset that is not UTF-8 text or is a symbolic link,
         more than :data:`MAX_SKILL_BYTES` in all.
@@ -298,7 +298,7 @@ def build_skill_folder(skill_md: bytes, assets: Iterable[tuple[str, bytes]]) -> 
     folder, or from an upload: :mod:`agentws.libraries.uploads`).
 
     Error handling:
-        :class:`~agentws.errors.ValidationError`: malformed front matter, a
+        :class:`~agentws.core.errors.ValidationError`: malformed front matter, a
         name that is not a slug, a file that is not UTF-8 text.
     """
     meta, prompt = _skill_front_matter(_decode(skill_md, _SKILL_FILE), _SKILL_FILE)

@@ -1,6 +1,6 @@
 """The library service: libraries, documents and skills created, renamed, attached, removed.
 
-The one place these operations live, like :mod:`agentws.registry` for
+The one place these operations live, like :mod:`agentws.workspaces.admin` for
 workspaces and groups: the CLI, the dashboard and the admin API call these
 functions, and each change is recorded in the audit log with the acting
 operator.
@@ -8,7 +8,7 @@ operator.
 Attaching and detaching state what should be true: attaching a library that
 is already attached, or detaching one that is not, changes nothing and is not
 an error. Adding a document or skill whose slug is taken in the library is a
-:class:`~agentws.errors.ConflictError` unless ``replace=True``, which updates
+:class:`~agentws.core.errors.ConflictError` unless ``replace=True``, which updates
 it in place (same id, so MCP clients' references stay valid).
 
 A library's slug is part of its documents' URIs (``agentws://<library>/<document>``),
@@ -23,7 +23,8 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from agentws.audit import record, record_created, record_removed, record_renamed
+from agentws.common.audit import record, record_created, record_removed, record_renamed
+from agentws.core.errors import ConflictError, NotFoundError, ValidationError
 from agentws.domain.models import (
     ContextDocument,
     DocumentPolicy,
@@ -33,7 +34,6 @@ from agentws.domain.models import (
     Skill,
 )
 from agentws.domain.rules import check_slug, utcnow
-from agentws.errors import ConflictError, NotFoundError, ValidationError
 from agentws.libraries.checks import (
     MAX_DOCUMENT_BYTES,
     MAX_SKILL_BYTES,

@@ -12,7 +12,7 @@ folder as the assets, and hand them to
 the Finder adds to the zips it makes.
 
 What an upload may not hold, each refused with a
-:class:`~agentws.errors.ValidationError` saying so: a path that climbs out
+:class:`~agentws.core.errors.ValidationError` saying so: a path that climbs out
 of the folder (``..``, an absolute path, a drive, a backslash), a
 symbolic link, an encrypted entry, a file outside the folder holding
 ``SKILL.md``, more than :data:`MAX_SKILL_FILES` files once those left out are
@@ -30,7 +30,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 from agentws.libraries.checks import MAX_SKILL_BYTES, format_bytes
 from agentws.libraries.loading import SKILL_FILE, SkillFolder, build_skill_folder
 
@@ -111,7 +111,7 @@ def skill_from_files(files: Iterable[tuple[str, bytes]]) -> SkillFolder:
     """A skill from a folder's files, each ``(path relative to the folder's parent, bytes)``.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` (see the module's docstring).
+        :class:`~agentws.core.errors.ValidationError` (see the module's docstring).
     """
     kept: dict[PurePosixPath, bytes] = {}
     total = 0
@@ -132,7 +132,7 @@ def skill_from_zip(data: bytes) -> SkillFolder:
     """A skill from a ``.zip`` of its folder (the folder itself at the top, or its files).
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` (see the module's docstring).
+        :class:`~agentws.core.errors.ValidationError` (see the module's docstring).
     """
     if len(data) > MAX_SKILL_ZIP_BYTES:
         raise ValidationError(f"the zip is larger than {format_bytes(MAX_SKILL_ZIP_BYTES)}")

@@ -35,10 +35,10 @@ import attrs
 import httpx2
 
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
-from agentws.deadlines import deadline
+from agentws.core.deadlines import deadline
+from agentws.core.errors import AgentwsError, UnsafeUrlError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.rules import utcnow
-from agentws.errors import AgentwsError, UnsafeUrlError
 from agentws.oauth.client_rules import good_host, metadata_problem, split_url
 
 __all__ = [

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import attrs
 from mcp.server.auth.provider import construct_redirect_uri
 
-from agentws.audit import record
+from agentws.common.audit import record
+from agentws.core.errors import ConflictError, NotFoundError
 from agentws.domain.models import (
     Capability,
     GrantStatus,
@@ -30,7 +31,6 @@ from agentws.domain.models import (
     Workspace,
 )
 from agentws.domain.rules import hash_secret, new_secret, utcnow
-from agentws.errors import ConflictError, NotFoundError
 from agentws.oauth.client_rules import redirect_uri_problem
 from agentws.oauth.resources import endpoint_path
 from agentws.oauth.settings import CODE_PREFIX, OAuthSettings
@@ -70,7 +70,7 @@ async def consent_request(store: RecordStore, grant_id: str) -> ConsentRequest:
     """The request ``grant_id`` names, as the consent page shows it.
 
     Error handling:
-        :class:`~agentws.errors.NotFoundError` if there is no such request.
+        :class:`~agentws.core.errors.NotFoundError` if there is no such request.
     """
     grant = await store.find(OAuthGrant, id=grant_id)
     if grant is None:
@@ -109,8 +109,8 @@ async def decide(
     """Approve (at ``scope``) or deny a pending request; the URL to send the browser to.
 
     Error handling:
-        :class:`~agentws.errors.NotFoundError` if there is no such request;
-        :class:`~agentws.errors.ConflictError` if it was decided already or
+        :class:`~agentws.core.errors.NotFoundError` if there is no such request;
+        :class:`~agentws.core.errors.ConflictError` if it was decided already or
         has expired (the client must start again).
     """
     request = await consent_request(store, grant_id)

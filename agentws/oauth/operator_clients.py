@@ -13,10 +13,10 @@ from typing import Protocol
 
 import attrs
 
-from agentws.audit import record, record_removed
+from agentws.common.audit import record, record_removed
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import ClientKind, OAuthClient
 from agentws.domain.rules import utcnow
-from agentws.errors import NotFoundError, ValidationError
 from agentws.oauth.client_rules import (
     MAX_NAME_CHARS,
     MAX_REDIRECT_URIS,
@@ -24,7 +24,7 @@ from agentws.oauth.client_rules import (
     redirect_uri_problem,
 )
 from agentws.oauth.settings import SCOPES
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 from agentws.store.sql_oauth import OAuthStore
 from agentws.store.sql_records import RecordStore
 
@@ -76,7 +76,7 @@ async def register_client(
     """Register a client by hand.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for a missing name, no or
+        :class:`~agentws.core.errors.ValidationError` for a missing name, no or
         bad redirect URIs, or a confidential client without a service key.
     """
     name = name.strip()
@@ -123,7 +123,7 @@ async def remove_client(store: _Store, client_ref: str, *, actor: str) -> OAuthC
     """Remove a client (by client id or record id) and revoke every token it holds.
 
     Error handling:
-        :class:`~agentws.errors.NotFoundError` if there is no such client.
+        :class:`~agentws.core.errors.NotFoundError` if there is no such client.
     """
     client = await store.find(OAuthClient, client_id=client_ref) or await store.find(
         OAuthClient, id=client_ref

@@ -44,6 +44,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from agentws.connectors.url_guard import Resolver, system_resolver
+from agentws.core.errors import ConflictError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     Capability,
@@ -55,7 +56,6 @@ from agentws.domain.models import (
     OAuthRefreshToken,
 )
 from agentws.domain.rules import hash_secret, new_id, new_secret, utcnow
-from agentws.errors import ConflictError
 from agentws.oauth.client_metadata import (
     FRESH_DEFAULT_S,
     MAX_CLIENT_ID_CHARS,
@@ -75,7 +75,7 @@ from agentws.oauth.settings import (
     highest_scope,
     scopes_up_to,
 )
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 from agentws.store.sql_oauth import OAuthStore
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_tokens import TokenStore

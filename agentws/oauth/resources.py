@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from agentws.core.errors import NotFoundError
 from agentws.domain.models import Capability
-from agentws.errors import NotFoundError
 from agentws.store.sql_records import RecordStore
 
 __all__ = ["GroupResolver", "bearer_challenge", "endpoint_path", "resource_metadata_url"]

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from agentws.config import Settings
 from agentws.domain.models import Capability, ClientKind
+from agentws.settings.config import Settings
 
 __all__ = [
     "ACCESS_TOKEN_PREFIX",
@@ -50,7 +50,7 @@ def scopes_up_to(scope: Capability) -> list[str]:
 
 @attrs.frozen(kw_only=True)
 class OAuthSettings:
-    """What the authorization server is told (from :class:`~agentws.config.Settings`)."""
+    """What the authorization server is told (from :class:`~agentws.settings.config.Settings`)."""
 
     registration: str = "open"
     access_token_ttl_s: float = 3600.0

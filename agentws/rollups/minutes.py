@@ -34,9 +34,9 @@ from typing import Protocol
 import attrs
 import trio
 
+from agentws.core.errors import StoreError
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError
 from agentws.store.sql_rollup_sources import RollupSourceStore
 from agentws.store.sql_rollups import RollupStore
 

@@ -60,7 +60,7 @@ _READS = 3
 # behind, except while a first rollup catches up (or the store failed it for a
 # while); meanwhile older minutes show once rolled, and a read stays cheap.
 _FOLD_M = 180
-# An instance is live when it beat this recently (instances.py beats every 2 s).
+# An instance is live when it beat this recently (common/instances.py beats every 2 s).
 _INSTANCE_LIVE_S = 10.0
 # A live instance's sessions sample is its newest of the last few minutes.
 _SAMPLE_AGE_M = 2
@@ -108,7 +108,7 @@ async def read_overview(
         the approval queue's depth and the live instances' sessions now.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for an unknown range.
+        :class:`~agentws.core.errors.ValidationError` for an unknown range.
     """
     window = window_for(range_name, now if now is not None else utcnow())
     webhooks = await store.select(Webhook, workspace_id=workspace_id)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 __all__ = ["RANGES", "Window", "window_for"]
 
@@ -62,7 +62,7 @@ def window_for(range_name: str, now: datetime) -> Window:
     """The window of ``range_name`` ("1h", "24h", "7d") that ends with the step of ``now``.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for another name.
+        :class:`~agentws.core.errors.ValidationError` for another name.
     """
     try:
         points, step_s = RANGES[range_name]

@@ -12,8 +12,8 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from agentws.config import parse_database_url
-from agentws.errors import ConfigError, NoDatabaseError
+from agentws.core.errors import ConfigError, NoDatabaseError
+from agentws.settings.config import parse_database_url
 from agentws.store.database import Database
 from agentws.store.migrations import has_schema, migrate
 from agentws.store.postgres import open_postgres, redact_url
@@ -41,11 +41,11 @@ async def open_store(
         Connections are closed when the block exits.
 
     Error handling:
-        :class:`~agentws.errors.ConfigError` for a malformed URL,
-        :class:`~agentws.errors.NoDatabaseError` (``create=False``) for a
+        :class:`~agentws.core.errors.ConfigError` for a malformed URL,
+        :class:`~agentws.core.errors.NoDatabaseError` (``create=False``) for a
         missing SQLite file or a database without the agentws schema,
-        :class:`~agentws.errors.StoreUnavailableError` if the database cannot
-        be reached, :class:`~agentws.errors.MigrationError` if its schema
+        :class:`~agentws.core.errors.StoreUnavailableError` if the database cannot
+        be reached, :class:`~agentws.core.errors.MigrationError` if its schema
         cannot be brought up to date.
     """
     try:

@@ -3,10 +3,10 @@
 Two drivers implement it, :mod:`~agentws.store.sqlite` and
 :mod:`~agentws.store.postgres`. SQL is written once, with PostgreSQL's
 ``$1`` placeholders; the SQLite driver rewrites them to its ``?1``. Drivers
-convert their library's errors to :mod:`agentws.errors` — unique violations
-to :class:`~agentws.errors.ConflictError`, foreign-key violations to
-:class:`~agentws.errors.NotFoundError`, lost connections to
-:class:`~agentws.errors.StoreUnavailableError` — so nothing above this seam
+convert their library's errors to :mod:`agentws.core.errors` — unique violations
+to :class:`~agentws.core.errors.ConflictError`, foreign-key violations to
+:class:`~agentws.core.errors.NotFoundError`, lost connections to
+:class:`~agentws.core.errors.StoreUnavailableError` — so nothing above this seam
 sees sqlite3 or asyncpg.
 """
 
@@ -109,7 +109,7 @@ class Database(Protocol):
         must not raise.
 
         Error handling:
-            :class:`~agentws.errors.StoreUnavailableError` (raised at once,
+            :class:`~agentws.core.errors.StoreUnavailableError` (raised at once,
             nothing queued) once the database is closing.
         """
         ...
@@ -139,7 +139,7 @@ class Database(Protocol):
         """Call ``on_change(topic)`` for each change notification of this schema.
 
         Runs on a connection of its own until that connection is lost, then
-        raises :class:`~agentws.errors.StoreUnavailableError`. Reports started
+        raises :class:`~agentws.core.errors.StoreUnavailableError`. Reports started
         once listening.
         """
         ...

@@ -24,8 +24,8 @@ import outcome
 import trio
 import trio_asyncio
 
-from agentws.deadlines import deadline
-from agentws.errors import (
+from agentws.core.deadlines import deadline
+from agentws.core.errors import (
     ConflictError,
     NoDatabaseError,
     NotFoundError,
@@ -34,7 +34,7 @@ from agentws.errors import (
     ValidationError,
     sole_exception,
 )
-from agentws.redaction import redact_url
+from agentws.core.redaction import redact_url
 from agentws.store.database import Row, group_size
 from agentws.store.tables import Dialect
 
@@ -196,7 +196,7 @@ class PostgresDatabase:
 
         Statements queued before the stop are committed first; if this task
         is cancelled instead, those not committed are answered with
-        :class:`~agentws.errors.StoreUnavailableError`.
+        :class:`~agentws.core.errors.StoreUnavailableError`.
         """
         stopping = self._grouping = trio.Event()
         task_status.started()
@@ -346,7 +346,7 @@ async def open_postgres(url: str, *, pool_size: int) -> AsyncIterator[PostgresDa
         The pool and its asyncio loop are closed when the block exits.
 
     Error handling:
-        Raises :class:`~agentws.errors.StoreUnavailableError` naming the
+        Raises :class:`~agentws.core.errors.StoreUnavailableError` naming the
         (redacted) URL if no connection can be made.
     """
     try:

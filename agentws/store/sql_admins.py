@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from agentws.errors import NotFoundError
+from agentws.core.errors import NotFoundError
 from agentws.store.queries import Queries
 
 __all__ = ["AdminQueries", "AdminStore"]

@@ -40,7 +40,7 @@ class ChangeStore(Protocol):
         Topics: ``tokens`` (a token revoked or deleted), ``approvals`` (one
         decided, run, expired or deleted), ``catalog`` (the catalog version
         moved). Reports started once listening; runs until the connection
-        is lost, which raises :class:`~agentws.errors.StoreUnavailableError`
+        is lost, which raises :class:`~agentws.core.errors.StoreUnavailableError`
         (changes made meanwhile are not announced: callers re-read).
         """
         ...

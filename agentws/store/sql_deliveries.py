@@ -106,7 +106,7 @@ class DeliveryLogStore(Protocol):
         the store's error.
 
         Error handling:
-            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            :class:`~agentws.core.errors.StoreUnavailableError`, at once, when the
             store is closing (nothing queued); ValueError for no rows or too many.
         """
         ...

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import outcome
 import trio
 
+from agentws.core.errors import NotFoundError
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import Event, Webhook, WebhookSample
-from agentws.errors import NotFoundError
 from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, table_for
 
@@ -136,7 +136,7 @@ class IngestStore(Protocol):
         :meth:`not_ingested` says why), or with the store's error.
 
         Error handling:
-            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            :class:`~agentws.core.errors.StoreUnavailableError`, at once, when the
             store is closing (nothing queued).
         """
         ...
@@ -158,7 +158,7 @@ class IngestStore(Protocol):
         error.
 
         Error handling:
-            :class:`~agentws.errors.StoreUnavailableError`, at once, when the
+            :class:`~agentws.core.errors.StoreUnavailableError`, at once, when the
             store is closing.
         """
         ...

@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from agentws.core.errors import ConflictError
 from agentws.domain.models import (
     Capability,
     GrantStatus,
@@ -26,7 +27,6 @@ from agentws.domain.models import (
     OAuthGrant,
     OAuthRefreshToken,
 )
-from agentws.errors import ConflictError
 from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Protocol, TypeVar
 
+from agentws.core.errors import ConflictError, NotFoundError
 from agentws.domain.models import Group, Workspace
-from agentws.errors import ConflictError, NotFoundError
 from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, Table, table_for
 

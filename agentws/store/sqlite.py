@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 import outcome
 import trio
 
-from agentws.errors import (
+from agentws.core.errors import (
     ConflictError,
     NotFoundError,
     StoreError,
@@ -402,13 +402,13 @@ async def open_sqlite(
     """Open the SQLite database named by ``url``, creating the file if absent.
 
     A single read still running after ``read_deadline_s`` is stopped
-    (:class:`~agentws.errors.StoreError`).
+    (:class:`~agentws.core.errors.StoreError`).
 
     Resource handling:
         The connection is closed when the block exits.
 
     Error handling:
-        Raises :class:`~agentws.errors.StoreUnavailableError` if the file
+        Raises :class:`~agentws.core.errors.StoreUnavailableError` if the file
         cannot be opened (missing directory, permissions, not a database).
     """
     path = sqlite_path(url)

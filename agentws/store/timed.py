@@ -15,7 +15,7 @@ from typing import Any
 import outcome
 import trio
 
-from agentws.metrics import STORE_SECONDS, timed_store
+from agentws.core.metrics import STORE_SECONDS, timed_store
 from agentws.store.database import Database, Row, Transaction
 from agentws.store.tables import Dialect
 

@@ -15,9 +15,9 @@ to it (and belonging to its workspace), documents whose policy is ``never``
 are not there at all, and connectors that are not active offer no tools.
 
 Every implementation passes ``tests/contract``; both stores raise only
-:mod:`agentws.errors`: :class:`~agentws.errors.NotFoundError` for a missing
-record, :class:`~agentws.errors.ConflictError` for a broken uniqueness rule,
-:class:`~agentws.errors.StoreUnavailableError` when the database cannot be
+:mod:`agentws.core.errors`: :class:`~agentws.core.errors.NotFoundError` for a missing
+record, :class:`~agentws.core.errors.ConflictError` for a broken uniqueness rule,
+:class:`~agentws.core.errors.StoreUnavailableError` when the database cannot be
 reached.
 """
 

@@ -18,8 +18,9 @@ from typing import Protocol
 
 import attrs
 
-from agentws.audit import record, record_removed
+from agentws.common.audit import record, record_removed
 from agentws.connectors.names import ambiguity
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import (
     CachedTool,
     Capability,
@@ -32,7 +33,6 @@ from agentws.domain.models import (
 )
 from agentws.domain.permissions import looser_than, permission_allowed
 from agentws.domain.rules import utcnow
-from agentws.errors import NotFoundError, ValidationError
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL

@@ -24,16 +24,16 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.config import Settings
+from agentws.core.errors import ConfigError, OverCapacityError, ValidationError
 from agentws.domain.approval_lists import ApprovalPage, ApprovalQuery, Cursor
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import Approval, ApprovalOutcome, ApprovalStatus
 from agentws.domain.rules import utcnow
-from agentws.errors import ConfigError, OverCapacityError, ValidationError
-from agentws.secret_box import SecretBox
+from agentws.domain.tool_results import tool_error, tool_text
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import SecretBox
 from agentws.store.sql_approvals import ApprovalStore
 from agentws.store.sql_records import RecordStore, find_listed
-from agentws.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
 from agentws.tools.spec import ToolSpec
 
@@ -71,11 +71,11 @@ async def queue_call(
     ``arguments`` carry their redaction, hash and size, computed once for the call.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` when the arguments are
+        :class:`~agentws.core.errors.ValidationError` when the arguments are
         larger than ``limits.max_argument_bytes``;
-        :class:`~agentws.errors.OverCapacityError` when the caller (its
+        :class:`~agentws.core.errors.OverCapacityError` when the caller (its
         token, or its webhook's runs) already has ``limits.max_pending``
-        calls waiting; :class:`~agentws.errors.ConfigError` when some
+        calls waiting; :class:`~agentws.core.errors.ConfigError` when some
         arguments are secret and there is no service key to seal them with
         (they are never stored in clear). Each message names the limit.
     """
@@ -145,8 +145,8 @@ def stored_arguments(approval: Approval, box: SecretBox | None) -> dict[str, Any
     """The whole arguments of a queued call, unsealed when they were sealed.
 
     Error handling:
-        :class:`~agentws.errors.ConfigError` if they are sealed and there is
-        no key; :class:`~agentws.errors.StoreError` if the key changed.
+        :class:`~agentws.core.errors.ConfigError` if they are sealed and there is
+        no key; :class:`~agentws.core.errors.StoreError` if the key changed.
     """
     if approval.sealed_arguments is None:
         return approval.arguments
@@ -309,7 +309,7 @@ async def list_approvals(
         newest_first: a history's order instead of a queue's (oldest first).
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for a bad limit or cursor;
+        :class:`~agentws.core.errors.ValidationError` for a bad limit or cursor;
         NotFoundError for an unknown workspace.
     """
     workspace = await store.workspace_by_slug(workspace_slug) if workspace_slug else None

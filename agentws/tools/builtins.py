@@ -18,8 +18,8 @@ import attrs
 import mcp_types as types
 
 from agentws.domain.models import Capability, ContextDocument, Group, Library
+from agentws.domain.tool_results import tool_error, tool_text
 from agentws.store.sql_catalog import CatalogStore
-from agentws.tool_results import tool_error, tool_text
 from agentws.tools.spec import ToolSpec
 
 __all__ = [

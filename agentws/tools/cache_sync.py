@@ -20,12 +20,12 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.audit import record
+from agentws.common.audit import record
 from agentws.connectors.names import mark_clashes
 from agentws.connectors.remote_mcp import SyncReport, definition_hash, suggested_label
+from agentws.core.errors import ConflictError
 from agentws.domain.models import CachedTool, Capability, Connector
 from agentws.domain.rules import utcnow
-from agentws.errors import ConflictError
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.admin import reset_loosened_permissions

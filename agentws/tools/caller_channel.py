@@ -8,7 +8,7 @@ the runner to the remote MCP connector's link
 part is optional: a channel offers what its caller can take (``None``
 otherwise), and a door with no caller to reach (the webhook agent) passes
 no channel at all. The MCP door's, for session eras, is
-``agentws.mcp.relay_channel``. A channel whose caller takes a remote's
+``agentws.doors.mcp.relay.relay_channel``. A channel whose caller takes a remote's
 ``input_required`` answers itself (2026-07-28 to 2026-07-28) is a
 :class:`RoundChannel`.
 """

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from agentws.changes import ChangeFeed, Topic
+from agentws.common.changes import ChangeFeed, Topic
 from agentws.domain.models import CachedTool, Connector, Group, Library, ToolPermission
 from agentws.domain.permissions import effective_permission, permission_allowed
 from agentws.store.sql_catalog import CatalogStore

@@ -16,15 +16,15 @@ from typing import Any, Protocol, overload
 import attrs
 import mcp_types as types
 
-from agentws.config import Settings
+from agentws.connectors.admin import connector_headers
 from agentws.connectors.native import ACTIONS, action_error, run_action, upstream_deadline
-from agentws.connectors.registry import connector_headers
+from agentws.core.errors import NotFoundError, UpstreamError, ValidationError
 from agentws.domain.models import Capability, Connector, ConnectorKind, Group, Library
-from agentws.errors import NotFoundError, UpstreamError, ValidationError
-from agentws.secret_box import Keys
+from agentws.domain.tool_results import tool_error
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
-from agentws.tool_results import tool_error
 from agentws.tools.approval_queue import approval_outcome
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
 from agentws.tools.caller_channel import CallerChannel

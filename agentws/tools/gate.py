@@ -13,7 +13,7 @@ capability and permission and the caller's scope, then:
   limits on argument size and waiting calls, a tool error naming the limit);
 - **confirm**: asks the door's :class:`Confirmer` (MCP: elicitation, or a
   one-time confirm token) and runs only on an explicit yes;
-- **deny**: raises :class:`~agentws.errors.PermissionDeniedError`.
+- **deny**: raises :class:`~agentws.core.errors.PermissionDeniedError`.
 
 Each call leaves one audit entry: who, which tool, the arguments' hash (and
 the arguments with values the schema marks secret redacted, when short),
@@ -33,16 +33,21 @@ from typing import Any, Protocol
 import attrs
 import mcp_types as types
 
-from agentws.audit import AuditSink
-from agentws.config import Settings
+from agentws.common.audit import AuditSink
+from agentws.core.errors import (
+    ConfigError,
+    OverCapacityError,
+    PermissionDeniedError,
+    ValidationError,
+)
+from agentws.core.metrics import TOOL_CALLS
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import Approval, AuditEntry, Capability
 from agentws.domain.permissions import Decision, decide
-from agentws.errors import ConfigError, OverCapacityError, PermissionDeniedError, ValidationError
-from agentws.metrics import TOOL_CALLS
-from agentws.secret_box import Keys
+from agentws.domain.tool_results import tool_error
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_approvals import ApprovalStore
-from agentws.tool_results import tool_error
 from agentws.tools.approval_queue import QueueLimits, queue_call, queued_result
 from agentws.tools.caller import ToolCaller
 from agentws.tools.caller_channel import CallerChannel
@@ -125,7 +130,7 @@ class ToolGate:
             The tool's result, or the queued or confirmation result.
 
         Error handling:
-            :class:`~agentws.errors.PermissionDeniedError` for a denied call
+            :class:`~agentws.core.errors.PermissionDeniedError` for a denied call
             (audited; nothing runs). Invalid arguments and upstream failures
             are tool error results, not exceptions.
         """

@@ -31,10 +31,10 @@ import jsonschema_rs
 import trio
 import trio_parallel
 
-from agentws.config import Settings
 from agentws.connectors.native import ACTIONS
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.schema_memo import SchemaMemo
+from agentws.settings.config import Settings
 from agentws.tools.schema_cost import SchemaCost, assess
 from agentws.tools.schema_validators import check_in_worker, first_error, worker_ready
 from agentws.tools.spec import ToolSpec

@@ -16,16 +16,16 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.audit import record, record_removed
 from agentws.chat.channels import parse_channel
 from agentws.chat.connectors import check_channel
-from agentws.config import Settings
+from agentws.common.audit import record, record_removed
+from agentws.core.errors import ConflictError, NotFoundError, ValidationError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
-from agentws.errors import ConflictError, NotFoundError, ValidationError
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_changes import ChangeStore
 from agentws.store.sql_records import RecordStore
@@ -167,10 +167,10 @@ async def create_webhook(
     """Create a webhook; its URL (with the token) is in the result and nowhere else.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for a bad value (saying
-        which), :class:`~agentws.errors.NotFoundError` for an unknown
-        workspace or group, :class:`~agentws.errors.ConflictError` if the
-        name is taken, :class:`~agentws.errors.ConfigError` when a secret
+        :class:`~agentws.core.errors.ValidationError` for a bad value (saying
+        which), :class:`~agentws.core.errors.NotFoundError` for an unknown
+        workspace or group, :class:`~agentws.core.errors.ConflictError` if the
+        name is taken, :class:`~agentws.core.errors.ConfigError` when a secret
         must be kept and there is no service key.
     """
     workspace = await store.workspace_by_slug(workspace_slug)

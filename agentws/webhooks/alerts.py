@@ -31,12 +31,12 @@ import trio
 
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage
+from agentws.core.errors import RetryableError, StoreError, ValidationError
+from agentws.core.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
+from agentws.core.rounds import poll_until_closed
 from agentws.domain.models import FailureStreak, NoticeKind, Webhook, Workspace
 from agentws.domain.replays import ReplaySelection
 from agentws.domain.rules import utcnow
-from agentws.errors import RetryableError, StoreError, ValidationError
-from agentws.metrics import WEBHOOK_ALERTS, WEBHOOK_PAUSES
-from agentws.rounds import poll_until_closed
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_replays import ReplayStore
 from agentws.store.sql_streaks import StreakStore

@@ -32,10 +32,10 @@ import attrs
 import outcome
 import trio
 
+from agentws.core.errors import StoreError, StoreUnavailableError
 from agentws.domain.deliveries import Ingested, IngestOutcome
 from agentws.domain.models import Event
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError, StoreUnavailableError
 from agentws.store.sql_ingest import IngestStore
 
 __all__ = ["BUSY_BATCH", "DEDUP_WINDOW", "IngestBatcher"]
@@ -92,7 +92,7 @@ class IngestBatcher:
         It is stamped received (and available) as it is queued: see :meth:`_stamp`.
 
         Error handling:
-            The store's :class:`~agentws.errors.StoreError` if the commit failed.
+            The store's :class:`~agentws.core.errors.StoreError` if the commit failed.
             Cancelled while waiting, the event may still be stored by the
             commit under way.
         """
@@ -117,7 +117,7 @@ class IngestBatcher:
         ``source``: the address the delivery came from, kept with its event.
 
         Error handling:
-            As :meth:`submit`; and :class:`~agentws.errors.StoreUnavailableError`
+            As :meth:`submit`; and :class:`~agentws.core.errors.StoreUnavailableError`
             ("no answer in time") once ``deadline`` (trio's clock) has passed,
             while the event may still be stored by the commit under way.
         """

@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Protocol
 
-from agentws.config import Settings
 from agentws.domain.delivery_log import Delivery, StatusFilter
 from agentws.domain.models import Webhook
 from agentws.domain.rules import utcnow
+from agentws.settings.config import Settings
 from agentws.store.sql_deliveries import DeliveryLogStore
 from agentws.store.sql_records import RecordStore
 from agentws.webhooks.admin import find_webhook
@@ -51,7 +51,7 @@ async def list_deliveries(
         reason: one reason only (``invalid_signature``, ``queued``...).
 
     Error handling:
-        :class:`~agentws.errors.NotFoundError` naming the workspace or webhook.
+        :class:`~agentws.core.errors.NotFoundError` naming the workspace or webhook.
     """
     webhook = await find_webhook(store, workspace_slug, ref)
     most = min(limit, settings.delivery_log_keep, MAX_LISTED)

@@ -46,11 +46,11 @@ import attrs
 import outcome
 import trio
 
-from agentws.config import Settings
+from agentws.core.errors import StoreError
 from agentws.domain.deliveries import TokenBucket
 from agentws.domain.delivery_log import Delivery, redacted_headers, source_address
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError
+from agentws.settings.config import Settings
 from agentws.store.sql_deliveries import ROWS_PER_STATEMENT, DeliveryLogStore
 from agentws.store.sql_rollups import RollupStore
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from agentws.errors import StoreError
+from agentws.core.errors import StoreError
 from agentws.store.sql_event_search import EventSearchStore
 
 __all__ = ["BUSY_BATCH_EVENTS", "SEARCH_CATCH_UP", "EventIndexer", "catch_up"]
@@ -54,7 +54,7 @@ async def catch_up(store: EventSearchStore, *, most: int = SEARCH_CATCH_UP) -> i
     """Index stored events not yet in the search index, ``most`` at most; how many.
 
     Error handling:
-        The store's :class:`~agentws.errors.StoreError`.
+        The store's :class:`~agentws.core.errors.StoreError`.
     """
     done = 0
     while done < most:

@@ -56,8 +56,8 @@ async def find_events(
         The page; ``unindexed`` says how many events a search could not look at yet.
 
     Error handling:
-        :class:`~agentws.errors.ValidationError` for a filter that cannot be read;
-        :class:`~agentws.errors.NotFoundError` for an unknown workspace.
+        :class:`~agentws.core.errors.ValidationError` for a filter that cannot be read;
+        :class:`~agentws.core.errors.NotFoundError` for an unknown workspace.
     """
     now = now or utcnow()
     workspace = await store.workspace_by_slug(workspace_slug)

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.common.audit import record
+from agentws.core.errors import NotFoundError
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, Webhook
-from agentws.errors import NotFoundError
 from agentws.store.sql_events import EventStore
 from agentws.store.sql_records import RecordStore
 

@@ -3,7 +3,7 @@ verification secrets, the batcher that commits accepted deliveries, and the
 delivery log.
 
 Built once by the service (it outlives every request); the door
-(:mod:`agentws.webhooks.ingest`) holds it from its constructor.
+(:mod:`agentws.doors.webhooks.ingest`) holds it from its constructor.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Protocol
 import attrs
 import trio
 
+from agentws.core.errors import StoreError
 from agentws.domain.deliveries import TokenBucket
 from agentws.domain.models import Webhook
 from agentws.domain.rules import hash_secret, utcnow
-from agentws.errors import StoreError
-from agentws.secret_box import Keys
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_ingest import IngestStore
 from agentws.store.sql_rate_limits import RateLimitStore
 from agentws.store.sql_records import RecordStore

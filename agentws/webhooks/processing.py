@@ -22,8 +22,8 @@ from agentws.agent.runner import AgentRunner, RunLog
 from agentws.chat.channels import ChannelRef, parse_channel
 from agentws.chat.connectors import check_channel
 from agentws.chat.sinks import ChatSink, OutgoingMessage
+from agentws.core.errors import RetryableError, StoreUnavailableError, ValidationError
 from agentws.domain.models import ChatMessage, Event, Group, Webhook
-from agentws.errors import RetryableError, StoreUnavailableError, ValidationError
 from agentws.store.sql_records import RecordStore
 
 __all__ = ["EventProcessor", "RunFailure", "thread_of"]

@@ -24,7 +24,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.audit import record
+from agentws.common.audit import record
+from agentws.core.errors import ValidationError
+from agentws.core.metrics import WEBHOOK_REPLAYS
 from agentws.domain.models import Webhook, Workspace
 from agentws.domain.replays import (
     MAX_REPLAY_RATE,
@@ -35,8 +37,6 @@ from agentws.domain.replays import (
     replay_times,
 )
 from agentws.domain.rules import new_id, utcnow
-from agentws.errors import ValidationError
-from agentws.metrics import WEBHOOK_REPLAYS
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_replays import ReplayStore
 

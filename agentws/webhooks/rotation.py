@@ -25,15 +25,15 @@ from typing import Any, Literal
 
 import attrs
 
-from agentws.audit import record
-from agentws.config import Settings
+from agentws.common.audit import record
+from agentws.core.errors import ValidationError
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import VerificationScheme, Webhook
 from agentws.domain.rules import WEBHOOK_TOKEN_PREFIX, hash_secret, new_secret, utcnow
 from agentws.domain.signatures import check_secret
 from agentws.domain.typed_numbers import span
-from agentws.errors import ValidationError
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_rotation import RotationStore
 from agentws.webhooks.admin import IssuedWebhook, find_webhook, hook_url

@@ -10,7 +10,7 @@ webhook keeps its newest :data:`KEEP`; older ones are dropped as new ones
 come. Samples are never run and post nothing; they stay when the webhook is
 activated, so the prompt written against them is there for its first event.
 
-The door (:mod:`agentws.webhooks.ingest`) stores a sample through the
+The door (:mod:`agentws.doors.webhooks.ingest`) stores a sample through the
 store's group commit (:func:`capture`), as it does events. "Try a prompt"
 (:mod:`agentws.agent.dry_run`) runs on a sample or on a past event of the
 webhook: :func:`tried_delivery` finds either.
@@ -22,8 +22,8 @@ import attrs
 import outcome
 import trio
 
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import Event, Webhook, WebhookSample
-from agentws.errors import NotFoundError, ValidationError
 from agentws.store.sql_ingest import IngestStore
 from agentws.store.sql_records import RecordStore
 
@@ -43,7 +43,7 @@ async def capture(
     deliveries (one flush for many requests).
 
     Error handling:
-        The store's :class:`~agentws.errors.StoreError`. Cancelled while
+        The store's :class:`~agentws.core.errors.StoreError`. Cancelled while
         waiting (the caller's deadline), the sample may still be stored.
     """
     sample = WebhookSample(webhook_id=webhook.id, body=body, headers=headers)

@@ -39,13 +39,13 @@ import attrs
 import trio
 
 from agentws.agent.runner import RunLog
-from agentws.backoff import Backoff
-from agentws.config import Settings
+from agentws.core.backoff import Backoff
+from agentws.core.errors import StoreError
+from agentws.core.logs import add_log_context
+from agentws.core.metrics import MODEL_TOKENS, RUN_SECONDS
 from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.domain.rules import utcnow
-from agentws.errors import StoreError
-from agentws.logs import add_log_context
-from agentws.metrics import MODEL_TOKENS, RUN_SECONDS
+from agentws.settings.config import Settings
 from agentws.store.sql_events import EventStore
 from agentws.store.sql_records import RecordStore
 from agentws.webhooks.processing import EventProcessor, RunFailure

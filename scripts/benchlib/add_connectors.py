@@ -2,10 +2,10 @@
 
 Stands in for ``agentws connector add`` plus a refresh against live remote
 servers (which a benchmark on loopback has not got): each connector is
-saved with :func:`agentws.connectors.registry.add_connector`, its tools are
+saved with :func:`agentws.connectors.admin.add_connector`, its tools are
 written straight into the tool cache (``CachedTool`` rows, as a refresh
 would leave them: unlabeled), and it is attached to the group with
-:func:`agentws.connectors.registry.attach_connector`. The tool definitions
+:func:`agentws.connectors.admin.attach_connector`. The tool definitions
 are generated deterministically and look like real ones: a sentence or two
 of description and an input schema of 3 to 6 typed, described properties.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from agentws.connectors.registry import add_connector, attach_connector
+from agentws.connectors.admin import add_connector, attach_connector
 from agentws.connectors.url_guard import Allowlist
 from agentws.domain.models import CachedTool, ConnectorKind
 from agentws.store import open_store

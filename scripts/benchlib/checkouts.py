@@ -27,7 +27,7 @@ def baseline_checkout(
     exported from this repository's history into the run's directory."""
     if args.baseline_checkout is not None:
         checkout: Path = args.baseline_checkout.resolve()
-        if not (checkout / "agentws" / "__init__.py").is_file():
+        if not (checkout / "agentws" / "agentws.py").is_file():
             raise BenchError(f"--baseline-checkout {checkout}: no agentws package there")
         return checkout
     if args.baseline_rev is None:

@@ -43,15 +43,16 @@ from mcp.server.auth.provider import AuthorizationParams
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import AnyUrl
 
-from agentws import libraries, registry
+from agentws import libraries
 from agentws.approvals.decisions import deny
-from agentws.connectors.registry import (
+from agentws.connectors.admin import (
     ConnectorSecret,
     add_connector,
     attach_connector,
     find_connector,
 )
 from agentws.connectors.url_guard import Allowlist
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -63,16 +64,16 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.errors import NotFoundError, ValidationError
 from agentws.libraries.checks import MAX_DOCUMENT_BYTES
 from agentws.libraries.uploads import skill_from_files
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import GroupResolver
 from agentws.oauth.settings import OAuthSettings
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 from agentws.store.union import Store
 from agentws.tools import admin as tools_admin
 from agentws.tools.cache_sync import sync_tool_cache
+from agentws.workspaces import admin as registry
 from benchlib.add_connectors import tool_definitions
 
 __all__ = ["Content", "pending_consent", "seed_content"]

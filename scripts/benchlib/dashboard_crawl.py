@@ -129,7 +129,7 @@ def _adapter() -> Any:
     """The dashboard's URL map, bound (built without a service: no handler is called)."""
     from quart import Quart
 
-    from agentws.dashboard.pages import dashboard_blueprint
+    from agentws.doors.dashboard.pages import dashboard_blueprint
 
     app = Quart("dashboard-routes")
     app.register_blueprint(dashboard_blueprint(cast(Any, None)))

@@ -44,7 +44,6 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from agentws.config import Settings
 from agentws.domain.models import (
     AuditEntry,
     ChatMessage,
@@ -56,7 +55,8 @@ from agentws.domain.models import (
 )
 from agentws.domain.rules import utcnow
 from agentws.oauth.settings import OAuthSettings
-from agentws.secret_box import SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import SecretBox
 from agentws.store import open_store
 from agentws.store.union import Store
 

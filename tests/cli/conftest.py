@@ -24,7 +24,7 @@ import attrs
 import pytest
 import trio
 
-from agentws.secret_box import KEY_FILE
+from agentws.settings.secret_box import KEY_FILE
 from agentws.store import open_store
 from tests.support import clean_env, fresh_schema_sync
 

@@ -23,9 +23,9 @@ import attrs
 import pytest
 import trio
 
-from agentws.config import Settings
 from agentws.domain.models import Connector
-from agentws.secret_box import SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import SecretBox
 from agentws.store import open_store
 from tests.cli.conftest import Cli
 

@@ -8,9 +8,9 @@ import pytest
 import trio
 
 from agentws.cli.output import print_error
+from agentws.core.errors import UpstreamError
 from agentws.domain.models import Group, McpToken
 from agentws.domain.oauth_records import ClientKind, OAuthClient
-from agentws.errors import UpstreamError
 from agentws.store import open_store
 from tests.cli.conftest import Cli
 

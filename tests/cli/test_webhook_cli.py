@@ -26,10 +26,10 @@ import pytest
 import trio
 
 from agentws.cli import main
-from agentws.config import Settings
 from agentws.domain.models import ChatMessage, Event, Webhook
 from agentws.domain.rules import utcnow
-from agentws.secret_box import KEY_FILE, SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import KEY_FILE, SecretBox
 from agentws.store import open_store
 from tests.cli.conftest import Cli, seeded_copy
 from tests.support import clean_env

@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 import trio
 
+from agentws.core.errors import NotFoundError
 from agentws.domain.models import Admin, AdminSession, AdminToken
 from agentws.domain.rules import utcnow
-from agentws.errors import NotFoundError
 from agentws.store import SqlStore
 
 

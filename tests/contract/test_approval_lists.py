@@ -20,6 +20,7 @@ import attrs
 import pytest
 import trio
 
+from agentws.core.errors import ValidationError
 from agentws.domain.approval_lists import DECIDED, ApprovalQuery, Cursor
 from agentws.domain.models import (
     Approval,
@@ -33,7 +34,6 @@ from agentws.domain.models import (
 )
 from agentws.domain.previews import PREVIEW_CHARS, json_bytes
 from agentws.domain.rules import utcnow
-from agentws.errors import ValidationError
 from agentws.store import SqlStore, open_store
 from agentws.store import migrations as migrations_module
 from tests.contract.conftest import open_database

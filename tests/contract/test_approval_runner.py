@@ -17,8 +17,7 @@ import trio
 
 from agentws.approvals.decisions import approve
 from agentws.approvals.runs import ApprovalRuns
-from agentws.changes import ChangeFeed
-from agentws.config import Settings
+from agentws.common.changes import ChangeFeed
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -31,7 +30,8 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store import SqlStore
 from agentws.tools.catalog import group_tool
 from agentws.tools.execution import ToolRunner

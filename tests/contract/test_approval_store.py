@@ -26,6 +26,7 @@ import attrs
 import pytest
 import trio
 
+from agentws.core.errors import ConflictError
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -39,7 +40,6 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.errors import ConflictError
 from agentws.store import SqlStore
 from agentws.tools.approval_queue import outcome_data
 

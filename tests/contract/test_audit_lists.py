@@ -3,8 +3,8 @@
 ``audit_page`` reads newest first under any mix of filters (workspace, a
 tool call's group, actor, OAuth client, tool, decision, action prefix,
 time range) by keyset cursors that go both ways; the service's
-:func:`agentws.audit.audit_page` names workspaces, groups and tokens as an
-operator does, and :func:`agentws.audit.audit_entries` reads every page.
+:func:`agentws.common.audit.audit_page` names workspaces, groups and tokens as an
+operator does, and :func:`agentws.common.audit.audit_entries` reads every page.
 A page over 10,000 entries is timed (printed, not asserted).
 """
 
@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 import pytest
 
-from agentws.audit import AuditFilters, audit_entries, audit_page
+from agentws.common.audit import AuditFilters, audit_entries, audit_page
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import AuditQuery
 from agentws.domain.models import AuditEntry, Group, McpToken, Workspace
 from agentws.domain.permissions import Decision
 from agentws.domain.rules import utcnow
-from agentws.errors import NotFoundError, ValidationError
 from agentws.store import SqlStore
 
 

@@ -2,7 +2,7 @@
 
 - ``heartbeat`` inserts or refreshes an instance's row (its start time
   stays), and ``live_instances`` lists those heard from since a time.
-- :class:`~agentws.changes.ChangeFeed` on PostgreSQL hears, through
+- :class:`~agentws.common.changes.ChangeFeed` on PostgreSQL hears, through
   LISTEN/NOTIFY, a token revoked, an approval decided and a catalog change
   made by another connection, each on its own topic; not a token's last use,
   and not a change in another schema of the same database. A lost listening
@@ -19,7 +19,7 @@ from datetime import timedelta
 import pytest
 import trio
 
-from agentws.changes import ChangeFeed, Topic
+from agentws.common.changes import ChangeFeed, Topic
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,

@@ -19,11 +19,11 @@ from urllib.parse import urlencode
 import pytest
 import trio
 
+from agentws.core.errors import ValidationError
 from agentws.domain.event_lists import Cursor, EventPage, EventQuery
 from agentws.domain.event_text import MAX_SCANNED_BYTES, parse_search
 from agentws.domain.form_bodies import form_event
 from agentws.domain.models import Event, EventStatus, Webhook, Workspace
-from agentws.errors import ValidationError
 from agentws.store import SqlStore, open_store
 from agentws.store.migrations import MIGRATIONS, migrate
 from agentws.webhooks.event_index import BUSY_BATCH_EVENTS, EventIndexer, catch_up

@@ -13,7 +13,7 @@ import outcome
 import pytest
 import trio
 
-from agentws.errors import ConflictError, StoreUnavailableError
+from agentws.core.errors import ConflictError, StoreUnavailableError
 from agentws.store import SqlStore, open_store
 from agentws.store.database import Database
 

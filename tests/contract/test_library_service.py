@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentws import libraries as lib
+from agentws.core.errors import ConflictError, NotFoundError, ValidationError
 from agentws.domain.models import AuditEntry, DocumentPolicy, GroupLibrary, SkillAsset
-from agentws.errors import ConflictError, NotFoundError, ValidationError
-from agentws.registry import create_group, create_workspace
 from agentws.store import SqlStore
+from agentws.workspaces.admin import create_group, create_workspace
 
 ACTOR = "test:alice"
 

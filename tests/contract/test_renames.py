@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from agentws import libraries as lib
-from agentws import registry
+from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import AuditEntry, ContextDocument, DocumentPolicy, Group, Workspace
-from agentws.errors import NotFoundError, ValidationError
 from agentws.store import SqlStore
+from agentws.workspaces import admin as registry
 
 ACTOR = "test:alice"
 

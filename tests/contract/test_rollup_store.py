@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 
+from agentws.core.errors import ValidationError
 from agentws.domain.delivery_log import Delivery
 from agentws.domain.models import (
     Approval,
@@ -35,7 +36,6 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark, bin_of, bin_value
-from agentws.errors import ValidationError
 from agentws.rollups import read_overview
 from agentws.rollups.minutes import MinuteRollup, recount
 from agentws.store import SqlStore

@@ -23,6 +23,13 @@ import attrs
 import pytest
 import trio
 
+from agentws.core.errors import (
+    ConflictError,
+    MigrationError,
+    NoDatabaseError,
+    NotFoundError,
+    StoreUnavailableError,
+)
 from agentws.domain.models import (
     Admin,
     Approval,
@@ -53,13 +60,6 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.errors import (
-    ConflictError,
-    MigrationError,
-    NoDatabaseError,
-    NotFoundError,
-    StoreUnavailableError,
-)
 from agentws.store import SqlStore, open_store
 from agentws.store.migrations import MIGRATIONS, has_schema, migrate
 from agentws.store.sqlite import sqlite_path

@@ -23,11 +23,11 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from agentws.config import Settings
-from agentws.registry import create_group, create_token, create_workspace, endpoint_url
 from agentws.server import serve
 from agentws.service import Runtime, run_service
+from agentws.settings.config import Settings
 from agentws.store.union import Store
+from agentws.workspaces.admin import create_group, create_token, create_workspace, endpoint_url
 from tests.e2e.loop_steps import serving
 
 GRACE_S = 3.0

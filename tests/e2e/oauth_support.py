@@ -34,7 +34,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from tests.e2e.mcp_support import Running
 
 __all__ = [

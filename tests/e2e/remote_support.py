@@ -27,17 +27,17 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agentws.config import Settings
-from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
+from agentws.connectors.admin import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector, ConnectorKind
-from agentws.registry import create_workspace
-from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import SecretBox, ensure_key_file
 from agentws.store import open_store
 from agentws.store.union import Store
 from agentws.tools.admin import set_label
 from agentws.tools.cache_sync import sync_tool_cache
+from agentws.workspaces.admin import create_workspace
 from tests.loopback import serve_loopback
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")

@@ -30,13 +30,13 @@ import pytest
 import trio
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.approvals import decisions
 from agentws.domain.models import Approval, ApprovalStatus, Event, EventStatus, Webhook
-from agentws.registry import create_group, create_workspace
 from agentws.server import serve
 from agentws.service import Runtime, run_service
 from agentws.tools import admin as tools_admin
+from agentws.workspaces.admin import create_group, create_workspace
 from tests.e2e.browser_support import DESKTOP, PHONE, Tab, landed, open_browser, sign_in
 from tests.e2e.mcp_support import queued_call, running, settings_for
 from tests.e2e.remote_support import (

@@ -16,8 +16,8 @@ import httpx2
 import pytest
 import trio
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token, revoke_admin_token
+from agentws.admins.access import create_admin_token, revoke_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AdminToken, AuditEntry, EventStatus, Webhook
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
@@ -348,10 +348,10 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_answer(
 
 async def _private_hook_connector(server: Running) -> None:
     """Incoming-webhook connector ``alerts`` at a private address, saved while allow-listed."""
-    from agentws.connectors.registry import ConnectorSecret, add_connector
+    from agentws.connectors.admin import ConnectorSecret, add_connector
     from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
-    from agentws.secret_box import SecretBox
+    from agentws.settings.secret_box import SecretBox
 
     await add_connector(
         server.store,
@@ -370,7 +370,7 @@ async def _private_hook_connector(server: Running) -> None:
 async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_update(
     tmp_path: Path,
 ) -> None:
-    from agentws.secret_box import ensure_key_file
+    from agentws.settings.secret_box import ensure_key_file
 
     ensure_key_file(tmp_path)
     async with running(tmp_path, AGENTWS_DATA_DIR=str(tmp_path)) as server:

@@ -2,7 +2,7 @@
 
 Each operation calls the service function the CLI and the dashboard call,
 so it is audited alike, with ``admin:<username>`` as the actor; a test and
-a refresh of a connector are :mod:`agentws.connector_checks`, the remote a
+a refresh of a connector are :mod:`agentws.checks.connectors`, the remote a
 real MCP server on loopback. (schemathesis runs over these operations too,
 in ``test_admin_api.py``.)
 """
@@ -15,8 +15,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.remote_support import (
@@ -197,7 +197,7 @@ async def _exercise(api: httpx2.AsyncClient, server: Running, state: ThirdParty,
 
 
 async def test_a_native_connectors_tools_are_fixed(tmp_path: Path) -> None:
-    from agentws.connectors.registry import add_connector
+    from agentws.connectors.admin import add_connector
     from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
 
@@ -222,11 +222,11 @@ async def test_a_native_connectors_tools_are_fixed(tmp_path: Path) -> None:
 
 async def test_a_secret_the_service_cannot_open_is_a_503_saying_why(tmp_path: Path) -> None:
     """A connector sealed with a key this service does not have: nothing is sent, 503."""
-    from agentws.config import Settings
-    from agentws.connectors.registry import ConnectorSecret, add_connector
+    from agentws.connectors.admin import ConnectorSecret, add_connector
     from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
-    from agentws.secret_box import SecretBox, ensure_key_file
+    from agentws.settings.config import Settings
+    from agentws.settings.secret_box import SecretBox, ensure_key_file
 
     elsewhere, empty = tmp_path / "elsewhere", tmp_path / "empty"
     elsewhere.mkdir()

@@ -1,4 +1,4 @@
-"""The admin API's answers have exactly the fields of their shapes (``agentws.api.shapes``).
+"""The admin API's answers have exactly the fields of their shapes (``agentws.doors.api.shapes``).
 
 schemathesis checks that answers fit the document; this checks the other
 way too: a key a view gives that its shape does not name (so the document
@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx2
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
-from agentws.api.shapes import records, webhooks
-from agentws.api.shapes.base import Shape
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Webhook
+from agentws.doors.api.shapes import records, webhooks
+from agentws.doors.api.shapes.base import Shape
 from tests.e2e.mcp_support import running
 from tests.e2e.run_support import deliver, finished
 from tests.e2e.webhook_support import Hook

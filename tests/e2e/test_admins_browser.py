@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx2
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Admin, AuditEntry
 from tests.e2e.browser_support import fits, open_browser, sign_in
 from tests.e2e.mcp_support import running

@@ -18,8 +18,8 @@ import pytest
 
 from agentws.agent.model import ModelReply, ModelRequest, ToolCall
 from agentws.approvals import decisions
-from agentws.config import Settings
 from agentws.domain.models import Approval, AuditEntry, EventAttempt, EventStatus
+from agentws.settings.config import Settings
 from tests.e2e.loop_steps import watch_steps
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.polling import wait_until

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,

@@ -29,8 +29,8 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -39,7 +39,7 @@ from agentws.domain.models import (
     arguments_hash,
 )
 from agentws.domain.rules import utcnow
-from agentws.secret_box import ensure_key_file
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store import open_store
 from agentws.tools.catalog import group_tool
 from tests.e2e.mcp_support import running, sdk_session, seed

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, McpToken
 from agentws.domain.rules import utcnow
-from agentws.views import audit_json
+from agentws.doors.views import audit_json
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import running
 from tests.e2e.test_audit_viewer import make_calls

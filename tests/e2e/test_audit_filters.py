@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import AuditEntry, McpToken
 from agentws.libraries import attach_library
-from agentws.registry import create_token, create_workspace, endpoint_url
+from agentws.workspaces.admin import create_token, create_workspace, endpoint_url
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.oauth_support import admin_browser, tokens_for
 from tests.e2e.polling import wait_until

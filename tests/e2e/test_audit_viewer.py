@@ -23,12 +23,12 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Admin, AdminToken, AuditEntry, McpToken, Permission
 from agentws.domain.rules import utcnow
+from agentws.doors.views import audit_json
 from agentws.tools.admin import set_permission
-from agentws.views import audit_json
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_until
 

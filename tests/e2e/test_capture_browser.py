@@ -20,7 +20,7 @@ import httpx2
 import pytest
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Approval, ChatMessage, Event, Webhook
 from tests.e2e.browser_support import fits, open_browser, sign_in
 from tests.e2e.fake_anthropic import Turn

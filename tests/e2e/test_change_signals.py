@@ -23,10 +23,10 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Capability
-from agentws.secret_box import ensure_key_file
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store import open_store
 from agentws.store.postgres import LISTENER_NAME
 from agentws.tools.admin import set_label

@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.approvals.channel_reports import ChannelReports
 from agentws.approvals.decisions import approve, deny
 from agentws.chat.router import SinkRouter
-from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.connectors.admin import ConnectorSecret, add_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     Approval,
@@ -32,7 +32,7 @@ from agentws.domain.models import (
     EventAttempt,
     EventStatus,
 )
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 from tests.e2e.fake_anthropic import FakeAnthropic, Reply, Turn
 from tests.e2e.fake_slack import BOT_TOKEN, FakeSlack, Posted, fake_slack
 from tests.e2e.mcp_support import Running

@@ -26,7 +26,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from agentws.approvals.decisions import approve
 from agentws.domain.models import Capability
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import MODERN, modern_client, running, sdk_session
 from tests.e2e.polling import wait_for
 from tests.e2e.relay_support import Remote, remote_server

@@ -27,9 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import Capability, ConfirmToken
 from agentws.domain.rules import hash_secret
-from agentws.registry import create_token
-from agentws.secret_box import ensure_key_file
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store import open_store
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import Running, running, sdk_session, seed
 from tests.e2e.process_support import serve_process
 from tests.e2e.remote_support import (

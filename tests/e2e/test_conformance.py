@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 import trio
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.models import Capability
 from agentws.tools.admin import set_label

@@ -17,10 +17,10 @@ import attrs
 import pytest
 import trio
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import RemoteError
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
-from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.settings.secret_box import SecretBox, ensure_key_file
 from agentws.store.union import Store
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_for

@@ -26,7 +26,7 @@ import pytest
 from cryptography.fernet import Fernet
 from playwright.sync_api import Locator, expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
 from tests.e2e.browser_support import Browser, Tab, fits, open_browser, sign_in
 from tests.e2e.fake_slack import BOT_TOKEN, fake_slack

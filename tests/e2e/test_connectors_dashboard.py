@@ -218,7 +218,7 @@ async def test_native_connectors_keep_their_secret_out_of_every_page(
         actions = [e.action for e in await server.store.select(AuditEntry)]
         assert actions.count("connector.add") == 2
     # The HTTP client libraries' own request lines (which name URLs) are below
-    # WARNING, where the service's log setup keeps them quiet (agentws.logs).
+    # WARNING, where the service's log setup keeps them quiet (agentws.core.logs).
     logged = "\n".join(
         r.getMessage()
         for r in caplog.records

@@ -17,7 +17,7 @@ import pytest
 import trio
 from cryptography.fernet import Fernet
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import (
     AdminSession,
     Approval,
@@ -529,7 +529,7 @@ async def test_unknown_things_are_404_pages_and_the_workspace_switch_works_witho
 
 
 async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
-    from agentws.connectors.registry import add_connector, attach_connector
+    from agentws.connectors.admin import add_connector, attach_connector
     from agentws.domain.allowlist import Allowlist
     from agentws.domain.models import ConnectorKind
     from tests.e2e.run_support import hook
@@ -574,7 +574,7 @@ async def test_a_webhook_is_changed_in_the_dashboard(tmp_path: Path) -> None:
 async def test_a_channel_whose_url_is_not_public_is_refused_on_create_and_edit(
     tmp_path: Path,
 ) -> None:
-    from agentws.secret_box import ensure_key_file
+    from agentws.settings.secret_box import ensure_key_file
     from tests.e2e.test_admin_api import _private_hook_connector
 
     ensure_key_file(tmp_path)

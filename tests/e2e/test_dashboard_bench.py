@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 from cryptography.fernet import Fernet
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import (
     Approval,
     ApprovalStatus,
@@ -32,7 +32,7 @@ from agentws.domain.models import (
     Webhook,
 )
 from agentws.oauth.settings import OAuthSettings
-from agentws.secret_box import SecretBox
+from agentws.settings.secret_box import SecretBox
 from tests.e2e.mcp_support import running
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

@@ -22,10 +22,10 @@ import pytest
 import trio
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.approvals import decisions
 from agentws.domain.models import Approval, ApprovalStatus, EventStatus
-from agentws.registry import create_group
+from agentws.workspaces.admin import create_group
 from tests.e2e.axe_support import accessibility_violations
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running, legacy_stream, running, sdk_session

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx2
 
-from agentws.dashboard.libraries import MAX_DOCUMENT_REQUEST_BYTES
-from agentws.dashboard.library_skills import MAX_SKILL_REQUEST_BYTES
-from agentws.dashboard.pages import LOGIN_BODY_BYTES
 from agentws.domain.models import ContextDocument, Skill
+from agentws.doors.dashboard.libraries import MAX_DOCUMENT_REQUEST_BYTES
+from agentws.doors.dashboard.library_skills import MAX_SKILL_REQUEST_BYTES
+from agentws.doors.dashboard.pages import LOGIN_BODY_BYTES
 from tests.e2e.mcp_support import running
 from tests.e2e.test_manage_pages import SKILL_MD, _notice, _signed_in
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import ChatMessage
 from tests.e2e.axe_support import assert_accessible
 from tests.e2e.browser_support import Tab, open_browser, sign_in

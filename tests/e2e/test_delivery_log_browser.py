@@ -16,7 +16,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import VerificationScheme
 from tests.e2e.browser_support import fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running

@@ -15,11 +15,11 @@ from typing import Any
 import trio
 from cryptography.fernet import Fernet
 
-from agentws.config import Settings
-from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.connectors.admin import ConnectorSecret, add_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, VerificationScheme
-from agentws.secret_box import Keys, SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys, SecretBox
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic

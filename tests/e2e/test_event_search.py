@@ -19,8 +19,8 @@ from urllib.parse import urlencode
 import httpx2
 import trio
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.polling import wait_until
 from tests.e2e.run_support import deliver, finished, hook

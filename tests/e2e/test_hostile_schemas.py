@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from benchlib.hostile_upstream import PAYLOADS, TOOLS
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.models import Approval, AuditEntry
 from agentws.store import open_store

@@ -19,15 +19,15 @@ from hypercorn.config import Config
 import agentws.server
 from agentws import __version__
 from agentws.app import create_app
-from agentws.config import Settings
+from agentws.core.errors import StoreUnavailableError
 from agentws.domain.models import VerificationScheme
-from agentws.errors import StoreUnavailableError
-from agentws.registry import create_workspace
-from agentws.secret_box import Keys
 from agentws.server import serve
 from agentws.service import Runtime, Service
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
+from agentws.workspaces.admin import create_workspace
 
 GRACE_S = 3.0
 # Shutdown with nothing in flight must end within the grace period; this much
@@ -176,7 +176,7 @@ async def test_an_idle_keep_alive_connection_is_closed_after_its_timeout(
 
     Quart-Trio's body reader used to cancel the end of the last send, before
     Hypercorn restarted that timer: an idle connection was then never closed
-    (see agentws.quart_fix). A short keep-alive keeps this test quick.
+    (see agentws.http.quart_fix). A short keep-alive keeps this test quick.
     """
     keep_alive_s = 0.5
     configure = agentws.server.hypercorn_config

@@ -24,7 +24,7 @@ import trio
 
 from agentws.approvals.decisions import approve
 from agentws.domain.models import Approval, ApprovalStatus, Capability
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.conformance_support import INSPECTOR, NODE, require
 from tests.e2e.mcp_support import SKILL_PROMPT, Running, running
 from tests.e2e.polling import wait_until

@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from agentws import libraries
-from agentws.registry import endpoint_url
+from agentws.workspaces.admin import endpoint_url
 from tests.e2e.mcp_support import ACTOR, REQUEST_S, Running, running, sdk_session
 from tests.e2e.notifications_support import Heard, add_handbook_document, change_until_heard
 from tests.support import fresh_schema_sync

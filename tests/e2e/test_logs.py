@@ -20,14 +20,14 @@ from cryptography.fernet import Fernet
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
-from agentws.config import Settings
-from agentws.connectors.registry import ConnectorSecret, add_connector
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
+from agentws.connectors.admin import ConnectorSecret, add_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, Event, EventStatus, VerificationScheme
 from agentws.domain.signatures import sign_github
-from agentws.secret_box import Keys, SecretBox
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys, SecretBox
 from agentws.store import open_store
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic

@@ -25,12 +25,12 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
-from agentws.connectors.registry import add_connector
+from agentws.admins.accounts import create_admin
+from agentws.connectors.admin import add_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.models import ConnectorKind
-from agentws.registry import create_token, endpoint_url
 from agentws.tools.cache_sync import sync_tool_cache
+from agentws.workspaces.admin import create_token, endpoint_url
 from tests.e2e.browser_support import Browser, Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import REQUEST_S, Running, running
 from tests.e2e.remote_support import (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx2
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, ContextDocument, Group, Library, Skill, Workspace
 from agentws.libraries.checks import MAX_SKILL_BYTES
 from tests.e2e.mcp_support import Running, running

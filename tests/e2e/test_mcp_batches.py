@@ -24,7 +24,7 @@ from hypercorn.config import Config
 from mcp.server.lowlevel.server import Server
 
 from agentws.domain.models import Capability
-from agentws.secret_box import ensure_key_file
+from agentws.settings.secret_box import ensure_key_file
 from tests.e2e.loop_steps import healthz_throughout, watch_steps
 from tests.e2e.mcp_support import REQUEST_S, raw_session, running
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote, tool

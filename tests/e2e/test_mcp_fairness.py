@@ -23,7 +23,7 @@ import pytest
 import trio
 
 from agentws.domain.models import Capability
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import MODERN, RawStream, Running, raw_request, running
 from tests.e2e.relay_support import TOOLS, Remote, remote_server
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote

@@ -23,9 +23,9 @@ import pytest
 import trio
 
 from agentws.domain.models import Capability
-from agentws.mcp.sessions import McpSession
-from agentws.registry import create_token
-from agentws.secret_box import ensure_key_file
+from agentws.doors.mcp.sessions.supervisor import McpSession
+from agentws.settings.secret_box import ensure_key_file
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import REQUEST_S, RawStream, Running, raw_request, running, sdk_session
 from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import (

@@ -10,8 +10,8 @@ import httpx2
 import pytest
 import trio
 
-from agentws.registry import create_group, create_token, create_workspace
 from agentws.store import open_store
+from agentws.workspaces.admin import create_group, create_token, create_workspace
 from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import ThirdParty, add_remote, third_party_server, tool
 from tests.e2e.test_serve import EXIT_SLACK_S, GRACE_S, REQUEST_S, running_serve

@@ -22,7 +22,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from agentws.domain.models import ContextDocument, Library
-from agentws.registry import create_token, revoke_token
+from agentws.workspaces.admin import create_token, revoke_token
 from tests.e2e.mcp_support import (
     REQUEST_S,
     Running,

@@ -1,6 +1,6 @@
 """Stateless (2026-07-28) calls of in-process tools, answered as the SDK's own handler answers.
 
-agentws answers the usual call itself (:func:`agentws.mcp.modern.serve_stateless`);
+agentws answers the usual call itself (:func:`agentws.doors.mcp.dispatch.modern.serve_stateless`);
 for each request here, its answer (status, content type, body) is the one the
 SDK's single-exchange handler gives for the same request on the same server:
 a call, a tool error, invalid parameters, a header that disagrees with the
@@ -17,7 +17,7 @@ import pytest
 import trio
 from mcp.server._streamable_http_modern import handle_modern_request
 
-from agentws.mcp.modern import StatelessBody, StatelessCaller, serve_stateless
+from agentws.doors.mcp.dispatch.modern import StatelessBody, StatelessCaller, serve_stateless
 from tests.e2e.mcp_support import MODERN, REQUEST_S, Running, running
 
 _ENVELOPE = {
@@ -135,7 +135,7 @@ def test_the_sdks_mcp_param_check_is_skipped_only_for_a_schema_that_declares_no_
     from mcp.server.lowlevel.server import Server
     from mcp_types import JSONRPCRequest
 
-    from agentws.mcp.modern import _declares_no_header
+    from agentws.doors.mcp.dispatch.modern import _declares_no_header
 
     schemas: dict[str, Any] = {
         "plain": {"type": "object", "properties": {"q": {"type": "string"}}},

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from agentws.domain.models import Group
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import MODERN, Running, modern_client
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
 from tests.e2e.test_permissions import _admin, _confirming, _destructive_token, _served, _text

@@ -22,17 +22,17 @@ import trio
 from hypercorn.config import Config
 from mcp.shared.exceptions import MCPError
 
-from agentws.connectors.native import ACTIONS, run_action
-from agentws.connectors.registry import (
+from agentws.connectors.admin import (
     ConnectorSecret,
     add_connector,
     attach_connector,
     connector_headers,
 )
+from agentws.connectors.native import ACTIONS, run_action
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
-from agentws.mcp.handlers import PERMISSION_DENIED
-from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.doors.mcp.dispatch.handlers import PERMISSION_DENIED
+from agentws.settings.secret_box import SecretBox, ensure_key_file
 from tests.e2e.asgi_fakes import lifespan, read_body
 from tests.e2e.mcp_support import running, sdk_session
 from tests.support import run_agentws

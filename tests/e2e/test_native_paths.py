@@ -26,8 +26,8 @@ import pytest
 import trio
 
 from agentws.approvals.decisions import approve
+from agentws.connectors.admin import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.native import ACTIONS, run_action
-from agentws.connectors.registry import ConnectorSecret, add_connector, attach_connector
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import (
@@ -43,11 +43,11 @@ from agentws.domain.models import (
     Group,
     McpToken,
 )
-from agentws.registry import create_token
-from agentws.secret_box import SecretBox, ensure_key_file
+from agentws.settings.secret_box import SecretBox, ensure_key_file
 from agentws.tools.approval_queue import QueueLimits, queue_call
 from agentws.tools.caller import ToolCaller
 from agentws.tools.catalog import group_tool
+from agentws.workspaces.admin import create_token
 from tests.e2e.fake_anthropic import Reply, Turn
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.run_support import deliver, finished, hook, served

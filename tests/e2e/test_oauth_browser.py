@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, McpToken, OAuthRefreshToken
 from agentws.oauth.settings import CODE_PREFIX
 from tests.e2e.browser_support import DESKTOP, Browser, Tab, fits, open_browser

@@ -11,8 +11,8 @@ import attrs
 import httpx2
 from cryptography.fernet import Fernet
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.oauth.operator_clients import register_client, remove_client
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.oauth_support import (

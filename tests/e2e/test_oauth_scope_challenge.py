@@ -94,7 +94,7 @@ async def test_an_oauth_call_beyond_scope_is_a_scope_challenge(tmp_path: Path) -
 
 
 async def _read_token(server: Any) -> str:
-    from agentws.registry import create_token
+    from agentws.workspaces.admin import create_token
 
     issued = await create_token(
         server.store, "acme", "ops", name="reader", scope=Capability.READ, actor="t"

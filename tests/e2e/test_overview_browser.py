@@ -25,7 +25,7 @@ import pytest
 from cryptography.fernet import Fernet
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import EventStatus
 from agentws.rollups.overview import read_overview
 from tests.e2e.axe_support import assert_accessible

@@ -31,14 +31,14 @@ import trio
 from mcp.shared.exceptions import MCPError
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
-from agentws.dashboard.overview import CHARTS, TOTALS, format_total
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import Capability, EventStatus, VerificationScheme
 from agentws.domain.rollups import MINUTE
 from agentws.domain.rules import utcnow
-from agentws.registry import create_token
+from agentws.doors.dashboard.overview import CHARTS, TOTALS, format_total
 from agentws.rollups import read_overview
 from agentws.service import _session_transports
+from agentws.workspaces.admin import create_token
 from tests.e2e.browser_support import Tab, fits, open_browser, sign_in
 from tests.e2e.mcp_support import Running, sdk_session
 from tests.e2e.polling import wait_until
@@ -143,7 +143,7 @@ def _check_figures(answer: dict[str, Any]) -> None:
 
 
 def _expected_charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """What each chart is to be given from ``data``: as dashboard/overview.py orders and
+    """What each chart is to be given from ``data``: as doors/dashboard/overview.py orders and
     names a chart's keys (fixed ones first, the others sorted; no name here needs escaping)."""
     expected = {}
     for spec in CHARTS:

@@ -26,12 +26,12 @@ from mcp.shared.exceptions import MCPError
 
 from agentws.domain.models import Capability, EventStatus, VerificationScheme
 from agentws.domain.rules import utcnow
-from agentws.registry import create_token
 from agentws.rollups import read_overview
 from agentws.rollups.minutes import MinuteRollup
-from agentws.secret_box import ensure_key_file
 from agentws.service import _session_transports
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store.union import Store
+from agentws.workspaces.admin import create_token
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_until

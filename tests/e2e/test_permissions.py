@@ -42,10 +42,10 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from agentws.domain.models import Approval, AuditEntry, Capability, ConfirmToken, McpToken
 from agentws.domain.rules import hash_secret
-from agentws.mcp.handlers import PERMISSION_DENIED
-from agentws.registry import create_token
-from agentws.secret_box import ensure_key_file
+from agentws.doors.mcp.dispatch.handlers import PERMISSION_DENIED
+from agentws.settings.secret_box import ensure_key_file
 from agentws.store import open_store
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.remote_support import (
     SDK_CLIENT_WARNINGS,

@@ -25,8 +25,8 @@ import pytest
 from cryptography.fernet import Fernet
 from playwright.sync_api import expect
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import (
     Admin,
     AdminToken,

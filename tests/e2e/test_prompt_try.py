@@ -22,8 +22,8 @@ import httpx2
 import pytest
 import trio
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import (
     Approval,
     AuditEntry,

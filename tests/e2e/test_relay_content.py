@@ -26,7 +26,7 @@ import trio
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from tests.e2e.content_remote_support import BLOB, ITEM_TEMPLATE, ContentRemote, content_server
 from tests.e2e.mcp_support import Running, modern_client, running, sdk_session
 from tests.e2e.notifications_support import Heard, change_until_heard

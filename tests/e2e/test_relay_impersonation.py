@@ -30,11 +30,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.connectors.relayed_requests import CONFIRMATION_META_KEY, RELAYED_META_KEY
 from agentws.domain.models import AuditEntry, Capability
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import Running, modern_client, running, sdk_session
 from tests.e2e.relay_support import serve_remote
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote

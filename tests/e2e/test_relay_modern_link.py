@@ -22,8 +22,8 @@ import trio
 from mcp.client.session import ClientRequestContext
 
 from agentws.domain.models import AuditEntry, Capability
-from agentws.registry import create_token
 from agentws.tools.admin import set_label
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import MODERN, Running, modern_client, sdk_session
 from tests.e2e.polling import wait_until
 from tests.e2e.relay_support import Remote

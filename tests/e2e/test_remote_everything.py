@@ -27,7 +27,7 @@ import attrs
 import pytest
 import trio
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
 from agentws.domain.models import CachedTool, Capability
 from agentws.tools.cache_sync import sync_tool_cache

@@ -15,11 +15,11 @@ import mcp_types as types
 import pytest
 import trio
 
-from agentws.connectors.registry import attach_connector
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import RemoteError, fetch_tools, remote_deadline
+from agentws.core.errors import UnsafeUrlError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import AuditEntry, CachedTool, Capability, Connector
-from agentws.errors import UnsafeUrlError
 from agentws.store.union import Store
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session

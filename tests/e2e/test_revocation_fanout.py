@@ -19,7 +19,7 @@ import httpx2
 import pytest
 import trio
 
-from agentws.registry import create_token
+from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import REQUEST_S, Running, legacy_stream, raw_request, running
 from tests.support import clean_env, fresh_schema
 

@@ -28,11 +28,11 @@ import httpx2
 import pytest
 import trio
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
-from agentws.config import Settings
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import ChatMessage, Event, EventAttempt, EventStatus, McpToken
-from agentws.secret_box import Keys
+from agentws.settings.config import Settings
+from agentws.settings.secret_box import Keys
 from agentws.store import open_store
 from agentws.store.union import Store
 from agentws.webhooks.admin import WebhookOptions, create_webhook

@@ -20,8 +20,8 @@ import httpx2
 import pytest
 import trio
 
+from agentws.common.instances import STALE_S
 from agentws.domain.rules import utcnow
-from agentws.instances import STALE_S
 from agentws.store import open_store
 from tests.support import clean_env, run_agentws
 

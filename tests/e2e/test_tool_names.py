@@ -21,10 +21,11 @@ import httpx2
 import pytest
 import trio
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
-from agentws.connectors.registry import attach_connector
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
+from agentws.connectors.admin import attach_connector
 from agentws.connectors.remote_mcp import SyncReport, fetch_tools, remote_deadline
+from agentws.core.errors import ValidationError
 from agentws.domain.models import (
     CachedTool,
     Capability,
@@ -33,7 +34,6 @@ from agentws.domain.models import (
     GroupConnector,
     Permission,
 )
-from agentws.errors import ValidationError
 from agentws.tools.admin import set_label, set_permission
 from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import Running, running, sdk_session

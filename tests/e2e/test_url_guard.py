@@ -21,7 +21,6 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.config import Settings
 from agentws.connectors.url_guard import (
     Allowlist,
     GuardedTransport,
@@ -30,7 +29,8 @@ from agentws.connectors.url_guard import (
     check_url,
     is_public,
 )
-from agentws.errors import ConfigError, UnsafeUrlError
+from agentws.core.errors import ConfigError, UnsafeUrlError
+from agentws.settings.config import Settings
 
 REQUEST_S = 10.0
 

@@ -322,8 +322,8 @@ async def test_two_instances_on_postgresql_post_one_alert_and_one_recovery(
 
 
 async def test_alert_settings_and_the_failure_state_through_the_admin_api(tmp_path: Path) -> None:
-    from agentws.accounts import create_admin
-    from agentws.admin_access import create_admin_token
+    from agentws.admins.access import create_admin_token
+    from agentws.admins.accounts import create_admin
 
     async with served(tmp_path) as server:
         await create_admin(server.store, "alice", actor="t")

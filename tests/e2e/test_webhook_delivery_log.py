@@ -29,8 +29,8 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.delivery_log import Delivery
 from agentws.domain.models import Event, VerificationScheme
 from agentws.webhooks.delivery_log import trim_every

@@ -23,8 +23,8 @@ import httpx2
 import trio
 from cryptography.fernet import Fernet
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, ChatMessage, Event, EventStatus
 from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthropic
 from tests.e2e.mcp_support import Running, running

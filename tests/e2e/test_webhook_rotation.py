@@ -23,7 +23,7 @@ import httpx2
 import trio
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
 from agentws.domain.models import EventStatus, VerificationScheme
 from agentws.webhooks.rotation import end_grace, rotate_secret, rotate_url
 from tests.e2e.node_support import NODE_DIR, require_node

@@ -26,8 +26,8 @@ import trio
 from slack_sdk.signature import SignatureVerifier
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from agentws.accounts import create_admin
-from agentws.admin_access import create_admin_token
+from agentws.admins.access import create_admin_token
+from agentws.admins.accounts import create_admin
 from agentws.domain.models import AuditEntry, Event, EventStatus, VerificationScheme, Webhook
 from agentws.domain.rules import utcnow
 from agentws.domain.sample_deliveries import (

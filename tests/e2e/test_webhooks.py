@@ -27,6 +27,7 @@ import httpx2
 import pytest
 import trio
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import EventStatus, VerificationScheme
 from agentws.domain.signatures import (
     SHARED_SECRET_HEADER,
@@ -35,7 +36,6 @@ from agentws.domain.signatures import (
     sign_standard_webhooks,
     sign_stripe,
 )
-from agentws.errors import ValidationError
 from agentws.webhooks.admin import delete_webhook, set_active
 from tests.e2e.loop_steps import watch_steps
 from tests.e2e.mcp_support import Running

@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 import trio
 from mcp.server.lowlevel.server import Server
 
-from agentws.changes import ChangeFeed
-from agentws.config import Settings
+from agentws.common.changes import ChangeFeed
 from agentws.domain.models import Group, McpToken, Workspace
-from agentws.mcp.auth import Caller
-from agentws.mcp.sessions import McpSession, SessionSupervisor
+from agentws.doors.mcp.sessions.auth import Caller
+from agentws.doors.mcp.sessions.supervisor import McpSession, SessionSupervisor
+from agentws.settings.config import Settings
 from tests.unit.store_fakes import UnusedChanges, UnusedTokens
 
 

@@ -1,4 +1,5 @@
-"""``agentws.api.shapes``: request bodies read as the API says, and the document made from them."""
+"""``agentws.doors.api.shapes``: request bodies read as the API says, and the document made from
+them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from agentws.api.openapi import openapi_document
-from agentws.api.shapes import bodies
-from agentws.api.shapes.base import Shape
-from agentws.api.shapes.bodies import read_shape
+from agentws.core.errors import ValidationError
 from agentws.domain.models import Capability, DocumentPolicy
-from agentws.errors import ValidationError
+from agentws.doors.api.openapi import openapi_document
+from agentws.doors.api.shapes import bodies
+from agentws.doors.api.shapes.base import Shape
+from agentws.doors.api.shapes.bodies import read_shape
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import trio.testing
 
 from agentws.approvals import notifier
 from agentws.approvals.notifier import ACTOR, ApprovalWatch
-from agentws.changes import ChangeFeed
+from agentws.common.changes import ChangeFeed
 from agentws.domain.models import (
     Approval,
     ApprovalOutcome,

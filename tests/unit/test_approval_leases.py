@@ -25,7 +25,7 @@ import trio.testing
 
 from agentws.approvals import runs
 from agentws.approvals.runs import ApprovalRuns
-from agentws.changes import ChangeFeed
+from agentws.common.changes import ChangeFeed
 from agentws.domain.models import Approval, ApprovalStatus, AuditEntry, Capability
 from agentws.domain.rules import utcnow
 from agentws.store.sql_records import R

@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.audit import _BATCH, _FLUSH_S, AuditWriter
+from agentws.common.audit import _BATCH, _FLUSH_S, AuditWriter
 from agentws.domain.models import AuditEntry
 from agentws.store import SqlStore, open_store
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from agentws.backoff import Backoff
+from agentws.core.backoff import Backoff
 
 
 def test_the_wait_doubles_from_the_first_up_to_the_cap() -> None:

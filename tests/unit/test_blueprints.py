@@ -1,4 +1,4 @@
-"""Route tables (agentws.blueprints): handlers and hooks bound to the deps they are given."""
+"""Route tables (agentws.http.blueprints): handlers and hooks bound to the deps they are given."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import attrs
 from quart import Response, render_template_string, request, url_for
 from quart_trio import QuartTrio
 
-from agentws.blueprints import RouteTable
+from agentws.http.blueprints import RouteTable
 
 
 @attrs.frozen

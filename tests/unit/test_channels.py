@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentws.chat.channels import SINKS, ChannelRef, parse_channel
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 
 
 @pytest.mark.parametrize(

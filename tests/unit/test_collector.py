@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentws.collector import CollectorSteward
+from agentws.http.collector import CollectorSteward
 
 
 class _Cycle:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentws.mcp.completion import rank
+from agentws.doors.mcp.dispatch.completion import rank
 
 
 def test_prefixes_first_then_contains_case_insensitively() -> None:

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from agentws.config import Settings, parse_bind, parse_database_url
-from agentws.errors import ConfigError
+from agentws.core.errors import ConfigError
+from agentws.settings.config import Settings, parse_bind, parse_database_url
 
 
 def test_defaults_suit_a_laptop():

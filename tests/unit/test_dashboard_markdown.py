@@ -1,4 +1,4 @@
-"""Chat messages drawn as safe HTML (agentws.dashboard.markdown), hostile ones included."""
+"""Chat messages drawn as safe HTML (agentws.doors.dashboard.markdown), hostile ones included."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from agentws.agent.offline import OFFLINE_NOTE
-from agentws.dashboard.markdown import DRAWN_CHARS, LINK_REL, render_markdown
-from agentws.dashboard.visible import visible
+from agentws.doors.dashboard.markdown import DRAWN_CHARS, LINK_REL, render_markdown
+from agentws.doors.dashboard.visible import visible
 
 #: What a message's HTML may hold, and no more.
 _TAGS = {"p", "br", "strong", "em", "s", "a", "code", "pre", "ul", "ol", "li", "blockquote",

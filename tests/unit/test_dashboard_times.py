@@ -1,4 +1,4 @@
-"""Relative times with the moment on hover (agentws.dashboard.times)."""
+"""Relative times with the moment on hover (agentws.doors.dashboard.times)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from markupsafe import Markup
 
-from agentws.dashboard.times import absolute, ago, ago_text, until, until_text
+from agentws.doors.dashboard.times import absolute, ago, ago_text, until, until_text
 
 NOW = datetime(2026, 11, 25, 17, 45, 47, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.deadlines import deadline, time_left_s
-from agentws.errors import UpstreamError
+from agentws.core.deadlines import deadline, time_left_s
+from agentws.core.errors import UpstreamError
 
 
 def _too_slow() -> UpstreamError:

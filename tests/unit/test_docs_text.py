@@ -16,7 +16,7 @@ README = ROOT / "README.md"
 PAGES = [
     README,
     *sorted((ROOT / "docs").glob("*.md")),
-    *sorted((ROOT / "agentws" / "dashboard" / "templates").glob("*.html")),
+    *sorted((ROOT / "agentws" / "doors" / "dashboard" / "templates").glob("*.html")),
 ]
 # A name with a double underscore inside it (``github__create_issue``), not a
 # Python dunder (``__init__``, ``__anext__``).
@@ -34,7 +34,7 @@ def test_no_page_names_a_tool_with_a_double_underscore() -> None:
 
 
 def test_the_audit_pages_tool_example_is_a_real_tool_name() -> None:
-    page = (ROOT / "agentws" / "dashboard" / "templates" / "audit.html").read_text()
+    page = (ROOT / "agentws" / "doors" / "dashboard" / "templates" / "audit.html").read_text()
     match = re.search(r'name="tool"[^>]*placeholder="([^"]+)"', page)
     assert match is not None
     assert match.group(1) in NATIVE_TOOLS

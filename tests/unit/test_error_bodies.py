@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentws.errors import NotFoundError, error_body
+from agentws.core.errors import NotFoundError, error_body
 
 
 def test_every_door_answers_code_and_message() -> None:

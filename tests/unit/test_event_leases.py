@@ -21,8 +21,8 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.config import Settings
 from agentws.domain.models import Event, Webhook
+from agentws.settings.config import Settings
 from agentws.webhooks import worker
 from agentws.webhooks.worker import EventWorker
 

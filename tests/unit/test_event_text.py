@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain.event_lists import parse_time
 from agentws.domain.event_text import (
     MAX_SCANNED_BYTES,
@@ -18,7 +19,6 @@ from agentws.domain.event_text import (
     parse_search,
     words_of,
 )
-from agentws.errors import ValidationError
 from agentws.store.sql_event_search import fts5_match, tsquery, tsvector
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

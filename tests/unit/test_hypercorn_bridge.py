@@ -1,4 +1,5 @@
-"""Hypercorn with agentws's connection handling (:mod:`agentws.hypercorn_bridge`), on loopback.
+"""Hypercorn with agentws's connection handling (:mod:`agentws.bridges.hypercorn_bridge`), on
+loopback.
 
 Responses keep their bytes and order on a kept-alive connection, a streamed
 response's head is sent before its body exists, and an idle connection is
@@ -22,8 +23,8 @@ from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
 
-from agentws import hypercorn_bridge
-from agentws.hypercorn_bridge import install
+from agentws.bridges import hypercorn_bridge
+from agentws.bridges.hypercorn_bridge import install
 
 # Bounds a wait on a loaded machine; nothing here is timed.
 _WAIT_S = 10.0
@@ -153,7 +154,7 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> No
 def test_the_installed_hypercorn_is_a_tested_release() -> None:
     version = hypercorn_bridge.installed_version()
     assert version in hypercorn_bridge.TESTED_VERSIONS, (
-        f"Hypercorn {version} is installed but agentws.hypercorn_bridge was tested with "
+        f"Hypercorn {version} is installed but agentws.bridges.hypercorn_bridge was tested with "
         f"{sorted(hypercorn_bridge.TESTED_VERSIONS)}: follow the upgrade checklist in "
         "docs/architecture.md"
     )
@@ -172,7 +173,7 @@ def test_the_installed_hypercorn_is_a_tested_release() -> None:
 def test_what_the_replacements_override_or_call_is_still_there(owner: type, name: str) -> None:
     assert callable(getattr(owner, name, None)), (
         f"Hypercorn {hypercorn_bridge.installed_version()} has no {owner.__name__}.{name}, "
-        "which agentws.hypercorn_bridge overrides or calls"
+        "which agentws.bridges.hypercorn_bridge overrides or calls"
     )
 
 

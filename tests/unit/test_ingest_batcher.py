@@ -9,9 +9,9 @@ import pytest
 import trio
 import trio.testing
 
+from agentws.core.errors import StoreUnavailableError
 from agentws.domain.deliveries import IngestOutcome
 from agentws.domain.models import Event, Webhook, Workspace
-from agentws.errors import StoreUnavailableError
 from agentws.store import SqlStore, open_store
 from agentws.webhooks.batcher import BUSY_BATCH, IngestBatcher
 

@@ -1,6 +1,6 @@
 """The webhook door's rate limit on trio's clock, driven by the autojump clock.
 
-:class:`~agentws.webhooks.ingest.Intake` keeps one token bucket per webhook
+:class:`~agentws.doors.webhooks.ingest.Intake` keeps one token bucket per webhook
 on ``trio.current_time()``; waiting out the ``Retry-After`` it answers lets
 the next delivery through, and a webhook's limits are its own.
 """
@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from agentws.domain.models import Webhook
-from agentws.secret_box import Keys
+from agentws.settings.secret_box import Keys
 from agentws.webhooks.intake import Intake
 
 

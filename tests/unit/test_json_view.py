@@ -1,4 +1,5 @@
-"""``agentws.dashboard.json_view.indented``: JSON shown indented, cut by structure past a bound.
+"""``agentws.doors.dashboard.json_view.indented``: JSON shown indented, cut by structure past a
+bound.
 
 What fits is exactly what ``json.dumps(value, indent=2, ensure_ascii=False)``
 writes; what does not ends in ``…`` with its brackets closed; and the work
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentws.dashboard.json_view import JsonView, indented
+from agentws.doors.dashboard.json_view import JsonView, indented
 from tests.scaling import growth
 
 _JSON = st.recursive(

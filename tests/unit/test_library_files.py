@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import SkillAsset
-from agentws.errors import ValidationError
 from agentws.libraries import (
     MAX_DOCUMENT_BYTES,
     MAX_SKILL_BYTES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agentws.mcp.list_changes import Snapshot
+from agentws.doors.mcp.dispatch.list_changes import Snapshot
 
 EARLY = datetime(2026, 1, 1, tzinfo=UTC)
 LATE = datetime(2026, 1, 2, tzinfo=UTC)

@@ -6,7 +6,7 @@ twice as long after each further failure, at most 15 minutes.
 
 from __future__ import annotations
 
-from agentws.admin_access import LoginThrottle
+from agentws.admins.access import LoginThrottle
 
 KEYS = ["user:alice", "ip:127.0.0.1"]
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from agentws.config import Settings
-from agentws.errors import ConfigError
-from agentws.logs import add_log_context, configure_logging, log_context
+from agentws.core.errors import ConfigError
+from agentws.core.logs import add_log_context, configure_logging, log_context
+from agentws.settings.config import Settings
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentws.errors import MigrationError
+from agentws.core.errors import MigrationError
 from agentws.store.migrations import MIGRATIONS, load_migrations, split_statements
 from agentws.store.tables import TABLES
 

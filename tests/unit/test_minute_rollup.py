@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import trio
 import trio.testing
 
+from agentws.core.errors import StoreUnavailableError
 from agentws.domain.rollups import MINUTE, Bucket, RollupMark
-from agentws.errors import StoreUnavailableError
 from agentws.rollups.minutes import MinuteRollup
 from tests.unit.store_fakes import UnusedRollups, UnusedRollupSources
 

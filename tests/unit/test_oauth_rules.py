@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import httpx2
 import pytest
 
-from agentws.dashboard.consent import _form_action
 from agentws.domain.models import Capability
+from agentws.doors.dashboard.consent import _form_action
 from agentws.oauth.client_metadata import (
     MetadataDocumentError,
     _checked,
@@ -142,7 +142,8 @@ def test_a_metadata_document_must_describe_the_public_client_it_names() -> None:
 
 def test_each_kind_of_secret_and_id_has_a_prefix_of_its_own() -> None:
     from agentws.domain import rules
-    from agentws.mcp import confirm, passthrough, pending_calls
+    from agentws.doors.mcp.dispatch import confirm
+    from agentws.doors.mcp.relay import passthrough, pending_calls
     from agentws.oauth import operator_clients, settings
 
     prefixes = {

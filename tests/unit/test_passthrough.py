@@ -7,8 +7,13 @@ import pytest
 from cryptography.fernet import Fernet
 from mcp.shared.exceptions import MCPError
 
-from agentws.mcp.passthrough import CallBinding, Passthrough, StateSeal, is_passthrough_state
-from agentws.secret_box import Keys, SecretBox
+from agentws.doors.mcp.relay.passthrough import (
+    CallBinding,
+    Passthrough,
+    StateSeal,
+    is_passthrough_state,
+)
+from agentws.settings.secret_box import Keys, SecretBox
 
 BINDING = CallBinding("token-1", "connector-1", "third_ask", "hash-1")
 

@@ -14,8 +14,8 @@ import trio
 import trio.testing
 from mcp.shared.exceptions import MCPError
 
-from agentws.errors import OverCapacityError
-from agentws.mcp.pending_calls import (
+from agentws.core.errors import OverCapacityError
+from agentws.doors.mcp.relay.pending_calls import (
     PendingCall,
     PendingCalls,
     is_pending_state,

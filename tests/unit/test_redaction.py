@@ -1,4 +1,4 @@
-"""URL secrets redacted and upstream bodies cut to one clean line (agentws.redaction)."""
+"""URL secrets redacted and upstream bodies cut to one clean line (agentws.core.redaction)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from agentws.redaction import EXCERPT_CHARS, redact_url, redact_urls, upstream_excerpt
+from agentws.core.redaction import EXCERPT_CHARS, redact_url, redact_urls, upstream_excerpt
 from tests.scaling import LINEAR, growth
 
 

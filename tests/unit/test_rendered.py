@@ -6,7 +6,7 @@ import json
 
 from mcp_types import JSONRPCResponse
 
-from agentws.mcp.rendered import RenderedResults
+from agentws.doors.mcp.sessions.rendered import RenderedResults
 
 TOOLS = [
     {"name": "gh_search", "description": "Sëarch — ünïcode", "inputSchema": {"type": "object"}},

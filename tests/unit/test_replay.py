@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.mcp.replay import MAX_REQUEST_STREAMS, Replays
+from agentws.doors.mcp.sessions.replay import MAX_REQUEST_STREAMS, Replays
 
 AGE_S = 300.0
 

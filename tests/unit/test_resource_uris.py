@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentws.mcp.resources import LineRange, parse_lines
+from agentws.doors.mcp.dispatch.resources import LineRange, parse_lines
 
 TEXT = "one\ntwo\nthree\nfour\n"
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain.rollups import (
     bin_of,
     bin_value,
@@ -16,7 +17,6 @@ from agentws.domain.rollups import (
     merge_bins,
     percentile,
 )
-from agentws.errors import ValidationError
 from agentws.rollups.ranges import window_for
 
 

@@ -5,6 +5,7 @@ import hashlib
 import attrs
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain import (
     MCP_TOKEN_PREFIX,
     CachedTool,
@@ -22,7 +23,6 @@ from agentws.domain import (
     new_secret,
     secret_matches,
 )
-from agentws.errors import ValidationError
 
 
 @pytest.mark.parametrize("slug", ["a", "acme", "team-2", "0ps", "a" * 63])

@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from benchlib.hostile_upstream import branching
 
-from agentws.config import Settings
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.models import Capability
 from agentws.domain.patterns import pattern_search
 from agentws.domain.secrets_in_arguments import REDACTED, redact
+from agentws.settings.config import Settings
 from agentws.tools.schema_cost import MAX_WIDTH, assess
 from agentws.tools.spec import ToolSpec
 from agentws.tools.validation import ArgumentChecker, argument_error, open_argument_checker

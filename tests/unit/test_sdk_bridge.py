@@ -1,4 +1,5 @@
-"""Every private name of the ``mcp`` SDK that agentws reaches (:mod:`agentws.mcp_sdk_bridge`).
+"""Every private name of the ``mcp`` SDK that agentws reaches
+(:mod:`agentws.bridges.mcp_sdk_bridge`).
 
 An SDK upgrade that moves one of them fails here, with a message naming it,
 before anything else notices: each name of ``BRIDGED`` is looked up on its
@@ -18,8 +19,8 @@ from mcp.client.session import ClientSession
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
 
-from agentws import mcp_sdk_bridge
-from agentws.mcp_sdk_bridge import BRIDGED, Bridged
+from agentws.bridges import mcp_sdk_bridge
+from agentws.bridges.mcp_sdk_bridge import BRIDGED, Bridged
 
 
 @contextlib.contextmanager
@@ -46,7 +47,7 @@ def test_every_bridged_name_is_where_the_bridge_reaches_it(reach: Bridged) -> No
         present = not mcp_sdk_bridge.missing((reach,))
     assert present, (
         f"mcp {mcp_sdk_bridge.installed_version()} has no {reach} ({reach.kind} name), which "
-        "agentws/mcp_sdk_bridge.py reaches: it moved or was removed; see 'Upgrading mcp or "
+        "agentws/bridges/mcp_sdk_bridge.py reaches: it moved or was removed; see 'Upgrading mcp or "
         "hypercorn' in docs/architecture.md"
     )
 
@@ -54,7 +55,7 @@ def test_every_bridged_name_is_where_the_bridge_reaches_it(reach: Bridged) -> No
 def test_the_installed_sdk_is_a_tested_release() -> None:
     version = mcp_sdk_bridge.installed_version()
     assert version in mcp_sdk_bridge.TESTED_VERSIONS, (
-        f"mcp {version} is installed but agentws/mcp_sdk_bridge.py was tested with "
+        f"mcp {version} is installed but agentws/bridges/mcp_sdk_bridge.py was tested with "
         f"{sorted(mcp_sdk_bridge.TESTED_VERSIONS)}: follow the upgrade checklist in "
         "docs/architecture.md"
     )

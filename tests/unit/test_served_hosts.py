@@ -1,4 +1,5 @@
-"""The MCP door's ``Host`` check answers the address a request arrived on (``mcp/guard.py``).
+"""The MCP door's ``Host`` check answers the address a request arrived on
+(``doors/mcp/transports/guard.py``).
 
 Under a bare ``hypercorn 'agentws.app:create_app()'`` agentws cannot see
 where Hypercorn binds; each request's ASGI ``scope["server"]`` says where it
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentws.config import Settings
-from agentws.mcp.guard import HostOriginGuard
+from agentws.doors.mcp.transports.guard import HostOriginGuard
+from agentws.settings.config import Settings
 
 # Neither AGENTWS_BIND nor AGENTWS_BASE_URL: the defaults say 127.0.0.1:8080.
 UNSET = HostOriginGuard.from_settings(Settings.from_env({}))

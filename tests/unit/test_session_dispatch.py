@@ -1,7 +1,7 @@
 """Sessions served message by message: no task while idle, their own work cancelled on close.
 
 The supervisor runs the SDK's dispatcher for each session without a read
-loop (:mod:`agentws.mcp.session_dispatch`): an idle session must hold no
+loop (:mod:`agentws.doors.mcp.sessions.dispatcher`): an idle session must hold no
 task at all, and closing one session must cancel its running handlers and
 nothing of another session's.
 """
@@ -18,10 +18,10 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification, JSONRPCRequest
 
-from agentws.changes import ChangeFeed
-from agentws.config import Settings
-from agentws.mcp.replay import Connection
-from agentws.mcp.sessions import McpSession, SessionSupervisor
+from agentws.common.changes import ChangeFeed
+from agentws.doors.mcp.sessions.replay import Connection
+from agentws.doors.mcp.sessions.supervisor import McpSession, SessionSupervisor
+from agentws.settings.config import Settings
 from tests.unit.supervisor_support import LiveTokens, make_caller
 
 _INIT = {

@@ -14,8 +14,8 @@ from contextlib import AbstractAsyncContextManager
 import trio
 import trio.testing
 
-from agentws.config import Settings
-from agentws.mcp.sessions import SessionSupervisor
+from agentws.doors.mcp.sessions.supervisor import SessionSupervisor
+from agentws.settings.config import Settings
 from tests.unit.supervisor_support import make_caller, running_supervisor
 
 # More than the supervisor cancels in one batch.

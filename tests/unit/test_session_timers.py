@@ -1,6 +1,6 @@
 """The MCP sessions' own timers on trio's clock, driven by the autojump clock.
 
-A :class:`~agentws.mcp.sessions.SessionSupervisor` closes a session that has
+A :class:`~agentws.doors.mcp.sessions.supervisor.SessionSupervisor` closes a session that has
 been idle for ``mcp_idle_s`` (an open stream or a request in flight is not
 idle), and a session whose SSE reader takes nothing for ``sse_stall_s`` is
 closed rather than buffered for. Both run on ``trio.current_time()``, so the
@@ -18,10 +18,10 @@ import trio.testing
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
 
-from agentws.config import Settings
-from agentws.mcp.auth import Caller
-from agentws.mcp.replay import Event
-from agentws.mcp.sessions import STREAM_BUFFER, McpSession, SessionSupervisor
+from agentws.doors.mcp.sessions.auth import Caller
+from agentws.doors.mcp.sessions.replay import Event
+from agentws.doors.mcp.sessions.supervisor import STREAM_BUFFER, McpSession, SessionSupervisor
+from agentws.settings.config import Settings
 from tests.unit.supervisor_support import make_caller, running_supervisor
 
 IDLE_S = 60.0

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import VerificationScheme as Scheme
 from agentws.domain.signatures import (
     SHARED_SECRET_HEADER,
@@ -22,7 +23,6 @@ from agentws.domain.signatures import (
     sign_stripe,
     verify,
 )
-from agentws.errors import ValidationError
 
 NOW = 1_800_000_000.0
 STANDARD_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain.models import SkillArgument
-from agentws.errors import ValidationError
 from agentws.libraries import load_skill_folder
 from agentws.libraries.arguments import (
     MAX_ARGUMENTS,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentws.errors import ValidationError
+from agentws.core.errors import ValidationError
 from agentws.libraries.checks import MAX_SKILL_BYTES
 from agentws.libraries.uploads import MAX_SKILL_FILES, skill_from_files, skill_from_zip
 

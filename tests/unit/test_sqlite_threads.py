@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from agentws.errors import StoreError
+from agentws.core.errors import StoreError
 from agentws.store.sqlite import open_sqlite
 from agentws.store.sqlite_threads import ClosedError, ConnectionThread
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentws.tool_results import tool_error, tool_text
+from agentws.domain.tool_results import tool_error, tool_text
 
 
 def test_a_tool_error_is_one_text_block_flagged_as_an_error() -> None:

@@ -1,11 +1,11 @@
-"""The dashboard's escape of invisible and bidi characters (agentws.dashboard.visible)."""
+"""The dashboard's escape of invisible and bidi characters (agentws.doors.dashboard.visible)."""
 
 from __future__ import annotations
 
 from jinja2 import Environment
 from markupsafe import Markup
 
-from agentws.dashboard.visible import exact, has_hidden, visible
+from agentws.doors.dashboard.visible import exact, has_hidden, visible
 
 
 def _render(source: str, **values: object) -> str:

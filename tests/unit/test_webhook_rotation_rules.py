@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
+from agentws.core.errors import ValidationError
 from agentws.domain.form_bodies import FormError, form_event
-from agentws.errors import ValidationError
 from agentws.webhooks.rotation import MAX_GRACE, parse_grace
 
 

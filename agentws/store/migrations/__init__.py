@@ -27,8 +27,8 @@ from importlib import resources
 
 import attrs
 
+from agentws.core.errors import MigrationError
 from agentws.domain.rules import utcnow
-from agentws.errors import MigrationError
 from agentws.store.database import Database, Transaction
 from agentws.store.tables import Dialect
 
@@ -157,7 +157,7 @@ async def migrate(db: Database) -> list[int]:
     """Bring the schema up to date; return the versions this call applied.
 
     Error handling:
-        Raises :class:`~agentws.errors.MigrationError` if the database was
+        Raises :class:`~agentws.core.errors.MigrationError` if the database was
         migrated by a newer agentws than this one, or a migration fails.
     """
     types = _TYPES[db.dialect]

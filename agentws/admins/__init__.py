@@ -1,0 +1,1 @@
+"""Administrators: accounts, dashboard sessions, admin API tokens, login throttling."""

@@ -1,0 +1,1 @@
+"""Calls made on demand from every door: a connector's test and refresh."""

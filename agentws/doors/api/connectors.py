@@ -1,0 +1,90 @@
+"""The admin API's connectors: list and show them, turn them on and off, test and refresh them.
+
+``PATCH .../connectors/<connector>`` with ``{"active": false}`` stops offering a
+connector's tools and keeps the rest (``connector.deactivate``);
+``{"active": true}`` offers them again. ``{"relay_requests": false}`` refuses
+the remote's requests to callers during a call (elicitation, sampling, roots;
+``connector.relay_off``), ``true`` passes them on again, marked as the
+connector's. ``POST .../test`` connects once and
+changes nothing; ``POST .../refresh`` fetches a remote MCP server's tools
+into the cache, audited as ``connector.refresh``. Both are
+:mod:`agentws.checks.connectors`, as ``agentws connector test|refresh`` and
+the dashboard make them; an upstream that is down, refuses the credential or
+is too slow answers 502. No answer holds a connector's secret.
+"""
+
+from __future__ import annotations
+
+from agentws.admins.access import AdminServices, Caller
+from agentws.checks.connectors import check_connector_now, refresh_connector
+from agentws.connectors.admin import (
+    find_connector,
+    list_connectors,
+    set_connector_active,
+    set_connector_relay,
+)
+from agentws.doors.api.calls import Answer, Endpoints, page_of, read_body
+from agentws.doors.api.shapes.bodies import ConnectorChange
+from agentws.doors.views import connector_check_json, connector_json, sync_report_json
+
+__all__ = ["routes"]
+
+routes = Endpoints()
+
+
+@routes.get("/workspaces/<workspace>/connectors")
+async def list_workspace_connectors(admin: AdminServices, caller: Caller, workspace: str) -> Answer:
+    connectors = await list_connectors(admin.store, workspace)
+    return page_of([connector_json(c, workspace) for c in connectors])
+
+
+@routes.get("/workspaces/<workspace>/connectors/<connector>")
+async def show_connector(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    return connector_json(await find_connector(admin.store, workspace, connector), workspace)
+
+
+@routes.patch("/workspaces/<workspace>/connectors/<connector>")
+async def update_connector(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    change = await read_body(ConnectorChange)
+    active, relay = change.active, change.relay_requests
+    changed = await find_connector(admin.store, workspace, connector)
+    if relay is not None:
+        changed = await set_connector_relay(
+            admin.store, workspace, connector, relay=relay, actor=caller.actor
+        )
+    if active is not None:
+        changed = await set_connector_active(
+            admin.store, workspace, connector, active=active, actor=caller.actor
+        )
+    return connector_json(changed, workspace)
+
+
+@routes.post("/workspaces/<workspace>/connectors/<connector>/test")
+async def connector_test(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    checked = await check_connector_now(
+        found, keys=admin.keys, allowlist=admin.settings.connector_allowlist
+    )
+    return connector_check_json(checked, workspace)
+
+
+@routes.post("/workspaces/<workspace>/connectors/<connector>/refresh")
+async def connector_refresh(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    report = await refresh_connector(
+        admin.store,
+        workspace,
+        found,
+        keys=admin.keys,
+        allowlist=admin.settings.connector_allowlist,
+        actor=caller.actor,
+    )
+    return {"workspace": workspace, "connector": found.name, **sync_report_json(report)}

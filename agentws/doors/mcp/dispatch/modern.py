@@ -1,0 +1,330 @@
+"""The stateless MCP revision (2026-07-28) on the group endpoint's URL.
+
+A request of that revision is self-contained: no ``initialize``, no
+``Mcp-Session-Id``; its ``_meta`` carries the protocol version, the
+client's capabilities and its name, and its ``MCP-Protocol-Version`` header
+names the revision. Such a request is routed here by the door (after the
+Host/Origin guard and the bearer token, exactly as any other request) and
+served by the SDK's own single-exchange handler with the same
+:class:`~mcp.server.lowlevel.server.Server` the sessions run: one JSON-RPC
+request in, one response out (JSON, or an SSE stream when the handler sends
+notifications such as progress first). ``server/discover`` replaces the
+handshake; header validation, ``resultType`` on every result and the
+``UnsupportedProtocolVersion`` error listing what is served are the SDK's.
+
+The handlers see a :class:`StatelessCaller` as their ``lifespan_context``:
+the caller (token, group) of this one request, and nothing that outlives it.
+Nothing here holds state between requests, so any instance answers any
+request: no sticky routing is needed for this revision.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, cast
+
+import attrs
+import trio
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server
+from mcp.server.runner import serve_one
+from mcp.server.session import ServerSession
+from mcp.shared.inbound import (
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    x_mcp_header_map,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from mcp_types import JSONRPCError, JSONRPCRequest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.requests import Request
+
+from agentws.bridges.mcp_sdk_bridge import (
+    handle_modern_request,
+    mcp_param_rejection,
+    single_exchange_context,
+    to_jsonrpc_response,
+    write_jsonrpc_reply,
+)
+from agentws.doors.mcp.relay.pending_calls import is_pending_state, owner_of_state
+from agentws.doors.mcp.sessions.auth import Caller
+from agentws.http.asgi import Receive, Scope, Send, header, replaying, respond
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL
+
+__all__ = [
+    "SERVING_GROUP",
+    "StatelessBody",
+    "StatelessCaller",
+    "is_stateless",
+    "pending_owner",
+    "serve_stateless",
+]
+
+log = logging.getLogger("agentws.mcp")
+
+_VERSION_HEADER = b"mcp-protocol-version"
+_METHOD_HEADER = b"mcp-method"
+_NAME_HEADER = b"mcp-name"
+# Tools answered within the process, quickly: the context built-ins.
+_IN_PROCESS_TOOLS = frozenset({*BUILTINS, GET_APPROVAL.name})
+# A request asking for notifications on its response stream.
+_STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
+#: The group of the stateless request being served: whose tool schemas the
+#: SDK's ``Mcp-Param`` header check looks at (:func:`tool_input_schemas`).
+SERVING_GROUP: ContextVar[str | None] = ContextVar("agentws_serving_group", default=None)
+# Names this process's stateless callers in logs; unique, not secret.
+_CALLERS = itertools.count(1)
+# Whether a tool's input schema declares an Mcp-Param header, by the schema
+# object's identity (kept alongside, so a recycled id is never mistaken for
+# it): the catalog hands out the same schema object while it stands still.
+_DECLARES_HEADERS: dict[int, tuple[Mapping[str, Any], bool]] = {}
+_MAX_SCHEMAS = 1000
+
+
+def is_stateless(scope: Scope, session_id: str | None) -> bool:
+    """Whether a request is of a stateless revision (or claims one we do not know).
+
+    As the SDK routes: a request without a session whose ``MCP-Protocol-Version``
+    header names no handshake revision. Unknown values go here too, so that the
+    answer is the SDK's structured ``UnsupportedProtocolVersion`` error.
+    """
+    if session_id is not None:
+        return False
+    versions = [value for name, value in scope["headers"] if name == _VERSION_HEADER]
+    return bool(versions) and versions[0].decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+@attrs.define(eq=False)
+class StatelessCaller:
+    """What the handlers know of a stateless request: its caller, and no session.
+
+    It has the attributes the handlers read off a session, so that one set of
+    handlers serves both: a queued call's outcome is not pushed to a stateless
+    caller (it has no stream to push to); it reads the approval instead.
+    """
+
+    caller: Caller
+    id: str = attrs.field(factory=lambda: f"stateless.{next(_CALLERS)}")
+    log_level: str | None = None
+    server_session: ServerSession | None = None
+
+    @property
+    def token_id(self) -> str:
+        return self.caller.token_id
+
+    def await_outcome(self, approval_id: str) -> None:
+        """Nothing to do: a stateless caller has no stream to be told on."""
+
+
+_UNPARSED: Any = object()
+# Bodies larger than this let other tasks run between their parse and what follows.
+_BETWEEN_STEPS_BYTES = 64 * 1024
+
+
+@attrs.define(eq=False)
+class StatelessBody:
+    """A stateless request's body, read whole by the door: parsed at most once, when needed.
+
+    The door's checks (an OAuth caller's scope, the instance a call's next
+    round belongs to) and the answer of an in-process call all read it;
+    each parse of a large call's body costs milliseconds of the event loop.
+    """
+
+    raw: bytes
+    _document: Any = attrs.field(default=_UNPARSED, init=False)
+
+    @property
+    def large(self) -> bool:
+        """Whether parsing it takes long enough to let other tasks run after it."""
+        return len(self.raw) > _BETWEEN_STEPS_BYTES
+
+    def document(self) -> Any:
+        """The body as JSON; None when it is not JSON (the SDK's handler says so)."""
+        if self._document is _UNPARSED:
+            try:
+                self._document = json.loads(self.raw)
+            except (ValueError, RecursionError):
+                self._document = None
+        return self._document
+
+
+def pending_owner(body: StatelessBody) -> str | None:
+    """The instance holding the call a request's ``requestState`` continues, if it names one."""
+    if b"agwp_" not in body.raw:  # cheap: most requests continue nothing
+        return None
+    document = body.document()
+    params = document.get("params") if isinstance(document, dict) else None
+    state = params.get("requestState") if isinstance(params, dict) else None
+    return owner_of_state(state) if isinstance(state, str) and is_pending_state(state) else None
+
+
+async def serve_stateless(
+    server: Server[Any],
+    caller: Caller,
+    body: StatelessBody,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Answer one stateless request (its body read already) with the SDK's handler.
+
+    The SDK validates the headers against the body, negotiates nothing (the
+    request names its revision) and maps errors to HTTP statuses as the
+    revision says. A revision it does not serve is refused with the stateless
+    revisions it does (those ``server/discover`` lists); the handshake ones
+    are found the handshake's way, by ``initialize``. The Host/Origin guard
+    ran in the door, so the SDK's own DNS-rebinding check is off here.
+    """
+    state = StatelessCaller(caller)
+    # Progress, log messages, listen streams and calls that leave the process
+    # (which may be slow: the stream keeps a proxy from timing them out) are
+    # answered as SSE; anything else with one JSON response, sparing the
+    # stream's machinery.
+    method = header(scope, _METHOD_HEADER)
+    streams = (
+        method == "subscriptions/listen"
+        or (method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS)
+        or any(marker in body.raw for marker in _STREAM_MARKERS)
+    )
+    serving = SERVING_GROUP.set(caller.group.id)
+    try:
+        if (
+            not streams
+            and method == "tools/call"
+            and scope["method"] == "POST"
+            and await _answer_call(server, state, body, scope, receive, send)
+        ):
+            return
+        # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
+        await handle_modern_request(
+            server,
+            None,
+            not streams,
+            state,
+            scope,
+            replaying({"type": "http.request", "body": body.raw, "more_body": False}, receive),
+            cast(Any, send),
+        )
+    finally:
+        SERVING_GROUP.reset(serving)
+
+
+async def _answer_call(
+    server: Server[Any],
+    state: StatelessCaller,
+    body: StatelessBody,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> bool:
+    """Answer a well-formed call of an in-process tool, as the SDK's handler would.
+
+    The SDK's single-exchange handler wraps each request in Starlette's
+    request and response objects and shapes the reply twice (a model, then
+    a dict, then JSON); for the calls a busy endpoint serves most, that is
+    a good part of its work. This runs the same checks, in the same order,
+    with the SDK's own functions, and the request through the SDK's own
+    :func:`~mcp.server.runner.serve_one`, and writes the JSON-RPC reply once
+    (an error as the SDK writes it). A request the checks refuse is left to
+    the SDK's handler, which refuses it exactly as it always does: False,
+    before anything ran or was sent.
+    """
+    decoded = body.document()
+    if not isinstance(decoded, dict) or "id" not in decoded:
+        return False
+    if body.large:
+        await trio.lowlevel.checkpoint()
+    try:
+        request = JSONRPCRequest.model_validate(decoded)
+    except ValidationError:
+        return False
+    http = Request(scope)
+    headers = http.headers
+    if not headers.get("content-type", "").lower().startswith("application/json"):
+        return False  # the SDK's own Content-Type check, which its handler makes first
+    if find_duplicated_routing_header(headers.items()) is not None:
+        return False
+    verdict = classify_inbound_request(decoded, headers=_folded(scope))
+    if not isinstance(verdict, InboundModernRoute):
+        return False
+    if not _declares_no_header(server, request) and (
+        await mcp_param_rejection(server, http, request, verdict, state) is not None
+    ):
+        return False
+    connection = Connection.from_envelope(
+        verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+    )
+    exchange = single_exchange_context(
+        TransportContext(kind="streamable-http", can_send_request=False, headers=headers),
+        request.id,
+        ServerMessageMetadata(request_context=http),
+    )
+    answer = await to_jsonrpc_response(
+        request.id,
+        serve_one(
+            server,
+            exchange,
+            request.method,
+            request.params,
+            connection=connection,
+            lifespan_state=state,
+        ),
+    )
+    if isinstance(answer, JSONRPCError):
+        await write_jsonrpc_reply(answer, scope, receive, send)
+        return True
+    # As the SDK's JSONRPCResponse dumps it: the result is the wire dict already.
+    reply = {"jsonrpc": "2.0", "id": request.id, "result": answer.result}
+    await respond(
+        send,
+        200,
+        json.dumps(reply, separators=(",", ":")).encode(),
+        [(b"content-type", b"application/json")],
+    )
+    return True
+
+
+def _folded(scope: Scope) -> dict[str, str]:
+    """The request's headers as one mapping, the first of repeated ones winning.
+
+    What ``dict()`` of Starlette's headers gives (the SDK's handler passes
+    that to the classifier), without looking each name up again.
+    """
+    folded: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        folded.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return folded
+
+
+def _declares_no_header(server: Server[Any], request: JSONRPCRequest) -> bool:
+    """Whether the called tool's schema declares no ``Mcp-Param`` header.
+
+    The SDK's check (:func:`~agentws.bridges.mcp_sdk_bridge.mcp_param_rejection`) can only pass such
+    a call:
+    it compares the headers the schema declares, and there are none. It
+    walks the whole schema to find that out; this walks each schema once.
+    False whenever in doubt, and the SDK's check runs.
+    """
+    lookup = server.get_tool_input_schema
+    name = (request.params or {}).get("name")
+    if lookup is None or not isinstance(name, str):
+        return False
+    try:
+        schema = lookup(name)
+    except Exception:
+        return False  # the SDK's check says what it makes of it
+    if schema is None:
+        return True  # the SDK's check skips a tool whose schema it cannot tell
+    found = _DECLARES_HEADERS.get(id(schema))
+    if found is None or found[0] is not schema:
+        if len(_DECLARES_HEADERS) >= _MAX_SCHEMAS:
+            _DECLARES_HEADERS.clear()
+        found = _DECLARES_HEADERS[id(schema)] = (schema, bool(x_mcp_header_map(schema)))
+    return not found[1]

@@ -1,0 +1,1 @@
+"""Workspaces, groups and their MCP tokens: the operations every door calls."""
