@@ -13,7 +13,7 @@ The swap is the whole process's: one command runs at a time (a lock), and
 nothing a test runs beside it may read the environment or rely on the
 working directory meanwhile. A service served in the test's own trio run
 read its settings when it started, so it may go on serving while a command
-runs (:func:`tests.support.run_agentws` awaits one in a worker thread).
+runs (:func:`run_cli_beside` awaits one in a worker thread).
 ``agentws serve`` installs signal handlers, which only a program's main
 thread may: run it as a program.
 
@@ -25,6 +25,7 @@ test) to the next.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import subprocess
@@ -32,7 +33,9 @@ import sys
 import threading
 import traceback
 
-__all__ = ["RUN_S", "run_cli"]
+import trio
+
+__all__ = ["RUN_S", "run_cli", "run_cli_beside"]
 
 #: One command: store open and migration, one command (no interpreter start).
 RUN_S = 60.0
@@ -82,6 +85,16 @@ def run_cli(
     thread.join(RUN_S)
     assert not thread.is_alive(), f"agentws {' '.join(argv)} did not end within {RUN_S} s"
     return subprocess.CompletedProcess(["agentws", *argv], status[0], _text(out), _text(err))
+
+
+async def run_cli_beside(
+    argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` from a trio task, in a worker thread: the caller's trio run (a
+    service it serves, remotes) goes on meanwhile, as it would beside a program."""
+    return await trio.to_thread.run_sync(
+        functools.partial(run_cli, argv, cwd=cwd, env=env, input=input)
+    )
 
 
 def _stream(data: bytes = b"") -> io.TextIOWrapper:

@@ -10,7 +10,6 @@ missing database must never pass quietly.
 
 from __future__ import annotations
 
-import functools
 import os
 import secrets
 import sys
@@ -25,7 +24,7 @@ import trio
 from agentws.errors import StoreUnavailableError
 from agentws.store import redact_url
 from agentws.store.postgres import open_postgres
-from tests.in_process import run_cli
+from tests.in_process import run_cli_beside
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Creating or dropping a test schema must not hang the suite, even when cancelled.
@@ -45,10 +44,8 @@ async def run_agentws(
     worker thread: the test's trio run (a service it serves, remotes) goes on
     meanwhile, as it would beside a program of its own.
     """
-    result = await trio.to_thread.run_sync(
-        functools.partial(
-            run_cli, [*args, "--database", database_url], cwd=tmp_path, env=clean_env(**env)
-        )
+    result = await run_cli_beside(
+        [*args, "--database", database_url], cwd=tmp_path, env=clean_env(**env)
     )
     assert "Traceback" not in result.stdout + result.stderr, result.stderr
     return result.returncode, result.stdout, result.stderr
