@@ -11,7 +11,6 @@ it happened in (or, from a module's fixture, the next test that checks).
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,13 +56,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if str(_GUARD_DIR) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_GUARD_DIR), *paths) if p)
     no_public_dns.install()
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the Chromium the browser tests shared, if they ran here."""
-    browser_support = sys.modules.get("tests.e2e.browser_support")
-    if browser_support is not None:
-        browser_support.close_shared_browser()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

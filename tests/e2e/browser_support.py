@@ -1,12 +1,10 @@
 """Headless Chromium, driven by Playwright's sync API from trio tests.
 
 Playwright's sync API belongs to the thread that started it, while the
-server under test runs in the test's trio loop. The browser therefore has
-one dedicated worker thread: Playwright is started there, Debian's Chromium
-(``/usr/bin/chromium``: Playwright's own browser download does not work
-here) is launched there, and every page is made and driven there. One
-Chromium serves the browser tests of a test process (:func:`open_browser`),
-each test in browser contexts of its own (no cookies or storage shared).
+server under test runs in the test's trio loop. :class:`Browser` therefore
+owns one dedicated worker thread: Playwright is started there, Debian's
+Chromium (``/usr/bin/chromium``: Playwright's own browser download does not
+work here) is launched there, and every page is made and driven there.
 Tests write the browser's steps as plain functions of a :class:`Tab` and
 hand them to :meth:`Browser.run`, which waits for the result without
 blocking the trio loop, so the server keeps answering meanwhile.
@@ -112,56 +110,17 @@ class Tab:
         assert not found, f"{where}: " + "\n".join(found)
 
 
-class _Chromium:
-    """Playwright and Chromium on one worker thread of their own."""
-
-    def __init__(self) -> None:
-        self.thread = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="playwright", initializer=_plain_asyncio
-        )
-        self.playwright: Playwright | None = None
-        self.browser: PlaywrightBrowser | None = None
-
-    def start(self) -> None:
-        """(Browser thread.)"""
-        playwright = sync_playwright().start()
-        try:
-            self.browser = playwright.chromium.launch(
-                executable_path=CHROMIUM,
-                headless=True,
-                # Tests run as root, where Chromium refuses its sandbox.
-                args=["--no-sandbox"],
-            )
-        except BaseException:
-            playwright.stop()
-            raise
-        self.playwright = playwright
-
-    def stop(self) -> None:
-        """(Browser thread.)"""
-        try:
-            if self.browser is not None:
-                self.browser.close()
-        finally:
-            self.browser = None
-            if self.playwright is not None:
-                self.playwright.stop()
-                self.playwright = None
-
-
-# The Chromium this test process's browser tests share, started by the first
-# (:func:`open_browser`); each test's tabs are contexts of their own.
-_shared: _Chromium | None = None
-
-
 class Browser:
-    """A test's view of the shared Chromium; see the module's docstring."""
+    """Chromium on one worker thread of its own; see the module's docstring."""
 
-    def __init__(self, label: str, chromium: _Chromium, screenshots: Path = SCREENSHOTS) -> None:
+    def __init__(self, label: str, screenshots: Path = SCREENSHOTS) -> None:
         self.label = label
         self.screenshots = screenshots
-        self._chromium = chromium
-        self._tabs: list[Tab] = []
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="playwright", initializer=_plain_asyncio
+        )
+        self._playwright: Playwright | None = None
+        self._browser: PlaywrightBrowser | None = None
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` on the browser's thread; its result (or its exception).
@@ -169,7 +128,7 @@ class Browser:
         Waiting is cancellable; a call already running finishes on its own
         (every Playwright action has a timeout, :data:`ACTION_MS`).
         """
-        future = self._chromium.thread.submit(fn, *args, **kwargs)
+        future = self._thread.submit(fn, *args, **kwargs)
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
@@ -205,22 +164,15 @@ class Browser:
     def _new_tab(
         self, viewport: tuple[int, int], tolerate: tuple[str, ...], scripts: bool = True
     ) -> Tab:
-        assert self._chromium.browser is not None, "the browser is not running"
+        assert self._browser is not None, "the browser is not running"
         width, height = viewport
-        context = self._chromium.browser.new_context(
+        context = self._browser.new_context(
             viewport={"width": width, "height": height}, java_script_enabled=scripts
         )
         context.set_default_timeout(ACTION_MS)
         tab = Tab(context.new_page(), context, tolerate=tolerate)
         tab.watch()
-        self._tabs.append(tab)
         return tab
-
-    def _close_tabs(self) -> None:
-        tabs, self._tabs = self._tabs, []
-        for tab in tabs:
-            with contextlib.suppress(Error):
-                tab.context.close()
 
     def screenshot(self, tab: Tab, name: str, *, accessible: bool = True) -> Path:
         """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)
@@ -238,6 +190,30 @@ class Browser:
         tab.page.screenshot(path=str(path), full_page=True)
         return path
 
+    def _start(self) -> None:
+        playwright = sync_playwright().start()
+        try:
+            self._browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                headless=True,
+                # Tests run as root, where Chromium refuses its sandbox.
+                args=["--no-sandbox"],
+            )
+        except BaseException:
+            playwright.stop()
+            raise
+        self._playwright = playwright
+
+    def _stop(self) -> None:
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        finally:
+            self._browser = None
+            if self._playwright is not None:
+                self._playwright.stop()
+                self._playwright = None
+
 
 def _plain_asyncio() -> None:
     """Give the browser's thread asyncio's own loops (Playwright's sync API runs one).
@@ -254,54 +230,20 @@ def _file_part(name: str) -> str:
 
 @asynccontextmanager
 async def open_browser(label: str) -> AsyncIterator[Browser]:
-    """Chromium for the block: the test process's, started by the first test that asks.
+    """Chromium for the block; closed with Playwright and its thread, even on failure.
 
-    The tabs the block opened are closed after it. A block that failed takes
-    Chromium down with it (the next test starts a new one), so nothing a
-    failure left behind reaches another test; :func:`close_shared_browser`
-    stops it when the tests are over. ``label`` begins the names of the
-    screenshots (usually the test's name).
+    ``label`` begins the names of the screenshots (usually the test's name).
     """
-    global _shared
-    if _shared is None:
-        chromium = _Chromium()
-        try:
-            await Browser(label, chromium).run(chromium.start)
-        except BaseException:
-            chromium.thread.shutdown(wait=False)
-            raise
-        _shared = chromium
-    browser = Browser(label, _shared)
-    ended = False
+    browser = Browser(label)
     try:
+        await browser.run(browser._start)
         yield browser
-        ended = True
     finally:
         with trio.CancelScope(shield=True):
             try:
-                await browser.run(browser._close_tabs)
+                await browser.run(browser._stop)
             finally:
-                if not ended:
-                    chromium, _shared = _shared, None
-                    await trio.to_thread.run_sync(_close, chromium)
-
-
-def close_shared_browser() -> None:
-    """Stop the shared Chromium, if one was started (when the tests are over)."""
-    global _shared
-    chromium, _shared = _shared, None
-    if chromium is not None:
-        _close(chromium)
-
-
-def _close(chromium: _Chromium) -> None:
-    # Best effort: a Chromium that will not stop goes with the process (its
-    # driver ends when the pipe to this process closes).
-    try:
-        with contextlib.suppress(Exception):
-            chromium.thread.submit(chromium.stop).result(timeout=ACTION_MS / 1000)
-    finally:
-        chromium.thread.shutdown(wait=False)
+                await trio.to_thread.run_sync(browser._thread.shutdown)
 
 
 # --- helpers that run on the browser's thread ---------------------------------------------------
