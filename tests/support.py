@@ -24,6 +24,7 @@ import trio
 from agentws.core.errors import StoreUnavailableError
 from agentws.store import redact_url
 from agentws.store.postgres import open_postgres
+from tests.in_process import run_cli_beside
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Creating or dropping a test schema must not hang the suite, even when cancelled.
@@ -39,6 +40,24 @@ async def run_agentws(
     """Run ``agentws ARGS --database URL`` in ``tmp_path``; exit status, stdout, stderr.
 
     The environment is :func:`clean_env` plus ``env``. No run may print a traceback.
+    The command runs in this process (:func:`tests.in_process.run_cli`), in a
+    worker thread: the test's trio run (a service it serves, remotes) goes on
+    meanwhile, as it would beside a program of its own.
+    """
+    result = await run_cli_beside(
+        [*args, "--database", database_url], cwd=tmp_path, env=clean_env(**env)
+    )
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    return result.returncode, result.stdout, result.stderr
+
+
+async def run_agentws_program(
+    tmp_path: Path, database_url: str, *args: str, **env: str
+) -> tuple[int, str, str]:
+    """:func:`run_agentws` as ``python -m agentws``, a program of its own.
+
+    For a test whose point is another process: its own store, and a
+    program's start-up time between one command and the next.
     """
     result = await trio.run_process(
         [sys.executable, "-m", "agentws", *args, "--database", database_url],

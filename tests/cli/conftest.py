@@ -7,15 +7,10 @@ Python traceback: :meth:`Cli.run` checks that for all of them.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import shutil
 import subprocess
 import sys
-import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +21,10 @@ import trio
 
 from agentws.settings.secret_box import KEY_FILE
 from agentws.store import open_store
+from tests.in_process import run_cli
 from tests.support import clean_env, fresh_schema_sync
 
-# One CLI run: interpreter start, store open and migration, one command.
+# One ``serve`` run as a program: interpreter start, store open and migration.
 RUN_S = 60.0
 #: The native connectors' default hosts, allow-listed: a connector saved with an
 #: allow-listed host name is not looked up, and no test may ask DNS for a name
@@ -38,9 +34,11 @@ NATIVE_HOSTS = {"AGENTWS_CONNECTOR_ALLOWLIST": "api.github.com,slack.com,api.str
 
 @attrs.frozen
 class Cli:
-    """Runs ``python -m agentws`` in ``cwd`` against ``database`` (unless told not to).
+    """Runs ``agentws`` in ``cwd`` against ``database`` (unless told not to).
 
-    ``input`` is text for the command's stdin; without it stdin is inherited.
+    Every command but ``serve`` runs in this process (:func:`tests.in_process.run_cli`);
+    ``serve`` runs as ``python -m agentws``. ``input`` is text for the command's stdin
+    (empty without it).
     """
 
     cwd: Path
@@ -59,7 +57,7 @@ class Cli:
         if command and command[0] == "serve":
             result = _in_subprocess(command, self.cwd, clean_env(**(env or {})), input)
         else:
-            result = _in_process(command, self.cwd, clean_env(**(env or {})), input)
+            result = run_cli(command, cwd=self.cwd, env=clean_env(**(env or {})), input=input)
         assert "Traceback" not in result.stdout + result.stderr, result.stderr
         return result
 
@@ -161,62 +159,3 @@ def _in_subprocess(
         check=False,
         input=input,
     )
-
-
-def _in_process(
-    argv: list[str], cwd: Path, env: dict[str, str], input: str | None
-) -> subprocess.CompletedProcess[str]:
-    """``agentws ARGV`` run by :func:`agentws.cli.main` in this process, as a program would be.
-
-    A program of its own per command costs an interpreter start and every
-    import (most of a CLI test's time); this runs ``main`` in a thread of its
-    own (it calls ``trio.run``, and the test may be inside one) with the
-    process's environment, working directory and standard streams swapped
-    for the command's, then put back. Tests run one at a time, so nothing
-    else sees the swap. An exception escaping ``main`` is printed as the
-    traceback a program would print.
-    """
-    from agentws.cli import main
-
-    out, err = _stream(), _stream()
-    status: list[int] = []
-
-    def program() -> None:
-        saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
-        os.environ.clear()
-        os.environ.update(env)
-        os.chdir(cwd)
-        sys.stdin = _stream((input or "").encode())
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    status.append(main(argv))
-                except SystemExit as exit_:
-                    code = exit_.code
-                    status.append(code if isinstance(code, int) else (0 if code is None else 1))
-                except BaseException:
-                    traceback.print_exc(file=err)
-                    status.append(1)
-        finally:
-            sys.stdin = saved_stdin
-            os.chdir(saved_cwd)
-            os.environ.clear()
-            os.environ.update(saved_env)
-
-    thread = threading.Thread(target=program, name="agentws-cli")
-    thread.start()
-    thread.join(RUN_S)
-    assert not thread.is_alive(), f"agentws {' '.join(argv)} did not end within {RUN_S} s"
-    return subprocess.CompletedProcess(["agentws", *argv], status[0], _text(out), _text(err))
-
-
-def _stream(data: bytes = b"") -> io.TextIOWrapper:
-    """A text stream with a byte ``buffer`` under it, as the standard streams have."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None)
-
-
-def _text(stream: io.TextIOWrapper) -> str:
-    stream.flush()
-    buffer = stream.buffer
-    assert isinstance(buffer, io.BytesIO)
-    return buffer.getvalue().decode("utf-8")

@@ -1,4 +1,5 @@
-"""The ``agentws`` command line, run as a real process (``python -m agentws``).
+"""The ``agentws`` command line, run as the program would run (:mod:`tests.in_process`;
+one test runs the installed console script).
 
 Every run gets a clean environment (no ``AGENTWS_*`` of the developer's) and
 ``cwd=tmp_path``. Key cases run on SQLite and on PostgreSQL (a fresh schema).
@@ -14,6 +15,8 @@ import os
 import re
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,8 +26,8 @@ import trio
 from argon2 import PasswordHasher
 
 from agentws.store.postgres import open_postgres
-from tests.cli.conftest import Cli
-from tests.support import fresh_schema_sync, postgres_base_url
+from tests.cli.conftest import RUN_S, Cli
+from tests.support import clean_env, fresh_schema_sync, postgres_base_url
 
 DEFAULT_BASE = "http://127.0.0.1:8080"  # from the default bind, AGENTWS_BIND unset
 
@@ -89,6 +92,25 @@ def test_version(cli: Cli) -> None:
     result = cli.run("--version", database=False)
     assert result.returncode == 0
     assert re.fullmatch(r"agentws \d+\.\d+\.\d+\S*\n", result.stdout)
+
+
+def test_the_console_script_runs_a_command(cli: Cli) -> None:
+    # Every other test here runs agentws.cli.main in this process: this one runs
+    # the installed `agentws` program, as a person types it.
+    program = Path(sys.executable).parent / "agentws"
+    for argv in (["--help"], ["workspace", "list", "--json", "--database", cli.database]):
+        done = subprocess.run(
+            [str(program), *argv],
+            cwd=cli.cwd,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=RUN_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+    assert json.loads(done.stdout) == []
 
 
 # --- init -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``agentws webhook``, ``event`` and ``channel``, run as real processes (``python -m agentws``).
+"""``agentws webhook``, ``event`` and ``channel``, run as the program would run.
 
 Every test starts from ``agentws init`` (which makes the secret key in the
 working directory, the default data dir), a workspace ``acme`` and its

@@ -2,7 +2,10 @@
 
 Each scenario is one test: a live agentws (``running()``, group ``acme/ops``
 with its library) reached through the token-adding loopback proxy, one Node
-process per scenario. Two suite releases are pinned in
+process per scenario. The scenarios of a test process share one agentws (one
+more with the fixture attached, for those that call it), served on a thread
+of its own (:class:`_Served`); a scenario run with settings of its own gets
+its own. Two suite releases are pinned in
 ``tests/conformance/package-lock.json``:
 
 - 0.1.16, the generic and capability scenarios of the 2025 revisions;
@@ -33,12 +36,16 @@ too, to see where they stand). There are none today; everything must pass.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -250,25 +257,113 @@ SCENARIO_ENV = {
 }
 
 
+@attrs.define
+class _Served:
+    """agentws, its proxy and (relayed) the fixture, served by a trio run on a thread of
+    its own, for the scenarios of one test module that need nothing of their own.
+
+    The scenarios run one after another, each in sessions of its own; what one
+    leaves in the service (ended sessions, a session's log level) is not what
+    another checks. The scenarios that set settings of their own
+    (:data:`SCENARIO_ENV`) get an agentws of their own.
+    """
+
+    url: str
+    _token: trio.lowlevel.TrioToken
+    _stop: trio.Event
+    _thread: threading.Thread
+    _failed: list[BaseException]
+
+    @classmethod
+    def start(cls, tmp_path: Path, relayed: bool) -> _Served:
+        ready: queue.SimpleQueue[tuple[str, trio.lowlevel.TrioToken, trio.Event] | None] = (
+            queue.SimpleQueue()
+        )
+        failed: list[BaseException] = []
+
+        async def host() -> None:
+            stop = trio.Event()
+            async with _stack(tmp_path, relayed, {}) as url:
+                ready.put((url, trio.lowlevel.current_trio_token(), stop))
+                await stop.wait()
+
+        def thread_main() -> None:
+            try:
+                trio.run(host)
+            except BaseException as exc:
+                failed.append(exc)
+                ready.put(None)
+
+        thread = threading.Thread(target=thread_main, name="conformance-agentws", daemon=True)
+        thread.start()
+        started = ready.get(timeout=_START_S)
+        if started is None:
+            raise failed[0]
+        url, token, stop = started
+        return cls(url, token, stop, thread, failed)
+
+    def stop(self) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(_START_S)
+        if self._failed:
+            raise self._failed[0]
+
+
+# Starting agentws (and the fixture servers) for a module's scenarios; a bound on a hang.
+_START_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, _Served]]:
+    """Relayed or not -> the agentws the scenarios share, started on first use."""
+    instances: dict[bool, _Served] = {}
+
+    class Lazy(dict[bool, _Served]):
+        def __missing__(self, relayed: bool) -> _Served:
+            folder = tmp_path_factory.mktemp("conformance-relayed" if relayed else "conformance")
+            instances[relayed] = self[relayed] = _Served.start(folder, relayed)
+            return self[relayed]
+
+    yield Lazy()
+    for instance in instances.values():
+        instance.stop()
+
+
+@asynccontextmanager
+async def _stack(tmp_path: Path, relayed: bool, settings: dict[str, str]) -> AsyncIterator[str]:
+    """agentws (with the fixture attached when ``relayed``) behind the token proxy; the
+    group endpoint's URL through the proxy."""
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
+    env.update(settings)
+    async with AsyncExitStack() as stack:
+        fixture = await stack.enter_async_context(_fixture_servers()) if relayed else {}
+        server = await stack.enter_async_context(running(tmp_path, **env))
+        proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token))
+        await _attach_fixture(server, fixture)
+        yield proxy + server.url.removeprefix(server.base_url)
+
+
 @pytest.mark.parametrize(("suite", "scenario"), _cases())
-async def test_scenario(tmp_path: Path, suite: str, scenario: str) -> None:
+async def test_scenario(
+    tmp_path: Path, served: dict[bool, _Served], suite: str, scenario: str
+) -> None:
     # The scenarios that call the fixture's tools reach them through agentws.
     relayed = (
         suite == "relay"
         or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
         or f"{suite}/{scenario}" == "v1/server-sse-polling"
     )
-    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
-    env.update(SCENARIO_ENV.get(f"{suite}/{scenario}", {}))
+    settings = SCENARIO_ENV.get(f"{suite}/{scenario}")
     async with AsyncExitStack() as stack:
-        fixture = await stack.enter_async_context(_fixture_servers()) if relayed else {}
-        server = await stack.enter_async_context(running(tmp_path, **env))
-        proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token))
-        await _attach_fixture(server, fixture)
+        if settings is None:
+            url = served[relayed].url
+        else:
+            url = await stack.enter_async_context(_stack(tmp_path, relayed, settings))
         for _ in range(_TIMED_ATTEMPTS):
             result = await run_scenario(
                 "v1" if suite == "relay" else suite,
-                proxy + server.url.removeprefix(server.base_url),
+                url,
                 scenario,
                 spec_version=MODERN if suite == "v2" else None,
             )

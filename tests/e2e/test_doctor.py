@@ -1,7 +1,9 @@
 """``agentws doctor`` against a fake Anthropic API and a fake Slack on loopback.
 
-The command runs as a separate process, as an operator runs it, on a store
-seeded with webhooks posting to every kind of channel.
+The command runs on a store seeded with webhooks posting to every kind of
+channel, in this process as the program would (:mod:`tests.in_process`);
+on a fresh install, ``init`` and ``doctor`` run as programs, as an operator
+types them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import trio
 from cryptography.fernet import Fernet
 
 from agentws.connectors.admin import ConnectorSecret, add_connector
@@ -25,20 +26,17 @@ from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.fake_anthropic import API_KEY, Turn, fake_anthropic
 from tests.e2e.fake_slack import BOT_TOKEN, fake_slack
 from tests.e2e.mcp_support import seed
+from tests.in_process import run_cli_beside
 from tests.support import clean_env
 
 LOOPBACK = Allowlist.parse("127.0.0.1/32")
 
 
 async def _doctor(env: dict[str, str]) -> tuple[int, dict[str, Any]]:
-    done = await trio.run_process(
-        [sys.executable, "-m", "agentws", "doctor", "--json", "--timeout", "5"],
-        env=clean_env(**env),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
+    done = await run_cli_beside(
+        ["doctor", "--json", "--timeout", "5"], cwd=Path.cwd(), env=clean_env(**env)
     )
-    assert done.stderr == b"", done.stderr.decode()
+    assert done.stderr == "", done.stderr
     return done.returncode, json.loads(done.stdout)
 
 

@@ -12,7 +12,6 @@ what the live run would give it.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import Any
 
 import httpx2
 import pytest
-import trio
 
 from agentws.admins.access import create_admin_token
 from agentws.admins.accounts import create_admin
@@ -46,6 +44,7 @@ from tests.e2e.remote_support import (
 from tests.e2e.run_support import MODEL, deliver, finished, hook, message_of, served
 from tests.e2e.test_webhook_capture import captured
 from tests.e2e.webhook_support import hook_server, make_hook, post
+from tests.in_process import run_cli_beside
 from tests.support import clean_env
 
 LOOPBACK = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
@@ -175,11 +174,8 @@ async def test_try_on_a_past_event_from_the_cli_runs_the_read_only(tmp_path: Pat
         event_id = await deliver(live, {"deploy": 42, "status": "failed"})
         await finished(server.store, event_id)
         message = await message_of(server, event_id)
-        done = await trio.run_process(
+        done = await run_cli_beside(
             [
-                sys.executable,
-                "-m",
-                "agentws",
                 "webhook",
                 "try",
                 "acme",
@@ -194,15 +190,12 @@ async def test_try_on_a_past_event_from_the_cli_runs_the_read_only(tmp_path: Pat
             ],
             env=_cli_env(server, fake),
             cwd=tmp_path,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
         )
         approvals = await server.store.select(Approval)
         posted = await server.store.select(ChatMessage)
         stored = await server.store.select(Event)
 
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == 0, done.stderr
     tried: dict[str, Any] = json.loads(done.stdout)
     assert state.calls == ["search"]  # the try's read; the live run called nothing
     assert approvals == []

@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 from agentws.domain.models import CachedTool, Capability
 from tests.e2e.mcp_support import REQUEST_S, running, sdk_session
 from tests.e2e.notifications_support import Heard
-from tests.support import fresh_schema_sync, run_agentws
+from tests.support import fresh_schema_sync, run_agentws_program
 
 # With connector tools comes get_approval, for the outcome of queued calls.
 GITHUB_TOOLS = {
@@ -45,8 +45,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 async def _cli(tmp_path: Path, database_url: str, *args: str) -> None:
     # The GitHub Enterprise host below, allow-listed: saved without asking DNS (no test may).
+    # A program of its own, as an operator's: on SQLite the sessions are told of
+    # changes by a poll (every 0.5 s) that compares with what it last saw, and
+    # changes made and undone within one poll are not told; commands run in this
+    # process follow each other that fast.
     allow = {"AGENTWS_CONNECTOR_ALLOWLIST": "github.example.com"}
-    code, _, err = await run_agentws(tmp_path, database_url, *args, **allow)
+    code, _, err = await run_agentws_program(tmp_path, database_url, *args, **allow)
     assert code == 0, err
 
 

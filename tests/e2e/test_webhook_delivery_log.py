@@ -19,13 +19,11 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx2
-import trio
 from prometheus_client.parser import text_string_to_metric_families
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
@@ -38,6 +36,7 @@ from tests.e2e.mcp_support import Running
 from tests.e2e.polling import wait_until
 from tests.e2e.rollup_support import roll_now
 from tests.e2e.webhook_support import Hook, assert_error, hook_server, make_hook, post
+from tests.in_process import run_cli_beside
 from tests.support import clean_env
 
 SHARED_SECRET = "shared-secret-value-7d1e0c"
@@ -90,16 +89,14 @@ async def refusal_counts(server: Running) -> dict[tuple[str, str], float]:
 
 async def cli_text(server: Running, *args: str, **env: str) -> str:
     """What ``agentws webhook deliveries acme ARGS`` prints, on the server's database."""
-    done = await trio.run_process(
-        [sys.executable, "-m", "agentws", "webhook", "deliveries", "acme", *args],
+    done = await run_cli_beside(
+        ["webhook", "deliveries", "acme", *args],
+        cwd=Path.cwd(),
         env=clean_env(AGENTWS_DATABASE_URL=server.runtime.settings.database_url, **env),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
     )
-    assert done.returncode == 0, done.stderr.decode()
-    assert done.stderr == b"", done.stderr.decode()
-    return done.stdout.decode()
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    return done.stdout
 
 
 async def cli_deliveries(server: Running, *args: str, **env: str) -> Any:

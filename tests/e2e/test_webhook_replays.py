@@ -10,7 +10,6 @@ each runs once, no sooner than the rate allows.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +29,7 @@ from tests.e2e.fake_anthropic import API_KEY, Failure, Reply, Turn, fake_anthrop
 from tests.e2e.mcp_support import Running, running
 from tests.e2e.polling import wait_until
 from tests.e2e.run_support import MODEL, deliver, finished, hook
+from tests.in_process import run_cli_beside
 from tests.support import clean_env
 
 RATE = 120  # a minute: one every half second
@@ -199,23 +199,14 @@ async def test_the_selection_takes_a_time_range_and_an_error_text(tmp_path: Path
 
 
 async def _cli(server: Running, *args: str) -> tuple[int, str]:
-    """``agentws ARGS`` as a program of its own, on the server's database."""
-    done = await trio.run_process(
-        [
-            sys.executable,
-            "-m",
-            "agentws",
-            *args,
-            "--database",
-            server.runtime.settings.database_url,
-        ],
+    """``agentws ARGS`` (run in this process as the program would), on the server's database."""
+    done = await run_cli_beside(
+        [*args, "--database", server.runtime.settings.database_url],
+        cwd=Path.cwd(),
         env=clean_env(AGENTWS_SECRET_KEY=server.runtime.settings.secret_key or ""),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
     )
-    assert b"Traceback" not in done.stderr, done.stderr.decode()
-    return done.returncode, done.stdout.decode() + done.stderr.decode()
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout + done.stderr
 
 
 async def test_the_cli_replays_failed_events_with_a_dry_run_first(tmp_path: Path) -> None:

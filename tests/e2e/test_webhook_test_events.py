@@ -15,7 +15,6 @@ import base64
 import json
 import secrets
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from tests.e2e.mcp_support import Running
 from tests.e2e.node_support import NODE_DIR, require_node
 from tests.e2e.run_support import finished
 from tests.e2e.webhook_support import hook_server, make_hook
+from tests.in_process import run_cli_beside
 from tests.support import clean_env
 
 SECRETS: dict[VerificationScheme, str | None] = {
@@ -190,15 +190,8 @@ async def test_the_cli_sends_a_test_event_and_shows_the_message(tmp_path: Path) 
         )
 
         async def agentws(*args: str, stdin: bytes = b"") -> tuple[int, str, str]:
-            done = await trio.run_process(
-                [sys.executable, "-m", "agentws", *args],
-                env=env,
-                stdin=stdin,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-            return done.returncode, done.stdout.decode(), done.stderr.decode()
+            done = await run_cli_beside([*args], cwd=Path.cwd(), env=env, input=stdin.decode())
+            return done.returncode, done.stdout, done.stderr
 
         # What `webhook create --verify github` says to try works as printed: a plain curl
         # would carry no signature (401).
