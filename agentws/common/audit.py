@@ -31,7 +31,7 @@ where kept, with values the tool's schema marks secret redacted.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -44,6 +44,7 @@ from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
 from agentws.domain.event_lists import parse_time
 from agentws.domain.models import AuditEntry, McpToken, Workspace
 from agentws.domain.permissions import Decision
+from agentws.domain.rules import check_slug
 from agentws.store.sql_audit import AuditStore
 from agentws.store.sql_records import RecordStore
 
@@ -55,6 +56,7 @@ __all__ = [
     "DirectAudit",
     "audit_entries",
     "audit_page",
+    "create_in_workspace",
     "record",
     "record_created",
     "record_removed",
@@ -135,6 +137,35 @@ async def record_created(
     target = f"{workspace.slug}/{item.slug}" if workspace else item.slug
     await record(store, workspace.id if workspace else item.id, actor, f"{what}.create", target)
     return item
+
+
+async def create_in_workspace(
+    store: RecordStore,
+    kind: Callable[..., Named],
+    what: str,
+    workspace_slug: str,
+    slug: str,
+    name: str | None,
+    check_name: Callable[[str], str],
+    *,
+    actor: str,
+) -> Named:
+    """A new ``kind`` (a ``what``: group, library) in workspace ``workspace_slug``.
+
+    Its name is ``name`` (the slug when None) as ``check_name`` passes it;
+    it is created and recorded by :func:`record_created`.
+
+    Error handling:
+        NotFoundError for an unknown workspace; ValidationError for a bad slug
+        or name; ConflictError when the slug is taken in the workspace.
+    """
+    workspace = await store.workspace_by_slug(workspace_slug)
+    item = kind(
+        workspace_id=workspace.id,
+        slug=check_slug(slug, what=f"{what} slug"),
+        name=check_name(name or slug),
+    )
+    return await record_created(store, item, what, workspace=workspace, actor=actor)
 
 
 async def record_renamed(

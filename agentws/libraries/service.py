@@ -23,7 +23,12 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from agentws.common.audit import record, record_created, record_removed, record_renamed
+from agentws.common.audit import (
+    create_in_workspace,
+    record,
+    record_removed,
+    record_renamed,
+)
 from agentws.core.errors import ConflictError, NotFoundError, ValidationError
 from agentws.domain.models import (
     ContextDocument,
@@ -126,13 +131,16 @@ async def create_library(
     store: RecordStore, workspace_slug: str, slug: str, *, name: str | None = None, actor: str
 ) -> Library:
     """Create a library in a workspace; ConflictError if the slug is taken there."""
-    workspace = await store.workspace_by_slug(workspace_slug)
-    library = Library(
-        workspace_id=workspace.id,
-        slug=check_slug(slug, what="library slug"),
-        name=check_name(name or slug, "library name"),
+    return await create_in_workspace(
+        store,
+        Library,
+        "library",
+        workspace_slug,
+        slug,
+        name,
+        lambda given: check_name(given, "library name"),
+        actor=actor,
     )
-    return await record_created(store, library, "library", workspace=workspace, actor=actor)
 
 
 async def rename_library(

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import attrs
 
-from agentws.common.audit import record, record_created, record_renamed
+from agentws.common.audit import create_in_workspace, record, record_created, record_renamed
 from agentws.core.errors import NotFoundError, ValidationError
 from agentws.domain.models import Capability, Group, McpToken, Workspace
 from agentws.domain.rules import MCP_TOKEN_PREFIX, check_slug, hash_secret, new_secret, utcnow
@@ -107,13 +107,16 @@ async def create_group(
     store: RecordStore, workspace_slug: str, slug: str, *, name: str | None, actor: str
 ) -> Group:
     """Create a group in a workspace; ConflictError if the slug is taken there."""
-    workspace = await store.workspace_by_slug(workspace_slug)
-    group = Group(
-        workspace_id=workspace.id,
-        slug=check_slug(slug, what="group slug"),
-        name=_check_name(name or slug, "group"),
+    return await create_in_workspace(
+        store,
+        Group,
+        "group",
+        workspace_slug,
+        slug,
+        name,
+        lambda given: _check_name(given, "group"),
+        actor=actor,
     )
-    return await record_created(store, group, "group", workspace=workspace, actor=actor)
 
 
 async def list_groups(store: RecordStore, workspace_slug: str) -> list[Group]:
