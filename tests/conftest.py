@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from tests.dns_guard import no_public_dns
-from tests.support import fresh_schema_sync
+from tests.support import migrated_schema_sync
 
 _GUARD_DIR = Path(__file__).resolve().parent / "dns_guard"
 
@@ -93,8 +93,11 @@ def _no_public_dns() -> Iterator[None]:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """A fresh PostgreSQL schema of this test's own (a sync fixture, so it may call trio.run)."""
-    with fresh_schema_sync() as url:
+    """A fresh, migrated PostgreSQL schema of this test's own.
+
+    A sync fixture, so that it may call ``trio.run``.
+    """
+    with migrated_schema_sync() as url:
         yield url
 
 

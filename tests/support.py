@@ -3,15 +3,23 @@ test, and fresh PostgreSQL schemas.
 
 A PostgreSQL schema ``t_<hex>`` is created per test in the database named by
 ``AGENTWS_TEST_DATABASE_URL`` (default: the local test server) and dropped
-afterwards. If PostgreSQL cannot be reached, its tests fail with a message
-saying how to start it or leave them out (``pytest -m "not postgres"``): a
-missing database must never pass quietly.
+afterwards. It is empty (:func:`fresh_schema`), or already migrated
+(:func:`migrated_schema`, :func:`migrate_schema`): running the migrations costs
+most of a second, so each test process migrates one template schema once with
+:func:`agentws.store.open_store`, captures it with ``pg_dump`` and replays that
+script, under the new schema's name, in one round trip per test.
+
+If PostgreSQL cannot be reached, its tests fail with a message saying how to
+start it or leave them out (``pytest -m "not postgres"``): a missing database
+must never pass quietly.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -22,13 +30,19 @@ import pytest
 import trio
 
 from agentws.core.errors import StoreUnavailableError
-from agentws.store import redact_url
+from agentws.store import open_store, redact_url
 from agentws.store.postgres import open_postgres
 from tests.in_process import run_cli_beside
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # Creating or dropping a test schema must not hang the suite, even when cancelled.
 _ADMIN_SQL_S = 15.0
+
+# Base URL -> the migrated template's script, its schema name written as _TEMPLATE_NAME.
+_templates: dict[str, str] = {}
+_TEMPLATE_NAME = "__agentws_template_schema__"
+# Lines of pg_dump's that are psql commands, not SQL (pg_dump 17.6 and later write them).
+_PSQL_COMMAND = re.compile(r"^\\(un)?restrict .*$", re.MULTILINE)
 
 # Base URL -> why PostgreSQL is unreachable, so that only the first test waits to learn it.
 _postgres_down: dict[str, str] = {}
@@ -126,8 +140,56 @@ async def create_schema() -> str:
 
 async def drop_schema(url: str) -> None:
     """Drop the schema of a URL made by :func:`create_schema`."""
-    schema = url.rpartition("search_path=")[2]
+    schema = _schema_of(url)
     await _admin_sql(postgres_base_url(), f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _schema_of(url: str) -> str:
+    return url.rpartition("search_path=")[2]
+
+
+async def _template_script(base_url: str) -> str | None:
+    """The SQL that makes an empty schema what the migrations make of it, or ``None``
+    without ``pg_dump`` (the test then migrates its schema itself)."""
+    if base_url in _templates:
+        return _templates[base_url]
+    pg_dump = shutil.which("pg_dump")
+    if pg_dump is None:
+        return None
+    url = await create_schema()
+    schema = _schema_of(url)
+    try:
+        async with open_store(url, pool_size=1):
+            pass
+        dumped = await trio.run_process(
+            [pg_dump, f"--schema={schema}", "--inserts", "--no-owner", "--no-privileges", base_url],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=clean_env(),
+            check=False,
+        )
+    finally:
+        await drop_schema(url)
+    if dumped.returncode != 0:
+        raise AssertionError(f"pg_dump of {schema} failed: {dumped.stderr.decode()}")
+    script = _PSQL_COMMAND.sub("", dumped.stdout.decode())
+    # Only the schema is created beforehand; everything in it, and every name of it, follows.
+    script = script.replace(f"CREATE SCHEMA {schema};", "")
+    if re.search(rf"\b{schema}\b", script) is None:
+        raise AssertionError(f"pg_dump of {schema} does not name it: {script[:500]}")
+    _templates[base_url] = re.sub(rf"\b{schema}\b", _TEMPLATE_NAME, script)
+    return _templates[base_url]
+
+
+async def migrate_schema(url: str) -> None:
+    """Make the empty schema of ``url`` (from :func:`create_schema`) fully migrated,
+    exactly as :func:`agentws.store.open_store` would leave it."""
+    base_url = postgres_base_url()
+    script = await _template_script(base_url)
+    if script is None:
+        async with open_store(url, pool_size=1):
+            return
+    await _admin_sql(base_url, script.replace(_TEMPLATE_NAME, _schema_of(url)))
 
 
 @asynccontextmanager
@@ -140,6 +202,14 @@ async def fresh_schema() -> AsyncIterator[str]:
         await drop_schema(url)
 
 
+@asynccontextmanager
+async def migrated_schema() -> AsyncIterator[str]:
+    """The URL of a new, fully migrated PostgreSQL schema, dropped on exit."""
+    async with fresh_schema() as url:
+        await migrate_schema(url)
+        yield url
+
+
 @contextmanager
 def fresh_schema_sync() -> Iterator[str]:
     """:func:`fresh_schema` for code outside ``trio.run`` (sync tests and fixtures)."""
@@ -148,3 +218,11 @@ def fresh_schema_sync() -> Iterator[str]:
         yield url
     finally:
         trio.run(drop_schema, url)
+
+
+@contextmanager
+def migrated_schema_sync() -> Iterator[str]:
+    """:func:`migrated_schema` for code outside ``trio.run`` (sync tests and fixtures)."""
+    with fresh_schema_sync() as url:
+        trio.run(migrate_schema, url)
+        yield url

@@ -2,7 +2,9 @@
 
 ``database_url`` names an empty database of its own: a SQLite file in
 ``tmp_path``, or a fresh PostgreSQL schema (dropped again afterwards). ``store`` is that
-database opened (and so migrated) with :func:`agentws.store.open_store`.
+database opened (and so migrated) with :func:`agentws.store.open_store`; a PostgreSQL
+schema is first made what the migrations make of it from a template
+(:func:`tests.support.migrate_schema`), which is much quicker than running them.
 
 If PostgreSQL cannot be reached its tests fail (see :mod:`tests.support`).
 """
@@ -19,7 +21,7 @@ import pytest
 from agentws.store import SqlStore, open_store
 from agentws.store.postgres import open_postgres
 from agentws.store.sqlite import open_sqlite
-from tests.support import fresh_schema
+from tests.support import fresh_schema, migrate_schema
 
 
 def open_database(url: str) -> AbstractAsyncContextManager[Any]:
@@ -53,5 +55,7 @@ async def database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[SqlStore]:
     """The test's database, opened and migrated."""
+    if not database_url.startswith("sqlite:"):
+        await migrate_schema(database_url)
     async with open_store(database_url, pool_size=4) as opened:
         yield opened

@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession
 from agentws.domain.models import CachedTool, Capability
 from tests.e2e.mcp_support import REQUEST_S, running, sdk_session
 from tests.e2e.notifications_support import Heard
-from tests.support import fresh_schema_sync, run_agentws_program
+from tests.support import migrated_schema_sync, run_agentws_program
 
 # With connector tools comes get_approval, for the outcome of queued calls.
 GITHUB_TOOLS = {
@@ -39,7 +39,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'catalog.db'}"
     else:
-        with fresh_schema_sync() as url:
+        with migrated_schema_sync() as url:
             yield url
 
 
