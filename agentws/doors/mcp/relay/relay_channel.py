@@ -19,6 +19,7 @@ each offers.
 
 from __future__ import annotations
 
+import abc
 from typing import Any, TypeVar
 
 import attrs
@@ -56,7 +57,7 @@ async def send_progress(
     await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
 
-class ChannelParts:
+class ChannelParts(abc.ABC):
     """What the MCP door's caller channels share: the parts they offer, and progress.
 
     A part (``progress``, ``log``, ``elicitation``, ``sampling``, ``roots``)
@@ -97,21 +98,25 @@ class ChannelParts:
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         await send_progress(self.ctx, progress, total, message)
 
+    @abc.abstractmethod
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
-        raise NotImplementedError
+        """Carried out by the subclass."""
 
+    @abc.abstractmethod
     async def _elicit(
         self, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        raise NotImplementedError
+        """Carried out by the subclass."""
 
+    @abc.abstractmethod
     async def _sample(
         self, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
-        raise NotImplementedError
+        """Carried out by the subclass."""
 
+    @abc.abstractmethod
     async def _roots(self) -> types.ListRootsResult | types.ErrorData:
-        raise NotImplementedError
+        """Carried out by the subclass."""
 
 
 @attrs.frozen
