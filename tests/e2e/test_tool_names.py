@@ -212,7 +212,9 @@ async def test_a_name_that_already_means_two_tools_is_listed_for_neither(tmp_pat
                     workspace_id=ops.workspace_id,
                     name=name,
                     kind=ConnectorKind.REMOTE_MCP,
-                    url="https://mcp.example/mcp",
+                    # Nothing listens there: listing may try the connector in the
+                    # background, and a test may not look a name up in DNS.
+                    url="http://127.0.0.1:9/mcp",
                 )
             )
             await store.insert(
