@@ -53,6 +53,17 @@ def _filters(args: argparse.Namespace) -> AuditFilters:
     return AuditFilters(**given, decision=Decision(decision) if decision else None)
 
 
+# The filters typed as text: option, metavar, help (--decision and the times are typed values).
+_TEXT_FILTERS = (
+    ("--workspace", "WORKSPACE", "only this workspace's"),
+    ("--action", "PREFIX", "only actions starting with this (tool., approval.)"),
+    ("--group", "GROUP", "only tool calls in this group"),
+    ("--token", "TOKEN", "only this MCP token's (tok_… or its name)"),
+    ("--oauth-client", "CLIENT_ID", "only calls with this OAuth client's tokens"),
+    ("--actor", "ACTOR", "only this actor's (admin:alice, mcp:tok_…)"),
+    ("--tool", "TOOL", "only entries about this tool (its calls)"),
+)
+
 # The filters `--follow` does not take (it reads new entries by time).
 _NOT_FOLLOWED = ("group", "token", "oauth_client", "actor", "tool", "decision", "since", "until")
 
@@ -112,17 +123,8 @@ def add_audit_commands(
     tail.add_argument(
         "-n", "--lines", type=bounded_count, default=20, metavar="N", help="how many (default 20)"
     )
-    tail.add_argument("--workspace", metavar="WORKSPACE", help="only this workspace's")
-    tail.add_argument(
-        "--action", metavar="PREFIX", help="only actions starting with this (tool., approval.)"
-    )
-    tail.add_argument("--group", metavar="GROUP", help="only tool calls in this group")
-    tail.add_argument("--token", metavar="TOKEN", help="only this MCP token's (tok_… or its name)")
-    tail.add_argument(
-        "--oauth-client", metavar="CLIENT_ID", help="only calls with this OAuth client's tokens"
-    )
-    tail.add_argument("--actor", metavar="ACTOR", help="only this actor's (admin:alice, mcp:tok_…)")
-    tail.add_argument("--tool", metavar="TOOL", help="only entries about this tool (its calls)")
+    for option, metavar, help_text in _TEXT_FILTERS:
+        tail.add_argument(option, metavar=metavar, help=help_text)
     tail.add_argument(
         "--decision", choices=[d.value for d in Decision], help="only calls the gate decided so"
     )
