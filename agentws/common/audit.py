@@ -7,7 +7,9 @@ Two ways in:
   the entry is stored before the change is reported done.
   :func:`record_created` and :func:`record_renamed` are the create and
   rename of a named record (a workspace, a group, a library) with their
-  entry; :func:`record_removed` the delete of any record with its entry.
+  entry; :func:`record_removed` the delete of any record with its entry;
+  :func:`record_webhook_action` an entry on a webhook, named as every
+  webhook's entries name it.
 - :class:`AuditWriter` batches the entries of tool calls, which can come
   hundreds a second: callers hand entries over a bounded channel (a full
   channel makes them wait, it never drops or grows) and one task writes
@@ -42,7 +44,7 @@ from agentws.core.errors import ConflictError, StoreError, ValidationError
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import MAX_PAGE, AuditPage, AuditQuery
 from agentws.domain.event_lists import parse_time
-from agentws.domain.models import AuditEntry, McpToken, Workspace
+from agentws.domain.models import AuditEntry, McpToken, Webhook, Workspace
 from agentws.domain.permissions import Decision
 from agentws.domain.rules import check_slug
 from agentws.store.sql_audit import AuditStore
@@ -61,6 +63,7 @@ __all__ = [
     "record_created",
     "record_removed",
     "record_renamed",
+    "record_webhook_action",
 ]
 
 log = logging.getLogger("agentws.audit")
@@ -205,6 +208,29 @@ async def record_removed(
     await store.delete(type(item), item.id)
     await record(store, workspace_id, actor, action, target, **detail)
     return item
+
+
+async def record_webhook_action(
+    store: RecordStore,
+    webhook: Webhook,
+    actor: str,
+    action: str,
+    *,
+    workspace_slug: str | None = None,
+    **detail: Any,
+) -> AuditEntry:
+    """Record ``actor`` did ``action`` to ``webhook``, as :func:`record`.
+
+    The target is ``<workspace>/<webhook name>`` and the detail holds the
+    webhook's id, so its entries are found by either. ``workspace_slug``
+    saves reading the workspace where the caller has it.
+    """
+    if workspace_slug is None:
+        workspace_slug = (await store.get(Workspace, webhook.workspace_id)).slug
+    target = f"{workspace_slug}/{webhook.name}"
+    return await record(
+        store, webhook.workspace_id, actor, action, target, webhook_id=webhook.id, **detail
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -18,7 +18,7 @@ import attrs
 
 from agentws.chat.channels import parse_channel
 from agentws.chat.connectors import check_channel
-from agentws.common.audit import record, record_removed
+from agentws.common.audit import record_removed, record_webhook_action
 from agentws.core.errors import ConflictError, NotFoundError, ValidationError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Group, VerificationScheme, Webhook
@@ -229,13 +229,12 @@ async def create_webhook(
         raise ConflictError(
             f"webhook {name!r} already exists in workspace {workspace_slug!r}"
         ) from None
-    await record(
+    await record_webhook_action(
         store,
-        workspace.id,
+        webhook,
         actor,
         "webhook.create",
-        f"{workspace_slug}/{name}",
-        webhook_id=webhook.id,
+        workspace_slug=workspace_slug,
         channel=webhook.channel,
         active=webhook.active,
         verification=webhook.verification.value,
@@ -281,14 +280,7 @@ async def set_active(
             attrs.evolve(webhook, active=active, paused_at=None, updated_at=utcnow())
         )
         action = "webhook.activate" if active else "webhook.deactivate"
-        await record(
-            store,
-            webhook.workspace_id,
-            actor,
-            action,
-            f"{workspace_slug}/{webhook.name}",
-            webhook_id=webhook.id,
-        )
+        await record_webhook_action(store, webhook, actor, action, workspace_slug=workspace_slug)
     return webhook
 
 
@@ -427,13 +419,12 @@ async def update_webhook(
     detail = {k: v for k, v in fields.items() if k != "prompt"}
     if "allowed_tools" in detail:
         detail["allowed_tools"] = sorted(allowed)
-    await record(
+    await record_webhook_action(
         store,
-        webhook.workspace_id,
+        webhook,
         actor,
         "webhook.update",
-        f"{workspace_slug}/{webhook.name}",
-        webhook_id=webhook.id,
+        workspace_slug=workspace_slug,
         changed=sorted(fields),
         **detail,
     )

@@ -24,10 +24,10 @@ from typing import Any, Protocol
 
 import attrs
 
-from agentws.common.audit import record
+from agentws.common.audit import record_webhook_action
 from agentws.core.errors import ValidationError
 from agentws.core.metrics import WEBHOOK_REPLAYS
-from agentws.domain.models import Webhook, Workspace
+from agentws.domain.models import Webhook
 from agentws.domain.replays import (
     MAX_REPLAY_RATE,
     MAX_REPLAYS,
@@ -138,14 +138,11 @@ async def replay_failed(
     if not queued:
         return replay  # another action replayed them all meanwhile: nothing changed
     WEBHOOK_REPLAYS.labels("bulk").inc(len(queued))
-    workspace = await store.get(Workspace, webhook.workspace_id)
-    await record(
+    await record_webhook_action(
         store,
-        webhook.workspace_id,
+        webhook,
         actor,
         "webhook.replay",
-        f"{workspace.slug}/{webhook.name}",
-        webhook_id=webhook.id,
         bulk_replay=replay.id,
         selection=selection.describe(),
         queued=len(queued),

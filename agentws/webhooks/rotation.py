@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import attrs
 
-from agentws.common.audit import record
+from agentws.common.audit import record_webhook_action
 from agentws.core.errors import ValidationError
 from agentws.domain.deliveries import RotationStatus
 from agentws.domain.models import VerificationScheme, Webhook
@@ -191,8 +191,9 @@ async def _changed(
 ) -> Webhook:
     """``changed`` stored, and the change audited as ``action`` with ``details``."""
     stored = await store.update(changed)
-    target, workspace_id = f"{workspace_slug}/{changed.name}", changed.workspace_id
-    await record(store, workspace_id, actor, action, target, webhook_id=changed.id, **details)
+    await record_webhook_action(
+        store, changed, actor, action, workspace_slug=workspace_slug, **details
+    )
     return stored
 
 

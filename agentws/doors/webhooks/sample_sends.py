@@ -21,10 +21,10 @@ from __future__ import annotations
 import secrets
 import time
 
-from agentws.common.audit import record
+from agentws.common.audit import record_webhook_action
 from agentws.core.errors import ConfigError, StoreError, error_body
 from agentws.core.metrics import WEBHOOK_REPLAYS
-from agentws.domain.models import Webhook, Workspace
+from agentws.domain.models import Webhook
 from agentws.domain.sample_deliveries import (
     SampleAnswer,
     SampleKind,
@@ -82,14 +82,11 @@ async def send_test_event(
     else:
         answer = await _deliver(settings, intake, webhook, kind, secret)
     WEBHOOK_REPLAYS.labels("test").inc()
-    workspace = await intake.store.get(Workspace, webhook.workspace_id)
-    await record(
+    await record_webhook_action(
         intake.store,
-        webhook.workspace_id,
+        webhook,
         actor,
         "webhook.test",
-        f"{workspace.slug}/{webhook.name}",
-        webhook_id=webhook.id,
         sample=kind.value,
         status=answer.status,
         event_id=answer.event_id,
