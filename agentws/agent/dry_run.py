@@ -37,7 +37,7 @@ import mcp_types as types
 import trio
 
 from agentws.agent.model import ModelError
-from agentws.agent.runner import AgentRunner, RunLog, unconfirmed_result
+from agentws.agent.runner import AgentRunner, NoConfirmation, RunLog, unconfirmed_result
 from agentws.common.audit import record
 from agentws.core.errors import UpstreamError, ValidationError
 from agentws.domain.call_arguments import CallArguments
@@ -46,23 +46,17 @@ from agentws.domain.models import Capability, Group, Permission, Workspace
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
-from agentws.tools.gate import ConfirmAnswer, ToolGate, denied_message
+from agentws.tools.gate import ToolGate, denied_message
 from agentws.tools.spec import ToolSpec
 
 __all__ = ["DryCalls", "PromptTrials"]
 
 # A candidate prompt may be no longer than a webhook's.
 _MAX_PROMPT_CHARS = 20_000
-
-
-@attrs.frozen
-class _NeverConfirm:
-    """A try's confirmer: a read that runs is never asked about; refused should it be."""
-
-    async def confirm(
-        self, tool: ToolSpec, arguments: dict[str, Any], arguments_hash: str
-    ) -> ConfirmAnswer:
-        return ConfirmAnswer(False, unconfirmed_result(tool), outcome="refused")
+# What became of a call that would ask a person to confirm it.
+_UNCONFIRMABLE = (
+    "needs a person's confirmation, which a webhook's run cannot give: the live run refuses it"
+)
 
 
 @attrs.define(eq=False)
@@ -85,11 +79,7 @@ class DryCalls:
         if decision is Decision.DENY:
             message = denied_message(tool, caller)
             if tool.capability is Capability.DESTRUCTIVE and tool.permission is not Permission.DENY:
-                detail = (
-                    "needs a person's confirmation, which a webhook's run cannot give: "
-                    "the live run refuses it"
-                )
-                return _would(entry, TriedOutcome.WOULD_ASK, detail, tool_error(message))
+                return _would(entry, TriedOutcome.WOULD_ASK, _UNCONFIRMABLE, tool_error(message))
             return _would(entry, TriedOutcome.DENIED, message, tool_error(message))
         problem = await self.gate.checker.problem(tool, arguments)
         if problem is not None:
@@ -104,11 +94,7 @@ class DryCalls:
             detail = "the live run would queue it for an admin's approval; not queued"
             return _would(entry, TriedOutcome.WOULD_QUEUE, detail, tool_text(told))
         if decision is Decision.CONFIRM:
-            detail = (
-                "needs a person's confirmation, which a webhook's run cannot give: "
-                "the live run refuses it"
-            )
-            return _would(entry, TriedOutcome.WOULD_ASK, detail, unconfirmed_result(tool))
+            return _would(entry, TriedOutcome.WOULD_ASK, _UNCONFIRMABLE, unconfirmed_result(tool))
         if tool.capability is not Capability.READ:
             why = "pre-authorized for this webhook" if preauthorized else "allowed for its group"
             detail = f"the live run would run it ({why}); a try runs no write tool"
@@ -128,7 +114,7 @@ class DryCalls:
             reader,
             attrs.evolve(tool, permission=Permission.ALLOW),
             arguments,
-            confirmer=_NeverConfirm(),
+            confirmer=NoConfirmation(),
         )
         result = passed.result
         if not isinstance(result, types.CallToolResult):

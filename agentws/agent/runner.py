@@ -50,7 +50,7 @@ from agentws.tools.catalog import Catalog
 from agentws.tools.gate import ConfirmAnswer, ToolGate
 from agentws.tools.spec import ToolSpec
 
-__all__ = ["AgentRunner", "CallPolicy", "RunLog", "unconfirmed_result"]
+__all__ = ["AgentRunner", "CallPolicy", "NoConfirmation", "RunLog", "unconfirmed_result"]
 
 # Model turns in one run at most: a loop of tool calls must end.
 _MAX_TURNS = 8
@@ -96,11 +96,11 @@ def unconfirmed_result(tool: ToolSpec) -> types.CallToolResult:
 
 
 @attrs.frozen
-class _NoConfirmation:
-    """Nobody can confirm a destructive call in an automated run: it is refused.
+class NoConfirmation:
+    """Nobody can confirm a destructive call in an automated run (or a try of one): it is refused.
 
     (With the run's scope, ``write``, the gate denies destructive tools before
-    it would ask; this holds should that scope ever change.)
+    it would ask, and a try's reads never ask; this holds should either change.)
     """
 
     async def confirm(
@@ -306,7 +306,7 @@ class AgentRunner:
     ) -> types.CallToolResult:
         """The live run's calls: through the permission gate (reads run, writes queue)."""
         try:
-            outcome = await self.gate.call(caller, tool, arguments, confirmer=_NoConfirmation())
+            outcome = await self.gate.call(caller, tool, arguments, confirmer=NoConfirmation())
         except PermissionDeniedError as exc:
             entry.update(outcome="denied", result=exc.message)
             return tool_error(exc.message)

@@ -27,6 +27,7 @@ __all__ = [
     "DOCUMENT_URI_SCHEME",
     "GET_APPROVAL",
     "Builtin",
+    "BuiltinCall",
     "document_uri",
     "find_document",
     "group_libraries",
@@ -41,7 +42,11 @@ _MAX_RESULTS = 20
 
 
 def document_uri(library: Library, document: ContextDocument) -> str:
-    return f"{DOCUMENT_URI_SCHEME}://{library.slug}/{document.slug}"
+    return _uri(library.slug, document.slug)
+
+
+def _uri(library_slug: str, document_slug: str) -> str:
+    return f"{DOCUMENT_URI_SCHEME}://{library_slug}/{document_slug}"
 
 
 def parse_document_uri(uri: str) -> tuple[str, str] | None:
@@ -88,23 +93,29 @@ async def find_document(
     return None
 
 
-async def _search_context(
-    store: CatalogStore,
-    group: Group,
-    libraries: dict[str, Library] | None,
-    arguments: dict[str, Any],
-) -> types.CallToolResult:
-    query = arguments["query"]
-    limit = arguments.get("limit", 5)
-    hits = await store.search_documents(
-        group.id,
+@attrs.frozen
+class BuiltinCall:
+    """One call of a built-in: where it runs, and the arguments it was given."""
+
+    store: CatalogStore
+    group: Group
+    #: The group's libraries by id, if the caller knows them already (None: read them).
+    libraries: dict[str, Library] | None
+    arguments: dict[str, Any]
+
+
+async def _search_context(call: BuiltinCall) -> types.CallToolResult:
+    query = call.arguments["query"]
+    limit = call.arguments.get("limit", 5)
+    hits = await call.store.search_documents(
+        call.group.id,
         query,
         limit=limit,
-        libraries=None if libraries is None else list(libraries.values()),
+        libraries=None if call.libraries is None else list(call.libraries.values()),
     )
     results = [
         {
-            "uri": f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",
+            "uri": _uri(hit.library_slug, hit.slug),
             "id": hit.document_id,
             "title": hit.title,
             # One line per hit: a snippet's newlines would break the listing apart.
@@ -124,7 +135,7 @@ async def _search_context(
     found.content.extend(
         types.ResourceLink(
             type="resource_link",
-            uri=f"{DOCUMENT_URI_SCHEME}://{hit.library_slug}/{hit.slug}",
+            uri=_uri(hit.library_slug, hit.slug),
             name=hit.slug,
             title=hit.title,
             mime_type=hit.mime_type,
@@ -134,23 +145,20 @@ async def _search_context(
     return found
 
 
-async def _read_context_document(
-    store: CatalogStore,
-    group: Group,
-    libraries: dict[str, Library] | None,
-    arguments: dict[str, Any],
-) -> types.CallToolResult:
-    uri, document_id = arguments.get("uri"), arguments.get("id")
+async def _read_context_document(call: BuiltinCall) -> types.CallToolResult:
+    uri, document_id = call.arguments.get("uri"), call.arguments.get("id")
     if (uri is None) == (document_id is None):
         return tool_error("Give exactly one of 'uri' or 'id'.")
-    found = await find_document(store, group, uri=uri, document_id=document_id, libraries=libraries)
+    found = await find_document(
+        call.store, call.group, uri=uri, document_id=document_id, libraries=call.libraries
+    )
     if found is None:
         return tool_error(
             f"No document {uri or document_id!r} in this group; search_context lists what exists."
         )
     library, document = found
-    offset = arguments.get("offset", 0)
-    length = arguments.get("length", _DEFAULT_LENGTH)
+    offset = call.arguments.get("offset", 0)
+    length = call.arguments.get("length", _DEFAULT_LENGTH)
     total = len(document.body)
     part = document.body[offset : offset + length]
     end = offset + len(part)
@@ -175,14 +183,34 @@ async def _read_context_document(
     )
 
 
+def _builtin_spec(
+    name: str,
+    title: str,
+    description: str,
+    properties: dict[str, Any],
+    *,
+    required: tuple[str, ...] = (),
+) -> ToolSpec:
+    """A built-in's spec: every built-in reads, takes an object with no other
+    properties than ``properties``, and is bound to ``builtin:<name>``."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return ToolSpec(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=schema,
+        capability=Capability.READ,
+        definition_hash=f"builtin:{name}",
+    )
+
+
 @attrs.frozen
 class Builtin:
     spec: ToolSpec
-    #: ``run(store, group, the group's libraries by id if known, arguments)``
-    run: Callable[
-        [CatalogStore, Group, dict[str, Library] | None, dict[str, Any]],
-        Awaitable[types.CallToolResult],
-    ]
+    run: Callable[[BuiltinCall], Awaitable[types.CallToolResult]]
     #: Whether a call can run before knowing the group has a library (an empty
     #: answer then checks): saves the search hot path a query.
     optimistic: bool = False
@@ -190,71 +218,55 @@ class Builtin:
 
 BUILTINS: dict[str, Builtin] = {
     "search_context": Builtin(
-        ToolSpec(
-            name="search_context",
-            title="Search context documents",
-            description=(
-                "Full-text search over this group's context documents. Returns the best "
-                "matches, each with its URI, title and a snippet; read one in full with "
-                "read_context_document."
-            ),
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "query": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 1000,
-                        "description": "Words to look for.",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": _MAX_RESULTS,
-                        "default": 5,
-                        "description": "How many results to return.",
-                    },
+        _builtin_spec(
+            "search_context",
+            "Search context documents",
+            "Full-text search over this group's context documents. Returns the best "
+            "matches, each with its URI, title and a snippet; read one in full with "
+            "read_context_document.",
+            {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 1000,
+                    "description": "Words to look for.",
                 },
-                "required": ["query"],
-                "additionalProperties": False,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": _MAX_RESULTS,
+                    "default": 5,
+                    "description": "How many results to return.",
+                },
             },
-            capability=Capability.READ,
-            definition_hash="builtin:search_context",
+            required=("query",),
         ),
         _search_context,
         optimistic=True,
     ),
     "read_context_document": Builtin(
-        ToolSpec(
-            name="read_context_document",
-            title="Read a context document",
-            description=(
-                "Read one of this group's context documents by its URI (agentws://...) or id. "
-                "Long documents are returned in ranges: pass offset (and length) to continue."
-            ),
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "uri": {"type": "string", "description": "The document's agentws:// URI."},
-                    "id": {"type": "string", "description": "The document's id."},
-                    "offset": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "default": 0,
-                        "description": "First character to return.",
-                    },
-                    "length": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": _MAX_LENGTH,
-                        "default": _DEFAULT_LENGTH,
-                        "description": "How many characters to return.",
-                    },
+        _builtin_spec(
+            "read_context_document",
+            "Read a context document",
+            "Read one of this group's context documents by its URI (agentws://...) or id. "
+            "Long documents are returned in ranges: pass offset (and length) to continue.",
+            {
+                "uri": {"type": "string", "description": "The document's agentws:// URI."},
+                "id": {"type": "string", "description": "The document's id."},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "First character to return.",
                 },
-                "additionalProperties": False,
+                "length": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": _MAX_LENGTH,
+                    "default": _DEFAULT_LENGTH,
+                    "description": "How many characters to return.",
+                },
             },
-            capability=Capability.READ,
-            definition_hash="builtin:read_context_document",
         ),
         _read_context_document,
     ),
@@ -263,27 +275,19 @@ BUILTINS: dict[str, Builtin] = {
 #: The outcome of a call queued for approval, for the caller that queued it.
 #: Offered where calls can be queued (a group with connector tools); it runs
 #: with the caller's identity, so it lives in :mod:`agentws.tools.approval_queue`.
-GET_APPROVAL = ToolSpec(
-    name="get_approval",
-    title="Outcome of a queued call",
-    description=(
-        "The status of a tool call that was queued for an admin's approval: pending, "
-        "approved, executed (with the tool's result), failed, denied (with the reason) or "
-        "expired. Pass the approval id the queued call returned."
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "approval_id": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 100,
-                "description": "The id (apr_...) of the queued call.",
-            }
-        },
-        "required": ["approval_id"],
-        "additionalProperties": False,
+GET_APPROVAL = _builtin_spec(
+    "get_approval",
+    "Outcome of a queued call",
+    "The status of a tool call that was queued for an admin's approval: pending, "
+    "approved, executed (with the tool's result), failed, denied (with the reason) or "
+    "expired. Pass the approval id the queued call returned.",
+    {
+        "approval_id": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 100,
+            "description": "The id (apr_...) of the queued call.",
+        }
     },
-    capability=Capability.READ,
-    definition_hash="builtin:get_approval",
+    required=("approval_id",),
 )

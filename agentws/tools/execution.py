@@ -26,7 +26,7 @@ from agentws.settings.secret_box import Keys
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 from agentws.tools.approval_queue import approval_outcome
-from agentws.tools.builtins import BUILTINS, GET_APPROVAL
+from agentws.tools.builtins import BUILTINS, GET_APPROVAL, BuiltinCall
 from agentws.tools.caller_channel import CallerChannel
 from agentws.tools.spec import ToolSpec
 
@@ -106,7 +106,7 @@ class ToolRunner:
         builtin = BUILTINS.get(tool.name)
         if builtin is not None and tool.source == "builtin":
             libraries = await self.libraries_of(group) if self.libraries_of is not None else None
-            return await builtin.run(self.store, group, libraries, arguments)
+            return await builtin.run(BuiltinCall(self.store, group, libraries, arguments))
         if tool.name == GET_APPROVAL.name and tool.source == "builtin":
             return await approval_outcome(self.store, token_id, arguments["approval_id"])
         try:
