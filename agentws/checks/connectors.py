@@ -23,6 +23,9 @@ It needs ``connectors/``, ``chat/`` (incoming webhooks) and ``tools/``
 the chat sinks and the cache are imported when a call is made: the CLI
 imports this module, and the MCP client takes most of a second to load.
 A secret is opened for the request only (the key's box), never kept.
+Each door hands over what it holds (:class:`UpstreamAccess`: the CLI's
+context, the admin doors' services), so the key and the allowlist are
+taken from it in one place.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from agentws.connectors.admin import connector_headers
 from agentws.core.errors import AgentwsError, ValidationError
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Connector, ConnectorKind
+from agentws.settings.config import Settings
 from agentws.settings.secret_box import Keys
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UPSTREAM_S",
     "ConnectorCheck",
+    "UpstreamAccess",
     "check_connector_now",
     "refresh_connector",
     "refresh_text",
@@ -59,6 +64,19 @@ UPSTREAM_S = 20.0
 
 class _Store(RecordStore, CatalogStore, Protocol):
     """The areas of the store this module uses."""
+
+
+class UpstreamAccess(Protocol):
+    """What a door holds that a call to an upstream needs (the CLI's context, the
+    admin doors' services): the service key, whose box opens the connector's
+    secret for the request, and the settings, whose ``AGENTWS_CONNECTOR_ALLOWLIST``
+    the URL guard checks."""
+
+    @property
+    def keys(self) -> Keys: ...
+
+    @property
+    def settings(self) -> Settings: ...
 
 
 @attrs.frozen
@@ -87,18 +105,13 @@ class ConnectorCheck:
 
 
 async def check_connector_now(
-    connector: Connector,
-    *,
-    keys: Keys,
-    allowlist: Allowlist,
-    timeout_s: float = UPSTREAM_S,
+    connector: Connector, door: UpstreamAccess, *, timeout_s: float = UPSTREAM_S
 ) -> ConnectorCheck:
     """Connect to a connector's upstream once, with its credential, and change nothing.
 
     Args:
         connector: The connector, as stored.
-        keys: The service key; its box opens the connector's secret for this request.
-        allowlist: ``AGENTWS_CONNECTOR_ALLOWLIST``, for the URL guard.
+        door: The key and the allowlist of the door asking.
         timeout_s: How long the upstream has to answer.
 
     Returns:
@@ -110,6 +123,7 @@ async def check_connector_now(
         server), :class:`~agentws.core.errors.UnsafeUrlError` from the URL guard,
         :class:`~agentws.core.errors.ConfigError` when a secret needs a key there is not.
     """
+    keys, allowlist = _reach(door)
     started = time.monotonic()
     found: Probe | None = None
     if connector.kind is ConnectorKind.REMOTE_MCP:
@@ -150,9 +164,8 @@ async def refresh_connector(
     store: _Store,
     workspace_slug: str,
     connector: Connector,
+    door: UpstreamAccess,
     *,
-    keys: Keys,
-    allowlist: Allowlist,
     actor: str,
     timeout_s: float = UPSTREAM_S,
 ) -> SyncReport:
@@ -182,6 +195,7 @@ async def refresh_connector(
     from agentws.tools.cache_sync import sync_tool_cache
 
     target = f"{workspace_slug}/{connector.name}"
+    keys, allowlist = _reach(door)
     try:
         box = keys.box() if connector.secret else None
         with remote_deadline(connector, timeout_s):
@@ -204,6 +218,11 @@ async def refresh_connector(
         unchanged=report.unchanged,
     )
     return report
+
+
+def _reach(door: UpstreamAccess) -> tuple[Keys, Allowlist]:
+    """The service key and the URL guard's allowlist, as the door holds them."""
+    return door.keys, door.settings.connector_allowlist
 
 
 def refresh_text(name: str, report: SyncReport, *, sep: str = " ") -> str:

@@ -140,13 +140,7 @@ async def _refresh_now(
     ctx: Context, workspace: str, connector: Connector, timeout_s: float = UPSTREAM_S
 ) -> SyncReport:
     return await refresh_connector(
-        ctx.store,
-        workspace,
-        connector,
-        keys=ctx.keys,
-        allowlist=ctx.settings.connector_allowlist,
-        actor=ctx.actor,
-        timeout_s=timeout_s,
+        ctx.store, workspace, connector, ctx, actor=ctx.actor, timeout_s=timeout_s
     )
 
 
@@ -237,12 +231,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
 
 async def _test(args: argparse.Namespace, ctx: Context) -> Output:
     connector = await find_connector(ctx.store, args.workspace, args.name)
-    checked = await check_connector_now(
-        connector,
-        keys=ctx.keys,
-        allowlist=ctx.settings.connector_allowlist,
-        timeout_s=args.timeout,
-    )
+    checked = await check_connector_now(connector, ctx, timeout_s=args.timeout)
     return Output(connector_check_json(checked, args.workspace), checked.text())
 
 

@@ -21,7 +21,7 @@ from agentws.cli.arguments import per_minute_rate, seconds, whole
 from agentws.cli.output import Context, Output, iso, table
 from agentws.cli.parsing import Noun, time_window
 from agentws.domain.models import Event, FailureStreak
-from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS, ReplaySelection
+from agentws.domain.replays import MAX_REPLAY_RATE, MAX_REPLAYS
 from agentws.domain.sample_deliveries import SampleKind
 from agentws.doors.views import sample_answer_json
 from agentws.webhooks.admin import MAX_ALERT_AFTER
@@ -120,24 +120,13 @@ def streak_text(streak: FailureStreak | None, alert_after: int) -> str:
 
 async def _webhook_replay(args: argparse.Namespace, ctx: Context) -> Output:
     from agentws.webhooks.admin import find_webhook
-    from agentws.webhooks.replays import replay_failed, replay_json
+    from agentws.webhooks.replays import replay_asked, replay_json
 
     webhook = await find_webhook(ctx.store, args.workspace, args.webhook)
-    selection = ReplaySelection(
-        since=args.since, until=args.until, error_contains=args.error_contains
-    )
-    done = await replay_failed(
-        ctx.store,
-        webhook,
-        selection,
-        actor=ctx.actor,
-        rate_per_min=args.rate,
-        limit=args.limit,
-        current_prompt=args.current_prompt,
-        dry_run=args.dry_run,
-    )
+    # The options are named as the service's arguments (``--rate``: rate_per_min).
+    done = await replay_asked(ctx.store, webhook, args, actor=ctx.actor)
     data = replay_json(done)
-    what = selection.describe()
+    what = done.selection.describe()
     if not done.originals:
         text = (
             f"Nothing to replay: webhook {webhook.name!r} has no {what} that were not "
@@ -283,6 +272,7 @@ def add_operation_commands(webhook: Noun) -> None:
     )
     replay.add_argument(
         "--rate",
+        dest="rate_per_min",
         type=per_minute_rate(MAX_REPLAY_RATE),
         metavar="R/min",
         help="replays a minute at most (default: the webhook's own rate; also R/s)",

@@ -40,7 +40,14 @@ from agentws.domain.rules import new_id, utcnow
 from agentws.store.sql_records import RecordStore
 from agentws.store.sql_replays import ReplayStore
 
-__all__ = ["DEFAULT_LIMIT", "BulkReplay", "replay_failed", "replay_json"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "BulkReplay",
+    "ReplayAsk",
+    "replay_asked",
+    "replay_failed",
+    "replay_json",
+]
 
 #: Failed events one bulk replay takes unless told otherwise.
 DEFAULT_LIMIT = 1000
@@ -151,6 +158,38 @@ async def replay_failed(
         current_prompt=current_prompt,
     )
     return replay
+
+
+class ReplayAsk(Protocol):
+    """A bulk replay as a door takes it, its names those of :func:`replay_failed`
+    (``agentws webhook replay``'s options, the admin API's body)."""
+
+    since: datetime | None
+    until: datetime | None
+    error_contains: str | None
+    rate_per_min: int | None
+    limit: int
+    current_prompt: bool
+    dry_run: bool
+
+
+async def replay_asked(
+    store: _Store, webhook: Webhook, asked: ReplayAsk, *, actor: str
+) -> BulkReplay:
+    """:func:`replay_failed` with the selection and the options ``asked`` holds."""
+    selection = ReplaySelection(
+        since=asked.since, until=asked.until, error_contains=asked.error_contains
+    )
+    return await replay_failed(
+        store,
+        webhook,
+        selection,
+        actor=actor,
+        rate_per_min=asked.rate_per_min,
+        limit=asked.limit,
+        current_prompt=asked.current_prompt,
+        dry_run=asked.dry_run,
+    )
 
 
 def replay_json(replay: BulkReplay) -> dict[str, Any]:

@@ -68,9 +68,7 @@ async def connector_test(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
     found = await find_connector(admin.store, workspace, connector)
-    checked = await check_connector_now(
-        found, keys=admin.keys, allowlist=admin.settings.connector_allowlist
-    )
+    checked = await check_connector_now(found, admin)
     return connector_check_json(checked, workspace)
 
 
@@ -79,12 +77,5 @@ async def connector_refresh(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
     found = await find_connector(admin.store, workspace, connector)
-    report = await refresh_connector(
-        admin.store,
-        workspace,
-        found,
-        keys=admin.keys,
-        allowlist=admin.settings.connector_allowlist,
-        actor=caller.actor,
-    )
+    report = await refresh_connector(admin.store, workspace, found, admin, actor=caller.actor)
     return {"workspace": workspace, "connector": found.name, **sync_report_json(report)}

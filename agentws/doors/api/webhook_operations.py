@@ -19,7 +19,7 @@ from agentws.doors.api.calls import Answer, Endpoints, read_body
 from agentws.doors.api.shapes.bodies import BulkReplayRequest, TestEventRequest
 from agentws.doors.views import sample_answer_json, streak_json, webhook_status
 from agentws.webhooks import admin as webhooks_admin
-from agentws.webhooks.replays import replay_failed, replay_json
+from agentws.webhooks.replays import replay_asked, replay_json
 
 __all__ = ["routes"]
 
@@ -52,19 +52,7 @@ async def replay_webhook_failures(
 ) -> Answer:
     asked = await read_body(BulkReplayRequest)
     found = await webhooks_admin.find_webhook(admin.store, workspace, webhook)
-    selection = ReplaySelection(
-        since=asked.since, until=asked.until, error_contains=asked.error_contains
-    )
-    done = await replay_failed(
-        admin.store,
-        found,
-        selection,
-        actor=caller.actor,
-        rate_per_min=asked.rate_per_min,
-        limit=asked.limit,
-        current_prompt=asked.current_prompt,
-        dry_run=asked.dry_run,
-    )
+    done = await replay_asked(admin.store, found, asked, actor=caller.actor)
     if done.queued:
         admin.notify_events()
     return replay_json(done)

@@ -206,19 +206,10 @@ async def connector_action(
     try:
         connector = await find_connector(store, workspace, name)
         if action == "test":
-            checked = await check_connector_now(
-                connector, keys=admin.keys, allowlist=admin.settings.connector_allowlist
-            )
+            checked = await check_connector_now(connector, admin)
             return done(here, checked.text())
         if action == "refresh":
-            report = await refresh_connector(
-                store,
-                workspace,
-                connector,
-                keys=admin.keys,
-                allowlist=admin.settings.connector_allowlist,
-                actor=caller.actor,
-            )
+            report = await refresh_connector(store, workspace, connector, admin, actor=caller.actor)
             return done(here, refresh_text(connector.name, report))
         if action in ("attach", "detach"):
             group = form.get("group") or ""

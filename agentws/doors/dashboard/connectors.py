@@ -156,12 +156,7 @@ async def connector_add(admin: AdminServices, caller: Caller, workspace: str) ->
         # Saved either way, as the CLI does: a remote that is down now can be refreshed later.
         try:
             report = await refresh_connector(
-                admin.store,
-                workspace,
-                connector,
-                keys=admin.keys,
-                allowlist=admin.settings.connector_allowlist,
-                actor=caller.actor,
+                admin.store, workspace, connector, admin, actor=caller.actor
             )
         except AgentwsError as exc:
             return done(

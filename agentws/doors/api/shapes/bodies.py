@@ -152,8 +152,8 @@ class EndGrace(Shape):
 
 
 class BulkReplayRequest(Shape):
-    """Which failed events to replay, and how (the service checks the ranges:
-    :func:`agentws.webhooks.replays.replay_failed`)."""
+    """Which failed events to replay, and how: a :class:`~agentws.webhooks.replays.ReplayAsk`
+    (the service checks the ranges: :func:`agentws.webhooks.replays.replay_failed`)."""
 
     since: Annotated[datetime | None, Field(json_schema_extra=_MOMENT)] = Field(
         None, description="received at or after (UTC unless it says)"
