@@ -21,6 +21,10 @@ counted at their source (:mod:`.sql_rollup_sources`) and rolled up by the
 minute (:mod:`.sql_rollups`), the connectors' health
 (:mod:`.sql_connector_health`), the audit log (:mod:`.sql_audit`), and
 deleting an admin but the last (:mod:`.sql_admins`).
+
+A method with many keywords has them declared once, as a ``TypedDict`` beside
+its area's protocol (``**ending: Unpack[EventEnding]``), which the protocol
+and the queries both take: the two cannot drift apart.
 """
 
 from __future__ import annotations

@@ -12,13 +12,18 @@ if posting it failed.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 from agentws.domain.models import Approval, ApprovalOutcome, ApprovalOutcomes, ApprovalStatus
 from agentws.store.queries import Queries
 from agentws.store.tables import table_for
 
-__all__ = ["ApprovalDecisionQueries", "ApprovalDecisionStore"]
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalDecisionQueries",
+    "ApprovalDecisionStore",
+    "ApprovalEnding",
+]
 
 R = TypeVar("R")
 
@@ -46,17 +51,31 @@ _OUTCOME_COLUMNS = (
 )
 
 
+class ApprovalDecision(TypedDict):
+    """A person's decision on a pending approval (:meth:`ApprovalDecisionStore.decide_approval`)."""
+
+    status: ApprovalStatus
+    decided_by: str
+    reason: str | None
+    now: datetime
+
+
+class ApprovalEnding(TypedDict):
+    """The outcome of an approved call ``owner`` ran
+    (:meth:`ApprovalDecisionStore.finish_approval`)."""
+
+    owner: str
+    status: ApprovalStatus
+    result: dict[str, Any] | None
+    error: str | None
+    now: datetime
+
+
 class ApprovalDecisionStore(Protocol):
     """Approvals decided, finished, expired and reported back."""
 
     async def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        status: ApprovalStatus,
-        decided_by: str,
-        reason: str | None,
-        now: datetime,
+        self, approval_id: str, **decision: Unpack[ApprovalDecision]
     ) -> Approval | None:
         """Move a pending, unexpired approval to ``status`` (approved or denied).
 
@@ -66,14 +85,7 @@ class ApprovalDecisionStore(Protocol):
         ...
 
     async def finish_approval(
-        self,
-        approval_id: str,
-        *,
-        owner: str,
-        status: ApprovalStatus,
-        result: dict[str, Any] | None,
-        error: str | None,
-        now: datetime,
+        self, approval_id: str, **ending: Unpack[ApprovalEnding]
     ) -> Approval | None:
         """Record the outcome of an approved call (executed or failed) that ``owner`` runs;
         None if it does not (it is not approved, or another holds its lease)."""
@@ -118,53 +130,42 @@ class ApprovalDecisionQueries(Queries):
         async def get(self, kind: type[R], record_id: str, /) -> R: ...
 
     async def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        status: ApprovalStatus,
-        decided_by: str,
-        reason: str | None,
-        now: datetime,
+        self, approval_id: str, **decision: Unpack[ApprovalDecision]
     ) -> Approval | None:
-        table = table_for(Approval)
-        when = table.encode_value("decided_at", now, self.dialect)
+        return await self._change(
+            "UPDATE approvals SET status = $2, decided_by = $3, reason = $4, decided_at = $5,"
+            " finished_at = CASE WHEN $2 = 'approved' THEN NULL ELSE $5 END"
+            " WHERE id = $1 AND status = 'pending' AND expires_at > $5",
+            approval_id,
+            decision["status"].value,
+            decision["decided_by"],
+            decision["reason"],
+            table_for(Approval).encode_value("decided_at", decision["now"], self.dialect),
+        )
+
+    async def _change(self, sql: str, approval_id: str, *args: Any) -> Approval | None:
+        """Run one conditional ``UPDATE`` of an approval (``$1``: its id) in a transaction
+        of its own: the approval as changed, or None if it was not (another changed it
+        first, or it is not in the state the statement wants)."""
         async with self._db.transaction() as tx:
-            changed = await tx.execute(
-                "UPDATE approvals SET status = $2, decided_by = $3, reason = $4, decided_at = $5,"
-                " finished_at = CASE WHEN $2 = 'approved' THEN NULL ELSE $5 END"
-                " WHERE id = $1 AND status = 'pending' AND expires_at > $5",
-                approval_id,
-                status.value,
-                decided_by,
-                reason,
-                when,
-            )
+            changed = await tx.execute(sql, approval_id, *args)
         return await self.get(Approval, approval_id) if changed else None
 
     async def finish_approval(
-        self,
-        approval_id: str,
-        *,
-        owner: str,
-        status: ApprovalStatus,
-        result: dict[str, Any] | None,
-        error: str | None,
-        now: datetime,
+        self, approval_id: str, **ending: Unpack[ApprovalEnding]
     ) -> Approval | None:
         table = table_for(Approval)
-        async with self._db.transaction() as tx:
-            changed = await tx.execute(
-                "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5,"
-                " lease_expires_at = NULL"
-                " WHERE id = $1 AND status = 'approved' AND lease_owner = $6",
-                approval_id,
-                status.value,
-                table.encode_value("result", result, self.dialect),
-                error,
-                table.encode_value("finished_at", now, self.dialect),
-                owner,
-            )
-        return await self.get(Approval, approval_id) if changed else None
+        return await self._change(
+            "UPDATE approvals SET status = $2, result = $3, error = $4, finished_at = $5,"
+            " lease_expires_at = NULL"
+            " WHERE id = $1 AND status = 'approved' AND lease_owner = $6",
+            approval_id,
+            ending["status"].value,
+            table.encode_value("result", ending["result"], self.dialect),
+            ending["error"],
+            table.encode_value("finished_at", ending["now"], self.dialect),
+            ending["owner"],
+        )
 
     async def approvals(self, ids: list[str]) -> list[Approval]:
         table = table_for(Approval)
@@ -245,13 +246,12 @@ class ApprovalDecisionQueries(Queries):
         )
         expired: list[Approval] = []
         for row in rows:
-            async with self._db.transaction() as tx:
-                changed = await tx.execute(
-                    "UPDATE approvals SET status = 'expired', finished_at = $2"
-                    " WHERE id = $1 AND status = 'pending'",
-                    row["id"],
-                    when,
-                )
-            if changed:
-                expired.append(await self.get(Approval, row["id"]))
+            approval = await self._change(
+                "UPDATE approvals SET status = 'expired', finished_at = $2"
+                " WHERE id = $1 AND status = 'pending'",
+                row["id"],
+                when,
+            )
+            if approval is not None:
+                expired.append(approval)
         return expired

@@ -15,7 +15,7 @@ A tool call's group, decision and OAuth client are in the entry's JSON
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, Unpack
 
 from agentws.domain.approval_lists import Cursor
 from agentws.domain.audit_lists import AuditPage, AuditQuery
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from agentws.store.tables import Dialect
 
-__all__ = ["AuditQueries", "AuditStore"]
+__all__ = ["AuditQueries", "AuditStore", "AuditTail"]
 
 
 def _detail(key: str, dialect: Dialect) -> str:
@@ -38,17 +38,19 @@ def _detail(key: str, dialect: Dialect) -> str:
     return f"(detail->>'{key}')"
 
 
+class AuditTail(TypedDict):
+    """Which entries :meth:`AuditStore.audit_log` reads (a keyword left out, or None: any)."""
+
+    limit: int
+    workspace_id: NotRequired[str | None]
+    action_prefix: NotRequired[str | None]
+    after: NotRequired[datetime | None]
+
+
 class AuditStore(Protocol):
     """The audit log, read."""
 
-    async def audit_log(
-        self,
-        *,
-        limit: int,
-        workspace_id: str | None = None,
-        action_prefix: str | None = None,
-        after: datetime | None = None,
-    ) -> list[AuditEntry]:
+    async def audit_log(self, **tail: Unpack[AuditTail]) -> list[AuditEntry]:
         """Audit entries, oldest first: the newest ``limit``, or the ``limit`` after ``after``.
 
         ``action_prefix`` keeps entries whose action starts with it (``approval.``).
@@ -137,14 +139,9 @@ class AuditQueries(Queries):
         )
         return AuditPage(tuple(rows), *cursors)
 
-    async def audit_log(
-        self,
-        *,
-        limit: int,
-        workspace_id: str | None = None,
-        action_prefix: str | None = None,
-        after: datetime | None = None,
-    ) -> list[AuditEntry]:
+    async def audit_log(self, **tail: Unpack[AuditTail]) -> list[AuditEntry]:
+        limit, after = tail["limit"], tail.get("after")
+        workspace_id, action_prefix = tail.get("workspace_id"), tail.get("action_prefix")
         table = table_for(AuditEntry)
         clauses: list[str] = []
         args: list[Any] = []

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 import outcome
 
@@ -36,7 +36,13 @@ from agentws.domain.models import Event, EventStatus
 from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, Table, table_for
 
-__all__ = ["DELIVERIES", "ROWS_PER_STATEMENT", "DeliveryLogQueries", "DeliveryLogStore"]
+__all__ = [
+    "DELIVERIES",
+    "ROWS_PER_STATEMENT",
+    "DeliveryFilter",
+    "DeliveryLogQueries",
+    "DeliveryLogStore",
+]
 
 #: The rows of ``webhook_deliveries``.
 DELIVERIES = Table(Delivery, "webhook_deliveries", "delivery", ("id",), "id")
@@ -91,6 +97,16 @@ def _wants_rows(status: StatusFilter | None, reason: str | None) -> bool:
     return reason != ACCEPTED
 
 
+class DeliveryFilter(TypedDict):
+    """Which of a webhook's deliveries :meth:`DeliveryLogStore.webhook_deliveries` lists
+    (a keyword left out, or None: any)."""
+
+    limit: int
+    status: NotRequired[StatusFilter | None]
+    reason: NotRequired[str | None]
+    since: NotRequired[datetime | None]
+
+
 class DeliveryLogStore(Protocol):
     """The webhooks' delivery log."""
 
@@ -112,13 +128,7 @@ class DeliveryLogStore(Protocol):
         ...
 
     async def webhook_deliveries(
-        self,
-        webhook_id: str,
-        *,
-        limit: int,
-        status: StatusFilter | None = None,
-        reason: str | None = None,
-        since: datetime | None = None,
+        self, webhook_id: str, **shown: Unpack[DeliveryFilter]
     ) -> list[Delivery]:
         """A webhook's delivery log, newest first, at most ``limit`` entries: its events that
         came through its URL (202 ``queued``, with no id) and its rows, received since
@@ -159,14 +169,10 @@ class DeliveryLogQueries(Queries):
         self._db.execute_grouped_nowait(_insert_sql(dialect, len(deliveries)), args, answer)
 
     async def webhook_deliveries(
-        self,
-        webhook_id: str,
-        *,
-        limit: int,
-        status: StatusFilter | None = None,
-        reason: str | None = None,
-        since: datetime | None = None,
+        self, webhook_id: str, **shown: Unpack[DeliveryFilter]
     ) -> list[Delivery]:
+        limit, since = shown["limit"], shown.get("since")
+        status, reason = shown.get("status"), shown.get("reason")
         found: list[Delivery] = []
         if _wants_events(status, reason):
             found += await self._accepted(webhook_id, limit, since)

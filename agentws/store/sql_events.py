@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 from itertools import chain, zip_longest
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, Unpack
 
 from agentws.domain.models import Event, EventAttempt, EventStatus, Webhook
 from agentws.store.queries import Queries
@@ -32,7 +32,7 @@ from agentws.store.tables import table_for
 if TYPE_CHECKING:
     from agentws.store.database import Row
 
-__all__ = ["EventQueries", "EventStore"]
+__all__ = ["EventEnding", "EventQueries", "EventStore", "RecentEvents"]
 
 _QUEUED, _RUNNING = EventStatus.QUEUED.value, EventStatus.RUNNING.value
 # An event that can be claimed at $1: queued and due, or running on a dead lease.
@@ -40,6 +40,52 @@ _CLAIMABLE = (
     f"((status = '{_QUEUED}' AND available_at <= $1)"
     f" OR (status = '{_RUNNING}' AND lease_expires_at <= $1))"
 )
+
+
+def _openings(rows: list[Row]) -> list[tuple[str, int | None]]:
+    """The webhooks of a claim's first read that have a free slot, in its order: each
+    one's id and how many slots it has free, or None for one that runs its events
+    one at a time, in arrival order (only its oldest unfinished event may run)."""
+    found: list[tuple[str, int | None]] = []
+    for row in rows:
+        concurrency = int(row["concurrency"])
+        free = concurrency - int(row["busy"])
+        if free >= 1:
+            found.append((row["webhook_id"], None if concurrency == 1 else free))
+    return found
+
+
+def _in_turn(per_webhook: list[list[str]], limit: int) -> list[str]:
+    """Up to ``limit`` event ids taken one from each webhook in turn: a busy webhook
+    cannot take every slot."""
+    return [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
+
+
+class EventEnding(TypedDict):
+    """How ``owner``'s run of an event ends: the keywords of :meth:`EventStore.finish_event`.
+
+    Declared once for the protocol and its queries; a keyword left out is None
+    (``give_back_attempt``: False).
+    """
+
+    owner: str
+    status: EventStatus
+    now: datetime
+    error: NotRequired[str | None]
+    message_id: NotRequired[str | None]
+    # Queued again from then: a retry.
+    available_at: NotRequired[datetime | None]
+    # The run does not count as one of the event's attempts.
+    give_back_attempt: NotRequired[bool]
+    attempt: NotRequired[EventAttempt | None]
+
+
+class RecentEvents(TypedDict):
+    """Which of a workspace's events :meth:`EventStore.recent_events` lists (None: any)."""
+
+    limit: int
+    webhook_id: NotRequired[str | None]
+    status: NotRequired[EventStatus | None]
 
 
 class EventStore(Protocol):
@@ -65,19 +111,7 @@ class EventStore(Protocol):
         """When the next waiting event becomes available or the next lease expires."""
         ...
 
-    async def finish_event(
-        self,
-        event_id: str,
-        *,
-        owner: str,
-        status: EventStatus,
-        now: datetime,
-        error: str | None = None,
-        message_id: str | None = None,
-        available_at: datetime | None = None,
-        give_back_attempt: bool = False,
-        attempt: EventAttempt | None = None,
-    ) -> bool:
+    async def finish_event(self, event_id: str, **ending: Unpack[EventEnding]) -> bool:
         """End ``owner``'s lease: done, failed, or queued again (from ``available_at``).
 
         ``attempt``, the record of the run that ends, is stored in the same
@@ -90,14 +124,7 @@ class EventStore(Protocol):
         """
         ...
 
-    async def recent_events(
-        self,
-        workspace_id: str,
-        *,
-        limit: int,
-        webhook_id: str | None = None,
-        status: EventStatus | None = None,
-    ) -> list[Event]:
+    async def recent_events(self, workspace_id: str, **shown: Unpack[RecentEvents]) -> list[Event]:
         """A workspace's newest events first, optionally of one webhook or status."""
         ...
 
@@ -133,18 +160,14 @@ class EventQueries(Queries):
         if self.dialect == "postgres":
             return await self._claim_skipping_locked(rows, owner, now, lease_expires_at, limit)
         per_webhook: list[list[str]] = []
-        for row in rows:
-            free = int(row["concurrency"]) - int(row["busy"])
-            if free < 1:
-                continue
-            if int(row["concurrency"]) == 1:
-                ids = await self._strict_head(row["webhook_id"], at)
+        for webhook_id, free in _openings(rows):
+            if free is None:
+                ids = await self._strict_head(webhook_id, at)
             else:
-                ids = await self._candidates(row["webhook_id"], at, min(free, limit))
+                ids = await self._candidates(webhook_id, at, min(free, limit))
             if ids:
                 per_webhook.append(ids)
-        # One from each webhook in turn: a busy webhook cannot take every slot.
-        chosen = [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
+        chosen = _in_turn(per_webhook, limit)
         if not chosen:
             return []
         # A lost claim is a lease nobody holds, which expires: no need to flush.
@@ -197,17 +220,14 @@ class EventQueries(Queries):
         # A lost claim is a lease nobody holds, which expires: no need to flush.
         async with self._db.transaction(durable=False) as tx:
             per_webhook: list[list[str]] = []
-            for row in rows:
-                free = int(row["concurrency"]) - int(row["busy"])
-                if free < 1:
-                    continue
-                if int(row["concurrency"]) == 1:
-                    head = await self._strict_head(row["webhook_id"], self._ts(now))
+            for webhook_id, free in _openings(rows):
+                if free is None:
+                    head = await self._strict_head(webhook_id, self._ts(now))
                     locked = (
                         await tx.fetch(
                             f"SELECT id FROM events WHERE id = $3 AND {claimable}"
                             " FOR UPDATE SKIP LOCKED",
-                            row["webhook_id"],
+                            webhook_id,
                             now,
                             head[0],
                         )
@@ -227,15 +247,14 @@ class EventQueries(Queries):
                             "SELECT id, received_at FROM events WHERE webhook_id = $1"
                             f" AND status = '{status}' AND {due} <= $2"
                             f" ORDER BY received_at, id LIMIT {take} FOR UPDATE SKIP LOCKED",
-                            row["webhook_id"],
+                            webhook_id,
                             now,
                         )
                     ]
                     locked = sorted(both, key=self._arrival)[:take]
                 if locked:
                     per_webhook.append([r["id"] for r in locked])
-            # One from each webhook in turn: a busy webhook cannot take every slot.
-            chosen = [i for i in chain.from_iterable(zip_longest(*per_webhook)) if i][:limit]
+            chosen = _in_turn(per_webhook, limit)
             if not chosen:
                 return []
             leased = await tx.fetch(
@@ -324,19 +343,10 @@ class EventQueries(Queries):
         )
         return due
 
-    async def finish_event(
-        self,
-        event_id: str,
-        *,
-        owner: str,
-        status: EventStatus,
-        now: datetime,
-        error: str | None = None,
-        message_id: str | None = None,
-        available_at: datetime | None = None,
-        give_back_attempt: bool = False,
-        attempt: EventAttempt | None = None,
-    ) -> bool:
+    async def finish_event(self, event_id: str, **ending: Unpack[EventEnding]) -> bool:
+        owner, status, now = ending["owner"], ending["status"], ending["now"]
+        error, attempt = ending.get("error"), ending.get("attempt")
+        available_at = ending.get("available_at")
         finished = self._ts(now) if status.finished else None
         statements: list[tuple[str, tuple[Any, ...]]] = []
         if attempt is not None:
@@ -369,10 +379,10 @@ class EventQueries(Queries):
                     owner,
                     status.value,
                     error,
-                    message_id,
+                    ending.get("message_id"),
                     self._ts(available_at) if available_at is not None else None,
                     finished,
-                    1 if give_back_attempt else 0,
+                    1 if ending.get("give_back_attempt", False) else 0,
                 ),
             )
         )
@@ -381,14 +391,8 @@ class EventQueries(Queries):
         counts = await self._db.execute_batch(statements, durable=False)
         return bool(counts[-1])
 
-    async def recent_events(
-        self,
-        workspace_id: str,
-        *,
-        limit: int,
-        webhook_id: str | None = None,
-        status: EventStatus | None = None,
-    ) -> list[Event]:
+    async def recent_events(self, workspace_id: str, **shown: Unpack[RecentEvents]) -> list[Event]:
+        limit, webhook_id, status = shown["limit"], shown.get("webhook_id"), shown.get("status")
         columns = ", ".join(table_for(Event).columns)
         newest = f"ORDER BY received_at DESC, id DESC LIMIT {max(1, int(limit))}"
         if webhook_id is None:

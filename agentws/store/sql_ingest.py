@@ -31,7 +31,11 @@ from agentws.store.tables import Dialect, table_for
 if TYPE_CHECKING:
     from agentws.store.database import Row
 
-__all__ = ["IngestQueries", "IngestStore"]
+__all__ = ["IngestQueries", "IngestStore", "StoredAnswer"]
+
+#: What a queued write calls in trio's thread once its commit is durable: with
+#: whether its row was stored, or with the store's error.
+StoredAnswer = Callable[[outcome.Outcome[bool]], None]
 
 log = logging.getLogger("agentws.store")
 
@@ -121,7 +125,7 @@ def _capture_sql(dialect: Dialect) -> tuple[str, Any, Any]:
 class IngestStore(Protocol):
     """What the webhook door stores: deliveries' events and drafts' samples."""
 
-    def ingest_nowait(self, event: Event, answer: Callable[[outcome.Outcome[bool]], None]) -> None:
+    def ingest_nowait(self, event: Event, answer: StoredAnswer) -> None:
         """Queue a delivery's event for the next group commit of deliveries.
 
         Deliveries queued while a commit runs are stored together by the
@@ -141,13 +145,7 @@ class IngestStore(Protocol):
         """
         ...
 
-    def capture_nowait(
-        self,
-        sample: WebhookSample,
-        *,
-        keep: int,
-        answer: Callable[[outcome.Outcome[bool]], None],
-    ) -> None:
+    def capture_nowait(self, sample: WebhookSample, *, keep: int, answer: StoredAnswer) -> None:
         """Queue a capturing draft's sample for the next group commit of deliveries.
 
         Stored only if its webhook exists and is a draft that captures, checked
@@ -187,7 +185,7 @@ class IngestStore(Protocol):
 class IngestQueries(Queries):
     """The door's writes; mixed into :class:`~agentws.store.sql.SqlStore`."""
 
-    def ingest_nowait(self, event: Event, answer: Callable[[outcome.Outcome[bool]], None]) -> None:
+    def ingest_nowait(self, event: Event, answer: StoredAnswer) -> None:
         # Stored only while its webhook exists and is active, checked in the
         # transaction that stores it: a delivery racing a delete or a
         # deactivation is refused, never stored for a webhook that is gone.
@@ -249,7 +247,7 @@ class IngestQueries(Queries):
         left = len(events)
         all_answered = trio.Event()
 
-        def answer_for(n: int) -> Callable[[outcome.Outcome[bool]], None]:
+        def answer_for(n: int) -> StoredAnswer:
             def answer(result: outcome.Outcome[bool]) -> None:
                 nonlocal left
                 inserted[n], left = result, left - 1
@@ -270,13 +268,7 @@ class IngestQueries(Queries):
                 results.append(await self.not_ingested(event, dedup_since=dedup_since))
         return results
 
-    def capture_nowait(
-        self,
-        sample: WebhookSample,
-        *,
-        keep: int,
-        answer: Callable[[outcome.Outcome[bool]], None],
-    ) -> None:
+    def capture_nowait(self, sample: WebhookSample, *, keep: int, answer: StoredAnswer) -> None:
         insert, draft, capturing = _capture_sql(self._db.dialect)
         row = table_for(WebhookSample).encode(sample, self._db.dialect)
         stored: list[outcome.Outcome[bool]] = []

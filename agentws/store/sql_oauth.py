@@ -15,8 +15,9 @@ insert in another transaction let 26 registrations through a cap of 5.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeVar, Unpack
 
 from agentws.core.errors import ConflictError
 from agentws.domain.models import (
@@ -33,7 +34,26 @@ from agentws.store.tables import table_for
 if TYPE_CHECKING:
     from agentws.store.database import Transaction
 
-__all__ = ["OAuthQueries", "OAuthStore"]
+__all__ = ["GrantDecision", "OAuthQueries", "OAuthStore"]
+
+# What a token was issued under: its consent or its client (the columns'
+# names, never a caller's words).
+_IssuedBy = Literal["family_id", "client_id"]
+# Where a code's or a refresh token's hash is kept (a column's name, never a caller's words).
+_HashColumn = Literal["code_hash", "token_hash"]
+# A row used once: an authorization request's code, or a refresh token.
+_Used = TypeVar("_Used", OAuthGrant, OAuthRefreshToken)
+
+
+class GrantDecision(TypedDict):
+    """A person's answer to an authorization request (:meth:`OAuthStore.decide_oauth_grant`)."""
+
+    approve: bool
+    # The scope granted, and the hash of the code an approval issues (None on a denial).
+    scope: Capability
+    code_hash: str | None
+    decided_by: str
+    expires_at: datetime
 
 
 class OAuthStore(Protocol):
@@ -47,16 +67,7 @@ class OAuthStore(Protocol):
         """
         ...
 
-    async def decide_oauth_grant(
-        self,
-        grant_id: str,
-        *,
-        approve: bool,
-        scope: Capability,
-        code_hash: str | None,
-        decided_by: str,
-        expires_at: datetime,
-    ) -> bool:
+    async def decide_oauth_grant(self, grant_id: str, **decision: Unpack[GrantDecision]) -> bool:
         """Approve (with its code's hash and the scope granted) or deny a pending
         authorization request; False if it was not pending (decided already)."""
         ...
@@ -127,27 +138,18 @@ class OAuthQueries(Queries):
             raise ConflictError(f"{table.describe(client)} already exists") from None
         return True
 
-    async def decide_oauth_grant(
-        self,
-        grant_id: str,
-        *,
-        approve: bool,
-        scope: Capability,
-        code_hash: str | None,
-        decided_by: str,
-        expires_at: datetime,
-    ) -> bool:
-        status = GrantStatus.APPROVED if approve else GrantStatus.DENIED
+    async def decide_oauth_grant(self, grant_id: str, **decision: Unpack[GrantDecision]) -> bool:
+        status = GrantStatus.APPROVED if decision["approve"] else GrantStatus.DENIED
         async with self._db.transaction() as tx:
             changed = await tx.execute(
                 "UPDATE oauth_grants SET status = $2, scope = $3, code_hash = $4,"
                 " decided_by = $5, expires_at = $6 WHERE id = $1 AND status = $7",
                 grant_id,
                 status.value,
-                scope.value,
-                code_hash,
-                decided_by,
-                self._ts(expires_at),
+                decision["scope"].value,
+                decision["code_hash"],
+                decision["decided_by"],
+                self._ts(decision["expires_at"]),
                 GrantStatus.PENDING.value,
             )
         return changed == 1
@@ -155,82 +157,90 @@ class OAuthQueries(Queries):
     async def take_oauth_code(
         self, code_hash: str, family_id: str, now: datetime
     ) -> tuple[OAuthGrant | None, bool]:
-        table = table_for(OAuthGrant)
-        async with self._db.transaction() as tx:
-            taken = await tx.execute(
-                "UPDATE oauth_grants SET status = $2, family_id = $3"
-                " WHERE code_hash = $1 AND status = $4 AND expires_at > $5",
-                code_hash,
-                GrantStatus.USED.value,
-                family_id,
-                GrantStatus.APPROVED.value,
-                self._ts(now),
-            )
-            rows = await tx.fetch("SELECT * FROM oauth_grants WHERE code_hash = $1", code_hash)
-            grant = table.decode(rows[0], self.dialect) if rows else None
-            if taken == 1 or grant is None:
-                return grant, False
-            if grant.status is GrantStatus.USED and grant.family_id is not None:
-                await self._revoke_family(tx, grant.family_id, now)
-                return None, True
-        return None, False
+        return await self._use_once(
+            OAuthGrant,
+            "UPDATE oauth_grants SET status = $2, family_id = $3"
+            " WHERE code_hash = $1 AND status = $4 AND expires_at > $5",
+            (GrantStatus.USED.value, family_id, GrantStatus.APPROVED.value),
+            by=("code_hash", code_hash),
+            now=now,
+            # Used before: everything its first use issued goes.
+            replayed=lambda grant: grant.family_id if grant.status is GrantStatus.USED else None,
+        )
 
     async def spend_refresh_token(
         self, token_hash: str, now: datetime
     ) -> tuple[OAuthRefreshToken | None, bool]:
-        table = table_for(OAuthRefreshToken)
+        return await self._use_once(
+            OAuthRefreshToken,
+            "UPDATE oauth_refresh_tokens SET spent_at = $2 WHERE token_hash = $1"
+            " AND spent_at IS NULL AND revoked_at IS NULL AND expires_at > $2",
+            (),
+            by=("token_hash", token_hash),
+            now=now,
+            # Spent before, and not revoked since: its whole family goes.
+            replayed=lambda token: (
+                token.family_id if token.spent_at is not None and token.revoked_at is None else None
+            ),
+        )
+
+    async def _use_once(
+        self,
+        record: type[_Used],
+        update: str,
+        args: tuple[object, ...],
+        *,
+        by: tuple[_HashColumn, str],
+        now: datetime,
+        replayed: Callable[[_Used], str | None],
+    ) -> tuple[_Used | None, bool]:
+        """Use a code or a refresh token once: ``update`` changes its row only if it may
+        be used now (``$1``: its hash, found in the column ``by`` names; then ``args``,
+        then ``now``).
+
+        Returns the row as used, and False; or, if it had been used before (``replayed``
+        names the consent whose tokens must then go), None and True, with everything
+        that consent issued revoked; otherwise (unknown, expired, revoked) None and False.
+        """
+        table = table_for(record)
+        column, value = by
         async with self._db.transaction() as tx:
-            spent = await tx.execute(
-                "UPDATE oauth_refresh_tokens SET spent_at = $2 WHERE token_hash = $1"
-                " AND spent_at IS NULL AND revoked_at IS NULL AND expires_at > $2",
-                token_hash,
-                self._ts(now),
-            )
-            rows = await tx.fetch(
-                "SELECT * FROM oauth_refresh_tokens WHERE token_hash = $1", token_hash
-            )
-            token = table.decode(rows[0], self.dialect) if rows else None
-            if spent == 1 or token is None:
-                return token, False
-            if token.spent_at is not None and token.revoked_at is None:
-                await self._revoke_family(tx, token.family_id, now)
+            used = await tx.execute(update, value, *args, self._ts(now))
+            rows = await tx.fetch(f"SELECT * FROM {table.name} WHERE {column} = $1", value)
+            found: _Used | None = table.decode(rows[0], self.dialect) if rows else None
+            if used == 1 or found is None:
+                return found, False
+            family_id = replayed(found)
+            if family_id is not None:
+                await self._revoke_tokens(tx, "family_id", family_id, now)
                 return None, True
         return None, False
 
     async def revoke_oauth_family(self, family_id: str, now: datetime) -> int:
         async with self._db.transaction() as tx:
-            return await self._revoke_family(tx, family_id, now)
+            return await self._revoke_tokens(tx, "family_id", family_id, now)
 
-    async def _revoke_family(self, tx: Transaction, family_id: str, now: datetime) -> int:
-        when = self._ts(now)
+    async def _revoke_tokens(
+        self, tx: Transaction, by: _IssuedBy, value: str, now: datetime
+    ) -> int:
+        """Revoke the live refresh and access tokens of one consent (``family_id``) or one
+        client (``client_id``); how many access tokens were live."""
         await tx.execute(
-            "UPDATE oauth_refresh_tokens SET revoked_at = $2"
-            " WHERE family_id = $1 AND revoked_at IS NULL",
-            family_id,
-            when,
+            f"UPDATE oauth_refresh_tokens SET revoked_at = $2"
+            f" WHERE {by} = $1 AND revoked_at IS NULL",
+            value,
+            self._ts(now),
         )
         return await tx.execute(
-            "UPDATE mcp_tokens SET revoked_at = $2"
-            " WHERE oauth_family_id = $1 AND revoked_at IS NULL",
-            family_id,
+            f"UPDATE mcp_tokens SET revoked_at = $2 WHERE oauth_{by} = $1 AND revoked_at IS NULL",
+            value,
             table_for(McpToken).encode_value("revoked_at", now, self.dialect),
         )
 
     async def revoke_oauth_client(self, client_id: str, now: datetime) -> int:
         async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE oauth_refresh_tokens SET revoked_at = $2"
-                " WHERE client_id = $1 AND revoked_at IS NULL",
-                client_id,
-                self._ts(now),
-            )
             await tx.execute("DELETE FROM oauth_grants WHERE client_id = $1", client_id)
-            return await tx.execute(
-                "UPDATE mcp_tokens SET revoked_at = $2"
-                " WHERE oauth_client_id = $1 AND revoked_at IS NULL",
-                client_id,
-                table_for(McpToken).encode_value("revoked_at", now, self.dialect),
-            )
+            return await self._revoke_tokens(tx, "client_id", client_id, now)
 
     async def forget_expired_oauth(self, before: datetime) -> int:
         async with self._db.transaction() as tx:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, Unpack
 
 from agentws.domain.models import Approval, AuditEntry, Event
 from agentws.domain.rollups import MINUTE, Bucket, bin_of, decision_of
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from agentws.store.database import Row
     from agentws.store.tables import Dialect
 
-__all__ = ["RollupSourceQueries", "RollupSourceStore"]
+__all__ = ["RefusalRows", "RollupSourceQueries", "RollupSourceStore"]
 
 # Delivery-log rows read in one go when counting refusals.
 _DELIVERY_ROWS = 5000
@@ -65,6 +65,15 @@ def _indexed(index: str, dialect: Dialect) -> str:
     return f" INDEXED BY {index}" if dialect == "sqlite" else ""
 
 
+class RefusalRows(TypedDict):
+    """Which delivery log rows :meth:`RollupSourceStore.refusal_buckets` counts (a keyword
+    left out, or None: any)."""
+
+    after_id: int
+    workspace_id: NotRequired[str | None]
+    received_before: NotRequired[datetime | None]
+
+
 class RollupSourceStore(Protocol):
     """The overview's figures, counted where they happen."""
 
@@ -77,13 +86,7 @@ class RollupSourceStore(Protocol):
         they happen in: one-minute buckets, none for a figure that is 0."""
         ...
 
-    async def refusal_buckets(
-        self,
-        *,
-        after_id: int,
-        workspace_id: str | None = None,
-        received_before: datetime | None = None,
-    ) -> tuple[list[Bucket], int]:
+    async def refusal_buckets(self, **taken: Unpack[RefusalRows]) -> tuple[list[Bucket], int]:
         """Refused deliveries by reason and minute, from the delivery log's rows after row
         ``after_id``, in id order, up to the first received at ``received_before`` or later
         (when given); and the last row id taken."""
@@ -212,15 +215,10 @@ class RollupSourceQueries(Queries):
                 found.append(table.decode_value(column, rows[0]["at"], self.dialect))
         return min(found, default=None)
 
-    async def refusal_buckets(
-        self,
-        *,
-        after_id: int,
-        workspace_id: str | None = None,
-        received_before: datetime | None = None,
-    ) -> tuple[list[Bucket], int]:
+    async def refusal_buckets(self, **taken: Unpack[RefusalRows]) -> tuple[list[Bucket], int]:
+        workspace_id, received_before = taken.get("workspace_id"), taken.get("received_before")
         counts: defaultdict[tuple[str, int, str], float] = defaultdict(float)
-        last = after_id
+        last = taken["after_id"]
         only = " AND w.workspace_id = $2" if workspace_id is not None else ""
         while True:
             rows = await self._db.fetch(

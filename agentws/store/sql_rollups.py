@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from agentws.domain.rollups import GAUGES, MINUTE, WIDER_SPANS, Bucket, RollupMark
 from agentws.store.queries import Queries
@@ -31,7 +31,7 @@ from agentws.store.queries import Queries
 if TYPE_CHECKING:
     from agentws.store.database import Transaction
 
-__all__ = ["RollupQueries", "RollupStore"]
+__all__ = ["ChartSteps", "MarkMove", "RollupQueries", "RollupStore"]
 
 _COLUMNS = "workspace_id, span_m, minute, series, key, value, instance_id"
 _KEY = "workspace_id, span_m, minute, series, key, instance_id"
@@ -44,6 +44,24 @@ class _Moved(Exception):
     """Another roller moved the mark first: this transaction changes nothing."""
 
 
+class MarkMove(TypedDict):
+    """The move of the rollup's mark (:meth:`RollupStore.roll_up`): from ``mark``, as
+    read (None: never rolled), to ``to``."""
+
+    mark: RollupMark | None
+    to: RollupMark
+
+
+class ChartSteps(TypedDict):
+    """Which buckets make a chart's steps, and how (:meth:`RollupStore.rollup_steps`)."""
+
+    span_m: int
+    start_minute: int
+    end_minute: int
+    origin_minute: int
+    step_m: int
+
+
 class RollupStore(Protocol):
     """The overview's figures, rolled up by the minute and the hour."""
 
@@ -52,12 +70,7 @@ class RollupStore(Protocol):
         ...
 
     async def roll_up(
-        self,
-        counted: Sequence[Bucket],
-        added: Sequence[Bucket],
-        *,
-        mark: RollupMark | None,
-        to: RollupMark,
+        self, counted: Sequence[Bucket], added: Sequence[Bucket], **move: Unpack[MarkMove]
     ) -> bool:
         """Move the rollup's mark from ``mark`` (as read) to ``to``, writing ``counted``
         (whole minutes, replacing what is there) and adding ``added`` (refusals) to their
@@ -70,14 +83,7 @@ class RollupStore(Protocol):
         ...
 
     async def rollup_steps(
-        self,
-        workspace_id: str,
-        *,
-        span_m: int,
-        start_minute: int,
-        end_minute: int,
-        origin_minute: int,
-        step_m: int,
+        self, workspace_id: str, **steps: Unpack[ChartSteps]
     ) -> list[tuple[int, str, str, float]]:
         """A workspace's buckets of span ``span_m`` from ``start_minute`` to ``end_minute``
         grouped into steps of ``step_m`` minutes counted from ``origin_minute`` (at or
@@ -112,13 +118,9 @@ class RollupQueries(Queries):
         return RollupMark(minute=int(rows[0]["minute"]), delivery_id=int(rows[0]["delivery_id"]))
 
     async def roll_up(
-        self,
-        counted: Sequence[Bucket],
-        added: Sequence[Bucket],
-        *,
-        mark: RollupMark | None,
-        to: RollupMark,
+        self, counted: Sequence[Bucket], added: Sequence[Bucket], **move: Unpack[MarkMove]
     ) -> bool:
+        mark, to = move["mark"], move["to"]
         try:
             async with self._db.transaction(durable=False) as tx:
                 if mark is None:
@@ -161,16 +163,10 @@ class RollupQueries(Queries):
             await _upsert(tx, buckets, add=False)
 
     async def rollup_steps(
-        self,
-        workspace_id: str,
-        *,
-        span_m: int,
-        start_minute: int,
-        end_minute: int,
-        origin_minute: int,
-        step_m: int,
+        self, workspace_id: str, **steps: Unpack[ChartSteps]
     ) -> list[tuple[int, str, str, float]]:
-        if end_minute <= start_minute:
+        span_m, step_m = steps["span_m"], steps["step_m"]
+        if steps["end_minute"] <= steps["start_minute"]:
             return []
         sessions = " AND series <> 'sessions'" if span_m == MINUTE else ""
         if span_m == step_m:
@@ -191,9 +187,9 @@ class RollupQueries(Queries):
             sql,
             workspace_id,
             span_m,
-            start_minute,
-            end_minute,
-            origin_minute,
+            steps["start_minute"],
+            steps["end_minute"],
+            steps["origin_minute"],
             step_m,
         )
         return [

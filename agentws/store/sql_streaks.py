@@ -24,14 +24,14 @@ leaves a lease that runs out.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from agentws.domain.models import EventStatus, FailureStreak, NoticeKind
 from agentws.domain.rules import new_id
 from agentws.store.queries import Queries
 from agentws.store.tables import Dialect, table_for
 
-__all__ = ["StreakQueries", "StreakStore", "streak_statements"]
+__all__ = ["NoticeEnding", "StreakQueries", "StreakStore", "streak_statements"]
 
 _Statement = tuple[str, tuple[Any, ...]]
 
@@ -103,6 +103,16 @@ def streak_statements(
     ]
 
 
+class NoticeEnding(TypedDict):
+    """How ``owner``'s posting of a notice ended (:meth:`StreakStore.finish_failure_notice`):
+    posted as ``message_id``, or given up on ``error``."""
+
+    owner: str
+    now: datetime
+    message_id: str | None
+    error: str | None
+
+
 class StreakStore(Protocol):
     """Webhooks' failure streaks and the notices they post."""
 
@@ -119,14 +129,7 @@ class StreakStore(Protocol):
         ...
 
     async def finish_failure_notice(
-        self,
-        streak_id: str,
-        kind: NoticeKind,
-        *,
-        owner: str,
-        now: datetime,
-        message_id: str | None,
-        error: str | None,
+        self, streak_id: str, kind: NoticeKind, **ending: Unpack[NoticeEnding]
     ) -> bool:
         """Record ``owner``'s notice posted (``message_id``) or given up (``error``);
         False if ``owner`` no longer held it."""
@@ -188,14 +191,7 @@ class StreakQueries(Queries):
         return found[0] if found else None
 
     async def finish_failure_notice(
-        self,
-        streak_id: str,
-        kind: NoticeKind,
-        *,
-        owner: str,
-        now: datetime,
-        message_id: str | None,
-        error: str | None,
+        self, streak_id: str, kind: NoticeKind, **ending: Unpack[NoticeEnding]
     ) -> bool:
         # Column names come from this fixed choice, never from a caller.
         posted, message = (
@@ -209,7 +205,13 @@ class StreakQueries(Queries):
                     f"UPDATE webhook_streaks SET {posted} = $3, {message} = $4, notice_error = $5,"
                     " notice_owner = NULL, notice_until = NULL"
                     f" WHERE id = $1 AND notice_owner = $2 AND {posted} IS NULL",
-                    (streak_id, owner, _ts(now, self.dialect), message_id, error),
+                    (
+                        streak_id,
+                        ending["owner"],
+                        _ts(ending["now"], self.dialect),
+                        ending["message_id"],
+                        ending["error"],
+                    ),
                 )
             ]
         )
