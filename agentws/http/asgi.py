@@ -228,6 +228,52 @@ class BodyReader:
             await answer()
             nursery.cancel_scope.cancel()
 
+    def answering(self, scope: Scope, send: Send) -> Send:
+        """``send``, for a door that may answer before it has read the body.
+
+        An answer that starts while the body is still coming says
+        ``Connection: close`` and is ended while the rest is read and dropped
+        (:meth:`answer_dropping_rest`). Without that, a client uploading more
+        than the server's queue holds stalls: the server ends a request by
+        putting ``http.disconnect`` into that queue, full of body nobody
+        reads, so neither the end of the answer nor the connection's close
+        comes, and the client writes on until its own timeout. A body all
+        there already is dropped at once, and the connection kept.
+        """
+        dropping = False
+
+        async def send_answer(message: dict[str, Any]) -> None:
+            nonlocal dropping
+            if message["type"] == "http.response.start" and self._still_coming(scope):
+                dropping = True
+                message = {**message, "headers": _closing(message.get("headers", ()))}
+            elif (
+                dropping
+                and message["type"] == "http.response.body"
+                and not message.get("more_body", False)
+            ):
+                await self.answer_dropping_rest(lambda: send(message))
+                return
+            await send(message)
+
+        return send_answer
+
+    def _still_coming(self, scope: Scope) -> bool:
+        """Whether the request has a body not all received; what did arrive is dropped."""
+        if self.complete or not _has_body(scope):
+            return False
+        receive_nowait = _nowait(self.receive)
+        if receive_nowait is None:
+            return True
+        try:
+            while True:
+                message = receive_nowait()
+                if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                    self.complete = True
+                    return False
+        except trio.WouldBlock:
+            return True
+
     def _take(self, message: dict[str, Any], limit: int, refusals: BodyRefusals) -> bytes | None:
         """Add ``message`` to the body; the whole body once it has ended."""
         if message["type"] == "http.disconnect":
@@ -242,6 +288,19 @@ class BodyReader:
             return None
         self.complete = True
         return b"".join(self._chunks)
+
+
+def _has_body(scope: Scope) -> bool:
+    """Whether the request's headers announce a body (chunked, or a non-zero length)."""
+    length = header(scope, b"content-length")
+    if length is not None:
+        return not length.strip().isdigit() or int(length) > 0
+    return header(scope, b"transfer-encoding") is not None
+
+
+def _closing(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` saying ``Connection: close`` (instead of any other ``Connection``)."""
+    return [*(h for h in headers if h[0].lower() != b"connection"), (b"connection", b"close")]
 
 
 def _nowait(receive: Receive) -> Callable[[], dict[str, Any]] | None:

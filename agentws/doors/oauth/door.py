@@ -45,7 +45,16 @@ from agentws.core.errors import error_body
 from agentws.doors.oauth.bodies import read_whole_body
 from agentws.doors.oauth.revocation import Revocation
 from agentws.doors.oauth.token_target import TokenTarget
-from agentws.http.asgi import ASGIApp, Receive, Scope, Send, base_url_of, header, respond_json
+from agentws.http.asgi import (
+    ASGIApp,
+    BodyReader,
+    Receive,
+    Scope,
+    Send,
+    base_url_of,
+    header,
+    respond_json,
+)
 from agentws.oauth.provider import Provider
 from agentws.oauth.resources import PRM_PATH, GroupResolver, endpoint_path
 from agentws.oauth.settings import ISSUER_PATH, SCOPES, OAuthSettings
@@ -105,7 +114,10 @@ class OAuthDoor:
         if refusal is not None:
             # The issuer and every URL served here are made from Host when no
             # AGENTWS_BASE_URL is set: only a Host the service answers to counts.
-            await respond_json(send, 403, error_body("forbidden", refusal, oauth=True))
+            # Answered before its body is read: the rest is dropped as the answer goes.
+            unread = BodyReader(receive, self.settings.body_read_timeout_s)
+            answer = error_body("forbidden", refusal, oauth=True)
+            await respond_json(unread.answering(scope, send), 403, answer)
             return
         whole = await read_whole_body(scope, receive, send, self.settings.body_read_timeout_s)
         if whole is None:

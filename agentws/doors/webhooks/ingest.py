@@ -197,7 +197,9 @@ class HookDoor:
             REJECTED.labels("webhook", "internal_error").inc()
             log.exception("webhook delivery to %s failed", _PREFIX + "…")
             self._refused(scope, body, seen, 500, "internal_error")
-            await respond_json(send, 500, error_body("internal_error", "see the server log"))
+            # The body may be unread: the rest is dropped as the answer goes.
+            answer = error_body("internal_error", "see the server log")
+            await respond_json(body.answering(scope, send), 500, answer)
 
     def _refused(self, scope: Scope, body: BodyReader, seen: _Seen, status: int, code: str) -> None:
         """Count a refusal of a known webhook's delivery, and log it (never waiting)."""

@@ -105,6 +105,8 @@ class DoorRequest:
     workspace: str
     group: str
     messages_path: bool
+    #: Reads the body; its answers end the request well while the body is still coming.
+    body: BodyReader
     caller: Caller | None = None
     # The request's headers by name, the first of repeated ones winning (as
     # header() finds them): made at the first look, for the many that follow.
@@ -185,8 +187,7 @@ def _echoed_id(document: Any) -> str | int | None:
 
 async def read_body(request: DoorRequest, settings: Settings) -> bytes:
     """The request's body, refused if over ``mcp_max_body_bytes`` or slower than allowed."""
-    reader = BodyReader(request.receive, settings.body_read_timeout_s)
-    return await reader.read(
+    return await request.body.read(
         request.header(b"content-length"), settings.mcp_max_body_bytes, _REFUSALS
     )
 

@@ -91,6 +91,7 @@ from agentws.doors.mcp.transports.scope_challenge import ScopeChallenge, check_s
 from agentws.doors.mcp.transports.streams import primes, priming_for, stream_events, write_sse
 from agentws.http.asgi import (
     ASGIApp,
+    BodyReader,
     HttpRefusal,
     Receive,
     Scope,
@@ -141,6 +142,10 @@ class McpDoor:
         origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), None)
         if origin is not None and self.cors.grants(origin):
             send = with_cors(send, self.cors.response_headers(origin))
+        # Many answers (a refusal, a wrong version) come before the body is
+        # read: each must drop the rest of it as it goes, or a large upload stalls.
+        body = BodyReader(receive, self.settings.body_read_timeout_s)
+        send = body.answering(scope, send)
         started = False
 
         async def tracked_send(message: dict[str, Any]) -> None:
@@ -154,7 +159,9 @@ class McpDoor:
                 raise HttpRefusal(
                     404, "not_found", "no MCP endpoint here: use /mcp/g/<workspace>/<group>"
                 )
-            request = DoorRequest(scope, receive, tracked_send, match[1], match[2], bool(match[3]))
+            request = DoorRequest(
+                scope, receive, tracked_send, match[1], match[2], bool(match[3]), body
+            )
             add_log_context(workspace=match[1], group=match[2], session=request.session_id)
             await self._handle(request)
         except HttpRefusal as error:
