@@ -20,6 +20,7 @@ import pytest
 
 from tests.dns_guard import no_public_dns
 from tests.support import migrated_schema_sync
+from tests.tiers import THOROUGH
 
 _GUARD_DIR = Path(__file__).resolve().parent / "dns_guard"
 
@@ -56,6 +57,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if str(_GUARD_DIR) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_GUARD_DIR), *paths) if p)
     no_public_dns.install()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Outside the thorough tier, leave out the tests marked ``thorough`` (tests/tiers.py)."""
+    if THOROUGH:
+        return
+    kept: list[pytest.Item] = []
+    left: list[pytest.Item] = []
+    for item in items:
+        (left if item.get_closest_marker("thorough") else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,14 +1,23 @@
 """How deep the suite goes: the default run, or the thorough tier.
 
-Every test runs in both. What the tier changes is depth: how many examples a
-property (hypothesis), a fuzz run or schemathesis draws, and how many events
-a load test sends. The default run
-draws a share of them, enough to find what they are there to find, and keeps
-the suite well under ten minutes on two cores; the thorough tier
-(``AGENTWS_THOROUGH=1``, or ``scripts/test --thorough``) draws the full
-counts, for a release or after a change to what a property covers. Both are
-deterministic where the test fixes its seed, so a default run that passes
-passes again.
+The default run (``scripts/test``, and CI) is the quick one. The thorough tier
+(``AGENTWS_THOROUGH=1``, or ``scripts/test --thorough``) is for a release or
+after a change to what a property, a fuzz run or a dashboard journey covers.
+It differs in three ways:
+
+- depth: how many examples a property (hypothesis), a fuzz run or
+  schemathesis draws, and how many events a load test sends
+  (:func:`examples`); the default run draws a share of them, enough to find
+  what they are there to find;
+- slow repeats: tests marked ``thorough`` (long browser journeys whose
+  actions a default-run test checks at the HTTP level) run in it only
+  (``tests/conftest.py`` leaves them out otherwise);
+- pictures: browser pages are photographed into ``test-artifacts/screenshots/``
+  (``AGENTWS_SCREENSHOTS=1`` asks for them in the default run); the axe check
+  of each page runs in both.
+
+Both are deterministic where the test fixes its seed, so a default run that
+passes passes again.
 """
 
 from __future__ import annotations

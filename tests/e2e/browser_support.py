@@ -12,7 +12,8 @@ blocking the trio loop, so the server keeps answering meanwhile.
 Every tab records the console's errors and the page's uncaught exceptions
 (:meth:`Tab.assert_clean`) and the dialogs it answered. The helpers sign an
 admin in, take screenshots (``test-artifacts/screenshots/`` at the
-repository root; each page photographed is checked with axe first) and
+repository root, in the thorough tier or with ``AGENTWS_SCREENSHOTS=1``;
+each page photographed is checked with axe first, in every tier) and
 check that a page fits its viewport without horizontal scrolling.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import re
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
@@ -44,6 +46,7 @@ from playwright.sync_api import (
 )
 
 from tests.e2e.axe_support import assert_accessible
+from tests.tiers import THOROUGH
 
 __all__ = [
     "CHROMIUM",
@@ -59,6 +62,8 @@ __all__ = [
 ]
 
 CHROMIUM = "/usr/bin/chromium"
+#: Whether every page checked is photographed (see :meth:`Browser.screenshot`).
+PHOTOGRAPH = THOROUGH or os.environ.get("AGENTWS_SCREENSHOTS", "") not in ("", "0")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 #: How long a Playwright action or assertion waits before failing.
 ACTION_MS = 10_000
@@ -175,20 +180,33 @@ class Browser:
         return tab
 
     def screenshot(self, tab: Tab, name: str, *, accessible: bool = True) -> Path:
-        """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)
+        """Check the page with axe and photograph it; the picture's path. (Browser thread.)
 
         Every page photographed is first checked with axe
         (:func:`tests.e2e.axe_support.assert_accessible`), unless ``accessible``
-        is False (a test that checks and reports on its own).
+        is False (a test that checks and reports on its own). The picture
+        (:meth:`save`) is taken in the thorough tier or with
+        ``AGENTWS_SCREENSHOTS=1``: a full-page PNG costs the default run a
+        sixth of its browser time and asserts nothing. A test that finds a
+        problem on the page saves it whatever the tier.
         """
         if accessible:
             assert_accessible(tab, f"{self.label}: {name}")
-        size = tab.page.viewport_size
-        width = size["width"] if size else 0
-        self.screenshots.mkdir(parents=True, exist_ok=True)
-        path = self.screenshots / f"{self.label}-{_file_part(name)}-{width}.png"
+        if PHOTOGRAPH:
+            return self.save(tab, name)
+        return self._path(tab, name)
+
+    def save(self, tab: Tab, name: str) -> Path:
+        """Save the whole page as ``<label>-<name>-<width>.png``; its path. (Browser thread.)"""
+        path = self._path(tab, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tab.page.screenshot(path=str(path), full_page=True)
         return path
+
+    def _path(self, tab: Tab, name: str) -> Path:
+        size = tab.page.viewport_size
+        width = size["width"] if size else 0
+        return self.screenshots / f"{self.label}-{_file_part(name)}-{width}.png"
 
     def _start(self) -> None:
         playwright = sync_playwright().start()
@@ -308,8 +326,8 @@ def landed(browser: Browser, tab: Tab, name: str, problems: list[str]) -> None:
     An overflow is added to ``problems`` (reported at the test's end, after the
     other pages are photographed); an axe violation or a console error fails at once.
     """
-    shot = browser.screenshot(tab, name)
+    browser.screenshot(tab, name)
     ok, measures = fits(tab)
     if not ok:
-        problems.append(f"{name} overflows: {measures} (see {shot.name})")
+        problems.append(f"{name} overflows: {measures} (see {browser.save(tab, name).name})")
     tab.assert_clean(name)

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import httpx2
+import pytest
 from playwright.sync_api import expect
 
 from agentws.admins.accounts import create_admin
@@ -28,6 +29,9 @@ TOLERATES = ("/favicon.ico",)
 PHONE = (390, 844)
 
 
+# Thorough tier only: a slow journey through pages whose actions
+# test_audit_viewer.py::test_admins_and_their_api_tokens_from_the_dashboard check in every run.
+@pytest.mark.thorough
 async def test_admins_and_admin_api_tokens_are_managed_in_the_dashboard(tmp_path: Path) -> None:
     async with running(tmp_path) as server, open_browser("admins") as browser:
         store = server.store

@@ -17,6 +17,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from agentws.admins.accounts import create_admin
@@ -41,6 +42,9 @@ def _rows(tab: Tab) -> list[str]:
     return [" ".join(t.split()) for t in tab.page.locator("table.audit tbody tr").all_inner_texts()]
 
 
+# Thorough tier only: a slow journey through pages whose actions
+# test_audit_viewer.py::test_the_viewer_filters_pages_and_exports_tool_calls check in every run.
+@pytest.mark.thorough
 async def test_tool_calls_are_filtered_paged_and_exported(tmp_path: Path) -> None:
     async with running(tmp_path) as server, open_browser("audit") as browser:
         store = server.store

@@ -35,6 +35,9 @@ TOLERATES = ("/favicon.ico",)
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+# Thorough tier only: a slow journey through pages whose actions test_webhook_capture.py and
+# test_prompt_try.py check in every run.
+@pytest.mark.thorough
 async def test_capture_a_delivery_and_try_a_prompt_on_it_in_the_dashboard(
     tmp_path: Path,
 ) -> None:
@@ -49,9 +52,10 @@ async def test_capture_a_delivery_and_try_a_prompt_on_it_in_the_dashboard(
         problems: list[str] = []
 
         def check(name: str) -> None:
-            shot = browser.screenshot(tab, name)
+            browser.screenshot(tab, name)
             ok, measures = fits(tab)
             if not ok:
+                shot = browser.save(tab, name)
                 problems.append(f"{name} overflows: {measures} (see {shot.name})")
             if tab.errors:
                 problems.append(f"{name}: " + "; ".join(tab.errors))

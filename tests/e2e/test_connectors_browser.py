@@ -73,6 +73,9 @@ def _status(tab: Tab) -> Locator:
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+# Thorough tier only: a slow journey through pages whose actions test_connectors_dashboard.py and
+# tests/cli/test_connector_cli.py check in every run.
+@pytest.mark.thorough
 async def test_connectors_are_added_labelled_attached_tested_and_removed(
     tmp_path: Path,
 ) -> None:

@@ -464,10 +464,11 @@ async def test_every_page_fits_a_desktop_and_a_phone_without_errors(tmp_path: Pa
 
         def check(name: str) -> None:
             """Photograph the page; note whether it overflows, logged errors or fails axe."""
-            shot = browser.screenshot(tab, name, accessible=False)  # axe below, reported together
+            browser.screenshot(tab, name, accessible=False)  # axe below, reported together
             ok, measures = fits(tab)
             width = measures["innerWidth"]
             if not ok:
+                shot = browser.save(tab, name)
                 problems.append(f"{name} at {width} px overflows: {measures} (see {shot.name})")
             problems.extend(_layout_problems(tab, name))
             for found in accessibility_violations(tab):

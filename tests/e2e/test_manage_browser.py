@@ -144,6 +144,10 @@ async def _add_connector(server: Running, url: str) -> None:
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+# Thorough tier only: a slow journey through pages whose actions
+# test_manage_pages.py::test_creating_renaming_and_attaching_are_stored_and_audited check in every
+# run.
+@pytest.mark.thorough
 async def test_create_rename_attach_upload_and_see_it_over_mcp(tmp_path: Path) -> None:
     state = ThirdParty([tool("lookup", "Look a customer up", readOnlyHint=True)])
     async with (

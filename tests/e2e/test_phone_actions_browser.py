@@ -75,6 +75,10 @@ SETTINGS = {
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+# Thorough tier only: a slow journey through pages whose actions test_actions_browser.py (the same
+# actions at a desktop) and test_manage_browser.py::test_the_main_actions_on_a_phone check in
+# every run.
+@pytest.mark.thorough
 async def test_each_desktop_only_action_on_a_phone(tmp_path: Path) -> None:
     model = Model()  # down: the first event fails
     state = ThirdParty([tool("send", "Send a page")])

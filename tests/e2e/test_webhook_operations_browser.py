@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from agentws.admins.accounts import create_admin
@@ -28,6 +29,9 @@ PASSWORD = "correct horse battery staple"
 TOLERATES = ("/favicon.ico",)
 
 
+# Thorough tier only: a slow journey through pages whose actions test_webhook_replays.py,
+# test_webhook_test_events.py and test_actions_browser.py check in every run.
+@pytest.mark.thorough
 async def test_a_paused_webhook_is_activated_replayed_and_tested_in_the_dashboard(
     tmp_path: Path,
 ) -> None:
