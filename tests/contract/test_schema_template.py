@@ -3,7 +3,8 @@ are exactly what :func:`agentws.store.open_store` makes of an empty one.
 
 They are replayed from a captured template rather than migrated, so every store test
 relies on the copy being faithful; a new kind of object that ``pg_dump`` left out
-would show here as a difference.
+would show here as a difference. A schema a test is done with is emptied for the
+next one, back to exactly that, or dropped if the test changed what it is made of.
 """
 
 from __future__ import annotations
@@ -47,3 +48,27 @@ async def test_a_migrated_schema_is_what_open_store_makes() -> None:
     # The rows of schema_migrations differ in when they were applied, and are compared above.
     applied_at = re.compile(r"^COPY <schema>\.schema_migrations .*?^\\\.$", re.M | re.S)
     assert applied_at.sub("", copied) == applied_at.sub("", migrated_by_open_store)
+
+
+async def test_a_schema_a_test_is_done_with_comes_back_as_the_template_made_it() -> None:
+    async with migrated_schema() as first:
+        made = await _dump(first)
+        async with open_database(first) as db, db.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO workspaces (id, slug, name, created_at)"
+                " VALUES ('w1', 'acme', 'Acme', now())"
+            )
+            await tx.execute("UPDATE catalog_version SET version = version + 7")
+            await tx.execute("DELETE FROM schema_migrations WHERE version = 1")
+    async with migrated_schema() as second:
+        assert second == first  # kept, emptied
+        assert await _dump(second) == made
+
+
+async def test_a_schema_a_test_changed_the_shape_of_is_dropped() -> None:
+    async with migrated_schema() as first, open_database(first) as db, db.transaction() as tx:
+        await tx.execute("DROP TABLE audit_log")
+    async with migrated_schema() as second:
+        assert second != first
+        async with open_database(second) as db:
+            assert await migrate(db) == []

@@ -29,6 +29,7 @@ from agentws.settings.config import Settings
 from agentws.store.union import Store
 from agentws.workspaces.admin import create_group, create_token, create_workspace, endpoint_url
 from tests.e2e.loop_steps import serving
+from tests.support import migrated_sqlite_url
 
 GRACE_S = 3.0
 # Every request of these tests is answered at once; this bounds a hang.
@@ -138,6 +139,8 @@ async def running(
 
     ``model`` is the agent's model for webhook runs (default: the offline model).
     """
+    if "database_url" not in env:
+        env["database_url"] = await migrated_sqlite_url(tmp_path / "mcp.db")
     settings = settings_for(tmp_path, **env)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:

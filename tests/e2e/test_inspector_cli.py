@@ -25,7 +25,7 @@ import trio
 from agentws.approvals.decisions import approve
 from agentws.domain.models import Approval, ApprovalStatus, Capability
 from agentws.workspaces.admin import create_token
-from tests.e2e.conformance_support import INSPECTOR, NODE, require
+from tests.e2e.conformance_support import INSPECTOR, NODE, NODE_CACHE, require
 from tests.e2e.mcp_support import SKILL_PROMPT, Running, running
 from tests.e2e.polling import wait_until
 from tests.e2e.relay_support import Remote, remote_server
@@ -66,7 +66,7 @@ async def _inspect(
     with trio.fail_after(INSPECTOR_S):
         done = await trio.run_process(
             command,
-            env=clean_env(HOME=str(home)),
+            env=clean_env(HOME=str(home), **NODE_CACHE),
             capture_stdout=True,
             capture_stderr=True,
             check=False,
