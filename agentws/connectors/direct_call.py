@@ -64,6 +64,10 @@ _IDS = itertools.count(1 << 40)
 _ACCEPT = "application/json, text/event-stream"
 # Bound on closing an answer, cancelled or not.
 _CLOSE_S = 5.0
+# An answer this large is parsed and checked on a worker thread: parsing and
+# checking the largest one a remote may send (AGENTWS_TOOL_MAX_RESULT_BYTES)
+# holds the loop for most of a tenth of a second.
+_OFF_LOOP_BYTES = 64 * 1024
 
 
 @attrs.frozen
@@ -150,7 +154,7 @@ class DirectCaller:
             response = await self.transport.handle_async_request(request)
             response.request = request
             try:
-                answer = await self._answer(response, request_id, progress, on_log)
+                answer, size = await self._answer(response, request_id, progress, on_log)
             finally:
                 # Closed even when the call is cancelled (its connection then
                 # closes, which tells the remote); closing does not wait on it.
@@ -165,7 +169,7 @@ class DirectCaller:
         raw = answer.get("result")
         if not isinstance(raw, dict):
             raise MCPError(types.INVALID_REQUEST, "the remote answered without a result")
-        return await self._checked(name, raw)
+        return await self._checked(name, raw, large=size > _OFF_LOOP_BYTES)
 
     async def _answer(
         self,
@@ -173,25 +177,28 @@ class DirectCaller:
         request_id: int,
         progress: ProgressFn | None,
         on_log: LogFn | None,
-    ) -> dict[str, Any]:
-        """The JSON-RPC answer to ``request_id`` in ``response``, read as the SDK reads it."""
+    ) -> tuple[dict[str, Any], int]:
+        """The JSON-RPC answer to ``request_id`` in ``response``, read as the SDK reads
+        it, and its size in bytes (characters, of an event)."""
         status = response.status_code
         content_type = response.headers.get("content-type", "").lower()
         if status >= 400 or status == 202:
             if status >= 400 and content_type.startswith("application/json"):
-                message = _json(await response.aread())
+                body = await response.aread()
+                message = await _parsed(body)
                 if isinstance(message, dict) and isinstance(message.get("error"), dict):
-                    return message
+                    return message, len(body)
             if status == 404:
                 raise MCPError(types.METHOD_NOT_FOUND, "Not Found")
             if status == 202:
                 raise MCPError(types.INVALID_REQUEST, "server answered a request with 202 Accepted")
             raise MCPError(types.INTERNAL_ERROR, "Server returned an error response")
         if content_type.startswith("application/json"):
-            message = _json(await response.aread())
+            body = await response.aread()
+            message = await _parsed(body)
             if not isinstance(message, dict):
                 raise MCPError(types.PARSE_ERROR, "the remote's answer is not a JSON-RPC message")
-            return message
+            return message, len(body)
         if not content_type.startswith("text/event-stream"):
             raise MCPError(types.INVALID_REQUEST, f"Unexpected content type: {content_type}")
         # Closed explicitly: the answer returns from inside the loop.
@@ -200,20 +207,26 @@ class DirectCaller:
             async for event in events:
                 if event.event != "message" or not event.data:
                     continue  # a priming event (an id, no data), or another kind
-                message = _json(event.data)
+                message = await _parsed(event.data)
                 if not isinstance(message, dict):
                     raise MCPError(types.PARSE_ERROR, "an event of the call's stream is not JSON")
                 if message.get("id") == request_id and ("result" in message or "error" in message):
-                    return message
+                    return message, len(event.data)
                 await _notify(message, request_id, progress, on_log)
         raise MCPError(types.CONNECTION_CLOSED, "the remote ended the call's stream unanswered")
 
-    async def _checked(self, name: str, raw: dict[str, Any]) -> Outcome:
-        """``raw`` checked and parsed as the session checks a ``tools/call`` result."""
+    async def _checked(self, name: str, raw: dict[str, Any], *, large: bool) -> Outcome:
+        """``raw`` checked and parsed as the session checks a ``tools/call`` result
+        (on a worker thread if its answer was ``large``)."""
         problem = too_many_items(raw)
         if problem is not None:
             # Before the result is validated: each item costs the loop.
             raise MCPError(ANSWER_REFUSED, problem)
+        if large:
+            return await trio.to_thread.run_sync(self._check, raw)
+        return self._check(raw)
+
+    def _check(self, raw: dict[str, Any]) -> Outcome:
         session = self.session
         version = session.protocol_version or ""
         with contextlib.suppress(KeyError):  # a revision with no schema for it
@@ -241,6 +254,13 @@ async def _notify(
         await on_log(types.LoggingMessageNotificationParams.model_validate(params, by_name=False))
     else:
         log.debug("a remote sent %r on a call's stream; not passed on", method)
+
+
+async def _parsed(body: bytes | str) -> Any:
+    """``body`` parsed; a large one on a worker thread."""
+    if len(body) > _OFF_LOOP_BYTES:
+        return await trio.to_thread.run_sync(_json, body)
+    return _json(body)
 
 
 def _json(body: bytes | str) -> Any:
