@@ -266,24 +266,36 @@ async def migrated_schema() -> AsyncIterator[str]:
     if the test changed what it is made of (a table dropped, a function
     replaced) or it could not be emptied.
     """
-    base_url = postgres_base_url()
-    spare = _spare.setdefault(base_url, [])
-    url = spare.pop() if spare else None
-    if url is None:
-        url = await create_schema()
-        try:
-            await migrate_schema(url)
-            _shapes.setdefault(base_url, await _shape(base_url, url))
-        except BaseException:
-            await drop_schema(url)
-            raise
+    url = await _take_migrated()
     try:
         yield url
     finally:
-        if await _emptied(base_url, url):
-            spare.append(url)
-        else:
-            await drop_schema(url)
+        await _give_back(url)
+
+
+async def _take_migrated() -> str:
+    """A spare migrated schema of this process, else a new one."""
+    base_url = postgres_base_url()
+    spare = _spare.setdefault(base_url, [])
+    if spare:
+        return spare.pop()
+    url = await create_schema()
+    try:
+        await migrate_schema(url)
+        _shapes.setdefault(base_url, await _shape(base_url, url))
+    except BaseException:
+        await drop_schema(url)
+        raise
+    return url
+
+
+async def _give_back(url: str) -> None:
+    """Keep ``url``'s schema, emptied, for the next test; or drop it."""
+    base_url = postgres_base_url()
+    if await _emptied(base_url, url):
+        _spare.setdefault(base_url, []).append(url)
+    else:
+        await drop_schema(url)
 
 
 async def _shape(base_url: str, url: str) -> str:
@@ -350,6 +362,8 @@ def fresh_schema_sync() -> Iterator[str]:
 @contextmanager
 def migrated_schema_sync() -> Iterator[str]:
     """:func:`migrated_schema` for code outside ``trio.run`` (sync tests and fixtures)."""
-    with fresh_schema_sync() as url:
-        trio.run(migrate_schema, url)
+    url = trio.run(_take_migrated)
+    try:
         yield url
+    finally:
+        trio.run(_give_back, url)

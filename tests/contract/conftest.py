@@ -1,10 +1,12 @@
 """Fixtures of the store contract suite: every test runs on SQLite and on PostgreSQL.
 
 ``database_url`` names an empty database of its own: a SQLite file in
-``tmp_path``, or a fresh PostgreSQL schema (dropped again afterwards). ``store`` is that
-database opened (and so migrated) with :func:`agentws.store.open_store`; a PostgreSQL
-schema is first made what the migrations make of it from a template
-(:func:`tests.support.migrate_schema`), which is much quicker than running them.
+``tmp_path``, or a fresh PostgreSQL schema (dropped again afterwards), for the
+tests of migrating. ``store_url`` names one already migrated, as
+:func:`agentws.store.open_store` leaves it, made much quicker than by running
+the migrations: a copy of a SQLite database migrated once per process
+(:func:`tests.support.migrated_sqlite_url`), or a PostgreSQL schema of
+:func:`tests.support.migrated_schema`. ``store`` is that one, opened.
 
 If PostgreSQL cannot be reached its tests fail (see :mod:`tests.support`).
 """
@@ -21,7 +23,7 @@ import pytest
 from agentws.store import SqlStore, open_store
 from agentws.store.postgres import open_postgres
 from agentws.store.sqlite import open_sqlite
-from tests.support import fresh_schema, migrate_schema
+from tests.support import fresh_schema, migrated_schema, migrated_sqlite_url
 
 
 def open_database(url: str) -> AbstractAsyncContextManager[Any]:
@@ -53,9 +55,17 @@ async def database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[SqlStore]:
-    """The test's database, opened and migrated."""
-    if not database_url.startswith("sqlite:"):
-        await migrate_schema(database_url)
-    async with open_store(database_url, pool_size=4) as opened:
+async def store_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    """The URL of a migrated database of this test's own."""
+    if backend == "sqlite":
+        yield await migrated_sqlite_url(tmp_path / "agentws.db")
+        return
+    async with migrated_schema() as url:
+        yield url
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[SqlStore]:
+    """The test's migrated database, opened."""
+    async with open_store(store_url, pool_size=4) as opened:
         yield opened

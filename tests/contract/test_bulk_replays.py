@@ -135,7 +135,7 @@ async def test_queued_replays_copy_the_original_and_are_spaced_as_ordered(
 
 
 async def test_two_bulk_replays_at_once_queue_each_original_once(
-    store: SqlStore, database_url: str
+    store: SqlStore, store_url: str
 ) -> None:
     hook = await make_webhook(store)
     failed = [stored(hook, n, EventStatus.FAILED, "x") for n in range(40)]
@@ -146,7 +146,7 @@ async def test_two_bulk_replays_at_once_queue_each_original_once(
         found = await on.replay_candidates(hook.id, ALL, limit=100)
         queued.append(await on.queue_replays(hook.id, orders([c.id for c in found])))
 
-    async with open_store(database_url, pool_size=2) as other, trio.open_nursery() as nursery:
+    async with open_store(store_url, pool_size=2) as other, trio.open_nursery() as nursery:
         for on in (store, other, store, other):
             nursery.start_soon(bulk, on)
     assert sum(len(ids) for ids in queued) == 40

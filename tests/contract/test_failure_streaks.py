@@ -159,12 +159,12 @@ async def test_alerts_off_count_but_never_alert_and_a_draft_is_not_marked_paused
 
 
 async def test_failures_finished_at_once_on_several_connections_count_once_each(
-    store: SqlStore, database_url: str
+    store: SqlStore, store_url: str
 ) -> None:
     hook = await make_webhook(store, alert_after=5, pause_on_failure=True)
     events = await running_events(store, hook, 12, "i-1")
     async with (
-        open_store(database_url, pool_size=4) as other,
+        open_store(store_url, pool_size=4) as other,
         trio.open_nursery() as nursery,
     ):
         for n, event in enumerate(events):
