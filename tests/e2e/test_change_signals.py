@@ -41,7 +41,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)]
 
@@ -56,7 +56,11 @@ async def test_a_decision_and_a_label_made_elsewhere_reach_instance_a_at_once(
     ensure_key_file(tmp_path)
     state = ThirdParty([tool("search", "Search", read_only_hint=True), tool("send", "Send")])
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
-    async with fresh_schema() as url, third_party_server(state) as remote, open_store(url) as store:
+    async with (
+        migrated_schema() as url,
+        third_party_server(state) as remote,
+        open_store(url) as store,
+    ):
         token, _ = await seed(store, tmp_path, with_library=False)
         await attach_remote(store, remote, {})
         await create_admin(store, "alice", actor="t")

@@ -40,7 +40,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -156,7 +156,7 @@ async def test_a_token_given_by_one_instance_confirms_the_call_on_another(
     ensure_key_file(tmp_path)
     state = ThirdParty(_tools())
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
-    async with fresh_schema() as url, third_party_server(state) as remote:
+    async with migrated_schema() as url, third_party_server(state) as remote:
         async with open_store(url) as store:
             await seed(store, tmp_path, with_library=False)
             await attach_remote(store, remote, LABELS)

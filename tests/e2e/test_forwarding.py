@@ -37,7 +37,7 @@ from tests.e2e.mcp_support import MODERN, seed
 from tests.e2e.process_support import Server, serve_process
 from tests.e2e.relay_support import Remote, remote_server
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, attach_remote
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)]
 
@@ -93,7 +93,7 @@ async def _two_instances(tmp_path: Path, url: str) -> tuple[str, Any, Any]:
 async def test_a_streamable_session_works_whichever_instance_its_requests_reach(
     tmp_path: Path,
 ) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         token, first, second = await _two_instances(tmp_path, url)
         async with first as a, second as b:
             balancer = _Balancer(_round_robin([_port(a), _port(b)]))
@@ -130,7 +130,7 @@ async def test_a_streamable_session_works_whichever_instance_its_requests_reach(
 async def test_a_legacy_stream_gets_the_answers_to_posts_sent_to_the_other_instance(
     tmp_path: Path,
 ) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         token, first, second = await _two_instances(tmp_path, url)
         async with first as a, second as b:
             # The stream goes to A; every POST goes to B.
@@ -165,7 +165,7 @@ async def test_a_legacy_stream_gets_the_answers_to_posts_sent_to_the_other_insta
 
 
 async def test_a_session_whose_instance_is_gone_answers_404(tmp_path: Path) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         token, first, second = await _two_instances(tmp_path, url)
         headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
@@ -221,7 +221,7 @@ async def test_a_stateless_call_waiting_for_input_continues_on_any_instance(
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
-    async with fresh_schema() as url, remote_server(Remote()) as remote:
+    async with migrated_schema() as url, remote_server(Remote()) as remote:
         async with open_store(url) as store:
             token, _ = await seed(store, tmp_path, with_library=False)
             await attach_remote(store, remote, {"third_ask": Capability.READ})

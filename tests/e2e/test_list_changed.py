@@ -24,7 +24,7 @@ from agentws import libraries
 from agentws.workspaces.admin import endpoint_url
 from tests.e2e.mcp_support import ACTOR, REQUEST_S, Running, running, sdk_session
 from tests.e2e.notifications_support import Heard, add_handbook_document, change_until_heard
-from tests.support import fresh_schema_sync
+from tests.support import migrated_schema_sync
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -32,7 +32,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'lists.db'}"
     else:
-        with fresh_schema_sync() as url:
+        with migrated_schema_sync() as url:
             yield url
 
 

@@ -32,7 +32,7 @@ from tests.e2e.mcp_support import (
     running,
     sdk_session,
 )
-from tests.support import fresh_schema_sync
+from tests.support import migrated_schema_sync
 
 # (transport, protocol version the client offers)
 CLIENTS = [("sse", "2024-11-05"), ("streamable", LATEST_HANDSHAKE_VERSION)]
@@ -52,7 +52,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'content.db'}"
     else:
-        with fresh_schema_sync() as url:
+        with migrated_schema_sync() as url:
             yield url
 
 

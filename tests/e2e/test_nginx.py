@@ -23,13 +23,13 @@ from agentws.store import open_store
 from tests.e2e.mcp_support import MODERN, seed
 from tests.e2e.nginx_support import access_log, behind_nginx
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)]
 
 
 async def test_mcp_clients_over_both_transports_through_nginx(tmp_path: Path) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         async with open_store(url) as store:
             token, _ = await seed(store, tmp_path, with_library=True)
         headers = {"Authorization": f"Bearer {token}"}
@@ -77,7 +77,7 @@ async def test_mcp_clients_over_both_transports_through_nginx(tmp_path: Path) ->
 
 async def test_modern_clients_need_no_sticky_routing(tmp_path: Path) -> None:
     """2026-07-28 requests carry no session: nginx's round robin spreads them freely."""
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         async with open_store(url) as store:
             token, _ = await seed(store, tmp_path, with_library=True)
         headers = {"Authorization": f"Bearer {token}"}

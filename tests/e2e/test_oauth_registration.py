@@ -20,7 +20,7 @@ import trio
 from agentws.domain.models import ClientKind, OAuthClient
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import REDIRECT
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -30,7 +30,7 @@ async def _database(backend: str, tmp_path: Path) -> AsyncIterator[dict[str, str
     if backend == "sqlite":
         yield {}
         return
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         yield {"database_url": url}
 
 

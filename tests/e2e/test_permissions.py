@@ -56,7 +56,7 @@ from tests.e2e.remote_support import (
     third_party_server,
     tool,
 )
-from tests.support import fresh_schema, run_agentws
+from tests.support import migrated_schema, run_agentws
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -378,7 +378,7 @@ async def test_two_concurrent_approvals_run_the_call_once(tmp_path: Path, databa
     async with contextlib.AsyncExitStack() as stack:
         env = {}
         if database == "postgres":
-            env["database_url"] = await stack.enter_async_context(fresh_schema())
+            env["database_url"] = await stack.enter_async_context(migrated_schema())
         server, state = await stack.enter_async_context(_served(tmp_path, **env))
         async with sdk_session(server, "streamable") as session:
             with trio.fail_after(TIMEOUT_S):

@@ -21,7 +21,7 @@ import trio
 
 from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import REQUEST_S, Running, legacy_stream, raw_request, running
-from tests.support import clean_env, fresh_schema
+from tests.support import clean_env, migrated_schema
 
 # How long the streams may take to end: far more than it takes, so a slow
 # machine does not fail the test; a session that never closes still does.
@@ -46,7 +46,7 @@ async def _database(store: str, tmp_path: Path) -> AsyncIterator[str]:
     if store == "sqlite":
         yield f"sqlite:///{tmp_path / 'revoke.db'}"
     else:
-        async with fresh_schema() as url:
+        async with migrated_schema() as url:
             yield url
 
 

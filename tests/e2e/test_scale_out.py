@@ -40,7 +40,7 @@ from tests.e2e.mcp_support import seed
 from tests.e2e.nginx_support import access_log, behind_nginx
 from tests.e2e.polling import wait_until
 from tests.e2e.process_support import POLL_S, Server, alive
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 from tests.tiers import examples
 
 pytestmark = pytest.mark.postgres
@@ -137,7 +137,7 @@ def _answered(tmp_path: Path, servers: list[Server], path: str) -> Counter[str]:
 async def test_two_instances_share_the_queue_and_a_killed_one_loses_nothing(
     tmp_path: Path,
 ) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         path, _, _ = await _site(url, tmp_path)
         async with (
             open_store(url) as store,
@@ -251,7 +251,7 @@ async def _endpoint_event(lines: AsyncIterator[str]) -> str:
 async def test_a_token_revoked_on_one_instance_closes_its_stream_on_the_other(
     tmp_path: Path,
 ) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         _, token, admin = await _site(url, tmp_path)
         async with (
             open_store(url) as store,
@@ -308,7 +308,7 @@ async def test_a_token_revoked_on_one_instance_closes_its_stream_on_the_other(
 
 
 async def test_a_webhooks_rate_limit_holds_across_instances(tmp_path: Path) -> None:
-    async with fresh_schema() as url:
+    async with migrated_schema() as url:
         await _site(url, tmp_path)
         async with open_store(url) as store:
             limited = await create_webhook(

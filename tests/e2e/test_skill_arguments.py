@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from agentws import libraries
 from agentws.store.union import Store
 from tests.e2e.mcp_support import ACTOR, REQUEST_S, running, sdk_session
-from tests.support import fresh_schema_sync
+from tests.support import migrated_schema_sync
 
 REVIEW = """---
 name: review
@@ -47,7 +47,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'skills.db'}"
     else:
-        with fresh_schema_sync() as url:
+        with migrated_schema_sync() as url:
             yield url
 
 

@@ -35,7 +35,7 @@ from tests.e2e.mcp_support import Running, running, settings_for
 from tests.e2e.polling import wait_until
 from tests.e2e.run_support import MODEL, deliver, finished, hook
 from tests.e2e.webhook_support import assert_error, messages, post
-from tests.support import fresh_schema
+from tests.support import migrated_schema
 
 FAIL = {"outcome": "please-fail"}
 ALERTS = "local:alerts"
@@ -263,7 +263,7 @@ async def test_an_alert_its_channel_cannot_take_is_given_up_with_its_reason(
 async def test_two_instances_on_postgresql_post_one_alert_and_one_recovery(
     tmp_path: Path,
 ) -> None:
-    async with fresh_schema() as url, fake_anthropic(_script) as fake:
+    async with migrated_schema() as url, fake_anthropic(_script) as fake:
         env = {
             "AGENTWS_SECRET_KEY": Fernet.generate_key().decode(),
             "AGENTWS_MODEL": MODEL,
