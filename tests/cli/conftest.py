@@ -20,9 +20,8 @@ import pytest
 import trio
 
 from agentws.settings.secret_box import KEY_FILE
-from agentws.store import open_store
 from tests.in_process import run_cli
-from tests.support import clean_env, fresh_schema_sync
+from tests.support import clean_env, migrated_schema_sync, migrated_sqlite_url
 
 # One ``serve`` run as a program: interpreter start, store open and migration.
 RUN_S = 60.0
@@ -101,18 +100,14 @@ class Cli:
 
 
 def created(cli: Cli) -> Cli:
-    """``cli`` once its database exists, with the agentws schema and nothing in it.
+    """``cli`` once its SQLite database exists, with the agentws schema and nothing in it.
 
     Only ``init`` and ``serve`` create a database (the other commands refuse
     one that is not there); this is what ``init`` leaves, before its admin
-    and key, so tests of ``init`` itself still see it make them.
+    and key, so tests of ``init`` itself still see it make them. It is a copy
+    of a database migrated once (:func:`tests.support.migrated_sqlite_url`).
     """
-
-    async def create() -> None:
-        async with open_store(cli.database, pool_size=1):
-            pass
-
-    trio.run(create)
+    trio.run(migrated_sqlite_url, cli.cwd / "a.db")
     return cli
 
 
@@ -129,12 +124,12 @@ def cli(tmp_path: Path) -> Cli:
     ]
 )
 def any_cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
-    """The CLI on SQLite, then on a fresh PostgreSQL schema (created, empty)."""
+    """The CLI on SQLite, then on a PostgreSQL schema of its own (created, empty)."""
     if request.param == "sqlite":
         yield created(Cli(tmp_path, f"sqlite:///{tmp_path / 'a.db'}"))
         return
-    with fresh_schema_sync() as url:
-        yield created(Cli(tmp_path, url))
+    with migrated_schema_sync() as url:
+        yield Cli(tmp_path, url)
 
 
 def seeded_copy(template: Path, tmp_path: Path) -> Cli:
