@@ -67,6 +67,10 @@ def _name(width: int) -> str:
 
 
 @pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
+# Thorough tier only: a slow journey through pages whose actions test_dashboard.py,
+# test_webhook_capture.py, test_webhook_replays.py, test_tool_catalog.py and test_approval_runs.py
+# check in every run (and test_dashboard_browser.py in a browser).
+@pytest.mark.thorough
 async def test_each_action_at_a_desktop_and_a_phone(tmp_path: Path) -> None:
     state = ThirdParty([tool("send", "Send a page"), tool("lookup", "Look up an order")])
     async with (
