@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 
-from tests.fuzz.fuzz_support import RawReply, RawResponse
+from tests.fuzz.fuzz_support import RawReply, RawResponse, read_until_closed
 
 __all__ = ["Trickled", "assert_timed_out", "request_head", "trickle"]
 
@@ -88,15 +88,7 @@ async def trickle(
         with trio.move_on_after(bound_s):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(send_body)
-                while True:
-                    try:
-                        chunk = await stream.receive_some(65536)
-                    except trio.BrokenResourceError:
-                        chunk = b""
-                    if not chunk:
-                        closed = True
-                        break
-                    received += chunk
+                closed = await read_until_closed(stream, received)
                 nursery.cancel_scope.cancel()
     elapsed = trio.current_time() - started
     return Trickled(RawReply(bytes(received), closed=closed), sent, elapsed)

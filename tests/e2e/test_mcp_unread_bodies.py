@@ -26,7 +26,7 @@ import trio
 from agentws.doors.mcp.sessions.auth import Authenticator
 from tests.e2e.mcp_support import ACCEPT, Running, raw_session, running
 from tests.e2e.slow_client_support import request_head
-from tests.fuzz.fuzz_support import RawReply
+from tests.fuzz.fuzz_support import RawReply, read_until_closed
 
 # Far more than Hypercorn's queue (ten pieces of at most 64 KiB) and the socket buffers hold.
 UPLOAD_BYTES = 16 * 1024 * 1024
@@ -76,15 +76,7 @@ class _Upload:
             with trio.move_on_after(CUT_S):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(send_body)
-                    while True:
-                        try:
-                            chunk = await stream.receive_some(65536)
-                        except trio.BrokenResourceError:
-                            chunk = b""
-                        if not chunk:
-                            closed = True
-                            break
-                        received += chunk
+                    closed = await read_until_closed(stream, received)
                     nursery.cancel_scope.cancel()
         return RawReply(bytes(received), closed=closed), trio.current_time() - started
 

@@ -186,7 +186,7 @@ async def raw_exchange(
     """
     host, port = base_url.removeprefix("http://").rsplit(":", 1)
     stream = await trio.open_tcp_stream(host, int(port))
-    data = b""
+    data = bytearray()
     closed = False
     async with stream:
         try:
@@ -196,13 +196,20 @@ async def raw_exchange(
         except trio.BrokenResourceError:
             pass  # the server answered and closed before taking all of it
         with trio.move_on_after(read_s):
-            while True:
-                try:
-                    chunk = await stream.receive_some(65536)
-                except trio.BrokenResourceError:
-                    chunk = b""
-                if not chunk:
-                    closed = True
-                    break
-                data += chunk
-    return RawReply(data, closed=closed)
+            closed = await read_until_closed(stream, data)
+    return RawReply(bytes(data), closed=closed)
+
+
+async def read_until_closed(stream: trio.abc.ReceiveStream, into: bytearray) -> bool:
+    """Add what ``stream`` receives to ``into`` until the server closes it; True then.
+
+    Bound it from outside (a cancel scope): what came before is kept.
+    """
+    while True:
+        try:
+            chunk = await stream.receive_some(65536)
+        except trio.BrokenResourceError:
+            chunk = b""
+        if not chunk:
+            return True
+        into += chunk
