@@ -23,6 +23,7 @@ from tests.support import migrated_schema_sync
 from tests.tiers import THOROUGH
 
 _GUARD_DIR = Path(__file__).resolve().parent / "dns_guard"
+_NO_PUBLIC_CA = Path(__file__).resolve().parent / "no_public_ca.pem"
 
 
 @attrs.define
@@ -48,7 +49,9 @@ _lookups = _Lookups()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Guard this process and its Python subprocesses against DNS lookups."""
+    """Guard this process and its Python subprocesses against DNS lookups, and
+    have them trust no public certificate authority (``tests/no_public_ca.pem``)."""
+    os.environ["SSL_CERT_FILE"] = str(_NO_PUBLIC_CA)
     handle, log = tempfile.mkstemp(prefix="agentws-tests-dns-", suffix=".log")
     os.close(handle)
     os.environ[no_public_dns.LOG_VARIABLE] = log

@@ -25,6 +25,7 @@ import httpx2
 import trio
 
 from agentws.common.instances import InstanceDirectory
+from agentws.connectors.url_guard import shared_ssl_context
 from agentws.domain.models import Instance
 from agentws.http.asgi import Receive, Send
 
@@ -101,6 +102,9 @@ def open_hop_client() -> httpx2.AsyncClient:
     of the environment are ignored: instances talk to each other directly.
     """
     return httpx2.AsyncClient(
+        # The process's one TLS context: loading the CA bundle again would cost
+        # the loop milliseconds at every start.
+        verify=shared_ssl_context(),
         timeout=httpx2.Timeout(connect=_CONNECT_S, read=None, write=_WRITE_S, pool=_CONNECT_S),
         limits=httpx2.Limits(max_connections=None, max_keepalive_connections=32),
         trust_env=False,
