@@ -22,7 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast, overload
 
 import attrs
+import jinja2
 import trio
+from jinja2.bccache import Bucket
 from quart import Response, jsonify, redirect, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, RequestTimeout
@@ -54,12 +56,36 @@ __all__ = ["AgentwsApp", "ServiceApp", "create_app"]
 log = logging.getLogger("agentws")
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """The templates' compiled code, kept for every app this process makes.
+
+    Each app has an environment of its own, which would compile every
+    template again (tens of milliseconds a page); the apps' environments are
+    made alike (:class:`AgentwsApp`), so one's code serves them all. jinja
+    checks each entry against the template's source.
+    """
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self._code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
 class AgentwsApp(QuartTrio):
     """QuartTrio with the templates' escaping of invisible characters, and bodies pages cap."""
 
     # Every value a template prints shows its invisible and bidi characters
     # escaped (agentws.doors.dashboard.visible), on every page.
-    jinja_options: dict[str, Any] = {"finalize": visible}  # noqa: RUF012 - Quart's own attribute
+    jinja_options: dict[str, Any] = {  # noqa: RUF012 - Quart's own attribute
+        "finalize": visible,
+        "bytecode_cache": _CompiledTemplates(),
+    }
     # A page holds its form's body to a size of its own (agentws.doors.dashboard.capped).
     request_class = CappedRequest
 
