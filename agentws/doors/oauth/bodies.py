@@ -82,7 +82,7 @@ async def read_whole_body(
     except HttpRefusal as refusal:
         REJECTED.labels("oauth", refusal.code).inc()
         if refusal is not _REFUSALS.gone:
-            await _refuse(reader, send, refusal)
+            await _refuse(reader, scope, send, refusal)
         return None
     return replaying({"type": "http.request", "body": body, "more_body": False}, receive)
 
@@ -101,7 +101,7 @@ def _check_form(scope: Scope, body: bytes) -> None:
         )
 
 
-async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
+async def _refuse(reader: BodyReader, scope: Scope, send: Send, refusal: HttpRefusal) -> None:
     """Answer ``refusal``; if the body is still coming, drop it meanwhile and close."""
     body = json.dumps(error_body("invalid_request", refusal.message, oauth=True)).encode()
     headers = [
@@ -110,12 +110,7 @@ async def _refuse(reader: BodyReader, send: Send, refusal: HttpRefusal) -> None:
         (b"content-length", str(len(body)).encode()),
     ]
     headers += [(k.lower().encode(), v.encode()) for k, v in refusal.headers]
-    if reader.complete:
-        await _send(send, refusal.status, headers, body)
-        return
-    if (b"connection", b"close") not in headers:
-        headers.append((b"connection", b"close"))
-    await reader.answer_dropping_rest(lambda: _send(send, refusal.status, headers, body))
+    await _send(reader.answering(scope, send), refusal.status, headers, body)
 
 
 async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

@@ -187,10 +187,9 @@ class HookDoor:
             _REFUSED.inc()
             REJECTED.labels("webhook", refusal.code).inc()
             self._refused(scope, body, seen, refusal.status, refusal.code)
-            if body.complete:
-                await respond_json(send, refusal.status, refusal.body(), refusal.headers)
-            else:
-                await _refuse_unread(body, send, refusal)
+            # A body still coming is dropped as the answer goes, and the connection closed.
+            refusing = body.answering(scope, send)
+            await respond_json(refusing, refusal.status, refusal.body(), refusal.headers)
             if refusal.status == 405:
                 await self._refused_method(scope, body)
         except Exception:
@@ -463,14 +462,6 @@ def _unavailable(detail: str) -> HttpRefusal:
         "store_unavailable",
         "the event could not be stored; retry later",
         {"Retry-After": str(STORE_RETRY_S)},
-    )
-
-
-async def _refuse_unread(body: BodyReader, send: Send, refusal: HttpRefusal) -> None:
-    """Refuse a request whose body is still coming, and end its connection."""
-    headers = [*refusal.headers, ("Connection", "close")]
-    await body.answer_dropping_rest(
-        lambda: respond_json(send, refusal.status, refusal.body(), headers)
     )
 
 
