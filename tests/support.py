@@ -21,6 +21,7 @@ must never pass quietly.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import secrets
@@ -311,15 +312,7 @@ async def _emptied(base_url: str, url: str) -> bool:
     if script is None or base_url not in _shapes:
         return False
     schema = _schema_of(url)
-    tables = re.findall(rf"^CREATE TABLE {_TEMPLATE_NAME}\.(\w+) \(", script, re.M)
-    data = re.findall(r"^(?:INSERT INTO|SELECT pg_catalog\.setval\().*$", script, re.M)
-    # As a replica would: no trigger fires and no foreign key is checked, so
-    # the tables empty in any order and no change is announced.
-    statements = [
-        "SET LOCAL session_replication_role = replica",
-        *(f'DELETE FROM "{schema}"."{table}"' for table in tables),
-        *(line.replace(_TEMPLATE_NAME, f'"{schema}"') for line in data),
-    ]
+    emptying = _emptying_script(script).replace(_TEMPLATE_NAME, f'"{schema}"')
     emptied = False
     with trio.move_on_after(_ADMIN_SQL_S, shield=True):
         try:
@@ -327,11 +320,27 @@ async def _emptied(base_url: str, url: str) -> bool:
                 shape = await tx.fetch(_SHAPE_SQL, schema)
                 if shape[0]["shape"] != _shapes[base_url]:
                     return False
-                await tx.execute(";\n".join(statements))
+                await tx.execute(emptying)
                 emptied = True
         except StoreUnavailableError:
             return False
     return emptied
+
+
+@functools.cache
+def _emptying_script(script: str) -> str:
+    """What empties a schema made by the template ``script`` back to the template's
+    data, its schema named as in the template."""
+    tables = re.findall(rf"^CREATE TABLE {_TEMPLATE_NAME}\.(\w+) \(", script, re.M)
+    data = re.findall(r"^(?:INSERT INTO|SELECT pg_catalog\.setval\().*$", script, re.M)
+    # As a replica would: no trigger fires and no foreign key is checked, so
+    # the tables empty in any order and no change is announced.
+    statements = [
+        "SET LOCAL session_replication_role = replica",
+        *(f"DELETE FROM {_TEMPLATE_NAME}.{table}" for table in tables),
+        *data,
+    ]
+    return ";\n".join(statements)
 
 
 @atexit.register
