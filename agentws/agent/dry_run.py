@@ -38,11 +38,11 @@ import trio
 
 from agentws.agent.model import ModelError
 from agentws.agent.runner import AgentRunner, NoConfirmation, RunLog, unconfirmed_result
-from agentws.common.audit import record
+from agentws.common.audit import record_webhook_action
 from agentws.core.errors import UpstreamError, ValidationError
 from agentws.domain.call_arguments import CallArguments
 from agentws.domain.dry_runs import DryRun, TriedCall, TriedOutcome, TryRequest
-from agentws.domain.models import Capability, Group, Permission, Workspace
+from agentws.domain.models import Capability, Group, Permission
 from agentws.domain.permissions import Decision, decide
 from agentws.domain.tool_results import tool_error, tool_text
 from agentws.tools.caller import ToolCaller
@@ -187,14 +187,11 @@ class PromptTrials:
             calls=tuple(_tried(entry) for entry in log.tool_calls),
             usage=dict(log.usage),
         )
-        workspace = await store.get(Workspace, webhook.workspace_id)
-        await record(
+        await record_webhook_action(
             store,
-            webhook.workspace_id,
+            webhook,
             request.actor,
             "webhook.try",
-            f"{workspace.slug}/{webhook.name}",
-            webhook_id=webhook.id,
             source=source,
             source_id=event.id,
             model=dry.model,
