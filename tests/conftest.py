@@ -6,6 +6,8 @@ too) wraps its resolver functions, and puts ``tests/dns_guard`` first on
 ``PYTHONPATH`` so that the Python subprocesses tests start wrap theirs; a
 lookup of anything but a loopback name or an address literal fails the test
 it happened in (or, from a module's fixture, the next test that checks).
+
+In-process, admin passwords are hashed with argon2's cheapest parameters.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import argon2
 import attrs
 import pytest
 
+from agentws.admins import accounts
 from tests.dns_guard import no_public_dns
 from tests.support import migrated_schema_sync
 from tests.tiers import THOROUGH
@@ -60,6 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if str(_GUARD_DIR) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(_GUARD_DIR), *paths) if p)
     no_public_dns.install()
+    # Admin passwords hashed with argon2's cheapest parameters (the defaults
+    # take about 0.2 s of CPU a hash or a check, and the suite does some 300).
+    # The services started as subprocesses keep the defaults.
+    accounts.password_hasher = argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
