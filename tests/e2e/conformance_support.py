@@ -14,7 +14,8 @@ bad ones on purpose), and response bodies chunk by chunk as they arrive (SSE
 streams stay streams).
 
 :func:`run_scenario` runs one scenario in a Node process and reads the
-``checks.json`` it writes into a :class:`ScenarioResult`.
+``checks.json`` it writes into a :class:`ScenarioResult`; :func:`run_suite`
+runs all of a release's server scenarios in one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -49,6 +51,10 @@ INSPECTOR = "@modelcontextprotocol/inspector"
 # A scenario that hangs is cut off here; the suite's own per-scenario timeout
 # (0.2.x) is 30 s and the slowest scenario (server-sse-polling) takes a few.
 SCENARIO_S = 60.0
+# A whole suite in one process (run_suite): its scenarios one after another.
+SUITE_S = 180.0
+# The folder a scenario's results are written to: server-<scenario>-<start time>.
+_RUN_FOLDER = re.compile(r"server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z")
 # Check statuses that fail a scenario (the others: SUCCESS, INFO, SKIPPED).
 _NOT_PASSING = ("FAILURE", "WARNING")
 # Response headers a proxy must not copy: they describe one hop, not the body.
@@ -214,12 +220,44 @@ async def run_scenario(
     Error handling:
         Fails the test if the suite is not installed or the run outlasts ``SCENARIO_S``.
     """
+    output, found = await _run(suite, url, ["--scenario", scenario], spec_version, SCENARIO_S)
+    checks = [check for checks in found.values() for check in checks]
+    return ScenarioResult(scenario, tuple(checks), output)
+
+
+async def run_suite(
+    suite: str, url: str, *, spec_version: str | None = None
+) -> dict[str, ScenarioResult]:
+    """Every server scenario of conformance ``suite`` in one Node process (``--suite all``).
+
+    Starting the suite costs a Node process about half a second of CPU, far
+    more than most scenarios take, so a test module runs the whole suite
+    once and then looks its scenarios up. Scenarios that need what this
+    server lacks fail here; a scenario missing from the result did not run.
+
+    Returns:
+        Scenario name -> what it found.
+
+    Error handling:
+        Fails the test if the suite is not installed or the run outlasts ``SUITE_S``.
+    """
+    output, found = await _run(suite, url, ["--suite", "all"], spec_version, SUITE_S)
+    return {
+        scenario: ScenarioResult(scenario, tuple(checks), output)
+        for scenario, checks in found.items()
+    }
+
+
+async def _run(
+    suite: str, url: str, which: list[str], spec_version: str | None, seconds: float
+) -> tuple[str, dict[str, list[dict[str, Any]]]]:
+    """The suite's output, and the checks of each scenario it ran."""
     entry = require(SUITES[suite]) / "dist" / "index.js"
     with tempfile.TemporaryDirectory(prefix="conformance-") as out:
-        command = [str(NODE), str(entry), "server", "--url", url, "--scenario", scenario]
+        command = [str(NODE), str(entry), "server", "--url", url, *which]
         if spec_version:
             command += ["--spec-version", spec_version]
-        with trio.fail_after(SCENARIO_S):
+        with trio.fail_after(seconds):
             done = await trio.run_process(
                 [*command, "-o", out],
                 env={**os.environ, **NODE_CACHE},
@@ -228,13 +266,16 @@ async def run_scenario(
                 check=False,
             )
         output = (done.stdout + done.stderr).decode(errors="replace")
-        checks = _read_checks(Path(out))
-    return ScenarioResult(scenario, tuple(checks), output)
+        found = _read_checks(Path(out))
+    return output, found
 
 
-def _read_checks(out: Path) -> list[dict[str, Any]]:
-    # Small local files, read once the run is over.
-    checks: list[dict[str, Any]] = []
+def _read_checks(out: Path) -> dict[str, list[dict[str, Any]]]:
+    # Small local files, read once the run is over: one folder a scenario,
+    # named server-<scenario>-<when it started>.
+    found: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(out.glob("*/checks.json")):
-        checks += json.loads(path.read_text())
-    return checks
+        named = _RUN_FOLDER.fullmatch(path.parent.name)
+        scenario = named[1] if named else path.parent.name
+        found.setdefault(scenario, []).extend(json.loads(path.read_text()))
+    return found
