@@ -13,6 +13,7 @@ In-process, admin passwords are hashed with argon2's cheapest parameters.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the Chromium the browser tests of this process shared, if they started one."""
+    browsers = sys.modules.get("tests.e2e.browser_support")
+    if browsers is not None:
+        browsers.close_shared_browser()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,9 +2,12 @@
 
 Playwright's sync API belongs to the thread that started it, while the
 server under test runs in the test's trio loop. :class:`Browser` therefore
-owns one dedicated worker thread: Playwright is started there, Debian's
+drives one dedicated worker thread: Playwright is started there, Debian's
 Chromium (``/usr/bin/chromium``: Playwright's own browser download does not
-work here) is launched there, and every page is made and driven there.
+work here) is launched there, and every page is made and driven there. The
+thread and the browser are the test process's, started by its first browser
+test and stopped at the end of the session; each test's tabs are browser
+contexts of its own (no cookies or storage shared), closed when it ends.
 Tests write the browser's steps as plain functions of a :class:`Tab` and
 hand them to :meth:`Browser.run`, which waits for the result without
 blocking the trio loop, so the server keeps answering meanwhile.
@@ -55,6 +58,7 @@ __all__ = [
     "SCREENSHOTS",
     "Browser",
     "Tab",
+    "close_shared_browser",
     "fits",
     "landed",
     "open_browser",
@@ -115,17 +119,81 @@ class Tab:
         assert not found, f"{where}: " + "\n".join(found)
 
 
-class Browser:
-    """Chromium on one worker thread of its own; see the module's docstring."""
+class _Chromium:
+    """Playwright and Chromium on a thread of their own, shared by the tests of a process.
 
-    def __init__(self, label: str, screenshots: Path = SCREENSHOTS) -> None:
-        self.label = label
-        self.screenshots = screenshots
-        self._thread = concurrent.futures.ThreadPoolExecutor(
+    Starting them costs more than a second of CPU (Playwright's driver, then
+    Chromium); each test's pages are in browser contexts of its own, closed
+    when the test ends. Started on first use, again if Chromium went away, and
+    stopped at the end of the session (:func:`close_shared_browser`).
+    """
+
+    def __init__(self) -> None:
+        self.thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="playwright", initializer=_plain_asyncio
         )
         self._playwright: Playwright | None = None
         self._browser: PlaywrightBrowser | None = None
+
+    def running(self) -> PlaywrightBrowser:
+        """The browser, started if it is not running. (Browser thread.)"""
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser
+        self.stop()
+        playwright = sync_playwright().start()
+        try:
+            self._browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                headless=True,
+                # Tests run as root, where Chromium refuses its sandbox.
+                args=["--no-sandbox"],
+            )
+        except BaseException:
+            playwright.stop()
+            raise
+        self._playwright = playwright
+        return self._browser
+
+    def stop(self) -> None:
+        """Close the browser and Playwright. (Browser thread.)"""
+        try:
+            if self._browser is not None:
+                with contextlib.suppress(Error):
+                    self._browser.close()
+        finally:
+            self._browser = None
+            if self._playwright is not None:
+                self._playwright.stop()
+                self._playwright = None
+
+
+_shared: list[_Chromium] = []
+# Stopping the shared browser at the end of the session; a bound on a hang.
+_STOP_S = 30.0
+
+
+def close_shared_browser() -> None:
+    """Stop the process's Chromium and Playwright, if a test started them."""
+    while _shared:
+        chromium = _shared.pop()
+        try:
+            chromium.thread.submit(chromium.stop).result(timeout=_STOP_S)
+        finally:
+            chromium.thread.shutdown()
+
+
+class Browser:
+    """One test's use of the process's Chromium; see the module's docstring."""
+
+    def __init__(self, label: str, screenshots: Path = SCREENSHOTS) -> None:
+        self.label = label
+        self.screenshots = screenshots
+        if not _shared:
+            _shared.append(_Chromium())
+        self._chromium = _shared[0]
+        self._thread = self._chromium.thread
+        self._browser: PlaywrightBrowser | None = None
+        self._contexts: list[BrowserContext] = []
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` on the browser's thread; its result (or its exception).
@@ -174,6 +242,7 @@ class Browser:
         context = self._browser.new_context(
             viewport={"width": width, "height": height}, java_script_enabled=scripts
         )
+        self._contexts.append(context)
         context.set_default_timeout(ACTION_MS)
         tab = Tab(context.new_page(), context, tolerate=tolerate)
         tab.watch()
@@ -209,28 +278,15 @@ class Browser:
         return self.screenshots / f"{self.label}-{_file_part(name)}-{width}.png"
 
     def _start(self) -> None:
-        playwright = sync_playwright().start()
-        try:
-            self._browser = playwright.chromium.launch(
-                executable_path=CHROMIUM,
-                headless=True,
-                # Tests run as root, where Chromium refuses its sandbox.
-                args=["--no-sandbox"],
-            )
-        except BaseException:
-            playwright.stop()
-            raise
-        self._playwright = playwright
+        self._browser = self._chromium.running()
 
     def _stop(self) -> None:
-        try:
-            if self._browser is not None:
-                self._browser.close()
-        finally:
-            self._browser = None
-            if self._playwright is not None:
-                self._playwright.stop()
-                self._playwright = None
+        # This test's contexts (its tabs, their cookies); the browser stays for the next test.
+        contexts, self._contexts = self._contexts, []
+        for context in contexts:
+            with contextlib.suppress(Error):
+                context.close()
+        self._browser = None
 
 
 def _plain_asyncio() -> None:
@@ -248,7 +304,7 @@ def _file_part(name: str) -> str:
 
 @asynccontextmanager
 async def open_browser(label: str) -> AsyncIterator[Browser]:
-    """Chromium for the block; closed with Playwright and its thread, even on failure.
+    """Chromium for the block; the tabs opened in it are closed after it, even on failure.
 
     ``label`` begins the names of the screenshots (usually the test's name).
     """
@@ -258,10 +314,7 @@ async def open_browser(label: str) -> AsyncIterator[Browser]:
         yield browser
     finally:
         with trio.CancelScope(shield=True):
-            try:
-                await browser.run(browser._stop)
-            finally:
-                await trio.to_thread.run_sync(browser._thread.shutdown)
+            await browser.run(browser._stop)
 
 
 # --- helpers that run on the browser's thread ---------------------------------------------------
