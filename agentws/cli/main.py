@@ -15,6 +15,7 @@ there); stdout then stays empty.
 from __future__ import annotations
 
 import argparse
+import functools
 import getpass
 import os
 import sys
@@ -144,8 +145,17 @@ def _discard_stdout() -> None:
     os.close(devnull)
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    # Built once per process: building it costs 20-40 ms (900 parsers, each of
+    # argparse's messages looked up in gettext's catalogs), which a program
+    # calling main more than once (the test suite) would pay at every call.
+    # Parsing leaves the parser as it was.
+    return build_parser()
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
         if args.command == "serve":
