@@ -209,7 +209,7 @@ class BodyReader:
                     return body
         raise refusals.late(self.timeout_s)
 
-    async def answer_dropping_rest(self, answer: Callable[[], Awaitable[None]]) -> None:
+    async def _answer_dropping_rest(self, answer: Callable[[], Awaitable[None]]) -> None:
         """Send ``answer()`` for a request whose body is still coming, dropping the rest.
 
         The server hands the body over through a small queue: while nobody
@@ -233,7 +233,7 @@ class BodyReader:
 
         An answer that starts while the body is still coming says
         ``Connection: close`` and is ended while the rest is read and dropped
-        (:meth:`answer_dropping_rest`). Without that, a client uploading more
+        (:meth:`_answer_dropping_rest`). Without that, a client uploading more
         than the server's queue holds stalls: the server ends a request by
         putting ``http.disconnect`` into that queue, full of body nobody
         reads, so neither the end of the answer nor the connection's close
@@ -252,7 +252,7 @@ class BodyReader:
                 and message["type"] == "http.response.body"
                 and not message.get("more_body", False)
             ):
-                await self.answer_dropping_rest(lambda: send(message))
+                await self._answer_dropping_rest(lambda: send(message))
                 return
             await send(message)
 

@@ -170,6 +170,9 @@ class _Chromium:
 _shared: list[_Chromium] = []
 # Stopping the shared browser at the end of the session; a bound on a hang.
 _STOP_S = 30.0
+# Closing a test's tabs when it ends; a bound on a hang (the next test's calls
+# then wait behind it on the browser's thread, each with its own timeout).
+_CLOSE_TABS_S = 30.0
 
 
 def close_shared_browser() -> None:
@@ -179,7 +182,8 @@ def close_shared_browser() -> None:
         try:
             chromium.thread.submit(chromium.stop).result(timeout=_STOP_S)
         finally:
-            chromium.thread.shutdown()
+            # Not waited for: a stop that outlasted its bound must not hang the session.
+            chromium.thread.shutdown(wait=False, cancel_futures=True)
 
 
 class Browser:
@@ -313,7 +317,7 @@ async def open_browser(label: str) -> AsyncIterator[Browser]:
         await browser.run(browser._start)
         yield browser
     finally:
-        with trio.CancelScope(shield=True):
+        with trio.move_on_after(_CLOSE_TABS_S, shield=True):
             await browser.run(browser._stop)
 
 
