@@ -35,10 +35,18 @@ from agentws.connectors.admin import (
     parse_header,
     remove_connector,
     set_connector_active,
+    set_connector_protocol,
     set_connector_relay,
 )
 from agentws.core.errors import UnsafeUrlError, ValidationError
-from agentws.domain.models import CachedTool, Connector, ConnectorKind, Group, GroupConnector
+from agentws.domain.models import (
+    LINK_PROTOCOLS,
+    CachedTool,
+    Connector,
+    ConnectorKind,
+    Group,
+    GroupConnector,
+)
 from agentws.doors.views import connector_check_json, connector_json, sync_report_json
 from agentws.tools.schema_cost import assess
 
@@ -86,6 +94,7 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         box=ctx.keys.box() if secret else None,
         allowlist=ctx.settings.connector_allowlist,
         actor=ctx.actor,
+        protocol=args.protocol,
     )
     data = connector_json(connector, args.workspace)
     note = " Its secret is stored encrypted." if connector.secret else ""
@@ -197,7 +206,10 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
         f"  secret:   {_secret_text(secret)}",
         f"  headers:  {', '.join(data['headers']) or 'none'}",
         *(
-            [f"  requests: {'passed on to callers' if connector.relay_requests else 'refused'}"]
+            [
+                f"  requests: {'passed on to callers' if connector.relay_requests else 'refused'}",
+                f"  protocol: {connector.protocol}",
+            ]
             if connector.kind is ConnectorKind.REMOTE_MCP
             else []
         ),
@@ -271,6 +283,16 @@ async def _relay(args: argparse.Namespace, ctx: Context) -> Output:
     return _switched(c, args.workspace, c.relay_requests, _RELAY_TEXT)
 
 
+async def _protocol(args: argparse.Namespace, ctx: Context) -> Output:
+    c = await set_connector_protocol(
+        ctx.store, args.workspace, args.name, protocol=args.protocol, actor=ctx.actor
+    )
+    text = f"Connector {c.name!r}'s link speaks MCP {c.protocol}"
+    if c.protocol == "auto":
+        text += " (a handshake revision when the remote speaks one, else 2026-07-28)"
+    return Output(connector_json(c, args.workspace), text + "; it connects again now.")
+
+
 async def _remove(args: argparse.Namespace, ctx: Context) -> Output:
     c = await remove_connector(ctx.store, args.workspace, args.name, actor=ctx.actor)
     return Output(connector_json(c, args.workspace), f"Removed connector {c.name!r} ({c.id}).")
@@ -301,6 +323,15 @@ def _timeout_argument(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long to wait for the upstream (default: %(default)g)",
     )
+
+
+_PROTOCOL_HELP = (
+    "auto (the default) speaks a handshake revision (2025-11-25) when the remote speaks "
+    "one: only those let it ask the caller in the middle of a call (sampling, "
+    "elicitation, roots), as servers written for them do; a remote that speaks "
+    "only 2026-07-28 gets that. Pin 2026-07-28 for a remote that asks with "
+    "input_required results, 2025-11-25 to never use the stateless revision."
+)
 
 
 def _connector_arguments(parser: argparse.ArgumentParser) -> None:
@@ -346,6 +377,13 @@ def add_connector_commands(
         default=[],
         metavar="'NAME: VALUE'",
         help="a non-secret header to send (repeatable)",
+    )
+    add.add_argument(
+        "--protocol",
+        choices=LINK_PROTOCOLS,
+        default="auto",
+        help="the MCP revision a remote MCP connector's link speaks (default: auto; "
+        "see `agentws connector protocol --help`)",
     )
     add.add_argument("--secret-env", metavar="VAR", help="read the secret from this variable")
     add.add_argument("--secret-stdin", action="store_true", help="read the secret from stdin")
@@ -422,6 +460,15 @@ def add_connector_commands(
     )
     _connector_arguments(relay)
     relay.add_argument("state", choices=["on", "off"], help="on: pass them on; off: refuse")
+
+    protocol = connector.verb(
+        "protocol",
+        "pin the MCP revision a remote MCP connector's link speaks, or leave it to auto",
+        handler=_protocol,
+        description=_PROTOCOL_HELP + " Audited as connector.protocol.",
+    )
+    _connector_arguments(protocol)
+    protocol.add_argument("protocol", metavar="REVISION", choices=LINK_PROTOCOLS)
 
     remove = connector.verb(
         "remove", "delete a connector, its cached tools and attachments", handler=_remove

@@ -33,7 +33,13 @@ from agentws.core.errors import (
     UnsafeUrlError,
     ValidationError,
 )
-from agentws.domain.models import Connector, ConnectorKind, Group, GroupConnector
+from agentws.domain.models import (
+    LINK_PROTOCOLS,
+    Connector,
+    ConnectorKind,
+    Group,
+    GroupConnector,
+)
 from agentws.domain.rules import check_identifier, utcnow
 from agentws.settings.secret_box import SecretBox
 from agentws.store.sql_catalog import CatalogStore
@@ -52,6 +58,7 @@ __all__ = [
     "parse_header",
     "remove_connector",
     "set_connector_active",
+    "set_connector_protocol",
 ]
 
 #: Where native connectors talk to unless a URL is given (GitHub Enterprise,
@@ -128,12 +135,15 @@ async def add_connector(
     allowlist: Allowlist,
     actor: str,
     resolve: Resolver | None = None,
+    protocol: str = "auto",
 ) -> Connector:
     """Save a new connector.
 
     Args:
         resolve: the resolver that checks the URL's host (tests give their
             own); the system's by default.
+        protocol: the MCP revision a remote MCP connector's link speaks
+            (:data:`~agentws.domain.models.LINK_PROTOCOLS`).
 
     Error handling:
         ValidationError for a bad name, a missing URL (remote MCP), a
@@ -143,6 +153,7 @@ async def add_connector(
     """
     workspace = await store.workspace_by_slug(workspace_slug)
     check_identifier(name, what="connector name")
+    _check_protocol(kind, protocol)
     if kind is ConnectorKind.INCOMING_WEBHOOK:
         if url or headers:
             raise ValidationError(
@@ -188,6 +199,7 @@ async def add_connector(
         url=url,
         headers=stored_headers,
         secret=sealed,
+        protocol=protocol,
     )
     try:
         await store.insert(connector)
@@ -253,6 +265,42 @@ async def set_connector_relay(
     actions = ("connector.relay_on", "connector.relay_off")
     switch = "relay_requests"
     return await _switched(store, connector, workspace_slug, actor, switch, relay, actions)
+
+
+def _check_protocol(kind: ConnectorKind, protocol: str) -> None:
+    if protocol not in LINK_PROTOCOLS:
+        raise ValidationError(
+            f"{protocol!r} is not a protocol a link can speak: one of {', '.join(LINK_PROTOCOLS)}"
+        )
+    if protocol != "auto" and kind is not ConnectorKind.REMOTE_MCP:
+        raise ValidationError(f"a {kind.value} connector speaks no MCP: its protocol is 'auto'")
+
+
+async def set_connector_protocol(
+    store: RecordStore, workspace_slug: str, name: str, *, protocol: str, actor: str
+) -> Connector:
+    """Pin the MCP revision a remote MCP connector's link speaks, or leave it to ``auto``.
+
+    ``auto`` speaks a handshake revision when the remote does, since only
+    those let it ask its caller in the middle of a call; ``2026-07-28``
+    suits a remote that asks with ``input_required`` results instead. The
+    link connects again at once. Audited as ``connector.protocol``; setting
+    what already is changes nothing and records nothing.
+
+    Error handling:
+        ValidationError for an unknown revision or a connector that is not
+        a remote MCP server.
+    """
+    connector = await find_connector(store, workspace_slug, name)
+    _check_protocol(connector.kind, protocol)
+    if connector.protocol == protocol:
+        return connector
+    stored = await store.update(attrs.evolve(connector, protocol=protocol, updated_at=utcnow()))
+    target = f"{workspace_slug}/{connector.name}"
+    await record(
+        store, connector.workspace_id, actor, "connector.protocol", target, protocol=protocol
+    )
+    return stored
 
 
 async def _switched(

@@ -258,7 +258,7 @@ class SessionKeeper:
                         message_handler=on_message,
                         **relay.session_callbacks(),
                     ) as session:
-                        await negotiate(session, kind)
+                        await negotiate(session, kind, connector.protocol)
                         connecting.deadline = math.inf
                         version = session.protocol_version
                         with trio.CancelScope() as scope:

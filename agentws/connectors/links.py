@@ -88,7 +88,13 @@ _DISCOVER_S = 30.0
 
 def _fingerprint(connector: Connector) -> tuple[Any, ...]:
     # A connector saved again with another address or credential needs a new link.
-    return (connector.id, connector.url, tuple(sorted(connector.headers.items())), connector.secret)
+    return (
+        connector.id,
+        connector.url,
+        tuple(sorted(connector.headers.items())),
+        connector.secret,
+        connector.protocol,
+    )
 
 
 def _for_connector(connector: Connector, channel: CallerChannel | None) -> CallerChannel | None:

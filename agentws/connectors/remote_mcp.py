@@ -28,6 +28,12 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import (
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 
 from agentws.bridges.mcp_sdk_bridge import TransportStreams, negotiate_auto
 from agentws.connectors.admin import connector_headers
@@ -128,6 +134,7 @@ async def open_transport(
     timeout_s: float,
     stream_read_timeout_s: float | None,
     max_event_bytes: int = DEFAULT_MAX_SSE_EVENT_SIZE,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """The read and write streams of an MCP client connection to ``url``.
 
@@ -139,6 +146,9 @@ async def open_transport(
             silent; None for streams kept open for notifications.
         max_event_bytes: the SDK's bound on one event of a Streamable HTTP
             stream (a link's transport bounds answers itself, to the same size).
+        auth: how requests are authenticated upstream (an OAuth connector's
+            flow, :mod:`agentws.connectors.upstream_auth`); its own requests
+            go through ``transport`` too.
 
     Resource handling:
         The HTTP client and its connections are closed when the block ends.
@@ -146,7 +156,9 @@ async def open_transport(
     if kind == "streamable_http":
         timeout = httpx2.Timeout(timeout_s, read=stream_read_timeout_s)
         async with (
-            httpx2.AsyncClient(transport=transport, headers=headers, timeout=timeout) as http,
+            httpx2.AsyncClient(
+                transport=transport, headers=headers, timeout=timeout, auth=auth
+            ) as http,
             streamable_http_client(
                 url, http_client=http, max_sse_event_size=max_event_bytes
             ) as streams,
@@ -167,23 +179,44 @@ async def open_transport(
         timeout=timeout_s,
         sse_read_timeout=stream_read_timeout_s or _FOREVER_S,
         httpx_client_factory=factory,
+        auth=auth,
     ) as streams:
         yield streams
 
 
-async def negotiate(session: ClientSession, kind: str) -> None:
-    """Agree with the remote on the newest protocol revision both speak.
+async def negotiate(session: ClientSession, kind: str, protocol: str = "auto") -> None:
+    """Agree with the remote on a protocol revision, as the connector's ``protocol`` says.
 
-    Over Streamable HTTP this is the SDK's own connect-time policy (what its
-    ``Client(mode="auto")`` does): ``server/discover`` at the stateless
-    revision (2026-07-28), falling back to the ``initialize`` handshake when
-    the remote does not answer it as one. Legacy SSE has only the handshake.
-    ``session.protocol_version`` says what was agreed.
+    - ``auto``: the handshake (``initialize``) first, since only a handshake
+      session lets the remote ask its caller in the middle of a call
+      (sampling, elicitation, roots), as servers written for those revisions
+      do; over Streamable HTTP, a remote that refuses the handshake is asked
+      ``server/discover`` at the stateless revision (the SDK's connect-time
+      policy, what its ``Client(mode="auto")`` does).
+    - ``2026-07-28``: the stateless revision only (an admin's pin: the remote
+      asks with ``input_required`` results); RemoteError if it does not speak it.
+    - ``2025-11-25``: the handshake only.
+
+    Legacy SSE has only the handshake. ``session.protocol_version`` says what
+    was agreed.
     """
-    if kind == "streamable_http":
-        await negotiate_auto(session)
-    else:
+    if kind != "streamable_http" or protocol == LATEST_HANDSHAKE_VERSION:
         await session.initialize()
+        return
+    if protocol == LATEST_MODERN_VERSION:
+        await negotiate_auto(session)
+        if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            raise RemoteError(
+                f"the remote does not speak MCP {protocol}, which the connector is pinned at "
+                f"(it answered {session.protocol_version}): pin another revision or 'auto'"
+            )
+        return
+    try:
+        await session.initialize()
+    except MCPError as exc:
+        # A remote of the stateless revision alone refuses the handshake.
+        log.debug("the remote refused the handshake (%s); trying server/discover", exc)
+        await negotiate_auto(session)
 
 
 # A one-off session's relay: no call is ever in flight, so nothing is relayed.
@@ -229,7 +262,7 @@ async def with_remote(
             # tools; with no caller here, its requests are refused.
             ClientSession(read, write, **_NO_CALLER.session_callbacks()) as session,
         ):
-            await negotiate(session, kind)
+            await negotiate(session, kind, connector.protocol)
             initialized = True
             return await work(session, kind)
 

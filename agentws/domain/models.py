@@ -46,11 +46,13 @@ from agentws.domain.oauth_records import (
 from agentws.domain.sample_records import WebhookSample
 from agentws.domain.streak_records import FailureStreak, NoticeKind
 from agentws.domain.tool_records import (
+    LINK_PROTOCOLS,
     CachedTool,
     Capability,
     Connector,
     ConnectorKind,
     GroupConnector,
+    LinkProtocol,
     Permission,
     ToolPermission,
     default_permission,
@@ -79,6 +81,7 @@ from agentws.domain.workspace_records import (
 )
 
 __all__ = [
+    "LINK_PROTOCOLS",
     "Admin",
     "Approval",
     "ApprovalOutcome",
@@ -104,6 +107,7 @@ __all__ = [
     "GroupLibrary",
     "Instance",
     "Library",
+    "LinkProtocol",
     "McpToken",
     "NoticeKind",
     "OAuthClient",

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 import attrs
 
 from agentws.domain.record_fields import id_field, identifier_validator, now_field
 
 __all__ = [
+    "LINK_PROTOCOLS",
     "CachedTool",
     "Capability",
     "Connector",
     "ConnectorKind",
     "GroupConnector",
+    "LinkProtocol",
     "Permission",
     "ToolPermission",
     "default_permission",
@@ -74,6 +76,13 @@ class ConnectorKind(StrEnum):
     INCOMING_WEBHOOK = "incoming_webhook"
 
 
+#: What a remote MCP connector's link may speak: ``auto`` (a handshake
+#: revision when the remote speaks one, since only those let it ask its caller
+#: mid-call; else 2026-07-28), or one revision pinned by an admin.
+LinkProtocol = Literal["auto", "2026-07-28", "2025-11-25"]
+LINK_PROTOCOLS: tuple[str, ...] = get_args(LinkProtocol)
+
+
 @attrs.frozen(kw_only=True)
 class Connector:
     """A connected third-party tool (remote MCP server or native integration)."""
@@ -90,6 +99,8 @@ class Connector:
     #: Whether the remote's requests during a call (elicitation, sampling,
     #: roots) are passed on to the caller; off: refused, saying an admin said so.
     relay_requests: bool = True
+    #: The MCP revision a remote MCP connector's link speaks (:data:`LINK_PROTOCOLS`).
+    protocol: str = "auto"
     created_at: datetime = now_field()
     updated_at: datetime = now_field()
 

@@ -428,6 +428,7 @@ def connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         "secret": connector_secret(c),
         "active": c.active,
         "relay_requests": c.relay_requests,
+        "protocol": c.protocol,
         "created_at": _iso(c.created_at),
     }
 

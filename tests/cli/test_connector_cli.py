@@ -112,6 +112,15 @@ def test_connector_lifecycle_keeps_the_secret_out_of_output_logs_and_database(
     assert cli.json("connector", "relay", "acme", "docs", "on")["relay_requests"] is True
     native = cli.run("connector", "relay", "acme", "github", "off")
     assert native.returncode == 1 and "only a remote MCP server asks callers" in native.stderr
+    # Its link's revision: auto until pinned; a native connector speaks no MCP.
+    assert "protocol: auto" in cli.ok("connector", "show", "acme", "docs")
+    pinned = cli.ok("connector", "protocol", "acme", "docs", "2026-07-28")
+    assert "speaks MCP 2026-07-28" in pinned
+    assert cli.json("connector", "show", "acme", "docs")["protocol"] == "2026-07-28"
+    unknown = cli.run("connector", "protocol", "acme", "docs", "2024-01-01")
+    assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
+    native = cli.run("connector", "protocol", "acme", "github", "2025-11-25")
+    assert native.returncode == 1 and "speaks no MCP" in native.stderr
     detached = cli.json("connector", "detach", "acme", "ops", "docs")
     assert detached["detached"] is True
     assert cli.json("connector", "detach", "acme", "ops", "docs")["detached"] is False

@@ -243,6 +243,10 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         yield f"{base}/mcp"
 
 
+#: The pin that makes a link to a fixture speaking both eras speak the stateless one.
+MODERN_LINK = "2026-07-28"
+
+
 async def add_remote(
     store: Store,
     url: str,
@@ -251,8 +255,13 @@ async def add_remote(
     secret: str | None = None,
     box: SecretBox | None = None,
     allowlist: Allowlist = LOOPBACK,
+    protocol: str = "auto",
 ) -> Connector:
-    """Save remote MCP connector ``name`` of workspace ``acme`` at ``url``, as an admin would."""
+    """Save remote MCP connector ``name`` of workspace ``acme`` at ``url``, as an admin would.
+
+    ``protocol``: what its link speaks; a fixture that speaks both eras gets a
+    handshake link unless pinned at ``2026-07-28`` (:data:`MODERN_LINK`).
+    """
     return await add_connector(
         store,
         "acme",
@@ -264,12 +273,15 @@ async def add_remote(
         box=box,
         allowlist=allowlist,
         actor="t",
+        protocol=protocol,
     )
 
 
-async def attach_remote(store: Store, url: str, labels: dict[str, Capability]) -> Connector:
+async def attach_remote(
+    store: Store, url: str, labels: dict[str, Capability], *, protocol: str = "auto"
+) -> Connector:
     """Remote connector ``third`` at ``url``, its tools cached, attached to acme/ops, labelled."""
-    connector = await add_remote(store, url)
+    connector = await add_remote(store, url, protocol=protocol)
     with remote_deadline(connector, TIMEOUT_S):
         tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
     await sync_tool_cache(store, connector, tools, actor="t")

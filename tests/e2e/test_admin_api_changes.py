@@ -156,9 +156,22 @@ async def _exercise(api: httpx2.AsyncClient, server: Running, state: ThirdParty,
     refused = await api.patch("/workspaces/acme/connectors/third", json={"active": "no"})
     assert _error(refused, 400)["message"] == "'active' must be a bool"
     assert (
-        "'active' or 'relay_requests' is required"
+        "'active', 'relay_requests' or 'protocol' is required"
         in _error(await api.patch("/workspaces/acme/connectors/third", json={}), 400)["message"]
     )
+    # Its link's revision: pinned, refused when unknown, and back to auto.
+    pinned = await api.patch("/workspaces/acme/connectors/third", json={"protocol": "2026-07-28"})
+    assert (pinned.status_code, pinned.json()["protocol"]) == (200, "2026-07-28")
+    unknown = await api.patch("/workspaces/acme/connectors/third", json={"protocol": "2024-01-01"})
+    assert unknown.status_code == 400, unknown.text
+    auto = await api.patch("/workspaces/acme/connectors/third", json={"protocol": "auto"})
+    assert auto.json()["protocol"] == "auto"
+    assert [
+        e.detail for e in await server.store.select(AuditEntry, action="connector.protocol")
+    ] == [
+        {"protocol": "2026-07-28"},
+        {"protocol": "auto"},
+    ]
 
     # A test: the handshake and the list, and nothing changes.
     calls = len(state.authorizations)

@@ -29,10 +29,11 @@ agentws passes through unchanged, come from connector ``test`` alone.
 with ``AGENTWS_CONFORMANCE_FIXTURE=1`` after changing the fixture: it checks
 the fixture, not agentws, so the suite leaves it out), and
 ``server-stateless`` too (its diagnostic tools, its list-change
-notifications). agentws's links to the fixture speak 2026-07-28, as the
-fixture does: its ``input_required`` answers reach a 2026-07-28 caller as
-the fixture made them (its keys, a state agentws seals), and a caller of an
-older revision is asked through its session.
+notifications). agentws's links to the fixture are pinned at 2026-07-28
+(``connector protocol``), which the fixture speaks besides the handshake:
+its ``input_required`` answers reach a 2026-07-28 caller as the fixture
+made them (its keys, a state agentws seals), and a caller of an older
+revision is asked through its session.
 
 Scenarios agentws does not pass yet are listed in :data:`KNOWN_GAPS`, each
 with why; their tests are skipped (``AGENTWS_CONFORMANCE_GAPS=1`` runs them
@@ -238,7 +239,8 @@ async def _fixture_servers() -> AsyncIterator[dict[str, str]]:
 async def _attach_fixture(server: Running, urls: dict[str, str]) -> None:
     """The fixture as connectors ``test`` and ``json`` of acme/ops, every tool ``read``."""
     for name, url in urls.items():
-        connector = await add_remote(server.store, url, name=name)
+        # Pinned: the fixture speaks both eras, and its 2026-07-28 rounds are what is relayed.
+        connector = await add_remote(server.store, url, name=name, protocol=MODERN)
         with trio.fail_after(TIMEOUT_S), remote_deadline(connector, TIMEOUT_S):
             tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
         await sync_tool_cache(server.store, connector, tools, actor="t")

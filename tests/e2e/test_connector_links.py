@@ -25,6 +25,7 @@ from agentws.store.union import Store
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.polling import wait_for
 from tests.e2e.remote_support import (
+    MODERN_LINK,
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
     ThirdParty,
@@ -44,10 +45,15 @@ ENV = {
 }
 
 
-async def _connect(store: Store, url: str) -> Connector:
-    connector = await add_remote(store, url)
+async def _connect(store: Store, url: str, protocol: str = "auto") -> Connector:
+    connector = await add_remote(store, url, protocol=protocol)
     await attach_connector(store, "acme", "ops", "third", actor="t")
     return connector
+
+
+def _link_protocol(handshake_only: bool) -> str:
+    # The fixture speaks both eras unless handshake_only: pinned, its link speaks 2026-07-28.
+    return "auto" if handshake_only else MODERN_LINK
 
 
 async def _cached(store: Store, connector: Connector) -> set[str]:
@@ -78,7 +84,7 @@ async def test_a_link_fills_the_cache_and_follows_list_changed(
     async with running(tmp_path, with_library=False, **ENV) as server:
         links = server.runtime.links
         async with third_party_server(state) as url:
-            connector = await _connect(server.store, url)
+            connector = await _connect(server.store, url, _link_protocol(handshake_only))
             await links.reconcile()  # what the service does every 30 s
             await _until_cached(server.store, connector, {"search"})
             [link] = links.states()
@@ -184,7 +190,7 @@ async def test_shutdown_closes_every_remote_connection(
     async with third_party_server(state) as url:
         server: Running
         async with running(tmp_path, with_library=False, **ENV) as server:
-            connector = await _connect(server.store, url)
+            connector = await _connect(server.store, url, _link_protocol(handshake_only))
             await server.runtime.links.reconcile()
             await _until_cached(server.store, connector, {"search"})
             await wait_for(

@@ -30,7 +30,7 @@ from agentws.connectors.admin import attach_connector
 from tests.e2e.content_remote_support import BLOB, ITEM_TEMPLATE, ContentRemote, content_server
 from tests.e2e.mcp_support import Running, modern_client, running, sdk_session
 from tests.e2e.notifications_support import Heard, change_until_heard
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
+from tests.e2e.remote_support import MODERN_LINK, SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -48,7 +48,9 @@ def remote_for(link: str) -> ContentRemote:
 async def with_notes(tmp_path: Path, state: ContentRemote) -> AsyncIterator[Running]:
     """agentws with the remote attached to acme/ops as ``notes`` (the remote outlives it)."""
     async with content_server(state) as url, running(tmp_path, **ENV) as server:
-        await add_remote(server.store, url, name="notes")
+        # A remote of both eras (as SDK servers are) is linked at 2026-07-28 here.
+        protocol = "auto" if state.handshake_only else MODERN_LINK
+        await add_remote(server.store, url, name="notes", protocol=protocol)
         await attach_connector(server.store, "acme", "ops", "notes", actor="t")
         yield server
 

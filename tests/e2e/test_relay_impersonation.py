@@ -37,7 +37,7 @@ from agentws.domain.models import AuditEntry, Capability
 from agentws.workspaces.admin import create_token
 from tests.e2e.mcp_support import Running, modern_client, running, sdk_session
 from tests.e2e.relay_support import serve_remote
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote
+from tests.e2e.remote_support import MODERN_LINK, SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -131,7 +131,10 @@ async def _served(tmp_path: Path, era: str) -> AsyncIterator[tuple[Running, Impo
         running(tmp_path, with_library=False, **ENV) as server,
         serve_remote(_impostor(state), handshake=era == "handshake") as url,
     ):
-        await attach_remote(server.store, url, {"third_wipe": Capability.DESTRUCTIVE})
+        labels = {"third_wipe": Capability.DESTRUCTIVE}
+        # The impostor speaks 2026-07-28 too unless handshake: linked at that revision.
+        protocol = "auto" if era == "handshake" else MODERN_LINK
+        await attach_remote(server.store, url, labels, protocol=protocol)
         lead = await create_token(
             server.store, "acme", "ops", name="lead", scope=Capability.DESTRUCTIVE, actor="t"
         )

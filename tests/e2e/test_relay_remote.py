@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from agentws.domain.models import Capability, Connector
 from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.relay_support import OUTPUT_SCHEMA, PNG, TOOLS, WAV, Remote, remote_server
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote
+from tests.e2e.remote_support import MODERN_LINK, SDK_CLIENT_WARNINGS, TIMEOUT_S, attach_remote
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -37,7 +37,9 @@ async def relayed(tmp_path: Path, state: Remote) -> AsyncIterator[Running]:
     """agentws with the remote attached to acme/ops as ``third``, every tool labelled read."""
     async with running(tmp_path, with_library=False, **ENV) as server, remote_server(state) as url:
         labels = {f"third_{tool.name}": Capability.READ for tool in TOOLS}
-        await attach_remote(server.store, url, labels)
+        # A remote that speaks 2026-07-28 too is linked at that revision here.
+        protocol = "auto" if state.handshake_only else MODERN_LINK
+        await attach_remote(server.store, url, labels, protocol=protocol)
         yield server
 
 

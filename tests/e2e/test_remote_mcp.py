@@ -25,6 +25,7 @@ from agentws.tools.cache_sync import sync_tool_cache
 from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.remote_support import (
     LOOPBACK,
+    MODERN_LINK,
     SDK_CLIENT_WARNINGS,
     TIMEOUT_S,
     ThirdParty,
@@ -231,9 +232,9 @@ async def test_connector_add_fetches_the_tools_and_refresh_updates_them(tmp_path
     assert "cannot list tools" in refreshes[3]["detail"]["error"]
 
 
-async def _attach_read_search(store: Store, url: str) -> Connector:
+async def _attach_read_search(store: Store, url: str, protocol: str = "auto") -> Connector:
     """Add ``url`` as connector ``third`` of acme/ops, its ``search`` labelled read."""
-    connector = await add_remote(store, url)
+    connector = await add_remote(store, url, protocol=protocol)
     with remote_deadline(connector, TIMEOUT_S):
         tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
     await sync_tool_cache(store, connector, tools, actor="t")
@@ -310,7 +311,7 @@ async def test_calls_to_a_busy_remote_share_the_links_connections(tmp_path: Path
         third_party_server(state) as url,
     ):
         store = server.store
-        await _attach_read_search(store, url)
+        await _attach_read_search(store, url, MODERN_LINK)  # its listen stream is a POST
         answers: list[str] = []
         async with sdk_session(server, "streamable") as session:
 
@@ -351,7 +352,7 @@ async def test_a_stateless_links_calls_are_sent_directly(
         third_party_server(state) as url,
     ):
         store = server.store
-        await _attach_read_search(store, url)
+        await _attach_read_search(store, url, "auto" if handshake_only else MODERN_LINK)
         async with sdk_session(server, "streamable") as session:
             with trio.fail_after(TIMEOUT_S):
                 result = await session.call_tool("third_search", {"q": "refunds"})

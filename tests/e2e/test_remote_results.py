@@ -36,6 +36,7 @@ from tests.e2e.mcp_support import (
     running,
 )
 from tests.e2e.remote_support import (
+    MODERN_LINK,
     SDK_CLIENT_WARNINGS,
     ThirdParty,
     attach_remote,
@@ -152,7 +153,10 @@ async def test_remote_results_are_bounded_and_checked_off_the_loop(
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
         names = ("many", "huge", "large", "rows", "unique", "repeated", "branches")
-        await attach_remote(server.store, url, {f"third_{n}": Capability.READ for n in names})
+        labels = {f"third_{n}": Capability.READ for n in names}
+        await attach_remote(
+            server.store, url, labels, protocol="auto" if handshake else MODERN_LINK
+        )
         session = await raw_session(http, server)
         calls = {
             name: json.dumps(

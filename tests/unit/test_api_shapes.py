@@ -42,7 +42,7 @@ from agentws.doors.api.shapes.bodies import read_shape
         (bodies.PolicyChange, {"policy": 3}, "'policy' must be a str"),
         (bodies.PolicyChange, {}, "'policy' is required"),
         (bodies.ConnectorChange, {"active": "no"}, "'active' must be a bool"),
-        (bodies.ConnectorChange, {}, "'active' or 'relay_requests' is required"),
+        (bodies.ConnectorChange, {}, "'active', 'relay_requests' or 'protocol' is required"),
         (bodies.Decision, {"wait_s": 301}, "'wait_s' must be 0 to 300"),
         (bodies.Decision, {"wait_s": True}, "'wait_s' must be a int/float"),
         (bodies.EndGrace, {"which": "all"}, '"which" must be "url", "secret" or "both"'),

@@ -21,6 +21,7 @@ from agentws.connectors.admin import (
     find_connector,
     list_connectors,
     set_connector_active,
+    set_connector_protocol,
     set_connector_relay,
 )
 from agentws.doors.api.calls import Answer, Endpoints, page_of, read_body
@@ -52,6 +53,10 @@ async def update_connector(
     change = await read_body(ConnectorChange)
     active, relay = change.active, change.relay_requests
     changed = await find_connector(admin.store, workspace, connector)
+    if change.protocol is not None:
+        changed = await set_connector_protocol(
+            admin.store, workspace, connector, protocol=change.protocol, actor=caller.actor
+        )
     if relay is not None:
         changed = await set_connector_relay(
             admin.store, workspace, connector, relay=relay, actor=caller.actor

@@ -22,6 +22,7 @@ from agentws.core.errors import ValidationError
 from agentws.domain.models import (
     Capability,
     DocumentPolicy,
+    LinkProtocol,
     Permission,
     VerificationScheme,
 )
@@ -286,15 +287,22 @@ class ConnectorChange(Shape):
         "sampling, roots) are refused; true: they are passed on, marked as the connector's "
         "(remote MCP connectors only)",
     )
+    protocol: LinkProtocol | None = Field(
+        None,
+        description="the MCP revision its link speaks: auto (a handshake revision when the "
+        "remote speaks one, so that it can ask callers mid-call; else 2026-07-28) or a pinned "
+        "revision (remote MCP connectors only)",
+    )
 
     model_config = Shape.model_config | {"json_schema_extra": {"minProperties": 1}}
 
     @model_validator(mode="after")
     def _something(self) -> ConnectorChange:
-        if self.active is None and self.relay_requests is None:
+        if self.active is None and self.relay_requests is None and self.protocol is None:
             raise ValueError(
-                "'active' or 'relay_requests' is required: active true to offer its tools, "
-                "false to stop; relay_requests false to refuse its remote's requests to callers"
+                "'active', 'relay_requests' or 'protocol' is required: active true to offer "
+                "its tools, false to stop; relay_requests false to refuse its remote's "
+                "requests to callers; protocol to pin its link's MCP revision"
             )
         return self
 

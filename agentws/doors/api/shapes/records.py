@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agentws.domain.models import ApprovalStatus, Capability, ConnectorKind, DocumentPolicy
+from agentws.domain.models import (
+    ApprovalStatus,
+    Capability,
+    ConnectorKind,
+    DocumentPolicy,
+    LinkProtocol,
+)
 from agentws.doors.api.shapes.base import (
     Headers,
     MaybeText,
@@ -264,6 +270,9 @@ class Connector(Shape):
     active: bool
     relay_requests: bool = Field(
         description="whether its remote's requests during a call reach the caller"
+    )
+    protocol: LinkProtocol = Field(
+        description="the MCP revision its link speaks: auto, or one an admin pinned"
     )
     created_at: Time
 
