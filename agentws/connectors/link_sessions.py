@@ -246,12 +246,7 @@ class SessionKeeper:
                     max_event_bytes=self.settings.tool_max_result_bytes,
                 ) as (read, write):
                     watched = WatchedStream(read)
-                    relay = RemoteRelay(
-                        connector.name,
-                        link.in_flight,
-                        single_stream=kind == "sse",
-                        answer_s=timeout_s,
-                    )
+                    relay = RemoteRelay(connector.name, link.in_flight, answer_s=timeout_s)
                     async with LinkSession(
                         watched,
                         DeclaringStream(write),
@@ -259,6 +254,7 @@ class SessionKeeper:
                         **relay.session_callbacks(),
                     ) as session:
                         await negotiate(session, kind, connector.protocol)
+                        watched.complete_by_default = is_modern(session)
                         connecting.deadline = math.inf
                         version = session.protocol_version
                         with trio.CancelScope() as scope:
@@ -432,6 +428,10 @@ class WatchedStream:
 
     inner: Any
     on_end: Callable[[], None] | None = None
+    #: Set once the session speaks 2026-07-28: a result without ``resultType``
+    #: is then a complete one, as that revision says a client must assume
+    #: (the SDK's session would refuse it).
+    complete_by_default: bool = False
 
     async def receive(self) -> Any:
         try:
@@ -442,6 +442,13 @@ class WatchedStream:
         if isinstance(item, SessionMessage):
             # Before the session validates a result: one with a list too long is refused.
             message = refused_if_too_many(item.message)
+            if (
+                self.complete_by_default
+                and isinstance(message, types.JSONRPCResponse)
+                and "resultType" not in message.result
+            ):
+                result = {**message.result, "resultType": "complete"}
+                message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
             if message is not item.message:
                 item = SessionMessage(message, item.metadata)
         return item

@@ -17,8 +17,9 @@ Which call a message belongs to:
   its callbacks in them. :func:`calling` sets the caller's channel in a
   context variable around the call, and the link's callbacks
   (:class:`RemoteRelay`) read it there;
-- legacy HTTP+SSE has one stream for everything: a message is the sole call
-  in flight's, and nobody's when several are in flight.
+- legacy HTTP+SSE has one stream for everything, and a Streamable HTTP
+  server may send on its standalone stream what names no request: such a
+  message is the sole call in flight's, and nobody's when several are in flight.
 
 A request for nobody, or for a caller that cannot answer it, gets a JSON-RPC
 error saying so; a log message for nobody is logged here at debug level.
@@ -159,13 +160,11 @@ class RemoteRelay:
     Args:
         connector: the connector's name, for messages.
         in_flight: the channels of the link's calls in flight.
-        single_stream: the transport has one stream for everything (legacy SSE).
         answer_s: how long a caller may take to answer the remote's request.
     """
 
     connector: str
     in_flight: list[CallerChannel]
-    single_stream: bool
     answer_s: float
 
     def session_callbacks(self) -> dict[str, Any]:
@@ -183,7 +182,10 @@ class RemoteRelay:
 
     def _caller(self) -> CallerChannel | None:
         channel = _CALLER.get()
-        if channel is None and self.single_stream and len(self.in_flight) == 1:
+        if channel is None and len(self.in_flight) == 1:
+            # Sent on a stream of no request (legacy SSE's only one, Streamable
+            # HTTP's standalone GET stream, where servers that name no related
+            # request send): the sole call in flight is the one it is about.
             channel = self.in_flight[0]
         return channel
 

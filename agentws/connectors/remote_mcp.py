@@ -220,7 +220,7 @@ async def negotiate(session: ClientSession, kind: str, protocol: str = "auto") -
 
 
 # A one-off session's relay: no call is ever in flight, so nothing is relayed.
-_NO_CALLER = RemoteRelay("", [], single_stream=False, answer_s=0.0)
+_NO_CALLER = RemoteRelay("", [], answer_s=0.0)
 
 # httpx2 wants a number for the SSE read timeout; a link's stream may idle this long.
 _FOREVER_S = 365 * 24 * 3600.0

@@ -54,7 +54,7 @@ SCENARIO_S = 60.0
 # A whole suite in one process (run_suite): its scenarios one after another.
 SUITE_S = 180.0
 # The folder a scenario's results are written to: server-<scenario>-<start time>.
-_RUN_FOLDER = re.compile(r"server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z")
+_RUN_FOLDER = re.compile(r"(?:server-)?(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z")
 # Check statuses that fail a scenario (the others: SUCCESS, INFO, SKIPPED).
 _NOT_PASSING = ("FAILURE", "WARNING")
 # Response headers a proxy must not copy: they describe one hop, not the body.
@@ -248,19 +248,47 @@ async def run_suite(
     }
 
 
+async def run_client(
+    suite: str, command: str, which: list[str], *, env: dict[str, str], seconds: float
+) -> dict[str, ScenarioResult]:
+    """Client scenarios of conformance ``suite`` (``which``: ``--scenario NAME`` or
+    ``--suite all``), each run against ``command``, the client under test.
+
+    Returns:
+        Scenario name (``auth/metadata-default``) -> what it found.
+
+    Error handling:
+        Fails the test if the suite is not installed; TooSlowError past ``seconds``.
+    """
+    output, found = await _run(suite, command, which, None, seconds, mode="client", env=env)
+    return {
+        scenario: ScenarioResult(scenario, tuple(checks), output)
+        for scenario, checks in found.items()
+    }
+
+
 async def _run(
-    suite: str, url: str, which: list[str], spec_version: str | None, seconds: float
+    suite: str,
+    target: str,
+    which: list[str],
+    spec_version: str | None,
+    seconds: float,
+    *,
+    mode: str = "server",
+    env: dict[str, str] | None = None,
 ) -> tuple[str, dict[str, list[dict[str, Any]]]]:
-    """The suite's output, and the checks of each scenario it ran."""
+    """The suite's output, and the checks of each scenario it ran against ``target``
+    (a server's URL; in ``client`` mode, the client's command)."""
     entry = require(SUITES[suite]) / "dist" / "index.js"
     with tempfile.TemporaryDirectory(prefix="conformance-") as out:
-        command = [str(NODE), str(entry), "server", "--url", url, *which]
+        aim = ["--command", target] if mode == "client" else ["--url", target]
+        command = [str(NODE), str(entry), mode, *aim, *which]
         if spec_version:
             command += ["--spec-version", spec_version]
         with trio.fail_after(seconds):
             done = await trio.run_process(
                 [*command, "-o", out],
-                env={**os.environ, **NODE_CACHE},
+                env={**os.environ, **NODE_CACHE, **(env or {})},
                 capture_stdout=True,
                 capture_stderr=True,
                 check=False,
@@ -273,9 +301,11 @@ async def _run(
 def _read_checks(out: Path) -> dict[str, list[dict[str, Any]]]:
     # Small local files, read once the run is over: one folder a scenario,
     # named server-<scenario>-<when it started>.
+    # (client runs: <scenario>-<when>, ``auth/`` scenarios in a folder of their own).
     found: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(out.glob("*/checks.json")):
-        named = _RUN_FOLDER.fullmatch(path.parent.name)
-        scenario = named[1] if named else path.parent.name
+    for path in sorted(out.glob("**/checks.json")):
+        folder = path.parent.relative_to(out).as_posix()
+        named = _RUN_FOLDER.fullmatch(folder)
+        scenario = named[1] if named else folder
         found.setdefault(scenario, []).extend(json.loads(path.read_text()))
     return found
