@@ -24,17 +24,16 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import attrs
 import httpx2
 import trio
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
 from agentws.admins.accounts import create_admin
+from agentws.connectors.upstream_auth import MemoryGrant
 from tests.e2e.mcp_support import Running
 
 __all__ = [
@@ -132,24 +131,8 @@ async def admin_browser(server: Running) -> AsyncIterator[Browser]:
         yield Browser(server, http)
 
 
-@attrs.define
-class MemoryStorage(TokenStorage):
-    """The SDK client's token storage, in memory."""
-
-    tokens: OAuthToken | None = None
-    client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
+#: The SDK client's token storage, in memory: agentws's own one-off grant.
+MemoryStorage = MemoryGrant
 
 
 def sdk_oauth(

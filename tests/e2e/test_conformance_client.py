@@ -143,6 +143,17 @@ TIMEOUT = ["--timeout", "90000"]
 
 _suites: dict[str, dict[str, ScenarioResult]] = {}
 
+#: Checks that time the client against a wall clock (sse-retry's reconnection
+#: within the server's ``retry``), which a fully loaded CI machine may miss:
+#: failing only those, the scenario is run again (still checked all the same).
+_TIMED_CHECKS = frozenset({"ClientRespectsRetryField"})
+_TIMED_ATTEMPTS = 3
+
+
+def _out_of_time(result: ScenarioResult) -> bool:
+    failed = {c.get("name") for c in result.checks if c.get("status") in ("FAILURE", "WARNING")}
+    return bool(failed) and failed <= _TIMED_CHECKS
+
 
 def _cases() -> list[object]:
     cases = []
@@ -185,9 +196,12 @@ async def test_client_scenario(release: str, scenario: str) -> None:
         return
     if found is not None and found.checks and _all_skipped(found):
         pytest.skip(f"the suite skips every check of {scenario}: {_descriptions(found)}")
-    alone = await run_client(
-        release, COMMAND, ["--scenario", scenario, *TIMEOUT], env=ENV, seconds=SCENARIO_S
-    )
-    result = alone.get(scenario)
-    assert result is not None, f"{scenario} did not run: {alone}"
+    for _ in range(_TIMED_ATTEMPTS):
+        alone = await run_client(
+            release, COMMAND, ["--scenario", scenario, *TIMEOUT], env=ENV, seconds=SCENARIO_S
+        )
+        result = alone.get(scenario)
+        assert result is not None, f"{scenario} did not run: {alone}"
+        if result.passed or not _out_of_time(result):
+            break
     assert result.passed, result.explain()

@@ -84,7 +84,10 @@ async def test_the_sdk_client_registers_gets_consent_and_calls_tools(tmp_path: P
         [issued] = [t for t in await server.store.select(McpToken) if t.oauth_client_id is not None]
         assert issued.name == "Test client"
         assert issued.scope.value == "write" and issued.expires_at is not None
-        assert storage.client is not None and issued.oauth_client_id == storage.client.client_id
+        assert (
+            storage.client_info is not None
+            and issued.oauth_client_id == storage.client_info.client_id
+        )
         consented = await server.store.select(AuditEntry, action="oauth.consent")
         assert [e.actor for e in consented] == ["admin:alice"]
         # The audit log is written in batches, a moment after the call.

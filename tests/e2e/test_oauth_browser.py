@@ -247,8 +247,8 @@ async def test_consent_in_chromium_then_tools_then_revocation_on_the_endpoints_p
                 assert query["iss"] == f"{server.base_url}/oauth"
                 assert query["code"].startswith(CODE_PREFIX) and query["state"]
                 assert storage.tokens is not None and storage.tokens.scope == "read write"
-                assert storage.client is not None
-                client_id = str(storage.client.client_id)
+                assert storage.client_info is not None
+                client_id = str(storage.client_info.client_id)
                 [issued] = await server.store.select(McpToken, oauth_client_id=client_id)
                 assert (issued.name, issued.scope.value) == (CLIENT_NAME, "write")
                 consented = await server.store.select(AuditEntry, action="oauth.consent")

@@ -104,7 +104,7 @@ async def test_a_client_known_by_its_metadata_document_connects(
         auth.context.client_metadata_url = documents.url
         tools = await connected_tools(server, auth)
         assert "search_context" in tools
-        assert storage.client is not None and storage.client.client_id == documents.url
+        assert storage.client_info is not None and storage.client_info.client_id == documents.url
         [client] = await server.store.select(OAuthClient)
         assert client.kind is ClientKind.METADATA and client.name == "Metadata client"
         assert documents.requests == 1  # kept, not fetched again for the token request

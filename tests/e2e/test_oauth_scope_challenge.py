@@ -22,7 +22,13 @@ from mcp.client.streamable_http import streamable_http_client
 from agentws.domain.models import Approval, AuditEntry, Capability
 from tests.e2e.mcp_support import running
 from tests.e2e.oauth_support import MemoryStorage, admin_browser, sdk_oauth, tokens_for
-from tests.e2e.remote_support import ThirdParty, attach_remote, third_party_server, tool
+from tests.e2e.remote_support import (
+    MODERN_LINK,
+    ThirdParty,
+    attach_remote,
+    third_party_server,
+    tool,
+)
 
 SETTINGS = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32", "AGENTWS_CONNECTOR_REFRESH_S": "0"}
 MODERN = "2026-07-28"
@@ -52,7 +58,11 @@ async def test_an_oauth_call_beyond_scope_is_a_scope_challenge(tmp_path: Path) -
         third_party_server(state) as url,
         admin_browser(server) as browser,
     ):
-        await attach_remote(server.store, url, {"third_search": Capability.READ})
+        # Pinned at 2026-07-28: run alone, a handshake link to this fixture leaves
+        # a response stream to the garbage collector (a ResourceWarning).
+        await attach_remote(
+            server.store, url, {"third_search": Capability.READ}, protocol=MODERN_LINK
+        )
         _, tokens = await tokens_for(browser, scope="read")
         headers = {
             "Authorization": f"Bearer {tokens['access_token']}",
@@ -109,7 +119,11 @@ async def test_the_sdk_client_steps_up_when_challenged(tmp_path: Path) -> None:
         third_party_server(state) as url,
         admin_browser(server) as browser,
     ):
-        await attach_remote(server.store, url, {"third_search": Capability.READ})
+        # Pinned at 2026-07-28: run alone, a handshake link to this fixture leaves
+        # a response stream to the garbage collector (a ResourceWarning).
+        await attach_remote(
+            server.store, url, {"third_search": Capability.READ}, protocol=MODERN_LINK
+        )
         storage = MemoryStorage()
         auth = sdk_oauth(browser, server.url, storage, scope=["read", "write"])
         async with (
