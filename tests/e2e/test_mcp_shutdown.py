@@ -13,7 +13,7 @@ import trio
 from agentws.store import open_store
 from agentws.workspaces.admin import create_group, create_token, create_workspace
 from tests.e2e.polling import wait_for
-from tests.e2e.remote_support import ThirdParty, add_remote, third_party_server, tool
+from tests.e2e.remote_support import MODERN_LINK, ThirdParty, add_remote, third_party_server, tool
 from tests.e2e.test_serve import EXIT_SLACK_S, GRACE_S, REQUEST_S, running_serve
 
 ACCEPT = "application/json, text/event-stream"
@@ -88,7 +88,8 @@ async def test_sigterm_closes_the_links_to_remote_mcp_servers(
     await _token(sqlite_url)
     async with third_party_server(state) as remote_url:
         async with open_store(sqlite_url) as store:
-            await add_remote(store, remote_url)
+            # A remote of both eras is linked at 2026-07-28 only when pinned.
+            await add_remote(store, remote_url, protocol="auto" if handshake_only else MODERN_LINK)
         env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"}
         async with running_serve(tmp_path, sqlite_url, **env) as server:
             # The service links the connector as it starts and holds its stream.
