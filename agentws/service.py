@@ -29,6 +29,7 @@ from agentws.chat.router import SinkRouter
 from agentws.common.audit import AuditWriter
 from agentws.common.changes import ChangeFeed
 from agentws.common.instances import InstanceDirectory
+from agentws.connectors.authorizations import ConnectorAuthorizations
 from agentws.connectors.links import ACTOR as LINK_ACTOR
 from agentws.connectors.links import RemoteLinks
 from agentws.connectors.remote_content import RemoteContent
@@ -56,6 +57,7 @@ from agentws.tools.gate import ToolGate
 from agentws.tools.validation import open_argument_checker
 from agentws.webhooks.alerts import FailureAlerts
 from agentws.webhooks.batcher import IngestBatcher
+from agentws.webhooks.connector_alerts import ConnectorAlerts
 from agentws.webhooks.delivery_log import DeliveryLog
 from agentws.webhooks.event_index import EventIndexer
 from agentws.webhooks.intake import Intake
@@ -237,11 +239,14 @@ class Service:
             runs = ApprovalRuns(store, runner, keys, changes, settings.instance_id)
             await self._start(nursery, runs.serve, runs.close)
             await self._start(nursery, links.serve, links.close)
+            authorizations = ConnectorAuthorizations(store, settings, keys, links.refresh)
+            await self._start(nursery, authorizations.serve, authorizations.close)
             agent = AgentRunner(catalog, gate, model, base_url=settings.public_base_url)
             sinks = SinkRouter(store, settings, keys)
             processor = EventProcessor(store, agent, sinks)
             reports = ChannelReports(store, sinks)
             await self._start(nursery, reports.serve, reports.close)
+            links.on_lost(ConnectorAlerts(store, sinks, settings.public_base_url).lost)
             alerts = FailureAlerts(store, sinks, settings.instance_id, settings.public_base_url)
             await self._start(nursery, alerts.serve, alerts.close)
             worker = EventWorker(store, settings, processor)
@@ -278,6 +283,7 @@ class Service:
                     approval_outcome=runs.outcome,
                     try_prompt=PromptTrials(agent, settings.run_timeout_s).try_prompt,
                     send_test_event=functools.partial(_test_event, settings, intake),
+                    authorize=authorizations.start,
                 ),
                 service=self,
             )

@@ -46,6 +46,7 @@ from agentws.domain.models import (
     AdminToken,
     Approval,
     AuditEntry,
+    Connector,
     Webhook,
 )
 from agentws.domain.rules import ADMIN_TOKEN_PREFIX, hash_secret, new_secret, utcnow
@@ -330,3 +331,7 @@ class AdminServices:
     #: :func:`agentws.doors.webhooks.sample_sends.send_test_event`, with the service's intake);
     #: None where no door runs.
     send_test_event: TestEventSender | None = None
+    #: Starts authorizing a connector upstream: ``(connector, workspace, actor,
+    #: dashboard session hash, agentws's base URL)`` -> the URL for the admin to open (None: done
+    #: already); None where no service runs (see :mod:`agentws.connectors.authorizations`).
+    authorize: Callable[[Connector, str, str, str | None, str], Awaitable[str | None]] | None = None

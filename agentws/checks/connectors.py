@@ -46,6 +46,8 @@ from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_records import RecordStore
 
 if TYPE_CHECKING:
+    from agentws.connectors.grants import GrantsStore
+    from agentws.connectors.link_auth import LinkAuth
     from agentws.connectors.remote_mcp import Probe, SyncReport
 
 __all__ = [
@@ -77,6 +79,9 @@ class UpstreamAccess(Protocol):
 
     @property
     def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> GrantsStore: ...
 
 
 @attrs.frozen
@@ -131,7 +136,8 @@ async def check_connector_now(
 
         box = keys.box() if connector.secret else None
         with remote_deadline(connector, timeout_s):
-            found = await probe(connector, box=box, allowlist=allowlist)
+            async with _link_auth(door, keys).of(connector) as auth:
+                found = await probe(connector, box=box, allowlist=allowlist, auth=auth)
         changes = "announces" if found.announces_changes else "does not announce"
         # A server may give an empty name or version (the SDK's default version is "").
         named = (found.server_name.strip(), found.server_version.strip())
@@ -199,7 +205,8 @@ async def refresh_connector(
     try:
         box = keys.box() if connector.secret else None
         with remote_deadline(connector, timeout_s):
-            tools = await fetch_tools(connector, box=box, allowlist=allowlist)
+            async with _link_auth(door, keys).of(connector) as auth:
+                tools = await fetch_tools(connector, box=box, allowlist=allowlist, auth=auth)
     except AgentwsError as exc:
         await record(
             store, connector.workspace_id, actor, "connector.refresh", target, error=exc.message
@@ -218,6 +225,14 @@ async def refresh_connector(
         unchanged=report.unchanged,
     )
     return report
+
+
+def _link_auth(door: UpstreamAccess, keys: Keys) -> LinkAuth:
+    """How a one-off session authenticates upstream, as the service's link would."""
+    from agentws.connectors.link_auth import LinkAuth
+    from agentws.connectors.url_guard import system_resolver
+
+    return LinkAuth(door.store, door.settings, keys, system_resolver)
 
 
 def _reach(door: UpstreamAccess) -> tuple[Keys, Allowlist]:

@@ -23,6 +23,13 @@ from agentws.checks.connectors import (
     refresh_text,
 )
 from agentws.cli.arguments import seconds
+from agentws.cli.connector_auth import (
+    add_auth_arguments,
+    add_authorize_command,
+    auth_from,
+    authorize_now,
+    grant_text,
+)
 from agentws.cli.output import Context, Output, iso, table
 from agentws.cli.parsing import Verbs, noun
 from agentws.connectors.admin import (
@@ -43,11 +50,17 @@ from agentws.domain.models import (
     LINK_PROTOCOLS,
     CachedTool,
     Connector,
+    ConnectorGrant,
     ConnectorKind,
     Group,
     GroupConnector,
 )
-from agentws.doors.views import connector_check_json, connector_json, sync_report_json
+from agentws.doors.views import (
+    connector_check_json,
+    connector_json,
+    grant_json,
+    sync_report_json,
+)
 from agentws.tools.schema_cost import assess
 
 if TYPE_CHECKING:
@@ -95,9 +108,13 @@ async def _add(args: argparse.Namespace, ctx: Context) -> Output:
         allowlist=ctx.settings.connector_allowlist,
         actor=ctx.actor,
         protocol=args.protocol,
+        auth=auth_from(args),
     )
     data = connector_json(connector, args.workspace)
     note = " Its secret is stored encrypted." if connector.secret else ""
+    if connector.auth != "static":
+        data.update(await authorize_now(ctx, args.workspace, connector))
+        note += f" It is authorized upstream ({connector.auth})."
     if connector.kind is ConnectorKind.REMOTE_MCP:
         from agentws.connectors.remote_mcp import RemoteError
 
@@ -199,6 +216,8 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
     )
     tools = [_tool_json(connector, tool) for tool in cached]
     data = {**connector_json(connector, args.workspace), "groups": groups, "tools": tools}
+    grant = await ctx.store.find(ConnectorGrant, connector_id=connector.id)
+    data["authorization"] = grant_json(connector, grant)
     secret = data["secret"]
     lines = [
         f"Connector {connector.name!r} ({connector.kind.value}, {connector.id})",
@@ -209,6 +228,7 @@ async def _show(args: argparse.Namespace, ctx: Context) -> Output:
             [
                 f"  requests: {'passed on to callers' if connector.relay_requests else 'refused'}",
                 f"  protocol: {connector.protocol}",
+                f"  auth:     {grant_text(connector, grant)}",
             ]
             if connector.kind is ConnectorKind.REMOTE_MCP
             else []
@@ -378,6 +398,7 @@ def add_connector_commands(
         metavar="'NAME: VALUE'",
         help="a non-secret header to send (repeatable)",
     )
+    add_auth_arguments(add)
     add.add_argument(
         "--protocol",
         choices=LINK_PROTOCOLS,
@@ -460,6 +481,8 @@ def add_connector_commands(
     )
     _connector_arguments(relay)
     relay.add_argument("state", choices=["on", "off"], help="on: pass them on; off: refuse")
+
+    add_authorize_command(connector)
 
     protocol = connector.verb(
         "protocol",

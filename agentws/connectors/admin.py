@@ -20,6 +20,7 @@ import attrs
 from agentws.common.audit import record, record_removed
 from agentws.connectors.names import check_attach
 from agentws.connectors.native import cache_native_tools
+from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.connectors.url_guard import (
     Allowlist,
     Resolver,
@@ -105,7 +106,8 @@ def parse_header(text: str) -> tuple[str, str]:
 def connector_headers(connector: Connector, box: SecretBox | None) -> dict[str, str]:
     """The headers to send: the plain ones plus the secret, opened for this use only."""
     headers = {k: v for k, v in connector.headers.items() if k != SECRET_HEADER_FIELD}
-    if connector.secret is not None:
+    # An OAuth connector's secret is its client's, for the token endpoint alone.
+    if connector.secret is not None and connector.auth == "static":
         if box is None:
             raise ConfigError(
                 f"connector {connector.name!r} has a secret but no secret key is configured "
@@ -136,6 +138,7 @@ async def add_connector(
     actor: str,
     resolve: Resolver | None = None,
     protocol: str = "auto",
+    auth: UpstreamAuth | None = None,
 ) -> Connector:
     """Save a new connector.
 
@@ -144,6 +147,9 @@ async def add_connector(
             own); the system's by default.
         protocol: the MCP revision a remote MCP connector's link speaks
             (:data:`~agentws.domain.models.LINK_PROTOCOLS`).
+        auth: how a remote MCP connector proves who it is upstream (None:
+            ``static``, ``secret`` as a header); for ``oauth`` and
+            ``client_credentials``, ``secret`` is the client's secret or key.
 
     Error handling:
         ValidationError for a bad name, a missing URL (remote MCP), a
@@ -154,6 +160,10 @@ async def add_connector(
     workspace = await store.workspace_by_slug(workspace_slug)
     check_identifier(name, what="connector name")
     _check_protocol(kind, protocol)
+    auth = auth or UpstreamAuth()
+    if auth.mode != "static" and kind is not ConnectorKind.REMOTE_MCP:
+        raise ValidationError(f"a {kind.value} connector authenticates with its secret only")
+    auth.check(has_secret=secret is not None)
     if kind is ConnectorKind.INCOMING_WEBHOOK:
         if url or headers:
             raise ValidationError(
@@ -189,7 +199,7 @@ async def add_connector(
         if not _HEADER_NAME.fullmatch(secret.header):
             raise ValidationError(f"{secret.header!r} is not a header name")
         sealed = box.seal(secret.value.strip())
-        if kind is not ConnectorKind.INCOMING_WEBHOOK:
+        if kind is not ConnectorKind.INCOMING_WEBHOOK and auth.mode == "static":
             # Which header carries the secret is not itself secret.
             stored_headers[SECRET_HEADER_FIELD] = secret.header
     connector = Connector(
@@ -200,6 +210,8 @@ async def add_connector(
         headers=stored_headers,
         secret=sealed,
         protocol=protocol,
+        auth=auth.mode,
+        auth_settings=auth.settings(),
     )
     try:
         await store.insert(connector)

@@ -20,6 +20,7 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -35,6 +36,7 @@ from mcp.shared.message import SessionMessage
 from agentws.connectors.admin import connector_headers
 from agentws.connectors.answer_bounds import CappedTransport, refused_if_too_many
 from agentws.connectors.direct_call import DirectCaller
+from agentws.connectors.link_auth import LinkAuth
 from agentws.connectors.modern_link import (
     DeclaringStream,
     check_alive,
@@ -51,6 +53,7 @@ from agentws.connectors.remote_mcp import (
     negotiate,
     open_transport,
 )
+from agentws.connectors.upstream_auth import auth_transport
 from agentws.connectors.url_guard import GuardedTransport, Resolver
 from agentws.core.deadlines import deadline
 from agentws.core.errors import AgentwsError, NotFoundError, sole_exception
@@ -181,6 +184,8 @@ class SessionKeeper:
     sync: SyncTools
     resolve: Resolver
     content_changed: ContentChanged
+    #: How a connection authenticates upstream (None: static secrets only).
+    auth: LinkAuth | None = None
 
     async def connect_and_keep(self, link: Link) -> None:
         """Connect (Streamable HTTP, then legacy SSE) and serve the link until it ends."""
@@ -191,17 +196,20 @@ class SessionKeeper:
         headers = connector_headers(connector, box)
         kinds = sorted(TRANSPORTS, key=lambda kind: kind != link.transport)
         problems = []
+        allowlist = self.settings.connector_allowlist
+        connections = self.settings.connector_connections
         for kind in kinds:
             # A guard per attempt: its connection pool closes with the attempt's client.
-            guard = GuardedTransport(
-                self.settings.connector_allowlist,
-                resolve=self.resolve,
-                connections=self.settings.connector_connections,
+            guard: httpx2.AsyncBaseTransport = (
+                GuardedTransport(allowlist, resolve=self.resolve, connections=connections)
+                if connector.auth == "static"
+                else auth_transport(allowlist, self.resolve, connections)
             )
             # Answers bounded before anything reads them (agentws.connectors.answer_bounds).
             capped = CappedTransport(guard, self.settings.tool_max_result_bytes)
             try:
-                await self._serve_over(link, kind, headers, SessionWatch(capped))
+                async with self._auth(connector) as auth:
+                    await self._serve_over(link, kind, headers, SessionWatch(capped), auth)
                 return
             except NotConnected as exc:
                 problems.append(f"{kind}: {redact_urls(str(exc))}")
@@ -210,8 +218,18 @@ class SessionKeeper:
             f"({'; '.join(problems)})"
         )
 
+    def _auth(self, connector: Connector) -> AbstractAsyncContextManager[httpx2.Auth | None]:
+        if self.auth is None:
+            return nullcontext(None)
+        return self.auth.of(connector)
+
     async def _serve_over(
-        self, link: Link, kind: str, headers: dict[str, str], watch: SessionWatch
+        self,
+        link: Link,
+        kind: str,
+        headers: dict[str, str],
+        watch: SessionWatch,
+        auth: httpx2.Auth | None,
     ) -> None:
         connector = link.connector
         timeout_s = self.settings.tool_timeout_s
@@ -244,6 +262,7 @@ class SessionKeeper:
                     timeout_s=timeout_s,
                     stream_read_timeout_s=None,
                     max_event_bytes=self.settings.tool_max_result_bytes,
+                    auth=auth,
                 ) as (read, write):
                     watched = WatchedStream(read)
                     relay = RemoteRelay(connector.name, link.in_flight, answer_s=timeout_s)

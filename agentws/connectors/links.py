@@ -39,6 +39,8 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from agentws.connectors.answer_bounds import ANSWER_REFUSED
+from agentws.connectors.grants import GrantsStore
+from agentws.connectors.link_auth import LinkAuth, Lost
 from agentws.connectors.link_sessions import (
     Connection,
     ContentChanged,
@@ -69,7 +71,6 @@ from agentws.domain.models import Connector, ConnectorKind
 from agentws.domain.tool_results import tool_error
 from agentws.settings.config import Settings
 from agentws.settings.secret_box import Keys
-from agentws.store.sql_records import RecordStore
 
 __all__ = ["ACTOR", "ContentChanged", "RemoteLinks", "SyncTools"]
 
@@ -120,17 +121,24 @@ class RemoteLinks:
     Start it with ``await nursery.start(links.serve)``; :meth:`close` ends it.
     """
 
-    store: RecordStore
+    store: GrantsStore
     settings: Settings
     keys: Keys
     sync: SyncTools
     resolve: Resolver = system_resolver
     #: Told which connector's resources or prompts may have changed (:meth:`on_content_changed`).
     _content_watchers: list[ContentChanged] = attrs.field(factory=list, init=False)
+    #: Told once per loss that an OAuth connector needs authorization (:meth:`on_lost`).
+    _lost_watchers: list[Lost] = attrs.field(factory=list, init=False)
     _keeper: SessionKeeper = attrs.field(
         default=attrs.Factory(
             lambda self: SessionKeeper(
-                self.settings, self.keys, self.sync, self.resolve, self._content_changed
+                self.settings,
+                self.keys,
+                self.sync,
+                self.resolve,
+                self._content_changed,
+                LinkAuth(self.store, self.settings, self.keys, self.resolve, self._lost),
             ),
             takes_self=True,
         ),
@@ -345,7 +353,22 @@ class RemoteLinks:
         """
         self._content_watchers.append(watcher)
 
+    def on_lost(self, watcher: Lost) -> None:
+        """Call ``await watcher(connector, reason)`` when a connector's grant is lost:
+        once per loss, on the instance that found it."""
+        self._lost_watchers.append(watcher)
+
     # -- internals ---------------------------------------------------------
+
+    async def _lost(self, connector: Connector, reason: str) -> None:
+        for watcher in self._lost_watchers:
+            try:
+                await watcher(connector, reason)
+            except Exception:
+                # Telling of a loss must not turn it into the link's failure.
+                log.exception(
+                    "connector %s: telling of its lost authorization failed", connector.name
+                )
 
     def _content_changed(self, connector: Connector) -> None:
         for watcher in self._content_watchers:
@@ -427,7 +450,10 @@ class RemoteLinks:
                     except RemoteError as exc:
                         self._failed(link, exc.message)
                     except AgentwsError as exc:  # UnsafeUrlError, a missing secret key
-                        self._failed(link, f"connector {name!r}: {exc.message}")
+                        named = exc.message.startswith(f"connector {name!r}")
+                        self._failed(
+                            link, exc.message if named else f"connector {name!r}: {exc.message}"
+                        )
                     except Exception as exc:
                         # A transport failure we did not foresee must not end the link.
                         log.exception("connector link %s failed", name)

@@ -39,6 +39,7 @@ from agentws.bridges.mcp_sdk_bridge import TransportStreams, negotiate_auto
 from agentws.connectors.admin import connector_headers
 from agentws.connectors.definitions import definition_hash as hash_definition
 from agentws.connectors.relay import RemoteRelay
+from agentws.connectors.upstream_auth import HttpsOnly
 from agentws.connectors.url_guard import GuardedTransport, Resolver, system_resolver
 from agentws.core.deadlines import deadline, time_left_s
 from agentws.core.errors import AgentwsError, UpstreamError, sole_exception
@@ -234,6 +235,7 @@ async def with_remote(
     resolve: Resolver,
     what: str,
     work: Work[T],
+    auth: httpx2.Auth | None = None,
 ) -> T:
     """Run ``work`` in an initialized session with the remote, within the caller's deadline.
 
@@ -250,13 +252,21 @@ async def with_remote(
     async def attempt(kind: str) -> T:
         nonlocal initialized
         # A guard per attempt: its connection pool closes with the attempt's client.
-        guard = GuardedTransport(allowlist, resolve=resolve)
+        guard: httpx2.AsyncBaseTransport = GuardedTransport(allowlist, resolve=resolve)
+        if auth is not None:  # an OAuth connector: plain HTTP only where allow-listed
+            guard = HttpsOnly(guard, allowlist)
         left_s = time_left_s()
         if left_s is None:  # no deadline: the transport's own limits must not end the work
             left_s = _FOREVER_S
         async with (
             open_transport(
-                kind, url, headers, guard, timeout_s=left_s, stream_read_timeout_s=left_s
+                kind,
+                url,
+                headers,
+                guard,
+                timeout_s=left_s,
+                stream_read_timeout_s=left_s,
+                auth=auth,
             ) as (read, write),
             # The capabilities a link declares, so that the remote lists the same
             # tools; with no caller here, its requests are refused.
@@ -310,6 +320,7 @@ async def fetch_tools(
     box: SecretBox | None,
     allowlist: Allowlist,
     resolve: Resolver = system_resolver,
+    auth: httpx2.Auth | None = None,
 ) -> list[types.Tool]:
     """Every tool the remote lists (all pages), within the caller's deadline
     (:func:`remote_deadline` names the remote when it passes).
@@ -326,6 +337,7 @@ async def fetch_tools(
         resolve=resolve,
         what="list tools",
         work=lambda session, _: list_all_tools(session),
+        auth=auth,
     )
 
 
@@ -348,6 +360,7 @@ async def probe(
     box: SecretBox | None,
     allowlist: Allowlist,
     resolve: Resolver = system_resolver,
+    auth: httpx2.Auth | None = None,
 ) -> Probe:
     """Connect, shake hands and list the tools, changing nothing (``agentws connector test``),
     within the caller's deadline (see :func:`fetch_tools`).
@@ -378,6 +391,7 @@ async def probe(
         resolve=resolve,
         what="connect",
         work=ask,
+        auth=auth,
     )
 
 

@@ -51,6 +51,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl
 
+from agentws.connectors.url_guard import GuardedTransport, Resolver
 from agentws.core.errors import UnsafeUrlError, UpstreamError, ValidationError
 from agentws.domain.allowlist import Allowlist
 
@@ -63,6 +64,7 @@ __all__ = [
     "MemoryGrant",
     "NeedsAuthorization",
     "UpstreamAuth",
+    "auth_transport",
     "upstream_auth",
 ]
 
@@ -111,6 +113,19 @@ class UpstreamAuth:
     issuer: str | None = None
     #: ``private_key_jwt``'s signing algorithm.
     signing_algorithm: str = "RS256"
+
+    def settings(self) -> dict[str, str]:
+        """The settings as a connector keeps them (those given)."""
+        given = {
+            "client_id": self.client_id,
+            "client_auth": self.client_auth,
+            "scope": self.scope,
+            "issuer": self.issuer,
+        }
+        kept = {k: v for k, v in given.items() if v}
+        if self.client_auth == "private_key_jwt":
+            kept["signing_algorithm"] = self.signing_algorithm
+        return kept
 
     def check(self, *, has_secret: bool) -> None:
         """ValidationError naming what does not fit together."""
@@ -184,6 +199,19 @@ class HttpsOnly(httpx2.AsyncBaseTransport):
         except ValueError:
             return self.allowlist.names_host(host)
         return self.allowlist.names_address(address)
+
+
+def auth_transport(
+    allowlist: Allowlist, resolve: Resolver, connections: int | None = None
+) -> httpx2.AsyncBaseTransport:
+    """The transport of an OAuth connector's requests: the URL guard, plain HTTP only
+    to allow-listed hosts."""
+    guard = (
+        GuardedTransport(allowlist, resolve=resolve)
+        if connections is None
+        else GuardedTransport(allowlist, resolve=resolve, connections=connections)
+    )
+    return HttpsOnly(guard, allowlist)
 
 
 async def _no_person(url: str) -> None:
@@ -270,6 +298,9 @@ def upstream_auth(
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         scope=settings.scope,
+        # Registered as a public client (PKCE), as its metadata document says:
+        # an authorization server that issues a secret anyway gets it used.
+        token_endpoint_auth_method="none",  # noqa: S106 - a method's name
     )
     return OAuthClientProvider(
         server_url=url,

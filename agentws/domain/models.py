@@ -26,6 +26,11 @@ from agentws.domain.approval_records import (
 from agentws.domain.approval_records import (
     ConfirmToken as ConfirmToken,
 )
+from agentws.domain.connector_grant_records import (
+    ConnectorAuthorization,
+    ConnectorGrant,
+    GrantState,
+)
 from agentws.domain.library_records import (
     ContextDocument,
     DocumentHit,
@@ -93,6 +98,8 @@ __all__ = [
     "ChatMessage",
     "ClientKind",
     "Connector",
+    "ConnectorAuthorization",
+    "ConnectorGrant",
     "ConnectorKind",
     "ContextDocument",
     "DocumentHit",
@@ -101,6 +108,7 @@ __all__ = [
     "EventAttempt",
     "EventStatus",
     "FailureStreak",
+    "GrantState",
     "GrantStatus",
     "Group",
     "GroupConnector",

@@ -101,6 +101,12 @@ class Connector:
     relay_requests: bool = True
     #: The MCP revision a remote MCP connector's link speaks (:data:`LINK_PROTOCOLS`).
     protocol: str = "auto"
+    #: How a remote MCP connector proves who it is upstream: ``static`` (the
+    #: secret as a header), ``oauth`` or ``client_credentials``
+    #: (:mod:`agentws.connectors.upstream_auth`), and that mode's settings
+    #: (none secret: a client secret or key is ``secret``).
+    auth: str = "static"
+    auth_settings: dict[str, Any] = attrs.field(factory=dict)
     created_at: datetime = now_field()
     updated_at: datetime = now_field()
 

@@ -24,6 +24,7 @@ from agentws.domain.models import (
     AuditEntry,
     ChatMessage,
     Connector,
+    ConnectorGrant,
     ConnectorKind,
     ContextDocument,
     Event,
@@ -429,7 +430,23 @@ def connector_json(c: Connector, workspace: str) -> dict[str, Any]:
         "active": c.active,
         "relay_requests": c.relay_requests,
         "protocol": c.protocol,
+        "auth": c.auth,
         "created_at": _iso(c.created_at),
+    }
+
+
+def grant_json(c: Connector, grant: ConnectorGrant | None) -> dict[str, Any]:
+    """Where a connector's authorization upstream stands: never its tokens."""
+    if c.auth == "static":
+        return {"mode": "static"}
+    state = grant.state.value if grant else "needs_authorization"
+    return {
+        "mode": c.auth,
+        "state": state,
+        "reason": (grant.reason if grant else "never connected"),
+        "expires_at": _iso(grant.expires_at) if grant and grant.expires_at else None,
+        "scope": grant.scope if grant else None,
+        "settings": dict(c.auth_settings),
     }
 
 

@@ -38,6 +38,7 @@ from agentws.store.sql_audit import AuditQueries
 from agentws.store.sql_catalog import CatalogQueries
 from agentws.store.sql_changes import ChangeQueries
 from agentws.store.sql_chat import ChatQueries
+from agentws.store.sql_connector_grants import GrantQueries
 from agentws.store.sql_connector_health import ConnectorHealthQueries
 from agentws.store.sql_deliveries import DeliveryLogQueries
 from agentws.store.sql_event_search import EventSearchQueries
@@ -57,6 +58,7 @@ __all__ = ["SqlStore"]
 
 
 class SqlStore(
+    GrantQueries,
     TokenQueries,
     ChangeQueries,
     IngestQueries,

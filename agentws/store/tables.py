@@ -164,6 +164,14 @@ TABLES: Mapping[type[Any], Table] = {
         Table(m.Group, "workspace_groups", "group", ("slug",), "created_at, id"),
         Table(m.McpToken, "mcp_tokens", "MCP token", ("name",), "created_at, id"),
         Table(m.Connector, "connectors", "connector", ("name",), "created_at, id"),
+        Table(m.ConnectorGrant, "connector_grants", "connector grant", ("connector_id",), "id"),
+        Table(
+            m.ConnectorAuthorization,
+            "connector_authorizations",
+            "connector authorization",
+            ("id",),
+            "created_at, id",
+        ),
         Table(
             m.GroupConnector,
             "group_connectors",

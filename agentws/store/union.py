@@ -33,6 +33,7 @@ from agentws.store.sql_audit import AuditStore
 from agentws.store.sql_catalog import CatalogStore
 from agentws.store.sql_changes import ChangeStore
 from agentws.store.sql_chat import ChatStore
+from agentws.store.sql_connector_grants import GrantStore
 from agentws.store.sql_connector_health import ConnectorHealthStore
 from agentws.store.sql_deliveries import DeliveryLogStore
 from agentws.store.sql_event_search import EventSearchStore
@@ -54,6 +55,7 @@ __all__ = ["Store"]
 
 class Store(
     RecordStore,
+    GrantStore,
     TokenStore,
     ChangeStore,
     HealthStore,

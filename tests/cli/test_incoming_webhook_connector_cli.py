@@ -42,7 +42,7 @@ OTHER_URL = f"https://chat.example.com:8443/hooks/{OTHER_TOKEN}"
 NAMED = {"AGENTWS_CONNECTOR_ALLOWLIST": "hooks.slack.com,chat.example.com,api.github.com"}
 # What `connector list/show --json` say of a connector.
 CONNECTOR_KEYS = {"id", "workspace", "name", "kind", "url", "headers", "secret", "active"}
-CONNECTOR_KEYS |= {"relay_requests", "protocol", "created_at"}
+CONNECTOR_KEYS |= {"relay_requests", "protocol", "auth", "created_at"}
 
 
 def _set_up(cli: Cli) -> None:

@@ -86,3 +86,30 @@ async def everything_server() -> AsyncIterator[str]:
         "everything-server", "mcp_everything_server", ["--port", str(port)], port
     ):
         yield f"http://127.0.0.1:{port}/mcp"
+
+
+@asynccontextmanager
+async def simple_auth_servers() -> AsyncIterator[str]:
+    """The SDK's simple-auth example: its authorization server and its resource server,
+    two processes on free loopback ports; the resource server's MCP URL (``localhost``,
+    as both name themselves)."""
+    as_port, rs_port = free_port(), free_port()
+    async with (
+        reference_process(
+            "simple-auth", "mcp_simple_auth.auth_server", ["--port", str(as_port)], as_port
+        ),
+        reference_process(
+            "simple-auth",
+            "mcp_simple_auth",
+            [
+                "--port",
+                str(rs_port),
+                "--auth-server",
+                f"http://localhost:{as_port}",
+                "--transport",
+                "streamable-http",
+            ],
+            rs_port,
+        ),
+    ):
+        yield f"http://localhost:{rs_port}/mcp"

@@ -15,6 +15,8 @@ is too slow answers 502. No answer holds a connector's secret.
 
 from __future__ import annotations
 
+from quart import request
+
 from agentws.admins.access import AdminServices, Caller
 from agentws.checks.connectors import check_connector_now, refresh_connector
 from agentws.connectors.admin import (
@@ -24,9 +26,17 @@ from agentws.connectors.admin import (
     set_connector_protocol,
     set_connector_relay,
 )
+from agentws.connectors.authorize import disconnect_connector
+from agentws.core.errors import UpstreamError, ValidationError
+from agentws.domain.models import ConnectorGrant
 from agentws.doors.api.calls import Answer, Endpoints, page_of, read_body
 from agentws.doors.api.shapes.bodies import ConnectorChange
-from agentws.doors.views import connector_check_json, connector_json, sync_report_json
+from agentws.doors.views import (
+    connector_check_json,
+    connector_json,
+    grant_json,
+    sync_report_json,
+)
 
 __all__ = ["routes"]
 
@@ -75,6 +85,50 @@ async def connector_test(
     found = await find_connector(admin.store, workspace, connector)
     checked = await check_connector_now(found, admin)
     return connector_check_json(checked, workspace)
+
+
+@routes.post("/workspaces/<workspace>/connectors/<connector>/authorize")
+async def connector_authorize(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    if found.auth == "static":
+        raise ValidationError(
+            f"connector {connector!r} authenticates with a static secret: nothing to authorize"
+        )
+    if admin.authorize is None:
+        raise UpstreamError("authorizations are not running here")
+    base = admin.settings.base_url or request.host_url.rstrip("/")
+    url = await admin.authorize(found, workspace, caller.actor, None, base)
+    grant = await admin.store.find(ConnectorGrant, connector_id=found.id)
+    return {
+        "workspace": workspace,
+        "connector": connector,
+        "authorization_url": url,
+        "authorization": grant_json(found, grant),
+    }
+
+
+@routes.delete("/workspaces/<workspace>/connectors/<connector>/authorization")
+async def connector_disconnect(
+    admin: AdminServices, caller: Caller, workspace: str, connector: str
+) -> Answer:
+    found = await find_connector(admin.store, workspace, connector)
+    revoked = await disconnect_connector(
+        admin.store,
+        admin.keys.box(),
+        admin.settings,
+        found,
+        workspace_slug=workspace,
+        actor=caller.actor,
+    )
+    return {
+        "workspace": workspace,
+        "connector": connector,
+        "authorization_url": None,
+        "revoked": revoked,
+        "authorization": grant_json(found, None),
+    }
 
 
 @routes.post("/workspaces/<workspace>/connectors/<connector>/refresh")

@@ -164,6 +164,15 @@ _OPERATIONS = [
               "remote MCP server's handshake and tool list; one authenticated read for GitHub, "
               "Slack, Stripe; a GET of an incoming webhook's URL", r.ConnectorCheck,
               bad_gateway=_UPSTREAM),
+    Operation("post", _CONNECTOR + "/authorize", "authorizeConnector",
+              "Start authorizing an oauth or client_credentials connector upstream (audited "
+              "as connector.authorize): the upstream's consent page to open, or, for client "
+              "credentials, done at once", r.ConnectorAuthorizationStarted,
+              bad_gateway=_UPSTREAM),
+    Operation("delete", _CONNECTOR + "/authorization", "disconnectConnector",
+              "Revoke an OAuth connector's tokens at the upstream (RFC 7009, when offered) "
+              "and delete its grant (audited as connector.disconnect)",
+              r.ConnectorAuthorizationStarted, bad_gateway=_UPSTREAM),
     Operation("post", _CONNECTOR + "/refresh", "refreshConnector",
               "Fetch a remote MCP connector's tools into the cache now (audited as "
               "connector.refresh); a tool whose definition changed loses its label",

@@ -38,10 +38,17 @@ from agentws.connectors.admin import (
     set_connector_relay,
 )
 from agentws.core.errors import AgentwsError
-from agentws.domain.models import CachedTool, Capability, Connector, ConnectorKind
+from agentws.domain.models import (
+    CachedTool,
+    Capability,
+    Connector,
+    ConnectorGrant,
+    ConnectorKind,
+)
 from agentws.doors.dashboard.connectors import KINDS, attached_groups, health_of, secret_text
 from agentws.doors.dashboard.frame import done, error_text, find_workspace, render_page
 from agentws.doors.dashboard.session import signed_in
+from agentws.doors.views import grant_json
 from agentws.http.blueprints import RouteTable
 from agentws.tools import admin as tools_admin
 from agentws.tools.schema_cost import assess
@@ -110,6 +117,9 @@ async def connector_show(
         labelable=connector.kind is ConnectorKind.REMOTE_MCP,
         acceptable=sum(1 for r in rows if r["acceptable"]),
         has_tools=connector.kind is not ConnectorKind.INCOMING_WEBHOOK,
+        authorization=grant_json(
+            connector, await store.find(ConnectorGrant, connector_id=connector.id)
+        ),
     )
 
 

@@ -44,6 +44,7 @@ from agentws.doors.dashboard import (
     approvals,
     audit,
     channels,
+    connector_authorization,
     connector_page,
     connectors,
     consent,
@@ -104,6 +105,7 @@ _AREAS = (
     library_skills,
     connectors,
     connector_page,
+    connector_authorization,
     audit,
     admins,
 )

@@ -274,6 +274,10 @@ class Connector(Shape):
     protocol: LinkProtocol = Field(
         description="the MCP revision its link speaks: auto, or one an admin pinned"
     )
+    auth: Literal["static", "oauth", "client_credentials"] = Field(
+        description="how it proves who it is upstream: static (its secret as a header), "
+        "oauth or client_credentials (its own grant, see …/authorize)"
+    )
     created_at: Time
 
 
@@ -301,6 +305,25 @@ class ConnectorCheck(Shape):
     tools: int | SkipJsonSchema[None] = Field(None, description="how many tools it lists")
     announces_changes: bool | SkipJsonSchema[None] = Field(
         None, description="whether it announces changes of its tool list"
+    )
+
+
+class ConnectorAuthorizationStarted(Shape):
+    """An authorization of a connector upstream, started."""
+
+    workspace: str
+    connector: str
+    authorization_url: MaybeText = Field(
+        description="the upstream's consent page for an admin to open, signed in to the "
+        "dashboard in that browser, within 10 minutes; null: nothing to consent to (client "
+        "credentials), already authorized"
+    )
+    authorization: dict[str, Any] = Field(
+        description="where its authorization stands: mode, state (connected or "
+        "needs_authorization), reason, expires_at, scope; never a token"
+    )
+    revoked: bool | SkipJsonSchema[None] = Field(
+        None, description="disconnecting: whether the upstream confirmed the revocation"
     )
 
 
