@@ -30,7 +30,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 import httpx2
@@ -156,10 +156,13 @@ class _StoredAuthorizer:
     started_by: str
     session_hash: str | None
     show: Callable[[str], Awaitable[None]]
+    #: Scopes asked for besides what the flow chose (it picks the upstream's challenge).
+    extra_scope: list[str] = attrs.field(factory=list)
     _row: ConnectorAuthorization | None = None
     _state: str | None = None
 
     async def redirect(self, authorization_url: str) -> None:
+        authorization_url = _with_scope(authorization_url, self.extra_scope)
         states = parse_qs(urlsplit(authorization_url).query).get("state")
         if not states:
             raise RemoteError("the authorization URL carries no state")
@@ -206,6 +209,18 @@ class _StoredAuthorizer:
         )
 
 
+def _with_scope(url: str, extra: list[str]) -> str:
+    """``url`` asking for ``extra`` scopes too (an authorization request's ``scope``)."""
+    if not extra:
+        return url
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    asked = next((value for key, value in query if key == "scope"), "")
+    scope = " ".join(dict.fromkeys([*asked.split(), *extra]))
+    kept = [(key, value) for key, value in query if key != "scope"]
+    return urlunsplit(parts._replace(query=urlencode([*kept, ("scope", scope)])))
+
+
 async def authorize_connector(
     store: GrantsStore,
     box: SecretBox,
@@ -240,14 +255,20 @@ async def authorize_connector(
         )
     base = base_url
     grant = MemoryGrant()
+    settings_ = upstream_settings(connector)
+    held = await store.find(ConnectorGrant, connector_id=connector.id)
+    # What the admin set, and what the upstream asked for that the last grant
+    # lacked (403 insufficient_scope), besides the scope the flow chooses.
+    extra = f"{settings_.scope or ''} {held.wanted_scope if held else ''}".split()
+    authorizer = _StoredAuthorizer(store, box, connector, started_by, session_hash, show, extra)
     auth = upstream_auth(
         connector.url,
-        upstream_settings(connector),
+        settings_,
         grant,
         secret=box.open(connector.secret) if connector.secret else None,
         redirect_uri=redirect_uri(base),
         client_metadata_url=client_document_url(base),
-        authorizer=_StoredAuthorizer(store, box, connector, started_by, session_hash, show),
+        authorizer=authorizer,
     )
     allowlist = settings.connector_allowlist
     guard = auth_transport(allowlist, resolve)

@@ -37,6 +37,7 @@ from urllib.parse import quote
 import attrs
 import httpx2
 import trio
+from mcp.client.auth.utils import extract_field_from_www_auth
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError as PydanticValidationError
 
@@ -123,14 +124,16 @@ async def store_grant(
     return await (store.update(grant) if existing else store.insert(grant))
 
 
-async def lose_grant(store: GrantsStore, grant: ConnectorGrant, reason: str) -> bool:
+async def lose_grant(
+    store: GrantsStore, grant: ConnectorGrant, reason: str, wanted_scope: str | None = None
+) -> bool:
     """Mark ``grant`` *needs authorization* for ``reason``, its tokens deleted.
 
     Returns:
         Whether this call made the change (False: it needed authorization
         already, whichever instance found out first).
     """
-    return await store.lose_grant(grant.id, reason=reason, now=utcnow())
+    return await store.lose_grant(grant.id, reason=reason, now=utcnow(), wanted_scope=wanted_scope)
 
 
 @attrs.define(eq=False)
@@ -268,8 +271,19 @@ class GrantKeeper:
         log.info("connector %s: its access token was refreshed", self.connector.name)
         return await self._load()
 
-    async def _lose(self, grant: ConnectorGrant, reason: str) -> None:
-        if await lose_grant(self.store, grant, reason):
+    async def scope_missing(self, scope: str | None) -> NeedsAuthorization:
+        """The upstream answered ``403 insufficient_scope`` (asking for ``scope``): the
+        grant needs authorization again, with that scope; the error to raise."""
+        async with self._lock:
+            grant = await self._load()
+            wanted = f"scope {scope!r}" if scope else "a scope"
+            await self._lose(grant, f"the upstream asks for {wanted}, which its grant lacks", scope)
+            return self._needs(await self._load())
+
+    async def _lose(
+        self, grant: ConnectorGrant, reason: str, wanted_scope: str | None = None
+    ) -> None:
+        if await lose_grant(self.store, grant, reason, wanted_scope):
             log.warning("connector %s needs authorization: %s", self.connector.name, reason)
             if self.on_lost is not None:
                 await self.on_lost(self.connector, reason)
@@ -318,4 +332,13 @@ class GrantAuth(httpx2.Auth):
             await response.aread()
             token = await self.keeper.access_token(refused=token)
             request.headers["Authorization"] = f"Bearer {token}"
-            yield request
+            response = yield request
+        if response.status_code == 403 and _challenge(response, "error") == "insufficient_scope":
+            # Step-up needs a person's consent: an admin authorizes it again, with the scope.
+            await response.aread()
+            raise await self.keeper.scope_missing(_challenge(response, "scope"))
+
+
+def _challenge(response: httpx2.Response, field: str) -> str | None:
+    """A field of the response's ``WWW-Authenticate`` challenge (the SDK's parser)."""
+    return extract_field_from_www_auth(response, field)

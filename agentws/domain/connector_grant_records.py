@@ -48,6 +48,9 @@ class ConnectorGrant:
     #: When the access token expires; None: the upstream did not say.
     expires_at: datetime | None = None
     scope: str | None = None
+    #: A scope the upstream asked for that the grant lacked (``403
+    #: insufficient_scope``): asked for too when it is authorized again.
+    wanted_scope: str | None = None
     state: GrantState = GrantState.NEEDS_AUTHORIZATION
     #: Why it needs authorization (refresh refused, access revoked, scope missing).
     reason: str | None = None

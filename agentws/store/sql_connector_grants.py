@@ -47,7 +47,9 @@ class GrantStore(Protocol):
         if ``holder`` holds it and nobody changed the grant meanwhile."""
         ...
 
-    async def lose_grant(self, grant_id: str, *, reason: str, now: datetime) -> bool:
+    async def lose_grant(
+        self, grant_id: str, *, reason: str, now: datetime, wanted_scope: str | None = None
+    ) -> bool:
         """Mark a connected grant *needs authorization* for ``reason``, its tokens
         deleted; whether this call did (False: it was lost already, by anyone)."""
         ...
@@ -106,15 +108,18 @@ class GrantQueries(Queries):
         )
         return bool(saved)
 
-    async def lose_grant(self, grant_id: str, *, reason: str, now: datetime) -> bool:
+    async def lose_grant(
+        self, grant_id: str, *, reason: str, now: datetime, wanted_scope: str | None = None
+    ) -> bool:
         (lost,) = await self._db.execute_batch(
             [
                 (
                     "UPDATE connector_grants SET state = 'needs_authorization', reason = $2,"
                     " tokens = NULL, expires_at = NULL, lease_holder = NULL,"
-                    " lease_until = NULL, version = version + 1, updated_at = $3"
+                    " lease_until = NULL, version = version + 1, updated_at = $3,"
+                    " wanted_scope = COALESCE($4, wanted_scope)"
                     " WHERE id = $1 AND state = 'connected'",
-                    (grant_id, reason, _ts(now, self.dialect)),
+                    (grant_id, reason, _ts(now, self.dialect), wanted_scope),
                 )
             ]
         )

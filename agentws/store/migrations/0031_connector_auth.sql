@@ -16,6 +16,7 @@ CREATE TABLE connector_grants (
     resource TEXT,
     expires_at {ts},
     scope TEXT,
+    wanted_scope TEXT,
     state TEXT NOT NULL,
     reason TEXT,
     lease_holder TEXT,
