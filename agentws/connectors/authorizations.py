@@ -110,7 +110,7 @@ class ConnectorAuthorizations:
             except Exception as exc:
                 # One admin's failed flow must not take the service down.
                 log.exception("connector %s: authorization failed", connector.name)
-                failed.append(f"{type(exc).__name__}: {exc}")
+                failed.append(f"connector {connector.name!r}: {type(exc).__name__}: {exc}")
             else:
                 log.info("connector %s is authorized", connector.name)
                 await self.authorized(connector)
@@ -122,7 +122,7 @@ class ConnectorAuthorizations:
         if shown:
             return shown[0]
         if failed:
-            raise UpstreamError(f"connector {connector.name!r}: {failed[0]}")
+            raise UpstreamError(failed[0])  # each names the connector
         if ready.is_set():
             return None
         raise UpstreamError(

@@ -259,7 +259,8 @@ async def authorize_connector(
     held = await store.find(ConnectorGrant, connector_id=connector.id)
     # What the admin set, and what the upstream asked for that the last grant
     # lacked (403 insufficient_scope), besides the scope the flow chooses.
-    extra = f"{settings_.scope or ''} {held.wanted_scope if held else ''}".split()
+    wanted = held.wanted_scope if held is not None else None
+    extra = f"{settings_.scope or ''} {wanted or ''}".split()
     authorizer = _StoredAuthorizer(store, box, connector, started_by, session_hash, show, extra)
     auth = upstream_auth(
         connector.url,

@@ -14,7 +14,7 @@ import functools
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -89,27 +89,33 @@ async def everything_server() -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def simple_auth_servers() -> AsyncIterator[str]:
+async def simple_auth_servers(auth_server: str | None = None) -> AsyncIterator[str]:
     """The SDK's simple-auth example: its authorization server and its resource server,
     two processes on free loopback ports; the resource server's MCP URL (``localhost``,
-    as both name themselves)."""
+    as both name themselves). ``auth_server``: another authorization server for the
+    resource server (one that answers its introspection), instead of simple-auth's own."""
     as_port, rs_port = free_port(), free_port()
-    async with (
-        reference_process(
-            "simple-auth", "mcp_simple_auth.auth_server", ["--port", str(as_port)], as_port
-        ),
-        reference_process(
-            "simple-auth",
-            "mcp_simple_auth",
-            [
-                "--port",
-                str(rs_port),
-                "--auth-server",
-                f"http://localhost:{as_port}",
-                "--transport",
-                "streamable-http",
-            ],
-            rs_port,
-        ),
-    ):
+    async with AsyncExitStack() as stack:
+        if auth_server is None:
+            await stack.enter_async_context(
+                reference_process(
+                    "simple-auth", "mcp_simple_auth.auth_server", ["--port", str(as_port)], as_port
+                )
+            )
+            auth_server = f"http://localhost:{as_port}"
+        await stack.enter_async_context(
+            reference_process(
+                "simple-auth",
+                "mcp_simple_auth",
+                [
+                    "--port",
+                    str(rs_port),
+                    "--auth-server",
+                    auth_server,
+                    "--transport",
+                    "streamable-http",
+                ],
+                rs_port,
+            )
+        )
         yield f"http://localhost:{rs_port}/mcp"

@@ -13,18 +13,25 @@ called with the upstream's token, never their own.
 
 from __future__ import annotations
 
+import base64
 import re
 import secrets
 from pathlib import Path
 from urllib.parse import urljoin
 
+import attrs
 import httpx2
 import pytest
 import trio
 from cryptography.fernet import Fernet
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from agentws.admins.access import create_admin_token
-from agentws.connectors.admin import add_connector, attach_connector
+from agentws.admins.accounts import create_admin
+from agentws.connectors.admin import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
@@ -41,10 +48,11 @@ from agentws.oauth.operator_clients import remove_client
 from agentws.tools.admin import set_label
 from agentws.webhooks.admin import WebhookOptions, create_webhook
 from tests.e2e.mcp_support import Running, running, sdk_session
-from tests.e2e.oauth_support import Browser, admin_browser
+from tests.e2e.oauth_support import PASSWORD, Browser, admin_browser
 from tests.e2e.polling import wait_until
 from tests.e2e.reference_servers import simple_auth_servers
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
+from tests.loopback import serve_loopback
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
 
@@ -258,3 +266,126 @@ async def test_an_agentws_upstream_s_tokens_are_refreshed_revoked_and_authorized
             assert await server.store.find(ConnectorGrant, connector_id=connector.id) is None
             entries = await server.store.select(AuditEntry, action="connector.disconnect")
             assert [e.detail for e in entries] == [{"revoked": True}]
+
+
+@attrs.define
+class ClientCredentialsServer:
+    """An authorization server of the client-credentials grant (RFC 6749 §4.4), on loopback,
+    with the introspection (RFC 7662) simple-auth's resource server asks it.
+
+    Its tokens stop being accepted after ``uses`` introspections, as an expired
+    one would: the client must get another without a call failing.
+    """
+
+    client_id: str = "agentws-bot"
+    client_secret: str = "bot-secret-1"
+    uses: int = 2
+    issued: list[str] = attrs.field(factory=list)
+    seen: dict[str, int] = attrs.field(factory=dict)
+    audiences: dict[str, str] = attrs.field(factory=dict)
+    base: str = ""
+
+    def app(self) -> Starlette:
+        async def metadata(request: Request) -> JSONResponse:
+            return JSONResponse(
+                {
+                    # As the resource's metadata names it (RFC 8414 §3.3: exactly).
+                    "issuer": f"{self.base}/",
+                    "authorization_endpoint": f"{self.base}/authorize",
+                    "token_endpoint": f"{self.base}/token",
+                    "introspection_endpoint": f"{self.base}/introspect",
+                    "grant_types_supported": ["client_credentials"],
+                    "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+                    "response_types_supported": ["code"],
+                }
+            )
+
+        async def token(request: Request) -> JSONResponse:
+            form = await request.form()
+            pair = f"{self.client_id}:{self.client_secret}".encode()
+            expected = "Basic " + base64.b64encode(pair).decode()
+            if request.headers.get("authorization") != expected:
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            if form.get("grant_type") != "client_credentials" or not form.get("resource"):
+                return JSONResponse({"error": "invalid_request"}, status_code=400)
+            issued = f"cc-{len(self.issued) + 1}"
+            self.issued.append(issued)
+            self.audiences[issued] = str(form["resource"])
+            return JSONResponse(
+                {"access_token": issued, "token_type": "Bearer", "expires_in": 3600}
+            )
+
+        async def introspect(request: Request) -> JSONResponse:
+            given = str((await request.form()).get("token"))
+            self.seen[given] = self.seen.get(given, 0) + 1
+            active = given in self.issued and self.seen[given] <= self.uses
+            if not active:
+                return JSONResponse({"active": False})
+            return JSONResponse(
+                {
+                    "active": True,
+                    "client_id": self.client_id,
+                    "scope": "user",
+                    "sub": "bot",
+                    # The resource (RFC 8707) it was issued for: the server checks it is its own.
+                    "aud": self.audiences[given],
+                }
+            )
+
+        return Starlette(
+            routes=[
+                Route("/.well-known/oauth-authorization-server", metadata),
+                Route("/token", token, methods=["POST"]),
+                Route("/introspect", introspect, methods=["POST"]),
+            ]
+        )
+
+
+async def test_a_client_credentials_connector_gets_a_new_token_without_a_failed_call(
+    tmp_path: Path,
+) -> None:
+    issuer = ClientCredentialsServer()
+    async with serve_loopback(issuer.app()) as base:
+        issuer.base = base
+        async with (
+            simple_auth_servers(auth_server=base) as url,
+            running(tmp_path, with_library=False, **ENV) as server,
+        ):
+            runtime = server.runtime
+            await create_admin(server.store, "alice", password=PASSWORD, actor="t")
+            await add_connector(
+                server.store,
+                "acme",
+                "bot",
+                kind=ConnectorKind.REMOTE_MCP,
+                url=url,
+                headers={},
+                secret=ConnectorSecret(issuer.client_secret),
+                box=runtime.keys.box(),
+                allowlist=Allowlist.parse(ALLOW),
+                actor="t",
+                auth=UpstreamAuth(
+                    mode="client_credentials",
+                    client_id=issuer.client_id,
+                    client_auth="client_secret_basic",
+                ),
+            )
+            await attach_connector(server.store, "acme", "ops", "bot", actor="t")
+            async with await _api(server) as api:
+                done = await api.post("/workspaces/acme/connectors/bot/authorize")
+            assert done.status_code == 200, done.text
+            assert done.json()["authorization_url"] is None  # no person: authorized at once
+            assert done.json()["authorization"]["state"] == "connected"
+            await wait_until(
+                lambda: server.store.find(CachedTool, name="get_time"),
+                what="the upstream's tools in the cache",
+            )
+            await set_label(server.store, "acme", "bot_get_time", Capability.READ, actor="t")
+            async with sdk_session(server, "streamable") as session:
+                for _ in range(5):
+                    with trio.fail_after(TIMEOUT_S):
+                        result = await session.call_tool("bot_get_time", {})
+                    assert not result.is_error, result
+    # Each token served two requests: new ones were fetched, the client's secret never sent on.
+    assert len(issuer.issued) >= 3, issuer.issued
+    assert all(count <= issuer.uses + 1 for count in issuer.seen.values()), issuer.seen

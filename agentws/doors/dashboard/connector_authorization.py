@@ -4,8 +4,9 @@
   connector's authorization in the service
   (:class:`~agentws.connectors.authorizations.ConnectorAuthorizations`),
   bound to this dashboard session, and sends the browser to the upstream's
-  own consent page (a client-credentials connector needs none: it is
-  authorized at once).
+  own consent page, through a page of its own that goes on there (the
+  dashboard's forms may lead only to the dashboard); a client-credentials
+  connector needs none: it is authorized at once.
 - **The callback** (:data:`~agentws.connectors.authorize.CALLBACK_PATH`,
   the redirect URI agentws registers, exactly) takes the upstream's answer
   for the flow waiting on its ``state``, only from the dashboard session
@@ -19,16 +20,17 @@
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import urlsplit
 
 import trio
-from quart import Response, jsonify, redirect, request, url_for
+from quart import Response, jsonify, request, url_for
 
 from agentws.admins.access import AdminServices, Caller
 from agentws.connectors.admin import find_connector
 from agentws.connectors.authorize import answer_callback, client_document, disconnect_connector
 from agentws.core.errors import AgentwsError
 from agentws.domain.models import Connector, ConnectorGrant, GrantState, Workspace
-from agentws.doors.dashboard.frame import done, error_text
+from agentws.doors.dashboard.frame import done, error_text, render_page
 from agentws.doors.dashboard.session import signed_in
 from agentws.http.blueprints import RouteTable
 
@@ -74,7 +76,18 @@ async def connector_connect(
         return done(_page(workspace, name), error_text(exc), error=True)
     if url is None:
         return done(_page(workspace, name), f"Connector {name} is authorized.")
-    return redirect(url)  # type: ignore[return-value]
+    # A page that goes on to the upstream, not a redirect: the dashboard's
+    # policy lets its forms lead nowhere but to itself (form-action 'self').
+    upstream = urlsplit(url).netloc
+    return await render_page(
+        admin,
+        "connector_connect.html",
+        caller,
+        workspace=workspace,
+        connector=connector,
+        authorization_url=url,
+        upstream=upstream,
+    )
 
 
 @routes.post("/w/<workspace>/connectors/<name>/disconnect")
