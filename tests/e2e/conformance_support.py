@@ -88,8 +88,35 @@ def require(package: str) -> Path:
     return MODULES / package
 
 
-def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
-    """An ASGI app sending every request to ``upstream`` with the bearer token added."""
+def _renamed(body: bytes, old: bytes, new: bytes) -> bytes:
+    # Names as JSON writes them, with or without a space after the colon.
+    for colon in (b'":"', b'": "'):
+        body = body.replace(b'"name' + colon + old, b'"name' + colon + new)
+    return body
+
+
+def _named_upstream(body: bytes, prefix: str) -> bytes:
+    """A ``tools/call`` or ``prompts/get`` naming what agentws lists as ``prefix`` + name."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(message, dict) or message.get("method") not in ("tools/call", "prompts/get"):
+        return body
+    params = message.get("params") or {}
+    params["name"] = prefix + str(params.get("name", ""))
+    return json.dumps(message).encode()
+
+
+def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient, prefix: str = "") -> Any:
+    """An ASGI app sending every request to ``upstream`` with the bearer token added.
+
+    ``prefix``: what agentws puts before the names of a connector's tools and
+    prompts (``ref_``), added to the names the client sends and taken off
+    those it is sent, so that a suite calling a reference server's names by
+    heart reaches them through agentws.
+    """
+    wire = prefix.encode()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -112,6 +139,13 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
         ]
         if not any(name == b"authorization" for name, _ in headers):
             headers.append((b"authorization", f"Bearer {token}".encode()))
+        if wire:
+            body = _named_upstream(body, prefix)
+            # 2026-07-28 repeats the name in a header, which must match the body's.
+            headers = [
+                (name, wire + value if name.lower() == b"mcp-name" else value)
+                for name, value in headers
+            ]
         target = upstream + scope["raw_path"].decode()
         if scope["query_string"]:
             target += "?" + scope["query_string"].decode()
@@ -122,6 +156,7 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             response = await http.send(request, stream=True)
             try:
+                dropped = _HOP_HEADERS | ({b"content-length"} if wire else set())
                 await send(
                     {
                         "type": "http.response.start",
@@ -129,12 +164,22 @@ def _proxy_app(upstream: str, token: str, http: httpx2.AsyncClient) -> Any:
                         "headers": [
                             (name, value)
                             for name, value in response.headers.raw
-                            if name.lower() not in _HOP_HEADERS
+                            if name.lower() not in dropped
                         ],
                     }
                 )
+                pending = b""
                 async for chunk in response.aiter_raw():
+                    if wire:
+                        # Whole lines only: a name is never split between two writes.
+                        pending += chunk
+                        chunk, _, pending = pending.rpartition(b"\n")
+                        chunk = _renamed(chunk + b"\n", wire, b"") if chunk else b""
+                        if not chunk:
+                            continue
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if pending:
+                    await send({"type": "http.response.body", "body": _renamed(pending, wire, b"")})
                 await send({"type": "http.response.body", "body": b""})
             finally:
                 with trio.move_on_after(_CLOSE_S, shield=True):
@@ -151,8 +196,10 @@ async def _cancel_on_disconnect(receive: Any, scope: trio.CancelScope) -> None:
 
 
 @asynccontextmanager
-async def token_proxy(upstream: str, token: str) -> AsyncIterator[str]:
-    """Serve a loopback proxy to base URL ``upstream`` adding ``token``; yield its base URL."""
+async def token_proxy(upstream: str, token: str, prefix: str = "") -> AsyncIterator[str]:
+    """Serve a loopback proxy to base URL ``upstream`` adding ``token``; yield its base URL.
+
+    ``prefix``: see :func:`_proxy_app`."""
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
@@ -167,7 +214,7 @@ async def token_proxy(upstream: str, token: str) -> AsyncIterator[str]:
         binds = await nursery.start(
             functools.partial(
                 hypercorn.trio.serve,
-                _proxy_app(upstream, token, http),
+                _proxy_app(upstream, token, http, prefix),
                 config,
                 shutdown_trigger=stop.wait,
             )

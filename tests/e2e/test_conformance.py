@@ -35,6 +35,13 @@ its ``input_required`` answers reach a 2026-07-28 caller as the fixture
 made them (its keys, a state agentws seals), and a caller of an older
 revision is asked through its session.
 
+The relay is run against a server nobody here wrote too: the ``mcp`` sdist's
+everything-server attached as connector ``ref`` with its link revision left
+to ``auto`` (suites ``reference``: 0.1.16's relay scenarios, a 2025-11-25
+client; ``reference-v2``: 0.2.x's ``tools-call-*``, a 2026-07-28 client).
+The suite calls that server's names by heart; the proxy in front of agentws
+adds the ``ref_`` agentws lists them under, and takes it off what it lists.
+
 Scenarios agentws does not pass yet are listed in :data:`KNOWN_GAPS`, each
 with why; their tests are skipped (``AGENTWS_CONFORMANCE_GAPS=1`` runs them
 too, to see where they stand). There are none today; everything must pass.
@@ -70,6 +77,7 @@ from tests.e2e.conformance_support import (
     token_proxy,
 )
 from tests.e2e.mcp_support import Running, running
+from tests.e2e.reference_servers import everything_server
 from tests.e2e.remote_support import LOOPBACK, SDK_CLIENT_WARNINGS, TIMEOUT_S, add_remote
 
 pytestmark = pytest.mark.filterwarnings(
@@ -172,6 +180,12 @@ FIXTURE_V2_SCENARIOS = tuple(
         )
     )
 )
+#: 0.2.x's relay scenarios, a 2026-07-28 client calling a remote's tools.
+REFERENCE_V2_SCENARIOS = tuple(s for s in V2_SCENARIOS if s.startswith("tools-call-"))
+#: Suite (of the tests) -> the release it runs.
+RELEASES = {"v1": "v1", "v2": "v2", "relay": "v1", "reference": "v1", "reference-v2": "v2"}
+#: The ``mcp`` sdist's everything-server, as connector ``ref`` (link revision auto).
+REFERENCE = "ref"
 MODERN = "2026-07-28"
 # agentws lists a connector's tools as <connector>_<tool>: connector ``test``
 # offering the fixture's test_* tools without that prefix, and ``json`` its
@@ -206,7 +220,13 @@ def _installed() -> None:
 
 def _cases() -> list[Any]:
     cases = []
-    suites = (("v1", V1_SCENARIOS), ("v2", V2_SCENARIOS), ("relay", RELAY_SCENARIOS))
+    suites = (
+        ("v1", V1_SCENARIOS),
+        ("v2", V2_SCENARIOS),
+        ("relay", RELAY_SCENARIOS),
+        ("reference", RELAY_SCENARIOS),
+        ("reference-v2", REFERENCE_V2_SCENARIOS),
+    )
     for suite, scenarios in suites:
         for scenario in scenarios:
             key = f"{suite}/{scenario}"
@@ -240,13 +260,18 @@ async def _attach_fixture(server: Running, urls: dict[str, str]) -> None:
     """The fixture as connectors ``test`` and ``json`` of acme/ops, every tool ``read``."""
     for name, url in urls.items():
         # Pinned: the fixture speaks both eras, and its 2026-07-28 rounds are what is relayed.
-        connector = await add_remote(server.store, url, name=name, protocol=MODERN)
-        with trio.fail_after(TIMEOUT_S), remote_deadline(connector, TIMEOUT_S):
-            tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
-        await sync_tool_cache(server.store, connector, tools, actor="t")
-        await attach_connector(server.store, "acme", "ops", name, actor="t")
-        for tool in tools:
-            await set_label(server.store, "acme", f"{name}_{tool.name}", Capability.READ, actor="t")
+        await _attach(server, name, url, MODERN)
+
+
+async def _attach(server: Running, name: str, url: str, protocol: str) -> None:
+    """``url`` as connector ``name`` of acme/ops, its link at ``protocol``, every tool ``read``."""
+    connector = await add_remote(server.store, url, name=name, protocol=protocol)
+    with trio.fail_after(TIMEOUT_S), remote_deadline(connector, TIMEOUT_S):
+        tools = await fetch_tools(connector, box=None, allowlist=LOOPBACK)
+    await sync_tool_cache(server.store, connector, tools, actor="t")
+    await attach_connector(server.store, "acme", "ops", name, actor="t")
+    for tool in tools:
+        await set_label(server.store, "acme", f"{name}_{tool.name}", Capability.READ, actor="t")
 
 
 async def _serve_fixture(
@@ -298,7 +323,7 @@ class _Served:
         return self._suites[suite].get(scenario)
 
     @classmethod
-    def start(cls, tmp_path: Path, relayed: bool) -> _Served:
+    def start(cls, tmp_path: Path, upstream: str) -> _Served:
         ready: queue.SimpleQueue[tuple[str, trio.lowlevel.TrioToken, trio.Event] | None] = (
             queue.SimpleQueue()
         )
@@ -306,7 +331,7 @@ class _Served:
 
         async def host() -> None:
             stop = trio.Event()
-            async with _stack(tmp_path, relayed, {}) as url:
+            async with _stack(tmp_path, upstream, {}) as url:
                 ready.put((url, trio.lowlevel.current_trio_token(), stop))
                 await stop.wait()
 
@@ -338,15 +363,15 @@ _START_S = 60.0
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, _Served]]:
-    """Relayed or not -> the agentws the scenarios share, started on first use."""
-    instances: dict[bool, _Served] = {}
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, _Served]]:
+    """Its upstream (:data:`UPSTREAMS`) -> the agentws the scenarios share, started on first use."""
+    instances: dict[str, _Served] = {}
 
-    class Lazy(dict[bool, _Served]):
-        def __missing__(self, relayed: bool) -> _Served:
-            folder = tmp_path_factory.mktemp("conformance-relayed" if relayed else "conformance")
-            instances[relayed] = self[relayed] = _Served.start(folder, relayed)
-            return self[relayed]
+    class Lazy(dict[str, _Served]):
+        def __missing__(self, upstream: str) -> _Served:
+            folder = tmp_path_factory.mktemp(f"conformance-{upstream}")
+            instances[upstream] = self[upstream] = _Served.start(folder, upstream)
+            return self[upstream]
 
     yield Lazy()
     for instance in instances.values():
@@ -354,46 +379,65 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[bool, _Ser
 
 
 @asynccontextmanager
-async def _stack(tmp_path: Path, relayed: bool, settings: dict[str, str]) -> AsyncIterator[str]:
-    """agentws (with the fixture attached when ``relayed``) behind the token proxy; the
-    group endpoint's URL through the proxy."""
-    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if relayed else {}
+async def _stack(tmp_path: Path, upstream: str, settings: dict[str, str]) -> AsyncIterator[str]:
+    """agentws (with its :data:`UPSTREAMS` attached) behind the token proxy; the group
+    endpoint's URL through the proxy."""
+    env = {"AGENTWS_CONNECTOR_ALLOWLIST": "127.0.0.1/32"} if upstream != "none" else {}
     env.update(settings)
     async with AsyncExitStack() as stack:
-        fixture = await stack.enter_async_context(_fixture_servers()) if relayed else {}
+        fixture = (
+            await stack.enter_async_context(_fixture_servers()) if upstream == "fixture" else {}
+        )
+        reference = (
+            await stack.enter_async_context(everything_server())
+            if upstream == "reference"
+            else None
+        )
         server = await stack.enter_async_context(running(tmp_path, **env))
-        proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token))
+        # The reference server's names are the suite's; agentws offers them as ref_<name>.
+        prefix = f"{REFERENCE}_" if reference else ""
+        proxy = await stack.enter_async_context(token_proxy(server.base_url, server.token, prefix))
         await _attach_fixture(server, fixture)
+        if reference is not None:
+            await _attach(server, REFERENCE, reference, "auto")
         yield proxy + server.url.removeprefix(server.base_url)
 
 
 @pytest.mark.parametrize(("suite", "scenario"), _cases())
 async def test_scenario(
-    tmp_path: Path, served: dict[bool, _Served], suite: str, scenario: str
+    tmp_path: Path, served: dict[str, _Served], suite: str, scenario: str
 ) -> None:
-    # The scenarios that call the fixture's tools reach them through agentws.
-    relayed = (
-        suite == "relay"
-        or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
-        or f"{suite}/{scenario}" == "v1/server-sse-polling"
+    # The scenarios that call the fixture's tools reach them through agentws; the
+    # reference suites, the SDK's everything-server's.
+    upstream = (
+        "reference"
+        if suite.startswith("reference")
+        else "fixture"
+        if (
+            suite == "relay"
+            or (suite == "v2" and scenario in FIXTURE_V2_SCENARIOS)
+            or f"{suite}/{scenario}" == "v1/server-sse-polling"
+        )
+        else "none"
     )
     settings = SCENARIO_ENV.get(f"{suite}/{scenario}")
-    release = "v1" if suite == "relay" else suite
+    release = RELEASES[suite]
+    modern = release == "v2"
     async with AsyncExitStack() as stack:
         if settings is None:
-            url = served[relayed].url
+            url = served[upstream].url
             # Passed when the whole suite ran; otherwise it is run alone, and that decides.
-            found = await served[relayed].suite_result(release, scenario)
+            found = await served[upstream].suite_result(release, scenario)
             if found is not None and found.passed:
                 return
         else:
-            url = await stack.enter_async_context(_stack(tmp_path, relayed, settings))
+            url = await stack.enter_async_context(_stack(tmp_path, upstream, settings))
         for _ in range(_TIMED_ATTEMPTS):
             result = await run_scenario(
                 release,
                 url,
                 scenario,
-                spec_version=MODERN if suite == "v2" else None,
+                spec_version=MODERN if modern else None,
             )
             if result.passed or not _out_of_time(result):
                 break
