@@ -5,8 +5,9 @@ authorization flow again: :class:`GrantAuth` (the link's ``httpx2.Auth``)
 puts the grant's access token on every request, and :class:`GrantKeeper`
 keeps that token fresh:
 
-- a token within ``REFRESH_AHEAD_S`` of its expiry is refreshed before it
-  is sent, and a 401 to a token sends the request once more with a fresh one;
+- a token within ``REFRESH_AHEAD_S`` of its expiry (or, for one that lives
+  less than twice that, past half its life) is refreshed before it is sent,
+  and a 401 to a token sends the request once more with a fresh one;
 - a refresh is one instance's: it takes the grant's lease in the store
   (:class:`~agentws.store.sql_connector_grants.GrantStore`), so two
   instances never both spend a rotating refresh token; an instance that
@@ -192,7 +193,10 @@ class GrantKeeper:
     def _due(self, grant: ConnectorGrant) -> bool:
         if grant.expires_at is None:
             return False
-        return grant.expires_at - timedelta(seconds=REFRESH_AHEAD_S) <= utcnow()
+        # A short-lived token is refreshed halfway through its life, not on every request.
+        lifetime = grant.expires_at - grant.updated_at
+        ahead = min(timedelta(seconds=REFRESH_AHEAD_S), lifetime / 2)
+        return grant.expires_at - ahead <= utcnow()
 
     def _needs(self, grant: ConnectorGrant) -> NeedsAuthorization:
         why = grant.reason or "it has no tokens"

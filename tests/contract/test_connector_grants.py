@@ -63,7 +63,9 @@ def box() -> SecretBox:
     return SecretBox(Fernet(Fernet.generate_key()))
 
 
-async def _connected(store: SqlStore, box: SecretBox, *, expires_in: int) -> Connector:
+async def _connected(
+    store: SqlStore, box: SecretBox, *, expires_in: int, expired: bool = False
+) -> Connector:
     workspace = await create_workspace(store, "acme", name=None, actor="t")
     connector = await store.insert(
         Connector(
@@ -75,7 +77,7 @@ async def _connected(store: SqlStore, box: SecretBox, *, expires_in: int) -> Con
         )
     )
     tokens = OAuthToken(access_token="at-0", refresh_token="rt-0", expires_in=expires_in)
-    await store_grant(
+    grant = await store_grant(
         store,
         box,
         connector,
@@ -84,6 +86,15 @@ async def _connected(store: SqlStore, box: SecretBox, *, expires_in: int) -> Con
         token_endpoint=TOKEN_URL,
         resource="https://mcp.example.com/mcp",
     )
+    if expired:  # issued an hour ago: its access token is past its time
+        issued = utcnow() - timedelta(hours=1)
+        await store.update(
+            attrs.evolve(
+                grant,
+                updated_at=issued,
+                expires_at=issued + timedelta(seconds=expires_in),
+            )
+        )
     return connector
 
 
@@ -102,7 +113,7 @@ def _keeper(
 async def test_two_instances_refresh_a_due_token_once_and_both_use_the_new_one(
     store: SqlStore, store_url: str, box: SecretBox
 ) -> None:
-    connector = await _connected(store, box, expires_in=10)  # due: within 30 s of expiry
+    connector = await _connected(store, box, expires_in=600, expired=True)
     async with open_store(store_url, pool_size=2) as other:
         await _refresh_twice(store, other, box, connector)
 
@@ -138,7 +149,7 @@ async def _refresh_twice(
 async def test_a_refused_refresh_loses_the_grant_once_for_every_instance(
     store: SqlStore, store_url: str, box: SecretBox
 ) -> None:
-    connector = await _connected(store, box, expires_in=10)
+    connector = await _connected(store, box, expires_in=600, expired=True)
     async with open_store(store_url, pool_size=2) as other:
         await _refused_twice(store, other, box, connector)
 
