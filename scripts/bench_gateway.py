@@ -36,7 +36,10 @@ Two more rows say what one client cannot do to agentws
 (:mod:`benchlib.gateway_bounds`): its RSS over ``--stateless-calls``
 sustained stateless (2026-07-28) calls stays within 10% of where it
 started, and ``/healthz`` answers within 100 ms (p99) while one client
-loops tool calls whose schemas used to freeze the process. The report is
+loops tool calls whose schemas used to freeze the process. Two more
+(:mod:`benchlib.gateway_oauth`): an OAuth connector whose access token
+expires every ``--oauth-ttl`` seconds loses no call, and keeps at least
+0.95x the calls/s of the same upstream through a static-token connector. The report is
 :mod:`benchlib.gateway_report`'s.
 """
 
@@ -50,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli, contextforge, gateway_bounds
+from benchlib import cli, contextforge, gateway_bounds, gateway_oauth
 from benchlib.agentws_setup import agentws_env, run_cli, serve_agentws
 from benchlib.gateway_report import (
     CONTEXTFORGE_TARGET,
@@ -127,6 +130,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds /healthz is timed alone, then with hostile calls looping (0: no such row)",
     )
     parser.add_argument(
+        "--oauth-ttl",
+        type=float,
+        default=5.0,
+        help="seconds the OAuth row's access tokens live (0: no OAuth row)",
+    )
+    parser.add_argument(
         "--contextforge",
         choices=["auto", "off"],
         default="auto",
@@ -145,8 +154,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.seconds, args.concurrency, args.rounds, args.contextforge_workers) <= 0:
         parser.error("--seconds, --concurrency, --rounds and --contextforge-workers must be > 0")
-    if min(args.warmup, args.stateless_calls, args.healthz_seconds) < 0:
-        parser.error("--warmup, --stateless-calls and --healthz-seconds must not be negative")
+    if min(args.warmup, args.stateless_calls, args.healthz_seconds, args.oauth_ttl) < 0:
+        parser.error(
+            "--warmup, --stateless-calls, --healthz-seconds and --oauth-ttl must not be negative"
+        )
     return args
 
 
@@ -248,6 +259,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "contextforge_workers": args.contextforge_workers,
             "stateless_calls": args.stateless_calls,
             "healthz_seconds": args.healthz_seconds,
+            "oauth_ttl_s": args.oauth_ttl,
         },
         "targets": {
             "direct_ratio": DIRECT_TARGET,
@@ -299,6 +311,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["stateless_memory"] = gateway_bounds.memory(
                 procs, agentws, jobs["agentws"], args.stateless_calls, _say
             )
+        if args.oauth_ttl:
+            _say(f"agentws: an OAuth connector, its token expiring every {args.oauth_ttl:g} s")
+            results["oauth"] = gateway_oauth.run_oauth(procs, work, args, _say, _measure)
         if writer is not None:
             _say("agentws: /healthz alone, then while one client loops hostile calls")
             results["healthz"] = gateway_bounds.healthz(
@@ -333,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(results, int):
         return results
     if results["direct"]["errors_all_rounds"] or results["agentws"]["errors_all_rounds"]:
+        return 1
+    oauth = results.get("oauth")
+    if oauth and (oauth["oauth"]["errors_all_rounds"] or oauth["static"]["errors_all_rounds"]):
         return 1
     if args.check and not passed(results):
         return 2

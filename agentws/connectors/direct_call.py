@@ -88,6 +88,8 @@ class DirectCaller:
     headers: dict[str, str]
     transport: httpx2.AsyncBaseTransport
     timeout_s: float
+    #: How requests are authenticated upstream (an OAuth connector's), as the link's client does.
+    auth: httpx2.Auth | None = None
 
     @classmethod
     def for_session(
@@ -97,6 +99,7 @@ class DirectCaller:
         headers: dict[str, str],
         transport: httpx2.AsyncBaseTransport,
         timeout_s: float,
+        auth: httpx2.Auth | None = None,
     ) -> DirectCaller | None:
         """A caller for ``session``'s link, or None when its calls must go through the SDK.
 
@@ -108,7 +111,7 @@ class DirectCaller:
         if not can_stamp_requests(session):
             log.info("this mcp release has no request stamp: calls go through its session")
             return None
-        return cls(session, url, dict(headers), transport, timeout_s)
+        return cls(session, url, dict(headers), transport, timeout_s, auth)
 
     async def call_tool(
         self,
@@ -151,8 +154,7 @@ class DirectCaller:
             "POST", self.url, headers=headers, content=body, extensions={"timeout": timeout}
         )
         try:
-            response = await self.transport.handle_async_request(request)
-            response.request = request
+            response = await self._send(request)
             try:
                 answer, size = await self._answer(response, request_id, progress, on_log)
             finally:
@@ -170,6 +172,31 @@ class DirectCaller:
         if not isinstance(raw, dict):
             raise MCPError(types.INVALID_REQUEST, "the remote answered without a result")
         return await self._checked(name, raw, large=size > _OFF_LOOP_BYTES)
+
+    async def _send(self, request: httpx2.Request) -> httpx2.Response:
+        """``request`` sent on the transport, authenticated as the link's client would:
+        the auth flow's own requests (a refresh, a retry after a 401) sent as it asks,
+        their answers read and closed; the last answer, unread."""
+        if self.auth is None:
+            response = await self.transport.handle_async_request(request)
+            response.request = request
+            return response
+        flow = self.auth.async_auth_flow(request)
+        outgoing = await flow.__anext__()
+        while True:
+            response = await self.transport.handle_async_request(outgoing)
+            response.request = outgoing
+            try:
+                if self.auth.requires_response_body:
+                    await response.aread()
+                outgoing = await flow.asend(response)
+            except StopAsyncIteration:
+                return response
+            except BaseException:
+                await response.aclose()
+                raise
+            await response.aread()
+            await response.aclose()
 
     async def _answer(
         self,

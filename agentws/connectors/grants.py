@@ -165,7 +165,9 @@ class GrantKeeper:
         """
         async with self._lock:
             grant = self._grant
-            if grant is None or refused is not None or self._due(grant):
+            # A lost grant is read again: another instance (or an admin) may have
+            # authorized it meanwhile.
+            if grant is None or refused is not None or grant.tokens is None or self._due(grant):
                 grant = await self._load()
             tokens = open_tokens(self.box, grant)
             if tokens is None:

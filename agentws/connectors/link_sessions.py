@@ -132,6 +132,11 @@ class Link:
     list_changed: int = 0
     #: The channels of the callers whose calls are in flight over the link.
     in_flight: list[CallerChannel] = attrs.field(factory=list)
+    #: A connector's handshake link beside its 2026-07-28 one, for the calls of
+    #: callers who can be asked mid-call: it keeps no cache (the main link does).
+    secondary: bool = False
+    #: Its remote refused a handshake link (it speaks 2026-07-28 alone).
+    no_handshake: bool = False
 
     def notify(self) -> None:
         self.changed.set()
@@ -282,7 +287,7 @@ class SessionKeeper:
                             )
                             if kind == "streamable_http":
                                 connection.direct = DirectCaller.for_session(
-                                    session, url, headers, watch, timeout_s
+                                    session, url, headers, watch, timeout_s, auth
                                 )
                             watched.on_end = on_end_of(link, connection)
                             link.connection, link.transport = connection, kind
@@ -294,8 +299,9 @@ class SessionKeeper:
                                 kind,
                                 version,
                             )
-                            # What it offers may have changed while it was away.
-                            self.content_changed(connector)
+                            if not link.secondary:
+                                # What it offers may have changed while it was away.
+                                self.content_changed(connector)
                             async with trio.open_nursery() as nursery:
                                 if is_modern(session):
                                     # No GET stream: list changes come on a listen stream.
@@ -343,10 +349,10 @@ class SessionKeeper:
 
     async def _keep(self, link: Link, connection: Connection) -> None:
         """Refresh the cache now and whenever asked; ping an idle remote; end when it does."""
-        link.refresh_wanted = True
+        link.refresh_wanted = not link.secondary
         timeout_s = self.settings.tool_timeout_s
         while not connection.ended:
-            if link.refresh_wanted:
+            if link.refresh_wanted and not link.secondary:
                 link.refresh_wanted = False
                 await self._refresh_over(link, connection.session)
                 continue

@@ -37,6 +37,7 @@ import mcp_types as types
 import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from agentws.connectors.answer_bounds import ANSWER_REFUSED
 from agentws.connectors.grants import GrantsStore
@@ -49,6 +50,7 @@ from agentws.connectors.link_sessions import (
     SessionKeeper,
     SyncTools,
 )
+from agentws.connectors.modern_link import is_modern
 from agentws.connectors.relay import (
     CallerChannel,
     RoundChannel,
@@ -96,6 +98,10 @@ def _fingerprint(connector: Connector) -> tuple[Any, ...]:
         connector.secret,
         connector.protocol,
     )
+
+
+def _key(connector_id: str, handshake: bool) -> str:
+    return f"{connector_id}/handshake" if handshake else connector_id
 
 
 def _for_connector(connector: Connector, channel: CallerChannel | None) -> CallerChannel | None:
@@ -186,14 +192,15 @@ class RemoteLinks:
                 list_changed=link.list_changed,
             )
             for link in sorted(self._links.values(), key=lambda link: link.connector.name)
+            if not link.secondary
         ]
 
     async def reconcile(self) -> None:
         """Link every active remote MCP connector in the store; unlink the others."""
         connectors = await self.store.select(Connector, kind=ConnectorKind.REMOTE_MCP, active=True)
         wanted = {c.id: c for c in connectors}
-        for connector_id, link in list(self._links.items()):
-            if connector_id not in wanted:
+        for link in list(self._links.values()):
+            if link.connector.id not in wanted:
                 self._unlink(link)
         for connector in connectors:
             self._link(connector)
@@ -264,8 +271,11 @@ class RemoteLinks:
         link = self._link(connector)
         channel = _for_connector(connector, channel)
         with self._deadline(connector):
+            main = link
             for attempt in (1, 2):
-                connection = await self._connection(link)
+                link, connection = await self._for_caller(
+                    connector, main, await self._connection(main), channel
+                )
                 progress = channel.progress if channel is not None else None
                 try:
                     with calling(link.in_flight, channel):
@@ -331,7 +341,9 @@ class RemoteLinks:
         link = self._link(connector)
         channel = _for_connector(connector, channel)
         with self._deadline(connector):
-            connection = await self._connection(link)
+            link, connection = await self._for_caller(
+                connector, link, await self._connection(link), channel
+            )
             try:
                 with calling(link.in_flight, channel):
                     return await send(connection.session)
@@ -377,23 +389,66 @@ class RemoteLinks:
     def _deadline(self, connector: Connector) -> AbstractContextManager[None]:
         return remote_deadline(connector, self.settings.tool_timeout_s)
 
-    def _link(self, connector: Connector) -> Link:
+    def _link(self, connector: Connector, *, handshake: bool = False) -> Link:
+        """The connector's link (``handshake``: its handshake link, see :meth:`_for_caller`)."""
         if self._nursery is None:
             raise RemoteError("connector links are not running (the service is shutting down)")
-        link = self._links.get(connector.id)
+        key = _key(connector.id, handshake)
+        if handshake:
+            connector = attrs.evolve(connector, protocol=LATEST_HANDSHAKE_VERSION)
+        link = self._links.get(key)
         if link is not None and _fingerprint(link.connector) == _fingerprint(connector):
             return link
         if link is not None:
             self._unlink(link)
-        link = Link(connector)
-        self._links[connector.id] = link
+        link = Link(connector, secondary=handshake)
+        self._links[key] = link
         self._nursery.start_soon(self._run, link)
         return link
 
     def _unlink(self, link: Link) -> None:
         link.scope.cancel()
-        if self._links.get(link.connector.id) is link:
-            del self._links[link.connector.id]
+        key = _key(link.connector.id, link.secondary)
+        if self._links.get(key) is link:
+            del self._links[key]
+
+    async def _for_caller(
+        self,
+        connector: Connector,
+        link: Link,
+        connection: Connection,
+        channel: CallerChannel | None,
+    ) -> tuple[Link, Connection]:
+        """The link and connection a caller's request goes over.
+
+        A remote linked at 2026-07-28 cannot ask its caller anything in the
+        middle of a call, but one that speaks a handshake revision too may
+        ask over that one (servers written for those revisions do, and SDK
+        servers speak both whatever their discovery lists). So when the
+        caller declared what it could be asked (and the connector's revision
+        is left to ``auto``), the request goes over the connector's handshake
+        link, opened on first need and kept; a remote that refuses the
+        handshake is not asked again while the link lives. Every other
+        request takes the stateless link's quicker path.
+        """
+        if (
+            channel is None
+            or connector.protocol != "auto"
+            or link.no_handshake
+            or not is_modern(connection.session)
+            or not channel.asks_back
+        ):
+            return link, connection
+        handshake = self._link(connector, handshake=True)
+        try:
+            return handshake, await self._connection(handshake)
+        except RemoteError as exc:
+            # A remote of 2026-07-28 alone (its discovery does not say): the
+            # stateless link it is, for as long as this link lives.
+            log.info("connector %s: no handshake link (%s)", connector.name, exc.message)
+            link.no_handshake = True
+            self._unlink(handshake)
+            return link, connection
 
     async def _connection(self, link: Link) -> Connection:
         """The link's connection; if it is down, one connection attempt right now."""

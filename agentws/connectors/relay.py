@@ -97,6 +97,13 @@ class CallerChannel(Protocol):
     @property
     def roots(self) -> RootsFn | None: ...
 
+    @property
+    def asks_back(self) -> bool:
+        """Whether the caller declared what a remote may ask it mid-call (elicitation,
+        sampling, roots): a remote of both eras is then reached over a handshake link,
+        the one kind on which it can ask (:mod:`agentws.connectors.links`)."""
+        ...
+
 
 @attrs.frozen
 class RemoteRound:

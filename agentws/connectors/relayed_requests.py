@@ -140,6 +140,10 @@ class ConnectorChannel:
         return self.inner.progress
 
     @property
+    def asks_back(self) -> bool:
+        return self.relays and self.inner.asks_back
+
+    @property
     def log(self) -> LogFn | None:
         inner = self.inner.log
         if inner is None:

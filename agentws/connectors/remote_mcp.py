@@ -28,7 +28,6 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
-from mcp.shared.exceptions import MCPError
 from mcp_types.version import (
     LATEST_HANDSHAKE_VERSION,
     LATEST_MODERN_VERSION,
@@ -188,14 +187,14 @@ async def open_transport(
 async def negotiate(session: ClientSession, kind: str, protocol: str = "auto") -> None:
     """Agree with the remote on a protocol revision, as the connector's ``protocol`` says.
 
-    - ``auto``: the handshake (``initialize``) first, since only a handshake
-      session lets the remote ask its caller in the middle of a call
-      (sampling, elicitation, roots), as servers written for those revisions
-      do; over Streamable HTTP, a remote that refuses the handshake is asked
-      ``server/discover`` at the stateless revision (the SDK's connect-time
-      policy, what its ``Client(mode="auto")`` does).
-    - ``2026-07-28``: the stateless revision only (an admin's pin: the remote
-      asks with ``input_required`` results); RemoteError if it does not speak it.
+    - ``auto``: the newest revision both speak. Over Streamable HTTP this is
+      the SDK's own connect-time policy (what its ``Client(mode="auto")``
+      does): ``server/discover`` at the stateless revision (2026-07-28),
+      falling back to the ``initialize`` handshake when the remote does not
+      answer it as one. (Calls whose caller can be asked mid-call go over a
+      handshake link of their own: :mod:`agentws.connectors.links`.)
+    - ``2026-07-28``: the stateless revision only; RemoteError if the remote
+      does not speak it.
     - ``2025-11-25``: the handshake only.
 
     Legacy SSE has only the handshake. ``session.protocol_version`` says what
@@ -204,20 +203,15 @@ async def negotiate(session: ClientSession, kind: str, protocol: str = "auto") -
     if kind != "streamable_http" or protocol == LATEST_HANDSHAKE_VERSION:
         await session.initialize()
         return
-    if protocol == LATEST_MODERN_VERSION:
-        await negotiate_auto(session)
-        if session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            raise RemoteError(
-                f"the remote does not speak MCP {protocol}, which the connector is pinned at "
-                f"(it answered {session.protocol_version}): pin another revision or 'auto'"
-            )
-        return
-    try:
-        await session.initialize()
-    except MCPError as exc:
-        # A remote of the stateless revision alone refuses the handshake.
-        log.debug("the remote refused the handshake (%s); trying server/discover", exc)
-        await negotiate_auto(session)
+    await negotiate_auto(session)
+    if (
+        protocol == LATEST_MODERN_VERSION
+        and session.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    ):
+        raise RemoteError(
+            f"the remote does not speak MCP {protocol}, which the connector is pinned at "
+            f"(it answered {session.protocol_version}): pin another revision or 'auto'"
+        )
 
 
 # A one-off session's relay: no call is ever in flight, so nothing is relayed.

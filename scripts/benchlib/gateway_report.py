@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchlib import gateway_bounds
+from benchlib import gateway_bounds, gateway_oauth
 from benchlib.report import fmt, machine_line, markdown_table, verdict
 
 __all__ = [
@@ -29,7 +29,14 @@ CPU_TARGET = 1.0  # agentws CPU per call / the upstream's CPU per call
 CONTEXTFORGE_TARGET = 20.0  # agentws calls/s / ContextForge's
 # What each way of calling is called in the results, in round order.
 WAYS = ("direct", "agentws", "contextforge")
-TITLES = {"direct": "direct", "agentws": "agentws", "contextforge": "ContextForge"}
+TITLES = {
+    "direct": "direct",
+    "agentws": "agentws",
+    "contextforge": "ContextForge",
+    # The OAuth row's two connectors (benchlib.gateway_oauth).
+    "static": "agentws, static-token connector",
+    "oauth": "agentws, OAuth connector",
+}
 
 
 def _ratio(a: float | None, b: float | None) -> float:
@@ -120,6 +127,8 @@ def _rows(results: dict[str, Any]) -> list[list[str]]:
                 verdict(forge_ratio >= CONTEXTFORGE_TARGET),
             ]
         )
+    if "oauth" in results:
+        rows += gateway_oauth.oauth_rows(results["oauth"], results["config"]["concurrency"])
     if "stateless_memory" in results:
         rows += gateway_bounds.rss_rows(results["stateless_memory"])
     if "healthz" in results:

@@ -100,6 +100,10 @@ class Person:
         return None
 
     @property
+    def asks_back(self) -> bool:
+        return True
+
+    @property
     def log(self) -> Any:
         return None
 

@@ -243,7 +243,7 @@ async def third_party_server(state: ThirdParty) -> AsyncIterator[str]:
         yield f"{base}/mcp"
 
 
-#: The pin that makes a link to a fixture speaking both eras speak the stateless one.
+#: The pin that keeps every call to a fixture of both eras on the stateless link.
 MODERN_LINK = "2026-07-28"
 
 
@@ -259,8 +259,9 @@ async def add_remote(
 ) -> Connector:
     """Save remote MCP connector ``name`` of workspace ``acme`` at ``url``, as an admin would.
 
-    ``protocol``: what its link speaks; a fixture that speaks both eras gets a
-    handshake link unless pinned at ``2026-07-28`` (:data:`MODERN_LINK`).
+    ``protocol``: what its link speaks; ``auto`` links a fixture of both eras at
+    2026-07-28 but serves callers who can be asked over a handshake link too;
+    pinned at :data:`MODERN_LINK`, every caller goes over the stateless link.
     """
     return await add_connector(
         store,

@@ -58,8 +58,9 @@ async def test_an_oauth_call_beyond_scope_is_a_scope_challenge(tmp_path: Path) -
         third_party_server(state) as url,
         admin_browser(server) as browser,
     ):
-        # Pinned at 2026-07-28: run alone, a handshake link to this fixture leaves
-        # a response stream to the garbage collector (a ResourceWarning).
+        # Pinned at 2026-07-28: its callers here would be served over a handshake
+        # link too, which, run alone, leaves a response stream to the garbage
+        # collector (a ResourceWarning).
         await attach_remote(
             server.store, url, {"third_search": Capability.READ}, protocol=MODERN_LINK
         )
@@ -119,8 +120,9 @@ async def test_the_sdk_client_steps_up_when_challenged(tmp_path: Path) -> None:
         third_party_server(state) as url,
         admin_browser(server) as browser,
     ):
-        # Pinned at 2026-07-28: run alone, a handshake link to this fixture leaves
-        # a response stream to the garbage collector (a ResourceWarning).
+        # Pinned at 2026-07-28: its callers here would be served over a handshake
+        # link too, which, run alone, leaves a response stream to the garbage
+        # collector (a ResourceWarning).
         await attach_remote(
             server.store, url, {"third_search": Capability.READ}, protocol=MODERN_LINK
         )

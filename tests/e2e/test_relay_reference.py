@@ -3,7 +3,8 @@
 Its sampling and elicitation tools ask their client in the middle of the
 call, as servers written for the handshake revisions do; on a link of the
 stateless revision (2026-07-28) they could not ask at all. agentws's link
-to it speaks a revision that can (see :mod:`agentws.connectors.link_sessions`),
+to it speaks 2026-07-28, but the calls of a caller who can be asked go
+over the connector's handshake link beside it (:mod:`agentws.connectors.links`),
 so a caller that declared the capability is asked, whichever revision the
 caller speaks: a 2025-11-25 session is asked through its session, a
 2026-07-28 client with ``input_required`` rounds. Progress, log messages
@@ -163,9 +164,10 @@ async def test_a_2025_11_25_session_is_asked_by_the_reference_server(
                 return result
 
             await _check_calls(call, logged, progress)
-        # auto: the remote speaks both eras, and only the handshake lets it ask mid-call.
+        # auto: the link speaks 2026-07-28, as the remote does; this caller, who can be
+        # asked, was served over the connector's handshake link beside it.
         [link] = server.runtime.links.states()
-        assert link.protocol_version == "2025-11-25"
+        assert link.protocol_version == "2026-07-28"
 
 
 async def test_a_2026_07_28_client_is_asked_by_the_reference_server(

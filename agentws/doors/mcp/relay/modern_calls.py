@@ -115,6 +115,12 @@ class ModernChannel(ChannelParts):
                 self.missing.append(needed)
         return self.passthrough.pass_back(result)
 
+    @property
+    def asks_back(self) -> bool:
+        # Every part is offered (a question beyond what was declared is the
+        # client's error); what counts is what the client declared.
+        return any(self._declared(name) for name in ("elicitation", "sampling", "roots"))
+
     def _declared(self, name: str) -> bool:
         capabilities = self.ctx.session.client_capabilities
         return capabilities is not None and getattr(capabilities, name, None) is not None

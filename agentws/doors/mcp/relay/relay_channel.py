@@ -95,6 +95,10 @@ class ChannelParts(abc.ABC):
     def roots(self) -> RootsFn | None:
         return self._roots if self._offers("roots") else None
 
+    @property
+    def asks_back(self) -> bool:
+        return any(self._offers(part) for part in ("elicitation", "sampling", "roots"))
+
     async def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         await send_progress(self.ctx, progress, total, message)
 
