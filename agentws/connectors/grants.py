@@ -15,6 +15,8 @@ keeps that token fresh:
   instance reads the new token from the store;
 - a rotated refresh token replaces the old one; an upstream that sends none
   keeps the old one valid;
+- the grant is read from the store at most every few seconds (and at once
+  when due or refused), its tokens opened once per version;
 - a refresh the authorization server refuses (``invalid_grant``: revoked or
   expired) marks the grant *needs authorization* with why, once, for every
   instance; calls then fail at once with :class:`NeedsAuthorization` naming
@@ -30,6 +32,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -71,6 +74,9 @@ REFRESH_AHEAD_S = 30.0
 _LEASE_S = 30.0
 # An instance that finds the lease taken looks for the holder's result this often.
 _WAIT_STEP_S = 0.1
+# The grant is read again at least this often: another instance's refresh, a
+# loss or a disconnect reaches every instance within it.
+_RELOAD_S = 5.0
 
 
 class GrantsStore(RecordStore, GrantStore, Protocol):
@@ -154,6 +160,9 @@ class GrantKeeper:
     holder: str
     on_lost: Any = None
     _grant: ConnectorGrant | None = None
+    #: The grant's tokens, opened once per version (not per request).
+    _tokens: OAuthToken | None = None
+    _loaded_at: float = -math.inf
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
 
     async def access_token(self, *, refused: str | None = None) -> str:
@@ -163,13 +172,30 @@ class GrantKeeper:
             :class:`NeedsAuthorization` when there is no usable grant;
             :class:`UpstreamError` when the authorization server cannot be reached.
         """
+        grant, tokens = self._grant, self._tokens
+        fresh_s = trio.current_time() - self._loaded_at
+        if (
+            refused is None
+            and grant is not None
+            and tokens is not None
+            and fresh_s < _RELOAD_S
+            and not self._due(grant)
+        ):
+            return tokens.access_token  # the common case: no lock, no store
         async with self._lock:
             grant = self._grant
             # A lost grant is read again: another instance (or an admin) may have
             # authorized it meanwhile.
-            if grant is None or refused is not None or grant.tokens is None or self._due(grant):
+            stale = trio.current_time() - self._loaded_at >= _RELOAD_S
+            if (
+                grant is None
+                or refused is not None
+                or grant.tokens is None
+                or stale
+                or self._due(grant)
+            ):
                 grant = await self._load()
-            tokens = open_tokens(self.box, grant)
+            tokens = self._tokens
             if tokens is None:
                 raise self._needs(grant)
             if refused is None and not self._due(grant):
@@ -177,7 +203,7 @@ class GrantKeeper:
             if refused is not None and tokens.access_token != refused and not self._due(grant):
                 return tokens.access_token  # another instance refreshed it meanwhile
             grant = await self._refresh(grant, tokens)
-            fresh = open_tokens(self.box, grant)
+            fresh = self._tokens
             if fresh is None:
                 raise self._needs(grant)
             return fresh.access_token
@@ -189,7 +215,10 @@ class GrantKeeper:
                 f"connector {self.connector.name!r} needs authorization: it was never "
                 "connected (the Connect button on its page, or `agentws connector authorize`)"
             )
+        if self._grant is None or grant.version != self._grant.version or self._tokens is None:
+            self._tokens = open_tokens(self.box, grant)
         self._grant = grant
+        self._loaded_at = trio.current_time()
         return grant
 
     def _due(self, grant: ConnectorGrant) -> bool:
