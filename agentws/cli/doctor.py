@@ -37,7 +37,9 @@ from agentws.core.errors import AgentwsError
 from agentws.domain.models import (
     CachedTool,
     Connector,
+    ConnectorGrant,
     ConnectorKind,
+    GrantState,
     Group,
     Webhook,
     Workspace,
@@ -208,11 +210,37 @@ async def _tool_names(ctx: Context) -> Check:
     return Check("tool names", "ok", "every tool name means one tool")
 
 
+async def _authorizations(ctx: Context) -> Check:
+    """OAuth connectors whose grant upstream is missing or lost (see agentws.connectors.grants)."""
+    grants = {g.connector_id: g for g in await ctx.store.select(ConnectorGrant)}
+    workspaces = {w.id: w.slug for w in await ctx.store.select(Workspace)}
+    problems, connected = [], 0
+    for connector in await ctx.store.select(Connector, active=True):
+        if connector.auth == "static":
+            continue
+        grant = grants.get(connector.id)
+        if grant is not None and grant.state is GrantState.CONNECTED:
+            connected += 1
+            continue
+        why = grant.reason if grant is not None and grant.reason else "never connected"
+        where = f"{workspaces.get(connector.workspace_id, '?')}/{connector.name}"
+        problems.append(
+            f"{where} needs authorization ({why}): "
+            f"agentws connector authorize {where.replace('/', ' ')}"
+        )
+    if problems:
+        return Check("connector authorizations", "warn", "; ".join(sorted(problems)))
+    if connected:
+        return Check("connector authorizations", "ok", f"{connected} OAuth connector(s) connected")
+    return Check("connector authorizations", "ok", "no connector authorizes with OAuth")
+
+
 async def _doctor(args: argparse.Namespace, ctx: Context) -> Output:
     checks = [await _store(ctx), await _secret_key(ctx)]
     checks.append(await _model(ctx, args.timeout))
     if checks[0].status != "fail":
         checks.append(await _tool_names(ctx))
+        checks.append(await _authorizations(ctx))
         checks += await _sinks(ctx, args.timeout)
     failed = sum(1 for c in checks if c.status == "fail")
     data: dict[str, Any] = {"ok": failed == 0, "checks": [c.json() for c in checks]}
@@ -232,8 +260,8 @@ def add_doctor_command(commands: Verbs, common: argparse.ArgumentParser) -> None
         description="Check that this installation is ready: the store answers, the service "
         "key is there, the model (offline, or Anthropic's with ANTHROPIC_API_KEY) answers, and "
         "every channel a webhook posts to can be reached (Slack: the bot token authenticates; "
-        "incoming webhooks: the URL answers). Nothing is posted or changed. Exits 1 when a "
-        "check fails.",
+        "incoming webhooks: the URL answers), and every OAuth connector is authorized "
+        "upstream. Nothing is posted or changed. Exits 1 when a check fails.",
     )
     doctor.add_argument(
         "--timeout",

@@ -254,9 +254,11 @@ async def authorize_connector(
             f"connector {connector.name!r} authenticates with a static secret: nothing to authorize"
         )
     base = base_url
-    grant = MemoryGrant()
     settings_ = upstream_settings(connector)
     held = await store.find(ConnectorGrant, connector_id=connector.id)
+    # Registered afresh each time (dynamic registration), or its metadata document
+    # is the client: one removed at the upstream (a revocation) never blocks it.
+    grant = MemoryGrant()
     # What the admin set, and what the upstream asked for that the last grant
     # lacked (403 insufficient_scope), besides the scope the flow chooses.
     wanted = held.wanted_scope if held is not None else None

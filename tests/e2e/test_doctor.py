@@ -17,6 +17,7 @@ from typing import Any
 from cryptography.fernet import Fernet
 
 from agentws.connectors.admin import ConnectorSecret, add_connector
+from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import ConnectorKind, VerificationScheme
 from agentws.settings.config import Settings
@@ -73,6 +74,20 @@ async def test_doctor_reports_the_model_and_every_channel(tmp_path: Path) -> Non
                     allowlist=LOOPBACK,
                     actor="t",
                 )
+            # An OAuth connector nobody has authorized yet.
+            await add_connector(
+                store,
+                "acme",
+                "linear",
+                kind=ConnectorKind.REMOTE_MCP,
+                url="http://127.0.0.1:9/mcp",
+                headers={},
+                secret=None,
+                box=None,
+                allowlist=LOOPBACK,
+                actor="t",
+                auth=UpstreamAuth(mode="oauth"),
+            )
             channels = {
                 "ci": "local:ops",
                 "deploys": "slack:slack/C0123456789",
@@ -113,6 +128,10 @@ async def test_doctor_reports_the_model_and_every_channel(tmp_path: Path) -> Non
     assert checks["channel acme/webhook:alerts"][0] == "ok"
     legacy = checks["channel acme/webhook:old"]
     assert legacy[0] == "fail" and "HTTP 404" in legacy[1]
+    authorizations = checks["connector authorizations"]
+    assert authorizations[0] == "warn"
+    assert "acme/linear needs authorization (never connected)" in authorizations[1]
+    assert "agentws connector authorize acme linear" in authorizations[1]
     assert "GONE" not in json.dumps(report)  # the URLs are secrets
     assert BOT_TOKEN not in json.dumps(report)
     # Nothing was posted by checking.

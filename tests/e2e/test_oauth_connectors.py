@@ -252,6 +252,10 @@ async def test_an_agentws_upstream_s_tokens_are_refreshed_revoked_and_authorized
             assert len(await server.store.select(ChatMessage, channel="local:alerts")) == 1
             page = await browser.http.get("/dashboard/w/acme/connectors/peer")
             assert "needs authorization" in page.text and "Connect" in page.text
+            async with await _api(server) as api:
+                shown = (await api.get("/workspaces/acme/connectors/peer")).json()
+            assert shown["authorization"]["state"] == "needs_authorization"
+            assert "refused to refresh" in shown["authorization"]["reason"]
 
             # Authorized again: the same callers' calls work again.
             await _authorize_at_peer(server, browser, peer_browser, "peer")

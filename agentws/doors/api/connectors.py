@@ -53,7 +53,9 @@ async def list_workspace_connectors(admin: AdminServices, caller: Caller, worksp
 async def show_connector(
     admin: AdminServices, caller: Caller, workspace: str, connector: str
 ) -> Answer:
-    return connector_json(await find_connector(admin.store, workspace, connector), workspace)
+    found = await find_connector(admin.store, workspace, connector)
+    grant = await admin.store.find(ConnectorGrant, connector_id=found.id)
+    return {**connector_json(found, workspace), "authorization": grant_json(found, grant)}
 
 
 @routes.patch("/workspaces/<workspace>/connectors/<connector>")

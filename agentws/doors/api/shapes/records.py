@@ -278,6 +278,11 @@ class Connector(Shape):
         description="how it proves who it is upstream: static (its secret as a header), "
         "oauth or client_credentials (its own grant, see …/authorize)"
     )
+    authorization: dict[str, Any] | SkipJsonSchema[None] = Field(
+        None,
+        description="shown for one connector: where its authorization upstream stands (mode, "
+        "state connected or needs_authorization, reason, expires_at, scope); never a token",
+    )
     created_at: Time
 
 
