@@ -29,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agentws.connectors.admin import ConnectorSecret, add_connector, attach_connector
 from agentws.connectors.remote_mcp import fetch_tools, remote_deadline
+from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import Capability, Connector, ConnectorKind
 from agentws.settings.config import Settings
@@ -276,6 +277,26 @@ async def add_remote(
         actor="t",
         protocol=protocol,
     )
+
+
+async def add_oauth_remote(store: Store, url: str, name: str, *, allowlist: Allowlist) -> Connector:
+    """Save remote MCP connector ``name`` of ``acme`` at ``url``, with ``--auth oauth``,
+    attached to acme/ops; not authorized yet."""
+    connector = await add_connector(
+        store,
+        "acme",
+        name,
+        kind=ConnectorKind.REMOTE_MCP,
+        url=url,
+        headers={},
+        secret=None,
+        box=None,
+        allowlist=allowlist,
+        actor="t",
+        auth=UpstreamAuth(mode="oauth"),
+    )
+    await attach_connector(store, "acme", "ops", name, actor="t")
+    return connector
 
 
 async def attach_remote(

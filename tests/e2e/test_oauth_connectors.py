@@ -51,7 +51,7 @@ from tests.e2e.mcp_support import Running, running, sdk_session
 from tests.e2e.oauth_support import PASSWORD, Browser, admin_browser
 from tests.e2e.polling import wait_until
 from tests.e2e.reference_servers import simple_auth_servers
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, add_oauth_remote
 from tests.loopback import serve_loopback
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -100,20 +100,9 @@ async def test_an_admin_connects_the_sdk_s_simple_auth_server(tmp_path: Path) ->
         running(tmp_path, with_library=False, **ENV) as server,
         admin_browser(server) as browser,
     ):
-        connector = await add_connector(
-            server.store,
-            "acme",
-            "timely",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=url,
-            headers={},
-            secret=None,
-            box=None,
-            allowlist=Allowlist.parse(ALLOW),
-            actor="t",
-            auth=UpstreamAuth(mode="oauth"),
+        connector = await add_oauth_remote(
+            server.store, url, "timely", allowlist=Allowlist.parse(ALLOW)
         )
-        await attach_connector(server.store, "acme", "ops", "timely", actor="t")
         signed = await browser.sign_in()
         assert signed.status_code == 302, signed.text
         async with await _api(server) as api:
@@ -180,20 +169,9 @@ async def test_an_agentws_upstream_s_tokens_are_refreshed_revoked_and_authorized
         admin_browser(peer) as peer_browser,
         admin_browser(server) as browser,
     ):
-        connector = await add_connector(
-            server.store,
-            "acme",
-            "peer",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=peer.url,
-            headers={},
-            secret=None,
-            box=None,
-            allowlist=Allowlist.parse(ALLOW),
-            actor="t",
-            auth=UpstreamAuth(mode="oauth"),
+        connector = await add_oauth_remote(
+            server.store, peer.url, "peer", allowlist=Allowlist.parse(ALLOW)
         )
-        await attach_connector(server.store, "acme", "ops", "peer", actor="t")
         # Where the workspace's alerts go: a loss is said there, once.
         runtime = server.runtime
         await create_webhook(

@@ -17,14 +17,11 @@ import trio
 from playwright.sync_api import expect
 
 from agentws.admins.accounts import create_admin
-from agentws.connectors.admin import add_connector, attach_connector
-from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     CachedTool,
     Capability,
     ConnectorGrant,
-    ConnectorKind,
     GrantState,
 )
 from agentws.tools.admin import set_label
@@ -33,7 +30,7 @@ from tests.e2e.mcp_support import running, sdk_session
 from tests.e2e.oauth_support import PASSWORD
 from tests.e2e.polling import wait_until
 from tests.e2e.reference_servers import simple_auth_servers
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, add_oauth_remote
 from tests.e2e.test_oauth_connectors import ALLOW, ENV
 
 pytestmark = pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)
@@ -49,20 +46,9 @@ async def test_an_admin_connects_simple_auth_from_the_connector_page(tmp_path: P
         open_browser("oauth-connector") as browser,
     ):
         await create_admin(server.store, "alice", password=PASSWORD, actor="t")
-        connector = await add_connector(
-            server.store,
-            "acme",
-            "timely",
-            kind=ConnectorKind.REMOTE_MCP,
-            url=url,
-            headers={},
-            secret=None,
-            box=None,
-            allowlist=Allowlist.parse(ALLOW),
-            actor="t",
-            auth=UpstreamAuth(mode="oauth"),
+        connector = await add_oauth_remote(
+            server.store, url, "timely", allowlist=Allowlist.parse(ALLOW)
         )
-        await attach_connector(server.store, "acme", "ops", "timely", actor="t")
         # simple-auth's page has no icon: its 404 is the upstream's, not agentws's.
         tab = await browser.new_tab(tolerate=("/favicon.ico",))
         page_path = "/dashboard/w/acme/connectors/timely"

@@ -27,8 +27,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentws.admins.access import create_admin_token
 from agentws.admins.accounts import create_admin
-from agentws.connectors.admin import add_connector, attach_connector
-from agentws.connectors.upstream_auth import UpstreamAuth
 from agentws.domain.allowlist import Allowlist
 from agentws.domain.models import (
     CachedTool,
@@ -38,7 +36,6 @@ from agentws.domain.models import (
     GrantState,
     OAuthClient,
 )
-from agentws.domain.tool_records import ConnectorKind
 from agentws.oauth.operator_clients import remove_client
 from agentws.settings.config import Settings
 from agentws.settings.secret_box import Keys
@@ -49,7 +46,7 @@ from tests.e2e.mcp_support import running, seed
 from tests.e2e.oauth_support import PASSWORD, Browser, admin_browser
 from tests.e2e.polling import wait_until
 from tests.e2e.process_support import serve_processes
-from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
+from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S, add_oauth_remote
 from tests.support import migrated_schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.filterwarnings(*SDK_CLIENT_WARNINGS)]
@@ -112,20 +109,9 @@ async def test_a_postgres_pair_refreshes_one_at_a_time_and_loses_authorization_o
             settings = Settings.from_env(
                 {"AGENTWS_SECRET_KEY": key, "AGENTWS_DATA_DIR": str(tmp_path)}
             )
-            connector = await add_connector(
-                store,
-                "acme",
-                "peer",
-                kind=ConnectorKind.REMOTE_MCP,
-                url=peer.url,
-                headers={},
-                secret=None,
-                box=None,
-                allowlist=Allowlist.parse(ALLOW),
-                actor="t",
-                auth=UpstreamAuth(mode="oauth"),
+            connector = await add_oauth_remote(
+                store, peer.url, "peer", allowlist=Allowlist.parse(ALLOW)
             )
-            await attach_connector(store, "acme", "ops", "peer", actor="t")
             await create_webhook(
                 store,
                 settings,

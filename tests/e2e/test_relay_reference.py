@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import mcp_types as types
 import pytest
 import trio
@@ -103,7 +104,7 @@ def _texts(result: types.CallToolResult) -> str:
     return " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-async def _check_calls(call: Any, logged: list[str], progress: list[float]) -> None:
+async def _check_calls(call: Any, heard: Heard) -> None:
     """The reference server's relay tools called through ``call(name, arguments)``."""
     sampled = await call("ref_test_sampling", {"prompt": "The capital of France?"})
     assert _texts(sampled) == "LLM response: Paris", sampled
@@ -116,9 +117,9 @@ async def _check_calls(call: Any, logged: list[str], progress: list[float]) -> N
     assert '"untitledSingle":"active"' in _texts(enums), enums
     assert '"titledMulti":["feature"]' in _texts(enums), enums
     await call("ref_test_tool_with_progress", {})
-    assert progress == [0, 50, 100]
+    assert heard.progress == [0, 50, 100]
     await call("ref_test_tool_with_logging", {})
-    assert logged == [
+    assert heard.logged == [
         "Tool execution started",
         "Tool processing data",
         "Tool execution completed",
@@ -134,17 +135,24 @@ async def _check_calls(call: Any, logged: list[str], progress: list[float]) -> N
     assert [c.type for c in mixed.content] == ["text", "image", "resource"]
 
 
+@attrs.define
+class Heard:
+    """What a caller was sent during its calls: log messages and progress."""
+
+    logged: list[str] = attrs.field(factory=list)
+    progress: list[float] = attrs.field(factory=list)
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logged.append(str(params.data))
+
+    async def on_progress(self, value: float, total: float | None, message: str | None) -> None:
+        self.progress.append(value)
+
+
 async def test_a_2025_11_25_session_is_asked_by_the_reference_server(
     tmp_path: Path, reference_url: str
 ) -> None:
-    logged: list[str] = []
-    progress: list[float] = []
-
-    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-        logged.append(str(params.data))
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    heard = Heard()
 
     async with running(tmp_path, with_library=False, **ENV) as server:
         await _attach(server, reference_url)
@@ -153,17 +161,19 @@ async def test_a_2025_11_25_session_is_asked_by_the_reference_server(
             "streamable",
             sampling_callback=_sample,
             elicitation_callback=_elicit,
-            logging_callback=on_log,
+            logging_callback=heard.on_log,
         ) as session:
             await session.set_logging_level("info")
 
             async def call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
                 with trio.fail_after(TIMEOUT_S):
-                    result = await session.call_tool(name, arguments, progress_callback=on_progress)
+                    result = await session.call_tool(
+                        name, arguments, progress_callback=heard.on_progress
+                    )
                 assert not result.is_error, result
                 return result
 
-            await _check_calls(call, logged, progress)
+            await _check_calls(call, heard)
         # auto: the link speaks 2026-07-28, as the remote does; this caller, who can be
         # asked, was served over the connector's handshake link beside it.
         [link] = server.runtime.links.states()
@@ -173,14 +183,7 @@ async def test_a_2025_11_25_session_is_asked_by_the_reference_server(
 async def test_a_2026_07_28_client_is_asked_by_the_reference_server(
     tmp_path: Path, reference_url: str
 ) -> None:
-    logged: list[str] = []
-    progress: list[float] = []
-
-    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
-        logged.append(str(params.data))
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    heard = Heard()
 
     async with running(tmp_path, with_library=False, **ENV) as server:
         await _attach(server, reference_url)
@@ -188,7 +191,7 @@ async def test_a_2026_07_28_client_is_asked_by_the_reference_server(
             server,
             sampling_callback=_sample,
             elicitation_callback=_elicit,
-            logging_callback=on_log,
+            logging_callback=heard.on_log,
         ) as client:
 
             async def call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -196,14 +199,14 @@ async def test_a_2026_07_28_client_is_asked_by_the_reference_server(
                     result = await client.call_tool(
                         name,
                         arguments,
-                        progress_callback=on_progress,
+                        progress_callback=heard.on_progress,
                         meta={"io.modelcontextprotocol/logLevel": "info"},
                     )
                 assert isinstance(result, types.CallToolResult)
                 assert not result.is_error, result
                 return result
 
-            await _check_calls(call, logged, progress)
+            await _check_calls(call, heard)
 
 
 async def test_a_link_pinned_at_2026_07_28_asks_only_as_that_revision_can(
