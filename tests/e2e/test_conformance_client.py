@@ -16,9 +16,13 @@ does, each with why; they are skipped.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import shlex
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 import trio
@@ -169,15 +173,65 @@ def _cases() -> list[object]:
     return cases
 
 
-async def _suite_result(release: str, scenario: str) -> ScenarioResult | None:
+async def _suite_result(release: str, scenario: str, shared: Path) -> ScenarioResult | None:
+    """What ``scenario`` found when its release ran whole: once for the whole test run.
+
+    The test workers share the results through ``shared`` (a folder of the
+    run's): the first to need a release runs it under a lock; the others
+    wait for it and read what it wrote.
+    """
     if release not in _suites:
-        try:
-            _suites[release] = await run_client(
-                release, COMMAND, ["--suite", "all", *TIMEOUT], env=ENV, seconds=SUITE_S
-            )
-        except trio.TooSlowError:
-            _suites[release] = {}  # each scenario is run alone, bounded on its own
+        found = await trio.to_thread.run_sync(_read_shared, shared, release)
+        if found is None:
+            lock = await trio.to_thread.run_sync(_lock, shared / f"client-{release}.lock")
+            try:
+                found = await trio.to_thread.run_sync(_read_shared, shared, release)
+                if found is None:
+                    try:
+                        found = await run_client(
+                            release,
+                            COMMAND,
+                            ["--suite", "all", *TIMEOUT],
+                            env=ENV,
+                            seconds=SUITE_S,
+                        )
+                    except trio.TooSlowError:
+                        found = {}  # each scenario is run alone, bounded on its own
+                    await trio.to_thread.run_sync(_write_shared, shared, release, found)
+            finally:
+                lock.close()  # releases the lock
+        _suites[release] = found
     return _suites[release].get(scenario)
+
+
+def _lock(path: Path) -> IO[str]:
+    held = path.open("w")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    return held
+
+
+def _read_shared(shared: Path, release: str) -> dict[str, ScenarioResult] | None:
+    path = shared / f"client-{release}.json"
+    if not path.exists():
+        return None
+    return {
+        name: ScenarioResult(name, tuple(found["checks"]), found["output"])
+        for name, found in json.loads(path.read_text()).items()
+    }
+
+
+def _write_shared(shared: Path, release: str, found: dict[str, ScenarioResult]) -> None:
+    data = {name: {"checks": list(r.checks), "output": r.output} for name, r in found.items()}
+    (shared / f"client-{release}.json").write_text(json.dumps(data))
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every test worker of the run sees (the parent of their own)."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "conformance"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def _all_skipped(result: ScenarioResult) -> bool:
@@ -189,9 +243,9 @@ def _descriptions(result: ScenarioResult) -> str:
 
 
 @pytest.mark.parametrize(("release", "scenario"), _cases())
-async def test_client_scenario(release: str, scenario: str) -> None:
+async def test_client_scenario(release: str, scenario: str, shared: Path) -> None:
     require(SUITES[release])
-    found = await _suite_result(release, scenario)
+    found = await _suite_result(release, scenario, shared)
     if found is not None and found.passed:
         return
     if found is not None and found.checks and _all_skipped(found):
