@@ -7,8 +7,10 @@ Every client scenario of both pinned releases is a test: 0.1.16's (the 2025
 revisions' auth flows among them) and 0.2.x's (2026-07-28, ``iss``, resource
 mismatch, offline access, authorization-server migration, the
 client-credentials extensions). Each release runs all its scenarios in one
-suite process (``--suite all``, in parallel); a scenario that did not pass
-there is run alone, which decides.
+suite process (``--suite all``, in parallel), once per test run (the
+workers share its results); a scenario that did not pass there is run
+alone, which decides. The command the suite starts per scenario hands it to
+a warm process that imported the client once (``tests/conformance/warm_client.py``).
 
 :data:`EXPECTED_FAILURES` lists the scenarios outside what agentws's client
 does, each with why; they are skipped.
@@ -16,11 +18,16 @@ does, each with why; they are skipped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import fcntl
 import json
 import os
 import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -30,8 +37,10 @@ import trio
 from tests.e2e.conformance_support import SUITES, ScenarioResult, require, run_client
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND = shlex.join([sys.executable, str(ROOT / "tests" / "conformance" / "agentws_client.py")])
+WARM = ROOT / "tests" / "conformance" / "warm_client.py"
 ENV = {"PYTHONPATH": str(ROOT)}
+# Importing the client (the SDK, agentws's link stack) takes the warm process this long at most.
+_WARM_S = 60.0
 
 #: 0.1.16 (``list``: client scenarios).
 V1 = (
@@ -173,7 +182,9 @@ def _cases() -> list[object]:
     return cases
 
 
-async def _suite_result(release: str, scenario: str, shared: Path) -> ScenarioResult | None:
+async def _suite_result(
+    release: str, scenario: str, shared: Path, command: str
+) -> ScenarioResult | None:
     """What ``scenario`` found when its release ran whole: once for the whole test run.
 
     The test workers share the results through ``shared`` (a folder of the
@@ -190,7 +201,7 @@ async def _suite_result(release: str, scenario: str, shared: Path) -> ScenarioRe
                     try:
                         found = await run_client(
                             release,
-                            COMMAND,
+                            command,
                             ["--suite", "all", *TIMEOUT],
                             env=ENV,
                             seconds=SUITE_S,
@@ -226,6 +237,37 @@ def _write_shared(shared: Path, release: str, found: dict[str, ScenarioResult]) 
 
 
 @pytest.fixture(scope="session")
+def command() -> Iterator[str]:
+    """The client command the suite runs per scenario: ``agentws_client.py``, run by a warm
+    process of this test worker's (:mod:`tests.conformance.warm_client`) that imported it once."""
+    folder = Path(tempfile.mkdtemp(prefix="awc-"))  # short: a socket path has a limit
+    path = str(folder / "s")
+    warm = subprocess.Popen(
+        [sys.executable, str(WARM), "--serve", path],
+        env={**os.environ, **ENV},
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert warm.stdout is not None  # stdout=PIPE
+        ready = _ready(warm.stdout)
+        assert ready == "ready", f"the warm client did not start: {ready!r}"
+        yield shlex.join([sys.executable, str(WARM), path])
+    finally:
+        warm.kill()
+        warm.wait(_WARM_S)
+        if warm.stdout is not None:
+            warm.stdout.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ready(stdout: IO[str]) -> str:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(stdout.readline).result(_WARM_S).strip()
+
+
+@pytest.fixture(scope="session")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder every test worker of the run sees (the parent of their own)."""
     root = tmp_path_factory.getbasetemp()
@@ -243,16 +285,16 @@ def _descriptions(result: ScenarioResult) -> str:
 
 
 @pytest.mark.parametrize(("release", "scenario"), _cases())
-async def test_client_scenario(release: str, scenario: str, shared: Path) -> None:
+async def test_client_scenario(release: str, scenario: str, shared: Path, command: str) -> None:
     require(SUITES[release])
-    found = await _suite_result(release, scenario, shared)
+    found = await _suite_result(release, scenario, shared, command)
     if found is not None and found.passed:
         return
     if found is not None and found.checks and _all_skipped(found):
         pytest.skip(f"the suite skips every check of {scenario}: {_descriptions(found)}")
     for _ in range(_TIMED_ATTEMPTS):
         alone = await run_client(
-            release, COMMAND, ["--scenario", scenario, *TIMEOUT], env=ENV, seconds=SCENARIO_S
+            release, command, ["--scenario", scenario, *TIMEOUT], env=ENV, seconds=SCENARIO_S
         )
         result = alone.get(scenario)
         assert result is not None, f"{scenario} did not run: {alone}"
