@@ -90,7 +90,13 @@ class ConnectorAuthorizations:
             shown.append(url)
             ready.set()
 
+        scope = trio.CancelScope()
+
         async def flow() -> None:
+            with scope:
+                await run()
+
+        async def run() -> None:
             try:
                 await authorize_connector(
                     self.store,
@@ -125,6 +131,7 @@ class ConnectorAuthorizations:
             raise UpstreamError(failed[0])  # each names the connector
         if ready.is_set():
             return None
+        scope.cancel()  # nobody will be shown its page: it must not wait ten minutes
         raise UpstreamError(
             f"connector {connector.name!r}: its upstream did not get to an authorization "
             f"page within {_START_S:g} s"

@@ -101,6 +101,8 @@ CLIENT_DOCUMENT_PATH = "/dashboard/connectors/client.json"
 AUTHORIZATION_S = 600.0
 # How often a flow looks for its answer in the store (any instance may take the callback).
 _POLL_S = 0.2
+# Deleting an authorization's row when its flow ends, cancelled or not.
+_CLEANUP_S = 5.0
 # One request of the flow (discovery, registration, token): the upstream's time.
 _REQUEST_S = 30.0
 
@@ -201,7 +203,9 @@ class _StoredAuthorizer:
                 f"{AUTHORIZATION_S / 60:g} minutes; authorize it again"
             ) from None
         finally:
-            await self.store.delete(ConnectorAuthorization, row.id)  # single use
+            # Single use, even when the flow is cancelled; a bound on a store that hangs.
+            with trio.move_on_after(_CLEANUP_S, shield=True):
+                await self.store.delete(ConnectorAuthorization, row.id)
         code = answered.code
         assert code is not None  # noqa: S101 - the loop ends on a code
         return AuthorizationCodeResult(

@@ -193,7 +193,8 @@ class DirectCaller:
             except StopAsyncIteration:
                 return response
             except BaseException:
-                await response.aclose()
+                with trio.move_on_after(_CLOSE_S, shield=True):
+                    await response.aclose()
                 raise
             await response.aread()
             await response.aclose()

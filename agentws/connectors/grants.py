@@ -247,10 +247,9 @@ class GrantKeeper:
             ):
                 current = await self._load()
                 if current.version != grant.version:
-                    await self.store.save_refreshed_grant(
-                        attrs.evolve(current, version=current.version + 1), holder=self.holder
-                    )
-                    return await self._load()  # the holder before us refreshed it
+                    # The holder before us refreshed it: nothing left to do.
+                    await self.store.release_grant_lease(grant.id, holder=self.holder)
+                    return current
                 return await self._refresh_held(current, tokens)
             await trio.sleep(_WAIT_STEP_S)
             current = await self._load()

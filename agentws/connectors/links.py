@@ -373,14 +373,20 @@ class RemoteLinks:
     # -- internals ---------------------------------------------------------
 
     async def _lost(self, connector: Connector, reason: str) -> None:
+        # Told in the pool's nursery: a post to a chat must not hold the call that
+        # found the loss (or the link) for as long as the chat takes.
+        if self._nursery is None:
+            return
         for watcher in self._lost_watchers:
-            try:
-                await watcher(connector, reason)
-            except Exception:
-                # Telling of a loss must not turn it into the link's failure.
-                log.exception(
-                    "connector %s: telling of its lost authorization failed", connector.name
-                )
+            self._nursery.start_soon(self._tell_lost, watcher, connector, reason)
+
+    @staticmethod
+    async def _tell_lost(watcher: Lost, connector: Connector, reason: str) -> None:
+        try:
+            await watcher(connector, reason)
+        except Exception:
+            # Telling of a loss must not turn it into the pool's failure.
+            log.exception("connector %s: telling of its lost authorization failed", connector.name)
 
     def _content_changed(self, connector: Connector) -> None:
         for watcher in self._content_watchers:

@@ -42,6 +42,10 @@ class GrantStore(Protocol):
         nobody else held it, or their lease ran out by ``now``."""
         ...
 
+    async def release_grant_lease(self, grant_id: str, *, holder: str) -> None:
+        """Give the grant's refresh lease back, if ``holder`` holds it."""
+        ...
+
     async def save_refreshed_grant(self, grant: ConnectorGrant, *, holder: str) -> bool:
         """Store ``grant`` (its version one past the stored one) and release the lease,
         if ``holder`` holds it and nobody changed the grant meanwhile."""
@@ -85,6 +89,17 @@ class GrantQueries(Queries):
             ]
         )
         return bool(taken)
+
+    async def release_grant_lease(self, grant_id: str, *, holder: str) -> None:
+        await self._db.execute_batch(
+            [
+                (
+                    "UPDATE connector_grants SET lease_holder = NULL, lease_until = NULL"
+                    " WHERE id = $1 AND lease_holder = $2",
+                    (grant_id, holder),
+                )
+            ]
+        )
 
     async def save_refreshed_grant(self, grant: ConnectorGrant, *, holder: str) -> bool:
         table = table_for(ConnectorGrant)

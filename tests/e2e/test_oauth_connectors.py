@@ -220,6 +220,11 @@ async def test_an_agentws_upstream_s_tokens_are_refreshed_revoked_and_authorized
             # Its client was removed there: the refresh was refused, and that is the reason.
             assert lost.tokens is None, lost
             assert "refused to refresh the token (invalid_client" in (lost.reason or "")
+            # Posted beside the call that found the loss, not within it.
+            await wait_until(
+                lambda: server.store.select(ChatMessage, channel="local:alerts"),
+                what="the alert",
+            )
             [alert] = await server.store.select(ChatMessage, channel="local:alerts")
             assert "Connector *peer* lost its authorization upstream" in alert.text
             assert "/dashboard/w/acme/connectors/peer" in alert.text

@@ -184,6 +184,11 @@ async def test_a_postgres_pair_refreshes_one_at_a_time_and_loses_authorization_o
                         assert refused.is_error
                         text = refused.content[0].text  # type: ignore[union-attr]
                         assert "connector 'peer' needs authorization" in text, text
+                    # Posted beside the call that found the loss, not within it.
+                    await wait_until(
+                        lambda: store.select(ChatMessage, channel="local:alerts"),
+                        what="the alert",
+                    )
                     alerts = await store.select(ChatMessage, channel="local:alerts")
                     assert len(alerts) == 1, [m.text for m in alerts]
 
