@@ -1,18 +1,23 @@
-"""``scripts/bench gateway``: a remote MCP tool called directly, through agentws and ContextForge.
+"""``scripts/bench gateway``: one remote MCP tool, direct and through three gateways.
 
 One upstream MCP server (the ``mcp`` SDK's ``MCPServer`` with one ``echo``
 tool, on uvicorn, answering each POST the SDK's default way: see
-:mod:`benchlib.gateway_upstream`) serves three ways of calling it, on
+:mod:`benchlib.gateway_upstream`) serves four ways of calling it, on
 loopback, in a temp directory of its own:
 
-1. **direct**: the load client calls the upstream itself (the floor);
-2. **agentws**: ``agentws serve`` (SQLite store, offline model) with the
+1. **direct**: the load client calls the upstream itself;
+2. **lean proxy** (the floor of a gateway; ``--no-floor`` leaves it out):
+   :mod:`benchlib.lean_proxy`, a bare ASGI app on Hypercorn's trio worker
+   forwarding each request over a small pool of keep-alive HTTP/1.1
+   connections spoken with h11: no SDK, no auth, no JSON parsing. What
+   forwarding costs on agentws's own stack, so what agentws adds shows;
+3. **agentws**: ``agentws serve`` (SQLite store, offline model) with the
    upstream added as a remote MCP connector (``agentws connector add
    --kind remote_mcp``, allowed by ``AGENTWS_CONNECTOR_ALLOWLIST``),
    attached to a group, its tool labelled ``read``, called with a token of
    ``read`` scope: every call is authenticated, checked against the
    permissions, audited and forwarded over the connector's link;
-3. **ContextForge** (IBM's MCP gateway, PyPI ``mcp-contextforge-gateway``),
+4. **ContextForge** (IBM's MCP gateway, PyPI ``mcp-contextforge-gateway``),
    when it can be installed into a venv of its own (``--contextforge-venv``):
    its default settings, the upstream registered as a gateway and a virtual
    server holding its tools (see :mod:`benchlib.contextforge`).
@@ -20,27 +25,32 @@ loopback, in a temp directory of its own:
 The same load client (:mod:`benchlib.mcp_load`: ``--concurrency`` workers, an
 initialized Streamable HTTP session each, ``tools/call`` back to back, each
 answer checked to echo what was sent) runs against each in turn, in
-interleaved rounds (direct, agentws, ContextForge, then the reverse order,
-...); every server stays up for all rounds. For each window it takes
-calls/s, p50/p99 latency, and the CPU time of the gateway process and of
-the upstream (so CPU per call of each), and at the end the resident
+interleaved rounds (direct, lean proxy, agentws, ContextForge, then the
+reverse order, ...); every server stays up for all rounds. For each window
+it takes calls/s, p50/p99 latency, and the CPU time of the gateway process
+and of the upstream (so CPU per call of each), and at the end the resident
 memory of each process. Results are printed as Markdown and written as
 JSON (``--json-out``).
 
-Targets (issue "performance at gateway scale"): agentws's calls/s >= 0.6x
-the upstream called directly; agentws's CPU per proxied call no more than
-the upstream's own per call (in the same window); agentws >= 20x
-ContextForge's calls/s where ContextForge runs.
+Targets (issue "performance against measured floors"): agentws's calls/s
+>= 0.6x the upstream called directly; agentws's CPU per proxied call <=
+1.2x the upstream's own per call (in the same window), the lean proxy's
+shown beside it; agentws >= 20x ContextForge's calls/s where ContextForge
+runs.
+
+Then the stateless section: ``--stateless-warmup-calls`` stateless
+(2026-07-28) calls through agentws, its RSS (VmRSS, and its anonymous
+part) read, ``--stateless-calls`` more, read again. Targets: agentws's CPU
+per stateless call <= 1.2x the upstream's per call over the same calls;
+its RSS grows by at most 5 MB, and its anonymous RSS by at most 10%.
 
 Two more rows say what one client cannot do to agentws
-(:mod:`benchlib.gateway_bounds`): its RSS over ``--stateless-calls``
-sustained stateless (2026-07-28) calls stays within 10% of where it
-started, and ``/healthz`` answers within 100 ms (p99) while one client
-loops tool calls whose schemas used to freeze the process. Two more
-(:mod:`benchlib.gateway_oauth`): an OAuth connector whose access token
-expires every ``--oauth-ttl`` seconds loses no call, and keeps at least
-0.95x the calls/s of the same upstream through a static-token connector. The report is
-:mod:`benchlib.gateway_report`'s.
+(:mod:`benchlib.gateway_bounds`): ``/healthz`` answers within 100 ms (p99)
+while one client loops tool calls whose schemas used to freeze the
+process. Two more (:mod:`benchlib.gateway_oauth`): an OAuth connector
+whose access token expires every ``--oauth-ttl`` seconds loses no call,
+and keeps at least 0.95x the calls/s of the same upstream through a
+static-token connector. The report is :mod:`benchlib.gateway_report`'s.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +70,7 @@ from benchlib.gateway_report import (
     CONTEXTFORGE_TARGET,
     CPU_TARGET,
     DIRECT_TARGET,
+    RSS_GROWTH_TARGET_KB,
     TITLES,
     WAYS,
     passed,
@@ -66,6 +78,7 @@ from benchlib.gateway_report import (
 )
 from benchlib.load import best_round, say_round
 from benchlib.machine import describe_machine
+from benchlib.modern import ERA
 from benchlib.procs import BenchError, Child, Processes, rss_kb, start_server
 
 SCRIPTS = Path(__file__).resolve().parent
@@ -77,7 +90,10 @@ DEFAULT_CONTEXTFORGE_VENV = REPO / ".bench-venvs" / "contextforge"
 _START_TIMEOUT_S = 60.0
 _WORKSPACE, _GROUP, _CONNECTOR = "acme", "ops", "upstream"
 _TOOL = f"{_CONNECTOR}_echo"
-_PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "httpx2"]
+_PACKAGES = ["agentws", "mcp", "uvicorn", "hypercorn", "trio", "h11", "httpx2"]
+# Seconds of one load run of the stateless section, at the least and at the
+# most: each is sized to the calls still to send at the rate of the last.
+_STATELESS_RUN_S = (0.5, 30.0)
 
 _say = cli.logger("gateway")
 
@@ -87,16 +103,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="scripts/bench gateway",
         description=(
             "Benchmark proxied tools/call: one upstream MCP server (the mcp SDK's MCPServer "
-            "with an echo tool) called directly, through agentws (a remote MCP connector, "
-            "the tool labelled read, a read token) and, when it can be installed, through "
-            "IBM ContextForge (default settings, a virtual server of the same tool); the "
-            "same load client, interleaved rounds."
+            "with an echo tool) called directly, through a lean proxy (the floor: Hypercorn's "
+            "trio worker and pooled h11 connections, no SDK, no auth), through agentws (a "
+            "remote MCP connector, the tool labelled read, a read token) and, when it can be "
+            "installed, through IBM ContextForge (default settings, a virtual server of the "
+            "same tool); the same load client, interleaved rounds. Then stateless calls "
+            "through agentws: its CPU per call and its RSS before and after."
         ),
         epilog=(
-            "Targets: agentws calls/s >= 0.6x direct; agentws CPU per proxied call <= the "
-            "upstream's own; agentws >= 20x ContextForge's calls/s where it runs. Exit status "
-            "0 when the run completed (see --check), 1 when it failed (including any failed "
-            "call through agentws or directly)."
+            "Targets: agentws calls/s >= 0.6x direct; agentws CPU per proxied call <= 1.2x the "
+            "upstream's own, with session callers and with stateless callers (the lean "
+            "proxy's shown as the floor); agentws >= 20x ContextForge's calls/s where it runs; "
+            "agentws's RSS grows by <= 5 MB over --stateless-calls stateless calls after "
+            "--stateless-warmup-calls. Exit status 0 when the run completed (see --check), 1 "
+            "when it failed (including any failed call directly, through the lean proxy or "
+            "through agentws)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -121,7 +142,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--stateless-calls",
         type=int,
         default=10_000,
-        help="stateless calls through agentws between its two RSS readings (0: no such row)",
+        help="stateless calls through agentws between its two RSS readings (0: no such rows)",
+    )
+    parser.add_argument(
+        "--stateless-warmup-calls",
+        type=int,
+        default=1_000,
+        help="stateless calls through agentws before its first RSS reading",
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="leave out the lean proxy (the floor a gateway's CPU per call is read against)",
     )
     parser.add_argument(
         "--healthz-seconds",
@@ -154,9 +186,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.seconds, args.concurrency, args.rounds, args.contextforge_workers) <= 0:
         parser.error("--seconds, --concurrency, --rounds and --contextforge-workers must be > 0")
-    if min(args.warmup, args.stateless_calls, args.healthz_seconds, args.oauth_ttl) < 0:
+    if (
+        min(
+            args.warmup,
+            args.stateless_calls,
+            args.stateless_warmup_calls,
+            args.healthz_seconds,
+            args.oauth_ttl,
+        )
+        < 0
+    ):
         parser.error(
-            "--warmup, --stateless-calls, --healthz-seconds and --oauth-ttl must not be negative"
+            "--warmup, --stateless-calls, --stateless-warmup-calls, --healthz-seconds and "
+            "--oauth-ttl must not be negative"
         )
     return args
 
@@ -173,6 +215,15 @@ def _start_upstream(procs: Processes, response: str) -> tuple[Child, str]:
         ready=lambda line: str(line["url"]).rsplit("/", 1)[0] + "/",
     )
     return child, str(line["url"])
+
+
+def _start_floor(procs: Processes, upstream_url: str) -> tuple[Child, str]:
+    """Start the lean proxy in front of the upstream; the child and its MCP URL."""
+    origin, path = upstream_url.rsplit("/", 1)
+    argv = [sys.executable, str(SCRIPTS / "benchlib" / "lean_proxy.py"), "--upstream", origin]
+    # Ready once a request through it reaches the upstream (any answer will do).
+    child, line = start_server(procs, "lean-proxy", argv, timeout_s=_START_TIMEOUT_S)
+    return child, f"{line['base_url']}/{path}"
 
 
 def _start_agentws(
@@ -244,6 +295,79 @@ def _measure(procs: Processes, job: dict[str, Any], way: str, n: int) -> dict[st
     return result
 
 
+def _stateless_calls(
+    procs: Processes, job: dict[str, Any], calls: int, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """At least ``calls`` stateless calls of ``job``'s tool, back to back; their figures summed.
+
+    The load client runs for a time, not a count: each run is sized to the
+    calls still to send at the rate of the run before, so the count is
+    overshot by less than one run's tail. CPU per call is each process's
+    CPU time over the measured windows divided by the calls measured in them.
+
+    :raises BenchError: a call failed.
+    """
+    stateless = {**job, "era": ERA, "warmup_s": 0.0}
+    sent = measured = 0
+    window_s = gateway_s = upstream_s = 0.0
+    low, high = _STATELESS_RUN_S
+    seconds = low
+    while sent < calls:
+        result = cli.run_load_client(
+            procs, "mcp_load.py", {**stateless, "seconds": seconds}, seconds + 120
+        )
+        if result["errors"]:
+            raise BenchError(f"stateless calls failed: {result.get('error_samples')}")
+        sent += int(result["calls_total"])
+        measured += int(result["calls"])
+        window_s += result["seconds"]
+        gateway_s += result["gateway_cpu_s"]
+        upstream_s += result["upstream_cpu_s"]
+        rate = max(1.0, result["calls_total"] / result["seconds"])
+        seconds = min(high, max(low, (calls - sent) / rate))
+    per_call = 1000 / max(1, measured)
+    found = {
+        "calls": sent,
+        "throughput_rps": measured / window_s,
+        "gateway_cpu_ms_per_call": gateway_s * per_call,
+        "upstream_cpu_ms_per_call": upstream_s * per_call,
+    }
+    say(
+        f"  {sent:,} calls, {found['throughput_rps']:,.0f} calls/s; CPU per call "
+        f"{found['gateway_cpu_ms_per_call']:.3f} ms (agentws), "
+        f"{found['upstream_cpu_ms_per_call']:.3f} ms (upstream)"
+    )
+    return found
+
+
+def _stateless(
+    procs: Processes, agentws: Child, job: dict[str, Any], warmup_calls: int, calls: int
+) -> dict[str, Any]:
+    """agentws under stateless calls: its CPU per call, its RSS after a warm-up and after more.
+
+    The warm-up fills what is filled once (caches, pools, the connector's
+    link); what the RSS does over the calls after it is what stays per call.
+    """
+    _say(f"agentws: {warmup_calls:,} stateless calls to warm up")
+    warmup = _stateless_calls(procs, job, warmup_calls, _say) if warmup_calls else {"calls": 0}
+    before, anon_before = rss_kb(agentws.pid), rss_kb(agentws.pid, "RssAnon")
+    _say(f"agentws: {calls:,} stateless calls, RSS before and after")
+    found = _stateless_calls(procs, job, calls, _say)
+    after, anon_after = rss_kb(agentws.pid), rss_kb(agentws.pid, "RssAnon")
+    _say(
+        f"  RSS {before / 1024:.1f} MB -> {after / 1024:.1f} MB (anonymous "
+        f"{anon_before / 1024:.1f} -> {anon_after / 1024:.1f})"
+    )
+    return {
+        **found,
+        "warmup_calls": warmup["calls"],
+        "rss_before_kb": before,
+        "rss_after_kb": after,
+        "anon_before_kb": anon_before,
+        "anon_after_kb": anon_after,
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "mode": "gateway",
@@ -258,6 +382,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "contextforge": args.contextforge,
             "contextforge_workers": args.contextforge_workers,
             "stateless_calls": args.stateless_calls,
+            "stateless_warmup_calls": args.stateless_warmup_calls,
+            "floor": not args.no_floor,
             "healthz_seconds": args.healthz_seconds,
             "oauth_ttl_s": args.oauth_ttl,
         },
@@ -265,10 +391,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "direct_ratio": DIRECT_TARGET,
             "cpu_ratio": CPU_TARGET,
             "contextforge_ratio": CONTEXTFORGE_TARGET,
+            "stateless_rss_growth_kb": RSS_GROWTH_TARGET_KB,
         },
     }
     with cli.workdir("gateway", args.keep) as work, Processes(work) as procs:
-        _say(f"upstream, agentws{' and ContextForge' if args.contextforge == 'auto' else ''}")
+        floor_name = "" if args.no_floor else ", the lean proxy"
+        forge_name = " and ContextForge" if args.contextforge == "auto" else ""
+        _say(f"upstream{floor_name}, agentws{forge_name}")
         upstream, upstream_url = _start_upstream(procs, args.upstream_response)
         agentws, agentws_url, token, writer = _start_agentws(
             procs, work, upstream_url, args.healthz_seconds > 0
@@ -280,6 +409,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ),
         }
         gateways: dict[str, Child] = {"agentws": agentws}
+        if not args.no_floor:
+            floor, floor_url = _start_floor(procs, upstream_url)
+            jobs["floor"] = _job(
+                args, floor_url, None, "echo", {"gateway": floor.pid, "upstream": upstream.pid}
+            )
+            gateways["floor"] = floor
         if args.contextforge == "auto":
             problem = contextforge.install(args.contextforge_venv, _say)
             if problem is None:
@@ -299,7 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 _say(f"ContextForge left out: {problem}")
                 results["contextforge_problem"] = problem
-        measures = {
+        measures: dict[str, Callable[[int], dict[str, Any]]] = {
             way: functools.partial(_measure, procs, jobs[way], way) for way in WAYS if way in jobs
         }
         runs = cli.abba_rounds(args.rounds, measures, lambda _: None)
@@ -307,9 +442,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             way: rss_kb(child.pid) for way, child in gateways.items()
         }
         if args.stateless_calls:
-            _say(f"agentws: {args.stateless_calls:,} stateless calls, RSS before and after")
-            results["stateless_memory"] = gateway_bounds.memory(
-                procs, agentws, jobs["agentws"], args.stateless_calls, _say
+            results["stateless"] = _stateless(
+                procs, agentws, jobs["agentws"], args.stateless_warmup_calls, args.stateless_calls
             )
         if args.oauth_ttl:
             _say(f"agentws: an OAuth connector, its token expiring every {args.oauth_ttl:g} s")
@@ -333,7 +467,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _gateway_cpu(results: dict[str, Any]) -> None:
     """Sum the CPU per call of every process of a gateway (ContextForge may run several)."""
-    for way in ("agentws", "contextforge"):
+    for way in ("floor", "agentws", "contextforge"):
         best = results.get(way)
         if best is None:
             continue
@@ -347,7 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     results = cli.run_and_report("gateway", args, run, render)
     if isinstance(results, int):
         return results
-    if results["direct"]["errors_all_rounds"] or results["agentws"]["errors_all_rounds"]:
+    if any(
+        results[way]["errors_all_rounds"]
+        for way in ("direct", "floor", "agentws")
+        if way in results
+    ):
         return 1
     oauth = results.get("oauth")
     if oauth and (oauth["oauth"]["errors_all_rounds"] or oauth["static"]["errors_all_rounds"]):

@@ -12,6 +12,14 @@ One run measures, on loopback, in a temp directory of its own:
    additionally authenticates the bearer token, checks the session and
    the group's tools and validates the arguments on every call (the run
    also counts the audit-log rows agentws wrote);
+2a. the same load on the floor (unless ``--no-floor``): a plain ASGI
+   handler on Hypercorn's trio worker (:mod:`benchlib.plain_handler`)
+   running the reference's query in a worker thread
+   (``trio.to_thread.run_sync``) on the same copy of the database, with
+   just enough MCP JSON-RPC for the same load client, and no framework, no
+   MCP SDK, no token, no audit: what agentws's server CPU per call is
+   held to. It is served in the same interleaved rounds as 1 and 2, and
+   in measure 5 in the stateless revision;
 3. the resident memory of 1,000 idle legacy (2024-11-05) SSE sessions on a
    fresh agentws process;
 4. ``tools/list`` latency on agentws for a group with 5 remote MCP
@@ -20,8 +28,8 @@ One run measures, on loopback, in a temp directory of its own:
    under the same closed-loop load (agentws only: the cache is agentws's);
 5. measure 1 again in the stateless revision, 2026-07-28: each call a
    self-contained POST with no session, against the same reference started
-   in the SDK's stateless mode (``stateless_http=True``), same load and
-   rounds (see :mod:`benchlib.modern`);
+   in the SDK's stateless mode (``stateless_http=True``) and the floor in
+   its stateless mode, same load and rounds (see :mod:`benchlib.modern`);
 6. the cost of an OAuth access token per request beside a static token:
    2026-07-28 ``tools/list`` with each token in turn on one agentws (see
    :mod:`benchlib.oauth_auth`).
@@ -30,16 +38,18 @@ With ``--baseline-checkout DIR`` (or ``--baseline-rev REV``, that revision
 of this repository exported into the run's directory), measures 1 and 5
 also serve the other checkout's agentws, on a database its own CLI set
 up with the same documents, in the same rounds (this checkout, the
-baseline, the reference; then the reverse order), and report this
+baseline, the reference, the floor; then the reverse order), and report this
 checkout's calls/s over the baseline's: target at least 0.95x, no
 regression beyond 5%.
 
 The servers run one after the other, each in its own process; the load
 comes from a third process. Results are printed as Markdown and written as
-JSON (``--json-out``). Targets: agentws throughput at least 1.25x the
-reference (2025-11-25 sessions) and 1.25x (2026-07-28, stateless); under
-100 KB of RSS per idle SSE session; tools/list p99 under 20 ms; an OAuth
-token's requests at least 0.9x a static token's. The report is
+JSON (``--json-out``). Targets, each against the peer measured in the
+same run: agentws throughput at least 1.0x the SDK reference's, and
+agentws's server CPU per call at most 1.15x the floor's, both with
+2025-11-25 sessions and in the 2026-07-28 stateless revision; under 100 KB
+of RSS per idle SSE session; tools/list p99 under 20 ms; an OAuth token's
+requests at least 0.9x a static token's. The report is
 :mod:`benchlib.mcp_report`'s.
 """
 
@@ -48,15 +58,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib.util
 import math
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import cli, modern, oauth_auth, query_floor
+from benchlib import cli, modern, oauth_auth, plain_handler, query_floor
 from benchlib.agentws_setup import (
     AgentwsSite,
     set_up_agentws,
@@ -75,9 +87,11 @@ from benchlib.mcp_agentws import (
 )
 from benchlib.mcp_report import (
     BASELINE_TARGET,
+    FLOOR_CPU_TARGET,
     SSE_TARGET_KB,
     THROUGHPUT_TARGET,
     TOOLSLIST_TARGET_P99_MS,
+    cpu_per_call,
     passed,
     render,
 )
@@ -103,19 +117,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="scripts/bench mcp",
         description=(
-            "Benchmark the MCP group endpoint: tools/call search_context throughput and "
-            "latency, agentws against the mcp SDK's MCPServer on uvicorn under the same "
-            "load, the same in the stateless 2026-07-28 revision against the SDK's stateless "
-            "mode, resident memory of idle legacy SSE sessions, tools/list latency "
-            "for a group with 5 connectors and 200 cached tools, and an OAuth access "
-            "token's cost per request beside a static token's."
+            "Benchmark the MCP group endpoint: tools/call search_context throughput, "
+            "latency and server CPU per call, agentws against the mcp SDK's MCPServer on "
+            "uvicorn and against the floor (a plain Hypercorn/trio handler running the same "
+            "query in a worker thread: no MCP SDK, no token, no audit) under the same load "
+            "in the same interleaved rounds, the same in the stateless 2026-07-28 revision "
+            "against the SDK's stateless mode and the floor's, resident memory of idle legacy "
+            "SSE sessions, tools/list latency for a group with 5 connectors and 200 cached "
+            "tools, and an OAuth access token's cost per request beside a static token's."
         ),
         epilog=(
-            "Targets: agentws throughput >= 1.25x the reference (2025-11-25 sessions) and "
-            ">= 1.25x (2026-07-28, stateless); < 100 KB RSS per idle "
-            "SSE session; tools/list p99 < 20 ms; OAuth token calls/s >= 0.9x a static "
-            "token's. Exit status 0 when the run completed "
-            "(see --check), 1 when it failed (including any failed call)."
+            f"Targets, each against the peer measured in the same run: agentws calls/s >= "
+            f"{THROUGHPUT_TARGET:.2f}x the SDK reference's and agentws server CPU per call <= "
+            f"{FLOOR_CPU_TARGET:g}x the floor's, both for 2025-11-25 sessions and for "
+            "2026-07-28 (stateless); < 100 KB RSS per idle SSE session; tools/list p99 < "
+            "20 ms; OAuth token calls/s >= 0.9x a static token's. Exit status 0 when the run "
+            "completed (see --check), 1 when it failed (including any failed call)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -132,8 +149,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=2,
         help=(
-            "runs per server, in ABBA order (agentws, reference, reference, agentws, ...); "
-            "the best run of each is reported"
+            "runs per server, in ABBA order (agentws, reference, floor, then floor, "
+            "reference, agentws, ...); the best run of each is reported"
         ),
     )
     parser.add_argument("--limit", type=int, default=5, help="search_context 'limit' argument")
@@ -167,6 +184,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "run one measure only (default: all); 'throughput' is tools/call on "
             "2025-11-25 sessions, 'modern' the same in the stateless 2026-07-28 revision, "
             "'oauth' an OAuth access token's cost per request beside a static token's"
+        ),
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help=(
+            "skip the floor (benchlib/plain_handler.py: a plain Hypercorn/trio handler running "
+            "the same query, no MCP SDK, no token, no audit) in the tools/call rounds, and "
+            "with it the target on agentws's server CPU per call"
         ),
     )
     baseline = parser.add_mutually_exclusive_group()
@@ -294,6 +320,25 @@ def _measure_reference(
     return result
 
 
+def _measure_floor(
+    args: argparse.Namespace,
+    procs: Processes,
+    database: Path,
+    library: str,
+    queries: list[str],
+    n: int,
+    era: str | None = None,
+) -> dict[str, Any]:
+    _say(f"floor, round {n}: serving (plain handler on Hypercorn" + (f", {era})" if era else ")"))
+    server, url = plain_handler.start(
+        procs, f"floor-{n}", database, library, stateless=era == modern.ERA
+    )
+    _say(f"floor, round {n}: load for {args.warmup:g}+{args.seconds:g} s")
+    result = run_load(procs, _job(args, url, None, server.pid, queries, era))
+    result["server_exit_status"] = stop_server(procs, server, _say)
+    return result
+
+
 def _parity(agentws: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
     ours, theirs = agentws.get("answers", {}), reference.get("answers", {})
     common = sorted(set(ours) & set(theirs))
@@ -305,9 +350,14 @@ def _summarise_throughput(runs: dict[str, list[dict[str, Any]]]) -> dict[str, An
     """The best run of each server (the one least disturbed), with every run kept.
 
     ``throughput_ratio``: agentws over the reference; with a baseline
-    checkout, ``baseline_ratio``: this checkout's agentws over the baseline's.
+    checkout, ``baseline_ratio``: this checkout's agentws over the baseline's;
+    with the floor, ``floor_cpu_ratio``: agentws's server CPU per call over
+    the floor's, and ``floor_throughput_ratio``: agentws's calls/s over the
+    floor's (each server's best run).
     """
     summary: dict[str, Any] = {"parity": _parity(runs["agentws"][0], runs["reference"][0])}
+    if "floor" in runs:
+        summary["floor_parity"] = _parity(runs["floor"][0], runs["reference"][0])
     for name, results in runs.items():
         for result in results:
             result.pop("answers", None)
@@ -318,15 +368,19 @@ def _summarise_throughput(runs: dict[str, list[dict[str, Any]]]) -> dict[str, An
         if other in summary:
             theirs = summary[other]["throughput_rps"]
             summary[key] = ours / theirs if theirs else math.nan
+    if "floor" in summary:
+        floor = summary["floor"]
+        floor_rps, floor_cpu = floor["throughput_rps"], cpu_per_call(floor)
+        summary["floor_throughput_ratio"] = ours / floor_rps if floor_rps else math.nan
+        summary["floor_cpu_ratio"] = (
+            cpu_per_call(summary["agentws"]) / floor_cpu if floor_cpu else math.nan
+        )
     return summary
 
 
 def _uvicorn_http() -> str:
-    try:
-        import httptools  # noqa: F401
-    except ImportError:
-        return "h11"
-    return "httptools"
+    # Looked up, not imported: uvicorn picks httptools when it can be found.
+    return "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -354,11 +408,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "queries": len(queries),
             "sessions": args.sessions,
             "reference_response": args.reference_response,
+            "floor": not args.no_floor,
             "nofile_limit": nofile,
         },
         "targets": {
             "throughput_ratio": THROUGHPUT_TARGET,
-            "modern_throughput_ratio": modern.TARGET,
+            "modern_throughput_ratio": THROUGHPUT_TARGET,
+            "floor_cpu_ratio": FLOOR_CPU_TARGET,
             "oauth_to_static_ratio": oauth_auth.TARGET,
             "idle_sse_kb_per_session": SSE_TARGET_KB,
             "toolslist_p99_ms": TOOLSLIST_TARGET_P99_MS,
@@ -389,18 +445,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for only, era in (("throughput", None), ("modern", modern.ERA)):
             if args.only not in (None, only):
                 continue
-            measures = {
+            measures: dict[str, Callable[[int], dict[str, Any]]] = {
                 "agentws": functools.partial(_measure_agentws, args, procs, site, queries, era=era),
                 "reference": functools.partial(
                     _measure_reference, args, procs, reference_db, site.library, queries, era=era
                 ),
             }
+            if not args.no_floor:
+                measures["floor"] = functools.partial(
+                    _measure_floor, args, procs, reference_db, site.library, queries, era=era
+                )
             if baseline_site is not None:
                 measures["baseline"] = functools.partial(
                     _measure_agentws, args, procs, baseline_site, queries, era=era, name="baseline"
                 )
-                # This checkout and the baseline next to each other: A B R, then R B A.
-                measures = {k: measures[k] for k in ("agentws", "baseline", "reference")}
+                # This checkout and the baseline next to each other: A B R F, then F R B A.
+                order = ("agentws", "baseline", "reference", "floor")
+                measures = {k: measures[k] for k in order if k in measures}
             summary = _summarise_throughput(cli.abba_rounds(args.rounds, measures, note_noise))
             if era is None:
                 results.update(summary)
@@ -429,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     failed_calls = sum(
         part.get(n, {}).get("errors_all_rounds", 0)
         for part in (results, results.get("modern", {}))
-        for n in ("agentws", "reference", "baseline")
+        for n in ("agentws", "reference", "baseline", "floor")
     ) + results.get("toolslist", {}).get("errors", 0)
     failed_calls += sum(
         results.get("oauth", {}).get(n, {}).get("errors_all_rounds", 0) for n in ("static", "oauth")

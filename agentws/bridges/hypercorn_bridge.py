@@ -199,6 +199,19 @@ class BridgedTCPServer(TCPServer):
         with contextlib.suppress(trio.BusyResourceError):
             await super().protocol_send(event)
 
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            # The connection's objects point at each other (the protocol
+            # holds this server's bound ``protocol_send``, the timer holds
+            # the server): let go of here, they are freed as the connection
+            # ends rather than left to the cycle collector, whose pass would
+            # take seconds after ten thousand streams ended at once.
+            with contextlib.suppress(AttributeError):  # a failed TLS handshake made none
+                del self.protocol
+            del self._timer, self.idle_task
+
     async def _read_data(self) -> None:
         try:
             await super()._read_data()

@@ -40,6 +40,7 @@ import attrs
 import httpx2
 
 from agentws.connectors.addresses import Address, is_public, refusal
+from agentws.connectors.http11_pool import Http11Pool
 from agentws.core.errors import UnsafeUrlError
 from agentws.domain.allowlist import Allowlist
 
@@ -59,11 +60,15 @@ __all__ = [
 #: ``resolve(host, port)`` → the addresses the host has.
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
+# Allowed hosts and addresses a transport remembers (a link talks to one host).
+_ALLOWED_KEPT = 64
+
 #: How long saving a connector waits for its host's addresses. A name that
 #: does not resolve in time is saved: every connection checks it anyway.
 SAVE_RESOLVE_S = 5.0
 
 
+@functools.lru_cache(maxsize=1024)
 def _literal(host: str) -> Address | None:
     try:
         return ipaddress.ip_address(host.strip("[]"))
@@ -176,9 +181,11 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         allowlist: hosts and networks exempt from the public-address rule.
         resolve: the resolver (tests give their own); the system's by default.
         inner: the transport that does the HTTP; a pooled one by default.
-        connections: the most connections that pool opens, every one kept
-            alive (a busy remote gets no new connection per request); None:
-            httpx2's defaults.
+        connections: a link's transport: the lean HTTP/1.1 pool
+            (:mod:`agentws.connectors.http11_pool`), with at most this many
+            exchanges at once, each connection kept alive (a busy remote
+            gets no new connection per request); None: httpx2's default
+            transport, with its defaults.
 
     Error handling:
         :class:`~agentws.core.errors.UnsafeUrlError` for a refused address;
@@ -189,6 +196,8 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
     resolve: Resolver = system_resolver
     inner: httpx2.AsyncBaseTransport | None = None
     connections: int | None = None
+    #: ``(host, *addresses)`` found allowed: the same answer need not be judged again.
+    _allowed: set[tuple[str, ...]] = attrs.field(factory=set, init=False)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -200,7 +209,12 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         candidates = [host] if literal else await self.resolve(host, port)
         if not candidates:
             raise httpx2.ConnectError(f"{host!r} has no addresses")
-        _judge(host, candidates, self.allowlist)
+        judged = (host, *candidates)
+        if judged not in self._allowed:
+            _judge(host, candidates, self.allowlist)
+            if len(self._allowed) >= _ALLOWED_KEPT:
+                self._allowed.clear()
+            self._allowed.add(judged)
         if literal is None:
             # Connect to the checked address; Host and SNI keep the name.
             if url.scheme == "https":
@@ -208,12 +222,14 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             request.url = url.copy_with(host=candidates[0])
         if self.inner is None:
             # Made on first use: a refused request needs no connection pool.
-            limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
             if self.connections is not None:
-                limits = httpx2.Limits(
-                    max_connections=self.connections, max_keepalive_connections=self.connections
+                # Measured: a third less of the proxy's CPU per relayed call than httpx2's.
+                self.inner = Http11Pool(
+                    max_connections=self.connections, ssl_context=shared_ssl_context()
                 )
-            self.inner = httpx2.AsyncHTTPTransport(verify=shared_ssl_context(), limits=limits)
+            else:
+                limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+                self.inner = httpx2.AsyncHTTPTransport(verify=shared_ssl_context(), limits=limits)
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -17,11 +17,20 @@ among frozen objects waits. Those of closed sessions are reclaimed once as
 many sessions have closed since the last reclaim as are open (and at least
 ``_MIN_NEW``) and none closed since the last look: the objects are
 unfrozen, collected in one full pass, and what is left frozen again. A
-mass revocation pays that pass once, after its streams have ended, when
-few sessions are left to walk; while they end, the session supervisor holds
-the collector's automatic passes back (:mod:`agentws.doors.mcp.sessions.supervisor`). A
 session counts as closed here once its last response has ended, not when
 it is closed: until then its objects are still in use.
+
+That pass walks every object of the process, those frozen at start among
+them: tens of milliseconds with no session open, during which nothing else
+runs. A closed session and its connection leave no reference cycle (they
+are freed by reference counting as each ends: ``tests/e2e/test_session_teardown.py``),
+so the pass is a safety net for cycles nobody foresaw, not the way
+sessions are freed: it comes once no session has closed for ``_QUIET_S``
+(not in a mass revocation's wake, while its clients reconnect), and at most
+every ``_RECLAIM_EVERY_S``; under sessions closing without pause, after
+``_RECLAIM_AT_LATEST_S`` anyway. While a revocation's streams end, the
+session supervisor holds the collector's automatic passes back
+(:mod:`agentws.doors.mcp.sessions.supervisor`).
 """
 
 from __future__ import annotations
@@ -41,6 +50,13 @@ log = logging.getLogger("agentws.server")
 _CHECK_S = 1.0
 # Fewer new sessions than this are not worth a freeze (nor closed ones a reclaim).
 _MIN_NEW = 64
+# A reclaim waits until no session has closed for this long, comes at most this
+# often, and comes after the last anyway once this much time has passed.
+_QUIET_S = 10.0
+_RECLAIM_EVERY_S = 600.0
+_RECLAIM_AT_LATEST_S = 3600.0
+# Objects in cycles per closed session above which a reclaim is logged as a warning.
+_CYCLES_NOTED = 10
 
 
 class CollectorSteward:
@@ -49,39 +65,56 @@ class CollectorSteward:
     Args:
         counts: returns ``(sessions open, sessions opened so far, sessions
             closed so far)`` (the counters only grow).
+        clock: seconds, monotonic (tests give their own).
     """
 
-    def __init__(self, counts: Callable[[], tuple[int, int, int]]) -> None:
+    def __init__(
+        self,
+        counts: Callable[[], tuple[int, int, int]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._counts = counts
+        self._clock = clock
         _, opened, closed = counts()
         self._opened_at_freeze = opened
         self._closed_at_reclaim = closed
         self._closed_at_last_step = closed
+        self._reclaimed_at = self._last_close_at = clock()
 
     def step(self) -> None:
         """Freeze or reclaim, if it is time to (see the module's docstring)."""
         open_now, opened, closed = self._counts()
-        closed_since = closed - self._closed_at_reclaim
-        # Not while sessions are still closing (a revocation's fan-out): the
-        # full pass would hold up the streams that are ending.
-        settled = closed == self._closed_at_last_step
-        self._closed_at_last_step = closed
-        if settled and closed_since >= max(_MIN_NEW, open_now):
+        now = self._clock()
+        if closed != self._closed_at_last_step:
+            self._closed_at_last_step, self._last_close_at = closed, now
+        if self._reclaim_due(open_now, closed, now):
+            closed_since = closed - self._closed_at_reclaim
             started = time.perf_counter()
             gc.unfreeze()
             found = gc.collect()
             gc.freeze()
-            log.info(
-                "reclaimed %d objects of %d closed MCP sessions in %.0f ms",
+            # Sessions are meant to leave no cycle: many found means one does.
+            level = logging.WARNING if found > _CYCLES_NOTED * closed_since else logging.INFO
+            log.log(
+                level,
+                "reclaimed %d objects in reference cycles after %d MCP sessions closed, in %.0f ms",
                 found,
                 closed_since,
                 (time.perf_counter() - started) * 1000,
             )
             self._closed_at_reclaim = closed
             self._opened_at_freeze = opened
+            self._reclaimed_at = self._clock()
         elif opened - self._opened_at_freeze >= _MIN_NEW:
             gc.freeze()
             self._opened_at_freeze = opened
+
+    def _reclaim_due(self, open_now: int, closed: int, now: float) -> bool:
+        if closed - self._closed_at_reclaim < max(_MIN_NEW, open_now):
+            return False
+        since = now - self._reclaimed_at
+        quiet = now - self._last_close_at >= _QUIET_S
+        return since >= _RECLAIM_AT_LATEST_S or (quiet and since >= _RECLAIM_EVERY_S)
 
     async def serve(self) -> None:
         """Look every ``_CHECK_S`` until cancelled."""

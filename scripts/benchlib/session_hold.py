@@ -4,49 +4,53 @@
 lister sessions, the server's RSS before, a paced ``tools/list`` load,
 the bulk sessions (half Streamable HTTP, half legacy SSE, the RSS read after
 each half; see :mod:`benchlib.session_open`), the ``tools/list`` load again
-with them open, and, when the server has tokens to revoke, the revocation
-and its checks.
+with them open, and, when the server has tokens to revoke, each revocation
+(:mod:`benchlib.session_revoke`; the bulk sessions opened again on the next
+token before each after the first) and its checks. The held streams are
+the watcher processes' (:mod:`benchlib.session_watch`), started here for
+the level and stopped at its end.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 import math
+import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import httpx2
 import trio
 
-from benchlib.load import MAX_ERROR_SAMPLES, Arrivals, Tally, percentile, run_window
+from benchlib.load import Tally, run_window
 from benchlib.mcp_client import CallError, initialize_params, parse_result, request_headers
 from benchlib.procs import CpuWindow, rss_kb
+from benchlib.report import fmt
 from benchlib.session_open import (
     TIMEOUT_S,
     Batch,
-    Clients,
     Held,
+    Keeper,
     Target,
+    end_sessions,
+    new_client,
     open_batch,
     post,
 )
+from benchlib.session_revoke import Revoker, measure_revocation, wall_time
+from benchlib.session_watch import open_watchers, watchers_for
 
-__all__ = ["LevelPlan", "Revoker", "Target", "measure_level", "wall_time"]
+if TYPE_CHECKING:
+    from benchlib.procs import Processes
+
+__all__ = ["LevelPlan", "Revocation", "Revoker", "Target", "measure_level", "wall_time"]
 
 # Warm-up sessions of each transport opened and closed before the baseline RSS.
 _WARMUP_SESSIONS = 10
-
-#: An async function revoking a token: returns the revocation's wall-clock time
-#: (the token's ``revoked_at``) and a dict of whatever else is worth keeping.
-Revoker = Callable[[], Awaitable[tuple[float, dict[str, Any]]]]
-
-
-def wall_time(iso: str) -> float:
-    """``time.time()`` of an ISO 8601 timestamp (``revoked_at``)."""
-    return dt.datetime.fromisoformat(iso).timestamp()
+# A lister load whose calls due in the window fall this far short of clients x rate is flagged.
+_OFFERED_SHORTFALL = 0.1
 
 
 @attrs.frozen
@@ -69,11 +73,37 @@ class LevelPlan:
     settle_s: float
     #: Seconds to wait for a revoked token's streams to end.
     revoke_wait_s: float
-    bulk_token: str | None = None
+    #: Streams each watcher process holds at most.
+    streams_per_watcher: int
     lister_token: str | None = None
 
 
+@attrs.frozen
+class Revocation:
+    """One revocation of a token holding the bulk sessions: ``revoke`` revokes ``token``."""
+
+    #: The result's key (``revocation``, ``revocation_api``) and how it is revoked.
+    key: str
+    via: str
+    token: str
+    revoke: Revoker
+
+
 # --- tools/list under load ------------------------------------------------------------------
+
+
+def _due_times(
+    seed: str, rate: float, start: float, warmup_s: float, seconds: float
+) -> list[float]:
+    """When one client's calls are due (``time.perf_counter()``), ascending: ``rate x
+    warmup_s`` of them at random in the warm-up from ``start``, ``rate x seconds`` in the
+    window after it. Uniform times given their count are what Poisson arrivals are, so
+    calls come in random bursts and lulls, and the window gets exactly the rate asked for
+    (a Poisson count would miss it by a few percent, the same way on every run)."""
+    draw = random.Random(seed).uniform  # noqa: S311 - not a secret
+    warm = [start + draw(0, warmup_s) for _ in range(round(rate * warmup_s))]
+    window = [start + warmup_s + draw(0, seconds) for _ in range(round(rate * seconds))]
+    return sorted(warm + window)
 
 
 async def list_load(
@@ -84,25 +114,31 @@ async def list_load(
     warmup_s: float,
     seconds: float,
 ) -> dict[str, Any]:
-    """Each lister calls tools/list at random (Poisson) times, ``rate`` a second on average.
+    """Each lister calls tools/list at random times, ``rate`` a second (:func:`_due_times`).
 
     A call's latency counts from when it was due, so one held up behind a
-    slow call is charged for the wait; only calls due after ``warmup_s`` and
-    done before the end are measured. Every failed call is an error.
+    slow call is charged for the wait. Every call due in the measured
+    window (after ``warmup_s``, for ``seconds``) is measured, however late
+    it finishes, so the load offered is ``len(listers) x rate`` whatever
+    the latency (``offered_per_s`` says what it was). Every failed call is
+    an error.
     """
     tally = Tally()
     tools_listed: set[int] = set()
     cpu = CpuWindow(target.pid)
+    due_in_window = 0
 
     async def worker(index: int) -> None:
+        nonlocal due_in_window
         held = listers[index]
-        arrivals = Arrivals(f"sessions tools/list {index}", rate)
+        start = tally.measure_from - warmup_s
         request_id = 1
-        while True:
-            due = arrivals.advance()
+        for due in _due_times(f"sessions tools/list {index}", rate, start, warmup_s, seconds):
             if due >= tally.measure_until:
                 return
-            await arrivals.wait()
+            measured = due >= tally.measure_from
+            due_in_window += measured
+            await trio.sleep(max(0.0, due - time.perf_counter()))
             request_id += 1
             body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}}
             try:
@@ -119,45 +155,27 @@ async def list_load(
             except Exception as exc:  # counted, with a sample
                 tally.error(f"tools/list: {exc!r}")
                 continue
-            tally.record(due, time.perf_counter())
+            if measured:
+                tally.latencies.append(time.perf_counter() - due)
 
     await run_window(tally, cpu, len(listers), worker, warmup_s=warmup_s, seconds=seconds)
+    wanted = len(listers) * rate
+    offered = due_in_window / seconds
     return {
         "clients": len(listers),
         "rate_per_client": rate,
         "seconds": seconds,
         "calls": len(tally.latencies),
+        "offered_per_s": offered,
+        "wanted_per_s": wanted,
+        "offered_short": offered < wanted * (1 - _OFFERED_SHORTFALL),
         **tally.figures(),
         "tools_listed": sorted(tools_listed),
         **cpu.figures(),
     }
 
 
-# --- revocation -----------------------------------------------------------------------------
-
-
-async def _revocation(batches: list[Batch], revoke: Revoker, wait_s: float) -> dict[str, Any]:
-    """Revoke, then wait for every stream of ``batches`` to end; how long each took."""
-    held = [h for b in batches for h in b.held if h.ended_at is None]
-    revoked_at, details = await revoke()
-    returned_at = time.time()
-    with trio.move_on_after(wait_s):
-        for batch in batches:
-            await batch.all_ended.wait()
-    waited = [h for h in held if h.ended_at is not None]
-    after = sorted(h.ended_at - revoked_at for h in waited)  # type: ignore[operator]
-    return {
-        **details,
-        "streams": len(held),
-        "closed": len(waited),
-        "still_open": len(held) - len(waited),
-        "broken": sum(1 for h in waited if h.end_error),
-        "end_errors": sorted({h.end_error for h in waited if h.end_error})[:MAX_ERROR_SAMPLES],
-        "revoke_returned_after_ms": (returned_at - revoked_at) * 1000,
-        "close_p50_ms": percentile(after, 0.5) * 1000 if after else math.nan,
-        "close_max_ms": after[-1] * 1000 if after else math.nan,
-        "wait_s": wait_s,
-    }
+# --- checks after a revocation ----------------------------------------------------------------
 
 
 async def _initialize_status(client: httpx2.AsyncClient, url: str, token: str) -> int:
@@ -185,135 +203,192 @@ async def _rss(pid: int, settle_s: float) -> int:
     return rss_kb(pid)
 
 
-async def _warm_up(clients: Clients, target: Target, plan: LevelPlan) -> list[str]:
-    """Open and close a few sessions of each transport (code loaded on first use)."""
-    errors: list[str] = []
-    async with trio.open_nursery() as nursery:
-        for transport in ("streamable", "sse"):
-            batch = Batch(f"warm-up {transport}", transport, _WARMUP_SESSIONS)
-            await open_batch(
-                clients,
-                target,
-                plan.lister_token,
-                batch,
-                nursery,
-                plan.open_concurrency,
-                plan.open_timeout_s,
-                delete_on_cancel=True,
+@attrs.define(eq=False)
+class _Level:
+    """What one server's measure works with."""
+
+    procs: Processes
+    target: Target
+    plan: LevelPlan
+    keeper: Keeper
+    client: httpx2.AsyncClient
+    say: Callable[[str], None]
+
+    async def open(self, name: str, transport: str, count: int, token: str | None) -> Batch:
+        batch = Batch(name, transport, count)
+        plan = self.plan
+        await open_batch(
+            self.client,
+            self.keeper,
+            self.target,
+            token,
+            batch,
+            plan.open_concurrency,
+            plan.open_timeout_s,
+        )
+        await self.keeper.refresh()
+        return batch
+
+    async def warm_up(self) -> list[str]:
+        """Open and close a few sessions of each transport (code loaded on first use)."""
+        batches = [
+            await self.open(
+                f"warm-up {transport}", transport, _WARMUP_SESSIONS, self.plan.lister_token
             )
-            errors += batch.errors
-        nursery.cancel_scope.cancel()
-    return errors
+            for transport in ("streamable", "sse")
+        ]
+        await end_sessions(self.client, self.keeper, self.target, batches)
+        return [error for batch in batches for error in batch.errors]
+
+    async def open_bulk(self, token: str | None, result: dict[str, Any] | None) -> list[Batch]:
+        """The bulk sessions, half of each transport; with ``result``, the RSS after each."""
+        bulk: list[Batch] = []
+        plan, name = self.plan, self.target.name
+        for transport, count in (("streamable", plan.streamable), ("sse", plan.legacy)):
+            self.say(f"{name}: opening {count} {transport} sessions")
+            _quiet_gc()
+            batch = await self.open(f"bulk {transport}", transport, count, token)
+            bulk.append(batch)
+            figures = batch.figures()
+            if result is not None:
+                figures["rss_after_kb"] = await _rss(self.target.pid, plan.settle_s)
+                await self.keeper.refresh()
+                figures["held"] = batch.live
+                result[f"bulk_{transport}"] = figures
+            self.say(
+                f"  {figures['opened']} of {count} open in {batch.open_wall_s:.1f} s, "
+                f"initialize p50 {figures['init_p50_ms']:.1f} ms, "
+                f"p99 {figures['init_p99_ms']:.1f} ms, {batch.failed} failed"
+            )
+        return bulk
+
+    async def revoke(
+        self,
+        bulk: list[Batch],
+        revocation: Revocation,
+        listers: Batch,
+        list_client: httpx2.AsyncClient,
+    ) -> dict[str, Any]:
+        held = sum(b.live for b in bulk)
+        self.say(f"{self.target.name}: revoking ({revocation.via}) the token of {held} sessions")
+        figures = await measure_revocation(
+            self.procs,
+            self.keeper,
+            self.target,
+            bulk,
+            revocation.revoke,
+            wait_s=self.plan.revoke_wait_s,
+            observe=True,
+            name=f"{self.target.name}-{revocation.key}",
+        )
+        figures["opened"] = sum(len(b.held) for b in bulk)
+        figures["open_failed"] = sum(b.failed + b.skipped for b in bulk)
+        figures["listers_alive"] = listers.live
+        figures["listers_answering"] = sum(
+            [await _list_once(list_client, self.target, h) for h in listers.held]
+        )
+        figures["revoked_token_status"] = await _initialize_status(
+            list_client, self.target.streamable_url, revocation.token
+        )
+        cpu, lag = figures.get("cpu") or {}, figures.get("loop_lag") or {}
+        self.say(
+            f"  {figures['closed']} of {figures['streams']} streams closed, the last "
+            f"{figures['close_max_ms']:.0f} ms after the revocation"
+            + (f"; server idle from {fmt(cpu.get('idle_at_ms'), 0)} ms" if cpu else "")
+            + (f"; loop stall {fmt(lag.get('stall_ms'), 0)} ms" if lag else "")
+        )
+        return figures
 
 
 async def measure_level(
+    procs: Processes,
     target: Target,
     plan: LevelPlan,
     say: Callable[[str], None],
     *,
-    revoke_bulk: Revoker | None = None,
+    revocations: Sequence[Revocation] = (),
     revoke_listers: Revoker | None = None,
 ) -> dict[str, Any]:
     """One server's figures for ``plan`` (see the module docstring).
 
+    The bulk sessions open on the first revocation's token (on none without
+    revocations); before each later revocation, as many open again on its own.
+
     Resource handling:
-        Every stream this opened is closed (or cancelled) before it returns;
-        with revokers, the server has closed them itself.
+        The watcher processes are started here and stopped before this
+        returns, every stream closed (or, revoked, ended by the server).
     """
     result: dict[str, Any] = {"server": target.name}
     _quiet_gc()
-    stream_clients = Clients([])
-    list_client = Clients.new()
+    streams = 2 * _WARMUP_SESSIONS + plan.list_clients + plan.streamable + plan.legacy
+    watchers, children = open_watchers(
+        procs, target.name, watchers_for(streams, plan.streams_per_watcher)
+    )
+    keeper = Keeper(watchers)
+    client = new_client(plan.open_concurrency)
+    list_client = new_client(plan.list_clients)
+    level = _Level(procs, target, plan, keeper, client, say)
+    result["watchers"] = len(children)
     try:
-        warm_errors = await _warm_up(stream_clients, target, plan)
+        warm_errors = await level.warm_up()
         if warm_errors:
             result["warmup_errors"] = warm_errors
-        async with trio.open_nursery() as nursery:
-            listers = Batch("listers", "streamable", plan.list_clients)
-            await open_batch(
-                stream_clients,
-                target,
-                plan.lister_token,
-                listers,
-                nursery,
-                plan.open_concurrency,
-                plan.open_timeout_s,
-            )
-            result["listers"] = listers.figures()
-            _quiet_gc()
-            result["rss_before_kb"] = await _rss(target.pid, plan.settle_s)
-            say(f"{target.name}: tools/list, {len(listers.held)} clients, no other session")
-            result["list_idle"] = await list_load(
-                list_client,
-                target,
-                listers.held,
-                plan.list_rate,
-                plan.list_warmup_s,
-                plan.list_seconds,
-            )
-            bulk: list[Batch] = []
-            for transport, count in (("streamable", plan.streamable), ("sse", plan.legacy)):
-                say(f"{target.name}: opening {count} {transport} sessions")
+        listers = await level.open("listers", "streamable", plan.list_clients, plan.lister_token)
+        result["listers"] = listers.figures()
+        _quiet_gc()
+        result["rss_before_kb"] = await _rss(target.pid, plan.settle_s)
+        say(f"{target.name}: tools/list, {len(listers.held)} clients, no other session")
+        result["list_idle"] = await list_load(
+            list_client,
+            target,
+            listers.held,
+            plan.list_rate,
+            plan.list_warmup_s,
+            plan.list_seconds,
+        )
+        first_token = revocations[0].token if revocations else None
+        bulk = await level.open_bulk(first_token, result)
+        _per_session(result)
+        await keeper.refresh()
+        held = sum(b.live for b in bulk)
+        _quiet_gc()
+        say(f"{target.name}: tools/list, {len(listers.held)} clients, {held} sessions open")
+        result["list_loaded"] = await list_load(
+            list_client,
+            target,
+            listers.held,
+            plan.list_rate,
+            plan.list_warmup_s,
+            plan.list_seconds,
+        )
+        await keeper.refresh()
+        result["bulk_held_at_end"] = sum(b.live for b in bulk)
+        for n, revocation in enumerate(revocations):
+            if n:
+                bulk = await level.open_bulk(revocation.token, None)
                 _quiet_gc()
-                batch = Batch(f"bulk {transport}", transport, count)
-                await open_batch(
-                    stream_clients,
-                    target,
-                    plan.bulk_token,
-                    batch,
-                    nursery,
-                    plan.open_concurrency,
-                    plan.open_timeout_s,
-                )
-                bulk.append(batch)
-                figures = batch.figures()
-                figures["rss_after_kb"] = await _rss(target.pid, plan.settle_s)
-                figures["held"] = batch.live
-                result[f"bulk_{transport}"] = figures
-                say(
-                    f"  {figures['opened']} of {count} open in {batch.open_wall_s:.1f} s, "
-                    f"initialize p50 {figures['init_p50_ms']:.1f} ms, "
-                    f"p99 {figures['init_p99_ms']:.1f} ms, {batch.failed} failed"
-                )
-            _per_session(result)
-            held = sum(b.live for b in bulk)
-            _quiet_gc()
-            say(f"{target.name}: tools/list, {len(listers.held)} clients, {held} sessions open")
-            result["list_loaded"] = await list_load(
-                list_client,
+                await trio.sleep(plan.settle_s)
+            result[revocation.key] = await level.revoke(bulk, revocation, listers, list_client)
+        if revoke_listers is not None:
+            result["revocation_listers"] = await measure_revocation(
+                procs,
+                keeper,
                 target,
-                listers.held,
-                plan.list_rate,
-                plan.list_warmup_s,
-                plan.list_seconds,
+                [listers],
+                revoke_listers,
+                wait_s=plan.revoke_wait_s,
+                observe=False,
+                name=f"{target.name}-listers",
             )
-            result["bulk_held_at_end"] = sum(b.live for b in bulk)
-            if revoke_bulk is not None:
-                say(f"{target.name}: revoking the token of {held} sessions")
-                revocation = await _revocation(bulk, revoke_bulk, plan.revoke_wait_s)
-                revocation["listers_alive"] = listers.live
-                revocation["listers_answering"] = sum(
-                    [await _list_once(list_client, target, h) for h in listers.held]
-                )
-                if plan.bulk_token:
-                    revocation["revoked_token_status"] = await _initialize_status(
-                        list_client, target.streamable_url, plan.bulk_token
-                    )
-                result["revocation"] = revocation
-                say(
-                    f"  {revocation['closed']} of {revocation['streams']} streams closed, the "
-                    f"last {revocation['close_max_ms']:.0f} ms after the revocation"
-                )
-            if revoke_listers is not None:
-                result["revocation_listers"] = await _revocation(
-                    [listers], revoke_listers, plan.revoke_wait_s
-                )
-                result["rss_after_revocations_kb"] = await _rss(target.pid, plan.settle_s)
-            nursery.cancel_scope.cancel()
+            result["rss_after_revocations_kb"] = await _rss(target.pid, plan.settle_s)
     finally:
-        await stream_clients.aclose()
+        with trio.CancelScope(shield=True), trio.move_on_after(30):
+            await keeper.close()
         with trio.move_on_after(5, shield=True):
+            await client.aclose()
             await list_client.aclose()
+        for child in children:
+            procs.stop(child)
         gc.unfreeze()
     return result
 

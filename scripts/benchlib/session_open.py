@@ -11,22 +11,28 @@ keeps open, in either transport:
   client POSTs ``initialize`` there (answered on the stream) and
   ``notifications/initialized``; the stream is held open.
 
-For each session the *initialize latency* (from sending ``initialize`` to
-its answer) and the *open time* (from the session's first request to its
-stream open and ``initialized`` accepted) are kept, and the wall-clock time
-(``time.time()``) at which its stream ended, if it did, so a revocation's
-effect can be timed against the revocation's own timestamp. A
+The POSTs go through one httpx2 client (:func:`new_client`); each stream is
+opened on a socket of its own (:func:`benchlib.stream_http.open_stream`)
+and, once the session is open, handed to a watcher process
+(:mod:`benchlib.session_watch`) through the :class:`Keeper`, which maps the
+watchers' stamps back to sessions. So from then on this process does no
+work for a held stream, and when thousands end at once the watchers stamp
+each end (``time.time()``, comparable with a revocation's timestamp) as it
+arrives. For each session the *initialize latency* (from sending
+``initialize`` to its answer) and the *open time* (from the session's first
+request to its stream open and ``initialized`` accepted) are kept. A
 :class:`Batch` is sessions opened together (:func:`open_batch`); what is
 measured with them open is :mod:`benchlib.session_hold`'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import urljoin
 
@@ -42,16 +48,20 @@ from benchlib.mcp_client import (
     parse_result,
     request_headers,
 )
+from benchlib.session_watch import Watchers
 from benchlib.sse import sse_events
+from benchlib.stream_http import OpenStream, open_stream
 
 __all__ = [
     "TIMEOUT_S",
     "Batch",
-    "Clients",
     "Held",
+    "Keeper",
     "Target",
     "auth",
+    "end_sessions",
     "legacy_handshake",
+    "new_client",
     "open_batch",
     "post",
 ]
@@ -59,11 +69,10 @@ __all__ = [
 LEGACY_PROTOCOL_VERSION = "2024-11-05"
 # A handshake slower than this is a failure: the server is stuck.
 TIMEOUT_S = 30.0
-# Sessions whose streams share one HTTP client: the pool is searched on every request,
-# so one client holding 1,000 connections would slow the client, not the server.
-_SESSIONS_PER_CLIENT = 100
 # The client freezes its objects each time this many more sessions of a batch are open.
 _FREEZE_EVERY = 100
+# How often the keeper asks the watchers for ends while waiting for some.
+_POLL_S = 0.025
 
 
 @attrs.frozen
@@ -74,6 +83,8 @@ class Target:
     streamable_url: str
     sse_url: str
     pid: int
+    #: Its liveness page, for the loop-lag probe (:mod:`benchlib.loop_lag`); None: no probe.
+    healthz_url: str | None = None
 
 
 @attrs.define(eq=False)
@@ -103,25 +114,12 @@ class Batch:
         self.skipped = 0
         self.errors: list[str] = []
         self.open_wall_s = 0.0
-        self.settled = trio.Event()
-        #: Set once every opened session's stream has ended (and none is still opening).
-        self.all_ended = trio.Event()
-        self._pending = count
         self._live = 0
-        if count == 0:
-            self.settled.set()
-            self.all_ended.set()
 
     @property
     def live(self) -> int:
+        """Its sessions whose stream is open (as of the keeper's last look)."""
         return self._live
-
-    def _settle_one(self) -> None:
-        self._pending -= 1
-        if self._pending == 0:
-            self.settled.set()
-            if self._live == 0:
-                self.all_ended.set()
 
     def opened(self, held: Held) -> None:
         self.held.append(held)
@@ -130,24 +128,23 @@ class Batch:
             # The client's held sessions live as long as the measure: out of its
             # collector's sight, or its full passes stall every handshake in flight.
             gc.freeze()
-        self._settle_one()
 
     def failed_one(self, error: str) -> None:
         self.failed += 1
         if len(self.errors) < MAX_ERROR_SAMPLES:
             self.errors.append(error)
-        self._settle_one()
 
     def skipped_one(self) -> None:
         self.skipped += 1
-        self._settle_one()
 
-    def ended(self, held: Held, error: str | None) -> None:
-        held.ended_at = time.time()
+    def ended(self, held: Held, at: float, error: str | None) -> None:
+        held.ended_at = at
         held.end_error = error
         self._live -= 1
-        if self._live == 0 and self._pending == 0:
-            self.all_ended.set()
+
+    def dropped(self) -> None:
+        """One of its streams closed by the client."""
+        self._live -= 1
 
     def figures(self) -> dict[str, Any]:
         init = sorted(h.init_s for h in self.held)
@@ -168,6 +165,62 @@ class Batch:
             "open_p99_ms": percentile(opened, 0.99) * 1000 if opened else math.nan,
             "errors": self.errors,
         }
+
+
+class Keeper:
+    """The held streams of a run: handed to the watchers, their ends brought back to sessions."""
+
+    def __init__(self, watchers: Watchers) -> None:
+        self.watchers = watchers
+        self._sessions: dict[int, tuple[Held, Batch]] = {}
+        self._tags: dict[Batch, str] = {}
+        self._next_key = 0
+
+    def _tag(self, batch: Batch) -> str:
+        return self._tags.setdefault(batch, f"{len(self._tags)} {batch.name}")
+
+    async def keep(self, stream: OpenStream, held: Held, batch: Batch) -> None:
+        """Hand ``stream`` (``held``'s, now open) to a watcher; ``batch`` counts it open."""
+        key = self._next_key
+        self._next_key += 1
+        await self.watchers.hold(stream, key, self._tag(batch))
+        self._sessions[key] = (held, batch)
+        batch.opened(held)
+
+    async def refresh(self) -> None:
+        """Bring the ends the watchers stamped since the last look to their sessions."""
+        for end in await self.watchers.sync():
+            session = self._sessions.pop(end.key, None)
+            if session is not None:
+                held, batch = session
+                batch.ended(held, end.at, end.error)
+
+    async def wait_ended(self, held: list[Held], wait_s: float) -> None:
+        """Until every stream of ``held`` has ended, or ``wait_s`` went by."""
+        with trio.move_on_after(wait_s):
+            while True:
+                await self.refresh()
+                if all(h.ended_at is not None for h in held):
+                    return
+                await trio.sleep(_POLL_S)
+        await self.refresh()
+
+    async def close(self, batches: Iterable[Batch] | None = None) -> None:
+        """Close the streams of ``batches`` (all with None) still open, client side."""
+        await self.refresh()
+        closing = None if batches is None else set(batches)
+        for key, (_, batch) in list(self._sessions.items()):
+            if closing is None or batch in closing:
+                del self._sessions[key]
+                batch.dropped()
+        tags = None if closing is None else [self._tag(b) for b in closing]
+        await self.watchers.close(tags)
+
+
+def new_client(connections: int) -> httpx2.AsyncClient:
+    """The client of the sessions' POSTs: ``connections`` kept alive (one a handshake in flight)."""
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=connections)
+    return httpx2.AsyncClient(limits=limits, timeout=TIMEOUT_S)
 
 
 def auth(token: str | None) -> dict[str, str]:
@@ -204,34 +257,22 @@ async def _streamable_initialize(
     held.headers = headers
 
 
-async def _hold_streamable(
-    client: httpx2.AsyncClient,
-    target: Target,
-    token: str | None,
-    held: Held,
-    ready: Callable[[], None],
-    delete_on_cancel: bool,
-) -> None:
-    with trio.fail_after(TIMEOUT_S):
-        await _streamable_initialize(client, target.streamable_url, token, held)
+async def _checked_stream(url: str, headers: dict[str, str], what: str) -> OpenStream:
+    stream = await open_stream(url, headers)
+    if stream.head.status != 200:
+        with contextlib.closing(stream):
+            text = (await stream.read_body(4096)).decode("utf-8", errors="replace")
+        raise CallError(f"{what}: HTTP {stream.head.status}: {text[:200]}")
+    return stream
+
+
+async def _open_streamable(
+    client: httpx2.AsyncClient, target: Target, token: str | None, held: Held
+) -> OpenStream:
+    await _streamable_initialize(client, target.streamable_url, token, held)
     stream_headers = {k: v for k, v in held.headers.items() if k != "content-type"}
     stream_headers["accept"] = "text/event-stream"
-    timeout = httpx2.Timeout(TIMEOUT_S, read=None)
-    try:
-        async with client.stream(
-            "GET", target.streamable_url, headers=stream_headers, timeout=timeout
-        ) as response:
-            if response.status_code != 200:
-                await response.aread()
-                raise CallError(f"GET stream: HTTP {response.status_code}: {response.text[:200]}")
-            ready()
-            async for _ in response.aiter_raw():  # keep-alives until the server ends it
-                pass
-    except trio.Cancelled:
-        if delete_on_cancel:
-            with trio.move_on_after(2, shield=True):
-                await client.delete(target.streamable_url, headers=held.headers)
-        raise
+    return await _checked_stream(target.streamable_url, stream_headers, "GET stream")
 
 
 async def legacy_handshake(
@@ -278,115 +319,85 @@ async def legacy_handshake(
     return init_s
 
 
-async def _hold_legacy(
-    client: httpx2.AsyncClient,
-    target: Target,
-    token: str | None,
-    held: Held,
-    ready: Callable[[], None],
-) -> None:
+async def _open_legacy(
+    client: httpx2.AsyncClient, target: Target, token: str | None, held: Held
+) -> OpenStream:
     headers = {**auth(token), "accept": "text/event-stream"}
-    timeout = httpx2.Timeout(TIMEOUT_S, read=None)
-    async with client.stream("GET", target.sse_url, headers=headers, timeout=timeout) as response:
-        if response.status_code != 200:
-            await response.aread()
-            raise CallError(f"GET: HTTP {response.status_code}: {response.text[:200]}")
-        events = sse_events(response.aiter_lines())
-        with trio.fail_after(TIMEOUT_S):
+    stream = await _checked_stream(target.sse_url, headers, "GET")
+    try:
+        lines = stream.lines()
+        async with contextlib.aclosing(lines), contextlib.aclosing(sse_events(lines)) as events:
             held.init_s = await legacy_handshake(client, target.sse_url, token, events)
-        ready()
-        async for _ in events:  # nothing but keep-alives until the server ends it
-            pass
+    except BaseException:
+        stream.close()
+        raise
+    return stream
 
 
 async def _session(
     client: httpx2.AsyncClient,
+    keeper: Keeper,
     target: Target,
     token: str | None,
     batch: Batch,
     limiter: trio.CapacityLimiter,
     deadline: float,
-    delete_on_cancel: bool,
 ) -> None:
-    held = Held(batch.transport)
-    await limiter.acquire()
-    handshaking = True
-    started = 0.0
-
-    def ready() -> None:
-        nonlocal handshaking
-        held.open_s = time.perf_counter() - started
-        handshaking = False
-        limiter.release()
-        batch.opened(held)
-
-    try:
+    async with limiter:
         if trio.current_time() > deadline:
             batch.skipped_one()
             return
+        held = Held(batch.transport)
         started = time.perf_counter()
+        opening = _open_streamable if batch.transport == "streamable" else _open_legacy
         try:
-            if batch.transport == "streamable":
-                await _hold_streamable(client, target, token, held, ready, delete_on_cancel)
-            else:
-                await _hold_legacy(client, target, token, held, ready)
+            with trio.fail_after(TIMEOUT_S):
+                stream = await opening(client, target, token, held)
+            held.open_s = time.perf_counter() - started
+            await keeper.keep(stream, held, batch)
         except Exception as exc:  # every failure is counted, with a sample
-            if handshaking:
-                batch.failed_one(f"{batch.transport}: {exc!r}")
-                return
-            batch.ended(held, repr(exc))
-            return
-        if not handshaking:
-            batch.ended(held, None)
-    finally:
-        if handshaking:
-            limiter.release()
-
-
-class Clients:
-    """HTTP clients for held streams, each shared by at most ``_SESSIONS_PER_CLIENT``."""
-
-    def __init__(self, stack: list[httpx2.AsyncClient]) -> None:
-        self._clients = stack
-        self._used = 0
-
-    @staticmethod
-    def new() -> httpx2.AsyncClient:
-        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=32)
-        return httpx2.AsyncClient(limits=limits, timeout=TIMEOUT_S)
-
-    def next(self) -> httpx2.AsyncClient:
-        index = self._used // _SESSIONS_PER_CLIENT
-        if index == len(self._clients):
-            self._clients.append(self.new())
-        self._used += 1
-        return self._clients[index]
-
-    async def aclose(self) -> None:
-        for client in self._clients:
-            with trio.move_on_after(5, shield=True):
-                await client.aclose()
+            batch.failed_one(f"{batch.transport}: {exc!r}")
 
 
 async def open_batch(
-    clients: Clients,
+    client: httpx2.AsyncClient,
+    keeper: Keeper,
     target: Target,
     token: str | None,
     batch: Batch,
-    nursery: trio.Nursery,
     concurrency: int,
     timeout_s: float,
-    *,
-    delete_on_cancel: bool = False,
 ) -> Batch:
-    """Open ``batch.count`` sessions (held in ``nursery``); returns once each settled."""
+    """Open ``batch.count`` sessions, at most ``concurrency`` handshakes at a time.
+
+    Returns once each opened (its stream handed to the watchers), failed or
+    was skipped (not started within ``timeout_s``).
+    """
     limiter = trio.CapacityLimiter(concurrency)
     deadline = trio.current_time() + timeout_s
     started = time.perf_counter()
-    for _ in range(batch.count):
-        nursery.start_soon(
-            _session, clients.next(), target, token, batch, limiter, deadline, delete_on_cancel
-        )
-    await batch.settled.wait()
+    async with trio.open_nursery() as nursery:
+        for _ in range(batch.count):
+            nursery.start_soon(_session, client, keeper, target, token, batch, limiter, deadline)
     batch.open_wall_s = time.perf_counter() - started
     return batch
+
+
+async def end_sessions(
+    client: httpx2.AsyncClient, keeper: Keeper, target: Target, batches: list[Batch]
+) -> None:
+    """End ``batches``' sessions as a client leaving would: ``DELETE`` each Streamable HTTP
+    session (the server forgets it), then close every stream."""
+    limiter = trio.CapacityLimiter(20)
+
+    async def delete(held: Held) -> None:
+        async with limiter:
+            with contextlib.suppress(httpx2.HTTPError), trio.move_on_after(TIMEOUT_S):
+                await client.delete(target.streamable_url, headers=held.headers)
+
+    async with trio.open_nursery() as nursery:
+        for batch in batches:
+            for held in batch.held:
+                if held.headers and held.ended_at is None:
+                    nursery.start_soon(delete, held)
+    await keeper.close(batches)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 __all__ = ["sse_events"]
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+async def sse_events(lines: AsyncIterator[str]) -> AsyncGenerator[tuple[str, str], None]:
     """``(event, data)`` for each event of a stream read line by line; comments are skipped."""
-    event, data = "message", []
+    event = "message"
+    data: list[str] = []
     async for line in lines:
         if not line:
             if data:

@@ -5,16 +5,25 @@ one of its N streams has ended. This measures what the stack agentws is
 built on (Hypercorn's trio worker, Quart) takes to end N streams with
 nothing of agentws in the way: a QuartTrio route whose SSE generator sends
 one comment and waits on one shared ``trio.Event``; ``POST /end`` sets it,
-so every stream ends in the same turn of the loop, and the client times
-each stream's end (its terminating chunk) from that moment. No store, no
-token, no session: whatever agentws does on revocation comes on top.
+so every stream ends in the same turn of the loop. No store, no token, no
+session: whatever agentws does on revocation comes on top.
 
-It runs twice per level: as configured (the cycle collector on, the
-objects made at start frozen, as agentws does) and with the collector off
-for the whole run, which is what the teardown costs when no collector
-pass falls into it.
+The client is the one that times agentws's revocations: each stream is
+opened on a socket of its own, then handed to the watcher processes
+(:mod:`benchlib.session_watch`), which stamp each end as it arrives; the
+server's CPU is sampled around it (:mod:`benchlib.session_cpu`).
 
-Run as a server: ``python stream_floor.py [--no-collector]`` binds
+Two variants (``collector``):
+
+- ``frozen``: the floor the targets compare with. The cycle collector is on,
+  and its objects are frozen (``gc.freeze()``) once at start and once every
+  stream is open (``POST /freeze``), as agentws's collector steward freezes
+  its open sessions' objects: what a full pass walks during the teardown is
+  only what the teardown makes;
+- ``off``: the collector disabled for the whole run (reported only): the
+  teardown with no collector pass in it at all.
+
+Run as a server: ``python stream_floor.py [--collector frozen|off]`` binds
 127.0.0.1 on a free port, prints one JSON line ``{"base_url": ...}`` and
 serves until SIGTERM; :func:`measure` starts it and plays the client.
 """
@@ -22,36 +31,49 @@ serves until SIGTERM; :func:`measure` starts it and plays the client.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
-import json
 import logging
-import selectors
-import socket
+import math
+import os
 import sys
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import httpx2
 import trio
 from quart_trio import QuartTrio
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchlib.cli import run_trio
 from benchlib.hypercorn_loopback import loopback_config, serve_on_loopback
+from benchlib.session_observe import LEAD_S, start_observers
+from benchlib.session_revoke import end_histogram
+from benchlib.session_watch import End, Watchers, open_watchers, watchers_for
+from benchlib.stream_http import open_stream
 
-__all__ = ["measure"]
+if TYPE_CHECKING:
+    from benchlib.procs import Processes
 
+__all__ = ["COLLECTORS", "measure"]
+
+#: The variants, the floor first.
+COLLECTORS = ("frozen", "off")
+_SCRIPT = Path(__file__).resolve()
 _START_TIMEOUT_S = 30.0
 # How long the client waits for every stream to open, then to end.
 _OPEN_TIMEOUT_S = 120.0
 _END_TIMEOUT_S = 60.0
 # Seconds of quiet between the last stream opening and ending them.
 _SETTLE_S = 2.0
-# Open this many connections, then read what has arrived, so the backlog never fills.
-_OPEN_STEP = 200
-_LAST_CHUNK = b"0\r\n\r\n"
+# Streams opening at once.
+_OPEN_CONCURRENCY = 50
+# How often the client asks the watchers for ends; how long the CPU is sampled after the last.
+_POLL_S = 0.025
+_SAMPLE_AFTER_S = 1.0
 
 
 def make_app() -> QuartTrio:
@@ -67,6 +89,11 @@ def make_app() -> QuartTrio:
 
         return stream(), 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
+    @app.post("/freeze")
+    async def freeze() -> dict[str, int]:
+        gc.freeze()
+        return {"frozen": gc.get_freeze_count()}
+
     @app.post("/end")
     async def end_all() -> dict[str, float]:
         ended_at.append(time.time())
@@ -76,100 +103,114 @@ def make_app() -> QuartTrio:
     return app
 
 
-async def _serve(collector: bool) -> None:
+async def _serve(collector: str) -> None:
     def freeze() -> None:
         gc.freeze()
-        if not collector:
+        if collector == "off":
             gc.disable()
 
     config = loopback_config(keep_alive_timeout=3600, backlog=4096)
     await serve_on_loopback(make_app(), config, on_bound=freeze)
 
 
-def _open_streams(
-    port: int, count: int
-) -> tuple[selectors.DefaultSelector, dict[socket.socket, bytes]]:
-    selector = selectors.DefaultSelector()
-    seen: dict[socket.socket, bytes] = {}
-    request = b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+async def _open_all(base_url: str, count: int, watchers: Watchers) -> int:
+    """Open ``count`` streams, each handed to the watchers once its first comment arrived."""
+    limiter = trio.CapacityLimiter(_OPEN_CONCURRENCY)
+    opened = 0
 
-    def read_ready(timeout: float) -> None:
-        for key, _ in selector.select(timeout):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)  # noqa: S101 - only sockets registered
-            seen[sock] += sock.recv(65536)
+    async def one(key: int) -> None:
+        nonlocal opened
+        async with limiter:
+            stream = await open_stream(base_url + "/sse", {"Accept": "text/event-stream"})
+            try:
+                seen = b""
+                while b": open" not in seen:
+                    payload = await stream.receive()
+                    if not payload:
+                        raise ConnectionResetError("the stream ended before it opened")
+                    seen += payload
+            except BaseException:
+                stream.close()
+                raise
+            await watchers.hold(stream, key, "floor")
+            opened += 1
 
-    for n in range(count):
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.sendall(request)
-        sock.setblocking(False)
-        seen[sock] = b""
-        selector.register(sock, selectors.EVENT_READ)
-        if n % _OPEN_STEP == _OPEN_STEP - 1:
-            read_ready(0)
-    deadline = time.monotonic() + _OPEN_TIMEOUT_S
-    while any(b": open" not in data for data in seen.values()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"stream floor: not all {count} streams opened")
-        read_ready(0.5)
-    return selector, seen
-
-
-def _time_ends(
-    base_url: str, selector: selectors.DefaultSelector, seen: dict[socket.socket, bytes]
-) -> list[float]:
-    ask = urllib.request.Request(base_url + "/end", method="POST", data=b"")  # noqa: S310 - loopback
-    with urllib.request.urlopen(ask, timeout=_END_TIMEOUT_S) as answer:  # noqa: S310 - loopback
-        ended_at = float(json.loads(answer.read())["ended_at"])
-    ends: list[float] = []
-    deadline = time.monotonic() + _END_TIMEOUT_S
-    while len(ends) < len(seen) and time.monotonic() < deadline:
-        for key, _ in selector.select(1.0):
-            sock = key.fileobj
-            assert isinstance(sock, socket.socket)  # noqa: S101 - only sockets registered
-            data = sock.recv(65536)
-            seen[sock] += data
-            if not data or seen[sock].endswith(_LAST_CHUNK):
-                ends.append(time.time() - ended_at)
-                selector.unregister(sock)
-    return sorted(ends)
+    with trio.fail_after(_OPEN_TIMEOUT_S):
+        async with trio.open_nursery() as nursery:
+            for key in range(count):
+                nursery.start_soon(one, key)
+    return opened
 
 
-def measure(procs: Any, count: int, *, collector: bool) -> dict[str, Any]:
-    """End ``count`` bare SSE streams at once; when each ended, as the client saw it.
+async def _measure(
+    procs: Processes, count: int, collector: str, per_watcher: int
+) -> dict[str, Any]:
+    argv = [sys.executable, str(_SCRIPT), "--collector", collector]
+    name = f"stream-floor-{count}-{collector}"
+    server = procs.start(name, argv)
+    try:
+        base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
+        watchers, children = open_watchers(procs, name, watchers_for(count, per_watcher))
+        try:
+            opened = await _open_all(base_url, count, watchers)
+            async with httpx2.AsyncClient(base_url=base_url, timeout=_END_TIMEOUT_S) as http:
+                (await http.post("/freeze")).raise_for_status()
+                await trio.sleep(_SETTLE_S)
+                client = [os.getpid(), *watchers.pids]
+                observers = start_observers(procs, name, server.pid, client, None)
+                try:
+                    await trio.sleep(LEAD_S)
+                    answer = await http.post("/end")
+                    answer.raise_for_status()
+                    ended_at = float(answer.json()["ended_at"])
+                    ends: list[End] = []
+                    with trio.move_on_after(_END_TIMEOUT_S):
+                        while len(ends) < opened:
+                            ends += await watchers.sync()
+                            await trio.sleep(_POLL_S)
+                    last = max((end.at for end in ends), default=None)
+                    observers.stop_at(max(time.time(), (last or 0.0) + _SAMPLE_AFTER_S))
+                    sampled = await observers.figures(ended_at, last)
+                finally:
+                    observers.close()
+        finally:
+            await watchers.close()
+            for child in children:
+                procs.stop(child)
+    finally:
+        procs.stop(server)
+    after = sorted(end.at - ended_at for end in ends)
+    return {
+        "streams": count,
+        "opened": opened,
+        "ended": len(after),
+        "broken": sum(1 for end in ends if end.error),
+        "collector": collector,
+        "p50_ms": 1000 * after[len(after) // 2] if after else math.nan,
+        "max_ms": 1000 * after[-1] if after else math.nan,
+        "ends_per_100ms": end_histogram(after),
+        "watchers": len(children),
+        **sampled,
+    }
+
+
+def measure(procs: Processes, count: int, *, collector: str, per_watcher: int) -> dict[str, Any]:
+    """End ``count`` bare SSE streams at once; when each ended, as the watchers saw it.
 
     Args:
         procs: the run's :class:`benchlib.procs.Processes`, which owns the server.
-        collector: whether the server keeps the cycle collector on.
+        collector: ``frozen`` (the floor) or ``off`` (see the module docstring).
+        per_watcher: streams each watcher process holds at most.
+
+    Returns:
+        ``p50_ms``/``max_ms`` of the ends after ``POST /end`` set the event,
+        ``ends_per_100ms``, and ``cpu`` (:func:`benchlib.session_cpu.timeline`).
     """
-    argv = [sys.executable, str(Path(__file__).resolve())]
-    if not collector:
-        argv.append("--no-collector")
-    server = procs.start(f"stream-floor-{count}-{'gc' if collector else 'nogc'}", argv)
-    try:
-        base_url = server.read_json_line(_START_TIMEOUT_S)["base_url"]
-        port = int(base_url.rsplit(":", 1)[1])
-        selector, seen = _open_streams(port, count)
-        try:
-            time.sleep(_SETTLE_S)
-            ends = _time_ends(base_url, selector, seen)
-        finally:
-            for sock in seen:
-                sock.close()
-            selector.close()
-    finally:
-        procs.stop(server)
-    return {
-        "streams": count,
-        "ended": len(ends),
-        "collector": collector,
-        "p50_ms": 1000 * ends[len(ends) // 2] if ends else None,
-        "max_ms": 1000 * ends[-1] if ends else None,
-    }
+    return run_trio(functools.partial(_measure, procs, count, collector, per_watcher))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Bare SSE streams on QuartTrio, ended at once.")
-    parser.add_argument("--no-collector", action="store_true", help="turn the cycle collector off")
+    parser.add_argument("--collector", choices=COLLECTORS, default="frozen")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    trio.run(_serve, not parser.parse_args().no_collector)
+    trio.run(_serve, parser.parse_args().collector)

@@ -30,7 +30,8 @@ def thawed() -> Iterator[None]:
 
 def test_frozen_cycles_wait_until_as_many_sessions_closed_as_are_open(thawed: None) -> None:
     counts = [0, 0, 0]  # open, opened so far, closed so far
-    steward = CollectorSteward(lambda: (counts[0], counts[1], counts[2]))
+    now = [0.0]
+    steward = CollectorSteward(lambda: (counts[0], counts[1], counts[2]), lambda: now[0])
 
     # A few new sessions are not worth a freeze.
     counts[:] = [10, 10, 0]
@@ -46,18 +47,59 @@ def test_frozen_cycles_wait_until_as_many_sessions_closed_as_are_open(thawed: No
     gc.collect()
     assert gone() is not None  # frozen: out of the collector's sight
 
-    # Closing fewer than are open reclaims nothing yet.
+    # Closing fewer than are open reclaims nothing, however long it waits.
+    now[0] = 700.0
     counts[:] = [600, 1000, 400]
     steward.step()
     gc.collect()
     assert gone() is not None
 
-    # Not while sessions are still closing: once they have stopped.
+    # Not while sessions are still closing, nor until they stopped for a while.
     counts[:] = [100, 1000, 900]
+    now[0] = 701.0
+    steward.step()
+    now[0] = 705.0
     steward.step()
     gc.collect()
     assert gone() is not None
+    now[0] = 711.0
     steward.step()
     assert gone() is None
     # What is left is frozen again.
     assert gc.get_freeze_count() > 0
+
+
+def test_reclaims_come_at_most_every_ten_minutes_and_at_least_every_hour(thawed: None) -> None:
+    counts = [0, 0, 0]
+    now = [0.0]
+    steward = CollectorSteward(lambda: (counts[0], counts[1], counts[2]), lambda: now[0])
+    counts[:] = [1000, 1000, 0]
+    steward.step()
+
+    def cycle() -> weakref.ref[_Cycle]:
+        made = _Cycle()
+        gone = weakref.ref(made)
+        gc.freeze()  # as a session's objects are
+        return gone
+
+    # Quiet, and enough closed: but the last reclaim (the start) was too recent.
+    first = cycle()
+    counts[:] = [0, 1000, 1000]
+    now[0] = 300.0
+    steward.step()
+    now[0] = 599.0
+    steward.step()
+    assert first() is not None
+    now[0] = 600.0
+    steward.step()
+    assert first() is None
+
+    # Sessions closing without pause: an hour after the last reclaim, it comes anyway.
+    second = cycle()
+    for minute in range(11, 71):
+        counts[:] = [0, counts[1] + 100, counts[2] + 100]
+        now[0] = 600.0 + 60 * (minute - 10)
+        steward.step()
+        if now[0] - 600.0 < 3600:
+            assert second() is not None, minute
+    assert second() is None

@@ -110,3 +110,42 @@ async def test_the_collector_waits_no_longer_than_its_bound(
         await trio.sleep(2)
         assert gc.isenabled()
         assert trio.current_time() - revoked_at > 30
+
+
+async def test_a_revoked_tokens_sessions_are_dropped_once() -> None:
+    """A second look at the revoked token, while its sessions still close, finds none to close."""
+    revoked = make_caller("revoked")
+    async with _supervisor() as supervisor:
+        sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        assert supervisor.revoke(revoked.token_id) == MANY
+        # Its sessions are cancelled a batch at a time, in a task of their own:
+        # most of them are still open when the revocation is seen again.
+        assert not all(session.ended.is_set() for session in sessions)
+        assert supervisor.sessions_of(revoked.token_id) == []
+        assert supervisor.revoke(revoked.token_id) == 0
+        with trio.fail_after(PATIENCE_S):
+            for session in sessions:
+                await session.ended.wait()
+        assert len(supervisor) == 0
+
+
+async def test_other_tasks_run_while_a_revoked_tokens_sessions_close() -> None:
+    """Sessions close a batch at a time: the loop is not held until every stream has ended."""
+    revoked = make_caller("revoked")
+    async with _supervisor() as supervisor, trio.open_nursery() as readers:
+        sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        streams_ended: list[int] = []
+        all_ended = trio.Event()
+        for session in sessions:
+            connection = session.open_stream()
+            assert connection is not None
+            readers.start_soon(_read_to_end, connection.receive, streams_ended, all_ended)
+        await trio.testing.wait_all_tasks_blocked()
+
+        supervisor.revoke(revoked.token_id)
+        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
+        # This task ran again before the last batch's streams had ended.
+        assert 0 < len(streams_ended) < MANY
+        with trio.fail_after(PATIENCE_S):
+            await all_ended.wait()

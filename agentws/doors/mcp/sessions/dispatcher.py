@@ -27,6 +27,7 @@ envelope. Stateless requests never reach a session (:mod:`agentws.doors.mcp.disp
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -221,3 +222,16 @@ class SessionServing:
         # 10,000 tasks for nothing.
         if exit_stack_has_callbacks(self._connection):
             self._nursery.start_soon(aclose_shielded, self._connection)
+
+    def release(self) -> None:
+        """Nothing of the session runs any more: let go of what points back at it.
+
+        The SDK's runner keeps its bound handlers (cached properties), so it
+        and everything it reaches, the session included, would wait for a
+        pass of the cycle collector; ten thousand sessions revoked at once
+        would make that pass take seconds. Without them the session's objects
+        are freed as soon as it is let go of.
+        """
+        for cached in ("on_request", "on_notify"):
+            with contextlib.suppress(AttributeError):  # never asked for
+                delattr(self._runner, cached)

@@ -87,8 +87,7 @@ class McpSession:
     _pending: dict[str, ReplayStream] = attrs.field(factory=dict)
     _initialize_id: str | None = None
     ended: trio.Event = attrs.field(factory=trio.Event)
-    #: The SDK's session toward the client, for notifications outside a request.
-    server_session: ServerSession | None = None
+    _server_session: ServerSession | None = None
     #: The lowest log level the client wants (``logging/setLevel``); None: all.
     log_level: str | None = None
     #: Approval requests this session queued whose outcome it has not been told
@@ -98,6 +97,18 @@ class McpSession:
     subscriptions: set[str] = attrs.field(factory=set)
     #: HTTP responses reading one of the session's streams (handed out, not left yet).
     _readers: int = 0
+
+    @property
+    def server_session(self) -> ServerSession | None:
+        """The SDK's session toward the client, for notifications outside a request."""
+        return self._server_session
+
+    @server_session.setter
+    def server_session(self, handle: ServerSession | None) -> None:
+        # Not kept by a handler still finishing once the session has ended:
+        # the handle points back at the session (see _release).
+        if not self.ended.is_set():
+            self._server_session = handle
 
     def await_outcome(self, approval_id: str) -> None:
         """Tell this session the outcome of ``approval_id`` when there is one."""
@@ -153,6 +164,11 @@ class McpSession:
             self._release()
 
     def _release(self) -> None:
+        # The SDK's serving of the session and the session point at each
+        # other: let go of here, the session is freed by reference counting.
+        serving, self.serving, self._server_session = self.serving, None, None
+        if serving is not None:
+            serving.release()
         callback, self.on_released = self.on_released, None
         if callback is not None:
             callback(self)

@@ -49,7 +49,8 @@ _REVOCATION_POLL_S = 0.25
 # After a check for revoked tokens, this many times its duration passes before
 # the next (at most _REVOCATION_POLL_S).
 _CHECK_SHARE = 4
-# Sessions of a revoked token cancelled at once, between turns of the other tasks.
+# Sessions of a revoked token closed at once; their streams' writers and the
+# other tasks run between batches.
 _CANCEL_BATCH = 200
 # Closing more sessions than this at once holds the cycle collector back until
 # their responses have ended, for this long at most.
@@ -228,11 +229,12 @@ class SessionSupervisor:
             token_sessions.discard(session.id)
             if not token_sessions:
                 del self._by_token[session.token_id]
-        caller = session.caller
-        with log_context(
-            workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
-        ):
-            log.info("session %s closed", session.id)
+        if log.isEnabledFor(logging.INFO):  # ten thousand closed at once: no context for nothing
+            caller = session.caller
+            with log_context(
+                workspace=caller.workspace.slug, group=caller.group.slug, session=session.id
+            ):
+                log.info("session %s closed", session.id)
 
     def adopt(self, session: McpSession, caller: Caller) -> None:
         """Let ``caller`` (the same OAuth client's newer token) hold ``session`` from now on.
@@ -250,36 +252,37 @@ class SessionSupervisor:
 
     def revoke(self, token_id: str) -> int:
         """Close every session of a token; how many there were."""
-        sessions = self.sessions_of(token_id)
+        # Forgotten as a token at once: its sessions close a batch at a time,
+        # and the next check for revoked tokens must not close them again.
+        sessions = [self._sessions[s] for s in self._by_token.pop(token_id, ())]
         if sessions:
             self._close_many(sessions)
             log.info("token %s revoked: closed %d session(s)", token_id, len(sessions))
         return len(sessions)
 
     def _close_many(self, sessions: list[McpSession]) -> None:
-        # What the clients see is their streams ending. So every stream ends
-        # at once, and the sessions are closed (their handlers cancelled) a
-        # batch at a time in a task of their own, the streams' writers
-        # running between.
-        for session in sessions:
-            session.replays.close()
+        # A batch at a time: each session's streams end and its handlers are
+        # cancelled, then the streams' writers run before the next batch. Ten
+        # thousand streams woken at once would hold every other request up
+        # (a health check, another client's call) until the last had ended.
         if len(sessions) > _HOLD_COLLECTOR_FROM:
             self._hold_collector(sessions)
-        if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
-            for session in sessions:
-                session.close()
+        if self._nursery is None:  # not serving (yet, or any more): nothing else runs
+            _close_batch(sessions)
             return
-        self._nursery.start_soon(self._cancel_in_batches, sessions)
+        _close_batch(sessions[:_CANCEL_BATCH])
+        if len(sessions) > _CANCEL_BATCH:
+            self._nursery.start_soon(self._close_in_batches, sessions[_CANCEL_BATCH:])
 
     def _hold_collector(self, sessions: list[McpSession]) -> None:
         """Hold the cycle collector's automatic passes until ``sessions``' responses end.
 
         Thousands of streams ending at once allocate enough to start full
         passes of the collector, each of which holds every ending stream up.
-        Meanwhile their objects are freed as usual (by reference counting);
-        only reference cycles wait for the collector, which the collector's
-        steward (:mod:`agentws.http.collector`) reclaims in one pass once closing
-        has stopped.
+        Meanwhile their objects are freed as usual, by reference counting: a
+        closed session and its connection leave no reference cycle (the
+        collector's steward, :mod:`agentws.http.collector`, reclaims any
+        that another part leaves, later).
         """
         if self._nursery is None:
             return
@@ -308,11 +311,10 @@ class SessionSupervisor:
             gc.enable()
 
     @staticmethod
-    async def _cancel_in_batches(sessions: list[McpSession]) -> None:
+    async def _close_in_batches(sessions: list[McpSession]) -> None:
         for start in range(0, len(sessions), _CANCEL_BATCH):
-            for session in sessions[start : start + _CANCEL_BATCH]:
-                session.close()
             await trio.lowlevel.checkpoint()
+            _close_batch(sessions[start : start + _CANCEL_BATCH])
 
     def drain(self) -> None:
         """Take no new session; the open ones go on (see :meth:`wait_until_empty`)."""
@@ -391,3 +393,11 @@ class SessionSupervisor:
             # a slow one (a busy store) delays the next by a poll at most.
             took = trio.current_time() - started
             await trio.sleep(min(_CHECK_SHARE * took, _REVOCATION_POLL_S))
+
+
+def _close_batch(sessions: list[McpSession]) -> None:
+    """End the sessions' streams first (what their clients see), then close the sessions."""
+    for session in sessions:
+        session.replays.close()
+    for session in sessions:
+        session.close()

@@ -1,0 +1,105 @@
+"""A closed MCP session and its ended connection are freed at once, not left to the collector.
+
+Ten thousand sessions revoked at once leave whatever of them sits in a
+reference cycle to one pass of the cycle collector, which then holds the
+event loop for seconds. So nothing of a session (its serving by the SDK,
+its streams) nor of its HTTP connection may be in a cycle once they end.
+The collector is off throughout: what is freed here is freed by reference
+counting.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+
+from agentws.bridges.hypercorn_bridge import BridgedTCPServer
+from agentws.doors.mcp.sessions.session import McpSession
+from tests.e2e.mcp_support import REQUEST_S, legacy_stream, raw_request, running
+from tests.e2e.polling import wait_for
+
+ACCEPT = "application/json, text/event-stream"
+PATIENCE_S = 30.0
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _connections() -> int:
+    return sum(1 for o in gc.get_objects() if isinstance(o, BridgedTCPServer))
+
+
+def _message(text: str) -> dict[str, object]:
+    """The JSON-RPC message of a short SSE response or a JSON one."""
+    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+    return json.loads(data[-1] if data else text)  # type: ignore[no-any-return]
+
+
+async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_collector(
+    tmp_path: Path, no_collector: None
+) -> None:
+    async with (
+        running(tmp_path, with_library=False) as server,
+        httpx2.AsyncClient(timeout=REQUEST_S) as http,
+    ):
+        headers = {**server.headers(), "Accept": ACCEPT}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+        answer = await http.post(server.url, json=initialize, headers=headers)
+        assert answer.status_code == 200, answer.text
+        headers["Mcp-Session-Id"] = session_id = answer.headers["mcp-session-id"]
+        headers["Mcp-Protocol-Version"] = "2025-06-18"
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(server.url, json=initialized, headers=headers)).status_code == 202
+        listed = await http.post(
+            server.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
+        )
+        assert "tools" in _message(listed.text)["result"]  # type: ignore[operator]
+        await http.aclose()  # its connections end here, not with the sessions
+        await wait_for(lambda: _connections() == 0, what="the client's connections freed")
+
+        path = server.url.removeprefix(server.base_url)
+        stream_headers = {**headers, "Accept": "text/event-stream"}
+        async with (
+            raw_request(server, "GET", path, stream_headers) as stream,
+            legacy_stream(server) as (legacy_id, legacy),
+        ):
+            assert stream.status == 200
+            sessions = [server.runtime.sessions.get(s) for s in (session_id, legacy_id)]
+            assert all(isinstance(s, McpSession) for s in sessions)
+            freed = [weakref.ref(s) for s in sessions]
+            token_id = sessions[0].token_id  # type: ignore[union-attr]
+            del sessions
+            assert _connections() == 2
+
+            assert server.runtime.sessions.revoke(token_id) == 2
+            with trio.fail_after(PATIENCE_S):
+                await stream.read_to_end()
+                await legacy.read_to_end()
+        # The client has hung up both connections: they end on the server too.
+        await wait_for(lambda: _connections() == 0, what="the connections freed")
+        await wait_for(lambda: all(ref() is None for ref in freed), what="the sessions freed")
