@@ -20,12 +20,14 @@ on the link's own HTTP transport (the URL guard, the connection pool):
   the session; the tool's output schema is the tool runner's to check);
 - HTTP and JSON-RPC errors become the :class:`MCPError` the SDK would raise.
 
-Later rounds of an ``input_required`` exchange, and calls passed through
-for a caller of the stateless revision, go through the SDK's session
-(:mod:`agentws.connectors.modern_link`). Where the session lacks what the
-stamp and the checks need (another SDK release), the link uses the SDK for
-every call (:meth:`DirectCaller.for_session`). The stamp and the result
-parser are the session's private parts, reached through
+A first round passed through for a caller of the stateless revision goes
+this way too, declaring that caller's capabilities instead of the link's
+(as the session does for it); later rounds of an ``input_required``
+exchange go through the SDK's session (:mod:`agentws.connectors.modern_link`).
+Where the session lacks what the stamp and the checks need (another SDK
+release), the link uses the SDK for every call
+(:meth:`DirectCaller.for_session`). The stamp and the result parser are
+the session's private parts, reached through
 :mod:`agentws.bridges.mcp_sdk_bridge`.
 """
 
@@ -45,6 +47,7 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -121,8 +124,12 @@ class DirectCaller:
         meta: dict[str, Any] | None,
         progress: ProgressFn | None,
         on_log: LogFn | None,
+        declared: dict[str, Any] | None = None,
     ) -> Outcome:
         """Call the remote's tool ``name`` once; its result, or ``input_required``.
+
+        ``declared``: the capabilities of the caller the call is passed through
+        for (a caller of the stateless revision), declared instead of the link's.
 
         Error handling:
             :class:`MCPError` for the remote's JSON-RPC error, an HTTP error
@@ -142,6 +149,10 @@ class DirectCaller:
         # The session's own stamp (a private method: see for_session).
         options: CallOptions = {}
         stamp_request(self.session, data, options)
+        if declared is not None:
+            # As the link's session writes a passed-through call (modern_link's DeclaringStream).
+            stamped = data["params"]
+            stamped["_meta"] = {**stamped.get("_meta", {}), CLIENT_CAPABILITIES_META_KEY: declared}
         headers = {
             **self.headers,
             **options.get("headers", {}),

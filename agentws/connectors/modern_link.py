@@ -144,8 +144,8 @@ async def call_over(
     """Call ``name`` over a stateless link, for ``channel``'s caller.
 
     ``direct``: the link's :class:`~agentws.connectors.direct_call.DirectCaller`,
-    which sends a call's first round itself (rounds that carry answers, and
-    rounds passed through for a caller, go through the session).
+    which sends a call's first round itself, a passed-through caller's too
+    (rounds that carry answers go through the session).
 
     Returns:
         The remote's result; for a caller whose channel has a
@@ -164,13 +164,14 @@ async def call_over(
         meta = cast(types.RequestParamsMeta, {LOG_LEVEL_META_KEY: "debug"})
 
     async def send_once(responses: types.InputResponses | None, state: str | None) -> Any:
-        if direct is not None and responses is None and state is None and _DECLARED.get() is None:
+        if direct is not None and responses is None and state is None:
             return await direct.call_tool(
                 name,
                 arguments,
                 meta=cast(dict[str, Any] | None, meta),
                 progress=progress,
                 on_log=channel.log if channel is not None else None,
+                declared=_DECLARED.get(),
             )
         result = await session.call_tool(
             name,
