@@ -75,6 +75,8 @@ class McpSession:
     #: Told once, when the session has closed and no HTTP response reads it any
     #: more: nothing of it runs, so its objects can be reclaimed (the collector).
     on_released: Callable[[McpSession], None] | None = None
+    #: Told when the session starts waiting for an approval's outcome (the supervisor's index).
+    on_awaiting: Callable[[McpSession], None] | None = None
     last_active: float = attrs.field(factory=trio.current_time)
     #: The session's SSE streams (the legacy stream or the ``GET`` stream is
     #: ``standalone()``) and their recent events.
@@ -114,6 +116,8 @@ class McpSession:
         """Tell this session the outcome of ``approval_id`` when there is one."""
         if len(self.awaiting) >= _MAX_AWAITING:
             del self.awaiting[next(iter(self.awaiting))]
+        if not self.awaiting and self.on_awaiting is not None:
+            self.on_awaiting(self)
         self.awaiting[approval_id] = None
 
     async def tell_outcome(self, approval: ApprovalOutcome, data: dict[str, Any]) -> bool:

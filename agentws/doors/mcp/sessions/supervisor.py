@@ -93,6 +93,8 @@ class SessionSupervisor:
     #: ``(when it may have been idle long enough, session id)``, a heap.
     _expiries: list[tuple[float, str]] = attrs.field(factory=list, init=False)
     _expiry_added: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: Ids of the sessions that queued a call and wait for its outcome (some may be closed).
+    _waiting: set[str] = attrs.field(factory=set, init=False)
     #: Closed sessions whose responses are still ending while the collector is held.
     _ending: set[str] = attrs.field(factory=set, init=False)
     #: The deadline of the hold on the collector, while there is one.
@@ -127,20 +129,35 @@ class SessionSupervisor:
         """Every open session of this process."""
         return list(self._sessions.values())
 
+    def _waiting_sessions(self) -> list[McpSession]:
+        """The open sessions waiting to hear of an approval (the rest are dropped from the set)."""
+        waiting = []
+        for session_id in list(self._waiting):
+            session = self._sessions.get(session_id)
+            if session is None or not session.awaiting:
+                self._waiting.discard(session_id)
+            else:
+                waiting.append(session)
+        return waiting
+
+    def _awaits(self, session: McpSession) -> None:
+        self._waiting.add(session.id)
+
     def awaited(self) -> set[str]:
         """Approval requests some open session waits to hear about."""
-        waited = {a for session in self._sessions.values() for a in session.awaiting}
+        # Asked four times a second: the sessions that wait, not all ten thousand open.
+        waited = {a for session in self._waiting_sessions() for a in session.awaiting}
         return waited | self.listens.awaited()
 
     def forget(self, approval_id: str) -> None:
         """No session waits for ``approval_id`` any more (it no longer exists)."""
-        for session in self._sessions.values():
+        for session in self._waiting_sessions():
             session.awaiting.pop(approval_id, None)
 
     async def deliver(self, approval: ApprovalOutcome, data: dict[str, Any]) -> int:
         """Tell every open session waiting for ``approval`` its outcome; how many were told."""
         told = self.listens.deliver(approval)
-        for session in list(self._sessions.values()):
+        for session in self._waiting_sessions():
             if approval.id in session.awaiting and await session.tell_outcome(approval, data):
                 told += 1
         return told
@@ -184,6 +201,7 @@ class SessionSupervisor:
             rendered=self.rendered,
             on_close=self._closed,
             on_released=self._released,
+            on_awaiting=self._awaits,
         )
         session.serving = SessionServing(
             self.server,
