@@ -312,15 +312,30 @@ class CatalogQueries(Queries):
 
 def _snippet(opening: str) -> str:
     """About :data:`_SNIPPET_WORDS` words of a document's marked opening, from a few words
-    before its first match; matches marked as :data:`_MARK` does, a cut shown as ``…``."""
-    words = opening.split()
-    first = next((n for n, word in enumerate(words) if _OPEN in word), 0)
-    start = max(0, first - _SNIPPET_LEAD)
-    shown = " ".join(words[start : start + _SNIPPET_WORDS])
+    before its first match; matches marked as :data:`_MARK` does, a cut shown as ``…``.
+
+    Only the words around the first match are split off: an opening is up to
+    :data:`OPENING_CHARS` long, and splitting all of it for every hit of every
+    search cost more than the rest of shaping a search's answer.
+    """
+    at = opening.find(_OPEN)
+    lead: list[str] = []
+    cut_before = False
+    if at > 0:
+        if not opening[at - 1].isspace():
+            at -= len(opening[:at].rsplit(None, 1)[-1])  # the marked word began before its mark
+        lead = opening[:at].rsplit(None, _SNIPPET_LEAD)
+        cut_before = len(lead) > _SNIPPET_LEAD
+        if cut_before:
+            del lead[0]  # the words before those shown
+    room = _SNIPPET_WORDS - len(lead)
+    rest = opening[max(at, 0) :].split(None, room)
+    cut_after = len(rest) > room
+    shown = " ".join(lead + rest[:room])
     if shown.count(_OPEN) > shown.count(_CLOSE):
         shown += _CLOSE
     shown = shown.replace(_OPEN, _MARK).replace(_CLOSE, _MARK)
-    return ("…" if start else "") + shown + ("…" if start + _SNIPPET_WORDS < len(words) else "")
+    return ("…" if cut_before else "") + shown + ("…" if cut_after else "")
 
 
 # Parameters of both search queries: first the scope (the group id, or the ids

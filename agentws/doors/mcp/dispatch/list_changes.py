@@ -27,7 +27,6 @@ asked for them (:class:`~agentws.doors.mcp.sessions.listen.ListenStreams`).
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from datetime import datetime
 from typing import Protocol
 
@@ -217,7 +216,7 @@ class ListChanges:
 
     def _new_groups(self) -> bool:
         listened = self.sessions.listens.groups()
-        return any(s.caller.group.id not in self._seen for s in self.sessions.all()) or any(
+        return any(group_id not in self._seen for group_id in self.sessions.groups()) or any(
             group_id not in self._seen for group_id in listened
         )
 
@@ -245,12 +244,9 @@ class ListChanges:
 
     async def check(self) -> None:
         """Compare every group with open sessions with what was seen, and notify."""
-        by_group: defaultdict[str, list[McpSession]] = defaultdict(list)
-        groups: dict[str, Group] = {}
-        for session in self.sessions.all():
-            group = session.caller.group
-            by_group[group.id].append(session)
-            groups[group.id] = group
+        # By group, as the supervisor indexes them: ten thousand open sessions
+        # are not walked at every commit.
+        groups: dict[str, Group] = dict(self.sessions.groups())
         groups.update(self.sessions.listens.groups())
         for group_id in [g for g in self._seen if g not in groups]:
             del self._seen[group_id]
@@ -260,11 +256,9 @@ class ListChanges:
             self._seen[group_id] = later
             if before is None:
                 continue
-            await self._notify(group_id, by_group[group_id], before, later)
+            await self._notify(group_id, before, later)
 
-    async def _notify(
-        self, group_id: str, sessions: list[McpSession], before: Snapshot, later: Snapshot
-    ) -> None:
+    async def _notify(self, group_id: str, before: Snapshot, later: Snapshot) -> None:
         kinds = [
             kind
             for kind, changed in (
@@ -283,7 +277,7 @@ class ListChanges:
         for uri in sorted(updated):
             listens.publish(group_id, ResourceUpdated(uri=uri))
         async with trio.open_nursery() as nursery:
-            for session in sessions:
+            for session in self.sessions.sessions_of_group(group_id):
                 for kind in kinds:
                     nursery.start_soon(_send, session, kind)
                 for uri in sorted(updated & session.subscriptions):

@@ -31,8 +31,9 @@ import attrs
 import trio
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server
-from mcp.server.runner import serve_one
+from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.server.session import ServerSession
+from mcp.shared.dispatcher import DispatchContext
 from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
@@ -47,6 +48,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 from agentws.bridges.mcp_sdk_bridge import (
+    exit_stack_has_callbacks,
     handle_modern_request,
     mcp_param_rejection,
     single_exchange_context,
@@ -231,10 +233,10 @@ async def _answer_call(
     a dict, then JSON); for the calls a busy endpoint serves most, that is
     a good part of its work. This runs the same checks, in the same order,
     with the SDK's own functions, and the request through the SDK's own
-    :func:`~mcp.server.runner.serve_one`, and writes the JSON-RPC reply once
-    (an error as the SDK writes it). A request the checks refuse is left to
-    the SDK's handler, which refuses it exactly as it always does: False,
-    before anything ran or was sent.
+    :class:`~mcp.server.runner.ServerRunner` (:func:`_serve_one`), and
+    writes the JSON-RPC reply once (an error as the SDK writes it). A
+    request the checks refuse is left to the SDK's handler, which refuses it
+    exactly as it always does: False, before anything ran or was sent.
     """
     decoded = body.document()
     if not isinstance(decoded, dict) or "id" not in decoded:
@@ -267,15 +269,7 @@ async def _answer_call(
         ServerMessageMetadata(request_context=http),
     )
     answer = await to_jsonrpc_response(
-        request.id,
-        serve_one(
-            server,
-            exchange,
-            request.method,
-            request.params,
-            connection=connection,
-            lifespan_state=state,
-        ),
+        request.id, _serve_one(server, exchange, request.method, request.params, connection, state)
     )
     if isinstance(answer, JSONRPCError):
         await write_jsonrpc_reply(answer, scope, receive, send)
@@ -289,6 +283,30 @@ async def _answer_call(
         [(b"content-type", b"application/json")],
     )
     return True
+
+
+async def _serve_one(
+    server: Server[Any],
+    dctx: DispatchContext[TransportContext],
+    method: str,
+    params: Mapping[str, Any] | None,
+    connection: Connection,
+    state: StatelessCaller,
+) -> dict[str, Any]:
+    """The SDK's :func:`~mcp.server.runner.serve_one`, its teardown made only when needed.
+
+    The request runs through the SDK's own :class:`~mcp.server.runner.ServerRunner`,
+    as ``serve_one`` runs it. ``serve_one`` then unwinds the connection's exit
+    stack under a shielded, bounded cancel scope; handlers nearly never leave
+    anything on it, and that scope costs more than the rest of the call's
+    framing. It is unwound as the SDK does whenever something was left.
+    """
+    runner = ServerRunner(server, connection, state)
+    try:
+        return await runner.on_request(dctx, method, params)
+    finally:
+        if exit_stack_has_callbacks(connection):
+            await aclose_shielded(connection)
 
 
 def _folded(scope: Scope) -> dict[str, str]:

@@ -297,6 +297,15 @@ class McpSession:
             self.protocol_version = version
 
     async def _push(self, channel: trio.MemorySendChannel[Any], item: Any) -> None:
+        # Mostly the reader keeps up: no deadline to set for a send that cannot wait.
+        try:
+            channel.send_nowait(item)
+        except trio.WouldBlock:
+            pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # that reader is gone; the message has nowhere to go
+        else:
+            return
         with trio.move_on_after(self.stall_s) as waited:
             try:
                 await channel.send(item)

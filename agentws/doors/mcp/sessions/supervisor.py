@@ -29,7 +29,7 @@ from mcp.server.models import InitializationOptions
 from agentws.common.changes import ChangeFeed, Topic
 from agentws.core.errors import OverCapacityError
 from agentws.core.logs import add_log_context, log_context
-from agentws.domain.models import ApprovalOutcome
+from agentws.domain.models import ApprovalOutcome, Group
 from agentws.doors.mcp.sessions.auth import Caller
 from agentws.doors.mcp.sessions.dispatcher import SessionServing
 from agentws.doors.mcp.sessions.listen import ListenStreams
@@ -82,6 +82,11 @@ class SessionSupervisor:
     _by_token: defaultdict[str, set[str]] = attrs.field(
         factory=lambda: defaultdict(set), init=False
     )
+    #: Open sessions by group id, and each group (the list-changed watch reads them).
+    _by_group: defaultdict[str, set[str]] = attrs.field(
+        factory=lambda: defaultdict(set), init=False
+    )
+    _groups: dict[str, Group] = attrs.field(factory=dict, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
     _draining: bool = attrs.field(default=False, init=False)
@@ -162,6 +167,27 @@ class SessionSupervisor:
                 told += 1
         return told
 
+    def groups(self) -> dict[str, Group]:
+        """The groups with sessions open, by id."""
+        return self._groups
+
+    def sessions_of_group(self, group_id: str) -> list[McpSession]:
+        return [self._sessions[s] for s in self._by_group.get(group_id, ())]
+
+    def _index_group(self, session: McpSession) -> None:
+        group = session.caller.group
+        self._by_group[group.id].add(session.id)
+        self._groups[group.id] = group
+
+    def _unindex_group(self, session: McpSession) -> None:
+        group_id = session.caller.group.id
+        held = self._by_group.get(group_id)
+        if held is not None:
+            held.discard(session.id)
+            if not held:
+                del self._by_group[group_id]
+                self._groups.pop(group_id, None)
+
     def sessions_of(self, token_id: str) -> list[McpSession]:
         return [self._sessions[s] for s in self._by_token.get(token_id, ())]
 
@@ -217,6 +243,7 @@ class SessionSupervisor:
         if self._emptied.is_set():
             self._emptied = trio.Event()
         self._by_token[session.token_id].add(session.id)
+        self._index_group(session)
         self._expire_later(session)
         # The request opening it, and the handlers its messages start, log its id.
         add_log_context(
@@ -242,6 +269,7 @@ class SessionSupervisor:
             return
         if not self._sessions:
             self._emptied.set()
+        self._unindex_group(session)
         token_sessions = self._by_token.get(session.token_id)
         if token_sessions is not None:
             token_sessions.discard(session.id)
@@ -265,8 +293,10 @@ class SessionSupervisor:
             held.discard(session.id)
             if not held:
                 del self._by_token[session.token_id]
+        self._unindex_group(session)
         session.caller = caller
         self._by_token[caller.token_id].add(session.id)
+        self._index_group(session)
 
     def revoke(self, token_id: str) -> int:
         """Close every session of a token; how many there were."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -103,7 +103,7 @@ from agentws.http.asgi import (
 from agentws.oauth.resources import bearer_challenge
 from agentws.settings.config import Settings
 
-__all__ = ["McpDoor"]
+__all__ = ["GuardVerdicts", "McpDoor"]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -111,6 +111,52 @@ _PATH = re.compile(r"/mcp/g/([a-z0-9][a-z0-9-]*)/([a-z0-9][a-z0-9-]*)(/messages)
 _NO_SESSION = "no such session (it may have expired): initialize again"
 # The one revision with JSON-RPC batches (2025-06-18 removed them).
 _BATCHES_IN = "2025-03-26"
+# Host/Origin/address triples whose verdict is remembered; more are forgotten all at
+# once (a client sends the same triple with every request; a flood of made-up Host
+# headers costs what it would without the memory).
+_MAX_VERDICTS = 256
+
+
+class _Guard(Protocol):
+    def refusal(
+        self, host: str | None, origin: str | None, server: object = None
+    ) -> str | None: ...
+
+
+@attrs.define(eq=False)
+class GuardVerdicts:
+    """The Host/Origin guard's verdicts, each asked of it once per (Host, Origin, address).
+
+    The guard is a pure function of these three (and of settings that do
+    not change while the process runs); its answer takes parsing an address
+    and matching every pattern, which every request of a client would repeat.
+    """
+
+    guard: _Guard
+    most: int = _MAX_VERDICTS
+    _verdicts: dict[tuple[str | None, str | None, object], str | None] = attrs.field(
+        factory=dict, init=False
+    )
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+    def refusal(self, host: str | None, origin: str | None, server: object = None) -> str | None:
+        """What :meth:`HostOriginGuard.refusal` says for these, asked once."""
+        if isinstance(server, list):
+            server = tuple(server)  # ASGI says a tuple; some servers give a list
+        key = (host, origin, server)
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        except TypeError:  # an address that cannot be a key: asked every time
+            return self.guard.refusal(host, origin, server)
+        verdict = self.guard.refusal(host, origin, server)
+        if len(self._verdicts) >= self.most:
+            self._verdicts.clear()
+        self._verdicts[key] = verdict
+        return verdict
 
 
 @attrs.define(eq=False)
@@ -128,11 +174,11 @@ class McpDoor:
     forwarder: SessionForwarder
     #: Answers an OAuth call beyond its token's scope with a 403 challenge.
     scopes: ScopeChallenge | None = None
-    guard: HostOriginGuard = attrs.field(init=False)
+    guard: GuardVerdicts = attrs.field(init=False)
     cors: Cors = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.guard = HostOriginGuard.from_settings(self.settings)
+        self.guard = GuardVerdicts(HostOriginGuard.from_settings(self.settings))
         self.cors = Cors.from_settings(self.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
