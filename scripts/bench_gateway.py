@@ -42,7 +42,9 @@ Then the stateless section: ``--stateless-warmup-calls`` stateless
 (2026-07-28) calls through agentws, its RSS (VmRSS, and its anonymous
 part) read, ``--stateless-calls`` more, read again. Targets: agentws's CPU
 per stateless call <= 1.2x the upstream's per call over the same calls;
-its RSS grows by at most 5 MB, and its anonymous RSS by at most 10%.
+its anonymous RSS grows by at most 1 MB over the second half of the calls
+(about 200 bytes a call: nothing kept per call; the first half fills caches
+up to their bounds), and by at most 10% over all of them.
 
 Two more rows say what one client cannot do to agentws
 (:mod:`benchlib.gateway_bounds`): ``/healthz`` answers within 100 ms (p99)
@@ -114,10 +116,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "Targets: agentws calls/s >= 0.6x direct; agentws CPU per proxied call <= 1.2x the "
             "upstream's own, with session callers and with stateless callers (the lean "
             "proxy's shown as the floor); agentws >= 20x ContextForge's calls/s where it runs; "
-            "agentws's RSS grows by <= 5 MB over --stateless-calls stateless calls after "
-            "--stateless-warmup-calls. Exit status 0 when the run completed (see --check), 1 "
-            "when it failed (including any failed call directly, through the lean proxy or "
-            "through agentws)."
+            "agentws's anonymous RSS grows by <= 1 MB over the second half of "
+            "--stateless-calls stateless calls after --stateless-warmup-calls. Exit status 0 "
+            "when the run completed (see --check), 1 when it failed (including any failed call "
+            "directly, through the lean proxy or through agentws)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -351,19 +353,33 @@ def _stateless(
     _say(f"agentws: {warmup_calls:,} stateless calls to warm up")
     warmup = _stateless_calls(procs, job, warmup_calls, _say) if warmup_calls else {"calls": 0}
     before, anon_before = rss_kb(agentws.pid), rss_kb(agentws.pid, "RssAnon")
-    _say(f"agentws: {calls:,} stateless calls, RSS before and after")
-    found = _stateless_calls(procs, job, calls, _say)
+    # Read halfway too: caches that fill up to a bound (SQLite's page caches as
+    # the audit log grows) grow in the first half; what grows in the second as
+    # much as in the first is kept per call.
+    _say(f"agentws: {calls:,} stateless calls, RSS before, halfway and after")
+    first = _stateless_calls(procs, job, calls // 2, _say)
+    half, anon_half = rss_kb(agentws.pid), rss_kb(agentws.pid, "RssAnon")
+    second = _stateless_calls(procs, job, calls - first["calls"], _say)
     after, anon_after = rss_kb(agentws.pid), rss_kb(agentws.pid, "RssAnon")
     _say(
-        f"  RSS {before / 1024:.1f} MB -> {after / 1024:.1f} MB (anonymous "
-        f"{anon_before / 1024:.1f} -> {anon_after / 1024:.1f})"
+        f"  RSS {before / 1024:.1f} -> {half / 1024:.1f} -> {after / 1024:.1f} MB (anonymous "
+        f"{anon_before / 1024:.1f} -> {anon_half / 1024:.1f} -> {anon_after / 1024:.1f})"
     )
+    total = first["calls"] + second["calls"]
     return {
-        **found,
+        "calls": total,
+        "second_half_calls": second["calls"],
+        # Weighted by the calls of each half.
+        **{
+            key: (first[key] * first["calls"] + second[key] * second["calls"]) / total
+            for key in ("throughput_rps", "gateway_cpu_ms_per_call", "upstream_cpu_ms_per_call")
+        },
         "warmup_calls": warmup["calls"],
         "rss_before_kb": before,
+        "rss_half_kb": half,
         "rss_after_kb": after,
         "anon_before_kb": anon_before,
+        "anon_half_kb": anon_half,
         "anon_after_kb": anon_after,
     }
 

@@ -55,14 +55,21 @@ ALL_MODES_WHY = "so the whole run stays short on 2 cores"
 
 #: What each mode stands agentws beside.
 REFERENCES = {
-    "mcp": "the mcp SDK's MCPServer on uvicorn (same search_context, same index)",
+    "mcp": (
+        "the mcp SDK's MCPServer on uvicorn (same search_context, same index), and the floor: "
+        "a plain Hypercorn/trio handler running the same query in a thread"
+    ),
     "webhooks": "a bare QuartTrio endpoint on Hypercorn (parses the JSON, stores nothing)",
-    "sessions": "the mcp SDK's MCPServer on uvicorn (Streamable HTTP and legacy SSE)",
+    "sessions": (
+        "the mcp SDK's MCPServer on uvicorn (Streamable HTTP and legacy SSE), and the floor: "
+        "bare QuartTrio SSE streams, the collector frozen once they are open"
+    ),
     "approvals": "none: absolute targets (a list under 200 ms and under 1 MB)",
     "dashboard": "none: an absolute target (every page under 300 ms, 100,000 events in store)",
     "gateway": (
         "one upstream MCP server (the mcp SDK's MCPServer, an echo tool) called directly, "
-        "and IBM ContextForge in front of it where it installs"
+        "the floor (a lean Hypercorn proxy with a pooled h11 client) and IBM ContextForge "
+        "in front of it where it installs"
     ),
 }
 _PACKAGES = [

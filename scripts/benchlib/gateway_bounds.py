@@ -1,13 +1,8 @@
 """What one client cannot do to agentws as a gateway: rows of ``scripts/bench gateway``.
 
-- **Memory over sustained stateless calls.** Stateless (2026-07-28) calls of
-  a remote tool run as pending calls, which once outlived their outcome by
-  a question's time (300 s): RSS grew with every call (24 KB each). The row
-  warms agentws up, takes its RSS, sends ``calls`` more stateless calls of
-  the upstream's ``echo`` through it and takes its RSS again. Target: the
-  anonymous memory (what a leak grows) within 10% of where it started. The
-  whole RSS is shown beside it: it also counts the pages of the SQLite
-  database that readers map, which grow with the audit log the calls write.
+- **Memory over sustained stateless calls**: measured in the stateless
+  section of ``scripts/bench gateway``; :data:`RSS_TARGET` is its bound on
+  anonymous memory (what a leak grows).
 - **/healthz under hostile calls.** A second upstream
   (:mod:`benchlib.hostile_upstream`) lists tools whose input schemas used to
   freeze the process when checked. ``/healthz`` is timed for ``seconds``
@@ -25,11 +20,10 @@ from typing import Any
 from benchlib import cli
 from benchlib.agentws_setup import run_cli
 from benchlib.hostile_upstream import PAYLOADS
-from benchlib.modern import ERA
-from benchlib.procs import BenchError, Child, Processes, rss_kb, start_server
+from benchlib.procs import BenchError, Processes, start_server
 from benchlib.report import fmt, verdict
 
-__all__ = ["HEALTHZ_TARGET_MS", "RSS_TARGET", "add_hostile", "healthz_rows", "memory", "rss_rows"]
+__all__ = ["HEALTHZ_TARGET_MS", "RSS_TARGET", "add_hostile", "healthz_rows"]
 
 RSS_TARGET = 0.10  # growth of agentws's RSS over the sustained calls, at most
 HEALTHZ_TARGET_MS = 100.0  # /healthz p99 while hostile calls loop
@@ -54,35 +48,6 @@ def add_hostile(procs: Processes, env: dict[str, str], workspace: str, group: st
     return str(made["token"])
 
 
-def memory(
-    procs: Processes, agentws: Child, job: dict[str, Any], calls: int, say: Any
-) -> dict[str, Any]:
-    """agentws's RSS before and after ``calls`` stateless calls of ``job``'s tool."""
-    stateless = {**job, "era": ERA, "warmup_s": 0.0, "seconds": 3.0}
-    cli.run_load_client(procs, "mcp_load.py", stateless, 120)  # warm-up: caches, pools, links
-    before = rss_kb(agentws.pid)
-    anon_before = rss_kb(agentws.pid, "RssAnon")
-    sent = 0
-    while sent < calls:
-        result = cli.run_load_client(procs, "mcp_load.py", stateless, 120)
-        if result["errors"]:
-            raise BenchError(f"stateless calls failed: {result.get('error_samples')}")
-        sent += int(result["calls"])
-    after = rss_kb(agentws.pid)
-    anon_after = rss_kb(agentws.pid, "RssAnon")
-    say(
-        f"  RSS {before / 1024:.1f} MB -> {after / 1024:.1f} MB (anonymous "
-        f"{anon_before / 1024:.1f} -> {anon_after / 1024:.1f}) over {sent:,} stateless calls"
-    )
-    return {
-        "calls": sent,
-        "rss_before_kb": before,
-        "rss_after_kb": after,
-        "anon_before_kb": anon_before,
-        "anon_after_kb": anon_after,
-    }
-
-
 def healthz(
     procs: Processes, base_url: str, mcp_url: str, token: str, seconds: float, say: Any
 ) -> dict[str, Any]:
@@ -102,29 +67,6 @@ def healthz(
             f"{result['healthz_count']} probes; {result['hostile_calls']} hostile calls"
         )
     return found
-
-
-def rss_rows(found: dict[str, Any]) -> list[list[str]]:
-    growth = found["anon_after_kb"] / found["anon_before_kb"] - 1
-    whole = found["rss_after_kb"] / found["rss_before_kb"] - 1
-    return [
-        [
-            f"anonymous RSS over {found['calls']:,} stateless remote calls (MB)",
-            "—",
-            f"{found['anon_before_kb'] / 1024:,.1f} → {found['anon_after_kb'] / 1024:,.1f}",
-            "—",
-            f"growth <= {RSS_TARGET:.0%}",
-            f"{verdict(growth <= RSS_TARGET)} ({growth:+.1%})",
-        ],
-        [
-            "RSS, mapped database pages included (MB)",
-            "—",
-            f"{found['rss_before_kb'] / 1024:,.1f} → {found['rss_after_kb'] / 1024:,.1f}",
-            "—",
-            "— (reported)",
-            f"— ({whole:+.1%})",
-        ],
-    ]
 
 
 def healthz_rows(found: dict[str, Any]) -> list[list[str]]:

@@ -41,13 +41,11 @@ from benchlib.report import fmt
 __all__ = [
     "ERA",
     "LABEL",
-    "TARGET",
     "StatelessClient",
     "notes",
 ]
 
 ERA = LATEST_MODERN_VERSION
-TARGET = 1.25  # agentws / reference, stateless tools/call per second
 LABEL = f"tools/call, {ERA} (stateless)"
 # The methods whose Mcp-Name header carries a parameter, and which one.
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
