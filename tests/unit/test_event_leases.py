@@ -2,7 +2,8 @@
 
 The dispatcher claims with a lease that outlasts the run's deadline by a
 margin, and looks for work again when the next retry or lease expiry is
-due, and at least every ``_POLL_S``. Which leases have expired is the
+due, and at least every ``_POLL_S``; while the door is busy it starts one
+run at a time, at most four a second. Which leases have expired is the
 store's business (wall clock: see tests/contract/test_event_queue.py);
 when the dispatcher asks is trio's, which jumps here. The store is an
 in-memory stand-in: a query run in a thread would let the autojump clock
@@ -12,16 +13,18 @@ run ahead while it works.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
 
-from agentws.domain.models import Event, Webhook
+from agentws.agent.runner import RunLog
+from agentws.domain.models import ChatMessage, Event, Webhook
 from agentws.settings.config import Settings
 from agentws.webhooks import worker
 from agentws.webhooks.worker import EventWorker
@@ -98,3 +101,96 @@ async def test_with_nothing_due_the_dispatcher_still_looks_every_poll_interval(
     intervals = _intervals(store)
     assert len(intervals) >= 9
     assert intervals == pytest.approx([worker._POLL_S + worker._GATHER_S] * len(intervals))
+
+
+@attrs.define(eq=False)
+class _Backlog:
+    """A queue that always has runnable events, each run taking ``run_s``."""
+
+    run_s: float = 0.0
+    #: (trio time it started, runs under way when it did) of each run.
+    starts: list[tuple[float, int]] = attrs.field(factory=list)
+    running: int = 0
+    _ids: itertools.count[int] = attrs.field(factory=itertools.count)
+
+    async def claim_events(
+        self, *, owner: str, now: datetime, lease_expires_at: datetime, limit: int
+    ) -> list[Event]:
+        await trio.lowlevel.checkpoint()
+        return [
+            Event(id=f"evt_{next(self._ids)}", webhook_id="wh_1", body=b"{}") for _ in range(limit)
+        ]
+
+    async def webhooks_by_id(self, ids: set[str]) -> dict[str, Webhook]:
+        await trio.lowlevel.checkpoint()
+        return {}
+
+    async def next_event_due(self, now: datetime) -> datetime | None:
+        await trio.lowlevel.checkpoint()
+        return None
+
+    async def finish_event(self, event_id: str, **ending: Any) -> bool:
+        await trio.lowlevel.checkpoint()
+        return True
+
+    async def process(self, event: Event, webhook: Webhook | None, log: RunLog) -> ChatMessage:
+        self.starts.append((trio.current_time(), self.running))
+        self.running += 1
+        try:
+            await trio.sleep(self.run_s)
+            return ChatMessage(workspace_id="ws_1", channel="local:ops", text="done")
+        finally:
+            self.running -= 1
+
+
+@asynccontextmanager
+async def _running(backlog: _Backlog, door_busy: Callable[[], bool]) -> AsyncIterator[EventWorker]:
+    settings = Settings(run_timeout_s=RUN_TIMEOUT_S, worker_concurrency=16)
+    pool = EventWorker(
+        backlog,  # type: ignore[arg-type]
+        settings,
+        processor=backlog,  # type: ignore[arg-type]
+        door_busy=door_busy,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.serve)
+        yield pool
+        pool.close()
+
+
+def _gaps(starts: list[tuple[float, int]]) -> list[float]:
+    return [later - earlier for (earlier, _), (later, _) in itertools.pairwise(starts)]
+
+
+async def test_while_the_door_is_busy_runs_start_one_at_a_time_at_most_four_a_second(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Deliveries first: however fast the model answers, runs take a small,
+    # bounded part of the process while deliveries queue for their commit.
+    backlog = _Backlog(run_s=0.0)
+    busy = True
+    async with _running(backlog, lambda: busy) as pool:
+        await trio.sleep(10)
+        busy_starts = list(backlog.starts)
+        busy = False  # the burst is over: the runs catch up, every slot at once
+        pool.notify()
+        await trio.sleep(1)
+    assert all(running == 0 for _, running in busy_starts)
+    gaps = _gaps(busy_starts)
+    assert gaps
+    assert min(gaps) >= 0.25 - 1e-9
+    assert 20 <= len(busy_starts) <= 41
+    assert len(backlog.starts) - len(busy_starts) > 10 * len(busy_starts)
+
+
+async def test_while_the_door_is_busy_a_run_slower_than_the_pace_is_not_held_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    backlog = _Backlog(run_s=1.0)
+    async with _running(backlog, lambda: True):
+        await trio.sleep(10.5)
+    assert all(running == 0 for _, running in backlog.starts)
+    # The next run is claimed as the last one ends (after the wake-ups gather).
+    gaps = _gaps(backlog.starts)
+    assert len(gaps) >= 9
+    assert gaps == pytest.approx([1.0 + worker._BUSY_GATHER_S] * len(gaps))
