@@ -172,17 +172,22 @@ def _run_mode(mode: str, argv: list[str]) -> dict[str, Any]:
     pump = threading.Thread(target=_pump, args=(process.stderr, tail), daemon=True)
     pump.start()
     interrupted = False
+    # stdout read here, stderr by the pump alone: communicate() would read (and
+    # close) stderr too, from under the pump.
+    assert process.stdout is not None  # noqa: S101 - Popen with stdout=PIPE
     try:
-        out, _ = process.communicate()
+        out = process.stdout.read()
+        process.wait()
     except KeyboardInterrupt:
         interrupted = True
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGTERM)
         try:
-            out, _ = process.communicate(timeout=_STOP_GRACE_S)
+            process.wait(timeout=_STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             process.kill()
-            out, _ = process.communicate()
+            process.wait()
+        out = process.stdout.read()
     pump.join(timeout=5)
     wall_s = time.monotonic() - started
     status = 130 if interrupted else process.returncode
