@@ -124,18 +124,18 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None
         await _ok(request, send)
         return False  # hangs up, without having said so
 
-    async with _serving(once) as server, _client(_pool()) as http:
+    pool = _pool()
+    async with _serving(once) as server, _client(pool) as http:
         url = f"http://127.0.0.1:{server.port}/mcp"
         assert (await http.get(url)).status_code == 200
         # Its close reaches us before the next request is written.
-        await wait_for(lambda: _idle_closed(http), what="the server's close seen")
+        await wait_for(lambda: _idle_closed(pool), what="the server's close seen")
         assert (await http.get(url)).status_code == 200
         assert server.accepted == 2
 
 
-def _idle_closed(http: httpx2.AsyncClient) -> bool:
-    pool = http._transport
-    assert isinstance(pool, Http11Pool)
+def _idle_closed(pool: Http11Pool) -> bool:
+    """Whether every connection the pool keeps idle has been closed by the server."""
     return all(c.closed_by_peer() for cs in pool._idle.values() for c in cs)
 
 
