@@ -56,12 +56,12 @@ _CLOSE_S = 1.0
 _Origin = tuple[str, str, int, str | None]
 
 
+_TIMEOUT_KINDS = ("connect", "read", "write", "pool")
+
+
 def _timeouts(request: httpx2.Request) -> dict[str, float]:
     given = request.extensions.get("timeout", {})
     return {k: math.inf if given.get(k) is None else float(given[k]) for k in _TIMEOUT_KINDS}
-
-
-_TIMEOUT_KINDS = ("connect", "read", "write", "pool")
 
 
 class _Connection:
@@ -75,13 +75,23 @@ class _Connection:
         self.h11 = h11.Connection(h11.CLIENT)
         self.idle_since = 0.0
 
-    def closed_by_peer(self) -> bool:
-        """Whether the idle connection has anything to read: the server's close (or junk)."""
-        stream = self.stream
+    def _socket(self) -> Any:
+        """The TCP socket under the stream (under TLS, if any); None if there is none."""
+        stream: Any = self.stream
         if isinstance(stream, trio.SSLStream):
             stream = stream.transport_stream
-        socket = getattr(stream, "socket", None)
+        return getattr(stream, "socket", None)
+
+    def closed_by_peer(self) -> bool:
+        """Whether the idle connection has anything to read: the server's close (or junk)."""
+        socket = self._socket()
         return socket is None or bool(socket.is_readable())
+
+    def drop(self) -> None:
+        """Close an idle connection no longer wanted, without waiting on its peer."""
+        socket = self._socket()
+        if socket is not None:
+            socket.close()
 
     async def send(self, data: bytes, timeout_s: float) -> None:
         if data:
@@ -213,7 +223,7 @@ class Http11Pool(httpx2.AsyncBaseTransport):
             connection = idle.pop()
             if now - connection.idle_since < self._keepalive_s and not connection.closed_by_peer():
                 return connection
-            _drop(connection)
+            connection.drop()
         return None
 
     async def _connect(self, origin: _Origin, timeouts: dict[str, float]) -> _Connection:
@@ -295,13 +305,3 @@ class Http11Pool(httpx2.AsyncBaseTransport):
         self._idle.clear()
         for connection in idle:
             await connection.aclose()
-
-
-def _drop(connection: _Connection) -> None:
-    """Close an idle connection no longer wanted, without waiting on its peer."""
-    stream: Any = connection.stream
-    if isinstance(stream, trio.SSLStream):
-        stream = stream.transport_stream
-    socket = getattr(stream, "socket", None)
-    if socket is not None:
-        socket.close()

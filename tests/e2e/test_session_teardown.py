@@ -24,8 +24,8 @@ from agentws.bridges.hypercorn_bridge import BridgedTCPServer
 from agentws.doors.mcp.sessions.session import McpSession
 from tests.e2e.mcp_support import REQUEST_S, legacy_stream, raw_request, running
 from tests.e2e.polling import wait_for
+from tests.e2e.test_mcp_transport import ACCEPT, INITIALIZE
 
-ACCEPT = "application/json, text/event-stream"
 PATIENCE_S = 30.0
 
 
@@ -59,17 +59,7 @@ async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_
         httpx2.AsyncClient(timeout=REQUEST_S) as http,
     ):
         headers = {**server.headers(), "Accept": ACCEPT}
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        }
-        answer = await http.post(server.url, json=initialize, headers=headers)
+        answer = await http.post(server.url, json=INITIALIZE, headers=headers)
         assert answer.status_code == 200, answer.text
         headers["Mcp-Session-Id"] = session_id = answer.headers["mcp-session-id"]
         headers["Mcp-Protocol-Version"] = "2025-06-18"

@@ -82,11 +82,10 @@ class SessionSupervisor:
     _by_token: defaultdict[str, set[str]] = attrs.field(
         factory=lambda: defaultdict(set), init=False
     )
-    #: Open sessions by group id, and each group (the list-changed watch reads them).
+    #: Open sessions by group id (the list-changed watch reads them).
     _by_group: defaultdict[str, set[str]] = attrs.field(
         factory=lambda: defaultdict(set), init=False
     )
-    _groups: dict[str, Group] = attrs.field(factory=dict, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
     _draining: bool = attrs.field(default=False, init=False)
@@ -169,15 +168,16 @@ class SessionSupervisor:
 
     def groups(self) -> dict[str, Group]:
         """The groups with sessions open, by id."""
-        return self._groups
+        return {
+            group_id: self._sessions[next(iter(held))].caller.group
+            for group_id, held in self._by_group.items()
+        }
 
     def sessions_of_group(self, group_id: str) -> list[McpSession]:
         return [self._sessions[s] for s in self._by_group.get(group_id, ())]
 
     def _index_group(self, session: McpSession) -> None:
-        group = session.caller.group
-        self._by_group[group.id].add(session.id)
-        self._groups[group.id] = group
+        self._by_group[session.caller.group.id].add(session.id)
 
     def _unindex_group(self, session: McpSession) -> None:
         group_id = session.caller.group.id
@@ -186,7 +186,6 @@ class SessionSupervisor:
             held.discard(session.id)
             if not held:
                 del self._by_group[group_id]
-                self._groups.pop(group_id, None)
 
     def sessions_of(self, token_id: str) -> list[McpSession]:
         return [self._sessions[s] for s in self._by_token.get(token_id, ())]
