@@ -45,7 +45,11 @@ on loopback, in a temp directory of its own, one fresh server at a time:
    Hypercorn, ended at once and timed by the same watchers; the floor the
    targets compare with has the collector's objects frozen once every
    stream is open (as agentws's collector steward does); the same with the
-   collector off throughout is reported beside it.
+   collector off throughout is reported beside it, and the same ended 200
+   at a time, each batch once the last one has ended, as agentws closes a
+   revoked token's sessions to keep other requests from waiting (the floor
+   under the loop-stall target too). The floor answers the same loop-stall
+   probe.
 
 The servers run in ABBA order over the levels (agentws first at the first
 level, the reference first at the second, ...). Results are printed as
@@ -516,7 +520,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             args, procs, pg_site, _admin_token(pg_site), sessions, "postgres"
                         )
             if not args.no_floor:
-                _say(f"stream floor, {sessions} bare SSE streams on QuartTrio: ended at once")
+                _say(
+                    f"stream floor, {sessions} bare SSE streams on QuartTrio: ended at once, "
+                    "then paced"
+                )
                 level["floor"] = [
                     measure_stream_floor(
                         procs, sessions, collector=collector, per_watcher=args.streams_per_watcher

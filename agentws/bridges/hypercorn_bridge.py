@@ -37,6 +37,12 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   when its response is done. It overrides Hypercorn's private
   ``TCPServer._read_data`` (the connection's read loop) only to stop that
   timer when the client's side ends.
+- **A task per streaming response to notice the client leave** (no
+  upstream issue; the ASGI way). A response learns of a hang-up by reading
+  ``http.disconnect``, which needs a task beside a response that writes.
+  On HTTP/1.1 that message comes only when the connection's read loop ends,
+  so :class:`BridgedTCPServer` tells its responses then, through
+  :mod:`agentws.bridges.hangups`.
 
 The replacements lean on Hypercorn's internals (``_read_data``,
 ``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, the
@@ -61,6 +67,8 @@ from hypercorn.events import RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.tcp_server import TCPServer
+
+from agentws.bridges.hangups import watch_connection
 
 __all__ = [
     "TESTED_VERSIONS",
@@ -200,6 +208,8 @@ class BridgedTCPServer(TCPServer):
             await super().protocol_send(event)
 
     async def run(self) -> None:
+        # Set in this connection's task: each response it spawns sees it.
+        self._hang_up = watch_connection()
         try:
             await super().run()
         finally:
@@ -220,6 +230,9 @@ class BridgedTCPServer(TCPServer):
             # so a connection whose client left mid-request ends without
             # waiting for it; this one must not wait for it either.
             self._timer.end()
+            # The input has ended (Hypercorn has put ``http.disconnect`` for the
+            # response): a response writing a stream stops now.
+            self._hang_up.happened()
 
     async def close_idle(self) -> None:
         """Close the connection, idle for too long or at shutdown (Hypercorn's way)."""

@@ -146,8 +146,16 @@ def _revocation_cell(revocation: dict[str, Any] | None) -> str:
 def _floor_cell(floor: list[dict[str, Any]] | None) -> str:
     if not floor:
         return "floor: not measured"
-    frozen, off = floor
-    return f"floor {fmt(frozen['max_ms'], 0)} ({fmt(off['max_ms'], 0)} collector off)"
+    frozen, off, *rest = floor
+    cell = f"floor {fmt(frozen['max_ms'], 0)} ({fmt(off['max_ms'], 0)} collector off"
+    if rest:
+        cell += f"; {fmt(rest[0]['max_ms'], 0)} paced"
+    return cell + ")"
+
+
+def _floor_stall(figures: dict[str, Any]) -> str:
+    lag = figures.get("loop_lag")
+    return f"{fmt(lag['stall_ms'])} ms" if lag else "not measured"
 
 
 def _cpu_cell(figures: dict[str, Any] | None) -> str:
@@ -450,7 +458,7 @@ def _level_notes(level: dict[str, Any]) -> list[str]:
             lines.append(f"- {n:,}, {name}: exited with status {figures['server_exit_status']}.")
     floor = level.get("floor")
     if floor:
-        frozen, off = floor
+        frozen, off, *rest = floor
         cpu = frozen.get("cpu") or {}
         lines.append(
             f"- {n:,}, the stack's floor (`benchlib/stream_floor.py`): {frozen['streams']:,} bare "
@@ -463,9 +471,21 @@ def _level_notes(level: dict[str, Any]) -> list[str]:
             f"ended); its server busy {_busy_spans(cpu)} (sampled for "
             f"{fmt(cpu.get('window_s'))} s after ending them), "
             f"{fmt(cpu.get('server_cpu_to_last_end_s'), 3)} s of CPU until the last end; the "
-            f"client {fmt(cpu.get('client_cpu_to_last_end_s'), 3)} s. A revocation through "
+            f"client {fmt(cpu.get('client_cpu_to_last_end_s'), 3)} s; its loop stall "
+            f"{_floor_stall(frozen)} ({_floor_stall(off)} collector off). A revocation through "
             "agentws adds its own work to this."
         )
+        if rest:
+            paced = rest[0]
+            paced_cpu = paced.get("cpu") or {}
+            lines.append(
+                f"- {n:,}, the floor paced as agentws closes a revoked token's sessions (reported "
+                "only): the same streams ended 200 at a time, each batch once the last one's "
+                f"generators were done (0.5 s at most): the last ended {fmt(paced['max_ms'], 0)} "
+                f"ms later (p50 {fmt(paced['p50_ms'], 0)}; {paced['ended']:,} ended), loop "
+                f"stall {_floor_stall(paced)}, server busy {_busy_spans(paced_cpu)}, "
+                f"{fmt(paced_cpu.get('server_cpu_to_last_end_s'), 3)} s of CPU until the last end."
+            )
     return lines
 
 

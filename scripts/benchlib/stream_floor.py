@@ -13,7 +13,7 @@ opened on a socket of its own, then handed to the watcher processes
 (:mod:`benchlib.session_watch`), which stamp each end as it arrives; the
 server's CPU is sampled around it (:mod:`benchlib.session_cpu`).
 
-Two variants (``collector``):
+Three variants (``collector``):
 
 - ``frozen``: the floor the targets compare with. The cycle collector is on,
   and its objects are frozen (``gc.freeze()``) once at start and once every
@@ -21,7 +21,15 @@ Two variants (``collector``):
   its open sessions' objects: what a full pass walks during the teardown is
   only what the teardown makes;
 - ``off``: the collector disabled for the whole run (reported only): the
-  teardown with no collector pass in it at all.
+  teardown with no collector pass in it at all;
+- ``paced``: as ``frozen``, but the streams end :data:`PACE` at a time, each
+  batch once the last one's streams have ended (or after
+  :data:`PACE_WAIT_S`), as agentws closes a revoked token's sessions so that
+  no other request waits for more than a batch (reported only): the floor
+  under the loop-stall target as well.
+
+Every variant answers ``GET /healthz``, which the loop-stall probe asks
+during the teardown, as it asks agentws's.
 
 Run as a server: ``python stream_floor.py [--collector frozen|off]`` binds
 127.0.0.1 on a free port, prints one JSON line ``{"base_url": ...}`` and
@@ -61,7 +69,11 @@ if TYPE_CHECKING:
 __all__ = ["COLLECTORS", "measure"]
 
 #: The variants, the floor first.
-COLLECTORS = ("frozen", "off")
+COLLECTORS = ("frozen", "off", "paced")
+#: Streams ended at once by the ``paced`` variant, and its longest wait for a batch
+#: (agentws's own batch and bound, ``agentws.doors.mcp.sessions.supervisor``).
+PACE = 200
+PACE_WAIT_S = 0.5
 _SCRIPT = Path(__file__).resolve()
 _START_TIMEOUT_S = 30.0
 # How long the client waits for every stream to open, then to end.
@@ -76,18 +88,31 @@ _POLL_S = 0.025
 _SAMPLE_AFTER_S = 1.0
 
 
-def make_app() -> QuartTrio:
+def make_app(*, paced: bool = False) -> QuartTrio:
     app = QuartTrio("agentws-bench-stream-floor")
     end = trio.Event()
     ended_at: list[float] = []
+    # Paced: each stream's own end, and what to tell when its generator is done.
+    held: list[tuple[trio.Event, list[Any]]] = []
 
     @app.get("/sse")
     async def sse() -> tuple[Any, int, dict[str, str]]:
         async def stream() -> Any:
-            yield b": open\n\n"
-            await end.wait()
+            mine, told = trio.Event(), [None]
+            if paced:
+                held.append((mine, told))
+            try:
+                yield b": open\n\n"
+                await (mine if paced else end).wait()
+            finally:
+                if told[0] is not None:
+                    told[0]()
 
         return stream(), 200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
 
     @app.post("/freeze")
     async def freeze() -> dict[str, int]:
@@ -98,9 +123,29 @@ def make_app() -> QuartTrio:
     async def end_all() -> dict[str, float]:
         ended_at.append(time.time())
         end.set()
+        for start in range(0, len(held), PACE):
+            await _end_batch(held[start : start + PACE])
         return {"ended_at": ended_at[0]}
 
     return app
+
+
+async def _end_batch(batch: list[tuple[trio.Event, list[Any]]]) -> None:
+    """End a batch of paced streams; return once their generators are done (or the bound)."""
+    left = len(batch)
+    done = trio.Event()
+
+    def one_done() -> None:
+        nonlocal left
+        left -= 1
+        if not left:
+            done.set()
+
+    for event, told in batch:
+        told[0] = one_done
+        event.set()
+    with trio.move_on_after(PACE_WAIT_S):
+        await done.wait()
 
 
 async def _serve(collector: str) -> None:
@@ -110,7 +155,7 @@ async def _serve(collector: str) -> None:
             gc.disable()
 
     config = loopback_config(keep_alive_timeout=3600, backlog=4096)
-    await serve_on_loopback(make_app(), config, on_bound=freeze)
+    await serve_on_loopback(make_app(paced=collector == "paced"), config, on_bound=freeze)
 
 
 async def _open_all(base_url: str, count: int, watchers: Watchers) -> int:
@@ -157,7 +202,7 @@ async def _measure(
                 (await http.post("/freeze")).raise_for_status()
                 await trio.sleep(_SETTLE_S)
                 client = [os.getpid(), *watchers.pids]
-                observers = start_observers(procs, name, server.pid, client, None)
+                observers = start_observers(procs, name, server.pid, client, base_url + "/healthz")
                 try:
                     await trio.sleep(LEAD_S)
                     answer = await http.post("/end")

@@ -1,9 +1,9 @@
 """Revoking a token with many open sessions: every one of them ends, and no other.
 
-The supervisor ends the sessions' streams at once and cancels the sessions
-themselves a batch at a time; whichever way, each session of the token
-ends, its stream's reader sees the end, and the sessions of another token
-stay open.
+The supervisor closes the sessions a batch at a time, each batch once the
+last one's responses have ended (or a bound has passed); whichever way, each
+session of the token ends, its stream's reader sees the end, and the
+sessions of another token stay open.
 """
 
 from __future__ import annotations
@@ -14,7 +14,12 @@ from contextlib import AbstractAsyncContextManager
 import trio
 import trio.testing
 
-from agentws.doors.mcp.sessions.supervisor import SessionSupervisor
+from agentws.doors.mcp.sessions.supervisor import (
+    _BATCH_WAIT_S,
+    _CANCEL_BATCH,
+    McpSession,
+    SessionSupervisor,
+)
 from agentws.settings.config import Settings
 from tests.unit.supervisor_support import make_caller, running_supervisor
 
@@ -28,11 +33,13 @@ def _supervisor() -> AbstractAsyncContextManager[SessionSupervisor]:
     return running_supervisor(settings, "revocation")
 
 
-async def _read_to_end(
-    receive: trio.MemoryReceiveChannel[object], ended: list[int], all_ended: trio.Event
-) -> None:
-    async for _ in receive:
+async def _read_to_end(session: McpSession, ended: list[int], all_ended: trio.Event) -> None:
+    """Read the session's stream to its end, then leave it, as its HTTP response does."""
+    connection = session.open_stream()
+    assert connection is not None
+    async for _ in connection.receive:
         pass
+    session.leave(connection)
     ended.append(1)
     if len(ended) == MANY:
         all_ended.set()
@@ -46,9 +53,8 @@ async def test_revoking_a_token_ends_all_its_sessions_and_streams_and_no_other()
         streams_ended: list[int] = []
         all_ended = trio.Event()
         for session in [*sessions, *others]:
-            connection = session.open_stream()
-            assert connection is not None
-            readers.start_soon(_read_to_end, connection.receive, streams_ended, all_ended)
+            readers.start_soon(_read_to_end, session, streams_ended, all_ended)
+        await trio.testing.wait_all_tasks_blocked()
 
         assert supervisor.revoke(revoked.token_id) == MANY
         with trio.fail_after(PATIENCE_S):
@@ -62,7 +68,9 @@ async def test_revoking_a_token_ends_all_its_sessions_and_streams_and_no_other()
         readers.cancel_scope.cancel()
 
 
-async def test_the_collector_waits_while_a_revocations_streams_end() -> None:
+async def test_the_collector_waits_while_a_revocations_streams_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     """Full collections would hold up every ending stream: they wait for the last one."""
     revoked, kept = make_caller("revoked"), make_caller("kept")
     assert gc.isenabled()
@@ -137,9 +145,7 @@ async def test_other_tasks_run_while_a_revoked_tokens_sessions_close() -> None:
         streams_ended: list[int] = []
         all_ended = trio.Event()
         for session in sessions:
-            connection = session.open_stream()
-            assert connection is not None
-            readers.start_soon(_read_to_end, connection.receive, streams_ended, all_ended)
+            readers.start_soon(_read_to_end, session, streams_ended, all_ended)
         await trio.testing.wait_all_tasks_blocked()
 
         supervisor.revoke(revoked.token_id)
@@ -149,3 +155,33 @@ async def test_other_tasks_run_while_a_revoked_tokens_sessions_close() -> None:
         assert 0 < len(streams_ended) < MANY
         with trio.fail_after(PATIENCE_S):
             await all_ended.wait()
+
+
+async def test_each_batch_waits_for_the_last_ones_responses_to_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The loop holds one batch of ending streams at a time; a response that does not end
+    holds the next batch back for a bounded time only."""
+    revoked = make_caller("revoked")
+    async with _supervisor() as supervisor:
+        sessions = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        connections = [session.open_stream() for session in sessions]
+
+        def ended() -> int:
+            return sum(session.ended.is_set() for session in sessions)
+
+        supervisor.revoke(revoked.token_id)
+        await trio.sleep(0.01)
+        assert ended() == _CANCEL_BATCH  # nothing read its streams to their end yet
+        # The first batch's responses end: the next batch closes at once.
+        for session, connection in zip(sessions, connections, strict=True):
+            if session.ended.is_set():
+                assert connection is not None
+                session.leave(connection)
+        await trio.sleep(0.01)
+        assert ended() == 2 * _CANCEL_BATCH
+        # Nobody ends the second batch's responses: the last batch waits for the bound.
+        await trio.sleep(_BATCH_WAIT_S - 0.1)
+        assert ended() == 2 * _CANCEL_BATCH
+        await trio.sleep(0.2)
+        assert ended() == MANY

@@ -49,9 +49,12 @@ _REVOCATION_POLL_S = 0.25
 # After a check for revoked tokens, this many times its duration passes before
 # the next (at most _REVOCATION_POLL_S).
 _CHECK_SHARE = 4
-# Sessions of a revoked token closed at once; their streams' writers and the
-# other tasks run between batches.
+# Sessions of a revoked token closed at once; the next batch waits until
+# this one's responses have ended (or _BATCH_WAIT_S has passed), so the loop
+# never holds more than a batch of ending streams and other requests (a
+# health check, another client's call) wait for one batch at most.
 _CANCEL_BATCH = 200
+_BATCH_WAIT_S = 0.5
 # Closing more sessions than this at once holds the cycle collector back until
 # their responses have ended, for this long at most.
 _HOLD_COLLECTOR_FROM = _CANCEL_BATCH
@@ -103,6 +106,8 @@ class SessionSupervisor:
     _ending: set[str] = attrs.field(factory=set, init=False)
     #: The deadline of the hold on the collector, while there is one.
     _hold: trio.CancelScope | None = attrs.field(default=None, init=False)
+    #: Closed sessions whose responses are ending, by id: the batch each belongs to.
+    _batches: dict[str, _Batch] = attrs.field(factory=dict, init=False)
 
     async def serve(
         self, *, task_status: trio.TaskStatus[SessionSupervisor] = trio.TASK_STATUS_IGNORED
@@ -257,6 +262,9 @@ class SessionSupervisor:
     def _released(self, session: McpSession) -> None:
         """A closed session's responses have all ended: nothing of it runs any more."""
         self.closed_total += 1
+        batch = self._batches.pop(session.id, None)
+        if batch is not None:
+            batch.ended(session.id)
         if self._hold is not None:
             self._ending.discard(session.id)
             if not self._ending:
@@ -309,17 +317,26 @@ class SessionSupervisor:
 
     def _close_many(self, sessions: list[McpSession]) -> None:
         # A batch at a time: each session's streams end and its handlers are
-        # cancelled, then the streams' writers run before the next batch. Ten
-        # thousand streams woken at once would hold every other request up
-        # (a health check, another client's call) until the last had ended.
+        # cancelled; the next batch waits until this one's responses have
+        # ended. Ten thousand streams woken at once would hold every other
+        # request up (a health check, another client's call) until the last
+        # had ended.
         if len(sessions) > _HOLD_COLLECTOR_FROM:
             self._hold_collector(sessions)
         if self._nursery is None:  # not serving (yet, or any more): nothing else runs
             _close_batch(sessions)
             return
-        _close_batch(sessions[:_CANCEL_BATCH])
+        first = self._batch(sessions[:_CANCEL_BATCH])
         if len(sessions) > _CANCEL_BATCH:
-            self._nursery.start_soon(self._close_in_batches, sessions[_CANCEL_BATCH:])
+            self._nursery.start_soon(self._close_in_batches, first, sessions[_CANCEL_BATCH:])
+
+    def _batch(self, sessions: list[McpSession]) -> _Batch:
+        """Close ``sessions``; the batch is done once each one's responses have ended."""
+        batch = _Batch({session.id for session in sessions if not session.ended.is_set()})
+        for session_id in batch.ids:
+            self._batches[session_id] = batch
+        _close_batch(sessions)  # a session nothing reads is released at once
+        return batch
 
     def _hold_collector(self, sessions: list[McpSession]) -> None:
         """Hold the cycle collector's automatic passes until ``sessions``' responses end.
@@ -357,11 +374,12 @@ class SessionSupervisor:
             hold.cancel()
             gc.enable()
 
-    @staticmethod
-    async def _close_in_batches(sessions: list[McpSession]) -> None:
+    async def _close_in_batches(self, previous: _Batch, sessions: list[McpSession]) -> None:
         for start in range(0, len(sessions), _CANCEL_BATCH):
-            await trio.lowlevel.checkpoint()
-            _close_batch(sessions[start : start + _CANCEL_BATCH])
+            with trio.move_on_after(_BATCH_WAIT_S):
+                await previous.done.wait()
+            previous.forget(self._batches)  # a response slow to end is not waited for again
+            previous = self._batch(sessions[start : start + _CANCEL_BATCH])
 
     def drain(self) -> None:
         """Take no new session; the open ones go on (see :meth:`wait_until_empty`)."""
@@ -440,6 +458,30 @@ class SessionSupervisor:
             # a slow one (a busy store) delays the next by a poll at most.
             took = trio.current_time() - started
             await trio.sleep(min(_CHECK_SHARE * took, _REVOCATION_POLL_S))
+
+
+@attrs.define(eq=False)
+class _Batch:
+    """Sessions closed together, whose responses have not all ended yet."""
+
+    ids: set[str]
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.ids:
+            self.done.set()
+
+    def ended(self, session_id: str) -> None:
+        self.ids.discard(session_id)
+        if not self.ids:
+            self.done.set()
+
+    def forget(self, batches: dict[str, _Batch]) -> None:
+        """No longer wait for the sessions still ending (drop them from ``batches``)."""
+        for session_id in self.ids:
+            if batches.get(session_id) is self:
+                del batches[session_id]
+        self.ids.clear()
 
 
 def _close_batch(sessions: list[McpSession]) -> None:

@@ -6,19 +6,23 @@ carries its id (:mod:`agentws.doors.mcp.sessions.replay`) and, for clients of 20
 and later, the stream opens with a priming event; a keep-alive comment goes
 out when none arrives within the keep-alive interval; a client that reads nothing for
 ``sse_stall_s`` has its session closed; the client's disconnect ends the
-stream. The nursery that watches the disconnect lives in :func:`write_sse`,
-not in a generator.
+stream. On an HTTP/1.1 connection served through the Hypercorn bridge the
+connection tells the stream of its end (:mod:`agentws.bridges.hangups`);
+elsewhere a task beside the writer reads ``http.disconnect``, in a nursery
+of :func:`write_sse`'s own, not in a generator.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import trio
 
+from agentws.bridges import hangups
 from agentws.doors.mcp.sessions.replay import Event
 from agentws.doors.mcp.sessions.session import McpSession
 from agentws.doors.mcp.transports.forward import cancel_on_disconnect
@@ -91,8 +95,7 @@ async def write_sse(
     )
     pending = list(prelude)
     completed = False
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(cancel_on_disconnect, request.receive, nursery.cancel_scope)
+    async with _until_disconnect(request) as gone:
         while True:
             chunk: bytes | None
             if pending:
@@ -115,10 +118,23 @@ async def write_sse(
             if last:
                 completed = True
                 break
-        nursery.cancel_scope.cancel()
+        gone.cancel()
     if completed:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     return completed
+
+
+@asynccontextmanager
+async def _until_disconnect(request: DoorRequest) -> AsyncIterator[trio.CancelScope]:
+    """A scope the client's disconnect cancels; cancelling it ends the watch early."""
+    hang_up = hangups.current(request.scope)
+    if hang_up is not None:  # the connection tells: no task of our own
+        with trio.CancelScope() as scope, hang_up.cancelling(scope):
+            yield scope
+        return
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cancel_on_disconnect, request.receive, nursery.cancel_scope)
+        yield nursery.cancel_scope
 
 
 def _event(event_id: str | None, data: str) -> bytes:
