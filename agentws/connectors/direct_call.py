@@ -87,7 +87,8 @@ class DirectCaller:
     """
 
     session: ClientSession
-    url: str
+    #: Parsed once: every call's request is made for it.
+    url: httpx2.URL = attrs.field(converter=httpx2.URL)
     headers: dict[str, str]
     transport: httpx2.AsyncBaseTransport
     timeout_s: float
@@ -233,7 +234,7 @@ class DirectCaller:
                 raise MCPError(types.INVALID_REQUEST, "server answered a request with 202 Accepted")
             raise MCPError(types.INTERNAL_ERROR, "Server returned an error response")
         if content_type.startswith("application/json"):
-            body = await response.aread()
+            body = await _body(response)
             message = await _parsed(body)
             if not isinstance(message, dict):
                 raise MCPError(types.PARSE_ERROR, "the remote's answer is not a JSON-RPC message")
@@ -293,6 +294,21 @@ async def _notify(
         await on_log(types.LoggingMessageNotificationParams.model_validate(params, by_name=False))
     else:
         log.debug("a remote sent %r on a call's stream; not passed on", method)
+
+
+async def _body(response: httpx2.Response) -> bytes:
+    """The whole body of an answer, read off its stream (still bounded by the link's cap).
+
+    httpx2's ``aread`` passes each piece through a decoder and a chunker even
+    when the body is not encoded, on the path of every call; an encoded one
+    (which agentws does not ask for), or one read already (by an auth flow),
+    is read that way.
+    """
+    if response.is_stream_consumed or "content-encoding" in response.headers:
+        return await response.aread()
+    response.is_stream_consumed = True
+    stream = cast(httpx2.AsyncByteStream, response.stream)
+    return b"".join([piece async for piece in stream])
 
 
 async def _parsed(body: bytes | str) -> Any:

@@ -53,8 +53,8 @@ from agentws.connectors.link_sessions import (
 from agentws.connectors.modern_link import is_modern
 from agentws.connectors.relay import (
     CallerChannel,
-    RoundChannel,
     calling,
+    remote_round_of,
 )
 from agentws.connectors.relayed_requests import ConnectorChannel
 from agentws.connectors.remote_calls import call_remote_tool
@@ -292,7 +292,7 @@ class RemoteLinks:
                         # An answer over agentws's bounds (answer_bounds): not the remote's words.
                         return tool_error(f"{connector.name} {exc.error.message}")
                     failure = self._mcp_failure(link, connection, exc, f"call {name}")
-                    passed = channel.remote_round if isinstance(channel, RoundChannel) else None
+                    passed = remote_round_of(channel)
                     if (
                         failure is None
                         and passed is not None

@@ -49,8 +49,8 @@ from agentws.connectors.direct_call import DirectCaller
 from agentws.connectors.relay import (
     CallerChannel,
     ProgressFn,
-    RoundChannel,
     notifications_before_result,
+    remote_round_of,
 )
 from agentws.connectors.remote_mcp import list_all_tools
 from agentws.core.backoff import Backoff
@@ -222,7 +222,7 @@ async def in_rounds(
     Error handling:
         As ``send``; RuntimeError from the driver after too many rounds.
     """
-    remote_round = channel.remote_round if isinstance(channel, RoundChannel) else None
+    remote_round = remote_round_of(channel)
     if remote_round is not None:
         with _declaring(remote_round.capabilities):
             outcome = await send(remote_round.input_responses, remote_round.request_state)

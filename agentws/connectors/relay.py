@@ -58,6 +58,7 @@ __all__ = [
     "SampleResult",
     "calling",
     "notifications_before_result",
+    "remote_round_of",
 ]
 
 log = logging.getLogger("agentws.connectors")
@@ -135,6 +136,16 @@ class RoundChannel(CallerChannel, Protocol):
 
     @property
     def remote_round(self) -> RemoteRound | None: ...
+
+
+def remote_round_of(channel: CallerChannel | None) -> RemoteRound | None:
+    """The round a :class:`RoundChannel` passes through; None for any other channel.
+
+    Read by attribute: ``isinstance`` against a runtime-checkable protocol
+    looks up each of its members on every call, on the path of every relayed call.
+    """
+    round_: RemoteRound | None = getattr(channel, "remote_round", None)
+    return round_
 
 
 T = TypeVar("T")

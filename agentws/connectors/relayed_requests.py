@@ -38,9 +38,9 @@ from agentws.connectors.relay import (
     ProgressFn,
     RemoteRound,
     RootsFn,
-    RoundChannel,
     SampleFn,
     SampleResult,
+    remote_round_of,
 )
 
 __all__ = [
@@ -193,7 +193,7 @@ class ConnectorChannel:
     @property
     def remote_round(self) -> RemoteRound | None:
         # Not relaying: the link answers the remote's questions itself, refusing them.
-        passed = self.inner.remote_round if isinstance(self.inner, RoundChannel) else None
+        passed = remote_round_of(self.inner)
         if passed is None or not self.relays:
             return None
         connector = self.connector

@@ -198,8 +198,13 @@ async def _list_once(client: httpx2.AsyncClient, target: Target, held: Held) -> 
 # --- one server's measure -------------------------------------------------------------------
 
 
-async def _rss(pid: int, settle_s: float) -> int:
+async def _rss(pid: int, settle_s: float, into: dict[str, Any] | None = None) -> int:
+    """VmRSS after ``settle_s``; with ``into``, its anonymous part too (``anon_kb``):
+    VmRSS also counts the pages of files the process maps (its SQLite readers map the
+    database), which grow with what has been read, not with what is held."""
     await trio.sleep(settle_s)
+    if into is not None:
+        into["anon_kb"] = rss_kb(pid, "RssAnon")
     return rss_kb(pid)
 
 
@@ -251,7 +256,9 @@ class _Level:
             bulk.append(batch)
             figures = batch.figures()
             if result is not None:
-                figures["rss_after_kb"] = await _rss(self.target.pid, plan.settle_s)
+                anon: dict[str, Any] = {}
+                figures["rss_after_kb"] = await _rss(self.target.pid, plan.settle_s, anon)
+                figures["anon_after_kb"] = anon["anon_kb"]
                 await self.keeper.refresh()
                 figures["held"] = batch.live
                 result[f"bulk_{transport}"] = figures
@@ -336,7 +343,9 @@ async def measure_level(
         listers = await level.open("listers", "streamable", plan.list_clients, plan.lister_token)
         result["listers"] = listers.figures()
         _quiet_gc()
-        result["rss_before_kb"] = await _rss(target.pid, plan.settle_s)
+        anon: dict[str, Any] = {}
+        result["rss_before_kb"] = await _rss(target.pid, plan.settle_s, anon)
+        result["anon_before_kb"] = anon["anon_kb"]
         say(f"{target.name}: tools/list, {len(listers.held)} clients, no other session")
         result["list_idle"] = await list_load(
             list_client,
@@ -402,13 +411,17 @@ def _quiet_gc() -> None:
 
 def _per_session(result: dict[str, Any]) -> None:
     """RSS per held session of each transport, from the readings around its batch."""
-    before = result["rss_before_kb"]
+    before, anon_before = result["rss_before_kb"], result.get("anon_before_kb")
     for key in ("bulk_streamable", "bulk_sse"):
         figures = result[key]
         held = figures["held"]
         grown = figures["rss_after_kb"] - before
         figures["per_session_kb"] = grown / held if held else math.nan
         before = figures["rss_after_kb"]
+        if anon_before is not None and "anon_after_kb" in figures:
+            anon_grown = figures["anon_after_kb"] - anon_before
+            figures["anon_per_session_kb"] = anon_grown / held if held else math.nan
+            anon_before = figures["anon_after_kb"]
     total = result["bulk_sse"]["held"] + result["bulk_streamable"]["held"]
     grown = result["bulk_sse"]["rss_after_kb"] - result["rss_before_kb"]
     result["per_session_kb"] = grown / total if total else math.nan

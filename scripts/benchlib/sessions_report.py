@@ -408,6 +408,12 @@ def _level_notes(level: dict[str, Any]) -> list[str]:
             f"{legacy['rss_after_kb'] / 1024:,.1f} MB with all open "
             f"({fmt(figures['per_session_kb'])} KB a session overall)"
         )
+        if "anon_per_session_kb" in s and "anon_per_session_kb" in legacy:
+            text += (
+                f"; of it anonymous memory (RssAnon: not the pages of mapped files such as a "
+                f"SQLite database its readers map), {fmt(s['anon_per_session_kb'])} KB a "
+                f"Streamable HTTP session and {fmt(legacy['anon_per_session_kb'])} KB a legacy one"
+            )
         if "rss_after_revocations_kb" in figures:
             text += (
                 f", {figures['rss_after_revocations_kb'] / 1024:,.1f} MB once the revocations "
