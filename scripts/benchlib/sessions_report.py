@@ -29,6 +29,7 @@ from typing import Any
 
 from benchlib.loop_lag import STALL_TARGET_MS
 from benchlib.report import QUIET_CORES, fmt, report_head, verdict
+from benchlib.stream_floor import PACE, PACE_WAIT_S
 
 __all__ = [
     "FLOOR_FACTOR",
@@ -486,8 +487,9 @@ def _level_notes(level: dict[str, Any]) -> list[str]:
             paced_cpu = paced.get("cpu") or {}
             lines.append(
                 f"- {n:,}, the floor paced as agentws closes a revoked token's sessions (reported "
-                "only): the same streams ended 200 at a time, each batch once the last one's "
-                f"generators were done (0.5 s at most): the last ended {fmt(paced['max_ms'], 0)} "
+                f"only): the same streams ended {PACE} at a time, each batch once the last one's "
+                f"generators were done ({PACE_WAIT_S:g} s at most): the last ended "
+                f"{fmt(paced['max_ms'], 0)} "
                 f"ms later (p50 {fmt(paced['p50_ms'], 0)}; {paced['ended']:,} ended), loop "
                 f"stall {_floor_stall(paced)}, server busy {_busy_spans(paced_cpu)}, "
                 f"{fmt(paced_cpu.get('server_cpu_to_last_end_s'), 3)} s of CPU until the last end."
