@@ -106,7 +106,8 @@ class SessionSupervisor:
     _ending: set[str] = attrs.field(factory=set, init=False)
     #: The deadline of the hold on the collector, while there is one.
     _hold: trio.CancelScope | None = attrs.field(default=None, init=False)
-    #: Closed sessions whose responses are ending, by id: the batch each belongs to.
+    #: Sessions of a revocation closing a batch at a time whose responses are
+    #: ending, by id: the batch each belongs to.
     _batches: dict[str, _Batch] = attrs.field(factory=dict, init=False)
 
     async def serve(
@@ -323,12 +324,11 @@ class SessionSupervisor:
         # had ended.
         if len(sessions) > _HOLD_COLLECTOR_FROM:
             self._hold_collector(sessions)
-        if self._nursery is None:  # not serving (yet, or any more): nothing else runs
-            _close_batch(sessions)
+        if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
+            _close_batch(sessions)  # nothing else runs (not serving), or one batch
             return
         first = self._batch(sessions[:_CANCEL_BATCH])
-        if len(sessions) > _CANCEL_BATCH:
-            self._nursery.start_soon(self._close_in_batches, first, sessions[_CANCEL_BATCH:])
+        self._nursery.start_soon(self._close_in_batches, first, sessions[_CANCEL_BATCH:])
 
     def _batch(self, sessions: list[McpSession]) -> _Batch:
         """Close ``sessions``; the batch is done once each one's responses have ended."""
@@ -374,12 +374,17 @@ class SessionSupervisor:
             hold.cancel()
             gc.enable()
 
-    async def _close_in_batches(self, previous: _Batch, sessions: list[McpSession]) -> None:
-        for start in range(0, len(sessions), _CANCEL_BATCH):
-            with trio.move_on_after(_BATCH_WAIT_S):
-                await previous.done.wait()
-            previous.forget(self._batches)  # a response slow to end is not waited for again
-            previous = self._batch(sessions[start : start + _CANCEL_BATCH])
+    async def _close_in_batches(self, batch: _Batch, rest: list[McpSession]) -> None:
+        for start in range(0, len(rest), _CANCEL_BATCH):
+            await self._ended(batch)
+            batch = self._batch(rest[start : start + _CANCEL_BATCH])
+        await self._ended(batch)
+
+    async def _ended(self, batch: _Batch) -> None:
+        """Return once ``batch``'s responses have ended, or after ``_BATCH_WAIT_S``."""
+        with trio.move_on_after(_BATCH_WAIT_S):
+            await batch.done.wait()
+        batch.forget(self._batches)  # a response slow to end is not waited for again
 
     def drain(self) -> None:
         """Take no new session; the open ones go on (see :meth:`wait_until_empty`)."""
