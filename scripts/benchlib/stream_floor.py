@@ -31,7 +31,7 @@ Three variants (``collector``):
 Every variant answers ``GET /healthz``, which the loop-stall probe asks
 during the teardown, as it asks agentws's.
 
-Run as a server: ``python stream_floor.py [--collector frozen|off]`` binds
+Run as a server: ``python stream_floor.py [--collector frozen|off|paced]`` binds
 127.0.0.1 on a free port, prints one JSON line ``{"base_url": ...}`` and
 serves until SIGTERM; :func:`measure` starts it and plays the client.
 """
