@@ -45,7 +45,7 @@ on loopback, in a temp directory of its own, one fresh server at a time:
    Hypercorn, ended at once and timed by the same watchers; the floor the
    targets compare with has the collector's objects frozen once every
    stream is open (as agentws's collector steward does); the same with the
-   collector off throughout is reported beside it, and the same ended 150
+   collector off throughout is reported beside it, and the same ended 100
    at a time, each batch once the last one has ended, as agentws closes a
    revoked token's sessions to keep other requests from waiting (the floor
    under the loop-stall target too). The floor answers the same loop-stall

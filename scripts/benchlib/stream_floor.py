@@ -72,7 +72,7 @@ __all__ = ["COLLECTORS", "measure"]
 COLLECTORS = ("frozen", "off", "paced")
 #: Streams ended at once by the ``paced`` variant, and its longest wait for a batch
 #: (agentws's own batch and bound, ``agentws.doors.mcp.sessions.supervisor``).
-PACE = 150
+PACE = 100
 PACE_WAIT_S = 0.5
 _SCRIPT = Path(__file__).resolve()
 _START_TIMEOUT_S = 30.0

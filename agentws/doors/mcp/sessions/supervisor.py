@@ -53,7 +53,7 @@ _CHECK_SHARE = 4
 # this one's responses have ended (or _BATCH_WAIT_S has passed), so the loop
 # never holds more than a batch of ending streams and other requests (a
 # health check, another client's call) wait for one batch at most.
-_CANCEL_BATCH = 150
+_CANCEL_BATCH = 100
 _BATCH_WAIT_S = 0.5
 # Closing more sessions than this at once holds the cycle collector back until
 # their responses have ended, for this long at most.
