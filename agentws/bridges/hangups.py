@@ -47,10 +47,6 @@ class HangUp:
         self._scopes: list[trio.CancelScope] = []
         self._ended = False
 
-    @property
-    def ended(self) -> bool:
-        return self._ended
-
     @contextlib.contextmanager
     def cancelling(self, scope: trio.CancelScope) -> Iterator[None]:
         """Cancel ``scope`` if the connection ends while in this block (at once if it has)."""

@@ -198,14 +198,14 @@ async def _list_once(client: httpx2.AsyncClient, target: Target, held: Held) -> 
 # --- one server's measure -------------------------------------------------------------------
 
 
-async def _rss(pid: int, settle_s: float, into: dict[str, Any] | None = None) -> int:
-    """VmRSS after ``settle_s``; with ``into``, its anonymous part too (``anon_kb``):
-    VmRSS also counts the pages of files the process maps (its SQLite readers map the
-    database), which grow with what has been read, not with what is held."""
+async def _rss(pid: int, settle_s: float) -> tuple[int, int]:
+    """VmRSS and its anonymous part (RssAnon), in KiB, after ``settle_s`` of quiet.
+
+    VmRSS also counts the pages of files the process maps (its SQLite readers
+    map the database), which grow with what has been read, not with what is held.
+    """
     await trio.sleep(settle_s)
-    if into is not None:
-        into["anon_kb"] = rss_kb(pid, "RssAnon")
-    return rss_kb(pid)
+    return rss_kb(pid), rss_kb(pid, "RssAnon")
 
 
 @attrs.define(eq=False)
@@ -256,9 +256,8 @@ class _Level:
             bulk.append(batch)
             figures = batch.figures()
             if result is not None:
-                anon: dict[str, Any] = {}
-                figures["rss_after_kb"] = await _rss(self.target.pid, plan.settle_s, anon)
-                figures["anon_after_kb"] = anon["anon_kb"]
+                rss, anon = await _rss(self.target.pid, plan.settle_s)
+                figures["rss_after_kb"], figures["anon_after_kb"] = rss, anon
                 await self.keeper.refresh()
                 figures["held"] = batch.live
                 result[f"bulk_{transport}"] = figures
@@ -343,18 +342,20 @@ async def measure_level(
         listers = await level.open("listers", "streamable", plan.list_clients, plan.lister_token)
         result["listers"] = listers.figures()
         _quiet_gc()
-        anon: dict[str, Any] = {}
-        result["rss_before_kb"] = await _rss(target.pid, plan.settle_s, anon)
-        result["anon_before_kb"] = anon["anon_kb"]
+        result["rss_before_kb"], result["anon_before_kb"] = await _rss(target.pid, plan.settle_s)
+
+        async def listing() -> dict[str, Any]:
+            return await list_load(
+                list_client,
+                target,
+                listers.held,
+                plan.list_rate,
+                plan.list_warmup_s,
+                plan.list_seconds,
+            )
+
         say(f"{target.name}: tools/list, {len(listers.held)} clients, no other session")
-        result["list_idle"] = await list_load(
-            list_client,
-            target,
-            listers.held,
-            plan.list_rate,
-            plan.list_warmup_s,
-            plan.list_seconds,
-        )
+        result["list_idle"] = await listing()
         first_token = revocations[0].token if revocations else None
         bulk = await level.open_bulk(first_token, result)
         _per_session(result)
@@ -362,14 +363,7 @@ async def measure_level(
         held = sum(b.live for b in bulk)
         _quiet_gc()
         say(f"{target.name}: tools/list, {len(listers.held)} clients, {held} sessions open")
-        result["list_loaded"] = await list_load(
-            list_client,
-            target,
-            listers.held,
-            plan.list_rate,
-            plan.list_warmup_s,
-            plan.list_seconds,
-        )
+        result["list_loaded"] = await listing()
         await keeper.refresh()
         result["bulk_held_at_end"] = sum(b.live for b in bulk)
         for n, revocation in enumerate(revocations):
@@ -389,7 +383,7 @@ async def measure_level(
                 observe=False,
                 name=f"{target.name}-listers",
             )
-            result["rss_after_revocations_kb"] = await _rss(target.pid, plan.settle_s)
+            result["rss_after_revocations_kb"], _ = await _rss(target.pid, plan.settle_s)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(30):
             await keeper.close()

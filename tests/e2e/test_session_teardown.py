@@ -11,7 +11,6 @@ counting.
 from __future__ import annotations
 
 import gc
-import json
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,13 @@ import trio
 
 from agentws.bridges.hypercorn_bridge import BridgedTCPServer
 from agentws.doors.mcp.sessions.session import McpSession
-from tests.e2e.mcp_support import REQUEST_S, legacy_stream, raw_request, running
+from tests.e2e.mcp_support import (
+    REQUEST_S,
+    jsonrpc_answer,
+    legacy_stream,
+    raw_request,
+    running,
+)
 from tests.e2e.polling import wait_for
 from tests.e2e.test_mcp_transport import ACCEPT, INITIALIZE
 
@@ -45,12 +50,6 @@ def _connections() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, BridgedTCPServer))
 
 
-def _message(text: str) -> dict[str, object]:
-    """The JSON-RPC message of a short SSE response or a JSON one."""
-    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")]
-    return json.loads(data[-1] if data else text)  # type: ignore[no-any-return]
-
-
 async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_collector(
     tmp_path: Path, no_collector: None
 ) -> None:
@@ -68,7 +67,7 @@ async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_
         listed = await http.post(
             server.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
         )
-        assert "tools" in _message(listed.text)["result"]  # type: ignore[operator]
+        assert "tools" in jsonrpc_answer(listed)["result"]
         await http.aclose()  # its connections end here, not with the sessions
         await wait_for(lambda: _connections() == 0, what="the client's connections freed")
 
