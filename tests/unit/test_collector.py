@@ -103,3 +103,31 @@ def test_reclaims_come_at_most_every_ten_minutes_and_at_least_every_hour(thawed:
         if now[0] - 600.0 < 3600:
             assert second() is not None, minute
     assert second() is None
+
+
+def _frozen(thing: object) -> bool:
+    """Whether ``thing`` is out of the collector's sight (in no generation it walks)."""
+    return gc.is_tracked(thing) and not any(o is thing for o in gc.get_objects())
+
+
+def test_with_many_sessions_open_what_survived_a_second_is_frozen(thawed: None) -> None:
+    # Each idle stream waits anew at every keep-alive: with thousands open,
+    # those waits are new objects that outlive the young generations.
+    counts = [1000, 1000, 0]
+    now = [0.0]
+    steward = CollectorSteward(lambda: (counts[0], counts[1], counts[2]), lambda: now[0])
+    steward.step()
+    wait = _Cycle()
+    now[0] = 0.5
+    steward.step()
+    assert not _frozen(wait)
+    now[0] = 1.0
+    steward.step()
+    assert _frozen(wait)
+
+    # With few sessions open, nothing is frozen however long it has been.
+    gc.unfreeze()
+    counts[:] = [10, 1000, 990]
+    now[0] = 60.0
+    steward.step()
+    assert not _frozen(wait)

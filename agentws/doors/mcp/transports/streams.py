@@ -185,13 +185,18 @@ def stream_events(
         elif live is None:
             return None, True
         else:
-            with trio.move_on_at(close_at):
-                try:
+            try:
+                if close_at == math.inf:
+                    # A session's stream waits anew at every keep-alive: no
+                    # cancel scope made for a deadline it does not have.
                     event_id, data, last = await live.receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    return None, True
-                return _event(event_id if ids else None, data), last and not until_closed
-            return None, True
+                else:
+                    with trio.move_on_at(close_at) as polled:
+                        event_id, data, last = await live.receive()
+                    if polled.cancelled_caught:
+                        return None, True
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return None, True
         return _event(event_id if ids else None, data), last and not until_closed
 
     return next_event
