@@ -9,6 +9,7 @@ sessions of another token stay open.
 from __future__ import annotations
 
 import gc
+import weakref
 from contextlib import AbstractAsyncContextManager
 
 import trio
@@ -185,3 +186,42 @@ async def test_each_batch_waits_for_the_last_ones_responses_to_end(
         assert ended() == 2 * _CANCEL_BATCH
         await trio.sleep(0.2)
         assert ended() == min(3 * _CANCEL_BATCH, MANY)
+
+
+async def test_a_batchs_sessions_are_let_go_of_once_its_responses_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Not all at once after the last batch: ten thousand ended sessions freed in
+    one step held the loop for 30 ms."""
+    revoked = make_caller("revoked")
+    async with _supervisor() as supervisor:
+        opened = [await supervisor.open(revoked, "sse") for _ in range(MANY)]
+        connections = [session.open_stream() for session in opened]
+        alive = [weakref.ref(session) for session in opened]
+        del opened
+        left: set[int] = set()
+
+        def leave_ended() -> list[int]:
+            """End the responses of the sessions closed so far, as their readers would."""
+            ended = []
+            for index, ref in enumerate(alive):
+                session = ref()
+                if index not in left and session is not None and session.ended.is_set():
+                    connection = connections[index]
+                    assert connection is not None
+                    session.leave(connection)
+                    ended.append(index)
+            left.update(ended)
+            return ended
+
+        supervisor.revoke(revoked.token_id)
+        await trio.sleep(0.01)
+        assert len(leave_ended()) == _CANCEL_BATCH
+        await trio.sleep(0.01)  # the second batch closes
+        second = leave_ended()
+        assert len(second) == _CANCEL_BATCH
+        await trio.sleep(0.01)  # the third batch closes; the rest wait for it
+
+        gc.collect()
+        assert [index for index in second if alive[index]() is not None] == []
+        assert sum(ref() is not None for ref in alive) >= MANY - 3 * _CANCEL_BATCH

@@ -375,9 +375,13 @@ class SessionSupervisor:
             gc.enable()
 
     async def _close_in_batches(self, batch: _Batch, rest: list[McpSession]) -> None:
-        for start in range(0, len(rest), _CANCEL_BATCH):
+        # Each session is taken off the list as its batch closes, so the last
+        # reference to it goes once its responses end: held here to the end,
+        # 10,000 ended sessions were freed in one step, which held the loop 30 ms.
+        rest.reverse()
+        while rest:
             await self._ended(batch)
-            batch = self._batch(rest[start : start + _CANCEL_BATCH])
+            batch = self._batch([rest.pop() for _ in range(min(_CANCEL_BATCH, len(rest)))])
         await self._ended(batch)
 
     async def _ended(self, batch: _Batch) -> None:
