@@ -152,6 +152,11 @@ async def test_the_overview_charts_a_workload_and_follows_it_live(tmp_path: Path
             for _ in range(CALLS):
                 found = await session.call_tool("search_context", {"query": "refund"})
                 assert not found.is_error
+        await wait_until(
+            lambda: read_overview(server.store, ci.webhook.workspace_id, "1h"),
+            lambda data: data["totals"]["tool_calls"] == CALLS,
+            what="the tool calls in the rollup's figures",
+        )
 
         base = server.base_url
         tab = await browser.new_tab()
