@@ -1,7 +1,7 @@
 """Many MCP sessions held open on one server: what ``scripts/bench sessions`` measures of them.
 
 :func:`measure_level` runs one server's whole measure: a warm-up, the
-lister sessions, the server's RSS before, a paced ``tools/list`` load,
+lister sessions, a paced ``tools/list`` load, the server's RSS before,
 the bulk sessions (half Streamable HTTP, half legacy SSE, the RSS read after
 each half; see :mod:`benchlib.session_open`), the ``tools/list`` load again
 with them open, and, when the server has tokens to revoke, each revocation
@@ -341,8 +341,6 @@ async def measure_level(
             result["warmup_errors"] = warm_errors
         listers = await level.open("listers", "streamable", plan.list_clients, plan.lister_token)
         result["listers"] = listers.figures()
-        _quiet_gc()
-        result["rss_before_kb"], result["anon_before_kb"] = await _rss(target.pid, plan.settle_s)
 
         async def listing() -> dict[str, Any]:
             return await list_load(
@@ -356,6 +354,10 @@ async def measure_level(
 
         say(f"{target.name}: tools/list, {len(listers.held)} clients, no other session")
         result["list_idle"] = await listing()
+        # Read once the listers' first load ran: what it grew (its caches, the
+        # pages it read) is not the bulk sessions'.
+        _quiet_gc()
+        result["rss_before_kb"], result["anon_before_kb"] = await _rss(target.pid, plan.settle_s)
         first_token = revocations[0].token if revocations else None
         bulk = await level.open_bulk(first_token, result)
         _per_session(result)

@@ -530,8 +530,8 @@ def render(results: dict[str, Any]) -> str:
         "time.time() as it arrives. Initialize latency: from sending initialize to its answer. "
         "RSS per session: growth of the server's VmRSS (read after "
         f"{config['settle_s']:g} s of quiet) over the sessions of that transport still open, "
-        "after 10 sessions of each transport were opened and closed and the tools/list "
-        "sessions opened. Servers in ABBA order over the levels.",
+        "after 10 sessions of each transport were opened and closed, the tools/list "
+        "sessions opened and their first load ran. Servers in ABBA order over the levels.",
         f"- tools/list: {clients} Streamable HTTP sessions on a token of their own, each "
         f"calling at random times, exactly {rate:g} a second in the window ({clients * rate:g}"
         "/s in all; uniform times given their count, i.e. Poisson arrivals), latency counted "
