@@ -47,6 +47,8 @@ from mcp.shared.transport_context import TransportContext
 
 __all__ = [
     "BRIDGED",
+    "SSE_REPLY_HEADERS",
+    "SSE_REPLY_PING_S",
     "TESTED_VERSIONS",
     "Bridged",
     "DrivenDispatcher",
@@ -63,6 +65,7 @@ __all__ = [
     "parse_call_tool_result",
     "run_input_required_driver",
     "single_exchange_context",
+    "sse_reply_event",
     "stamp_request",
     "to_jsonrpc_response",
     "write_jsonrpc_reply",
@@ -113,6 +116,9 @@ BRIDGED: tuple[Bridged, ...] = (
     Bridged(_MODERN, "_SingleExchangeDispatchContext", "module"),
     Bridged(_MODERN, "_to_jsonrpc_response", "module"),
     Bridged(_MODERN, "_write", "module"),
+    Bridged(_MODERN, "_sse_event", "module"),
+    Bridged(_MODERN, "_SSE_HEADERS", "module"),
+    Bridged(_MODERN, "_SSE_PING_INTERVAL", "module"),
     Bridged(_SESSION, "_stamp", "instance"),
     Bridged(_SESSION, "_call_tool_adapter", "instance"),
     Bridged("mcp.client._probe", "negotiate_auto", "module"),
@@ -183,8 +189,11 @@ from mcp.client._input_required import (  # noqa: E402
 from mcp.client._probe import negotiate_auto as _negotiate_auto  # noqa: E402
 from mcp.client._transport import TransportStreams as _TransportStreams  # noqa: E402
 from mcp.server._streamable_http_modern import (  # noqa: E402
+    _SSE_HEADERS,
+    _SSE_PING_INTERVAL,
     _mcp_param_rejection,
     _SingleExchangeDispatchContext,
+    _sse_event,
     _to_jsonrpc_response,
     _write,
 )
@@ -316,6 +325,22 @@ async def write_jsonrpc_reply(
     Reaches ``_streamable_http_modern._write``.
     """
     await _write(reply, scope, receive, send)
+
+
+#: The headers of a stateless answer that became an SSE stream, as the SDK's
+#: handler sends them (``_streamable_http_modern._SSE_HEADERS``).
+SSE_REPLY_HEADERS: list[tuple[bytes, bytes]] = list(_SSE_HEADERS)
+#: Seconds the SDK's handler waits for a stateless answer before it commits to
+#: SSE, and between its pings after (``_streamable_http_modern._SSE_PING_INTERVAL``).
+SSE_REPLY_PING_S: float = _SSE_PING_INTERVAL
+
+
+def sse_reply_event(reply: types.JSONRPCResponse | types.JSONRPCError) -> bytes:
+    """``reply`` as the SSE event the SDK's handler ends such a stream with.
+
+    Reaches ``_streamable_http_modern._sse_event``.
+    """
+    return _sse_event(reply)
 
 
 # --- the client (agentws.connectors) -----------------------------------------

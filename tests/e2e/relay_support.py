@@ -80,6 +80,8 @@ class Remote:
     #: Set when the ``slow`` call started, and when it was cancelled.
     slow_started: trio.Event = attrs.field(factory=trio.Event)
     slow_cancelled: trio.Event = attrs.field(factory=trio.Event)
+    #: Set by a test to have the ``slow`` call answer (it waits for it).
+    slow_release: trio.Event = attrs.field(factory=trio.Event)
     #: What it lists (tests change it).
     tools: list[types.Tool] = attrs.field(factory=lambda: list(TOOLS))
     #: Whether it speaks only the handshake revisions (else 2026-07-28 too).
@@ -252,9 +254,11 @@ def build_remote(state: Remote) -> Server[Any]:
         if params.name == "slow":
             state.slow_started.set()
             try:
-                await trio.sleep_forever()
-            finally:
+                await state.slow_release.wait()
+            except trio.Cancelled:
                 state.slow_cancelled.set()
+                raise
+            return _text("slow, done")
         raise MCPError(types.INVALID_PARAMS, f"no tool {params.name}")
 
     return Server("relay-remote", on_list_tools=list_tools, on_call_tool=call_tool)

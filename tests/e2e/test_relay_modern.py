@@ -7,6 +7,9 @@ request's stream, log messages only when the request opted in, and the
 remote's elicitation and sampling requests as ``input_required`` rounds the
 client answers (its callbacks run; the remote gets the answers); a question
 the client did not declare the capability for fails the call with -32021.
+A call's answer is JSON when it comes within the SDK's wait, else an SSE
+stream pinged until it ends with the answer; a client that hangs up has its
+call cancelled at the remote.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import pytest
 import trio
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.mcp_support import MODERN, modern_client
+from agentws.doors.mcp.dispatch import modern
+from tests.e2e.mcp_support import MODERN, Running, modern_client
 from tests.e2e.relay_support import PNG, Remote
 from tests.e2e.remote_support import SDK_CLIENT_WARNINGS, TIMEOUT_S
 from tests.e2e.test_relay_remote import _text, relayed
@@ -146,3 +150,74 @@ async def test_a_question_the_client_cannot_take_fails_with_missing_capability(
         error = failed.value.error
         assert error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
         assert error.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+def _stateless_call(server: Running, tool: str) -> tuple[dict[str, str], bytes]:
+    """The headers and body of a stateless ``tools/call`` of ``tool``, without progress or logs."""
+    headers = {
+        **server.headers(),
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": tool, "arguments": {}, "_meta": meta}
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}
+    return headers, json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("link", ["handshake", MODERN])
+async def test_a_stateless_caller_that_hangs_up_has_its_call_cancelled_at_the_remote(
+    tmp_path: Path, link: str
+) -> None:
+    state = Remote(handshake_only=link == "handshake")
+    async with relayed(tmp_path, state) as server:
+        headers, body = _stateless_call(server, "third_slow")
+        with trio.fail_after(TIMEOUT_S):
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
+                        await http.post(server.url, content=body, headers=headers)
+
+                nursery.start_soon(call)
+                await state.slow_started.wait()
+                nursery.cancel_scope.cancel()  # the client closes its connection
+            await state.slow_cancelled.wait()
+
+
+async def test_a_stateless_call_still_running_after_the_wait_is_answered_as_a_pinged_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = Remote()
+    async with relayed(tmp_path, state) as server:
+        async with httpx2.AsyncClient(timeout=TIMEOUT_S) as http:
+            headers, body = _stateless_call(server, "third_logs")
+            quick = await http.post(server.url, content=body, headers=headers)
+            assert quick.headers["content-type"] == "application/json", quick.text
+            assert quick.json()["result"]["content"][0]["text"] == "logged"
+
+            # The SDK's handler waits 15 s before it commits to SSE; a shorter wait here.
+            monkeypatch.setattr(modern, "SSE_REPLY_PING_S", 0.2)
+            headers, body = _stateless_call(server, "third_slow")
+            with trio.fail_after(TIMEOUT_S):
+                request = http.build_request("POST", server.url, content=body, headers=headers)
+                response = await http.send(request, stream=True)
+                assert response.status_code == 200
+                assert response.headers["content-type"] == "text/event-stream"
+                lines = response.aiter_lines()
+                assert await anext(lines) == ": ping"
+                state.slow_release.set()
+                rest = [line async for line in lines]
+                await response.aclose()
+        events = [
+            json.loads(line.removeprefix("data: ")) for line in rest if line.startswith("data: ")
+        ]
+        assert events[-1]["id"] == 5
+        assert events[-1]["result"]["content"][0]["text"] == "slow, done"
+        assert not state.slow_cancelled.is_set()

@@ -42,20 +42,24 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import JSONRPCError, JSONRPCRequest
+from mcp_types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
 
+from agentws.bridges import hangups
 from agentws.bridges.mcp_sdk_bridge import (
+    SSE_REPLY_HEADERS,
+    SSE_REPLY_PING_S,
     exit_stack_has_callbacks,
     handle_modern_request,
     mcp_param_rejection,
     single_exchange_context,
+    sse_reply_event,
     to_jsonrpc_response,
     write_jsonrpc_reply,
 )
-from agentws.doors.mcp.relay.pending_calls import is_pending_state, owner_of_state
+from agentws.doors.mcp.relay.pending_calls import KeepAlive, is_pending_state, owner_of_state
 from agentws.doors.mcp.sessions.auth import Caller
 from agentws.http.asgi import Receive, Scope, Send, header, replaying, respond
 from agentws.tools.builtins import BUILTINS, GET_APPROVAL
@@ -78,6 +82,10 @@ _NAME_HEADER = b"mcp-name"
 _IN_PROCESS_TOOLS = frozenset({*BUILTINS, GET_APPROVAL.name})
 # A request asking for notifications on its response stream.
 _STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
+# The hang-up notice of a call answered within the process: none is needed.
+_IN_PROCESS = hangups.HangUp()
+# The SDK's handler's keep-alive line on a stateless answer's stream.
+_PING = b": ping\r\n\r\n"
 #: The group of the stateless request being served: whose tool schemas the
 #: SDK's ``Mcp-Param`` header check looks at (:func:`tool_input_schemas`).
 SERVING_GROUP: ContextVar[str | None] = ContextVar("agentws_serving_group", default=None)
@@ -116,6 +124,8 @@ class StatelessCaller:
     id: str = attrs.field(factory=lambda: f"stateless.{next(_CALLERS)}")
     log_level: str | None = None
     server_session: ServerSession | None = None
+    #: How its response shows it is alive while a call that left the process runs.
+    keepalive: KeepAlive | None = None
 
     @property
     def token_id(self) -> str:
@@ -185,23 +195,32 @@ async def serve_stateless(
     ran in the door, so the SDK's own DNS-rebinding check is off here.
     """
     state = StatelessCaller(caller)
-    # Progress, log messages, listen streams and calls that leave the process
-    # (which may be slow: the stream keeps a proxy from timing them out) are
-    # answered as SSE; anything else with one JSON response, sparing the
-    # stream's machinery.
     method = header(scope, _METHOD_HEADER)
+    # A call that leaves the process may be slow: its client must learn if it
+    # hangs up, which the connection tells (hangups) or else only a task
+    # reading ``receive`` beside the call would.
+    hang_up = (
+        hangups.current(scope)
+        if method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS
+        else _IN_PROCESS
+    )
+    # Progress, log messages and listen streams are answered as SSE, with the
+    # SDK's stream machinery; so are calls that leave the process where no
+    # hang-up notice comes. Anything else is answered here: with one JSON
+    # response, or, for a call still running after the SDK's wait, as SSE.
     streams = (
         method == "subscriptions/listen"
-        or (method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS)
+        or hang_up is None
         or any(marker in body.raw for marker in _STREAM_MARKERS)
     )
     serving = SERVING_GROUP.set(caller.group.id)
     try:
         if (
             not streams
+            and hang_up is not None
             and method == "tools/call"
             and scope["method"] == "POST"
-            and await _answer_call(server, state, body, scope, receive, send)
+            and await _answer_call(server, state, body, scope, receive, send, hang_up)
         ):
             return
         # Our Send takes the dicts every ASGI server gives; the SDK types it wider.
@@ -225,8 +244,9 @@ async def _answer_call(
     scope: Scope,
     receive: Receive,
     send: Send,
+    hang_up: hangups.HangUp,
 ) -> bool:
-    """Answer a well-formed call of an in-process tool, as the SDK's handler would.
+    """Answer a well-formed call, as the SDK's handler would.
 
     The SDK's single-exchange handler wraps each request in Starlette's
     request and response objects and shapes the reply twice (a model, then
@@ -237,6 +257,13 @@ async def _answer_call(
     writes the JSON-RPC reply once (an error as the SDK writes it). A
     request the checks refuse is left to the SDK's handler, which refuses it
     exactly as it always does: False, before anything ran or was sent.
+
+    A call that leaves the process (``hang_up`` is its connection's notice,
+    not :data:`_IN_PROCESS`) is cancelled if its client hangs up, and, still
+    running after the SDK's wait, its answer becomes an SSE stream, pinged at
+    the SDK's interval until it ends with the reply (:class:`_LateAnswer`).
+    The SDK's handler does that with two tasks and a channel per call; here
+    the call's own wait does it (:class:`~agentws.doors.mcp.relay.pending_calls.KeepAlive`).
     """
     decoded = body.document()
     if not isinstance(decoded, dict) or "id" not in decoded:
@@ -268,9 +295,19 @@ async def _answer_call(
         request.id,
         ServerMessageMetadata(request_context=http),
     )
-    answer = await to_jsonrpc_response(
-        request.id, _serve_one(server, exchange, request.method, request.params, connection, state)
-    )
+    answering = _serve_one(server, exchange, request.method, request.params, connection, state)
+    if hang_up is _IN_PROCESS:
+        answer = await to_jsonrpc_response(request.id, answering)
+    else:
+        late = _LateAnswer(send)
+        state.keepalive = KeepAlive(SSE_REPLY_PING_S, late.beat)
+        with trio.CancelScope() as call, hang_up.cancelling(call):
+            answer = await to_jsonrpc_response(request.id, answering)
+        if call.cancelled_caught:
+            return True  # its client hung up: nobody to answer
+        if late.started:
+            await late.end(answer)
+            return True
     if isinstance(answer, JSONRPCError):
         await write_jsonrpc_reply(answer, scope, receive, send)
         return True
@@ -307,6 +344,32 @@ async def _serve_one(
     finally:
         if exit_stack_has_callbacks(connection):
             await aclose_shielded(connection)
+
+
+@attrs.define(eq=False)
+class _LateAnswer:
+    """A stateless answer that may turn into an SSE stream, as the SDK's handler's does.
+
+    Each :meth:`beat` (one per ``SSE_REPLY_PING_S`` the call has run) sends a
+    ping, the SSE headers before the first; :meth:`end` sends the reply as
+    the stream's last event. An answer that never beat is sent as JSON.
+    """
+
+    send: Send
+    started: bool = False
+
+    async def beat(self) -> None:
+        if not self.started:
+            self.started = True
+            await self.send(
+                {"type": "http.response.start", "status": 200, "headers": SSE_REPLY_HEADERS}
+            )
+        await self.send({"type": "http.response.body", "body": _PING, "more_body": True})
+
+    async def end(self, answer: JSONRPCResponse | JSONRPCError) -> None:
+        await self.send(
+            {"type": "http.response.body", "body": sse_reply_event(answer), "more_body": False}
+        )
 
 
 def _folded(scope: Scope) -> dict[str, str]:

@@ -33,6 +33,8 @@ from typing import Any
 
 import attrs
 import mcp_types as types
+import outcome
+import trio
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -42,7 +44,13 @@ from pydantic import ValidationError as PydanticValidationError
 from agentws.core.errors import OverCapacityError
 from agentws.domain.tool_results import tool_error
 from agentws.doors.mcp.relay.passthrough import Passthrough
-from agentws.doors.mcp.relay.pending_calls import PendingCall, PendingCalls, Step, is_pending_state
+from agentws.doors.mcp.relay.pending_calls import (
+    KeepAlive,
+    PendingCall,
+    PendingCalls,
+    Step,
+    is_pending_state,
+)
 from agentws.doors.mcp.relay.relay_channel import ChannelParts
 from agentws.tools.caller_channel import CallerChannel, RemoteRound
 
@@ -202,23 +210,26 @@ async def call_modern(
     call; ``passthrough``, this round as passed to a remote that asks itself.
     """
     token_id = ctx.lifespan_context.caller.token_id
+    # How the caller's response shows it is alive while the call runs, if it must.
+    keepalive: KeepAlive | None = getattr(ctx.lifespan_context, "keepalive", None)
     if is_pending_state(params.request_state):
         return await pending.resume(
             str(params.request_state),
             token_id,
             dict(params.input_responses or {}),
             on_step=lambda channel: channel.step(ctx),
+            keepalive=keepalive,
         )
     channel = ModernChannel(ctx, passthrough=passthrough)
     if not remote:
-        return await _checked(channel, run)
+        return await _kept_alive(_checked(channel, run), keepalive)
 
     async def in_call(call: PendingCall) -> Step:
         channel.call = call
         return await _checked(channel, run)
 
     try:
-        return await pending.start(token_id, in_call, channel)
+        return await pending.start(token_id, in_call, channel, keepalive)
     except OverCapacityError as exc:
         return over_capacity_result(params.name, exc)
 
@@ -229,6 +240,28 @@ def over_capacity_result(tool: str, exc: OverCapacityError) -> types.CallToolRes
         f"{tool} did not run: {exc.message}.",
         {"status": "over_capacity", "retry_after_s": exc.retry_after_s, "reason": exc.message},
     )
+
+
+async def _kept_alive(work: Awaitable[Step], keepalive: KeepAlive | None) -> Step:
+    """``work``'s step, ``keepalive`` beaten beside it each interval it runs.
+
+    A pending call's own wait beats (:class:`PendingCalls`); a call that
+    runs in the request, such as a native connector's, needs a task for it.
+    """
+    if keepalive is None:
+        return await work
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_beat, keepalive)
+        # Captured, so that its failure leaves as itself, not in an exception group.
+        done = await outcome.acapture(lambda: work)
+        nursery.cancel_scope.cancel()
+    return done.unwrap()
+
+
+async def _beat(keepalive: KeepAlive) -> None:
+    while True:
+        await trio.sleep(keepalive.every)
+        await keepalive.beat()
 
 
 async def _checked(channel: ModernChannel, run: Callable[[CallerChannel], Awaitable[Step]]) -> Step:

@@ -21,6 +21,11 @@ client that gave up. A call ends as soon as its client took its outcome; one
 whose outcome nobody takes is kept a question's time (``answer_s``), for a
 retry. Every pending call ends at shutdown.
 
+A step may be given a :class:`KeepAlive`: while it waits for its call, it
+beats every ``every`` seconds, so that a response held open for a slow
+call shows its client (and any proxy between) that it is alive, without a
+task of its own beside it.
+
 Calls are bounded per process (``max_calls``) and per bearer token
 (``max_per_token``), so that one token's unanswered questions cannot take
 every place: a call over either is refused with
@@ -43,7 +48,14 @@ from mcp.shared.exceptions import MCPError
 
 from agentws.core.errors import OverCapacityError
 
-__all__ = ["PendingCall", "PendingCalls", "Step", "is_pending_state", "owner_of_state"]
+__all__ = [
+    "KeepAlive",
+    "PendingCall",
+    "PendingCalls",
+    "Step",
+    "is_pending_state",
+    "owner_of_state",
+]
 
 log = logging.getLogger("agentws.mcp")
 
@@ -67,6 +79,14 @@ def owner_of_state(state: str) -> str | None:
     """The instance holding the pending call ``state`` names."""
     owner, dot, _ = state.removeprefix(_STATE_PREFIX).partition(".")
     return owner if dot and owner else None
+
+
+@attrs.frozen
+class KeepAlive:
+    """What a step does each ``every`` seconds it waits for its call: ``beat()``."""
+
+    every: float
+    beat: Callable[[], Awaitable[None]]
 
 
 @attrs.define(eq=False)
@@ -189,7 +209,11 @@ class PendingCalls:
         self._closing.set()
 
     async def start(
-        self, token_id: str, run: Callable[[PendingCall], Awaitable[Step]], context: Any = None
+        self,
+        token_id: str,
+        run: Callable[[PendingCall], Awaitable[Step]],
+        context: Any = None,
+        keepalive: KeepAlive | None = None,
     ) -> Step:
         """Run ``run(call)`` as a call that may ask its client; its first step.
 
@@ -216,7 +240,7 @@ class PendingCalls:
         self._calls[call.state] = call
         self._live[token_id] += 1
         self._nursery.start_soon(self._run, call, run)
-        return await self._step(call)
+        return await self._step(call, keepalive)
 
     async def resume(
         self,
@@ -225,6 +249,7 @@ class PendingCalls:
         responses: dict[str, Any],
         *,
         on_step: Callable[[Any], None] | None = None,
+        keepalive: KeepAlive | None = None,
     ) -> Step:
         """The next step of the call ``state`` names, given the client's answers.
 
@@ -240,11 +265,11 @@ class PendingCalls:
         if on_step is not None:
             on_step(call.context)
         call.give(responses)
-        return await self._step(call)
+        return await self._step(call, keepalive)
 
-    async def _step(self, call: PendingCall) -> Step:
+    async def _step(self, call: PendingCall, keepalive: KeepAlive | None) -> Step:
         try:
-            step = await call.next_step()
+            step = await _next_step(call, keepalive)
         except trio.Cancelled:
             # The client left while the call ran: nobody will take its outcome.
             if not call.open:
@@ -287,3 +312,15 @@ class PendingCalls:
             self._live[call.token_id] -= 1
             if self._live[call.token_id] <= 0:
                 del self._live[call.token_id]
+
+
+async def _next_step(call: PendingCall, keepalive: KeepAlive | None) -> Step:
+    """``call``'s next step, beating ``keepalive`` each time it has waited its interval."""
+    if keepalive is None:
+        return await call.next_step()
+    while True:
+        # Waiting again after a beat loses nothing: what the call asked or
+        # ended with is on the call, not in the wait.
+        with trio.move_on_after(keepalive.every):
+            return await call.next_step()
+        await keepalive.beat()
