@@ -8,7 +8,10 @@ Host/Origin guard and the bearer token, exactly as any other request) and
 served by the SDK's own single-exchange handler with the same
 :class:`~mcp.server.lowlevel.server.Server` the sessions run: one JSON-RPC
 request in, one response out (JSON, or an SSE stream when the handler sends
-notifications such as progress first). ``server/discover`` replaces the
+notifications such as progress first, or answers after the SDK's wait).
+The usual ``tools/call`` is answered here instead, through the SDK's own
+checks and runner, as its handler would answer it (:func:`_answer_call`).
+``server/discover`` replaces the
 handshake; header validation, ``resultType`` on every result and the
 ``UnsupportedProtocolVersion`` error listing what is served are the SDK's.
 
