@@ -8,8 +8,6 @@ beats, so its answer stays one JSON response. Timers on ``autojump_clock``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,22 +18,10 @@ import trio.testing
 from mcp.shared.exceptions import MCPError
 
 from agentws.doors.mcp.relay.modern_calls import call_modern
-from agentws.doors.mcp.relay.pending_calls import KeepAlive, PendingCall, PendingCalls
+from agentws.doors.mcp.relay.pending_calls import KeepAlive, PendingCall
+from tests.unit.test_pending_calls import _result, pending_calls
 
 EVERY_S = 15.0
-
-
-@asynccontextmanager
-async def pending_calls() -> AsyncIterator[PendingCalls]:
-    calls = PendingCalls("inst-a", 30.0)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(calls.serve)
-        yield calls
-        calls.close()
-
-
-def _result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 class Beats:
