@@ -85,8 +85,6 @@ _NAME_HEADER = b"mcp-name"
 _IN_PROCESS_TOOLS = frozenset({*BUILTINS, GET_APPROVAL.name})
 # A request asking for notifications on its response stream.
 _STREAM_MARKERS = (b"progressToken", b"io.modelcontextprotocol/logLevel")
-# The hang-up notice of a call answered within the process: none is needed.
-_IN_PROCESS = hangups.HangUp()
 # The SDK's handler's keep-alive line on a stateless answer's stream.
 _PING = b": ping\r\n\r\n"
 #: The group of the stateless request being served: whose tool schemas the
@@ -202,25 +200,21 @@ async def serve_stateless(
     # A call that leaves the process may be slow: its client must learn if it
     # hangs up, which the connection tells (hangups) or else only a task
     # reading ``receive`` beside the call would.
-    hang_up = (
-        hangups.current(scope)
-        if method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS
-        else _IN_PROCESS
-    )
+    leaves = method == "tools/call" and header(scope, _NAME_HEADER) not in _IN_PROCESS_TOOLS
+    hang_up = hangups.current(scope) if leaves else None
     # Progress, log messages and listen streams are answered as SSE, with the
     # SDK's stream machinery; so are calls that leave the process where no
     # hang-up notice comes. Anything else is answered here: with one JSON
     # response, or, for a call still running after the SDK's wait, as SSE.
     streams = (
         method == "subscriptions/listen"
-        or hang_up is None
+        or (leaves and hang_up is None)
         or any(marker in body.raw for marker in _STREAM_MARKERS)
     )
     serving = SERVING_GROUP.set(caller.group.id)
     try:
         if (
             not streams
-            and hang_up is not None
             and method == "tools/call"
             and scope["method"] == "POST"
             and await _answer_call(server, state, body, scope, receive, send, hang_up)
@@ -247,7 +241,7 @@ async def _answer_call(
     scope: Scope,
     receive: Receive,
     send: Send,
-    hang_up: hangups.HangUp,
+    hang_up: hangups.HangUp | None,
 ) -> bool:
     """Answer a well-formed call, as the SDK's handler would.
 
@@ -261,8 +255,8 @@ async def _answer_call(
     request the checks refuse is left to the SDK's handler, which refuses it
     exactly as it always does: False, before anything ran or was sent.
 
-    A call that leaves the process (``hang_up`` is its connection's notice,
-    not :data:`_IN_PROCESS`) is cancelled if its client hangs up, and, still
+    A call that leaves the process (``hang_up`` is its connection's notice;
+    None for an in-process tool) is cancelled if its client hangs up, and, still
     running after the SDK's wait, its answer becomes an SSE stream, pinged at
     the SDK's interval until it ends with the reply (:class:`_LateAnswer`).
     The SDK's handler does that with two tasks and a channel per call; here
@@ -299,7 +293,7 @@ async def _answer_call(
         ServerMessageMetadata(request_context=http),
     )
     answering = _serve_one(server, exchange, request.method, request.params, connection, state)
-    if hang_up is _IN_PROCESS:
+    if hang_up is None:
         answer = await to_jsonrpc_response(request.id, answering)
     else:
         late = _LateAnswer(send)
