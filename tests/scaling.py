@@ -9,17 +9,24 @@ and returns the ratio: about 4 for linear work, 16 for quadratic. A machine
 busy with the rest of the suite makes a run cost up to twice what it should
 (1.72 times was seen with sizes ``n`` and ``2n``): :data:`LINEAR`, halfway
 between 4 and 16, tells the two apart all the same.
+
+Where a test must bound one run's time (a step of the event loop, a search),
+the bound was set on a reference machine; :func:`slowness` says how many
+times slower this machine runs the same Python, measured in the same run,
+and the bound is scaled by it.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import json
 import math
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["FACTOR", "LINEAR", "cpu_seconds", "growth"]
+__all__ = ["FACTOR", "LINEAR", "cpu_seconds", "growth", "slowness"]
 
 T = TypeVar("T")
 
@@ -34,6 +41,10 @@ _RUNS = 3
 # on a machine busy with the rest of the suite, the caches' (5 ms gave ratios
 # over 3 for linear work there).
 _MEASURABLE_S = 0.02
+# What parsing and writing back _REFERENCE_JSON took on the machine the tests'
+# time bounds were set on (an AMD EPYC core): 12.6-14.0 ms of CPU.
+_REFERENCE_S = 0.013
+_REFERENCE_JSON = json.dumps({"rows": [{"a": n, "b": "x"} for n in range(20_000)]})
 
 
 def cpu_seconds(work: Callable[[], object], *, runs: int = 3, repeat: int = 1) -> float:
@@ -69,3 +80,17 @@ def growth(make: Callable[[int], T], work: Callable[[T], object], n: int) -> flo
         least_small = min(least_small, cpu_seconds(lambda: work(small), runs=1, repeat=repeat))
         least_large = min(least_large, cpu_seconds(lambda: work(large), runs=1, repeat=repeat))
     return least_large / max(least_small, 1e-9)
+
+
+@functools.cache
+def slowness() -> float:
+    """How many times slower than the reference machine this one runs Python; at least 1.
+
+    Measured once per process on JSON of many small objects, the shape the
+    bounded tests' costliest steps handle (an Intel Xeon took 1.8-1.9 times
+    the reference's CPU for them: 106-111 ms parsing a 2 MiB webhook, 128
+    ms passing on a 1 MiB result). Never below 1: a faster machine keeps
+    the bounds as they were set.
+    """
+    took = cpu_seconds(lambda: json.dumps(json.loads(_REFERENCE_JSON)), runs=9)
+    return max(1.0, took / _REFERENCE_S)

@@ -147,6 +147,12 @@ def _quick_check(schema: dict[str, Any]) -> QuickCheck | None:
 _quick_for = SchemaMemo(_quick_check, _MAX_VALIDATORS)
 
 
+def _surely_valid(schema: dict[str, Any], value: Any) -> bool:
+    """Whether ``schema``'s quick check, if it has one, finds ``value`` valid."""
+    quick = _quick_for(schema)
+    return quick is not None and isinstance(value, dict) and quick(value)
+
+
 def argument_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """What is wrong with ``arguments`` for ``schema``, checked here and now, or None.
 
@@ -256,6 +262,8 @@ class ArgumentChecker:
         Error handling:
             Every problem is a sentence for the caller, as for arguments.
         """
+        if _surely_valid(schema, content):
+            return None  # its JSON, as long as the content, is only for the checks below
         text = json.dumps(content)
         if len(text) > _BETWEEN_STEPS_BYTES:
             await trio.lowlevel.checkpoint()
@@ -266,8 +274,7 @@ class ArgumentChecker:
     async def _schema_problem(
         self, schema: dict[str, Any], value: Any, size: int, text: str, what: str
     ) -> str | None:
-        quick = _quick_for(schema)
-        if quick is not None and isinstance(value, dict) and quick(value):
+        if _surely_valid(schema, value):
             return None
         cost = assess(schema)
         if cost.validator is None or (cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET):

@@ -10,8 +10,9 @@ went over the threshold.
 
 CPU time (``time.thread_time`` of the loop thread), not wall time: a loaded
 machine makes steps take longer on the clock, not use more CPU, so the
-bound holds on a busy test runner. Work in other threads (SQLite's) does
-not count either: it does not hold the loop.
+bound holds on a busy test runner. A slower machine does make them use more
+CPU: the bound is scaled by :func:`tests.scaling.slowness`. Work in other
+threads (SQLite's) does not count either: it does not hold the loop.
 
 The service runs in the test's own trio run (:mod:`tests.e2e.mcp_support`),
 beside the test's clients and the remotes it serves: only the steps of the
@@ -36,10 +37,13 @@ import attrs
 import httpx2
 import trio
 
+from tests.scaling import slowness
+
 __all__ = ["LONG_STEP_MS", "LoopSteps", "Step", "healthz_throughout", "serving", "watch_steps"]
 
-#: What a step may use at the limits the service accepts: far above what a
-#: bounded step takes (a few ms), far below what the stalls took (seconds).
+#: What a step may use at the limits the service accepts, on the reference
+#: machine of :func:`tests.scaling.slowness`: far above what a bounded step
+#: takes (a few ms), far below what the stalls took (seconds).
 LONG_STEP_MS = 100.0
 # A step is sampled every this often once it has run this long.
 _SAMPLE_S = 0.005
@@ -178,13 +182,14 @@ class LoopSteps(trio.abc.Instrument):
 
 
 @contextmanager
-def watch_steps(threshold_ms: float = LONG_STEP_MS) -> Iterator[LoopSteps]:
-    """Record the task steps over ``threshold_ms`` of CPU while the block runs.
+def watch_steps(threshold_ms: float | None = None) -> Iterator[LoopSteps]:
+    """Record the task steps over ``threshold_ms`` of CPU while the block runs
+    (by default :data:`LONG_STEP_MS` scaled to this machine).
 
     Resource handling:
         The instrument and its sampling thread are removed when the block ends.
     """
-    watch = LoopSteps(threshold_ms)
+    watch = LoopSteps(LONG_STEP_MS * slowness() if threshold_ms is None else threshold_ms)
     sampler = threading.Thread(target=watch.sample, name="loop-steps", daemon=True)
     sampler.start()
     trio.lowlevel.add_instrument(watch)

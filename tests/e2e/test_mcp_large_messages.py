@@ -7,7 +7,7 @@ it is parsed, and an accepted call parses and encodes its arguments as few
 times as it can, in steps of their own. Each case below is sent to a
 served agentws, over a session and statelessly (2026-07-28), while
 ``/healthz`` is asked again and again; no task step of the service may use
-more than 100 ms of CPU (:mod:`tests.e2e.loop_steps`).
+more than 100 ms of CPU (on the reference machine: :mod:`tests.e2e.loop_steps`).
 """
 
 from __future__ import annotations

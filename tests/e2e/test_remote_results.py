@@ -10,7 +10,8 @@ costly for the loop. The remote answers with bytes made beforehand
 (:class:`~tests.e2e.remote_support.ThirdParty` ``canned``), over the
 stateless revision (the link's own calls) and over a handshake (the SDK's
 session), while ``/healthz`` is asked again and again and no step of the
-service may use more than 100 ms of CPU. One known exception is tested
+service may use more than 100 ms of CPU (on the reference machine:
+:mod:`tests.e2e.loop_steps`). One known exception is tested
 apart, marked as expected to fail: over a handshake the SDK's transport
 parses the largest answer on the loop.
 """

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -29,6 +30,7 @@ from agentws.settings.config import Settings
 from agentws.tools.schema_cost import MAX_WIDTH, assess
 from agentws.tools.spec import ToolSpec
 from agentws.tools.validation import ArgumentChecker, argument_error, open_argument_checker
+from tests.scaling import FACTOR, growth
 
 
 def _tool(schema: dict[str, Any]) -> ToolSpec:
@@ -140,6 +142,24 @@ async def test_a_check_past_its_deadline_is_killed_and_refused(checker: Argument
     lookaround = _tool({"properties": {"q": {"type": "string", "pattern": "^(?!x)"}}})
     fine = CallArguments.of(lookaround.name, {"q": "y"}, lookaround.input_schema)
     assert await checker.problem(lookaround, fine) is None
+
+
+async def test_structured_content_a_quick_check_accepts_is_not_written_out(
+    checker: ArgumentChecker,
+) -> None:
+    """Its JSON is for a costly check only: a result of many rows costs the loop no more."""
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}}
+
+    def check(content: dict[str, Any]) -> object:
+        return trio.from_thread.run(checker.output_problem, schema, content)
+
+    def rows(n: int) -> dict[str, Any]:
+        return {"count": n, "rows": [{"a": index} for index in range(n)]}
+
+    assert await checker.output_problem(schema, rows(3)) is None
+    assert await checker.output_problem(schema, {"count": "3"}) is not None
+    # Writing the rows out grows with them (about FACTOR times); the quick check does not.
+    assert await trio.to_thread.run_sync(growth, rows, check, 20_000) < FACTOR / 2
 
 
 def test_pattern_properties_run_in_linear_time() -> None:
