@@ -248,9 +248,14 @@ class ArgumentChecker:
             )
         if size > _BETWEEN_STEPS_BYTES:
             await trio.lowlevel.checkpoint()
-        return await self._schema_problem(
-            tool.input_schema, whole, size, arguments.text, "these arguments"
-        ) or path_argument_error(tool, whole)
+        problem = (
+            None
+            if _surely_valid(tool.input_schema, whole)
+            else await self._schema_problem(
+                tool.input_schema, whole, size, arguments.text, "these arguments"
+            )
+        )
+        return problem or path_argument_error(tool, whole)
 
     async def output_problem(self, schema: dict[str, Any], content: Any) -> str | None:
         """Why a result's structured ``content`` breaks the tool's output ``schema``, or None.
@@ -274,8 +279,8 @@ class ArgumentChecker:
     async def _schema_problem(
         self, schema: dict[str, Any], value: Any, size: int, text: str, what: str
     ) -> str | None:
-        if _surely_valid(schema, value):
-            return None
+        """Why ``value`` (``text``, ``size`` bytes) breaks ``schema``, once its quick check,
+        if any, did not find it valid."""
         cost = assess(schema)
         if cost.validator is None or (cost.on_loop and cost.width * size <= _ON_LOOP_BUDGET):
             return _full_error(cost, value)
