@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx2
@@ -21,6 +22,7 @@ import trio
 
 from agentws.bridges.hypercorn_bridge import BridgedTCPServer
 from agentws.doors.mcp.sessions.session import McpSession
+from agentws.doors.mcp.sessions.supervisor import _CANCEL_BATCH
 from tests.e2e.mcp_support import (
     REQUEST_S,
     jsonrpc_answer,
@@ -90,5 +92,34 @@ async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_
                 await stream.read_to_end()
                 await legacy.read_to_end()
         # The client has hung up both connections: they end on the server too.
+        await wait_for(lambda: _connections() == 0, what="the connections freed")
+        await wait_for(lambda: all(ref() is None for ref in freed), what="the sessions freed")
+
+
+async def test_a_mass_closes_held_responses_unwind_and_their_connections_end(
+    tmp_path: Path, no_collector: None
+) -> None:
+    """More streams than one batch: the responses wait for every end, then unwind and
+    their connections end once the clients hang up, with nothing left for the collector."""
+    streams = _CANCEL_BATCH + _CANCEL_BATCH // 2
+    async with (
+        running(
+            tmp_path, with_library=False, AGENTWS_MCP_MAX_SESSIONS_PER_TOKEN=str(2 * streams)
+        ) as server,
+        AsyncExitStack() as opened,
+    ):
+        held = [await opened.enter_async_context(legacy_stream(server)) for _ in range(streams)]
+        sessions = [server.runtime.sessions.get(session_id) for session_id, _ in held]
+        assert all(isinstance(s, McpSession) for s in sessions)
+        freed = [weakref.ref(s) for s in sessions]
+        token_id = sessions[0].token_id  # type: ignore[union-attr]
+        del sessions
+        assert _connections() == streams
+
+        assert server.runtime.sessions.revoke(token_id) == streams
+        with trio.fail_after(PATIENCE_S):
+            for _, response in held:
+                await response.read_to_end()
+        await opened.aclose()  # the clients hang up
         await wait_for(lambda: _connections() == 0, what="the connections freed")
         await wait_for(lambda: all(ref() is None for ref in freed), what="the sessions freed")

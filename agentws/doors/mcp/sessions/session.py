@@ -42,6 +42,7 @@ from agentws.doors.mcp.sessions.replay import (
     Replays,
     ReplayStream,
 )
+from agentws.doors.mcp.sessions.teardowns import TeardownHold
 
 __all__ = ["STREAM_BUFFER", "McpSession", "Transport", "new_session_id"]
 
@@ -99,6 +100,9 @@ class McpSession:
     subscriptions: set[str] = attrs.field(factory=set)
     #: HTTP responses reading one of the session's streams (handed out, not left yet).
     _readers: int = 0
+    #: Where a mass close holds this session's ended responses before they unwind
+    #: (:mod:`agentws.doors.mcp.sessions.teardowns`); None: nothing holds them.
+    teardown_hold: TeardownHold | None = None
 
     @property
     def server_session(self) -> ServerSession | None:
@@ -205,6 +209,15 @@ class McpSession:
         self._readers -= 1
         if not self._readers and self.ended.is_set():
             self._release()
+
+    async def teardown_turn(self) -> None:
+        """Wait, after a stream of the session has ended, until its response may unwind.
+
+        At once, but for a session closed by a mass close (a revocation), whose
+        responses unwind only once every stream of that close has ended.
+        """
+        if self.teardown_hold is not None:
+            await self.teardown_hold.wait()
 
     async def submit(self, message: SessionMessage) -> None:
         """Hand a client message to the SDK's dispatcher.

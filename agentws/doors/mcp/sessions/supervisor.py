@@ -36,6 +36,7 @@ from agentws.doors.mcp.sessions.listen import ListenStreams
 from agentws.doors.mcp.sessions.rendered import RenderedResults
 from agentws.doors.mcp.sessions.replay import Replays
 from agentws.doors.mcp.sessions.session import STREAM_BUFFER, McpSession, Transport, new_session_id
+from agentws.doors.mcp.sessions.teardowns import TeardownHold
 from agentws.settings.config import Settings
 from agentws.store.sql_tokens import TokenStore
 
@@ -331,10 +332,16 @@ class SessionSupervisor:
         self._nursery.start_soon(self._close_in_batches, first, sessions[_CANCEL_BATCH:])
 
     def _batch(self, sessions: list[McpSession]) -> _Batch:
-        """Close ``sessions``; the batch is done once each one's responses have ended."""
+        """Close ``sessions``; the batch is done once each one's responses have ended.
+
+        The handlers of those responses then wait at the batch's hold until
+        every batch's have ended (:mod:`agentws.doors.mcp.sessions.teardowns`).
+        """
         batch = _Batch({session.id for session in sessions if not session.ended.is_set()})
         for session_id in batch.ids:
             self._batches[session_id] = batch
+        for session in sessions:
+            session.teardown_hold = batch.hold
         _close_batch(sessions)  # a session nothing reads is released at once
         return batch
 
@@ -376,13 +383,22 @@ class SessionSupervisor:
 
     async def _close_in_batches(self, batch: _Batch, rest: list[McpSession]) -> None:
         # Each session is taken off the list as its batch closes, so the last
-        # reference to it goes once its responses end: held here to the end,
-        # 10,000 ended sessions were freed in one step, which held the loop 30 ms.
-        rest.reverse()
-        while rest:
+        # reference to it goes once its responses have unwound: held here to the
+        # end, 10,000 ended sessions were freed in one step, which held the loop 30 ms.
+        holds = [batch.hold]
+        try:
+            rest.reverse()
+            while rest:
+                await self._ended(batch)
+                batch = self._batch([rest.pop() for _ in range(min(_CANCEL_BATCH, len(rest)))])
+                holds.append(batch.hold)
             await self._ended(batch)
-            batch = self._batch([rest.pop() for _ in range(min(_CANCEL_BATCH, len(rest)))])
-        await self._ended(batch)
+            # Every stream has ended: the responses unwind, a batch at a time.
+            for hold in holds:
+                await hold.let_go(_BATCH_WAIT_S)
+        finally:
+            for hold in holds:
+                hold.open()  # cancelled (shutdown): no handler waits for a turn
 
     async def _ended(self, batch: _Batch) -> None:
         """Return once ``batch``'s responses have ended, or after ``_BATCH_WAIT_S``."""
@@ -475,6 +491,8 @@ class _Batch:
 
     ids: set[str]
     done: trio.Event = attrs.field(factory=trio.Event)
+    #: Where the batch's ended responses wait before they unwind.
+    hold: TeardownHold = attrs.field(factory=TeardownHold)
 
     def __attrs_post_init__(self) -> None:
         if not self.ids:

@@ -485,6 +485,7 @@ class McpDoor:
             )
         finally:
             session.leave(connection)
+        await session.teardown_turn()
 
     async def _resume(self, request: DoorRequest, session: McpSession, last_event_id: str) -> None:
         """Send what the stream of ``last_event_id`` had after it, then its live events."""
@@ -508,6 +509,7 @@ class McpDoor:
         finally:
             if connection is not None:
                 session.leave(connection)
+        await session.teardown_turn()
 
     async def _delete(self, request: DoorRequest, sessions: SessionSupervisor) -> None:
         session_id = request.header(SESSION_HEADER.encode())

@@ -72,6 +72,7 @@ async def serve_legacy_stream(
         # The legacy session lives exactly as long as its stream.
         session.leave(connection)
         session.close()
+    await session.teardown_turn()
 
 
 async def serve_legacy_post(request: DoorRequest, session: McpSession, settings: Settings) -> None:
