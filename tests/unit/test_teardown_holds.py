@@ -56,20 +56,24 @@ async def _respond(session: McpSession, log: _Log) -> None:
     log.add("unwound", session)
 
 
-async def test_every_stream_of_a_mass_close_ends_before_any_response_unwinds() -> None:
+async def _revoked_with_responses(count: int) -> _Log:
+    """Revoke a token whose ``count`` sessions each have a stream's response; what they did."""
     revoked = make_caller("revoked")
     log = _Log()
     async with _supervisor() as supervisor, trio.open_nursery() as responses:
-        for _ in range(MANY):
+        for _ in range(count):
             responses.start_soon(_respond, await supervisor.open(revoked, "sse"), log)
         await trio.testing.wait_all_tasks_blocked()
-
-        assert supervisor.revoke(revoked.token_id) == MANY
+        assert supervisor.revoke(revoked.token_id) == count
         with trio.fail_after(PATIENCE_S):
-            await log.reaching(2 * MANY)
+            await log.reaching(2 * count)
+    return log
 
-    kinds = [kind for kind, _ in log]
-    assert kinds == ["ended"] * MANY + ["unwound"] * MANY
+
+async def test_every_stream_of_a_mass_close_ends_before_any_response_unwinds() -> None:
+    log = await _revoked_with_responses(MANY)
+
+    assert [kind for kind, _ in log] == ["ended"] * MANY + ["unwound"] * MANY
     # A batch's responses unwind together, one batch after another.
     unwound = [hold for _, hold in log[MANY:]]
     batches = [hold for i, hold in enumerate(unwound) if i == 0 or hold is not unwound[i - 1]]
@@ -79,15 +83,7 @@ async def test_every_stream_of_a_mass_close_ends_before_any_response_unwinds() -
 
 async def test_a_small_close_holds_nothing() -> None:
     """One batch ends at once, in the turn of its close: nothing to put its teardown after."""
-    revoked = make_caller("revoked")
-    log = _Log()
-    async with _supervisor() as supervisor, trio.open_nursery() as responses:
-        for _ in range(_CANCEL_BATCH):
-            responses.start_soon(_respond, await supervisor.open(revoked, "sse"), log)
-        await trio.testing.wait_all_tasks_blocked()
-        supervisor.revoke(revoked.token_id)
-        with trio.fail_after(PATIENCE_S):
-            await log.reaching(2 * _CANCEL_BATCH)
+    log = await _revoked_with_responses(_CANCEL_BATCH)
     assert {hold for _, hold in log} == {None}
 
 
