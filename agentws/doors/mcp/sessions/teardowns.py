@@ -24,6 +24,11 @@ import trio
 
 __all__ = ["TeardownHold"]
 
+# Turns of the loop given to one batch's unwinding before the next batch's
+# handlers go on: past its hold a handler returns through the door's layers,
+# then Hypercorn ends its task and closes its connection, each step a turn.
+_UNWIND_TURNS = 3
+
 
 @attrs.define(eq=False)
 class TeardownHold:
@@ -54,10 +59,16 @@ class TeardownHold:
         self._opened.set()
 
     async def let_go(self, wait_s: float) -> None:
-        """Let the handlers go on; return once each has (or after ``wait_s``)."""
+        """Let the handlers go on; return once each has (or after ``wait_s``) and unwound.
+
+        A handler's unwinding takes a few turns of the loop past the hold (its
+        door's layers, then Hypercorn's end of its task and connection); this
+        returns after as many, so that the next batch's handlers do not unwind
+        in the same turns as this one's.
+        """
         self._opened.set()
         if self._waiting:
             with trio.move_on_after(wait_s):
                 await self._passed.wait()
-        else:
+        for _ in range(_UNWIND_TURNS):
             await trio.lowlevel.checkpoint()
