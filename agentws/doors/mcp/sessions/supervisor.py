@@ -460,11 +460,22 @@ class SessionSupervisor:
                 heapq.heappush(self._expiries, (session.last_active + idle_s, session_id))
 
     async def _watch_revocations(self) -> None:
+        seen = self.changes.generation(Topic.TOKENS)
+        # Where nothing announces a revocation (SQLite), any commit may be one.
+        commits = self.changes.commits()
+        failed = False
         while True:
+            if not failed:  # a check that failed is made again, whatever came since
+                await self.changes.wait(
+                    Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S, commits=commits
+                )
+            failed = False
+            # What the check below reads covers what was announced or committed
+            # up to here; anything after wakes the next wait at once. (Taken
+            # after the check, a revocation committed while it read waited for
+            # an unrelated commit, or 10 s.)
             seen = self.changes.generation(Topic.TOKENS)
-            # Where nothing announces a revocation (SQLite), any commit may be one.
             commits = self.changes.commits()
-            await self.changes.wait(Topic.TOKENS, seen, poll_s=_REVOCATION_POLL_S, commits=commits)
             if not self._by_token:
                 continue
             held = list(self._by_token)
@@ -474,6 +485,7 @@ class SessionSupervisor:
             except Exception:
                 log.exception("cannot check for revoked tokens; retrying")
                 await trio.sleep(_REVOCATION_POLL_S)
+                failed = True
                 continue
             for token_id in held:
                 if token_id not in live:
