@@ -9,7 +9,7 @@ check at once, not wait for some later, unrelated commit.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 
 import trio
@@ -85,33 +85,32 @@ async def _watching(store: RacingTokens) -> AsyncIterator[SessionSupervisor]:
         nursery.cancel_scope.cancel()
 
 
-async def _closed_after_revocation(store: RacingTokens, session: McpSession) -> float:
-    with trio.fail_after(2 * SAFETY_POLL_S):
-        await session.ended.wait()
+async def _revocation_delay(revoke: Callable[[RacingTokens, str], None]) -> float:
+    """How long after ``revoke`` committed its revocation the token's open session closed."""
+    store = RacingTokens()
+    caller = make_caller("revoked")
+    async with _watching(store) as supervisor:
+        session = await supervisor.open(caller, "sse")
+        await trio.sleep(1)
+        revoke(store, caller.token_id)
+        with trio.fail_after(2 * SAFETY_POLL_S):
+            await session.ended.wait()
+        closed_at = trio.current_time()
     assert store.revoked_at is not None
-    return trio.current_time() - store.revoked_at
+    return closed_at - store.revoked_at
 
 
 async def test_a_revocation_committed_during_a_check_is_seen_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    store = RacingTokens()
-    caller = make_caller("revoked")
-    async with _watching(store) as supervisor:
-        session = await supervisor.open(caller, "sse")
-        await trio.sleep(1)
-        store.revoke_during_next_check(caller.token_id)
-        assert await _closed_after_revocation(store, session) < 1.0
+    assert await _revocation_delay(RacingTokens.revoke_during_next_check) < 1.0
 
 
 async def test_a_check_that_failed_is_made_again_without_waiting_for_a_commit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    store = RacingTokens()
-    caller = make_caller("revoked")
-    async with _watching(store) as supervisor:
-        session = await supervisor.open(caller, "sse")
-        await trio.sleep(1)
+    def fail_then_revoke(store: RacingTokens, token_id: str) -> None:
         store.fail_next = True
-        store.revoke(caller.token_id)
-        assert await _closed_after_revocation(store, session) < 1.0
+        store.revoke(token_id)
+
+    assert await _revocation_delay(fail_then_revoke) < 1.0
