@@ -122,7 +122,9 @@ async def _reading(stream: httpx2.AsyncByteStream) -> AsyncIterator[AsyncIterato
         yield pieces
     finally:
         close = getattr(pieces, "aclose", None)
-        if close is not None:
+        # An async generator read to its end has closed itself (no frame
+        # left): on every call's answer, a shielded scope for nothing.
+        if close is not None and getattr(pieces, "ag_frame", True) is not None:
             with trio.move_on_after(_CLOSE_S, shield=True):
                 await close()
 

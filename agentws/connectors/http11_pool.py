@@ -111,16 +111,24 @@ class _Connection:
                 raise httpx2.RemoteProtocolError(str(exc)) from exc
             if event is not h11.NEED_DATA:
                 return event  # type: ignore[return-value]
-            with trio.move_on_after(timeout_s) as waited:
-                try:
-                    data = await self.stream.receive_some(_READ_CHUNK)
-                except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
-            if waited.cancelled_caught:
-                raise httpx2.ReadTimeout("the remote sent nothing in time")
+            if timeout_s == math.inf:
+                # Bounded by the call's own deadline (a relayed call's read):
+                # a scope of its own would only cost every call.
+                data = await self._receive()
+            else:
+                with trio.move_on_after(timeout_s) as waited:
+                    data = await self._receive()
+                if waited.cancelled_caught:
+                    raise httpx2.ReadTimeout("the remote sent nothing in time")
             if not data and self.h11.their_state is h11.SEND_RESPONSE:
                 raise httpx2.RemoteProtocolError("the server disconnected without answering")
             self.h11.receive_data(data if isinstance(data, bytes) else bytes(data))
+
+    async def _receive(self) -> bytes | bytearray:
+        try:
+            return await self.stream.receive_some(_READ_CHUNK)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
     def reusable(self) -> bool:
         return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
