@@ -16,6 +16,15 @@ task, so that every response it spawns sees it through :func:`current`) and
 calls :meth:`HangUp.happened` when the connection's read loop ends; a
 response registers the cancel scope to cancel then (:meth:`HangUp.cancelling`).
 
+The notice also goes the other way: a response that has ended may ask its
+connection to wait before closing, should the client hang up meanwhile
+(:meth:`HangUp.hold_close`). A mass close of MCP sessions uses it
+(:mod:`agentws.doors.mcp.sessions.teardowns`): ten thousand clients that
+hang up as soon as they read their stream's end would otherwise have their
+connections closed between the batches of streams still to end, each close
+costing the event loop about as much as a stream's end, and put off every
+later batch by as much.
+
 Where no bridge runs (another server, HTTP/2, a test calling the ASGI app
 directly) :func:`current` returns None and the response watches ``receive``
 as before.
@@ -24,7 +33,7 @@ as before.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 
 import trio
@@ -41,11 +50,12 @@ _CONNECTION: ContextVar[HangUp | None] = ContextVar("agentws_hangup", default=No
 class HangUp:
     """One HTTP/1.1 connection's end, as its responses are told of it."""
 
-    __slots__ = ("_ended", "_scopes")
+    __slots__ = ("_before_close", "_ended", "_scopes")
 
     def __init__(self) -> None:
         self._scopes: list[trio.CancelScope] = []
         self._ended = False
+        self._before_close: Callable[[], Awaitable[None]] | None = None
 
     @contextlib.contextmanager
     def cancelling(self, scope: trio.CancelScope) -> Iterator[None]:
@@ -63,9 +73,29 @@ class HangUp:
     def happened(self) -> None:
         """The connection has ended: cancel what its responses registered (idempotent)."""
         self._ended = True
+        self._before_close = None
         scopes, self._scopes = self._scopes, []
         for scope in scopes:
             scope.cancel()
+
+    def hold_close(self, wait: Callable[[], Awaitable[None]]) -> None:
+        """Have the connection, once its input ends, await ``wait()`` before it closes.
+
+        For a response about to end, whose client may hang up as soon as it
+        has read the end (the last such call wins; none, once the connection
+        has ended).
+        """
+        if not self._ended:
+            self._before_close = wait
+
+    async def input_ended(self) -> None:
+        """The connection's input has ended: return once it may close (the bridge's side).
+
+        At once, unless a response asked it to wait (:meth:`hold_close`).
+        """
+        wait, self._before_close = self._before_close, None
+        if wait is not None:
+            await wait()
 
 
 def watch_connection() -> HangUp:

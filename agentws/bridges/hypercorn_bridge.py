@@ -34,15 +34,27 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   clears it. The timeout and the graceful close at shutdown are
   Hypercorn's: an idle connection is closed ``keep_alive_timeout`` after
   its last response, or at once when the server shuts down; a busy one
-  when its response is done. It overrides Hypercorn's private
-  ``TCPServer._read_data`` (the connection's read loop) only to stop that
-  timer when the client's side ends.
+  when its response is done.
 - **A task per streaming response to notice the client leave** (no
   upstream issue; the ASGI way). A response learns of a hang-up by reading
   ``http.disconnect``, which needs a task beside a response that writes.
   On HTTP/1.1 that message comes only when the connection's read loop ends,
   so :class:`BridgedTCPServer` tells its responses then, through
   :mod:`agentws.bridges.hangups`.
+- **A connection closes as soon as its client hangs up** (no upstream
+  issue; Hypercorn's behaviour). When ten thousand MCP streams end at once
+  (a token revoked), their clients hang up as they read the ends, and each
+  close costs the event loop about what a stream's end does: closed at
+  once, they put off the streams still to end by as much. A response about
+  to end may ask its connection to wait before closing
+  (:meth:`agentws.bridges.hangups.HangUp.hold_close`), and
+  :class:`BridgedTCPServer` does, when the input ends, before Hypercorn
+  handles that end.
+
+:class:`BridgedTCPServer` overrides Hypercorn's private
+``TCPServer._read_data`` (the connection's read loop, copied from 0.18 but
+for what happens when the input ends) to stop the keep-alive timer, to wait
+as a response asked, and to tell the responses when the client's side ends.
 
 The replacements lean on Hypercorn's internals (``_read_data``,
 ``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, the
@@ -63,10 +75,10 @@ import h11
 import hypercorn.protocol
 import hypercorn.trio.run
 import trio
-from hypercorn.events import RawData, Updated
+from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.h11 import H11Protocol
-from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 
 from agentws.bridges.hangups import watch_connection
 
@@ -223,16 +235,34 @@ class BridgedTCPServer(TCPServer):
             del self._timer, self.idle_task
 
     async def _read_data(self) -> None:
+        # Hypercorn 0.18's read loop, but for what comes before its input's end is handled.
         try:
-            await super()._read_data()
+            while True:
+                try:
+                    with trio.fail_after(self.config.read_timeout or math.inf):
+                        data = await self.stream.receive_some(MAX_RECV)
+                except (trio.ClosedResourceError, trio.BrokenResourceError, trio.TooSlowError):
+                    await self._input_ended()
+                    break
+                if not data:
+                    await self._input_ended()
+                    await self.protocol.handle(RawData(data=b""))
+                    break
+                await self.protocol.handle(RawData(data=bytes(data)))
+            await self.protocol.handle(Closed())
         finally:
-            # Hypercorn's timer task is not running while a request is served,
-            # so a connection whose client left mid-request ends without
-            # waiting for it; this one must not wait for it either.
             self._timer.end()
             # The input has ended (Hypercorn has put ``http.disconnect`` for the
             # response): a response writing a stream stops now.
             self._hang_up.happened()
+
+    async def _input_ended(self) -> None:
+        # Hypercorn's timer task is not running while a request is served,
+        # so a connection whose client left mid-request ends without
+        # waiting for it; this one must not wait for it either, nor close
+        # the connection while a response has it wait.
+        self._timer.end()
+        await self._hang_up.input_ended()
 
     async def close_idle(self) -> None:
         """Close the connection, idle for too long or at shutdown (Hypercorn's way)."""

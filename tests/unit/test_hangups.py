@@ -1,10 +1,12 @@
-"""A connection's hang-up cancels the scope its response registered, and only while registered."""
+"""A connection's hang-up cancels the scope its response registered, and only while registered;
+a response may have the connection wait before it closes, once."""
 
 from __future__ import annotations
 
 import contextvars
 
 import trio
+import trio.testing
 
 from agentws.bridges import hangups
 from agentws.bridges.hangups import HangUp
@@ -45,3 +47,32 @@ def test_only_an_http_1_connection_that_set_one_has_a_notice() -> None:
     assert http1 is notice
     assert http2 is None
     assert hangups.current({"http_version": "1.1"}) is None
+
+
+async def test_the_input_ends_at_once_unless_a_response_holds_the_close() -> None:
+    hang_up = HangUp()
+    await hang_up.input_ended()  # nothing asked: no wait (and no checkpoint)
+
+    release, closed = trio.Event(), trio.Event()
+    hang_up.hold_close(release.wait)
+
+    async def close() -> None:
+        await hang_up.input_ended()
+        closed.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(close)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not closed.is_set()
+        release.set()
+    # Taken once: a later end of input does not wait again.
+    with trio.fail_after(1):
+        await hang_up.input_ended()
+    # A connection that has ended drops what a response asked of it, and takes no more.
+    hang_up.hold_close(trio.sleep_forever)
+    hang_up.happened()
+    with trio.fail_after(1):
+        await hang_up.input_ended()
+    hang_up.hold_close(trio.sleep_forever)
+    with trio.fail_after(1):
+        await hang_up.input_ended()

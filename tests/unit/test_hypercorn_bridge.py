@@ -2,8 +2,9 @@
 loopback.
 
 Responses keep their bytes and order on a kept-alive connection, a streamed
-response's head is sent before its body exists, and an idle connection is
-closed after the keep-alive timeout. The replacements go in only on a
+response's head is sent before its body exists, an idle connection is
+closed after the keep-alive timeout, and a connection whose response asked
+it to wait before closing does, when its client hangs up. The replacements go in only on a
 tested Hypercorn release, and what they override is still there.
 """
 
@@ -23,7 +24,7 @@ from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
 
-from agentws.bridges import hypercorn_bridge
+from agentws.bridges import hangups, hypercorn_bridge
 from agentws.bridges.hypercorn_bridge import install
 
 # Bounds a wait on a loaded machine; nothing here is timed.
@@ -34,6 +35,13 @@ _KEEP_ALIVE_S = 0.2
 class _App:
     def __init__(self) -> None:
         self.head_read = trio.Event()
+        # /held: the connection's close is waiting; what lets it go on.
+        self.close_waiting = trio.Event()
+        self.close_released = trio.Event()
+
+    async def _held_close(self) -> None:
+        self.close_waiting.set()
+        await self.close_released.wait()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -49,6 +57,13 @@ class _App:
             # The body exists only once the client has read the head.
             await self.head_read.wait()
             await send({"type": "http.response.body", "body": b"late", "more_body": False})
+            return
+        if path == "/held":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            hang_up = hangups.current(scope)
+            assert hang_up is not None
+            hang_up.hold_close(self._held_close)
+            await send({"type": "http.response.body", "body": b"end", "more_body": False})
             return
         if path == "/empty":
             await send({"type": "http.response.start", "status": 204, "headers": []})
@@ -148,6 +163,24 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> No
         with trio.fail_after(_WAIT_S):
             while await stream.receive_some():
                 pass
+        await stream.aclose()
+
+
+async def test_a_connection_held_by_its_response_closes_once_let_go() -> None:
+    app = _App()
+    async with _served(app) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        buffer = bytearray()
+        await stream.send_all(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        await _read_until(stream, buffer, b"end\r\n0\r\n\r\n")
+        await stream.send_eof()  # the client hangs up (its side)
+        with trio.fail_after(_WAIT_S):
+            await app.close_waiting.wait()
+        # The connection has not closed its side: nothing (no end) to read.
+        assert not stream.socket.is_readable()
+        app.close_released.set()
+        with trio.fail_after(_WAIT_S):
+            assert await stream.receive_some() == b""
         await stream.aclose()
 
 

@@ -103,6 +103,10 @@ class McpSession:
     #: Where a mass close holds this session's ended responses before they unwind
     #: (:mod:`agentws.doors.mcp.sessions.teardowns`); None: nothing holds them.
     teardown_hold: TeardownHold | None = None
+    #: A mass close has taken the session, to end it in its batch's turn: its
+    #: streams send no more keep-alive comments until then (thousands of them
+    #: would hold up the batches ending the streams, for nothing).
+    closing: bool = False
 
     @property
     def server_session(self) -> ServerSession | None:

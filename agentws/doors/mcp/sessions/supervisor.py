@@ -56,6 +56,10 @@ _CHECK_SHARE = 4
 # health check, another client's call) wait for one batch at most.
 _CANCEL_BATCH = 100
 _BATCH_WAIT_S = 0.5
+# Once every stream has ended, the responses of a mass close and the
+# connections their clients hung up unwind this many sessions' worth at a
+# time: each unwinding costs the loop more than its stream's end did.
+_UNWIND_BATCH = _CANCEL_BATCH // 2
 # Closing more sessions than this at once holds the cycle collector back until
 # their responses have ended, for this long at most.
 _HOLD_COLLECTOR_FROM = _CANCEL_BATCH
@@ -328,20 +332,25 @@ class SessionSupervisor:
         if self._nursery is None or len(sessions) <= _CANCEL_BATCH:
             _close_batch(sessions)  # nothing else runs (not serving), or one batch
             return
+        for session in sessions:
+            session.closing = True
         first = self._batch(sessions[:_CANCEL_BATCH])
         self._nursery.start_soon(self._close_in_batches, first, sessions[_CANCEL_BATCH:])
 
     def _batch(self, sessions: list[McpSession]) -> _Batch:
         """Close ``sessions``; the batch is done once each one's responses have ended.
 
-        The handlers of those responses then wait at the batch's hold until
+        The handlers of those responses then wait at the batch's holds until
         every batch's have ended (:mod:`agentws.doors.mcp.sessions.teardowns`).
         """
         batch = _Batch({session.id for session in sessions if not session.ended.is_set()})
         for session_id in batch.ids:
             self._batches[session_id] = batch
-        for session in sessions:
-            session.teardown_hold = batch.hold
+        for start in range(0, len(sessions), _UNWIND_BATCH):
+            hold = TeardownHold()
+            batch.holds.append(hold)
+            for session in sessions[start : start + _UNWIND_BATCH]:
+                session.teardown_hold = hold
         _close_batch(sessions)  # a session nothing reads is released at once
         return batch
 
@@ -385,15 +394,15 @@ class SessionSupervisor:
         # Each session is taken off the list as its batch closes, so the last
         # reference to it goes once its responses have unwound: held here to the
         # end, 10,000 ended sessions were freed in one step, which held the loop 30 ms.
-        holds = [batch.hold]
+        holds = [*batch.holds]
         try:
             rest.reverse()
             while rest:
                 await self._ended(batch)
                 batch = self._batch([rest.pop() for _ in range(min(_CANCEL_BATCH, len(rest)))])
-                holds.append(batch.hold)
+                holds.extend(batch.holds)
             await self._ended(batch)
-            # Every stream has ended: the responses unwind, a batch at a time.
+            # Every stream has ended: the responses unwind, a hold's worth at a time.
             for hold in holds:
                 await hold.let_go(_BATCH_WAIT_S)
         finally:
@@ -503,8 +512,9 @@ class _Batch:
 
     ids: set[str]
     done: trio.Event = attrs.field(factory=trio.Event)
-    #: Where the batch's ended responses wait before they unwind.
-    hold: TeardownHold = attrs.field(factory=TeardownHold)
+    #: Where the batch's ended responses wait before they unwind (each hold,
+    #: ``_UNWIND_BATCH`` sessions' worth).
+    holds: list[TeardownHold] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         if not self.ids:

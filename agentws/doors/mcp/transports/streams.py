@@ -4,7 +4,8 @@ Both transports stream the same way (:func:`write_sse`): events come from
 an :data:`EventSource` (:func:`stream_events`); on Streamable HTTP each
 carries its id (:mod:`agentws.doors.mcp.sessions.replay`) and, for clients of 2025-11-25
 and later, the stream opens with a priming event; a keep-alive comment goes
-out when none arrives within the keep-alive interval; a client that reads nothing for
+out when none arrives within the keep-alive interval (but on the streams of a
+session that a mass close has taken, to end it soon); a client that reads nothing for
 ``sse_stall_s`` has its session closed; the client's disconnect ends the
 stream. On an HTTP/1.1 connection served through the Hypercorn bridge the
 connection tells the stream of its end (:mod:`agentws.bridges.hangups`);
@@ -102,11 +103,13 @@ async def write_sse(
                 chunk, last = pending.pop(0), False
             else:
                 chunk, last = _PING, False
-                with trio.move_on_after(keepalive_s):
+                with trio.move_on_after(math.inf if session.closing else keepalive_s):
                     chunk, last = await events()
                 if chunk is None:
                     completed = True
                     break
+                if chunk is _PING and session.closing:
+                    continue  # a mass close ends the stream soon
             with trio.move_on_after(stall_s) as stalled:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if stalled.cancelled_caught:
@@ -120,8 +123,21 @@ async def write_sse(
                 break
         gone.cancel()
     if completed:
+        _hold_close(request, session)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     return completed
+
+
+def _hold_close(request: DoorRequest, session: McpSession) -> None:
+    """Have the connection, if the client hangs up on reading this end, close with the
+    response: for a session of a mass close, once its turn to unwind has come
+    (:mod:`agentws.doors.mcp.sessions.teardowns`)."""
+    hold = session.teardown_hold
+    if hold is None:
+        return
+    hang_up = hangups.current(request.scope)
+    if hang_up is not None:
+        hang_up.hold_close(hold.wait)
 
 
 @asynccontextmanager
