@@ -110,6 +110,13 @@ async def _read_until(stream: trio.SocketStream, buffer: bytearray, end: bytes) 
     return found
 
 
+async def _get(port: int, path: str) -> tuple[trio.SocketStream, bytearray]:
+    """A new connection that has sent ``GET path``; the buffer its answer is read into."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return stream, bytearray()
+
+
 async def _response(stream: trio.SocketStream, buffer: bytearray, length: int) -> bytes:
     head = await _read_until(stream, buffer, b"\r\n\r\n")
     with trio.fail_after(_WAIT_S):
@@ -143,9 +150,7 @@ async def test_responses_on_a_kept_alive_connection_are_whole_and_in_order() -> 
 async def test_a_streamed_response_sends_its_head_before_its_body() -> None:
     app = _App()
     async with _served(app) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        buffer = bytearray()
-        await stream.send_all(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        stream, buffer = await _get(port, "/stream")
         head = await _read_until(stream, buffer, b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 ")
         app.head_read.set()
@@ -169,9 +174,7 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout() -> No
 async def test_a_connection_held_by_its_response_closes_once_let_go() -> None:
     app = _App()
     async with _served(app) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        buffer = bytearray()
-        await stream.send_all(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        stream, buffer = await _get(port, "/held")
         await _read_until(stream, buffer, b"end\r\n0\r\n\r\n")
         await stream.send_eof()  # the client hangs up (its side)
         with trio.fail_after(_WAIT_S):
