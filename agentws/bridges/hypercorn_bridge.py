@@ -78,7 +78,7 @@ import trio
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.h11 import H11Protocol
-from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
+from hypercorn.trio.tcp_server import TCPServer
 
 from agentws.bridges.hangups import watch_connection
 
@@ -91,6 +91,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("agentws.server")
+
+# What the connection's read loop reads at most at once (as Hypercorn 0.18's).
+_MAX_RECV = 2**16
 
 #: Hypercorn releases the replacements were tested with (tests/unit/test_hypercorn_bridge.py,
 #: the e2e suites). Adding one is the upgrade checklist in docs/architecture.md.
@@ -240,7 +243,7 @@ class BridgedTCPServer(TCPServer):
             while True:
                 try:
                     with trio.fail_after(self.config.read_timeout or math.inf):
-                        data = await self.stream.receive_some(MAX_RECV)
+                        data = await self.stream.receive_some(_MAX_RECV)
                 except (trio.ClosedResourceError, trio.BrokenResourceError, trio.TooSlowError):
                     await self._input_ended()
                     break
