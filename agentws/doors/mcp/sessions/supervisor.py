@@ -59,7 +59,7 @@ _BATCH_WAIT_S = 0.5
 # Once every stream has ended, the responses of a mass close and the
 # connections their clients hung up unwind this many sessions' worth at a
 # time: each unwinding costs the loop more than its stream's end did.
-_UNWIND_BATCH = _CANCEL_BATCH // 2
+_UNWIND_BATCH = _CANCEL_BATCH // 4
 # Closing more sessions than this at once holds the cycle collector back until
 # their responses have ended, for this long at most.
 _HOLD_COLLECTOR_FROM = _CANCEL_BATCH
