@@ -16,7 +16,7 @@ task, so that every response it spawns sees it through :func:`current`) and
 calls :meth:`HangUp.happened` when the connection's read loop ends; a
 response registers the cancel scope to cancel then (:meth:`HangUp.cancelling`).
 
-The notice also goes the other way: a response that has ended may ask its
+The notice also goes the other way: a response about to end may ask its
 connection to wait before closing, should the client hang up meanwhile
 (:meth:`HangUp.hold_close`). A mass close of MCP sessions uses it
 (:mod:`agentws.doors.mcp.sessions.teardowns`): ten thousand clients that

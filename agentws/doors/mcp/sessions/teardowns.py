@@ -15,10 +15,11 @@ has ended, at its batch's :class:`TeardownHold`, and so does its connection
 if the client hangs up meanwhile (the stream asks it to:
 :meth:`agentws.bridges.hangups.HangUp.hold_close`); once the last stream has
 ended, the supervisor lets the holds go one at a time (a quarter of a
-batch's sessions each), each once its handlers and connections have gone on. Every
-client hears of the close first, and the loop never takes on more than a
-hold's teardowns at once. With the connections' closes held too, the last of 10,000 streams
-ended 2.8-3.6 s after the revocation, against 4.3-4.7 s (the same bench).
+batch's sessions each), each once its handlers and connections have gone
+on. Every client hears of the close first, and the loop never takes on
+more than a hold's teardowns at once. With the connections' closes held
+too, the last of 10,000 streams ended 2.8-3.6 s after the revocation,
+against 4.3-4.7 s (the same bench).
 """
 
 from __future__ import annotations
