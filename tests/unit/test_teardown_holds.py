@@ -36,7 +36,8 @@ def _supervisor() -> AbstractAsyncContextManager[SessionSupervisor]:
 
 
 class _Log(list[tuple[str, TeardownHold | None]]):
-    """What the responses did, in order: a stream ended, a response unwound (and its hold)."""
+    """What the responses did, in order: a stream ended, a response unwound, a connection
+    closed (each with its hold)."""
 
     def __init__(self) -> None:
         super().__init__()
