@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 transport for connector links: h11 over trio sockets, connections kept alive.
+"""A lean HTTP/1.1 transport for connector links: trio sockets, connections kept alive.
 
 Every call relayed to a remote MCP server is an HTTP exchange on the
 link's transport, and the proxy's CPU per call is measured against the
@@ -7,10 +7,12 @@ remote's own (``scripts/bench gateway``). httpx2's default transport
 pool bookkeeping, its per-request layers and its byte streams. This
 transport does what a link needs and no more:
 
-- HTTP/1.1 only (as httpx2's default transport), framed by ``h11``, on
-  ``trio`` sockets; TLS with the process's one client context
-  (:func:`~agentws.connectors.url_guard.shared_ssl_context`) and the SNI
-  name the URL guard asks for (``sni_hostname``);
+- HTTP/1.1 only (as httpx2's default transport), on ``trio`` sockets,
+  each request written and its answer parsed by
+  :mod:`agentws.connectors.http11_wire` (answers by ``httptools``, at a
+  tenth of what ``h11`` spent on them); TLS with the process's one client
+  context (:func:`~agentws.connectors.url_guard.shared_ssl_context`) and
+  the SNI name the URL guard asks for (``sni_hostname``);
 - a pool of idle connections per origin, each reused while the server
   keeps it open and for at most ``keepalive_s``; a connection the server
   closed while idle is noticed before it is reused, never after a request
@@ -23,7 +25,7 @@ transport does what a link needs and no more:
   sees the transport it expects.
 
 A request is never sent twice: a failure is the caller's to judge. An
-answer closed before its end closes its connection.
+answer closed before its end has arrived closes its connection.
 
 It sits under :class:`~agentws.connectors.url_guard.GuardedTransport`,
 which has checked and pinned the address before a request gets here.
@@ -37,9 +39,10 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
 
-import h11
 import httpx2
 import trio
+
+from agentws.connectors.http11_wire import Answer, request_head
 
 __all__ = ["Http11Pool"]
 
@@ -65,14 +68,14 @@ def _timeouts(request: httpx2.Request) -> dict[str, float]:
 
 
 class _Connection:
-    """One HTTP/1.1 connection: its stream and its ``h11`` state."""
+    """One HTTP/1.1 connection: its stream and its reading side."""
 
-    __slots__ = ("h11", "idle_since", "origin", "stream")
+    __slots__ = ("answer", "idle_since", "origin", "stream")
 
     def __init__(self, origin: _Origin, stream: trio.abc.Stream) -> None:
         self.origin = origin
         self.stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.answer = Answer()
         self.idle_since = 0.0
 
     def _socket(self) -> Any:
@@ -89,6 +92,7 @@ class _Connection:
 
     def drop(self) -> None:
         """Close an idle connection no longer wanted, without waiting on its peer."""
+        self.answer.close()
         socket = self._socket()
         if socket is not None:
             socket.close()
@@ -103,26 +107,21 @@ class _Connection:
             if waited.cancelled_caught:
                 raise httpx2.WriteTimeout("the remote took no more of the request in time")
 
-    async def next_event(self, timeout_s: float) -> h11.Event:
-        while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise httpx2.RemoteProtocolError(str(exc)) from exc
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
-            if timeout_s == math.inf:
-                # Bounded by the call's own deadline (a relayed call's read):
-                # a scope of its own would only cost every call.
+    async def receive(self, timeout_s: float) -> None:
+        """Wait for the server's next bytes (or its close), and parse them."""
+        if timeout_s == math.inf:
+            # Bounded by the call's own deadline (a relayed call's read):
+            # a scope of its own would only cost every call.
+            data = await self._receive()
+        else:
+            with trio.move_on_after(timeout_s) as waited:
                 data = await self._receive()
-            else:
-                with trio.move_on_after(timeout_s) as waited:
-                    data = await self._receive()
-                if waited.cancelled_caught:
-                    raise httpx2.ReadTimeout("the remote sent nothing in time")
-            if not data and self.h11.their_state is h11.SEND_RESPONSE:
-                raise httpx2.RemoteProtocolError("the server disconnected without answering")
-            self.h11.receive_data(data if isinstance(data, bytes) else bytes(data))
+            if waited.cancelled_caught:
+                raise httpx2.ReadTimeout("the remote sent nothing in time")
+        if data:
+            self.answer.feed(data if isinstance(data, bytes) else bytes(data))
+        else:
+            self.answer.server_closed()
 
     async def _receive(self) -> bytes | bytearray:
         try:
@@ -130,10 +129,8 @@ class _Connection:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
-    def reusable(self) -> bool:
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
-
     async def aclose(self) -> None:
+        self.answer.close()
         with trio.move_on_after(_CLOSE_S) as scope:
             scope.shield = True
             await trio.aclose_forcefully(self.stream)
@@ -151,15 +148,15 @@ class _Body(httpx2.AsyncByteStream):
         connection = self._connection
         if connection is None:
             raise httpx2.StreamClosed()
+        answer = connection.answer
         while True:
-            event = await connection.next_event(self._read_s)
-            if isinstance(event, h11.Data):
-                if event.data:
-                    yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+            piece = answer.take_body()
+            if piece:
+                yield piece
+            elif answer.ended:
                 return
             else:
-                raise httpx2.RemoteProtocolError(f"unexpected {type(event).__name__} in an answer")
+                await connection.receive(self._read_s)
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
@@ -211,17 +208,17 @@ class Http11Pool(httpx2.AsyncBaseTransport):
         connection: _Connection | None = None
         try:
             connection = self._take_idle(origin) or await self._connect(origin, timeouts)
-            head = await self._exchange(connection, request, timeouts)
+            answer = await self._exchange(connection, request, timeouts)
         except BaseException:
             if connection is not None:
                 await connection.aclose()
             self._slots.release()
             raise
         return httpx2.Response(
-            head.status_code,
-            headers=head.headers,
+            answer.status,
+            headers=answer.headers,
             stream=_Body(self, connection, timeouts["read"]),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": head.reason},
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
         )
 
     def _take_idle(self, origin: _Origin) -> _Connection | None:
@@ -257,52 +254,40 @@ class Http11Pool(httpx2.AsyncBaseTransport):
 
     async def _exchange(
         self, connection: _Connection, request: httpx2.Request, timeouts: dict[str, float]
-    ) -> h11.Response:
-        url = request.url
-        target = url.raw_path
-        try:
-            head = h11.Request(method=request.method, target=target, headers=request.headers.raw)
-        except h11.LocalProtocolError as exc:
-            raise httpx2.LocalProtocolError(str(exc)) from exc
+    ) -> Answer:
+        """Send ``request`` on ``connection`` and read its answer's head."""
+        method = request.method.encode("ascii")
+        head, framing = request_head(method, request.url.raw_path, request.headers.raw)
+        answer = connection.answer
+        answer.next_exchange(head_only=method == b"HEAD")
         # The head, the body and its end in one write when the body is small
         # (a JSON-RPC message): one system call, not three.
         write_s = timeouts["write"]
-        pending = bytearray(connection.h11.send(head) or b"")
+        pending = bytearray(head)
         stream = request.stream
         if not isinstance(stream, httpx2.AsyncByteStream):
             raise httpx2.LocalProtocolError("a link's request body must be an async stream")
-        try:
-            async for chunk in stream:
-                if chunk:
-                    pending += connection.h11.send(h11.Data(data=chunk)) or b""
-                if len(pending) >= _WRITE_AT:
-                    await connection.send(bytes(pending), write_s)
-                    pending.clear()
-            pending += connection.h11.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError as exc:  # a body longer or shorter than its length
-            raise httpx2.LocalProtocolError(str(exc)) from exc
+        async for chunk in stream:
+            pending += framing.piece(chunk)
+            if len(pending) >= _WRITE_AT:
+                await connection.send(bytes(pending), write_s)
+                pending.clear()
+        pending += framing.end()
         await connection.send(bytes(pending), write_s)
-        while True:
-            event = await connection.next_event(timeouts["read"])
-            if isinstance(event, h11.Response):
-                return event
-            if not isinstance(event, h11.InformationalResponse):
-                raise httpx2.RemoteProtocolError(f"expected an answer, got {type(event).__name__}")
+        read_s = timeouts["read"]
+        while not answer.head_done:
+            await connection.receive(read_s)
+        return answer
 
     async def done_with(self, connection: _Connection) -> None:
         """An answer was closed: its connection goes back to the pool, or is closed."""
         try:
-            if not self._closed and connection.reusable():
-                try:
-                    connection.h11.start_next_cycle()
-                except h11.LocalProtocolError:
-                    pass
-                else:
-                    idle = self._idle[connection.origin]
-                    if len(idle) < _IDLE_PER_ORIGIN:
-                        connection.idle_since = trio.current_time()
-                        idle.append(connection)
-                        return
+            if not self._closed and connection.answer.reusable:
+                idle = self._idle[connection.origin]
+                if len(idle) < _IDLE_PER_ORIGIN:
+                    connection.idle_since = trio.current_time()
+                    idle.append(connection)
+                    return
             await connection.aclose()
         finally:
             self._slots.release()
