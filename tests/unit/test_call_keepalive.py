@@ -128,3 +128,36 @@ async def test_a_call_run_in_the_request_that_fails_fails_as_itself(
     # The error the SDK maps to the wire, not an exception group around it.
     assert failed.value.error.message == "no such repository"
     assert len(beats.at) == 1
+
+
+def _remote_context(keepalive: KeepAlive | None, capabilities: types.ClientCapabilities) -> Any:
+    context = _context(keepalive)
+    context.session = SimpleNamespace(client_capabilities=capabilities)
+    return context
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "pending"),
+    [
+        (types.ClientCapabilities(), 0),
+        (types.ClientCapabilities(elicitation=types.ElicitationCapability()), 1),
+    ],
+)
+async def test_a_remote_call_waits_as_a_pending_call_only_if_its_client_can_be_asked(
+    autojump_clock: trio.testing.MockClock, capabilities: types.ClientCapabilities, pending: int
+) -> None:
+    seen: list[int] = []
+    beats = Beats()
+
+    async def run(channel: Any) -> types.CallToolResult:
+        seen.append(len(calls))
+        await trio.sleep(20)
+        return _result("remote")
+
+    params = types.CallToolRequestParams(name="upstream_echo", arguments={})
+    async with pending_calls() as calls:
+        start = trio.current_time()
+        context = _remote_context(beats.keepalive(), capabilities)
+        assert await call_modern(context, params, calls, True, run) == _result("remote")
+    assert seen == [pending]
+    assert [at - start for at in beats.at] == [EVERY_S]

@@ -260,7 +260,9 @@ async def _answer_call(
     running after the SDK's wait, its answer becomes an SSE stream, pinged at
     the SDK's interval until it ends with the reply (:class:`_LateAnswer`).
     The SDK's handler does that with two tasks and a channel per call; here
-    the call's own wait does it (:class:`~agentws.doors.mcp.relay.pending_calls.KeepAlive`).
+    the call's own wait does it, or, for a call that runs in the request, the
+    process's one beating task
+    (:class:`~agentws.doors.mcp.relay.pending_calls.KeepAlive`).
     """
     decoded = body.document()
     if not isinstance(decoded, dict) or "id" not in decoded:
@@ -300,6 +302,7 @@ async def _answer_call(
         state.keepalive = KeepAlive(SSE_REPLY_PING_S, late.beat)
         with trio.CancelScope() as call, hang_up.cancelling(call):
             answer = await to_jsonrpc_response(request.id, answering)
+        late.ended = True  # no beat from now on
         if call.cancelled_caught:
             return True  # its client hung up: nobody to answer
         if late.started:
@@ -350,20 +353,35 @@ class _LateAnswer:
     Each :meth:`beat` (one per ``SSE_REPLY_PING_S`` the call has run) sends a
     ping, the SSE headers before the first; :meth:`end` sends the reply as
     the stream's last event. An answer that never beat is sent as JSON.
+    A beat may come from another task than the request's
+    (:mod:`agentws.doors.mcp.relay.beats`): none starts once :attr:`ended`
+    is set, and :meth:`end` waits for one being sent.
     """
 
     send: Send
     started: bool = False
+    #: The call's answer is decided: no more beats.
+    ended: bool = False
+    _beating: trio.Event | None = None
 
     async def beat(self) -> None:
-        if not self.started:
-            self.started = True
-            await self.send(
-                {"type": "http.response.start", "status": 200, "headers": SSE_REPLY_HEADERS}
-            )
-        await self.send({"type": "http.response.body", "body": _PING, "more_body": True})
+        if self.ended or self._beating is not None:
+            return
+        beating = self._beating = trio.Event()
+        try:
+            if not self.started:
+                self.started = True
+                await self.send(
+                    {"type": "http.response.start", "status": 200, "headers": SSE_REPLY_HEADERS}
+                )
+            await self.send({"type": "http.response.body", "body": _PING, "more_body": True})
+        finally:
+            self._beating = None
+            beating.set()
 
     async def end(self, answer: JSONRPCResponse | JSONRPCError) -> None:
+        if self._beating is not None:
+            await self._beating.wait()
         await self.send(
             {"type": "http.response.body", "body": sse_reply_event(answer), "more_body": False}
         )

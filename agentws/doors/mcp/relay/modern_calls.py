@@ -19,7 +19,9 @@ the stateless revision this way (:class:`ModernChannel`):
   with ``MissingRequiredClientCapability`` (-32021, HTTP 400) naming it, as
   the revision requires; the remote is told the client cannot answer.
 
-Only calls of remote MCP tools can ask; every other call runs in the request.
+Only calls of remote MCP tools can ask, and only a client that declared
+what it can be asked is asked: every other call runs in the request,
+beaten while it runs (:mod:`agentws.doors.mcp.relay.beats`).
 
 A remote whose link speaks 2026-07-28 too asks with ``input_required``
 itself: its answer is passed through to the client with the remote's own
@@ -33,8 +35,6 @@ from typing import Any
 
 import attrs
 import mcp_types as types
-import outcome
-import trio
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -221,8 +221,14 @@ async def call_modern(
             keepalive=keepalive,
         )
     channel = ModernChannel(ctx, passthrough=passthrough)
-    if not remote:
-        return await _kept_alive(_checked(channel, run), keepalive)
+    if not remote or not channel.asks_back:
+        # Nothing will be asked of the client (a native tool; a client that
+        # declared nothing it could be asked, whose call fails if the remote
+        # asks): the call runs in the request, as its own step.
+        work = _checked(channel, run)
+        if keepalive is None:
+            return await work
+        return await pending.beats.beating(work, keepalive.every, keepalive.beat)
 
     async def in_call(call: PendingCall) -> Step:
         channel.call = call
@@ -240,28 +246,6 @@ def over_capacity_result(tool: str, exc: OverCapacityError) -> types.CallToolRes
         f"{tool} did not run: {exc.message}.",
         {"status": "over_capacity", "retry_after_s": exc.retry_after_s, "reason": exc.message},
     )
-
-
-async def _kept_alive(work: Awaitable[Step], keepalive: KeepAlive | None) -> Step:
-    """``work``'s step, ``keepalive`` beaten beside it each interval it runs.
-
-    A pending call's own wait beats (:class:`PendingCalls`); a call that
-    runs in the request, such as a native connector's, needs a task for it.
-    """
-    if keepalive is None:
-        return await work
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_beat, keepalive)
-        # Captured, so that its failure leaves as itself, not in an exception group.
-        done = await outcome.acapture(lambda: work)
-        nursery.cancel_scope.cancel()
-    return done.unwrap()
-
-
-async def _beat(keepalive: KeepAlive) -> None:
-    while True:
-        await trio.sleep(keepalive.every)
-        await keepalive.beat()
 
 
 async def _checked(channel: ModernChannel, run: Callable[[CallerChannel], Awaitable[Step]]) -> Step:

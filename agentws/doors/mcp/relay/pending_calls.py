@@ -24,7 +24,8 @@ retry. Every pending call ends at shutdown.
 A step may be given a :class:`KeepAlive`: while it waits for its call, it
 beats every ``every`` seconds, so that a response held open for a slow
 call shows its client (and any proxy between) that it is alive, without a
-task of its own beside it.
+task of its own beside it. A call that runs in its request beats from
+:attr:`PendingCalls.beats` (:mod:`agentws.doors.mcp.relay.beats`).
 
 Calls are bounded per process (``max_calls``) and per bearer token
 (``max_per_token``), so that one token's unanswered questions cannot take
@@ -47,6 +48,7 @@ import trio
 from mcp.shared.exceptions import MCPError
 
 from agentws.core.errors import OverCapacityError
+from agentws.doors.mcp.relay.beats import Beats
 
 __all__ = [
     "KeepAlive",
@@ -190,6 +192,8 @@ class PendingCalls:
     _calls: dict[str, PendingCall] = attrs.field(factory=dict, init=False)
     #: Calls running (and kept for their outcome), by bearer token.
     _live: Counter[str] = attrs.field(factory=Counter, init=False)
+    #: Beats for the calls of stateless callers that run in their requests.
+    beats: Beats = attrs.field(factory=Beats, init=False)
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
     _closing: trio.Event = attrs.field(factory=trio.Event, init=False)
 
@@ -198,12 +202,16 @@ class PendingCalls:
         return len(self._calls)
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run pending calls until :meth:`close` (or cancelled), which ends every one."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await self._closing.wait()
-            nursery.cancel_scope.cancel()
+        """Run pending calls (and :attr:`beats`) until :meth:`close` (or cancelled),
+        which ends every one."""
+        async with trio.open_nursery() as beating:
+            await beating.start(self.beats.serve)
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await self._closing.wait()
+                nursery.cancel_scope.cancel()
+            beating.cancel_scope.cancel()
 
     def close(self) -> None:
         self._closing.set()
