@@ -201,10 +201,13 @@ class Http11Pool(httpx2.AsyncBaseTransport):
             url.port or (443 if url.scheme == "https" else 80),
             sni if isinstance(sni, str) else None,
         )
-        with trio.move_on_after(timeouts["pool"]) as waited:
-            await self._slots.acquire()
-        if waited.cancelled_caught:
-            raise httpx2.PoolTimeout("no connection of the pool came free in time")
+        try:
+            self._slots.acquire_nowait()  # the usual case: no wait, so no scope to bound it
+        except trio.WouldBlock:
+            with trio.move_on_after(timeouts["pool"]) as waited:
+                await self._slots.acquire()
+            if waited.cancelled_caught:
+                raise httpx2.PoolTimeout("no connection of the pool came free in time") from None
         connection: _Connection | None = None
         try:
             connection = self._take_idle(origin) or await self._connect(origin, timeouts)
