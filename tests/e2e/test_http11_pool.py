@@ -145,15 +145,24 @@ def _idle_closed(pool: Http11Pool) -> bool:
     return all(c.closed_by_peer() for cs in pool._idle.values() for c in cs)
 
 
-async def test_connection_close_is_honoured() -> None:
-    async def closing(request: h11.Request, send: Callable[[h11.Event], Awaitable[None]]) -> bool:
-        headers = [("content-length", "2"), ("connection", "close")]
-        await send(h11.Response(status_code=200, headers=headers))
-        await send(h11.Data(data=b"{}"))
-        await send(h11.EndOfMessage())
-        return True
+async def _closing(request: h11.Request, send: Send) -> bool:
+    headers = [("content-length", "2"), ("connection", "close")]
+    await send(h11.Response(status_code=200, headers=headers))
+    await send(h11.Data(data=b"{}"))
+    await send(h11.EndOfMessage())
+    return True
 
-    async with _serving(closing) as server, _client(_pool()) as http:
+
+async def _answering_twice(request: h11.Request, send: Send) -> bool:
+    await send(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n")
+    await trio.sleep_forever()  # open, but answering nothing more
+    return True
+
+
+@pytest.mark.parametrize("answer", [_closing, _answering_twice], ids=["close", "bytes-after"])
+async def test_a_connection_its_answer_leaves_unfit_is_not_reused(answer: Answer) -> None:
+    """``Connection: close`` is honoured; bytes after an answer are not taken for the next."""
+    async with _serving(answer) as server, _client(_pool()) as http:
         url = f"http://127.0.0.1:{server.port}/mcp"
         for _ in range(2):
             assert (await http.get(url)).json() == {}
@@ -206,19 +215,6 @@ async def test_an_answer_framed_by_its_close_is_read_to_the_close() -> None:
         url = f"http://127.0.0.1:{server.port}/mcp"
         for _ in range(2):
             assert (await http.get(url)).content == b"all of it"
-        assert server.accepted == 2
-
-
-async def test_a_connection_with_bytes_after_its_answer_is_not_reused() -> None:
-    async def twice(request: h11.Request, send: Send) -> bool:
-        await send(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n")
-        await trio.sleep_forever()  # open, but answering nothing more
-        return True
-
-    async with _serving(twice) as server, _client(_pool()) as http:
-        url = f"http://127.0.0.1:{server.port}/mcp"
-        for _ in range(2):
-            assert (await http.get(url)).json() == {}
         assert server.accepted == 2
 
 
