@@ -193,7 +193,9 @@ class Answer:
                 return
             raise httpx2.RemoteProtocolError(f"not an HTTP/1.1 answer: {exc}") from None
         if not self.head_done and self._head_bytes > MAX_HEAD_BYTES:
-            raise httpx2.RemoteProtocolError("an answer's head larger than 16 KiB")
+            raise httpx2.RemoteProtocolError(
+                f"an answer's head larger than {MAX_HEAD_BYTES // 1024} KiB"
+            )
 
     def server_closed(self) -> None:
         """The server closed its side: the end of an answer framed by it, else an error.
