@@ -155,8 +155,9 @@ class BodyRefusals:
     too_large: Callable[[int], HttpRefusal]
     #: The body did not all arrive within ``timeout_s``.
     late: Callable[[float], HttpRefusal]
-    #: The client went away before the body ended.
-    gone: HttpRefusal
+    #: The client went away before the body ended. Made when raised, as the
+    #: others: a refusal raised holds its request's frames (its traceback).
+    gone: Callable[[], HttpRefusal]
 
 
 @attrs.define(eq=False)
@@ -278,7 +279,7 @@ class BodyReader:
         """Add ``message`` to the body; the whole body once it has ended."""
         if message["type"] == "http.disconnect":
             self.complete = True
-            raise refusals.gone
+            raise refusals.gone()
         chunk = message.get("body", b"")
         self._size += len(chunk)
         if self._size > limit:

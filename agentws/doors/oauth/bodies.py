@@ -50,7 +50,7 @@ _REFUSALS = BodyRefusals(
         413, "too_large", f"the request body may be at most {limit} bytes"
     ),
     late=lambda timeout_s: late_body(timeout_s, what="the request body", headers=_CLOSE),
-    gone=HttpRefusal(400, "disconnected", "the client went away"),
+    gone=lambda: HttpRefusal(400, "disconnected", "the client went away"),
 )
 
 
@@ -81,7 +81,7 @@ async def read_whole_body(
             _check_form(scope, body)
     except HttpRefusal as refusal:
         REJECTED.labels("oauth", refusal.code).inc()
-        if refusal is not _REFUSALS.gone:
+        if refusal.code != "disconnected":  # nobody is left to answer
             await _refuse(reader, scope, send, refusal)
         return None
     return replaying({"type": "http.request", "body": body, "more_body": False}, receive)

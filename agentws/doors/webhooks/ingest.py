@@ -104,7 +104,7 @@ _REFUSALS = BodyRefusals(
         413, "payload_too_large", f"the body is larger than this webhook's limit of {limit} bytes"
     ),
     late=late_body,
-    gone=HttpRefusal(400, "disconnected", "the client went away before the body ended"),
+    gone=lambda: HttpRefusal(400, "disconnected", "the client went away before the body ended"),
 )
 
 

@@ -71,7 +71,7 @@ _REFUSALS = BodyRefusals(
     late=lambda timeout_s: late_body(
         timeout_s, what="the message", headers=[("Connection", "close")]
     ),
-    gone=HttpRefusal(400, "disconnected", "the client went away"),
+    gone=lambda: HttpRefusal(400, "disconnected", "the client went away"),
 )
 
 
