@@ -17,15 +17,24 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   service this way, without a token. :class:`BridgedTCPServer` takes that
   error for what it means (the connection is closing) and lets the
   connection end alone.
-- **Three writes per response** (no upstream issue; Hypercorn's behaviour).
+- **HTTP/1.1 parsed in Python, three writes per response** (no upstream
+  issue; Hypercorn's behaviour: it speaks HTTP/1.1 with ``h11`` only).
+  Reading a request and writing its answer with ``h11`` costs about 70 µs a
+  request, which llhttp does in under 5: ``h11`` took 9% of the event loop's
+  time on a proxied call (``scripts/bench gateway``, py-spy). And
   ``H11Protocol`` writes a response's head, its body and the end of the
   message as separate socket writes, each under the connection's send lock
-  in a shielded cancel scope. :class:`LeanH11Protocol` holds back the head
-  of a response that gives its ``Content-Length`` (its body follows at
-  once) and writes it with the first piece of body, or with the end of the
-  message; nothing is written for an empty piece. The head of any other
-  response (an SSE stream, whose first event may be long in coming) is
-  written at once, as before.
+  in a shielded cancel scope. :class:`HttpToolsProtocol` reads requests with
+  ``httptools`` and frames answers as ``h11`` does
+  (:mod:`agentws.bridges.http11_server_wire`), with Hypercorn's streams,
+  events, refusals (400, 431, 501, each closing the connection) and switches
+  to HTTP/2 (``h2c``, prior knowledge). It holds back the head of a response
+  that gives its ``Content-Length`` (its body follows at once) and writes it
+  with the first piece of body, or with the end of the message; nothing is
+  written for an empty piece. The head of any other response (an SSE stream,
+  whose first event may be long in coming) is written at once. WebSocket is
+  not served (agentws has no WebSocket route): an ``Upgrade: websocket``
+  request is answered as HTTP/1.1, and its connection closed.
 - **A timer task per request** (no upstream issue; Hypercorn's behaviour).
   ``TCPServer`` stops its keep-alive timer when a request arrives and
   starts it again when the response is done: a task cancelled and a new
@@ -58,7 +67,8 @@ as a response asked, and to tell the responses when the client's side ends.
 
 The replacements lean on Hypercorn's internals (``_read_data``,
 ``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, the
-``idle_task`` protocol), so :func:`install` puts them in place only on a
+``idle_task`` protocol, ``H11Protocol``'s attributes and ``_close_stream``,
+``HTTPStream``, the HTTP/2 switch's exceptions), so :func:`install` puts them in place only on a
 release in :data:`TESTED_VERSIONS`; on any other it logs a warning naming
 the version and the service runs on stock Hypercorn. HTTP/2 is untouched.
 """
@@ -76,16 +86,32 @@ import hypercorn.protocol
 import hypercorn.trio.run
 import trio
 from hypercorn.events import Closed, RawData, Updated
-from hypercorn.protocol.events import Body, EndBody, Response
-from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.events import Body, EndBody, Request, Response, StreamClosed
+from hypercorn.protocol.h11 import (
+    STREAM_ID,
+    H2CProtocolRequiredError,
+    H2ProtocolAssumedError,
+    H11Protocol,
+)
+from hypercorn.protocol.http_stream import HTTPStream
 from hypercorn.trio.tcp_server import TCPServer
 
 from agentws.bridges.hangups import watch_connection
+from agentws.bridges.http11_server_wire import (
+    H2_PREFACE,
+    AnswerFraming,
+    BodyPiece,
+    FramingError,
+    MessageEnd,
+    RequestHead,
+    RequestReader,
+    informational,
+)
 
 __all__ = [
     "TESTED_VERSIONS",
     "BridgedTCPServer",
-    "LeanH11Protocol",
+    "HttpToolsProtocol",
     "install",
     "installed_version",
 ]
@@ -105,49 +131,204 @@ def installed_version() -> str:
     return importlib.metadata.version("hypercorn")
 
 
-def _gives_length(headers: list[tuple[bytes, bytes]]) -> bool:
-    return any(name.lower() == b"content-length" for name, _ in headers)
+class HttpToolsProtocol(H11Protocol):
+    """HTTP/1.1 read by httptools and written by :mod:`agentws.bridges.http11_server_wire`.
 
+    Hypercorn's ``H11Protocol`` but for its wire: the same streams, the same
+    events to the connection (``Updated`` as it falls idle or busy,
+    ``Closed`` to close), the same answers to what cannot be read, the same
+    switches to HTTP/2 (``h2c`` or prior knowledge). A response that gives
+    its ``Content-Length`` has its head written with its first piece of
+    body (or its end), in one write.
+    """
 
-class LeanH11Protocol(H11Protocol):
-    """HTTP/1.1 with a response's head written with its body when the body is known whole."""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reader = RequestReader(max_head_bytes=self.config.h11_max_incomplete_size)
+        self._request: RequestHead | None = None
+        self._framing: AnswerFraming | None = None
+        self._held_head: bytes | None = None
+        self._request_done = False
+        self._answer_started = False
+        self._answer_done = False
+        self._closing = False
+        # The connection's first bytes, until they cannot be HTTP/2's preface.
+        self._first: bytes | None = b""
 
-    _head: bytes | None = None
+    async def handle(self, event: Any) -> None:
+        if isinstance(event, RawData):
+            data = event.data
+            if self._first is not None and data:
+                # HTTP/2 with prior knowledge: Hypercorn switches protocol on its preface.
+                data = self._first + data
+                if H2_PREFACE.startswith(data[: len(H2_PREFACE)]):
+                    if len(data) < len(H2_PREFACE):
+                        self._first = data
+                        return
+                    raise H2ProtocolAssumedError(data)
+                self._first = None
+            if data:
+                self._reader.feed(data)
+            else:
+                self._reader.feed_eof()
+            await self._handle_events()
+        elif isinstance(event, Closed) and self.stream is not None:
+            await self._close_stream()
+
+    async def _handle_events(self) -> None:
+        while (event := self._reader.next_event()) is not None:
+            if isinstance(event, BodyPiece):
+                if self.stream is not None:
+                    await self.stream.handle(Body(stream_id=STREAM_ID, data=event.data))
+            elif isinstance(event, MessageEnd):
+                self._request_done = True
+                if self.stream is not None:
+                    await self.stream.handle(EndBody(stream_id=STREAM_ID))
+            elif isinstance(event, RequestHead):
+                if not await self._answered_before():
+                    return
+                await self._start(event)
+            else:
+                if event.in_head and not await self._answered_before():
+                    return
+                if not self._answer_started:
+                    await self._send_error_response(event.status)
+                await self.send(Closed())
+                return
+
+    async def _answered_before(self) -> bool:
+        """Wait until the request before is answered (as h11's ``PAUSED``); False if the
+        connection closes instead."""
+        while self._request is not None:
+            await self.can_read.clear()
+            await self.can_read.wait()
+            if self._closing:
+                return False
+        return True
+
+    async def _start(self, request: RequestHead) -> None:
+        self._request = request
+        self._framing = AnswerFraming(request)
+        self._request_done = self._answer_started = self._answer_done = False
+        await self.send(Updated(idle=False))
+        if request.upgrade == b"h2c" and not _has_body(request):
+            # As Hypercorn: switch to HTTP/2 when asked, unless a body is on its way.
+            await self._write(informational(101, [*self.config.response_headers("h11"), *_H2C]))
+            raise H2CProtocolRequiredError(request.trailing, _h11_request(request))
+        self.stream = HTTPStream(
+            self.app,
+            self.config,
+            self.context,
+            self.task_group,
+            self.ssl,
+            self.client,
+            self.server,
+            self.stream_send,
+            STREAM_ID,
+        )
+        await self.stream.handle(
+            Request(
+                stream_id=STREAM_ID,
+                headers=request.headers,
+                http_version=request.http_version,
+                method=request.method.decode("ascii").upper(),
+                raw_path=request.target,
+                state=self.connection_state,
+            )
+        )
+        self.keep_alive_requests += 1
+        await self.context.mark_request()
+        if request.expects_continue:
+            await self._write(informational(100, self.config.response_headers("h11")))
 
     async def stream_send(self, event: Any) -> None:
-        if (
-            isinstance(event, Response)
-            and event.status_code >= 200
-            and _gives_length(event.headers)
-        ):
-            headers = [*event.headers, *self.config.response_headers("h11")]
-            if self.keep_alive_requests >= self.config.keep_alive_max_requests:
-                headers.append((b"connection", b"close"))
-            self._head = self._bytes(h11.Response(headers=headers, status_code=event.status_code))
-        elif isinstance(event, Body):
-            await self._write(self._bytes(h11.Data(data=event.data)))
-        elif isinstance(event, EndBody):
-            await self._write(self._bytes(h11.EndOfMessage()))
-        else:
-            if self._head is not None:  # the stream ends without a body: the head goes alone
-                await self._write(b"")
-            await super().stream_send(event)
-
-    def _bytes(self, event: Any) -> bytes:
-        # As Hypercorn's _send_h11_event: nothing to send once the peer broke the protocol.
+        if isinstance(event, StreamClosed):
+            await self._maybe_recycle()
+            return
+        framing = self._framing
+        if framing is None:
+            return  # the request was answered already (it could not be read)
         try:
-            return self.connection.send(event) or b""
-        except h11.LocalProtocolError:
-            if self.connection.their_state != h11.ERROR:
+            if isinstance(event, Response):
+                if event.status_code < 200:
+                    await self._write(
+                        informational(
+                            event.status_code,
+                            [*event.headers, *self.config.response_headers("h11")],
+                        )
+                    )
+                    return
+                headers = [*event.headers, *self.config.response_headers("h11")]
+                if self.keep_alive_requests >= self.config.keep_alive_max_requests:
+                    headers.append((b"connection", b"close"))
+                head = framing.head(event.status_code, headers)
+                self._answer_started = True
+                if framing.gives_length:
+                    self._held_head = head  # its body follows at once
+                else:
+                    await self._write(head)
+            elif isinstance(event, Body):
+                await self._write(framing.piece(event.data))
+            elif isinstance(event, EndBody):
+                await self._write(framing.end())
+                self._answer_done = True
+        except FramingError:
+            # As Hypercorn: nothing to answer once the client broke the protocol.
+            if not self._reader.failed:
                 raise
-            return b""
 
     async def _write(self, data: bytes) -> None:
-        head, self._head = self._head, None
+        head, self._held_head = self._held_head, None
         if head is not None:
             data = head + data
         if data:
             await self.send(RawData(data=data))
+
+    async def _send_error_response(self, status_code: int) -> None:
+        framing = AnswerFraming(None)
+        framing.keep_alive = False
+        headers = [(b"content-length", b"0"), *self.config.response_headers("h11")]
+        self._held_head = None
+        await self._write(framing.head(status_code, headers))
+        self._answer_started = True
+        self._framing = None
+
+    async def _maybe_recycle(self) -> None:
+        await self._close_stream()
+        framing = self._framing
+        keep = (
+            framing is not None
+            and framing.keep_alive
+            and self._answer_done
+            and self._request_done
+            and not self.context.terminated.is_set()
+        )
+        self._request = self._framing = None
+        self._answer_started = False
+        if keep:
+            await self.can_read.set()
+            await self.send(Updated(idle=True))
+        else:
+            self._closing = True
+            await self.can_read.set()
+            await self.send(Closed())
+
+
+_H2C = [(b"connection", b"upgrade"), (b"upgrade", b"h2c")]
+
+
+def _has_body(request: RequestHead) -> bool:
+    return any(name in (b"content-length", b"transfer-encoding") for name, _ in request.headers)
+
+
+def _h11_request(request: RequestHead) -> h11.Request:
+    """``request`` as the ``h11`` event Hypercorn's switch to HTTP/2 reads."""
+    return h11.Request(
+        method=request.method,
+        target=request.target,
+        headers=request.headers,
+        http_version=request.http_version.encode(),
+    )
 
 
 class _KeepAliveTimer:
@@ -293,6 +474,6 @@ def install(*, version: str | None = None) -> bool:
             ", ".join(sorted(TESTED_VERSIONS)),
         )
         return False
-    hypercorn.protocol.H11Protocol = LeanH11Protocol  # type: ignore[attr-defined]
+    hypercorn.protocol.H11Protocol = HttpToolsProtocol  # type: ignore[attr-defined]
     hypercorn.trio.run.TCPServer = BridgedTCPServer  # type: ignore[attr-defined]
     return True

@@ -1,11 +1,15 @@
 """Hypercorn with agentws's connection handling (:mod:`agentws.bridges.hypercorn_bridge`), on
 loopback.
 
-Responses keep their bytes and order on a kept-alive connection, a streamed
-response's head is sent before its body exists, an idle connection is
-closed after the keep-alive timeout, and a connection whose response asked
-it to wait before closing does, when its client hangs up. The replacements go in only on a
-tested Hypercorn release, and what they override is still there.
+Responses keep their bytes and order on a kept-alive connection, pipelined requests are
+answered in order, a streamed response's head is sent before its body exists, an idle
+connection is closed after the keep-alive timeout, and a connection whose response asked
+it to wait before closing does, when its client hangs up. What cannot be read is
+answered (400, 431, 501) and its connection closed; ``Expect: 100-continue``, HTTP/1.0
+and the switches to HTTP/2 (its preface, ``h2c``) work as on stock Hypercorn, and a
+WebSocket upgrade is answered in HTTP/1.1 (agentws serves no WebSocket). The
+replacements go in only on a tested Hypercorn release, and what they override is still
+there.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import hypercorn.protocol
 import hypercorn.trio.run
 import pytest
 import trio
+import trio.testing
 from hypercorn.config import Config
 from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.http_stream import HTTPStream
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
 
@@ -64,6 +70,17 @@ class _App:
             assert hang_up is not None
             hang_up.hold_close(self._held_close)
             await send({"type": "http.response.body", "body": b"end", "more_body": False})
+            return
+        if path == "/echo":
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            headers = [(b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
             return
         if path == "/empty":
             await send({"type": "http.response.start", "status": 204, "headers": []})
@@ -187,6 +204,121 @@ async def test_a_connection_held_by_its_response_closes_once_let_go() -> None:
         await stream.aclose()
 
 
+async def _until_closed(stream: trio.SocketStream, buffer: bytearray) -> bytes:
+    with trio.fail_after(_WAIT_S):
+        while data := await stream.receive_some():
+            buffer += data
+    await stream.aclose()
+    return bytes(buffer)
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nfirst"
+            b"GET /ab HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5\r\nthird\r\n0\r\n\r\n"
+            b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        wire = await _until_closed(stream, bytearray())
+        bodies = [part.split(b"\r\n\r\n", 1)[1] for part in wire.split(b"HTTP/1.1 200 ")[1:]]
+        assert bodies == [b"first", b"/ab/ab/ab", b"third", b"/last/last/last"]
+        assert wire.lower().count(b"connection: close") == 1
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET / HTTP/1.1\r\n\r\n", b"400"),  # no Host
+        (b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", b"400"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"v" * 20_000 + b"\r\n\r\n", b"431"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", b"501"),
+        # The second request is refused once the first is answered.
+        (b"GET /ab HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n\r\n", b"400"),
+    ],
+)
+async def test_what_cannot_be_read_is_answered_and_the_connection_closed(
+    request_bytes: bytes, status: bytes
+) -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(request_bytes)
+        wire = await _until_closed(stream, bytearray())
+        last = wire.rsplit(b"HTTP/1.1 ", 1)[1]
+        assert last.startswith(status + b" "), wire[:200]
+        assert b"connection: close\r\n" in last
+        assert last.endswith(b"\r\n\r\n")
+        if b"/ab" in request_bytes:
+            assert b"/ab/ab/ab" in wire
+
+
+async def test_a_client_expecting_100_continue_is_told_to_go_on() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        buffer = bytearray()
+        await stream.send_all(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"
+        )
+        informational = await _read_until(stream, buffer, b"\r\n\r\n")
+        assert informational.startswith(b"HTTP/1.1 100 ")
+        await stream.send_all(b"body")
+        answer = await _response(stream, buffer, 4)
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert answer.endswith(b"\r\n\r\nbody")
+        await stream.aclose()
+
+
+async def test_an_http10_client_is_answered_then_let_go() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(b"GET /stream10 HTTP/1.0\r\n\r\n")
+        wire = await _until_closed(stream, bytearray())
+        head, _, body = wire.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert b"connection: close" in head.lower()
+        assert body == b"/stream10" * 3
+
+
+async def test_a_websocket_upgrade_is_answered_as_http11_then_closed() -> None:
+    async with _served(_App()) as port:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(
+            b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            b"\x81\x80frame"
+        )
+        wire = await _until_closed(stream, bytearray())
+        head, _, body = wire.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert b"connection: close" in head.lower()
+        assert body == b"/ws/ws/ws"
+
+
+async def test_http2_is_still_spoken_on_its_preface_and_on_h2c() -> None:
+    async with _served(_App()) as port:
+        for opening in (
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+            b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n",
+        ):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            buffer = bytearray()
+            # The preface arrives in two writes: the switch waits for all of it.
+            await stream.send_all(opening[:5])
+            await trio.testing.wait_all_tasks_blocked()
+            await stream.send_all(opening[5:])
+            if opening.startswith(b"GET"):
+                switching = await _read_until(stream, buffer, b"\r\n\r\n")
+                assert switching.startswith(b"HTTP/1.1 101 ")
+            with trio.fail_after(_WAIT_S):
+                while len(buffer) < 9:
+                    buffer += await stream.receive_some()
+            assert buffer[3] == 0x4  # an HTTP/2 SETTINGS frame
+            await stream.aclose()
+
+
 def test_the_installed_hypercorn_is_a_tested_release() -> None:
     version = hypercorn_bridge.installed_version()
     assert version in hypercorn_bridge.TESTED_VERSIONS, (
@@ -204,6 +336,9 @@ def test_the_installed_hypercorn_is_a_tested_release() -> None:
         (TCPServer, "_idle_timeout"),
         (TCPServer, "protocol_send"),
         (H11Protocol, "stream_send"),
+        (H11Protocol, "handle"),
+        (H11Protocol, "_close_stream"),
+        (HTTPStream, "handle"),
     ],
 )
 def test_what_the_replacements_override_or_call_is_still_there(owner: type, name: str) -> None:
@@ -236,4 +371,4 @@ def test_a_tested_release_installs_both_replacements(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(hypercorn.protocol, "H11Protocol", H11Protocol)
     assert hypercorn_bridge.install() is True
     assert hypercorn.trio.run.TCPServer is hypercorn_bridge.BridgedTCPServer
-    assert hypercorn.protocol.H11Protocol is hypercorn_bridge.LeanH11Protocol
+    assert hypercorn.protocol.H11Protocol is hypercorn_bridge.HttpToolsProtocol
