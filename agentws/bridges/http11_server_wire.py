@@ -30,7 +30,6 @@ answer, neither asking to close.
 from __future__ import annotations
 
 import re
-from collections import deque
 
 import httptools
 
@@ -165,17 +164,40 @@ class RequestReader:
 
     def next_event(self) -> Event | None:
         """The next event read, or None when more input is needed."""
-        events = self._reading.events
-        return events.popleft() if events else None
+        reading = self._reading
+        events, index = reading.events, reading.next
+        if index < len(events):
+            reading.next = index + 1
+            return events[index]
+        if events:
+            events.clear()
+            reading.next = 0
+        return None
 
 
 class _Reading:
     """What llhttp calls back as it parses, and the events it makes of it."""
 
+    # A connection holds one for its life: kept small (no __dict__, a list not a deque).
+    __slots__ = (
+        "_current",
+        "_failed",
+        "_head_bytes",
+        "_headers",
+        "_in_head",
+        "_max_head",
+        "_url",
+        "events",
+        "next",
+        "parser",
+    )
+
     def __init__(self, max_head_bytes: int) -> None:
         self._max_head = max_head_bytes
         self.parser: httptools.HttpRequestParser | None = None
-        self.events: deque[Event] = deque()
+        #: Events read and not yet taken, from ``next`` on.
+        self.events: list[Event] = []
+        self.next = 0
         self._failed = False
         self._in_head = True  # between messages counts: the next byte starts a head
         self._head_bytes = 0

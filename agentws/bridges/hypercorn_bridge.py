@@ -79,12 +79,14 @@ import contextlib
 import importlib.metadata
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import h11
 import hypercorn.protocol
 import hypercorn.trio.run
 import trio
+from hypercorn.config import Config
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Request, Response, StreamClosed
 from hypercorn.protocol.h11 import (
@@ -142,8 +144,32 @@ class HttpToolsProtocol(H11Protocol):
     body (or its end), in one write.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        app: Any,
+        config: Config,
+        context: Any,
+        task_group: Any,
+        connection_state: Any,
+        ssl: bool,
+        client: tuple[str, int] | None,
+        server: tuple[str, int] | None,
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        # H11Protocol's attributes but its h11 connection, which is not used here
+        # (a connection holds this object for its life: ten thousand may be open).
+        self.app = app
+        self.can_read = context.event_class()
+        self.client = client
+        self.config = config
+        self.context = context
+        self.keep_alive_requests = 0
+        self.send = send
+        self.server = server
+        self.ssl = ssl
+        self.stream = None
+        self.task_group = task_group
+        self.connection_state = connection_state
         self._reader = RequestReader(max_head_bytes=self.config.h11_max_incomplete_size)
         self._request: RequestHead | None = None
         self._framing: AnswerFraming | None = None

@@ -29,6 +29,7 @@ from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.protocol.http_stream import HTTPStream
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
 
 from agentws.bridges import hangups, hypercorn_bridge
 from agentws.bridges.hypercorn_bridge import install
@@ -346,6 +347,19 @@ def test_what_the_replacements_override_or_call_is_still_there(owner: type, name
         f"Hypercorn {hypercorn_bridge.installed_version()} has no {owner.__name__}.{name}, "
         "which agentws.bridges.hypercorn_bridge overrides or calls"
     )
+
+
+def test_the_protocol_has_every_attribute_hypercorn_gives_its_own_but_h11s() -> None:
+    config = Config()
+    context = WorkerContext(None)
+
+    async def send(event: Any) -> None:
+        pass
+
+    args = (None, config, context, None, None, False, None, None, send)
+    stock = set(vars(H11Protocol(*args)))  # type: ignore[arg-type]
+    ours = set(vars(hypercorn_bridge.HttpToolsProtocol(*args)))
+    assert stock - ours == {"connection"}
 
 
 def test_the_worker_takes_its_classes_where_the_bridge_puts_them() -> None:
