@@ -205,7 +205,11 @@ async def test_a_connection_held_by_its_response_closes_once_let_go() -> None:
         await stream.aclose()
 
 
-async def _until_closed(stream: trio.SocketStream, buffer: bytearray) -> bytes:
+async def _exchange(port: int, sent: bytes) -> bytes:
+    """What the server wrote on a new connection given ``sent``, until it closed it."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(sent)
+    buffer = bytearray()
     with trio.fail_after(_WAIT_S):
         while data := await stream.receive_some():
             buffer += data
@@ -215,15 +219,14 @@ async def _until_closed(stream: trio.SocketStream, buffer: bytearray) -> bytes:
 
 async def test_pipelined_requests_are_answered_in_order() -> None:
     async with _served(_App()) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        await stream.send_all(
+        wire = await _exchange(
+            port,
             b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nfirst"
             b"GET /ab HTTP/1.1\r\nHost: x\r\n\r\n"
             b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"5\r\nthird\r\n0\r\n\r\n"
-            b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            b"GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
-        wire = await _until_closed(stream, bytearray())
         bodies = [part.split(b"\r\n\r\n", 1)[1] for part in wire.split(b"HTTP/1.1 200 ")[1:]]
         assert bodies == [b"first", b"/ab/ab/ab", b"third", b"/last/last/last"]
         assert wire.lower().count(b"connection: close") == 1
@@ -244,9 +247,7 @@ async def test_what_cannot_be_read_is_answered_and_the_connection_closed(
     request_bytes: bytes, status: bytes
 ) -> None:
     async with _served(_App()) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        await stream.send_all(request_bytes)
-        wire = await _until_closed(stream, bytearray())
+        wire = await _exchange(port, request_bytes)
         last = wire.rsplit(b"HTTP/1.1 ", 1)[1]
         assert last.startswith(status + b" "), wire[:200]
         assert b"connection: close\r\n" in last
@@ -273,9 +274,7 @@ async def test_a_client_expecting_100_continue_is_told_to_go_on() -> None:
 
 async def test_an_http10_client_is_answered_then_let_go() -> None:
     async with _served(_App()) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        await stream.send_all(b"GET /stream10 HTTP/1.0\r\n\r\n")
-        wire = await _until_closed(stream, bytearray())
+        wire = await _exchange(port, b"GET /stream10 HTTP/1.0\r\n\r\n")
         head, _, body = wire.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 ")
         assert b"connection: close" in head.lower()
@@ -284,13 +283,12 @@ async def test_an_http10_client_is_answered_then_let_go() -> None:
 
 async def test_a_websocket_upgrade_is_answered_as_http11_then_closed() -> None:
     async with _served(_App()) as port:
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        await stream.send_all(
+        wire = await _exchange(
+            port,
             b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            b"\x81\x80frame"
+            b"\x81\x80frame",
         )
-        wire = await _until_closed(stream, bytearray())
         head, _, body = wire.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200 ")
         assert b"connection: close" in head.lower()
