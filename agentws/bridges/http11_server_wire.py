@@ -118,11 +118,10 @@ class MessageEnd:
 class ReadFailure:
     """The input cannot be read further; ``status`` is what to answer if nothing was yet."""
 
-    __slots__ = ("in_head", "reason", "status")
+    __slots__ = ("in_head", "status")
 
-    def __init__(self, status: int, reason: str, *, in_head: bool) -> None:
+    def __init__(self, status: int, *, in_head: bool) -> None:
         self.status = status
-        self.reason = reason
         #: Whether it came before a request's head was whole (a new request's).
         self.in_head = in_head
 
@@ -148,11 +147,6 @@ class RequestReader:
     def failed(self) -> bool:
         """Whether the input broke HTTP/1.1 (nothing more is read)."""
         return self._reading.failed
-
-    @property
-    def mid_message(self) -> bool:
-        """Whether a request has begun and not ended."""
-        return self._reading.mid_message
 
     def feed(self, data: bytes) -> None:
         """Read ``data``, the next bytes the client sent; its events queue up."""
@@ -224,18 +218,17 @@ class _Reading:
         except httptools.HttpParserUpgrade as switch:
             self._switched(data, switch)
             return
-        except httptools.HttpParserError as exc:
-            if not self._failed:
-                self._fail(400, str(exc) or "bad request")
+        except httptools.HttpParserError:
+            self._fail(400)
             return
         finally:
             self.parser = None
         if self._in_head and self._head_bytes > self._max_head:
-            self._fail(431, "request head too large")
+            self._fail(431)  # a head still arriving, already too large
 
     def feed_eof(self) -> None:
         if not self._failed and self.mid_message:
-            self._fail(400, "the client closed the connection mid-request")
+            self._fail(400)  # a request cut short
 
     # llhttp's callbacks, called from feed_data.
 
@@ -256,19 +249,19 @@ class _Reading:
             return
         size = len(self._url) + sum(len(n) + len(v) + _HEADER_OVERHEAD for n, v in self._headers)
         if size > self._max_head:
-            return self._fail(431, "request head too large")
+            return self._fail(431)
         parser = self.parser
         if parser is None:
             return  # called back only while parsing
         version = parser.get_http_version()
         if version not in ("1.1", "1.0"):
-            return self._fail(505, "HTTP version not supported")
+            return self._fail(505)
         hosts = sum(1 for name, _ in self._headers if name == b"host")
         if hosts > 1 or (hosts == 0 and version == "1.1"):
-            return self._fail(400, "a request needs exactly one Host header")
+            return self._fail(400)  # exactly one Host, as h11 asks
         for name, value in self._headers:
             if name == b"transfer-encoding" and value.lower() != b"chunked":
-                return self._fail(501, "only Transfer-Encoding: chunked is supported")
+                return self._fail(501)  # only chunked is implemented, as in h11
         method = parser.get_method()
         head = RequestHead(method, self._url, version, self._headers)
         self._current = head
@@ -286,16 +279,16 @@ class _Reading:
             self._in_head = True
             self._head_bytes = 0
 
-    def _fail(self, status: int, reason: str) -> None:
+    def _fail(self, status: int) -> None:
         if not self._failed:
             self._failed = True
-            self.events.append(ReadFailure(status, reason, in_head=self._in_head))
+            self.events.append(ReadFailure(status, in_head=self._in_head))
 
     def _switched(self, data: bytes, switch: httptools.HttpParserUpgrade) -> None:
         """A request switching protocol (``Upgrade``, ``CONNECT``): no HTTP/1.1 after it."""
         head = self._current
         if head is None or self._failed:
-            self._fail(400, "bad request")
+            self._fail(400)
             return
         offset = switch.args[0] if switch.args and isinstance(switch.args[0], int) else len(data)
         head.upgrade = next((v.lower() for n, v in head.headers if n == b"upgrade"), b"")
@@ -307,7 +300,7 @@ class _Reading:
 class AnswerFraming:
     """One answer's head and body, framed for its request (see the module docstring)."""
 
-    __slots__ = ("_bodyless", "_chunked", "_close_framed", "_http11", "_left", "keep_alive")
+    __slots__ = ("_bodyless", "_chunked", "_http11", "_left", "keep_alive")
 
     def __init__(self, request: RequestHead | None) -> None:
         self._bodyless = request is not None and request.method == b"HEAD"
@@ -315,17 +308,14 @@ class AnswerFraming:
         self.keep_alive = request is not None and request.keep_alive
         self._http11 = request is None or request.http_version == "1.1"
         self._chunked = False
-        self._close_framed = False
         self._left: int | None = None
 
-    def head(
-        self, status: int, headers: list[tuple[bytes, bytes]], *, reason: bytes = b""
-    ) -> bytes:
+    def head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
         """The status line and headers of the answer (``status`` 200 or more)."""
         length: bytes | None = None
         chunked = False
         close = False
-        lines = [b"HTTP/1.1 %d %b\r\n" % (status, reason)]
+        lines = [b"HTTP/1.1 %d \r\n" % status]  # no reason phrase, as h11 writes it
         for name, value in headers:
             _check(name, value)
             lowered = name.lower()
@@ -359,8 +349,7 @@ class AnswerFraming:
         elif length is not None:
             self._left = int(length)
             lines.append(b"content-length: %b\r\n" % length)
-        else:
-            self._close_framed = True
+        else:  # framed by the connection's close
             self.keep_alive = False
         if not self.keep_alive:
             lines.append(b"connection: close\r\n")

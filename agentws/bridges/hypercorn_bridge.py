@@ -276,15 +276,10 @@ class HttpToolsProtocol(H11Protocol):
             return  # the request was answered already (it could not be read)
         try:
             if isinstance(event, Response):
-                if event.status_code < 200:
-                    await self._write(
-                        informational(
-                            event.status_code,
-                            [*event.headers, *self.config.response_headers("h11")],
-                        )
-                    )
-                    return
                 headers = [*event.headers, *self.config.response_headers("h11")]
+                if event.status_code < 200:
+                    await self._write(informational(event.status_code, headers))
+                    return
                 if self.keep_alive_requests >= self.config.keep_alive_max_requests:
                     headers.append((b"connection", b"close"))
                 head = framing.head(event.status_code, headers)
@@ -311,11 +306,9 @@ class HttpToolsProtocol(H11Protocol):
             await self.send(RawData(data=data))
 
     async def _send_error_response(self, status_code: int) -> None:
-        framing = AnswerFraming(None)
-        framing.keep_alive = False
+        # Framed for no request: no body, and the connection closes after it.
         headers = [(b"content-length", b"0"), *self.config.response_headers("h11")]
-        self._held_head = None
-        await self._write(framing.head(status_code, headers))
+        await self._write(AnswerFraming(None).head(status_code, headers))
         self._answer_started = True
         self._framing = None
 
