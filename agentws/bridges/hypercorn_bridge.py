@@ -269,6 +269,7 @@ class HttpToolsProtocol(H11Protocol):
 
     async def stream_send(self, event: Any) -> None:
         if isinstance(event, StreamClosed):
+            await self._write(b"")  # a head held for a body that never came goes alone
             await self._maybe_recycle()
             return
         framing = self._framing

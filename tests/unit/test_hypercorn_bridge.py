@@ -83,6 +83,10 @@ class _App:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
+        if path == "/cut":  # a length given, and the response ends with no body
+            headers = [(b"content-length", b"5")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            return
         if path == "/empty":
             await send({"type": "http.response.start", "status": 204, "headers": []})
             await send({"type": "http.response.body", "body": b""})
@@ -254,6 +258,14 @@ async def test_what_cannot_be_read_is_answered_and_the_connection_closed(
         assert last.endswith(b"\r\n\r\n")
         if b"/ab" in request_bytes:
             assert b"/ab/ab/ab" in wire
+
+
+async def test_a_response_ended_before_its_body_still_sends_its_head() -> None:
+    async with _served(_App()) as port:
+        wire = await _exchange(port, b"GET /cut HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert wire.startswith(b"HTTP/1.1 200 ")
+        assert wire.endswith(b"\r\n\r\n")  # the head alone, then the connection closed
+        assert b"content-length: 5\r\n" in wire
 
 
 async def test_a_client_expecting_100_continue_is_told_to_go_on() -> None:
