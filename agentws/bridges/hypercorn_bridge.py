@@ -34,7 +34,10 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   written for an empty piece. The head of any other response (an SSE stream,
   whose first event may be long in coming) is written at once. WebSocket is
   not served (agentws has no WebSocket route): an ``Upgrade: websocket``
-  request is answered as HTTP/1.1, and its connection closed.
+  request is answered as HTTP/1.1, and its connection closed. A write
+  finding the connection's send lock free takes it without a turn of the
+  loop: Hypercorn's ``async with`` gives one before each write, which then
+  gives its own.
 - **A timer task per request** (no upstream issue; Hypercorn's behaviour).
   ``TCPServer`` stops its keep-alive timer when a request arrives and
   starts it again when the response is done: a task cancelled and a new
@@ -43,7 +46,9 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   clears it. The timeout and the graceful close at shutdown are
   Hypercorn's: an idle connection is closed ``keep_alive_timeout`` after
   its last response, or at once when the server shuts down; a busy one
-  when its response is done.
+  when its response is done. The client's hang-up only disarms the timer;
+  its task ends as the connection closes, so that a close held back (below)
+  takes that cost with it, out of the way of the streams still ending.
 - **A task per streaming response to notice the client leave** (no
   upstream issue; the ASGI way). A response learns of a hang-up by reading
   ``http.disconnect``, which needs a task beside a response that writes.
@@ -62,11 +67,11 @@ below, for the whole process. Each works around a behaviour of Hypercorn
 
 :class:`BridgedTCPServer` overrides Hypercorn's private
 ``TCPServer._read_data`` (the connection's read loop, copied from 0.18 but
-for what happens when the input ends) to stop the keep-alive timer, to wait
+for what happens when the input ends) to disarm the keep-alive timer, to wait
 as a response asked, and to tell the responses when the client's side ends.
 
 The replacements lean on Hypercorn's internals (``_read_data``,
-``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, the
+``_initiate_server_close``, ``_task_group``, ``_idle_timeout``, ``send_lock``, the
 ``idle_task`` protocol, ``H11Protocol``'s attributes and ``_close_stream``,
 ``HTTPStream``, the HTTP/2 switch's exceptions), so :func:`install` puts them in place only on a
 release in :data:`TESTED_VERSIONS`; on any other it logs a warning naming
@@ -367,6 +372,8 @@ class _KeepAliveTimer:
         self._ended = False
 
     async def restart(self, task_group: Any, action: Any) -> None:
+        if self._ended:
+            return  # the connection closes when its input's end is handled, not for idling
         self._idle = True
         self._deadline = trio.current_time() + self._server.config.keep_alive_timeout
         if self._scope is None:
@@ -383,8 +390,19 @@ class _KeepAliveTimer:
         if self._scope is not None:
             self._scope.deadline = math.inf
 
+    def disarm(self) -> None:
+        """The client's side of the connection ended: the timer never fires again.
+
+        Its task goes on waiting, untimed, until :meth:`end`: a mass close
+        holds the connection's close until every stream has ended, and the
+        task's cancellation is part of that close, not of the streams' ends.
+        """
+        self._ended = True
+        if self._scope is not None:
+            self._scope.deadline = math.inf
+
     def end(self) -> None:
-        """The client's side of the connection ended: nothing is left to time."""
+        """The connection is closing: the timer's task ends."""
         self._ended = True
         if self._scope is not None:
             self._scope.cancel()
@@ -421,7 +439,24 @@ class BridgedTCPServer(TCPServer):
             return
         # The stream is being closed by the other side of the race: nothing to send to.
         with contextlib.suppress(trio.BusyResourceError):
-            await super().protocol_send(event)
+            if isinstance(event, RawData) and not self.send_lock.locked():
+                await self._write_now(event.data)
+            else:
+                await super().protocol_send(event)
+
+    async def _write_now(self, data: bytes) -> None:
+        # Hypercorn's write, but for its free lock taken without a turn of the
+        # loop (the write gives one): a pass through the scheduler less for
+        # each write. Cancelled, it writes nothing, as with the lock's checkpoint.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self.send_lock.acquire_nowait()
+        try:
+            with trio.CancelScope(shield=True):
+                await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.protocol.handle(Closed())
+        finally:
+            self.send_lock.release()
 
     async def run(self) -> None:
         # Set in this connection's task: each response it spawns sees it.
@@ -465,7 +500,7 @@ class BridgedTCPServer(TCPServer):
         # so a connection whose client left mid-request ends without
         # waiting for it; this one must not wait for it either, nor close
         # the connection while a response has it wait.
-        self._timer.end()
+        self._timer.disarm()
         await self._hang_up.input_ended()
 
     async def close_idle(self) -> None:

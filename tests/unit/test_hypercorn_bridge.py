@@ -72,6 +72,14 @@ class _App:
             hang_up.hold_close(self._held_close)
             await send({"type": "http.response.body", "body": b"end", "more_body": False})
             return
+        if path == "/cancelled":  # a write its task's cancellation stops: never written
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await send({"type": "http.response.body", "body": b"lost", "more_body": True})
+            assert scope.cancelled_caught
+            await send({"type": "http.response.body", "body": b"kept", "more_body": False})
+            return
         if path == "/echo":
             body = b""
             while True:
@@ -206,6 +214,36 @@ async def test_a_connection_held_by_its_response_closes_once_let_go() -> None:
         app.close_released.set()
         with trio.fail_after(_WAIT_S):
             assert await stream.receive_some() == b""
+        await stream.aclose()
+
+
+async def test_a_held_close_outlasts_the_keep_alive_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    app = _App()
+    async with _served(app) as port:
+        stream, buffer = await _get(port, "/held")
+        await _read_until(stream, buffer, b"end\r\n0\r\n\r\n")
+        await stream.send_eof()
+        with trio.fail_after(_WAIT_S):
+            await app.close_waiting.wait()
+        # The idle connection's timer was armed as the response ended; the
+        # hang-up disarmed it: nothing closes the connection but the hold.
+        await trio.sleep(_KEEP_ALIVE_S * 10)
+        assert not stream.socket.is_readable()
+        app.close_released.set()
+        with trio.fail_after(_WAIT_S):
+            assert await stream.receive_some() == b""
+        await stream.aclose()
+
+
+async def test_a_write_its_task_cancelled_writes_nothing() -> None:
+    async with _served(_App()) as port:
+        stream, buffer = await _get(port, "/cancelled")
+        answer = await _read_until(stream, buffer, b"0\r\n\r\n")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert body == b"4\r\nkept\r\n0\r\n\r\n"
         await stream.aclose()
 
 
