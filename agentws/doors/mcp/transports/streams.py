@@ -96,7 +96,7 @@ async def write_sse(
     )
     pending = list(prelude)
     completed = False
-    async with _until_disconnect(request) as gone:
+    async with _until_disconnect(request):
         while True:
             chunk: bytes | None
             if pending:
@@ -121,7 +121,6 @@ async def write_sse(
             if last:
                 completed = True
                 break
-        gone.cancel()
     if completed:
         _hold_close(request, session)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -141,16 +140,17 @@ def _hold_close(request: DoorRequest, session: McpSession) -> None:
 
 
 @asynccontextmanager
-async def _until_disconnect(request: DoorRequest) -> AsyncIterator[trio.CancelScope]:
-    """A scope the client's disconnect cancels; cancelling it ends the watch early."""
+async def _until_disconnect(request: DoorRequest) -> AsyncIterator[None]:
+    """A block the client's disconnect cancels; the watch ends with the block."""
     hang_up = hangups.current(request.scope)
-    if hang_up is not None:  # the connection tells: no task of our own
+    if hang_up is not None:  # the connection tells: no task of our own, nothing to cancel
         with trio.CancelScope() as scope, hang_up.cancelling(scope):
-            yield scope
+            yield
         return
     async with trio.open_nursery() as nursery:
         nursery.start_soon(cancel_on_disconnect, request.receive, nursery.cancel_scope)
-        yield nursery.cancel_scope
+        yield
+        nursery.cancel_scope.cancel()  # the watcher's task
 
 
 def _event(event_id: str | None, data: str) -> bytes:
