@@ -3,8 +3,9 @@ loopback.
 
 Responses keep their bytes and order on a kept-alive connection, pipelined requests are
 answered in order, a streamed response's head is sent before its body exists, an idle
-connection is closed after the keep-alive timeout, and a connection whose response asked
-it to wait before closing does, when its client hangs up. What cannot be read is
+connection is closed after the keep-alive timeout, a connection whose response asked
+it to wait before closing does, when its client hangs up (for longer than the keep-alive
+timeout too), and a write whose task is cancelled writes nothing. What cannot be read is
 answered (400, 431, 501) and its connection closed; ``Expect: 100-continue``, HTTP/1.0
 and the switches to HTTP/2 (its preface, ``h2c``) work as on stock Hypercorn, and a
 WebSocket upgrade is answered in HTTP/1.1 (agentws serves no WebSocket). The
