@@ -367,7 +367,6 @@ class _KeepAliveTimer:
         self._server = server
         self._scope: trio.CancelScope | None = None
         self._idle = False
-        self._deadline = math.inf
         self._went_idle: trio.Event | None = None
         self._ended = False
 
@@ -375,18 +374,17 @@ class _KeepAliveTimer:
         if self._ended:
             return  # the connection closes when its input's end is handled, not for idling
         self._idle = True
-        self._deadline = trio.current_time() + self._server.config.keep_alive_timeout
+        deadline = trio.current_time() + self._server.config.keep_alive_timeout
         if self._scope is None:
-            self._scope = trio.CancelScope(deadline=self._deadline)
+            self._scope = trio.CancelScope(deadline=deadline)
             task_group.spawn(self._watch, self._scope)
         else:
-            self._scope.deadline = self._deadline
+            self._scope.deadline = deadline
         if self._went_idle is not None:
             self._went_idle.set()
 
     async def stop(self) -> None:
         self._idle = False
-        self._deadline = math.inf
         if self._scope is not None:
             self._scope.deadline = math.inf
 
