@@ -36,8 +36,9 @@ below, for the whole process. Each works around a behaviour of Hypercorn
   not served (agentws has no WebSocket route): an ``Upgrade: websocket``
   request is answered as HTTP/1.1, and its connection closed. A write
   finding the connection's send lock free takes it without a turn of the
-  loop: Hypercorn's ``async with`` gives one before each write, which then
-  gives its own.
+  loop (Hypercorn's ``async with`` gives one before each write), and writes
+  what the kernel takes at once without the turn ``send_all`` gives after
+  it (:mod:`agentws.bridges.socket_writes`).
 - **A timer task per request** (no upstream issue; Hypercorn's behaviour).
   ``TCPServer`` stops its keep-alive timer when a request arrives and
   starts it again when the response is done: a task cancelled and a new
@@ -114,6 +115,7 @@ from agentws.bridges.http11_server_wire import (
     RequestReader,
     informational,
 )
+from agentws.bridges.socket_writes import write_now
 
 __all__ = [
     "TESTED_VERSIONS",
@@ -444,13 +446,16 @@ class BridgedTCPServer(TCPServer):
 
     async def _write_now(self, data: bytes) -> None:
         # Hypercorn's write, but for its free lock taken without a turn of the
-        # loop (the write gives one): a pass through the scheduler less for
-        # each write. Cancelled, it writes nothing, as with the lock's checkpoint.
+        # loop, and what the kernel takes at once written without one either:
+        # a write the kernel takes whole costs no pass through the scheduler.
+        # Cancelled, it writes nothing, as with the lock's checkpoint.
         await trio.lowlevel.checkpoint_if_cancelled()
         self.send_lock.acquire_nowait()
         try:
-            with trio.CancelScope(shield=True):
-                await self.stream.send_all(data)
+            sent = write_now(self.stream, data)
+            if sent < len(data):
+                with trio.CancelScope(shield=True):
+                    await self.stream.send_all(memoryview(data)[sent:])
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             await self.protocol.handle(Closed())
         finally:

@@ -5,7 +5,8 @@ Responses keep their bytes and order on a kept-alive connection, pipelined reque
 answered in order, a streamed response's head is sent before its body exists, an idle
 connection is closed after the keep-alive timeout, a connection whose response asked
 it to wait before closing does, when its client hangs up (for longer than the keep-alive
-timeout too), and a write whose task is cancelled writes nothing. What cannot be read is
+timeout too), a write whose task is cancelled writes nothing, and a response larger
+than the socket takes at once arrives whole. What cannot be read is
 answered (400, 431, 501) and its connection closed; ``Expect: 100-continue``, HTTP/1.0
 and the switches to HTTP/2 (its preface, ``h2c``) work as on stock Hypercorn, and a
 WebSocket upgrade is answered in HTTP/1.1 (agentws serves no WebSocket). The
@@ -38,6 +39,8 @@ from agentws.bridges.hypercorn_bridge import install
 # Bounds a wait on a loaded machine; nothing here is timed.
 _WAIT_S = 10.0
 _KEEP_ALIVE_S = 0.2
+# More than loopback's socket buffers take at once: most of it waits for the client.
+_BIG = bytes(range(256)) * (64 * 1024)
 
 
 class _App:
@@ -91,6 +94,11 @@ class _App:
             headers = [(b"content-length", str(len(body)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})
+            return
+        if path == "/big":
+            headers = [(b"content-length", str(len(_BIG)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": _BIG})
             return
         if path == "/cut":  # a length given, and the response ends with no body
             headers = [(b"content-length", b"5")]
@@ -258,6 +266,23 @@ async def _exchange(port: int, sent: bytes) -> bytes:
             buffer += data
     await stream.aclose()
     return bytes(buffer)
+
+
+async def test_a_response_larger_than_the_socket_takes_at_once_arrives_whole() -> None:
+    async with _served(_App()) as port:
+        stream, buffer = await _get(port, "/big")
+        head = await _read_until(stream, buffer, b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ")
+        with trio.fail_after(_WAIT_S):
+            while len(buffer) < len(_BIG):
+                buffer += await stream.receive_some()
+        assert bytes(buffer[: len(_BIG)]) == _BIG
+        del buffer[: len(_BIG)]
+        # The connection goes on: the write left nothing behind.
+        await stream.send_all(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = await _response(stream, buffer, len(b"/next" * 3))
+        assert answer.endswith(b"\r\n\r\n/next/next/next")
+        await stream.aclose()
 
 
 async def test_pipelined_requests_are_answered_in_order() -> None:
