@@ -3,10 +3,17 @@
 ``trio.SocketStream.send_all`` gives the scheduler a turn after every write,
 even one the kernel took whole: a pass through trio's run queue for each.
 When ten thousand MCP streams end at once (a token revoked), each end is a
-write, and those passes are a fifth of the loop's time until the last end
-(``scripts/bench sessions``, py-spy). :func:`write_now` writes what the
-kernel takes with one ``os.write`` on the socket's descriptor (trio's public
-``fileno()``); what it leaves is the caller's to send with ``send_all``.
+write; trio's scheduler was a fifth of the loop's time until the last end,
+and writing without that pass took 7-8% off it (``scripts/bench sessions``,
+A/B). :func:`write_now` writes what the kernel takes with one ``os.write``
+on the socket's descriptor (trio's public ``fileno()``); what it leaves is
+the caller's to send with ``send_all``.
+
+A writer still gives the loop its turns at its other checkpoints (waiting
+for its next event, reading the next page of an export), and once the
+kernel's buffer is full at ``send_all``'s: what it writes between two of
+those, at most a replay's ``AGENTWS_MCP_REPLAY_EVENTS`` events or a page
+of rows, is all it writes without a turn.
 
 Only a plain socket is written this way: a TLS stream has records to
 frame, and gets 0 (nothing written).
