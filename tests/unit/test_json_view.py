@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentws.doors.dashboard.json_view import JsonView, indented
-from tests.scaling import growth
+from tests.scaling import BOUNDED, growth
 
 _JSON = st.recursive(
     st.none()
@@ -71,6 +71,6 @@ _SHAPES = {
 @pytest.mark.parametrize("make", _SHAPES.values(), ids=_SHAPES.keys())
 def test_the_work_is_bounded_by_the_view_not_the_document(make: Any) -> None:
     # A document four times as large costs what the view does: the same.
-    assert growth(lambda n: make(n).encode(), lambda b: indented(b, limit=4096), 1 << 18) < 1.5
+    assert growth(lambda n: make(n).encode(), lambda b: indented(b, limit=4096), 1 << 18) < BOUNDED
     view = indented(make(1 << 20).encode(), limit=4096)
     assert view.cut and len(view.text) <= 4096

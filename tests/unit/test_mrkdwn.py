@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentws.chat.mrkdwn import MAX_TEXT_CHARS, to_mrkdwn
-from tests.scaling import LINEAR, growth
+from tests.scaling import BOUNDED, LINEAR, growth
 
 _SETTINGS = settings(database=None, max_examples=300, deadline=None)
 CUT_NOTE = "\n… (cut: the message was too long)"
@@ -342,7 +342,7 @@ def test_converting_costs_linear_time(unit: str) -> None:
 
 def test_a_text_over_the_limit_is_cut_before_it_is_converted() -> None:
     # Eight times the limit costs what twice does: the rest is never read.
-    assert growth(lambda n: "**a " * (n // 4), to_mrkdwn, 2 * MAX_TEXT_CHARS) < 1.5
+    assert growth(lambda n: "**a " * (n // 4), to_mrkdwn, 2 * MAX_TEXT_CHARS) < BOUNDED
     out = to_mrkdwn("**bold** " * MAX_TEXT_CHARS)
     assert out.startswith("*bold* *bold*")
     assert out.endswith(CUT_NOTE)
