@@ -309,7 +309,9 @@ def render(results: dict[str, Any]) -> str:
             f"({results.get('contextforge_problem', '--contextforge off')})."
         ),
         f"- Load: one client process, {config['concurrency']} workers, each with its own "
-        "initialized Streamable HTTP session calling tools/call back to back, each answer "
+        "initialized Streamable HTTP session calling tools/call back to back over a "
+        "keep-alive HTTP/1.1 connection of its own (raw sockets, answers parsed by "
+        "httptools: `benchlib/raw_http.py`), each answer "
         f"checked to echo its text; {config['warmup_s']:g} s warm-up, then "
         f"{config['seconds']:g} s measured; {config['rounds']} round(s), each running every "
         "way once (odd rounds in order, even rounds reversed), servers up throughout; best "

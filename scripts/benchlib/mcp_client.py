@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import httpx2
+import trio
 
 __all__ = [
     "PROTOCOL_VERSION",
     "CallError",
+    "HttpClient",
     "StreamableSession",
     "initialize_params",
     "parse_result",
@@ -31,6 +34,30 @@ PROTOCOL_VERSION = "2025-11-25"
 
 class CallError(Exception):
     """A call that did not produce a successful JSON-RPC result."""
+
+
+class _Answer(Protocol):
+    status_code: int
+    content: bytes
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class HttpClient(Protocol):
+    """What a session posts with: an ``httpx2.AsyncClient`` or a load's
+    :class:`benchlib.raw_http.RawClient`."""
+
+    async def post(self, url: str, *, content: bytes, headers: dict[str, str]) -> _Answer: ...
+
+    async def delete(self, url: str, *, headers: dict[str, str]) -> _Answer: ...
+
+
+# A DELETE that fails over either client: the server may have ended the session already.
+_CLOSE_ERRORS = (httpx2.HTTPError, OSError, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 def request_headers(token: str | None) -> dict[str, str]:
@@ -74,7 +101,7 @@ def parse_sse_response(text: str, request_id: int) -> dict[str, Any]:
 class StreamableSession:
     """One initialized Streamable HTTP session; ``call`` posts a request and returns its result."""
 
-    def __init__(self, client: httpx2.AsyncClient, url: str, token: str | None) -> None:
+    def __init__(self, client: HttpClient, url: str, token: str | None) -> None:
         self._client = client
         self._url = url
         self._headers = request_headers(token)
@@ -121,7 +148,7 @@ class StreamableSession:
         """End the session (DELETE); errors are ignored, the server may have ended it."""
         if self.session_id is None:
             return
-        with contextlib.suppress(httpx2.HTTPError):
+        with contextlib.suppress(*_CLOSE_ERRORS):
             await self._client.delete(self._url, headers=self._headers)
 
 

@@ -27,7 +27,10 @@ documents. The CPU time of this process, of the server (``server_pid``)
 and of the whole machine (/proc/stat) is taken at both ends of the
 measured window, so the caller can tell how much CPU other processes took
 meanwhile. The window, the loop and the figures are :mod:`benchlib.load`'s;
-this module owns what is MCP about the calls and their checks.
+this module owns what is MCP about the calls and their checks. The calls go
+over :class:`benchlib.raw_http.RawClient` (keep-alive sockets, answers
+parsed by httptools), not httpx2, which cost this process about a third of
+a core at 500 calls/s: CPU the servers it measures could not use.
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import trio
 
 if __package__ in (None, ""):
@@ -48,6 +50,7 @@ from benchlib.load import Arrivals, Tally, run_job_from_stdin, run_window
 from benchlib.mcp_client import CallError, StreamableSession, parse_result
 from benchlib.modern import ERA, StatelessClient
 from benchlib.procs import CpuWindow
+from benchlib.raw_http import TRANSPORT_ERRORS, RawClient
 
 # Distinct tools/list answers remembered as checked (they change only with the catalog).
 _MAX_CHECKED_ANSWERS = 8
@@ -129,9 +132,7 @@ def _arguments(job: dict[str, Any], query: str) -> dict[str, Any]:
     return {"query": query, "limit": job["limit"]}
 
 
-async def _open_session(
-    run: _Run, client: httpx2.AsyncClient
-) -> StreamableSession | StatelessClient | None:
+async def _open_session(run: _Run, client: RawClient) -> StreamableSession | StatelessClient | None:
     """An initialized session of the job's server, or None (counted as an error).
 
     A job of the stateless revision (``"era": "2026-07-28"``) gets a
@@ -146,13 +147,13 @@ async def _open_session(
     try:
         with trio.fail_after(_CALL_TIMEOUT_S):
             await session.initialize()
-    except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError) as exc:
+    except (CallError, *TRANSPORT_ERRORS, trio.TooSlowError, ValueError) as exc:
         run.error(f"initialize: {exc!r}")
         return None
     return session
 
 
-async def _worker(run: _Run, client: httpx2.AsyncClient, index: int) -> None:
+async def _worker(run: _Run, client: RawClient, index: int) -> None:
     job = run.job
     if job.get("method", "tools/call") == "tools/list":
         await _list_worker(run, client, index)
@@ -174,7 +175,7 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int) -> None:
                 with trio.fail_after(_CALL_TIMEOUT_S):
                     result = await session.call("tools/call", params)
                 run.check(query, result)
-            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
+            except (CallError, *TRANSPORT_ERRORS, trio.TooSlowError, ValueError, KeyError) as exc:
                 run.error(f"tools/call {query!r}: {exc!r}")
                 continue
             run.record(started, perf_counter())
@@ -183,7 +184,7 @@ async def _worker(run: _Run, client: httpx2.AsyncClient, index: int) -> None:
             await session.aclose()
 
 
-async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int) -> None:
+async def _list_worker(run: _Run, client: RawClient, index: int) -> None:
     session = await _open_session(run, client)
     if session is None:
         return
@@ -203,7 +204,7 @@ async def _list_worker(run: _Run, client: httpx2.AsyncClient, index: int) -> Non
                 with trio.fail_after(_CALL_TIMEOUT_S):
                     answer = await session.call_raw("tools/list", {})
                 run.check_list_answer(*answer)
-            except (CallError, httpx2.HTTPError, trio.TooSlowError, ValueError, KeyError) as exc:
+            except (CallError, *TRANSPORT_ERRORS, trio.TooSlowError, ValueError, KeyError) as exc:
                 run.error(f"tools/list: {exc!r}")
                 continue
             # Paced: from when the call was due, so waiting behind a slow call counts.
@@ -217,12 +218,9 @@ async def run_load(job: dict[str, Any]) -> dict[str, Any]:
     """Run the job described in the module docstring; the results as a JSON-able dict."""
     run = _Run(job)
     concurrency = int(job["concurrency"])
-    limits = httpx2.Limits(
-        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
-    )
     seconds = float(job["seconds"])
     cpu = CpuWindow(job.get("server_pid"), job.get("other_pids"))
-    async with httpx2.AsyncClient(limits=limits, timeout=_CALL_TIMEOUT_S) as client:
+    async with RawClient(job["url"]) as client:
 
         async def worker(index: int) -> None:
             await _worker(run, client, index)

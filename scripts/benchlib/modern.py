@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx2
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
@@ -35,7 +34,7 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from benchlib.mcp_client import CallError, parse_result, request_headers
+from benchlib.mcp_client import CallError, HttpClient, parse_result, request_headers
 from benchlib.report import fmt
 
 __all__ = [
@@ -54,7 +53,7 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 class StatelessClient:
     """Requests of the stateless revision to one URL; ``call`` posts one and returns its result."""
 
-    def __init__(self, client: httpx2.AsyncClient, url: str, token: str | None) -> None:
+    def __init__(self, client: HttpClient, url: str, token: str | None) -> None:
         self._client = client
         self._url = url
         self._headers = {**request_headers(token), MCP_PROTOCOL_VERSION_HEADER: ERA}
