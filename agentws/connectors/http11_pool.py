@@ -42,6 +42,7 @@ from typing import Any
 import httpx2
 import trio
 
+from agentws.bridges.socket_writes import write_now
 from agentws.connectors.http11_wire import Answer, request_head
 
 __all__ = ["Http11Pool"]
@@ -98,14 +99,25 @@ class _Connection:
             socket.close()
 
     async def send(self, data: bytes, timeout_s: float) -> None:
-        if data:
-            with trio.move_on_after(timeout_s) as waited:
-                try:
-                    await self.stream.send_all(data)
-                except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
-            if waited.cancelled_caught:
-                raise httpx2.WriteTimeout("the remote took no more of the request in time")
+        if not data:
+            return
+        # What the kernel takes at once (a request, as a rule) is written
+        # without the turn of the loop and the timeout's scope send_all
+        # would cost each call; the rest goes through send_all.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            sent = write_now(self.stream, data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
+        if sent == len(data):
+            return
+        with trio.move_on_after(timeout_s) as waited:
+            try:
+                await self.stream.send_all(memoryview(data)[sent:])
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
+        if waited.cancelled_caught:
+            raise httpx2.WriteTimeout("the remote took no more of the request in time")
 
     async def receive(self, timeout_s: float) -> None:
         """Wait for the server's next bytes (or its close), and parse them."""

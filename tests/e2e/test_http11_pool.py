@@ -205,6 +205,18 @@ async def test_a_chunked_request_body_arrives_whole() -> None:
         assert server.accepted == 1
 
 
+async def test_a_request_larger_than_the_socket_takes_at_once_arrives_whole() -> None:
+    # The kernel takes part of it at once; the rest goes out as the server reads.
+    body = bytes(range(256)) * (32 * 1024)  # 8 MiB, twice what loopback takes at once
+
+    async with _serving() as server, _client(_pool()) as http:
+        url = f"http://127.0.0.1:{server.port}/mcp"
+        assert (await http.post(url, content=body)).status_code == 200
+        assert (await http.post(url, content=b"[]")).status_code == 200
+        assert server.bodies == [body, b"[]"]
+        assert server.accepted == 1
+
+
 async def test_an_answer_framed_by_its_close_is_read_to_the_close() -> None:
     async def until_close(request: h11.Request, send: Send) -> bool:
         await send(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nall of ")
