@@ -7,7 +7,9 @@ write; trio's scheduler was a fifth of the loop's time until the last end,
 and writing without that pass took 7-8% off it (``scripts/bench sessions``,
 A/B). :func:`write_now` writes what the kernel takes with one ``os.write``
 on the socket's descriptor (trio's public ``fileno()``); what it leaves is
-the caller's to send with ``send_all``.
+the caller's to send with ``send_all``. The server's connections write
+their answers this way, and the links' connection pool its requests (a
+turn and a timeout scope less on every proxied call).
 
 A writer still gives the loop its turns at its other checkpoints (waiting
 for its next event, reading the next page of an export), and once the
