@@ -94,7 +94,9 @@ class RawClient:
         if parts.scheme != "http" or parts.hostname is None or parts.port is None:
             raise ValueError(f"RawClient speaks plain http://host:port only, not {url!r}")
         self._host, self._port = parts.hostname, parts.port
+        self._netloc = parts.netloc
         self._authority = f"{parts.hostname}:{parts.port}".encode()
+        self._targets: dict[str, bytes] = {}
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
 
@@ -107,9 +109,7 @@ class RawClient:
     async def _request(
         self, method: bytes, url: str, headers: dict[str, str], body: bytes
     ) -> RawResponse:
-        parts = urlsplit(url)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        head = [method, b" ", target.encode(), b" HTTP/1.1\r\nhost: ", self._authority, b"\r\n"]
+        head = [method, b" ", self._target(url), b" HTTP/1.1\r\nhost: ", self._authority, b"\r\n"]
         for name, value in headers.items():
             head += [name.encode(), b": ", value.encode(), b"\r\n"]
         head += [b"content-length: ", str(len(body)).encode(), b"\r\n\r\n", body]
@@ -127,6 +127,17 @@ class RawClient:
             self._open.discard(connection)
             await connection.stream.aclose()
         return response
+
+    def _target(self, url: str) -> bytes:
+        """The request target of ``url``, which must name this client's origin."""
+        target = self._targets.get(url)
+        if target is None:
+            parts = urlsplit(url)
+            if parts.scheme != "http" or parts.netloc != self._netloc:
+                raise ValueError(f"this client speaks to http://{self._netloc} only, not {url!r}")
+            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            target = self._targets[url] = path.encode()
+        return target
 
     async def _connect(self) -> _Connection:
         connection = _Connection(await trio.open_tcp_stream(self._host, self._port))

@@ -96,6 +96,9 @@ async def test_answers_come_whole_over_kept_connections_and_failures_raise() -> 
         nursery.cancel_scope.cancel()
 
 
-def test_only_plain_http_urls_are_taken() -> None:
+async def test_only_plain_http_urls_of_its_origin_are_taken() -> None:
     with pytest.raises(ValueError, match="plain http"):
         RawClient("https://127.0.0.1:8443/mcp")
+    client = RawClient("http://127.0.0.1:8080/mcp")
+    with pytest.raises(ValueError, match=r"127\.0\.0\.1:8080 only"):
+        await client.post("http://127.0.0.1:9090/mcp", content=b"", headers={})
