@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import httpx2
-import trio
+
+from benchlib.raw_http import TRANSPORT_ERRORS
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -57,7 +58,7 @@ class HttpClient(Protocol):
 
 
 # A DELETE that fails over either client: the server may have ended the session already.
-_CLOSE_ERRORS = (httpx2.HTTPError, OSError, trio.BrokenResourceError, trio.ClosedResourceError)
+_CLOSE_ERRORS = (httpx2.HTTPError, *TRANSPORT_ERRORS)
 
 
 def request_headers(token: str | None) -> dict[str, str]:

@@ -25,6 +25,8 @@ import trio
 __all__ = ["TRANSPORT_ERRORS", "RawClient", "RawResponse"]
 
 _READ = 65536
+# Bound on closing a connection that failed (a plain socket's close does not wait).
+_CLOSE_S = 1.0
 
 #: What a request over :class:`RawClient` raises when the connection or the answer fails.
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
@@ -118,7 +120,7 @@ class RawClient:
             response = await self._exchange(connection, b"".join(head))
         except BaseException:
             self._open.discard(connection)
-            with trio.CancelScope(shield=True):
+            with trio.move_on_after(_CLOSE_S, shield=True):
                 await connection.stream.aclose()
             raise
         if connection.answer.keep_alive:
