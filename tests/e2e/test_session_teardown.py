@@ -5,7 +5,8 @@ reference cycle to one pass of the cycle collector, which then holds the
 event loop for seconds. So nothing of a session (its serving by the SDK,
 its streams) nor of its HTTP connection may be in a cycle once they end.
 The collector is off throughout: what is freed here is freed by reference
-counting.
+counting. The same holds for a stateless call: hundreds a second, each one
+left in a cycle would keep the collector busy with all it held.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pathlib import Path
 import httpx2
 import pytest
 import trio
+from mcp.server.runner import ServerRunner
 
 from agentws.bridges.hypercorn_bridge import BridgedTCPServer
 from agentws.doors.mcp.sessions.session import McpSession
 from agentws.doors.mcp.sessions.supervisor import _CANCEL_BATCH
 from tests.e2e.mcp_support import (
+    MODERN,
     REQUEST_S,
     jsonrpc_answer,
     legacy_stream,
@@ -49,7 +52,11 @@ def no_collector() -> Iterator[None]:
 
 
 def _connections() -> int:
-    return sum(1 for o in gc.get_objects() if isinstance(o, BridgedTCPServer))
+    return _count(BridgedTCPServer)
+
+
+def _count(kind: type) -> int:
+    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
 
 
 async def test_a_revoked_sessions_objects_and_connections_are_freed_without_the_collector(
@@ -123,3 +130,37 @@ async def test_a_mass_closes_held_responses_unwind_and_their_connections_end(
         await opened.aclose()  # the clients hang up
         await wait_for(lambda: _connections() == 0, what="the connections freed")
         await wait_for(lambda: all(ref() is None for ref in freed), what="the sessions freed")
+
+
+async def test_stateless_calls_leave_nothing_to_the_collector(
+    tmp_path: Path, no_collector: None
+) -> None:
+    """Each stateless ``tools/call`` is served by a runner of its own: it and all the
+    request held are freed by reference counting as the call ends."""
+    calls = 5
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    async with running(tmp_path) as server:
+        headers = {
+            **server.headers(),
+            "Accept": ACCEPT,
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "search_context",
+        }
+        async with httpx2.AsyncClient(timeout=REQUEST_S) as http:
+            before = _count(ServerRunner)
+            for n in range(calls):
+                params = {
+                    "name": "search_context",
+                    "arguments": {"query": "refund"},
+                    "_meta": envelope,
+                }
+                body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+                answer = await http.post(server.url, json=body, headers=headers)
+                assert answer.status_code == 200, answer.text
+                assert jsonrpc_answer(answer)["result"]["resultType"] == "complete"
+        assert _count(ServerRunner) == before
