@@ -11,7 +11,6 @@ once. The process then closes the store and exits 0.
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import socket
@@ -26,7 +25,7 @@ from hypercorn.utils import wrap_app
 from agentws.app import create_app
 from agentws.bridges.hypercorn_bridge import install as install_hypercorn_bridge
 from agentws.core.errors import ListenError
-from agentws.http.collector import CollectorSteward
+from agentws.http.collector import CollectorSteward, settle_after_start
 from agentws.service import Runtime, run_service
 from agentws.settings.config import Settings
 
@@ -198,10 +197,7 @@ def serve_until_signalled(settings: Settings, *, on_started: Callable[[list[str]
 
                 nursery.start_soon(watch_signals)
                 binds = await nursery.start(run_server)
-                # What starting made (modules, the SDK's schemas, settings) lives as
-                # long as the process. Left to the collector, every full pass walks
-                # it again: tens of milliseconds that every request then waits out.
-                gc.freeze()
+                settle_after_start()
                 on_started(binds)
 
     trio.run(main)

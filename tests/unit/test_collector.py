@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentws.http.collector import CollectorSteward
+from agentws.http.collector import YOUNG_THRESHOLD, CollectorSteward, settle_after_start
 
 
 class _Cycle:
@@ -131,3 +131,18 @@ def test_with_many_sessions_open_what_survived_a_second_is_frozen(thawed: None) 
     now[0] = 60.0
     steward.step()
     assert not _frozen(wait)
+
+
+def test_settling_freezes_what_starting_made_and_spaces_the_youngest_pass(thawed: None) -> None:
+    was = gc.get_threshold()
+    try:
+        settle_after_start()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *was[1:])
+        # Fewer new objects than the threshold bring no pass of the youngest generation.
+        passes = gc.get_stats()[0]["collections"]
+        kept: list[list[int]] = [[] for _ in range(YOUNG_THRESHOLD // 2)]
+        assert gc.get_stats()[0]["collections"] == passes
+        del kept
+    finally:
+        gc.set_threshold(*was)
