@@ -30,6 +30,7 @@ answer, neither asking to close.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import httptools
 
@@ -382,7 +383,7 @@ class AnswerFraming:
         return b""
 
 
-def informational(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+def informational(status: int, headers: Sequence[tuple[bytes, bytes]]) -> bytes:
     """An informational (1xx) answer's head."""
     for name, value in headers:
         _check(name, value)

@@ -104,6 +104,7 @@ from hypercorn.protocol.h11 import (
 from hypercorn.protocol.http_stream import HTTPStream
 from hypercorn.trio.tcp_server import TCPServer
 
+from agentws.bridges.answer_headers import answer_headers
 from agentws.bridges.hangups import watch_connection
 from agentws.bridges.http11_server_wire import (
     H2_PREFACE,
@@ -246,7 +247,7 @@ class HttpToolsProtocol(H11Protocol):
         await self.send(Updated(idle=False))
         if request.upgrade == b"h2c" and not _has_body(request):
             # As Hypercorn: switch to HTTP/2 when asked, unless a body is on its way.
-            await self._write(informational(101, [*self.config.response_headers("h11"), *_H2C]))
+            await self._write(informational(101, [*answer_headers(self.config), *_H2C]))
             raise H2CProtocolRequiredError(request.trailing, _h11_request(request))
         self.stream = HTTPStream(
             self.app,
@@ -272,7 +273,7 @@ class HttpToolsProtocol(H11Protocol):
         self.keep_alive_requests += 1
         await self.context.mark_request()
         if request.expects_continue:
-            await self._write(informational(100, self.config.response_headers("h11")))
+            await self._write(informational(100, answer_headers(self.config)))
 
     async def stream_send(self, event: Any) -> None:
         if isinstance(event, StreamClosed):
@@ -284,7 +285,7 @@ class HttpToolsProtocol(H11Protocol):
             return  # the request was answered already (it could not be read)
         try:
             if isinstance(event, Response):
-                headers = [*event.headers, *self.config.response_headers("h11")]
+                headers = [*event.headers, *answer_headers(self.config)]
                 if event.status_code < 200:
                     await self._write(informational(event.status_code, headers))
                     return
@@ -315,7 +316,7 @@ class HttpToolsProtocol(H11Protocol):
 
     async def _send_error_response(self, status_code: int) -> None:
         # Framed for no request: no body, and the connection closes after it.
-        headers = [(b"content-length", b"0"), *self.config.response_headers("h11")]
+        headers = [(b"content-length", b"0"), *answer_headers(self.config)]
         await self._write(AnswerFraming(None).head(status_code, headers))
         self._answer_started = True
         self._framing = None

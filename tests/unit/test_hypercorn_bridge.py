@@ -176,6 +176,10 @@ async def test_responses_on_a_kept_alive_connection_are_whole_and_in_order() -> 
             length = 0 if method == "HEAD" or path == "/empty" else len(path) * 3
             answer = await _response(stream, buffer, length)
             head, _, body = answer.partition(b"\r\n\r\n")
+            # The headers Hypercorn adds to every answer (made once a second).
+            lines = head.split(b"\r\n")
+            assert b"server: hypercorn-h11" in lines
+            assert any(line.startswith(b"date: ") for line in lines)
             if path == "/empty":
                 assert head.startswith(b"HTTP/1.1 204 ")
             else:
