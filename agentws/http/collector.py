@@ -52,8 +52,10 @@ times a call and walked every request in flight each time: 5% of the
 CPU of a proxied call. :func:`settle_after_start` sets it to
 :data:`YOUNG_THRESHOLD`, above what the requests in flight hold, so the
 pass comes when objects pile up (something kept, or left in a cycle),
-which is what it is for. Nothing on a request's path leaves a cycle
-(``tests/e2e/test_session_teardown.py``), so no garbage waits for it.
+which is what it is for. A session, its connection and a stateless
+``tools/call`` leave no cycle (``tests/e2e/test_session_teardown.py``); the
+SDK's own handling of other stateless requests still leaves its runner in
+one, which waits for that pass.
 """
 
 from __future__ import annotations
