@@ -107,15 +107,12 @@ class _Connection:
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             sent = write_now(self.stream, data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
-        if sent == len(data):
-            return
-        with trio.move_on_after(timeout_s) as waited:
-            try:
+            if sent == len(data):
+                return
+            with trio.move_on_after(timeout_s) as waited:
                 await self.stream.send_all(memoryview(data)[sent:])
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
         if waited.cancelled_caught:
             raise httpx2.WriteTimeout("the remote took no more of the request in time")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchlib import gateway_bounds, gateway_oauth
 from benchlib.modern import ERA
+from benchlib.raw_http import CONNECTION_NOTE
 from benchlib.report import fmt, machine_line, markdown_table, verdict
 
 __all__ = [
@@ -309,9 +310,8 @@ def render(results: dict[str, Any]) -> str:
             f"({results.get('contextforge_problem', '--contextforge off')})."
         ),
         f"- Load: one client process, {config['concurrency']} workers, each with its own "
-        "initialized Streamable HTTP session calling tools/call back to back over a "
-        "keep-alive HTTP/1.1 connection of its own (raw sockets, answers parsed by "
-        "httptools: `benchlib/raw_http.py`), each answer "
+        f"initialized Streamable HTTP session calling tools/call back to back over "
+        f"{CONNECTION_NOTE}, each answer "
         f"checked to echo its text; {config['warmup_s']:g} s warm-up, then "
         f"{config['seconds']:g} s measured; {config['rounds']} round(s), each running every "
         "way once (odd rounds in order, even rounds reversed), servers up throughout; best "

@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from benchlib import modern, oauth_auth, query_floor
+from benchlib.raw_http import CONNECTION_NOTE
 from benchlib.report import fmt, report_head, rounds_note, verdict
 
 __all__ = [
@@ -333,9 +334,8 @@ def _throughput_setup_notes(results: dict[str, Any]) -> list[str]:
         "group's libraries) in "
         "the SDK's worker threads; no auth, no audit.",
         f"- Load: one client process, {config['concurrency']} workers, each with its own "
-        "initialized Streamable HTTP session calling tools/call back to back over a "
-        "keep-alive HTTP/1.1 connection of its own (raw sockets, answers parsed by "
-        "httptools: `benchlib/raw_http.py`); "
+        f"initialized Streamable HTTP session calling tools/call back to back over "
+        f"{CONNECTION_NOTE}; "
         f"{config['warmup_s']:g} s warm-up, then {config['seconds']:g} s measured; servers "
         f"one after the other, {config['rounds']} round(s) each in ABBA order, best round "
         "shown (all rounds in the JSON).",

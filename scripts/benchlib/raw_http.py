@@ -22,11 +22,17 @@ from urllib.parse import urlsplit
 import httptools
 import trio
 
-__all__ = ["TRANSPORT_ERRORS", "RawClient", "RawResponse"]
+__all__ = ["CONNECTION_NOTE", "TRANSPORT_ERRORS", "RawClient", "RawResponse"]
 
 _READ = 65536
 # Bound on closing a connection that failed (a plain socket's close does not wait).
 _CLOSE_S = 1.0
+
+#: How the reports describe a load worker's connection.
+CONNECTION_NOTE = (
+    "a keep-alive HTTP/1.1 connection of its own (raw sockets, answers parsed by "
+    "httptools: `benchlib/raw_http.py`)"
+)
 
 #: What a request over :class:`RawClient` raises when the connection or the answer fails.
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
@@ -159,8 +165,10 @@ class RawClient:
         return RawResponse(status, answer.headers, b"".join(answer.body))
 
     async def aclose(self) -> None:
-        for connection in list(self._open):
-            await connection.stream.aclose()
+        # Bounded and shielded: every connection is closed even when the load is cancelled.
+        with trio.move_on_after(_CLOSE_S, shield=True):
+            for connection in list(self._open):
+                await connection.stream.aclose()
         self._open.clear()
         self._idle.clear()
 
