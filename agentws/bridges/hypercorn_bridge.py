@@ -82,6 +82,7 @@ the version and the service runs on stock Hypercorn. HTTP/2 is untouched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 import logging
 import math
@@ -116,6 +117,7 @@ from agentws.bridges.http11_server_wire import (
     RequestReader,
     informational,
 )
+from agentws.bridges.socket_reads import receive_when_ready
 from agentws.bridges.socket_writes import write_now
 
 __all__ = [
@@ -479,11 +481,15 @@ class BridgedTCPServer(TCPServer):
 
     async def _read_data(self) -> None:
         # Hypercorn 0.18's read loop, but for what comes before its input's end is handled.
+        # A new connection's first request has usually come with it: read at
+        # once; later input comes after an answer, so wait for it first.
+        receive: Callable[[int], Awaitable[bytes | bytearray]] = self.stream.receive_some
+        when_ready = functools.partial(receive_when_ready, self.stream)
         try:
             while True:
                 try:
                     with trio.fail_after(self.config.read_timeout or math.inf):
-                        data = await self.stream.receive_some(_MAX_RECV)
+                        data = await receive(_MAX_RECV)
                 except (trio.ClosedResourceError, trio.BrokenResourceError, trio.TooSlowError):
                     await self._input_ended()
                     break
@@ -492,6 +498,7 @@ class BridgedTCPServer(TCPServer):
                     await self.protocol.handle(RawData(data=b""))
                     break
                 await self.protocol.handle(RawData(data=bytes(data)))
+                receive = when_ready
             await self.protocol.handle(Closed())
         finally:
             self._timer.end()

@@ -42,6 +42,7 @@ from typing import Any
 import httpx2
 import trio
 
+from agentws.bridges.socket_reads import receive_when_ready
 from agentws.bridges.socket_writes import write_now
 from agentws.connectors.http11_wire import Answer, request_head
 
@@ -134,7 +135,8 @@ class _Connection:
 
     async def _receive(self) -> bytes | bytearray:
         try:
-            return await self.stream.receive_some(_READ_CHUNK)
+            # The answer comes after the request: wait for it, not try first.
+            return await receive_when_ready(self.stream, _READ_CHUNK)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
