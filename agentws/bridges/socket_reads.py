@@ -8,15 +8,15 @@ let go and taken back, waking a thread waiting for it (a store reader) that
 then finds it taken again. :func:`receive_when_ready` waits for the socket
 to be readable first (trio's public ``wait_readable``) and then reads what
 is there with one ``os.read`` on its descriptor (trio's public
-``fileno()``): one system call less per request, and 7% more calls/s of
+``fileno()``): one system call less per request, and 5-9% more calls/s of
 ``search_context`` through ``scripts/bench mcp`` (A/B, docs/benchmarks.md).
 
 The server's connections read this way after their first read (the first
 read of a new connection, whose request has usually arrived with it, tries
 the socket at once as trio does), and the links' connection pool reads its
-answers this way. Only a plain socket is read this way: a
-TLS stream may hold decrypted input that its socket does not show, and is
-read with ``receive_some``.
+answers this way. Only a plain socket is read so: a TLS stream may hold
+decrypted input that its socket does not show, and is read with
+``receive_some``.
 """
 
 from __future__ import annotations
