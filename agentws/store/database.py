@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import outcome
 import trio
@@ -24,6 +24,7 @@ from agentws.store.tables import Dialect
 __all__ = ["Database", "Row", "Transaction", "group_size"]
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 # A group commit answers all its statements at once, so the callers of a big
 # group come back together, and their next statements make the next group
@@ -119,6 +120,18 @@ class Database(Protocol):
 
         A single statement reads one consistent snapshot, so a read that needs
         nothing more skips ``BEGIN``/``COMMIT`` (and, on SQLite, the writer's lock).
+        """
+        ...
+
+    async def fetch_shaped(self, shape: Callable[[list[Row]], T], sql: str, *args: Any) -> T:
+        """:meth:`fetch`, its rows handed to ``shape`` where they are read; what it returns.
+
+        On SQLite ``shape`` runs in the reader's thread, off the event loop:
+        a hot query's answer (a search's hits, their snippets, the tool's
+        result) is then made beside the loop's work instead of in its turn,
+        as the rows themselves are. On PostgreSQL it runs once the rows are
+        fetched. ``shape`` must be a pure function of the rows (it may run
+        in any thread); what it raises is raised here unchanged.
         """
         ...
 

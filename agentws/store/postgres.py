@@ -257,6 +257,9 @@ class PostgresDatabase:
         rows = await self.aio(self._pool.fetch, sql, *args, timeout=_CONNECT_TIMEOUT_S)
         return [dict(r) for r in rows]
 
+    async def fetch_shaped(self, shape: Callable[[list[Row]], T], sql: str, *args: Any) -> T:
+        return shape(await self.fetch(sql, *args))
+
     async def ping(self) -> None:
         async with self.transaction(write=False) as tx:
             await tx.fetch("SELECT 1")

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agentws.domain.models import (
     CachedTool,
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from agentws.store.database import Row
 
 __all__ = ["OPENING_CHARS", "CatalogQueries", "CatalogStore"]
+
+T = TypeVar("T")
 
 #: Snippets are made from this many characters at the start of a document (migration 0028
 #: stores the SQLite openings with this length).
@@ -180,6 +182,25 @@ class CatalogStore(Protocol):
         """
         ...
 
+    async def search_documents_shaped(
+        self,
+        shape: Callable[[list[DocumentHit]], T],
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> T:
+        """:meth:`search_documents`, its hits handed to ``shape`` where they are read.
+
+        On SQLite the hits and ``shape``'s answer are made in the store's
+        reader thread, off the event loop
+        (:meth:`~agentws.store.database.Database.fetch_shaped`); ``shape``
+        must be a pure function of the hits. A query without words finds
+        nothing without asking the database: ``shape([])`` is returned.
+        """
+        ...
+
 
 class CatalogQueries(Queries):
     """A group's tools, libraries, documents, skills and search; mixed into
@@ -254,39 +275,59 @@ class CatalogQueries(Queries):
         limit: int,
         libraries: Sequence[Library] | None = None,
     ) -> list[DocumentHit]:
+        return await self.search_documents_shaped(
+            _as_found, group_id, query, limit=limit, libraries=libraries
+        )
+
+    async def search_documents_shaped(
+        self,
+        shape: Callable[[list[DocumentHit]], T],
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> T:
         terms = _search_terms(query)
         if not terms:
-            return []
+            return shape([])
         limit = max(1, min(int(limit), _MAX_HITS))
         # The documents searched: the group's, found through its attachments,
         # or those of the libraries the caller knows it has (no joins).
         scope: list[str] = [group_id] if libraries is None else [lib.id for lib in libraries]
         if not scope:
-            return []
+            return shape([])
         by_library = None if libraries is None else len(scope)
         if self.dialect == "sqlite":
             sql, match, quoted = _sqlite_search(len(terms), limit, by_library), " OR ", '"{}"'
         else:
             sql, match, quoted = _postgres_search(len(terms), limit, by_library), " | ", "'{}'"
         phrases = [quoted.format(term) for term in terms]
-        rows = await self._db.fetch(
-            sql, *scope, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
-        )
         slugs = {lib.id: lib.slug for lib in libraries or ()}
         marked = self.dialect == "sqlite"
-        return [
-            DocumentHit(
-                document_id=row["document_id"],
-                library_id=row["library_id"],
-                library_slug=row["library_slug"] if libraries is None else slugs[row["library_id"]],
-                slug=row["slug"],
-                title=row["title"],
-                mime_type=row["mime_type"],
-                snippet=_snippet(row["snippet"] or "") if marked else row["snippet"] or "",
-                score=float(row["score"]),
+
+        def hits(rows: list[Row]) -> T:
+            return shape(
+                [
+                    DocumentHit(
+                        document_id=row["document_id"],
+                        library_id=row["library_id"],
+                        library_slug=(
+                            row["library_slug"] if libraries is None else slugs[row["library_id"]]
+                        ),
+                        slug=row["slug"],
+                        title=row["title"],
+                        mime_type=row["mime_type"],
+                        snippet=_snippet(row["snippet"] or "") if marked else row["snippet"] or "",
+                        score=float(row["score"]),
+                    )
+                    for row in rows
+                ]
             )
-            for row in rows
-        ]
+
+        return await self._db.fetch_shaped(
+            hits, sql, *scope, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
+        )
 
     async def mark_tools_fetched(self, connector_id: str, fetched_at: datetime) -> None:
         when = table_for(CachedTool).encode_value("fetched_at", fetched_at, self.dialect)
@@ -308,6 +349,10 @@ class CatalogQueries(Queries):
     async def catalog_version(self) -> int:
         rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
         return int(rows[0]["version"])
+
+
+def _as_found(hits: list[DocumentHit]) -> list[DocumentHit]:
+    return hits
 
 
 def _snippet(opening: str) -> str:

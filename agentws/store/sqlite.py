@@ -119,6 +119,10 @@ def _fetch_rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> li
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _as_read(rows: list[Row]) -> list[Row]:
+    return rows
+
+
 def _read_rows(
     conn: sqlite3.Connection, sql: str, args: tuple[Any, ...], deadline_s: float
 ) -> list[Row]:
@@ -217,8 +221,11 @@ class SqliteDatabase:
         return self._version
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        return await self.fetch_shaped(_as_read, sql, *args)
+
+    async def fetch_shaped(self, shape: Callable[[list[Row]], T], sql: str, *args: Any) -> T:
         if not self._has_readers:  # an in-memory database exists on one connection only
-            return await _converted(self._writer.call(lambda c: _fetch_rows(c, sql, args)))
+            return await _converted(self._writer.call(lambda c: shape(_fetch_rows(c, sql, args))))
         try:
             # An idle reader is taken at once: the work handed to it is the
             # checkpoint, and this way a read costs one trip through the
@@ -228,7 +235,9 @@ class SqliteDatabase:
             reader = await self._idle.receive()
         deadline_s = self._read_deadline_s
         try:
-            return await _converted(reader.call(lambda c: _read_rows(c, sql, args, deadline_s)))
+            return await _converted(
+                reader.call(lambda c: shape(_read_rows(c, sql, args, deadline_s)))
+            )
         finally:
             self._idle_send.send_nowait(reader)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import outcome
 import trio
@@ -20,6 +20,8 @@ from agentws.store.database import Database, Row, Transaction
 from agentws.store.tables import Dialect
 
 __all__ = ["TimedDatabase"]
+
+T = TypeVar("T")
 
 # A grouped statement is timed from its queueing to its answer, as a batch is.
 _GROUPED = STORE_SECONDS.labels("grouped")
@@ -61,6 +63,10 @@ class TimedDatabase:
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
         with timed_store("read"):
             return await self._db.fetch(sql, *args)
+
+    async def fetch_shaped(self, shape: Callable[[list[Row]], T], sql: str, *args: Any) -> T:
+        with timed_store("read"):
+            return await self._db.fetch_shaped(shape, sql, *args)
 
     def data_version(self) -> int | None:
         return self._db.data_version()

@@ -11,13 +11,14 @@ can open with ``resources/read``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
 import mcp_types as types
 
-from agentws.domain.models import Capability, ContextDocument, Group, Library
+from agentws.domain.models import Capability, ContextDocument, DocumentHit, Group, Library
 from agentws.domain.tool_results import tool_error, tool_text
 from agentws.store.sql_catalog import CatalogStore
 from agentws.tools.spec import ToolSpec
@@ -107,12 +108,19 @@ class BuiltinCall:
 async def _search_context(call: BuiltinCall) -> types.CallToolResult:
     query = call.arguments["query"]
     limit = call.arguments.get("limit", 5)
-    hits = await call.store.search_documents(
+    # The answer is made where the hits are read (SQLite: the store's reader
+    # thread), beside the event loop's work rather than in its turn.
+    return await call.store.search_documents_shaped(
+        functools.partial(_search_answer, query),
         call.group.id,
         query,
         limit=limit,
         libraries=None if call.libraries is None else list(call.libraries.values()),
     )
+
+
+def _search_answer(query: str, hits: list[DocumentHit]) -> types.CallToolResult:
+    """search_context's answer: a numbered listing, the results as data, a link per hit."""
     results = [
         {
             "uri": _uri(hit.library_slug, hit.slug),

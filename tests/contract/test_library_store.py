@@ -114,6 +114,11 @@ async def search_hits(
     libraries = await store.group_libraries(group_id)
     given = await store.search_documents(group_id, query, limit=limit, libraries=libraries)
     assert given == found
+    # Shaped where they are read (SQLite: the reader's thread), the hits are the same.
+    shaped = await store.search_documents_shaped(
+        lambda hits: ("shaped", hits), group_id, query, limit=limit, libraries=libraries
+    )
+    assert shaped == ("shaped", found)
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -39,6 +39,8 @@ from agentws.store.sql_rollup_sources import RollupSourceStore
 from agentws.store.sql_rollups import RollupStore
 from agentws.store.sql_tokens import TokenStore
 from agentws.store.tables import Dialect
+
+T = TypeVar("T")
 
 
 def _unused(name: str) -> AssertionError:
@@ -227,6 +229,17 @@ class UnusedCatalog(CatalogStore):
         libraries: Sequence[Library] | None = None,
     ) -> list[DocumentHit]:
         raise _unused("search_documents")
+
+    async def search_documents_shaped(
+        self,
+        shape: Callable[[list[DocumentHit]], T],
+        group_id: str,
+        query: str,
+        *,
+        limit: int,
+        libraries: Sequence[Library] | None = None,
+    ) -> T:
+        raise _unused("search_documents_shaped")
 
 
 class UnusedRollupSources(RollupSourceStore):
