@@ -405,5 +405,9 @@ async def run_service(
         ``nursery.start``, so a service that cannot work never reports started.
     """
     SecretBox.check_settings(settings)
-    async with open_store(settings.database_url, pool_size=settings.store_pool_size) as store:
+    async with open_store(
+        settings.database_url,
+        pool_size=settings.store_pool_size,
+        read_processes=settings.store_read_processes,
+    ) as store:
         await Service(settings, store, model).serve(task_status=task_status)

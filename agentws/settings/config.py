@@ -232,6 +232,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str | None], ...] = (
     ("retry_base_s", "AGENTWS_RETRY_BASE_S", _seconds, "2"),
     ("store_timeout_s", "AGENTWS_STORE_TIMEOUT_S", _seconds, "5"),
     ("store_pool_size", "AGENTWS_STORE_POOL_SIZE", _positive_int, "10"),
+    ("store_read_processes", "AGENTWS_STORE_READ_PROCESSES", _count, "1"),
     ("sse_stall_s", "AGENTWS_SSE_STALL_S", _seconds, "30"),
     ("sse_keepalive_s", "AGENTWS_SSE_KEEPALIVE_S", _seconds, "15"),
     ("mcp_idle_s", "AGENTWS_MCP_IDLE_S", _seconds, "1800"),
@@ -333,6 +334,8 @@ class Settings:
     store_timeout_s: float = 5.0
     #: PostgreSQL connections per process.
     store_pool_size: int = 10
+    #: SQLite: processes that run searches beside this one (0: its threads do).
+    store_read_processes: int = 1
     #: A stream whose client has not read for this long is closed.
     sse_stall_s: float = 30.0
     #: Interval of ``: ping`` comment lines on idle SSE streams.

@@ -26,13 +26,16 @@ __all__ = ["SqlStore", "open_store", "redact_url"]
 
 @asynccontextmanager
 async def open_store(
-    url: str, *, pool_size: int = 10, create: bool = True
+    url: str, *, pool_size: int = 10, read_processes: int = 0, create: bool = True
 ) -> AsyncIterator[SqlStore]:
     """Open and migrate the store named by ``url``.
 
     Args:
         url: ``sqlite:///PATH`` or ``postgresql://USER@HOST/DB``.
         pool_size: PostgreSQL connections to keep at most.
+        read_processes: SQLite: processes that run searches off this
+            process's interpreter lock, started with the first search
+            (:mod:`agentws.store.sqlite_read_processes`); 0 for none.
         create: make the agentws schema (and the SQLite file) if it is not
             there. Without it, a database agentws has never migrated is
             refused and left as it was; one agentws made is still upgraded.
@@ -54,7 +57,7 @@ async def open_store(
         raise ConfigError(f"database URL: {exc}") from None
     if url.startswith("sqlite:"):
         where = _sqlite_file(url, create)
-        async with open_sqlite(url) as sqlite_db:
+        async with open_sqlite(url, read_processes=read_processes) as sqlite_db:
             await _migrate(sqlite_db, where, create)
             yield SqlStore(TimedDatabase(sqlite_db))
     else:

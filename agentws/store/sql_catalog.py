@@ -306,25 +306,9 @@ class CatalogQueries(Queries):
         slugs = {lib.id: lib.slug for lib in libraries or ()}
         marked = self.dialect == "sqlite"
 
-        def hits(rows: list[Row]) -> T:
-            return shape(
-                [
-                    DocumentHit(
-                        document_id=row["document_id"],
-                        library_id=row["library_id"],
-                        library_slug=(
-                            row["library_slug"] if libraries is None else slugs[row["library_id"]]
-                        ),
-                        slug=row["slug"],
-                        title=row["title"],
-                        mime_type=row["mime_type"],
-                        snippet=_snippet(row["snippet"] or "") if marked else row["snippet"] or "",
-                        score=float(row["score"]),
-                    )
-                    for row in rows
-                ]
-            )
-
+        # A partial of module-level functions: it pickles, so on SQLite a read
+        # process may make the hits (agentws.store.sqlite_read_processes).
+        hits = functools.partial(_shaped_hits, shape, None if libraries is None else slugs, marked)
         return await self._db.fetch_shaped(
             hits, sql, *scope, match.join(phrases), _title_key(query), len(terms) + 1, *phrases
         )
@@ -349,6 +333,30 @@ class CatalogQueries(Queries):
     async def catalog_version(self) -> int:
         rows = await self._fetch("SELECT version FROM catalog_version WHERE id = 1")
         return int(rows[0]["version"])
+
+
+def _shaped_hits(
+    shape: Callable[[list[DocumentHit]], T],
+    slugs: dict[str, str] | None,
+    marked: bool,
+    rows: list[Row],
+) -> T:
+    """``shape`` of the hits in ``rows``; ``slugs`` names the libraries searched, if given."""
+    return shape(
+        [
+            DocumentHit(
+                document_id=row["document_id"],
+                library_id=row["library_id"],
+                library_slug=row["library_slug"] if slugs is None else slugs[row["library_id"]],
+                slug=row["slug"],
+                title=row["title"],
+                mime_type=row["mime_type"],
+                snippet=_snippet(row["snippet"] or "") if marked else row["snippet"] or "",
+                score=float(row["score"]),
+            )
+            for row in rows
+        ]
+    )
 
 
 def _as_found(hits: list[DocumentHit]) -> list[DocumentHit]:

@@ -7,8 +7,10 @@ own that runs one transaction after another
 writer at a time anyway. Grouped statements (:meth:`SqliteDatabase.execute_grouped_nowait`)
 gather for that thread, which commits all that gathered in one transaction
 as soon as it is free (group commit). Single reads run on a few read-only
-connections, each in a thread of its own too. Other processes (the CLI
-while the server runs) wait for the write lock up to ``busy_timeout``.
+connections, each in a thread of its own too, and a search in a read
+process (:mod:`agentws.store.sqlite_read_processes`) where there are
+some. Other processes (the CLI while the server runs) wait for the write
+lock up to ``busy_timeout``.
 
 A statement a thread has started cannot be cancelled from trio, so a read
 has a deadline of its own (``read_deadline_s``): SQLite's progress handler
@@ -39,6 +41,7 @@ from agentws.core.errors import (
     ValidationError,
 )
 from agentws.store.database import Row, group_size
+from agentws.store.sqlite_read_processes import ReadProcesses
 from agentws.store.sqlite_threads import Answer, ClosedError, ConnectionThread, Session
 from agentws.store.tables import Dialect
 
@@ -123,7 +126,7 @@ def _as_read(rows: list[Row]) -> list[Row]:
     return rows
 
 
-def _read_rows(
+def read_rows(
     conn: sqlite3.Connection, sql: str, args: tuple[Any, ...], deadline_s: float
 ) -> list[Row]:
     """:func:`_fetch_rows`, stopped with a StoreError once ``deadline_s`` has passed."""
@@ -177,8 +180,10 @@ class SqliteDatabase:
         version_conn: sqlite3.Connection | None = None,
         *,
         read_deadline_s: float = _READ_DEADLINE_S,
+        processes: ReadProcesses | None = None,
     ) -> None:
         self._writer = writer
+        self._processes = processes
         self._read_deadline_s = read_deadline_s
         self._version_conn = version_conn
         self._version = 0
@@ -221,9 +226,21 @@ class SqliteDatabase:
         return self._version
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        return await self.fetch_shaped(_as_read, sql, *args)
+        return await self._read_in_thread(_as_read, sql, args)
 
     async def fetch_shaped(self, shape: Callable[[list[Row]], T], sql: str, *args: Any) -> T:
+        if self._processes is not None:
+            read, value = await _converted(
+                self._processes.read(shape, sql, args, self._read_deadline_s)
+            )
+            if read:
+                result: T = value
+                return result
+        return await self._read_in_thread(shape, sql, args)
+
+    async def _read_in_thread(
+        self, shape: Callable[[list[Row]], T], sql: str, args: tuple[Any, ...]
+    ) -> T:
         if not self._has_readers:  # an in-memory database exists on one connection only
             return await _converted(self._writer.call(lambda c: shape(_fetch_rows(c, sql, args))))
         try:
@@ -236,7 +253,7 @@ class SqliteDatabase:
         deadline_s = self._read_deadline_s
         try:
             return await _converted(
-                reader.call(lambda c: shape(_read_rows(c, sql, args, deadline_s)))
+                reader.call(lambda c: shape(read_rows(c, sql, args, deadline_s)))
             )
         finally:
             self._idle_send.send_nowait(reader)
@@ -395,7 +412,7 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+def connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     conn = sqlite3.connect(
         path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
     )
@@ -406,12 +423,15 @@ def _connect_reader(path: str, busy_timeout_ms: int = _BUSY_TIMEOUT_MS) -> sqlit
 
 @asynccontextmanager
 async def open_sqlite(
-    url: str, *, read_deadline_s: float = _READ_DEADLINE_S
+    url: str, *, read_deadline_s: float = _READ_DEADLINE_S, read_processes: int = 0
 ) -> AsyncIterator[SqliteDatabase]:
     """Open the SQLite database named by ``url``, creating the file if absent.
 
     A single read still running after ``read_deadline_s`` is stopped
-    (:class:`~agentws.core.errors.StoreError`).
+    (:class:`~agentws.core.errors.StoreError`). With ``read_processes``, that
+    many processes run the reads whose shape pickles (a search), off this
+    process's interpreter lock (:mod:`agentws.store.sqlite_read_processes`);
+    they start with the first such read.
 
     Resource handling:
         The connection is closed when the block exits.
@@ -427,15 +447,27 @@ async def open_sqlite(
         raise StoreUnavailableError(f"cannot open SQLite database {path!r}: {exc}") from exc
     threads = [ConnectionThread(conn, "agentws sqlite writer")]
     version_conn: sqlite3.Connection | None = None
+    processes: ReadProcesses | None = None
     try:
         if path != ":memory:":
             for n in range(_READERS):
-                reader = await trio.to_thread.run_sync(_connect_reader, path)
+                reader = await trio.to_thread.run_sync(connect_reader, path)
                 threads.append(ConnectionThread(reader, f"agentws sqlite reader {n}"))
-            version_conn = await trio.to_thread.run_sync(_connect_reader, path, 0)
-        yield SqliteDatabase(threads[0], threads[1:], version_conn, read_deadline_s=read_deadline_s)
+            version_conn = await trio.to_thread.run_sync(connect_reader, path, 0)
+            if read_processes:
+                where = str(await trio.Path(path).absolute())
+                processes = ReadProcesses(where, read_processes)
+        yield SqliteDatabase(
+            threads[0],
+            threads[1:],
+            version_conn,
+            read_deadline_s=read_deadline_s,
+            processes=processes,
+        )
     finally:
         with trio.move_on_after(_CLEANUP_S, shield=True):
+            if processes is not None:
+                await processes.aclose()
             for thread in threads:
                 await thread.close()
             if version_conn is not None:

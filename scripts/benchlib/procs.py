@@ -236,10 +236,31 @@ def rss_kb(pid: int, field: str = "VmRSS") -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` (all its threads) so far."""
+    """User + system CPU time of ``pid`` (all its threads) so far, its child processes' included.
+
+    A server's children work for it (agentws's SQLite read processes run its
+    searches): the CPU of those running is added, and that of those it has
+    waited for is in its own counters (cutime, cstime).
+    """
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    total = sum(int(field) for field in fields[11:15]) / _CLOCK_TICKS
+    for child in _children(pid):
+        try:
+            total += cpu_seconds(child)
+        except OSError:
+            continue  # it ended meanwhile: its time is its parent's once waited for
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.extend(int(child) for child in (task / "children").read_text().split())
+        except OSError:
+            continue  # the thread ended meanwhile
+    return found
 
 
 def machine_busy_seconds() -> float:

@@ -32,6 +32,7 @@ def test_every_variable_is_read():
             "AGENTWS_RUN_TIMEOUT_S": "60",
             "AGENTWS_STORE_TIMEOUT_S": "1",
             "AGENTWS_STORE_POOL_SIZE": "4",
+            "AGENTWS_STORE_READ_PROCESSES": "0",
             "AGENTWS_SSE_STALL_S": "7",
             "AGENTWS_SSE_KEEPALIVE_S": "3",
             "AGENTWS_MCP_IDLE_S": "600",
@@ -49,6 +50,7 @@ def test_every_variable_is_read():
     assert settings.run_timeout_s == 60
     assert settings.store_timeout_s == 1
     assert settings.store_pool_size == 4
+    assert settings.store_read_processes == 0
     assert settings.sse_stall_s == 7
     assert settings.sse_keepalive_s == 3
     assert settings.mcp_idle_s == 600
@@ -80,6 +82,7 @@ def test_empty_variables_count_as_unset():
         ("AGENTWS_RUN_TIMEOUT_S", "inf", "seconds"),
         ("AGENTWS_SSE_STALL_S", "nan", "seconds"),
         ("AGENTWS_STORE_POOL_SIZE", "0", "whole number"),
+        ("AGENTWS_STORE_READ_PROCESSES", "-1", "whole number"),
         ("AGENTWS_MAX_BODY_BYTES", "1MB", "whole number"),
         ("AGENTWS_LOG_LEVEL", "LOUD", "DEBUG"),
         ("AGENTWS_INSTANCE_ID", "a b", "letters"),
