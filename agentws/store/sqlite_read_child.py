@@ -92,6 +92,9 @@ def _work(
                 answer = _answer(number, DONE, shape(read_rows(conn, sql, args, deadline_s)))
             except Exception as exc:  # the parent raises it
                 answer = _answer(number, RAISED, exc)
+            except BaseException as exc:  # a worker that ended would leave its reader waiting
+                why = f"SQLite: a read process's read ended with {type(exc).__name__}"
+                answer = _answer(number, RAISED, StoreError(why))
         try:
             with sending:
                 sock.sendall(answer)

@@ -49,6 +49,8 @@ from typing import Any, Final
 
 import trio
 
+from agentws.core.errors import StoreError
+
 __all__ = ["CANNOT", "DONE", "HEADER", "RAISED", "READY", "STALLED_S", "WORKERS", "ReadProcesses"]
 
 log = logging.getLogger("agentws.store")
@@ -144,7 +146,7 @@ class _Child:
                     break
                 waiting = self.waiting.pop(number, None)
                 if waiting is not None:  # else its reader was cancelled: dropped
-                    waiting.set(pickle.loads(self.buf[start + HEADER.size : end]))  # noqa: S301
+                    waiting.set(_loaded(self.buf[start + HEADER.size : end]))
                 start = end
             del self.buf[:start]
             self.progress_at = trio.current_time()
@@ -191,7 +193,7 @@ class ReadProcesses:
         try:
             await child.send(HEADER.pack(len(request), number) + request)
             status, value = await self._answer(child, mine)
-        except (OSError, EOFError, trio.ClosedResourceError, pickle.UnpicklingError) as exc:
+        except (OSError, EOFError, trio.ClosedResourceError) as exc:
             self._lost(child, exc)
             return False, None  # a read changes nothing: the threads read it again
         finally:
@@ -294,6 +296,16 @@ class ReadProcesses:
         for child in self._children:
             await trio.to_thread.run_sync(_end, child.process)
         self._children.clear()
+
+
+def _loaded(body: bytearray) -> tuple[int, Any]:
+    """The answer pickled in ``body``; what cannot be loaded is its reader's error, not ours."""
+    try:
+        answer: tuple[int, Any] = pickle.loads(body)  # noqa: S301 - from our own child
+    except Exception as exc:  # an error whose class will not rebuild from its arguments
+        why = f"SQLite: a read process's answer could not be loaded: {type(exc).__name__}: {exc}"
+        return RAISED, StoreError(why)
+    return answer
 
 
 def _end(process: subprocess.Popen[bytes]) -> None:

@@ -64,6 +64,21 @@ def _held_until(release: str, started: str, rows: list[dict[str, Any]]) -> tuple
     return number, os.getpid()
 
 
+class _Unrebuildable(Exception):
+    """Pickles, but does not load: its class wants an argument its pickle does not keep."""
+
+    def __init__(self, what: str, *, number: int) -> None:
+        super().__init__(what)
+        self.number = number
+
+
+def _number_or_unrebuildable(rows: list[dict[str, Any]]) -> tuple[int, int]:
+    number = int(rows[0]["n"])
+    if number % 2:
+        raise _Unrebuildable("odd", number=number)
+    return number, os.getpid()
+
+
 def _read_processes() -> list[int]:
     """The pids of this process's read processes."""
     found = []
@@ -165,6 +180,28 @@ async def test_many_reads_at_once_each_get_their_own_answer(database: SqliteData
             nursery.start_soon(read, n)
     assert {n: number for n, (number, _pid) in answers.items()} == {n: n for n in range(200)}
     assert {pid for _n, pid in answers.values()} & set(_read_processes())
+
+
+async def test_an_answer_that_cannot_be_loaded_fails_its_own_read_only(
+    database: SqliteDatabase,
+) -> None:
+    await _read_by_a_process(database)
+    outcomes: dict[int, object] = {}
+
+    async def read(n: int) -> None:
+        try:
+            outcomes[n] = await database.fetch_shaped(_number_or_unrebuildable, "SELECT ? AS n", n)
+        except StoreError as exc:
+            outcomes[n] = str(exc)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(40):
+            nursery.start_soon(read, n)
+    for n in range(40):
+        if n % 2:
+            assert "answer could not be loaded" in str(outcomes[n])
+        else:
+            assert outcomes[n] in {(n, pid) for pid in _read_processes()} | {(n, os.getpid())}
 
 
 async def test_reads_that_take_long_hold_no_other_behind_them(
