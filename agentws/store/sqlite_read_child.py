@@ -28,7 +28,14 @@ from typing import Any
 
 from agentws.core.errors import StoreError
 from agentws.store.sqlite import connect_reader, read_rows
-from agentws.store.sqlite_read_processes import CANNOT, DONE, HEADER, RAISED, READY
+from agentws.store.sqlite_read_processes import (
+    CANNOT,
+    DONE,
+    HEADER,
+    RAISED,
+    READY,
+    take_messages,
+)
 
 __all__ = ["main"]
 
@@ -67,15 +74,8 @@ def _take_requests(sock: socket.socket, requests: _Requests) -> None:
     buf = bytearray()
     while chunk := sock.recv(_CHUNK):
         buf += chunk
-        start = 0
-        while len(buf) - start >= HEADER.size:
-            size, number = HEADER.unpack_from(buf, start)
-            end = start + HEADER.size + size
-            if len(buf) < end:
-                break
-            requests.put((number, bytes(buf[start + HEADER.size : end])))
-            start = end
-        del buf[:start]
+        for request in take_messages(buf):
+            requests.put(request)
 
 
 def _work(

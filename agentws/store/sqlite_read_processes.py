@@ -51,7 +51,17 @@ import trio
 
 from agentws.core.errors import StoreError
 
-__all__ = ["CANNOT", "DONE", "HEADER", "RAISED", "READY", "STALLED_S", "WORKERS", "ReadProcesses"]
+__all__ = [
+    "CANNOT",
+    "DONE",
+    "HEADER",
+    "RAISED",
+    "READY",
+    "STALLED_S",
+    "WORKERS",
+    "ReadProcesses",
+    "take_messages",
+]
 
 log = logging.getLogger("agentws.store")
 
@@ -138,17 +148,10 @@ class _Child:
             if not chunk:
                 raise EOFError("the read process closed its socket")
             self.buf += chunk
-            start = 0
-            while len(self.buf) - start >= HEADER.size:
-                size, number = HEADER.unpack_from(self.buf, start)
-                end = start + HEADER.size + size
-                if len(self.buf) < end:
-                    break
+            for number, body in take_messages(self.buf):
                 waiting = self.waiting.pop(number, None)
                 if waiting is not None:  # else its reader was cancelled: dropped
-                    waiting.set(_loaded(self.buf[start + HEADER.size : end]))
-                start = end
-            del self.buf[:start]
+                    waiting.set(_loaded(body))
             self.progress_at = trio.current_time()
 
     def hand_over(self) -> None:
@@ -226,12 +229,11 @@ class ReadProcesses:
             self._start()
         if self._starting:
             self._poll_starting()
-        while self._live:
-            best = min(self._live, key=lambda child: len(child.waiting))
-            if best.process.poll() is None:
-                return None if best.busy(self._workers) else best
-            self._lost(best, None)  # ended while idle: no read of it fails
-        return None
+        if not self._live:
+            return None
+        # One that has ended is found out by its read (the threads then read it).
+        best = min(self._live, key=lambda child: len(child.waiting))
+        return None if best.busy(self._workers) else best
 
     def _start(self) -> None:
         self._started = True
@@ -274,7 +276,7 @@ class ReadProcesses:
                     child.process.poll(),
                 )
 
-    def _lost(self, child: _Child, exc: BaseException | None) -> None:
+    def _lost(self, child: _Child, exc: BaseException) -> None:
         if child not in self._live:
             return  # another of its reads said so already
         self._live.remove(child)
@@ -282,8 +284,8 @@ class ReadProcesses:
         for waiting in child.waiting.values():
             waiting.wake.set()  # each finds its process gone
         log.warning(
-            "SQLite: a read process ended (%sexit status %s): threads read in its stead",
-            "" if exc is None else f"{type(exc).__name__}; ",
+            "SQLite: a read process ended (%s; exit status %s): threads read in its stead",
+            type(exc).__name__,
             child.process.poll(),
         )
 
@@ -298,7 +300,22 @@ class ReadProcesses:
         self._children.clear()
 
 
-def _loaded(body: bytearray) -> tuple[int, Any]:
+def take_messages(buf: bytearray) -> list[tuple[int, bytes]]:
+    """The whole messages at the start of ``buf``, as (number, body), taken out of it."""
+    messages = []
+    start = 0
+    while len(buf) - start >= HEADER.size:
+        size, number = HEADER.unpack_from(buf, start)
+        end = start + HEADER.size + size
+        if len(buf) < end:
+            break  # the rest of it has not come yet
+        messages.append((number, bytes(buf[start + HEADER.size : end])))
+        start = end
+    del buf[:start]
+    return messages
+
+
+def _loaded(body: bytes) -> tuple[int, Any]:
     """The answer pickled in ``body``; what cannot be loaded is its reader's error, not ours."""
     try:
         answer: tuple[int, Any] = pickle.loads(body)  # noqa: S301 - from our own child
